@@ -1,0 +1,1 @@
+"""The agent: model calls, tools, workspace files and session transcripts."""

@@ -1,0 +1,219 @@
+"""Workspace file tools (list, read, write, edit), confined to the workspace by construction.
+
+Every path goes through ``resolve_in_workspace``: absolute paths, ``..`` components and symbolic
+links that lead outside are refused, and in shared sessions ``MEMORY.md`` does not exist.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import unicodedata
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from agent.tools import Tool, TurnContext
+from gateway.errors import PathRefused, ToolError
+
+MAX_WRITE_CHARS = 1_000_000
+MAX_LIST_ENTRIES = 500
+DEFAULT_READ_LINES = 400
+# Files at the workspace root that only private sessions may see (compared case-insensitively).
+PRIVATE_FILES = frozenset({"memory.md"})
+
+
+def is_private_path(rel: PurePosixPath | Path) -> bool:
+    return len(rel.parts) == 1 and rel.parts[0].casefold() in PRIVATE_FILES
+
+
+def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
+    """Map a model-supplied relative path to a real path inside the workspace, or refuse."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError("A path is required, relative to the workspace (e.g. notes/todo.md).")
+    text = unicodedata.normalize("NFC", raw.strip())
+    if any(ord(c) < 32 or c == "\x7f" for c in text):
+        raise PathRefused("Paths may not contain control characters.")
+    if "\\" in text:
+        raise PathRefused("Use forward slashes in paths (e.g. notes/todo.md).")
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or text.startswith("~"):
+        raise PathRefused(
+            f"{raw!r} is an absolute path. Only files inside the workspace can be used; "
+            "give a relative path such as memory/notes.md."
+        )
+    if ".." in pure.parts:
+        raise PathRefused(f"{raw!r} contains '..'. Paths must stay inside the workspace.")
+    root = ctx.workspace
+    resolved = root.joinpath(*pure.parts).resolve()
+    if resolved != root and not resolved.is_relative_to(root):
+        raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
+    if not ctx.private and is_private_path(resolved.relative_to(root)):
+        raise PathRefused("MEMORY.md is only available in private chats with the owner.")
+    return resolved
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _rel(ctx: TurnContext, path: Path) -> str:
+    rel = path.relative_to(ctx.workspace)
+    return str(rel) if rel.parts else "."
+
+
+def _read_text(path: Path, raw: str) -> str:
+    if not path.exists():
+        raise ToolError(f"{raw!r} does not exist.")
+    if path.is_dir():
+        raise ToolError(f"{raw!r} is a folder; use list_files.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{raw!r} is not a UTF-8 text file.") from None
+
+
+def list_files(ctx: TurnContext, args: dict[str, Any]) -> str:
+    raw = args.get("path", ".")
+    base = resolve_in_workspace(ctx, raw)
+    if not base.is_dir():
+        raise ToolError(f"{raw!r} is not a folder.")
+    lines: list[str] = []
+    for entry in sorted(base.rglob("*") if args.get("recursive") else base.iterdir()):
+        rel = entry.relative_to(ctx.workspace)
+        if any(p.startswith(".") for p in rel.parts):
+            continue
+        if not ctx.private and is_private_path(rel):
+            continue
+        if len(lines) >= MAX_LIST_ENTRIES:
+            lines.append(f"[... more entries not shown; list a subfolder]")
+            break
+        if entry.is_dir():
+            lines.append(f"{rel}/")
+        else:
+            lines.append(f"{rel}  ({entry.stat().st_size} bytes)")
+    return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
+
+
+def read_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+    path = resolve_in_workspace(ctx, args["path"])
+    lines = _read_text(path, args["path"]).splitlines()
+    offset = max(1, int(args.get("offset", 1)))
+    limit = max(1, int(args.get("limit", DEFAULT_READ_LINES)))
+    window = lines[offset - 1 : offset - 1 + limit]
+    if not lines:
+        return f"{_rel(ctx, path)} is empty."
+    if offset == 1 and len(window) == len(lines):
+        return "\n".join(window)
+    end = offset - 1 + len(window)
+    header = f"[{_rel(ctx, path)}: lines {offset}-{end} of {len(lines)}"
+    header += "; use offset to read more]" if end < len(lines) else "]"
+    return header + "\n" + "\n".join(window)
+
+
+def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+    path = resolve_in_workspace(ctx, args["path"])
+    content: str = args["content"]
+    if len(content) > MAX_WRITE_CHARS:
+        raise ToolError(f"Content is too long ({len(content)} characters; limit {MAX_WRITE_CHARS}).")
+    if path.is_dir():
+        raise ToolError(f"{args['path']!r} is a folder.")
+    existed = path.exists()
+    atomic_write(path, content)
+    verb = "Replaced" if existed else "Created"
+    return f"{verb} {_rel(ctx, path)} ({len(content)} characters)."
+
+
+def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+    path = resolve_in_workspace(ctx, args["path"])
+    old, new = args["old_text"], args["new_text"]
+    if not old:
+        raise ToolError("old_text must not be empty; use write_file to create a file.")
+    text = _read_text(path, args["path"])
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_text was not found in {_rel(ctx, path)}; read the file and copy it exactly.")
+    if count > 1 and not args.get("replace_all"):
+        raise ToolError(
+            f"old_text occurs {count} times in {_rel(ctx, path)}; include more surrounding text "
+            "to make it unique, or set replace_all."
+        )
+    atomic_write(path, text.replace(old, new))
+    return f"Edited {_rel(ctx, path)}: {count} replacement(s)."
+
+
+def _path_prop(desc: str) -> dict[str, str]:
+    return {"type": "string", "description": desc}
+
+
+FILE_TOOLS = (
+    Tool(
+        "list_files",
+        "List files and folders in the workspace.",
+        {
+            "type": "object",
+            "properties": {
+                "path": _path_prop("Folder relative to the workspace; default '.'."),
+                "recursive": {"type": "boolean", "description": "Include subfolders."},
+            },
+        },
+        list_files,
+    ),
+    Tool(
+        "read_file",
+        "Read a text file from the workspace. Long files are returned in windows of lines.",
+        {
+            "type": "object",
+            "properties": {
+                "path": _path_prop("File path relative to the workspace."),
+                "offset": {"type": "integer", "description": "First line to read (1-based)."},
+                "limit": {"type": "integer", "description": "Number of lines to read."},
+            },
+            "required": ["path"],
+        },
+        read_file,
+    ),
+    Tool(
+        "write_file",
+        "Create or replace a text file in the workspace. Folders are created as needed.",
+        {
+            "type": "object",
+            "properties": {
+                "path": _path_prop("File path relative to the workspace."),
+                "content": {"type": "string", "description": "The whole new content."},
+            },
+            "required": ["path", "content"],
+        },
+        write_file,
+    ),
+    Tool(
+        "edit_file",
+        "Replace an exact piece of text in a workspace file. old_text must match exactly once "
+        "unless replace_all is true.",
+        {
+            "type": "object",
+            "properties": {
+                "path": _path_prop("File path relative to the workspace."),
+                "old_text": {"type": "string", "description": "Exact text to find."},
+                "new_text": {"type": "string", "description": "Replacement text."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
+            },
+            "required": ["path", "old_text", "new_text"],
+        },
+        edit_file,
+    ),
+)

@@ -1,0 +1,231 @@
+"""The model port and its Anthropic implementation (official SDK, streaming, prompt caching).
+
+``LLM`` is the small interface the agent loop uses; ``AnthropicLLM`` implements it with
+``anthropic.AsyncAnthropic``. The SDK is imported lazily: it is the slowest import Corvid has,
+and channels can start polling before the first model call needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent.transcript import Usage
+from gateway.config import LLMConfig
+from gateway.errors import LLMError
+
+log = logging.getLogger(__name__)
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage
+
+
+class LLM(Protocol):
+    model: str
+    context_window: int
+
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> LLMResponse: ...
+
+
+def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make a stored history valid for the API, whatever a crash or cancellation left behind.
+
+    Consecutive messages of one role are merged (a turn that failed leaves a user message with
+    no answer); a tool_use without a result gets an error result; an orphaned tool_result is
+    dropped. The stored transcript itself is never changed.
+    """
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        content = _blocks(msg["content"])
+        if out and out[-1]["role"] == msg["role"]:
+            out[-1] = {"role": msg["role"], "content": out[-1]["content"] + content}
+        else:
+            out.append({"role": msg["role"], "content": content})
+    fixed: list[dict[str, Any]] = []
+    for i, msg in enumerate(out):
+        if msg["role"] == "user":
+            prev = fixed[-1] if fixed else None
+            wanted = _tool_use_ids(prev) if prev and prev["role"] == "assistant" else []
+            results = [b for b in msg["content"] if b.get("type") == "tool_result"]
+            others = [b for b in msg["content"] if b.get("type") != "tool_result"]
+            have = {b["tool_use_id"] for b in results}
+            results = [b for b in results if b["tool_use_id"] in wanted]
+            results += [_interrupted(tid) for tid in wanted if tid not in have]
+            content = results + others
+            if not content:
+                content = [{"type": "text", "text": "(no content)"}]
+            fixed.append({"role": "user", "content": content})
+        else:
+            if not fixed:
+                fixed.append({"role": "user", "content": [{"type": "text", "text": "(start)"}]})
+            fixed.append(msg)
+            nxt = out[i + 1] if i + 1 < len(out) else None
+            if nxt is None and _tool_use_ids(msg):
+                fixed.append({"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]})
+    return fixed
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _tool_use_ids(msg: dict[str, Any]) -> list[str]:
+    return [b["id"] for b in msg["content"] if b.get("type") == "tool_use"]
+
+
+def _interrupted(tool_use_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True,
+            "content": "Interrupted before this tool finished; no result."}
+
+
+def with_cache_breakpoints(
+    system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Mark the stable prefix (tools, system) and the newest message for prompt caching.
+
+    Three of the API's four breakpoints. The stored messages are not modified: the newest one
+    is copied before it is marked.
+    """
+    cached_tools = list(tools)
+    if cached_tools:
+        cached_tools[-1] = {**cached_tools[-1], "cache_control": EPHEMERAL}
+    sys_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    msgs = normalize_messages(messages)
+    if msgs:
+        last = msgs[-1]
+        blocks = list(last["content"])
+        blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+        msgs[-1] = {"role": last["role"], "content": blocks}
+    return sys_blocks, msgs, cached_tools
+
+
+def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
+    """SDK content blocks to plain dicts holding only what the API accepts back as input."""
+    out: list[dict[str, Any]] = []
+    for b in blocks:
+        kind = b.type
+        if kind == "text":
+            out.append({"type": "text", "text": b.text})
+        elif kind == "tool_use":
+            out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+        elif kind == "thinking":
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif kind == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": b.data})
+        else:
+            out.append(b.model_dump(mode="json", exclude_none=True))
+    return out
+
+
+class AnthropicLLM:
+    def __init__(self, cfg: LLMConfig) -> None:
+        self.cfg = cfg
+        self.model = cfg.model
+        self.context_window = cfg.context_window
+        self._client: Any = None
+        self._sdk: Any = None
+
+    async def warm_up(self) -> None:
+        """Import the SDK off the event loop so the first message does not pay for it."""
+        if self._sdk is None:
+            self._sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            if self._sdk is None:
+                self._sdk = importlib.import_module("anthropic")
+            api_key = self.cfg.api_key.value if self.cfg.api_key else None
+            self._client = self._sdk.AsyncAnthropic(
+                api_key=api_key,
+                base_url=self.cfg.base_url or None,
+                timeout=self.cfg.timeout,
+                max_retries=self.cfg.retries,
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def complete(
+        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> LLMResponse:
+        client = self._get_client()
+        sys_blocks, msgs, cached_tools = with_cache_breakpoints(system, messages, tools)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.cfg.max_tokens,
+            "system": sys_blocks,
+            "messages": msgs,
+        }
+        if cached_tools:
+            params["tools"] = cached_tools
+        try:
+            async with client.messages.stream(**params) as stream:
+                msg = await stream.get_final_message()
+        except self._sdk.APIError as exc:
+            raise _map_error(self._sdk, exc) from None
+        except (OSError, EOFError) as exc:
+            raise LLMError("connection", type(exc).__name__) from None
+        except Exception as exc:
+            # httpx transport errors (a stream cut mid-reply) are not APIError subclasses.
+            if type(exc).__module__.startswith(("httpx", "httpcore")):
+                raise LLMError("connection", type(exc).__name__) from None
+            raise
+        u = msg.usage
+        usage = Usage(
+            input=u.input_tokens or 0,
+            cache_read=u.cache_read_input_tokens or 0,
+            cache_write=u.cache_creation_input_tokens or 0,
+            output=u.output_tokens or 0,
+        )
+        return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+
+
+def _map_error(sdk: Any, exc: Exception) -> LLMError:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    err_type = ""
+    message = ""
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        err_type = str(err.get("type", ""))
+        message = str(err.get("message", ""))
+    detail = f"{type(exc).__name__} status={status} type={err_type}"
+    if isinstance(exc, sdk.APITimeoutError):
+        return LLMError("timeout", detail)
+    if isinstance(exc, sdk.APIConnectionError):
+        return LLMError("connection", detail)
+    if status == 429 or err_type == "rate_limit_error":
+        return LLMError("rate_limited", detail, status)
+    if status == 529 or err_type == "overloaded_error":
+        return LLMError("overloaded", detail, status)
+    if status in (401, 403) or err_type in ("authentication_error", "permission_error"):
+        return LLMError("auth", detail, status)
+    if status == 400 or err_type == "invalid_request_error":
+        lowered = message.lower()
+        if "prompt is too long" in lowered or "context" in lowered and "exceed" in lowered:
+            return LLMError("context_overflow", detail, status)
+        return LLMError("bad_request", detail, status)
+    if (status and status >= 500) or err_type == "api_error":
+        return LLMError("server", detail, status)
+    return LLMError("other", detail, status)
+
+
+def deep_copy_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return copy.deepcopy(messages)

@@ -1,0 +1,174 @@
+"""The agent turn: user message → model ⇄ tools → final reply, recorded in the transcript.
+
+The agent knows sessions, the workspace and the model, and nothing of chat platforms. The
+gateway guarantees that one session runs one turn at a time, so a session's state is only
+touched by its own turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.llm import LLM
+from agent.prompt import build_system_prompt
+from agent.tools import ToolRegistry, TurnContext
+from agent.transcript import SessionState, SessionStore, Usage
+from gateway.config import Config
+from gateway.errors import LLMError
+from gateway.events import InboundMessage, SessionKey
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    text: str
+    usage: Usage
+    calls: int
+    status: str = "ok"
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        llm: LLM,
+        tools: ToolRegistry,
+        store: SessionStore,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.config = config
+        self.llm = llm
+        self.tools = tools
+        self.store = store
+        self.clock = clock
+        self.workspace: Path = config.workspace.resolve()
+        self._sessions: dict[SessionKey, SessionState] = {}
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def session(self, key: SessionKey) -> SessionState:
+        """The session's state, loaded from disk or started with a fresh prompt snapshot."""
+        state = self._sessions.get(key)
+        if state is None:
+            state = self.store.load(key)
+            if state is None:
+                state = self.store.create(key, self._system_prompt(key))
+                log.info("%s: new session %s", key, state.session_id)
+            self._sessions[key] = state
+        return state
+
+    def peek(self, key: SessionKey) -> SessionState | None:
+        """The session if it exists in memory or on disk, without creating one."""
+        if key in self._sessions:
+            return self._sessions[key]
+        if self.store.path(key).exists():
+            return self.session(key)
+        return None
+
+    def reset(self, key: SessionKey) -> Path | None:
+        """End the session: its transcript is archived and the next message starts afresh."""
+        self._sessions.pop(key, None)
+        return self.store.archive(key)
+
+    def _system_prompt(self, key: SessionKey) -> str:
+        a = self.config.agent
+        return build_system_prompt(
+            self.workspace,
+            key,
+            timezone=self.config.timezone,
+            per_file_chars=a.bootstrap_max_chars,
+            total_chars=a.bootstrap_total_max_chars,
+        )
+
+    # -- turns --------------------------------------------------------------------------------
+
+    async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
+        state = self.session(key)
+        tz = self.config.tz
+        # The user's words reach the disk before the model is called.
+        self.store.append_message(state, {"role": "user", "content": self._user_content(key, inbound)},
+                                  sync=True)
+        ctx = TurnContext(key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz)
+        total = Usage()
+        calls = 0
+        cap = self.config.agent.max_iterations
+        try:
+            while calls < cap:
+                resp = await self.llm.complete(state.system, state.messages, self.tools.schemas())
+                calls += 1
+                self.store.append_usage(state, resp.usage)
+                total += resp.usage
+                if resp.content:
+                    self.store.append_message(state, {"role": "assistant", "content": resp.content})
+                tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
+                if resp.stop_reason != "tool_use" or not tool_uses:
+                    text = "\n\n".join(
+                        b["text"] for b in resp.content if b.get("type") == "text" and b["text"].strip()
+                    )
+                    self.store.end_turn(state, "ok")
+                    return TurnOutcome(text.strip(), total, calls)
+                results: list[dict[str, Any]] = []
+                for use in tool_uses:
+                    result = await self.tools.call(use["name"], use.get("input"), ctx)
+                    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"],
+                                             "content": result.text}
+                    if result.is_error:
+                        block["is_error"] = True
+                    results.append(block)
+                self.store.append_message(state, {"role": "user", "content": results})
+        except LLMError as exc:
+            log.warning("%s: model call failed: %s", key, exc)
+            self.store.end_turn(state, "error", exc.kind)
+            raise
+        except asyncio.CancelledError:
+            self.store.end_turn(state, "cancelled")
+            raise
+        except Exception:
+            self.store.end_turn(state, "error", "internal")
+            raise
+        self.store.end_turn(state, "iteration_cap")
+        log.warning("%s: turn stopped at the iteration cap (%d calls)", key, calls)
+        return TurnOutcome(
+            f"I stopped after {calls} steps without finishing. Tell me to continue if you want "
+            "me to go on.",
+            total,
+            calls,
+            status="iteration_cap",
+        )
+
+    def _user_content(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> list[dict[str, Any]]:
+        tz = self.config.tz
+        blocks: list[dict[str, Any]] = []
+        for msg in inbound:
+            when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
+            header = f"[{when}"
+            if not key.private:
+                header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
+            header += "]"
+            text = msg.text
+            for att in msg.attachments:
+                if att.kind == "image" and att.data is not None:
+                    blocks.append({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": att.mime_type,
+                                   "data": base64.b64encode(att.data).decode()},
+                    })
+                elif att.path:
+                    text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
+            blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
+        return blocks

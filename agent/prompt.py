@@ -1,0 +1,70 @@
+"""The system prompt: identity, session facts and the workspace's bootstrap files, each capped.
+
+It is built once when a session starts and stored in the transcript, so every request of the
+session sends the same bytes and Anthropic's prompt cache can serve it. Nothing in it changes
+by the minute: the current time travels in each user message instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from gateway.events import SessionKey
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
+
+
+def cap_text(text: str, limit: int, name: str) -> str:
+    """Keep the head and tail of an over-long text and say what was cut and how to read it."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.7)
+    tail = int(limit * 0.2)
+    cut = len(text) - head - tail
+    marker = (
+        f"\n\n[... {cut} characters of {name} cut to fit the prompt; "
+        f"read the file with read_file to see all of it ...]\n\n"
+    )
+    return text[:head] + marker + text[len(text) - tail :]
+
+
+def build_system_prompt(
+    workspace: Path,
+    key: SessionKey,
+    *,
+    timezone: str,
+    per_file_chars: int,
+    total_chars: int,
+    extra_sections: tuple[str, ...] = (),
+) -> str:
+    where = "a private chat with your owner" if key.private else "a shared chat (group or channel)"
+    parts = [
+        "You are Corvid, a personal assistant. Your workspace files below define who you are "
+        "and how you work.",
+        f"## This session\n- Session: {key}\n- Setting: {where}\n- Owner's time zone: {timezone}\n"
+        "- Each user message starts with a bracketed line giving the local date and time"
+        + (" and the sender's name." if not key.private else "."),
+    ]
+    budget = total_chars
+    for name in BOOTSTRAP_FILES:
+        path = workspace / name
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("%s: cannot read %s: %s", key, name, exc)
+            continue
+        if not text:
+            continue
+        if budget <= 200:
+            parts.append(f"[{name} and later files left out: bootstrap size limit reached]")
+            break
+        text = cap_text(text, min(per_file_chars, budget), name)
+        budget -= len(text)
+        parts.append(f"# {name}\n\n{text}")
+    parts.extend(extra_sections)
+    return "\n\n".join(parts)

@@ -1,0 +1,117 @@
+"""Tools the model may call: a JSON schema, a handler, and the per-turn context handed to it.
+
+Tools never read shared mutable state for "who is asking": everything about the current turn
+arrives in the ``TurnContext`` argument, so concurrent sessions cannot see each other's context.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from gateway.errors import ToolError
+from gateway.events import SessionKey
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["TurnContext", dict[str, Any]], "str | Awaitable[str]"]
+
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What a tool may know about the turn that called it."""
+
+    key: SessionKey
+    workspace: Path  # resolved, absolute
+    now: datetime  # aware, in the owner's time zone
+    tz: ZoneInfo
+
+    @property
+    def private(self) -> bool:
+        return self.key.private
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool], max_output_chars: int = 50_000) -> None:
+        self._tools = {t.name: t for t in tools}
+        self._max = max_output_chars
+        # Built once: the tool list is the first part of every request and must stay
+        # byte-identical for the prompt cache.
+        self._schemas = [t.schema() for t in self._tools.values()]
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    async def call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult(f"Unknown tool {name!r}. Available: {', '.join(self._tools)}", True)
+        try:
+            _check_args(tool.input_schema, args)
+            out = tool.handler(ctx, args)
+            if inspect.isawaitable(out):
+                out = await out
+        except ToolError as exc:
+            log.info("tool %s refused in %s: %s", name, ctx.key, exc)
+            return ToolResult(str(exc), True)
+        except Exception as exc:
+            # A bug or an OS error: the model gets a short description, the log the traceback.
+            log.exception("tool %s failed in %s", name, ctx.key)
+            return ToolResult(f"Tool {name} failed: {type(exc).__name__}: {exc}", True)
+        text = str(out)
+        if len(text) > self._max:
+            cut = len(text) - self._max
+            text = text[: self._max] + f"\n[... output cut: {cut} more characters not shown]"
+        return ToolResult(text)
+
+
+def _check_args(schema: dict[str, Any], args: Any) -> None:
+    if not isinstance(args, dict):
+        raise ToolError("Tool input must be a JSON object.")
+    props: dict[str, Any] = schema.get("properties", {})
+    missing = [k for k in schema.get("required", []) if k not in args]
+    if missing:
+        raise ToolError(f"Missing required argument(s): {', '.join(missing)}.")
+    for key, value in args.items():
+        spec = props.get(key)
+        if spec is None:
+            raise ToolError(f"Unknown argument {key!r}. Known: {', '.join(props) or 'none'}.")
+        expected = _JSON_TYPES.get(spec.get("type", ""))
+        bad_bool = isinstance(value, bool) and spec.get("type") in ("integer", "number")
+        if expected and (not isinstance(value, expected) or bad_bool):
+            raise ToolError(f"Argument {key!r} must be of type {spec['type']}.")

@@ -1,0 +1,170 @@
+"""Session transcripts: ``state/sessions/<key>.jsonl``, append-only, one JSON object per line.
+
+Line types (field ``t``): ``session`` (header with the system-prompt snapshot), ``msg`` (an API
+message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended). A line torn by a
+crash is cut off on load; the file is otherwise never rewritten. ``/new`` archives the file under
+a timestamped name, so the full history stays on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gateway.events import SessionKey
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    @property
+    def context(self) -> int:
+        """Tokens the conversation occupies after this call (its input plus its answer)."""
+        return self.input + self.cache_read + self.cache_write + self.output
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.output + other.output,
+        )
+
+
+@dataclass
+class SessionState:
+    key: SessionKey
+    session_id: str
+    created: str
+    system: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage_total: Usage = field(default_factory=Usage)
+    last_usage: Usage | None = None
+    turns: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        return self.last_usage.context if self.last_usage else 0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SessionStore:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def path(self, key: SessionKey) -> Path:
+        return self.dir / f"{key}.jsonl"
+
+    def create(self, key: SessionKey, system: str) -> SessionState:
+        state = SessionState(key, uuid.uuid4().hex, _now(), system)
+        header = {"t": "session", "id": state.session_id, "key": str(key), "created": state.created,
+                  "system": system}
+        self._write(key, header, sync=True)
+        return state
+
+    def load(self, key: SessionKey) -> SessionState | None:
+        path = self.path(key)
+        if not path.exists():
+            return None
+        _cut_torn_tail(path)
+        state: SessionState | None = None
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    log.warning("%s: skipping unreadable line %d of %s", key, number, path)
+                    continue
+                kind = entry.get("t")
+                if kind == "session":
+                    state = SessionState(key, entry["id"], entry["created"], entry.get("system", ""))
+                elif state is None:
+                    continue
+                elif kind == "msg":
+                    state.messages.append(entry["msg"])
+                elif kind == "usage":
+                    u = Usage(entry["input"], entry["cache_read"], entry["cache_write"], entry["output"])
+                    state.usage_total += u
+                    state.last_usage = u
+                elif kind == "turn":
+                    state.turns += 1
+        if state is None:
+            log.warning("%s: %s has no session header; starting a new session", key, path)
+            self.archive(key)
+        return state
+
+    def append_message(self, state: SessionState, message: dict[str, Any], sync: bool = False) -> None:
+        self._write(state.key, {"t": "msg", "ts": _now(), "msg": message}, sync)
+        state.messages.append(message)
+
+    def append_usage(self, state: SessionState, usage: Usage) -> None:
+        entry = {"t": "usage", "ts": _now(), "input": usage.input, "cache_read": usage.cache_read,
+                 "cache_write": usage.cache_write, "output": usage.output}
+        self._write(state.key, entry, sync=False)
+        state.usage_total += usage
+        state.last_usage = usage
+
+    def end_turn(self, state: SessionState, status: str, detail: str = "") -> None:
+        entry = {"t": "turn", "ts": _now(), "status": status}
+        if detail:
+            entry["detail"] = detail
+        self._write(state.key, entry, sync=True)
+        state.turns += 1
+
+    def archive(self, key: SessionKey) -> Path | None:
+        """Move the current transcript aside (kept on disk); the next turn starts afresh."""
+        path = self.path(key)
+        if not path.exists():
+            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.dir / f"{key}.{stamp}.jsonl"
+        os.replace(path, target)
+        return target
+
+    def _write(self, key: SessionKey, entry: dict[str, Any], sync: bool) -> None:
+        data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.path(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, data)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line without its newline (a write cut short by a crash)."""
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        keep, pos = 0, size
+        while pos > 0:
+            start = max(0, pos - (1 << 16))
+            f.seek(start)
+            cut = f.read(pos - start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            pos = start
+        log.warning("%s: dropping a torn last line (%d bytes)", path.name, size - keep)
+        f.truncate(keep)

@@ -1,0 +1,1 @@
+"""Chat platform adapters. Each imports only ``gateway.events`` from the rest of Corvid."""

@@ -1,0 +1,1 @@
+"""The gateway: message types, configuration, routing, chat commands and the CLI."""

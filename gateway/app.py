@@ -1,0 +1,192 @@
+"""The gateway: wires channels to the router and the agent, and owns start-up and shutdown.
+
+``build_app(config, channels)`` is the one place where the parts are put together; the CLI only
+parses arguments and calls it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.files import FILE_TOOLS
+from agent.llm import LLM, AnthropicLLM
+from agent.loop import Agent, Clock, utc_now
+from agent.tools import ToolRegistry
+from agent.transcript import SessionStore
+from channels.base import Channel
+from gateway import commands
+from gateway.config import Config
+from gateway.errors import LLMError
+from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.router import Router, RouterClosed
+
+log = logging.getLogger(__name__)
+
+NO_REPLY = "NO_REPLY"
+INTERNAL_ERROR = (
+    "Something went wrong on my side while answering. Your message is saved; please try again."
+)
+
+
+@dataclass
+class DeliveryFailure:
+    key: str
+    error: str
+    text_chars: int
+
+
+@dataclass
+class Stats:
+    turns: int = 0
+    failed_turns: int = 0
+    failed_sends: list[DeliveryFailure] = field(default_factory=list)
+
+
+class Gateway:
+    def __init__(self, config: Config, agent: Agent, channels: Sequence[Channel]) -> None:
+        self.config = config
+        self.agent = agent
+        self.channels = {c.name: c for c in channels}
+        self.router = Router(self._run_batch, self._run_ordered)
+        self.stats = Stats()
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._started: list[Channel] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for channel in self.channels.values():
+            await channel.start(self.handle)
+            self._started.append(channel)
+            log.info("channel %s started", channel.name)
+        warm_up = getattr(self.agent.llm, "warm_up", None)
+        if warm_up is not None:
+            self._spawn(warm_up())
+
+    async def stop(self) -> None:
+        """Finish (or cancel and record) turns in flight, then close the channels and the client."""
+        await self.router.drain(self.config.gateway.shutdown_grace)
+        for task in list(self._side_tasks):
+            task.cancel()
+        if self._side_tasks:
+            await asyncio.wait(self._side_tasks, timeout=5)
+        for channel in reversed(self._started):
+            try:
+                await channel.stop()
+            except Exception:
+                log.exception("channel %s did not stop cleanly", channel.name)
+        self._started.clear()
+        close = getattr(self.agent.llm, "close", None)
+        if close is not None:
+            await close()
+
+    # -- inbound ------------------------------------------------------------------------------
+
+    def handle(self, msg: InboundMessage) -> asyncio.Future[None]:
+        """Entry point for channels. Returns a future that resolves when ``msg`` is answered."""
+        cmd = commands.parse_command(msg.text)
+        if cmd is not None and cmd.name in commands.IMMEDIATE:
+            return self._spawn(self._run_immediate(msg, cmd))
+        if cmd is not None and cmd.name not in commands.ORDERED:
+            return self._spawn(self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list."))
+        limit = self.config.agent.max_input_chars
+        if cmd is None and len(msg.text) > limit:
+            return self._spawn(self._reply(
+                msg,
+                f"That message is too long for me ({len(msg.text):,} characters; the limit is "
+                f"{limit:,}). Send it in parts, or as a file.",
+            ))
+        try:
+            return self.router.submit(msg, ordered_command=cmd is not None)
+        except RouterClosed:
+            return self._spawn(self._reply(
+                msg, "I'm restarting right now. Please send that again in a minute."
+            ))
+
+    def _spawn(self, coro) -> asyncio.Future[None]:  # type: ignore[no-untyped-def]
+        task = asyncio.ensure_future(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+        return task
+
+    async def _run_immediate(self, msg: InboundMessage, cmd: commands.Command) -> None:
+        key = msg.key
+        if cmd.name == "stop":
+            stopped = self.router.stop_turn(key)
+            await self._reply(msg, "Stopped." if stopped else "Nothing is running.")
+        elif cmd.name in ("help", "start"):
+            await self._reply(msg, commands.HELP)
+        elif cmd.name == "status":
+            await self._reply(msg, commands.status_text(
+                model=self.agent.llm.model,
+                context_window=self.agent.llm.context_window,
+                state=self.agent.peek(key),
+                key=str(key),
+                private=key.private,
+                running=self.router.busy(key),
+                queued=self.router.queued(key),
+            ))
+
+    async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
+        # /new and /reset: the only ordered commands so far.
+        archived = self.agent.reset(key)
+        note = " The previous conversation is kept on disk." if archived else ""
+        await self._reply(msg, "Started a new session." + note)
+
+    async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+        channel = self.channels[key.channel]
+        self.stats.turns += 1
+        try:
+            async with channel.typing(key):
+                outcome = await self.agent.run_turn(key, batch)
+            text = outcome.text
+        except LLMError as exc:
+            self.stats.failed_turns += 1
+            text = exc.user_message()
+        except asyncio.CancelledError:
+            log.info("%s: turn cancelled", key)
+            raise
+        except Exception:
+            self.stats.failed_turns += 1
+            log.exception("%s: turn failed", key)
+            text = INTERNAL_ERROR
+        if not text or text.strip() == NO_REPLY:
+            log.info("%s: turn ended without a reply to send", key)
+            return
+        await self._send(OutboundMessage(key, text, reply_to=batch[-1].message_id))
+
+    # -- outbound -----------------------------------------------------------------------------
+
+    async def _reply(self, msg: InboundMessage, text: str) -> None:
+        await self._send(OutboundMessage(msg.key, text, reply_to=msg.message_id))
+
+    async def _send(self, out: OutboundMessage) -> None:
+        channel = self.channels.get(out.key.channel)
+        if channel is None:
+            log.error("%s: no channel %r to deliver a reply", out.key, out.key.channel)
+            return
+        try:
+            await channel.send(out)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.stats.failed_sends.append(DeliveryFailure(str(out.key), type(exc).__name__, len(out.text)))
+            log.error("%s: could not deliver a reply of %d characters: %s: %s",
+                      out.key, len(out.text), type(exc).__name__, exc)
+
+
+def build_app(
+    config: Config,
+    channels: Sequence[Channel],
+    *,
+    llm: LLM | None = None,
+    clock: Clock = utc_now,
+) -> Gateway:
+    store = SessionStore(config.state / "sessions")
+    tools = ToolRegistry(FILE_TOOLS, max_output_chars=config.agent.tool_output_max_chars)
+    agent = Agent(config=config, llm=llm or AnthropicLLM(config.llm), tools=tools, store=store,
+                  clock=clock)
+    return Gateway(config, agent, channels)

@@ -1,0 +1,153 @@
+"""The ``corvid`` command: parses arguments, then calls into the gateway. No wiring lives here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gateway.config import Config, load_config
+from gateway.errors import ConfigError
+from gateway.home import init_home, resolve_home
+from gateway.logs import setup_logging
+
+log = logging.getLogger(__name__)
+
+EXIT_CONFIG = 2
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    args = _parser().parse_args(argv)
+    home = resolve_home(args.home or args.home_first, environ)
+    try:
+        return int(args.func(args, home, environ) or 0)
+    except ConfigError as exc:
+        print(f"corvid: configuration error in {home / 'config.yaml'}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    home_help = "Corvid's home folder (default: $CORVID_HOME or ~/.corvid)"
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", dest="home", help=home_help)
+    # Accepted before the command too; argparse would let the subcommand's default overwrite
+    # a shared dest, hence the second name.
+    p = argparse.ArgumentParser(prog="corvid",
+                                description="A self-hosted personal assistant for your chat apps.")
+    p.add_argument("--home", dest="home_first", help=home_help)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("init", parents=[common], help="create the home folder (never overwrites)"
+                   ).set_defaults(func=cmd_init)
+    sub.add_parser("run", parents=[common], help="start the gateway with every enabled channel"
+                   ).set_defaults(func=cmd_run)
+    sub.add_parser("chat", parents=[common], help="talk to the assistant in this terminal"
+                   ).set_defaults(func=cmd_chat)
+    return p
+
+
+def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    created = init_home(home, environ)
+    if created:
+        print(f"Set up {home}:")
+        for path in created:
+            print(f"  created {path}")
+    else:
+        print(f"{home} is already set up; nothing was changed.")
+    print(f"Next: edit {home / 'config.yaml'}, set ANTHROPIC_API_KEY, then `corvid chat` or `corvid run`.")
+    return 0
+
+
+def _prepare(home: Path, environ: Mapping[str, str]) -> Config:
+    created = init_home(home, environ)
+    if created:
+        print(f"First run: created {home} (config.yaml, workspace/, state/).", file=sys.stderr)
+    return load_config(home, environ)
+
+
+def _secrets(config: Config) -> list[str]:
+    values = [config.llm.api_key, config.channels.telegram.token, config.channels.discord.token]
+    return [v.value for v in values if v is not None]
+
+
+def _missing_llm(config: Config) -> list[str]:
+    if config.llm.api_key is None:
+        return [config.missing("llm.api_key", "your Anthropic API key")]
+    return []
+
+
+def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    config = _prepare(home, environ)
+    setup_logging(config.logging.level, _secrets(config))
+    problems = _missing_llm(config)
+    enabled = [n for n in ("telegram", "discord") if getattr(config.channels, n).enabled]
+    for name in enabled:
+        if getattr(config.channels, name).token is None:
+            problems.append(config.missing(f"channels.{name}.token", f"the {name} bot token"))
+        problems.append(
+            f"channels.{name} is enabled, but this version of Corvid has no {name} adapter; "
+            "set it to false and use `corvid chat` for now"
+        )
+    if not enabled:
+        problems.append(
+            f"no chat channel is enabled: set channels.telegram.enabled or channels.discord.enabled "
+            f"to true in {home / 'config.yaml'}, or talk to Corvid locally with `corvid chat`"
+        )
+    if problems:
+        print("corvid: cannot start:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: Config) -> int:
+    from gateway.app import build_app
+
+    gateway = build_app(config, [])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await gateway.start()
+    log.info("Corvid is running; Ctrl-C to stop")
+    await stop.wait()
+    log.info("shutting down")
+    await gateway.stop()
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    config = _prepare(home, environ)
+    level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
+    setup_logging(level, _secrets(config))
+    problems = _missing_llm(config)
+    if problems:
+        print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_chat(config))
+
+
+async def _chat(config: Config) -> int:
+    from channels.terminal import TerminalChannel
+    from gateway.app import build_app
+
+    terminal = TerminalChannel()
+    gateway = build_app(config, [terminal])
+    await gateway.start()
+    try:
+        await terminal.run()
+    finally:
+        await gateway.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Load and validate ``config.yaml``. Every error names its dotted key; nothing falls back silently.
+
+Secrets are written as ``${ENV_VAR}`` and resolved from the ``environ`` mapping passed in (not
+read from ``os.environ`` behind the caller's back). A reference to an unset variable is not an
+error by itself: the key is left empty and remembered, so that a disabled channel's token may be
+unset while ``corvid run`` can still say exactly which variable is missing for an enabled one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+
+from gateway.errors import ConfigError
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Secret:
+    """A string that never shows itself in logs, reprs or tracebacks."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _opt(default: Any, minimum: float | None = None, choices: tuple[str, ...] = ()) -> Any:
+    return field(default=default, metadata={"min": minimum, "choices": choices})
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    api_key: Secret | None = None
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    max_tokens: int = _opt(8192, minimum=1)
+    context_window: int = _opt(200_000, minimum=1000)
+    timeout: float = _opt(120.0, minimum=1)
+    retries: int = _opt(2, minimum=0)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_iterations: int = _opt(25, minimum=1)
+    bootstrap_max_chars: int = _opt(20_000, minimum=100)
+    bootstrap_total_max_chars: int = _opt(60_000, minimum=100)
+    max_input_chars: int = _opt(32_000, minimum=100)
+    tool_output_max_chars: int = _opt(50_000, minimum=1000)
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    enabled: bool = False
+    token: Secret | None = None
+    allow_from: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChannelsConfig:
+    telegram: ChannelConfig = field(default_factory=ChannelConfig)
+    discord: ChannelConfig = field(default_factory=ChannelConfig)
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    shutdown_grace: float = _opt(20.0, minimum=0)
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    level: str = _opt("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+@dataclass(frozen=True)
+class Config:
+    home: Path
+    timezone: str = "UTC"
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    # dotted key -> environment variable it referenced that was not set
+    missing_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Path:
+        return self.home / "workspace"
+
+    @property
+    def state(self) -> Path:
+        return self.home / "state"
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def missing(self, key: str, what: str) -> str:
+        """A sentence saying how to fill in an empty required key."""
+        var = self.missing_env.get(key)
+        if var:
+            return f"{key} is empty: set the environment variable {var} ({what})"
+        return f"{key} is not set in {self.home / 'config.yaml'} ({what})"
+
+
+@dataclass
+class _Missing:
+    var: str
+
+
+def load_config(home: Path, environ: Mapping[str, str]) -> Config:
+    """Read ``home/config.yaml``; a missing file means all defaults."""
+    path = home / "config.yaml"
+    raw: Any = {}
+    if path.exists():
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigError("", f"not valid YAML{where}") from None
+    return parse_config(raw, home=home, environ=environ)
+
+
+def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"expected a mapping at the top level, got {_kind(raw)}")
+    missing: dict[str, str] = {}
+    resolved = _substitute(raw, "", environ, missing)
+    values = _build(Config, resolved, "", skip={"home", "missing_env"})
+    try:
+        ZoneInfo(values["timezone"])
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            "timezone",
+            f"unknown time zone {values['timezone']!r} (expected an IANA name like Europe/Berlin)",
+        ) from None
+    return Config(home=home, missing_env=missing, **values)
+
+
+def _substitute(node: Any, key: str, environ: Mapping[str, str], missing: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        return {k: _substitute(v, _join(key, str(k)), environ, missing) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute(v, f"{key}[{i}]", environ, missing) for i, v in enumerate(node)]
+    if isinstance(node, str) and "${" in node:
+        unset = [m.group(1) for m in _ENV_REF.finditer(node) if not environ.get(m.group(1))]
+        if unset:
+            missing[key] = unset[0]
+            return _Missing(unset[0])
+        return _ENV_REF.sub(lambda m: environ[m.group(1)], node)
+    return node
+
+
+def _build(cls: type, data: Any, prefix: str, skip: frozenset[str] | set[str] = frozenset()):
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(prefix, f"expected a mapping, got {_kind(data)}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls) if f.name not in skip}
+    for k in data:
+        if k not in known:
+            options = ", ".join(sorted(known))
+            raise ConfigError(_join(prefix, str(k)), f"unknown option (known here: {options})")
+    values: dict[str, Any] = {}
+    for name, f in known.items():
+        if name in data:
+            values[name] = _convert(hints[name], data[name], _join(prefix, name), f.metadata)
+    if cls is Config:
+        return values
+    return cls(**values)
+
+
+def _convert(tp: Any, value: Any, key: str, meta: Mapping[str, Any]) -> Any:
+    optional = False
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(tp))
+        tp = args[0]
+    if isinstance(value, _Missing):
+        if tp is Secret or optional:
+            return None
+        raise ConfigError(key, f"environment variable {value.var} is not set")
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(key, f"must not be empty (expected {_expect(tp)})")
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, key)
+    if tp is Secret:
+        if not isinstance(value, str | int):
+            raise ConfigError(key, f"expected a string, got {_kind(value)}")
+        return Secret(str(value))
+    if typing.get_origin(tp) is list:
+        if not isinstance(value, list):
+            raise ConfigError(key, f"expected a list, got {_kind(value)}")
+        return [_convert(typing.get_args(tp)[0], v, f"{key}[{i}]", {}) for i, v in enumerate(value)]
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(key, f"expected true or false, got {_kind(value)}")
+        return value
+    if tp is int or tp is float:
+        ok = isinstance(value, int) if tp is int else isinstance(value, int | float)
+        if not ok or isinstance(value, bool):
+            raise ConfigError(key, f"expected {_expect(tp)}, got {_kind(value)}")
+        if meta.get("min") is not None and value < meta["min"]:
+            raise ConfigError(key, f"must be at least {meta['min']}, got {value}")
+        return tp(value)
+    if tp is str:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ConfigError(key, f"expected a string, got {_kind(value)}")
+        value = str(value)
+        if meta.get("choices") and value.upper() not in meta["choices"]:
+            raise ConfigError(key, f"expected one of {', '.join(meta['choices'])}, got {value!r}")
+        return value.upper() if meta.get("choices") else value
+    raise TypeError(f"unsupported config type {tp!r} at {key}")  # a bug in this module
+
+
+def _expect(tp: Any) -> str:
+    return {int: "a whole number", float: "a number", bool: "true or false"}.get(tp, "a value")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name

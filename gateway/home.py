@@ -1,0 +1,96 @@
+"""Corvid's home directory: where it is, and ``corvid init``, which creates it without overwriting."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from gateway.config import DEFAULT_MODEL
+
+
+def resolve_home(cli_home: str | None, environ: Mapping[str, str]) -> Path:
+    if cli_home:
+        return Path(cli_home).expanduser().absolute()
+    if environ.get("CORVID_HOME"):
+        return Path(environ["CORVID_HOME"]).expanduser().absolute()
+    return Path.home() / ".corvid"
+
+
+def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
+    """Create what is missing under ``home``; return the paths created. Never overwrites."""
+    created: list[str] = []
+    home.mkdir(parents=True, exist_ok=True)
+
+    config = home / "config.yaml"
+    if not config.exists():
+        template = resources.files("gateway").joinpath("config_template.yaml").read_text("utf-8")
+        text = template.replace("@TIMEZONE@", detect_timezone(environ)).replace("@MODEL@", DEFAULT_MODEL)
+        _write_new(config, text, mode=0o600)
+        created.append(str(config))
+
+    workspace = home / "workspace"
+    workspace.mkdir(exist_ok=True)
+    for entry in sorted(template_dir().glob("*.md")):
+        target = workspace / entry.name
+        if not target.exists():
+            _write_new(target, entry.read_text("utf-8"))
+            created.append(str(target))
+    for sub in ("memory", "inbox"):
+        if not (workspace / sub).exists():
+            (workspace / sub).mkdir()
+            created.append(str(workspace / sub))
+
+    state = home / "state"
+    if not state.exists():
+        state.mkdir(mode=0o700)
+        created.append(str(state))
+    state.chmod(0o700)  # mkdir's mode is filtered by the umask
+    (state / "sessions").mkdir(mode=0o700, exist_ok=True)
+    return created
+
+
+def template_dir() -> Path:
+    """The installed ``workspace_template`` folder (a data-only package without __init__)."""
+    spec = importlib.util.find_spec("workspace_template")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if Path(location, "AGENTS.md").is_file():
+            return Path(location)
+    raise RuntimeError("workspace_template is missing from this installation of Corvid")
+
+
+def _write_new(path: Path, text: str, mode: int = 0o644) -> None:
+    # O_EXCL: if the user created the file a moment ago, theirs wins.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def detect_timezone(environ: Mapping[str, str]) -> str:
+    """The machine's IANA time zone name, or UTC when it cannot be told."""
+    candidates = [environ.get("TZ", "").lstrip(":")]
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            candidates.append(link.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    try:
+        candidates.append(Path("/etc/timezone").read_text().strip())
+    except OSError:
+        pass
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+        return name
+    return "UTC"

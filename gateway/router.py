@@ -1,0 +1,128 @@
+"""Per-session serial, cross-session concurrent scheduling of turns.
+
+Each session key gets a worker task only while it has work. Messages that arrive while a turn
+runs wait in the session's queue and are answered together by one follow-up turn, in order.
+Ordered commands (``/new``) take their place in the same queue. Nothing polls: an idle session
+costs a dict entry and no task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from gateway.events import InboundMessage, SessionKey
+
+log = logging.getLogger(__name__)
+
+RunBatch = Callable[[SessionKey, list[InboundMessage]], Awaitable[None]]
+RunOrdered = Callable[[SessionKey, InboundMessage], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Item:
+    msg: InboundMessage
+    ordered_command: bool
+    done: asyncio.Future[None]
+
+
+@dataclass(slots=True)
+class _Worker:
+    pending: deque[_Item] = field(default_factory=deque)
+    task: asyncio.Task[None] | None = None
+    turn: asyncio.Task[None] | None = None
+
+
+class RouterClosed(Exception):
+    pass
+
+
+class Router:
+    def __init__(self, run_batch: RunBatch, run_ordered: RunOrdered) -> None:
+        self._run_batch = run_batch
+        self._run_ordered = run_ordered
+        self._workers: dict[SessionKey, _Worker] = {}
+        self._closed = False
+
+    def submit(self, msg: InboundMessage, ordered_command: bool = False) -> asyncio.Future[None]:
+        """Queue a message; the future resolves when the turn that answers it has finished."""
+        if self._closed:
+            raise RouterClosed
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        worker = self._workers.get(msg.key)
+        if worker is None:
+            worker = self._workers[msg.key] = _Worker()
+        worker.pending.append(_Item(msg, ordered_command, done))
+        if worker.task is None:
+            worker.task = asyncio.create_task(self._drain(msg.key, worker), name=f"session {msg.key}")
+        return done
+
+    def busy(self, key: SessionKey) -> bool:
+        worker = self._workers.get(key)
+        return worker is not None and worker.turn is not None
+
+    def queued(self, key: SessionKey) -> int:
+        worker = self._workers.get(key)
+        return len(worker.pending) if worker else 0
+
+    def active_sessions(self) -> list[SessionKey]:
+        return [k for k, w in self._workers.items() if w.task is not None]
+
+    def stop_turn(self, key: SessionKey) -> bool:
+        """Cancel the turn running in this session, if any. Queued messages are kept."""
+        worker = self._workers.get(key)
+        if worker is None or worker.turn is None or worker.turn.done():
+            return False
+        worker.turn.cancel()
+        return True
+
+    async def _drain(self, key: SessionKey, worker: _Worker) -> None:
+        try:
+            while worker.pending:
+                if worker.pending[0].ordered_command:
+                    items = [worker.pending.popleft()]
+                    work = self._run_ordered(key, items[0].msg)
+                else:
+                    items = []
+                    while worker.pending and not worker.pending[0].ordered_command:
+                        items.append(worker.pending.popleft())
+                    work = self._run_batch(key, [i.msg for i in items])
+                worker.turn = asyncio.create_task(work, name=f"turn {key}")
+                try:
+                    # wait() rather than await: a /stop cancels the turn, not this worker.
+                    await asyncio.wait({worker.turn})
+                except asyncio.CancelledError:
+                    worker.turn.cancel()
+                    await asyncio.wait({worker.turn})
+                    raise
+                finally:
+                    turn, worker.turn = worker.turn, None
+                    for item in items:
+                        if not item.done.done():
+                            item.done.set_result(None)
+                if not turn.cancelled() and turn.exception() is not None:
+                    exc = turn.exception()
+                    log.error("%s: turn failed", key, exc_info=(type(exc), exc, exc.__traceback__))
+        finally:
+            worker.task = None
+            for item in worker.pending:
+                if not item.done.done():
+                    item.done.cancel()
+            if not worker.pending:
+                self._workers.pop(key, None)
+
+    async def drain(self, grace: float) -> None:
+        """Stop taking messages, let running turns finish for ``grace`` seconds, cancel the rest."""
+        self._closed = True
+        tasks = [w.task for w in self._workers.values() if w.task is not None]
+        if not tasks:
+            return
+        _, still = await asyncio.wait(tasks, timeout=grace)
+        if still:
+            log.warning("shutdown: cancelling %d turn(s) still running after %.0fs", len(still), grace)
+            for t in still:
+                t.cancel()
+            await asyncio.wait(still, timeout=10)

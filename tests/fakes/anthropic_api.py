@@ -1,0 +1,312 @@
+"""A fake Anthropic Messages API on 127.0.0.1 for the real ``anthropic`` client to talk to.
+
+Replies come from a script (``enqueue``) or, when the script is empty, from a "brain" function
+of the request body. Faults (HTTP errors, an ``event: error`` mid-stream, a connection cut
+mid-reply) are scripted the same way. Usage numbers include a prompt-cache simulation: each
+cache_control breakpoint stores the hash of the prefix up to it (tools → system → messages), and
+a later request reads the longest stored prefix it starts with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    stop_reason: str | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class Fault:
+    status: int
+    error_type: str
+    message: str = "fault injected by the fake"
+    retry_after_ms: int = 5
+
+
+@dataclass
+class StreamError:
+    """An ``event: error`` after the stream has started (HTTP status 200)."""
+
+    error_type: str = "overloaded_error"
+    text_before: str = "partial "
+
+
+@dataclass
+class CutStream:
+    """The connection is closed in the middle of a streamed reply."""
+
+    text_before: str = "partial "
+
+
+Action = Reply | Fault | StreamError | CutStream
+Brain = Callable[[dict[str, Any]], "Action | Awaitable[Action]"]
+
+
+@dataclass
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    raw: str
+
+
+def tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for msg in reversed(body.get("messages", [])):
+        if msg["role"] != "user":
+            continue
+        content = msg["content"]
+        if isinstance(content, str):
+            return content
+        texts = [b["text"] for b in content if b.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of the newest user message."""
+    msg = body["messages"][-1]
+    if msg["role"] != "user" or isinstance(msg["content"], str):
+        return []
+    return [b for b in msg["content"] if b.get("type") == "tool_result"]
+
+
+def echo_brain(body: dict[str, Any]) -> Action:
+    text = last_user_text(body)
+    return Reply("echo: " + text.split("\n", 1)[-1])
+
+
+class FakeAnthropic:
+    def __init__(self, brain: Brain = echo_brain, latency: float = 0.0, min_cache_tokens: int = 0):
+        self.brain = brain
+        self.latency = latency
+        self.min_cache_tokens = min_cache_tokens
+        self.requests: list[Recorded] = []
+        self._script: deque[Action] = deque()
+        self._cache: set[bytes] = set()
+        self._ids = itertools.count(1)
+        self._arrived = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    # -- control ------------------------------------------------------------------------------
+
+    def enqueue(self, *actions: Action) -> None:
+        self._script.extend(actions)
+
+    @property
+    def message_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/messages"]
+
+    async def wait_for_requests(self, n: int, timeout: float = 10.0) -> None:
+        async with self._arrived:
+            await asyncio.wait_for(
+                self._arrived.wait_for(lambda: len(self.message_requests) >= n), timeout
+            )
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self.base_url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    async def _record(self, request: web.Request) -> dict[str, Any]:
+        raw = await request.text()
+        body = json.loads(raw)
+        async with self._arrived:
+            self.requests.append(Recorded(request.path, body, dict(request.headers), raw))
+            self._arrived.notify_all()
+        return body
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        return _json({"input_tokens": sum(tokens(s) for s in _segments(body))})
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        if self._script:
+            action = self._script.popleft()
+        else:
+            out = self.brain(body)
+            action = await out if asyncio.iscoroutine(out) else out  # type: ignore[assignment]
+        delay = self.latency + (action.delay if isinstance(action, Reply) else 0.0)
+        if delay:
+            await asyncio.sleep(delay)
+        if isinstance(action, Fault):
+            return _json(
+                {"type": "error", "error": {"type": action.error_type, "message": action.message}},
+                status=action.status,
+                headers={"retry-after-ms": str(action.retry_after_ms)},
+            )
+        usage = self._usage(body)
+        blocks = self._blocks(action)
+        if not body.get("stream"):
+            assert isinstance(action, Reply)
+            return _json(self._message(body, blocks, _stop(action), usage))
+        return await self._stream(request, body, action, blocks, usage)
+
+    def _blocks(self, action: Action) -> list[dict[str, Any]]:
+        if isinstance(action, StreamError | CutStream):
+            return [{"type": "text", "text": action.text_before}]
+        assert isinstance(action, Reply)
+        blocks: list[dict[str, Any]] = []
+        if action.text:
+            blocks.append({"type": "text", "text": action.text})
+        for name, args in action.tool_calls:
+            blocks.append({"type": "tool_use", "id": f"toolu_{next(self._ids):04d}", "name": name,
+                           "input": args})
+        return blocks
+
+    def _message(self, body: dict[str, Any], blocks: list[dict[str, Any]], stop: str,
+                 usage: dict[str, int]) -> dict[str, Any]:
+        return {
+            "id": f"msg_{next(self._ids):06d}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": blocks, "stop_reason": stop,
+            "stop_sequence": None, "usage": usage,
+        }
+
+    async def _stream(self, request: web.Request, body: dict[str, Any], action: Action,
+                      blocks: list[dict[str, Any]], usage: dict[str, int]) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        async def send(event: str, data: dict[str, Any]) -> None:
+            await resp.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+
+        start = self._message(body, [], "", {**usage, "output_tokens": 1})
+        start["stop_reason"] = None
+        await send("message_start", {"type": "message_start", "message": start})
+        for i, block in enumerate(blocks):
+            if block["type"] == "text":
+                await send("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}})
+                text = block["text"]
+                for part in [text[j:j + 40] for j in range(0, len(text), 40)]:
+                    await send("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": part}})
+            else:
+                head = {**block, "input": {}}
+                await send("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": head})
+                await send("content_block_delta", {
+                    "type": "content_block_delta", "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                })
+            if isinstance(action, CutStream):
+                assert request.transport is not None
+                request.transport.close()
+                return resp
+            if isinstance(action, StreamError):
+                await send("error", {"type": "error",
+                                     "error": {"type": action.error_type, "message": "injected"}})
+                await resp.write_eof()
+                return resp
+            await send("content_block_stop", {"type": "content_block_stop", "index": i})
+        assert isinstance(action, Reply)
+        out_tokens = sum(tokens(json.dumps(b)) for b in blocks)
+        await send("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": _stop(action), "stop_sequence": None},
+                                     "usage": {"output_tokens": out_tokens}})
+        await send("message_stop", {"type": "message_stop"})
+        await resp.write_eof()
+        return resp
+
+    # -- prompt-cache simulation --------------------------------------------------------------
+
+    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        segments = _segments(body)
+        marks = _breakpoints(body)
+        h = hashlib.sha256()
+        sizes: list[int] = []
+        digests: list[bytes] = []
+        running = 0
+        for seg in segments:
+            h.update(seg.encode())
+            running += tokens(seg)
+            sizes.append(running)
+            digests.append(h.copy().digest())
+        total = running
+        last_mark = max(marks) if marks else -1
+        read_upto = -1
+        for i in range(last_mark, -1, -1):
+            if digests[i] in self._cache:
+                read_upto = i
+                break
+        cache_read = sizes[read_upto] if read_upto >= 0 else 0
+        cache_write = 0
+        if last_mark >= 0 and sizes[last_mark] >= self.min_cache_tokens:
+            cache_write = sizes[last_mark] - cache_read
+            for i in marks:
+                self._cache.add(digests[i])
+        return {"input_tokens": total - cache_read - cache_write,
+                "cache_read_input_tokens": cache_read,
+                "cache_creation_input_tokens": cache_write,
+                "output_tokens": 0}
+
+
+def _strip_cc(block: Any) -> str:
+    if isinstance(block, dict):
+        block = {k: v for k, v in block.items() if k != "cache_control"}
+    return json.dumps(block, sort_keys=True)
+
+
+def _ordered_blocks(body: dict[str, Any]) -> list[Any]:
+    """Every cacheable unit in the API's cache order: tools, then system, then message blocks."""
+    out: list[Any] = list(body.get("tools", []))
+    system = body.get("system", [])
+    out.extend([{"type": "text", "text": system}] if isinstance(system, str) else system)
+    for msg in body.get("messages", []):
+        content = msg["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        out.extend({**b, "_role": msg["role"]} if isinstance(b, dict) else b for b in content)
+    return out
+
+
+def _segments(body: dict[str, Any]) -> list[str]:
+    return [_strip_cc(b) for b in _ordered_blocks(body)]
+
+
+def _breakpoints(body: dict[str, Any]) -> list[int]:
+    return [i for i, b in enumerate(_ordered_blocks(body))
+            if isinstance(b, dict) and "cache_control" in b]
+
+
+def _stop(action: Reply) -> str:
+    return action.stop_reason or ("tool_use" if action.tool_calls else "end_turn")
+
+
+def _json(data: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # Exactly application/json, without a charset parameter, like the real API.
+    return web.Response(body=json.dumps(data).encode(), status=status,
+                        headers={"Content-Type": "application/json", **(headers or {})})
