@@ -100,7 +100,7 @@ def list_files(ctx: TurnContext, args: dict[str, Any]) -> str:
         if not ctx.private and is_private_path(rel):
             continue
         if len(lines) >= MAX_LIST_ENTRIES:
-            lines.append(f"[... more entries not shown; list a subfolder]")
+            lines.append("[... more entries not shown; list a subfolder]")
             break
         if entry.is_dir():
             lines.append(f"{rel}/")
@@ -129,7 +129,9 @@ def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     content: str = args["content"]
     if len(content) > MAX_WRITE_CHARS:
-        raise ToolError(f"Content is too long ({len(content)} characters; limit {MAX_WRITE_CHARS}).")
+        raise ToolError(
+            f"Content is too long ({len(content)} characters; limit {MAX_WRITE_CHARS})."
+        )
     if path.is_dir():
         raise ToolError(f"{args['path']!r} is a folder.")
     existed = path.exists()
@@ -146,7 +148,9 @@ def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     text = _read_text(path, args["path"])
     count = text.count(old)
     if count == 0:
-        raise ToolError(f"old_text was not found in {_rel(ctx, path)}; read the file and copy it exactly.")
+        raise ToolError(
+            f"old_text was not found in {_rel(ctx, path)}; read the file and copy it exactly."
+        )
     if count > 1 and not args.get("replace_all"):
         raise ToolError(
             f"old_text occurs {count} times in {_rel(ctx, path)}; include more surrounding text "

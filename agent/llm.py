@@ -73,7 +73,9 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fixed.append(msg)
             nxt = out[i + 1] if i + 1 < len(out) else None
             if nxt is None and _tool_use_ids(msg):
-                fixed.append({"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]})
+                fixed.append(
+                    {"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]}
+                )
     return fixed
 
 
@@ -88,8 +90,12 @@ def _tool_use_ids(msg: dict[str, Any]) -> list[str]:
 
 
 def _interrupted(tool_use_id: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True,
-            "content": "Interrupted before this tool finished; no result."}
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "is_error": True,
+        "content": "Interrupted before this tool finished; no result.",
+    }
 
 
 def with_cache_breakpoints(
@@ -219,7 +225,7 @@ def _map_error(sdk: Any, exc: Exception) -> LLMError:
         return LLMError("auth", detail, status)
     if status == 400 or err_type == "invalid_request_error":
         lowered = message.lower()
-        if "prompt is too long" in lowered or "context" in lowered and "exceed" in lowered:
+        if "prompt is too long" in lowered or ("context" in lowered and "exceed" in lowered):
             return LLMError("context_overflow", detail, status)
         return LLMError("bad_request", detail, status)
     if (status and status >= 500) or err_type == "api_error":

@@ -101,8 +101,9 @@ class Agent:
         state = self.session(key)
         tz = self.config.tz
         # The user's words reach the disk before the model is called.
-        self.store.append_message(state, {"role": "user", "content": self._user_content(key, inbound)},
-                                  sync=True)
+        self.store.append_message(
+            state, {"role": "user", "content": self._user_content(key, inbound)}, sync=True
+        )
         ctx = TurnContext(key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz)
         total = Usage()
         calls = 0
@@ -118,15 +119,20 @@ class Agent:
                 tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
                 if resp.stop_reason != "tool_use" or not tool_uses:
                     text = "\n\n".join(
-                        b["text"] for b in resp.content if b.get("type") == "text" and b["text"].strip()
+                        b["text"]
+                        for b in resp.content
+                        if b.get("type") == "text" and b["text"].strip()
                     )
                     self.store.end_turn(state, "ok")
                     return TurnOutcome(text.strip(), total, calls)
                 results: list[dict[str, Any]] = []
                 for use in tool_uses:
                     result = await self.tools.call(use["name"], use.get("input"), ctx)
-                    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"],
-                                             "content": result.text}
+                    block: dict[str, Any] = {
+                        "type": "tool_result",
+                        "tool_use_id": use["id"],
+                        "content": result.text,
+                    }
                     if result.is_error:
                         block["is_error"] = True
                     results.append(block)
@@ -151,7 +157,9 @@ class Agent:
             status="iteration_cap",
         )
 
-    def _user_content(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> list[dict[str, Any]]:
+    def _user_content(
+        self, key: SessionKey, inbound: Sequence[InboundMessage]
+    ) -> list[dict[str, Any]]:
         tz = self.config.tz
         blocks: list[dict[str, Any]] = []
         for msg in inbound:
@@ -163,11 +171,16 @@ class Agent:
             text = msg.text
             for att in msg.attachments:
                 if att.kind == "image" and att.data is not None:
-                    blocks.append({
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": att.mime_type,
-                                   "data": base64.b64encode(att.data).decode()},
-                    })
+                    blocks.append(
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": att.mime_type,
+                                "data": base64.b64encode(att.data).decode(),
+                            },
+                        }
+                    )
                 elif att.path:
                     text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
             blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})

@@ -54,7 +54,11 @@ class Tool:
     handler: Handler
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
 
 
 @dataclass(frozen=True, slots=True)

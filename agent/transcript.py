@@ -73,8 +73,13 @@ class SessionStore:
 
     def create(self, key: SessionKey, system: str) -> SessionState:
         state = SessionState(key, uuid.uuid4().hex, _now(), system)
-        header = {"t": "session", "id": state.session_id, "key": str(key), "created": state.created,
-                  "system": system}
+        header = {
+            "t": "session",
+            "id": state.session_id,
+            "key": str(key),
+            "created": state.created,
+            "system": system,
+        }
         self._write(key, header, sync=True)
         return state
 
@@ -93,13 +98,17 @@ class SessionStore:
                     continue
                 kind = entry.get("t")
                 if kind == "session":
-                    state = SessionState(key, entry["id"], entry["created"], entry.get("system", ""))
+                    state = SessionState(
+                        key, entry["id"], entry["created"], entry.get("system", "")
+                    )
                 elif state is None:
                     continue
                 elif kind == "msg":
                     state.messages.append(entry["msg"])
                 elif kind == "usage":
-                    u = Usage(entry["input"], entry["cache_read"], entry["cache_write"], entry["output"])
+                    u = Usage(
+                        entry["input"], entry["cache_read"], entry["cache_write"], entry["output"]
+                    )
                     state.usage_total += u
                     state.last_usage = u
                 elif kind == "turn":
@@ -109,13 +118,21 @@ class SessionStore:
             self.archive(key)
         return state
 
-    def append_message(self, state: SessionState, message: dict[str, Any], sync: bool = False) -> None:
+    def append_message(
+        self, state: SessionState, message: dict[str, Any], sync: bool = False
+    ) -> None:
         self._write(state.key, {"t": "msg", "ts": _now(), "msg": message}, sync)
         state.messages.append(message)
 
     def append_usage(self, state: SessionState, usage: Usage) -> None:
-        entry = {"t": "usage", "ts": _now(), "input": usage.input, "cache_read": usage.cache_read,
-                 "cache_write": usage.cache_write, "output": usage.output}
+        entry = {
+            "t": "usage",
+            "ts": _now(),
+            "input": usage.input,
+            "cache_read": usage.cache_read,
+            "cache_write": usage.cache_write,
+            "output": usage.output,
+        }
         self._write(state.key, entry, sync=False)
         state.usage_total += usage
         state.last_usage = usage

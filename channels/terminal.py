@@ -25,7 +25,10 @@ class TerminalChannel(Channel):
     name = "terminal"
 
     def __init__(
-        self, stdin: TextIO | None = None, stdout: TextIO | None = None, interactive: bool | None = None
+        self,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        interactive: bool | None = None,
     ) -> None:
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
@@ -77,8 +80,9 @@ class TerminalChannel(Channel):
             if text in QUIT:
                 return
             self._counter += 1
-            msg = InboundMessage(KEY, text, sender_id="local", sender_name="you",
-                                 message_id=str(self._counter))
+            msg = InboundMessage(
+                KEY, text, sender_id="local", sender_name="you", message_id=str(self._counter)
+            )
             sink = self._sink
             if sink is None:
                 return

@@ -91,20 +91,24 @@ class Gateway:
         if cmd is not None and cmd.name in commands.IMMEDIATE:
             return self._spawn(self._run_immediate(msg, cmd))
         if cmd is not None and cmd.name not in commands.ORDERED:
-            return self._spawn(self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list."))
+            return self._spawn(
+                self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list.")
+            )
         limit = self.config.agent.max_input_chars
         if cmd is None and len(msg.text) > limit:
-            return self._spawn(self._reply(
-                msg,
-                f"That message is too long for me ({len(msg.text):,} characters; the limit is "
-                f"{limit:,}). Send it in parts, or as a file.",
-            ))
+            return self._spawn(
+                self._reply(
+                    msg,
+                    f"That message is too long for me ({len(msg.text):,} characters; the limit is "
+                    f"{limit:,}). Send it in parts, or as a file.",
+                )
+            )
         try:
             return self.router.submit(msg, ordered_command=cmd is not None)
         except RouterClosed:
-            return self._spawn(self._reply(
-                msg, "I'm restarting right now. Please send that again in a minute."
-            ))
+            return self._spawn(
+                self._reply(msg, "I'm restarting right now. Please send that again in a minute.")
+            )
 
     def _spawn(self, coro) -> asyncio.Future[None]:  # type: ignore[no-untyped-def]
         task = asyncio.ensure_future(coro)
@@ -120,15 +124,18 @@ class Gateway:
         elif cmd.name in ("help", "start"):
             await self._reply(msg, commands.HELP)
         elif cmd.name == "status":
-            await self._reply(msg, commands.status_text(
-                model=self.agent.llm.model,
-                context_window=self.agent.llm.context_window,
-                state=self.agent.peek(key),
-                key=str(key),
-                private=key.private,
-                running=self.router.busy(key),
-                queued=self.router.queued(key),
-            ))
+            await self._reply(
+                msg,
+                commands.status_text(
+                    model=self.agent.llm.model,
+                    context_window=self.agent.llm.context_window,
+                    state=self.agent.peek(key),
+                    key=str(key),
+                    private=key.private,
+                    running=self.router.busy(key),
+                    queued=self.router.queued(key),
+                ),
+            )
 
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
         # /new and /reset: the only ordered commands so far.
@@ -173,9 +180,16 @@ class Gateway:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.stats.failed_sends.append(DeliveryFailure(str(out.key), type(exc).__name__, len(out.text)))
-            log.error("%s: could not deliver a reply of %d characters: %s: %s",
-                      out.key, len(out.text), type(exc).__name__, exc)
+            self.stats.failed_sends.append(
+                DeliveryFailure(str(out.key), type(exc).__name__, len(out.text))
+            )
+            log.error(
+                "%s: could not deliver a reply of %d characters: %s: %s",
+                out.key,
+                len(out.text),
+                type(exc).__name__,
+                exc,
+            )
 
 
 def build_app(
@@ -187,6 +201,7 @@ def build_app(
 ) -> Gateway:
     store = SessionStore(config.state / "sessions")
     tools = ToolRegistry(FILE_TOOLS, max_output_chars=config.agent.tool_output_max_chars)
-    agent = Agent(config=config, llm=llm or AnthropicLLM(config.llm), tools=tools, store=store,
-                  clock=clock)
+    agent = Agent(
+        config=config, llm=llm or AnthropicLLM(config.llm), tools=tools, store=store, clock=clock
+    )
     return Gateway(config, agent, channels)

@@ -40,16 +40,20 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--home", dest="home", help=home_help)
     # Accepted before the command too; argparse would let the subcommand's default overwrite
     # a shared dest, hence the second name.
-    p = argparse.ArgumentParser(prog="corvid",
-                                description="A self-hosted personal assistant for your chat apps.")
+    p = argparse.ArgumentParser(
+        prog="corvid", description="A self-hosted personal assistant for your chat apps."
+    )
     p.add_argument("--home", dest="home_first", help=home_help)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("init", parents=[common], help="create the home folder (never overwrites)"
-                   ).set_defaults(func=cmd_init)
-    sub.add_parser("run", parents=[common], help="start the gateway with every enabled channel"
-                   ).set_defaults(func=cmd_run)
-    sub.add_parser("chat", parents=[common], help="talk to the assistant in this terminal"
-                   ).set_defaults(func=cmd_chat)
+    sub.add_parser(
+        "init", parents=[common], help="create the home folder (never overwrites)"
+    ).set_defaults(func=cmd_init)
+    sub.add_parser(
+        "run", parents=[common], help="start the gateway with every enabled channel"
+    ).set_defaults(func=cmd_run)
+    sub.add_parser(
+        "chat", parents=[common], help="talk to the assistant in this terminal"
+    ).set_defaults(func=cmd_chat)
     return p
 
 
@@ -61,7 +65,10 @@ def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
             print(f"  created {path}")
     else:
         print(f"{home} is already set up; nothing was changed.")
-    print(f"Next: edit {home / 'config.yaml'}, set ANTHROPIC_API_KEY, then `corvid chat` or `corvid run`.")
+    print(
+        f"Next: edit {home / 'config.yaml'}, set ANTHROPIC_API_KEY, "
+        "then `corvid chat` or `corvid run`."
+    )
     return 0
 
 
@@ -97,7 +104,7 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         )
     if not enabled:
         problems.append(
-            f"no chat channel is enabled: set channels.telegram.enabled or channels.discord.enabled "
+            "no chat channel is enabled: set channels.telegram.enabled or channels.discord.enabled "
             f"to true in {home / 'config.yaml'}, or talk to Corvid locally with `corvid chat`"
         )
     if problems:

@@ -36,8 +36,14 @@ def parse_command(text: str) -> Command | None:
 
 
 def status_text(
-    *, model: str, context_window: int, state: SessionState | None, key: str, private: bool,
-    running: bool, queued: int,
+    *,
+    model: str,
+    context_window: int,
+    state: SessionState | None,
+    key: str,
+    private: bool,
+    running: bool,
+    queued: int,
 ) -> str:
     kind = "private" if private else "shared"
     lines = [f"Model: {model}", f"Session: {key} ({kind})"]
@@ -55,5 +61,7 @@ def status_text(
             f"Tokens used: {total_in:,} in ({100 * u.cache_read / total_in:.0f}% from cache), "
             f"{u.output:,} out"
         )
-    lines.append("Now: " + ("answering" if running else "idle") + (f", {queued} queued" if queued else ""))
+    lines.append(
+        "Now: " + ("answering" if running else "idle") + (f", {queued} queued" if queued else "")
+    )
     return "\n".join(lines)

@@ -150,12 +150,12 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
     missing: dict[str, str] = {}
     resolved = _substitute(raw, "", environ, missing)
     values = _build(Config, resolved, "", skip={"home", "missing_env"})
+    timezone = values.get("timezone", "UTC")
     try:
-        ZoneInfo(values["timezone"])
+        ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(
-            "timezone",
-            f"unknown time zone {values['timezone']!r} (expected an IANA name like Europe/Berlin)",
+            "timezone", f"unknown time zone {timezone!r} (expected an IANA name like Europe/Berlin)"
         ) from None
     return Config(home=home, missing_env=missing, **values)
 

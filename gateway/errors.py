@@ -1,10 +1,10 @@
 """Corvid's exception hierarchy. Errors are caught only at boundaries: CLI, agent turn, channel.
 
-    CorvidError
-    ├── ConfigError          bad or missing configuration; names the dotted key
-    ├── ToolError            a tool refused or failed; its message goes back to the model
-    │   └── PathRefused      a path outside the workspace (or hidden from this session)
-    └── LLMError             the model API failed after the SDK's own retries
+CorvidError
+├── ConfigError          bad or missing configuration; names the dotted key
+├── ToolError            a tool refused or failed; its message goes back to the model
+│   └── PathRefused      a path outside the workspace (or hidden from this session)
+└── LLMError             the model API failed after the SDK's own retries
 """
 
 from __future__ import annotations

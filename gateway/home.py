@@ -1,7 +1,8 @@
-"""Corvid's home directory: where it is, and ``corvid init``, which creates it without overwriting."""
+"""Corvid's home folder: where it is, and ``corvid init``, which creates it without overwriting."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -28,7 +29,9 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
     config = home / "config.yaml"
     if not config.exists():
         template = resources.files("gateway").joinpath("config_template.yaml").read_text("utf-8")
-        text = template.replace("@TIMEZONE@", detect_timezone(environ)).replace("@MODEL@", DEFAULT_MODEL)
+        text = template.replace("@TIMEZONE@", detect_timezone(environ)).replace(
+            "@MODEL@", DEFAULT_MODEL
+        )
         _write_new(config, text, mode=0o600)
         created.append(str(config))
 
@@ -81,10 +84,8 @@ def detect_timezone(environ: Mapping[str, str]) -> str:
             candidates.append(link.split("zoneinfo/", 1)[1])
     except OSError:
         pass
-    try:
+    with contextlib.suppress(OSError):
         candidates.append(Path("/etc/timezone").read_text().strip())
-    except OSError:
-        pass
     for name in candidates:
         if not name:
             continue

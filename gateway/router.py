@@ -57,7 +57,9 @@ class Router:
             worker = self._workers[msg.key] = _Worker()
         worker.pending.append(_Item(msg, ordered_command, done))
         if worker.task is None:
-            worker.task = asyncio.create_task(self._drain(msg.key, worker), name=f"session {msg.key}")
+            worker.task = asyncio.create_task(
+                self._drain(msg.key, worker), name=f"session {msg.key}"
+            )
         return done
 
     def busy(self, key: SessionKey) -> bool:
@@ -122,7 +124,9 @@ class Router:
             return
         _, still = await asyncio.wait(tasks, timeout=grace)
         if still:
-            log.warning("shutdown: cancelling %d turn(s) still running after %.0fs", len(still), grace)
+            log.warning(
+                "shutdown: cancelling %d turn(s) still running after %.0fs", len(still), grace
+            )
             for t in still:
                 t.cancel()
             await asyncio.wait(still, timeout=10)

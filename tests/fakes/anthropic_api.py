@@ -126,7 +126,10 @@ class FakeAnthropic:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
-        self._runner = web.AppRunner(app, access_log=None)
+        # handler_cancellation: a request whose client went away (a cancelled turn) stops here too.
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -183,20 +186,38 @@ class FakeAnthropic:
         if action.text:
             blocks.append({"type": "text", "text": action.text})
         for name, args in action.tool_calls:
-            blocks.append({"type": "tool_use", "id": f"toolu_{next(self._ids):04d}", "name": name,
-                           "input": args})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(self._ids):04d}",
+                    "name": name,
+                    "input": args,
+                }
+            )
         return blocks
 
-    def _message(self, body: dict[str, Any], blocks: list[dict[str, Any]], stop: str,
-                 usage: dict[str, int]) -> dict[str, Any]:
+    def _message(
+        self, body: dict[str, Any], blocks: list[dict[str, Any]], stop: str, usage: dict[str, int]
+    ) -> dict[str, Any]:
         return {
-            "id": f"msg_{next(self._ids):06d}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": blocks, "stop_reason": stop,
-            "stop_sequence": None, "usage": usage,
+            "id": f"msg_{next(self._ids):06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
         }
 
-    async def _stream(self, request: web.Request, body: dict[str, Any], action: Action,
-                      blocks: list[dict[str, Any]], usage: dict[str, int]) -> web.StreamResponse:
+    async def _stream(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        action: Action,
+        blocks: list[dict[str, Any]],
+        usage: dict[str, int],
+    ) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
@@ -208,35 +229,63 @@ class FakeAnthropic:
         await send("message_start", {"type": "message_start", "message": start})
         for i, block in enumerate(blocks):
             if block["type"] == "text":
-                await send("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}})
+                await send(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
                 text = block["text"]
-                for part in [text[j:j + 40] for j in range(0, len(text), 40)]:
-                    await send("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "text_delta", "text": part}})
+                for part in [text[j : j + 40] for j in range(0, len(text), 40)]:
+                    await send(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "text_delta", "text": part},
+                        },
+                    )
             else:
                 head = {**block, "input": {}}
-                await send("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": head})
-                await send("content_block_delta", {
-                    "type": "content_block_delta", "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
-                })
+                await send(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": head},
+                )
+                await send(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        },
+                    },
+                )
             if isinstance(action, CutStream):
                 assert request.transport is not None
                 request.transport.close()
                 return resp
             if isinstance(action, StreamError):
-                await send("error", {"type": "error",
-                                     "error": {"type": action.error_type, "message": "injected"}})
+                await send(
+                    "error",
+                    {"type": "error", "error": {"type": action.error_type, "message": "injected"}},
+                )
                 await resp.write_eof()
                 return resp
             await send("content_block_stop", {"type": "content_block_stop", "index": i})
         assert isinstance(action, Reply)
         out_tokens = sum(tokens(json.dumps(b)) for b in blocks)
-        await send("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": _stop(action), "stop_sequence": None},
-                                     "usage": {"output_tokens": out_tokens}})
+        await send(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": _stop(action), "stop_sequence": None},
+                "usage": {"output_tokens": out_tokens},
+            },
+        )
         await send("message_stop", {"type": "message_stop"})
         await resp.write_eof()
         return resp
@@ -268,10 +317,12 @@ class FakeAnthropic:
             cache_write = sizes[last_mark] - cache_read
             for i in marks:
                 self._cache.add(digests[i])
-        return {"input_tokens": total - cache_read - cache_write,
-                "cache_read_input_tokens": cache_read,
-                "cache_creation_input_tokens": cache_write,
-                "output_tokens": 0}
+        return {
+            "input_tokens": total - cache_read - cache_write,
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_write,
+            "output_tokens": 0,
+        }
 
 
 def _strip_cc(block: Any) -> str:
@@ -298,15 +349,23 @@ def _segments(body: dict[str, Any]) -> list[str]:
 
 
 def _breakpoints(body: dict[str, Any]) -> list[int]:
-    return [i for i, b in enumerate(_ordered_blocks(body))
-            if isinstance(b, dict) and "cache_control" in b]
+    return [
+        i
+        for i, b in enumerate(_ordered_blocks(body))
+        if isinstance(b, dict) and "cache_control" in b
+    ]
 
 
 def _stop(action: Reply) -> str:
     return action.stop_reason or ("tool_use" if action.tool_calls else "end_turn")
 
 
-def _json(data: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def _json(
+    data: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
     # Exactly application/json, without a charset parameter, like the real API.
-    return web.Response(body=json.dumps(data).encode(), status=status,
-                        headers={"Content-Type": "application/json", **(headers or {})})
+    return web.Response(
+        body=json.dumps(data).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )

@@ -1,0 +1,128 @@
+"""Workspace file tools: what they do, and that nothing outside the workspace is reachable."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.files import FILE_TOOLS, resolve_in_workspace
+from agent.tools import ToolRegistry, TurnContext
+from gateway.errors import PathRefused, ToolError
+from gateway.events import SessionKey
+
+PRIVATE = SessionKey("test", "private", "1")
+SHARED = SessionKey("test", "group", "2")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("canary-7f3a long-term secret\n")
+    (root / "notes").mkdir()
+    (root / "notes" / "a.md").write_text("one\ntwo\nthree\n")
+    (tmp_path / "outside.txt").write_text("outside secret")
+    return root.resolve()
+
+
+def ctx(ws: Path, key: SessionKey = PRIVATE) -> TurnContext:
+    tz = ZoneInfo("UTC")
+    return TurnContext(key=key, workspace=ws, now=datetime.now(UTC), tz=tz)
+
+
+async def call(ws: Path, name: str, key: SessionKey = PRIVATE, **args):
+    return await ToolRegistry(FILE_TOOLS).call(name, args, ctx(ws, key))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.txt",
+        "notes/../../outside.txt",
+        "/etc/passwd",
+        "~/x",
+        "..",
+        "a\\..\\b",
+        "notes/\x00x",
+        "notes/a\tb.md",
+    ],
+)
+def test_paths_that_leave_the_workspace_are_refused(ws, path):
+    with pytest.raises(PathRefused):
+        resolve_in_workspace(ctx(ws), path)
+
+
+def test_symlinks_pointing_outside_are_refused_inside_ones_allowed(ws):
+    (ws / "escape").symlink_to(ws.parent)
+    (ws / "leak.md").symlink_to(ws.parent / "outside.txt")
+    (ws / "alias.md").symlink_to(ws / "notes" / "a.md")
+    for path in ("escape/outside.txt", "leak.md", "escape"):
+        with pytest.raises(PathRefused, match="outside the workspace"):
+            resolve_in_workspace(ctx(ws), path)
+    assert resolve_in_workspace(ctx(ws), "alias.md") == ws / "notes" / "a.md"
+
+
+async def test_reading_through_an_outside_symlink_returns_an_error_not_the_file(ws):
+    (ws / "leak.md").symlink_to(ws.parent / "outside.txt")
+    result = await call(ws, "read_file", path="leak.md")
+    assert result.is_error and "outside secret" not in result.text
+    result = await call(ws, "write_file", path="leak.md", content="x")
+    assert result.is_error
+    assert (ws.parent / "outside.txt").read_text() == "outside secret"
+
+
+@pytest.mark.parametrize("path", ["MEMORY.md", "memory.md", "./MEMORY.md", "notes/../MEMORY.md"])
+def test_memory_md_is_invisible_in_shared_sessions(ws, path):
+    with pytest.raises(PathRefused):
+        resolve_in_workspace(ctx(ws, SHARED), path)
+
+
+async def test_memory_md_through_a_symlink_or_listing_in_shared_sessions(ws):
+    (ws / "innocent.md").symlink_to(ws / "MEMORY.md")
+    result = await call(ws, "read_file", SHARED, path="innocent.md")
+    assert result.is_error and "canary-7f3a" not in result.text
+    listing = await call(ws, "list_files", SHARED)
+    assert "MEMORY.md" not in listing.text and "notes/" in listing.text
+    assert "MEMORY.md" in (await call(ws, "list_files", PRIVATE)).text
+    assert "canary-7f3a" in (await call(ws, "read_file", PRIVATE, path="MEMORY.md")).text
+
+
+async def test_read_windows_and_write_edit(ws):
+    assert (await call(ws, "read_file", path="notes/a.md")).text == "one\ntwo\nthree"
+    window = await call(ws, "read_file", path="notes/a.md", offset=2, limit=1)
+    assert window.text == "[notes/a.md: lines 2-2 of 3; use offset to read more]\ntwo"
+    created = await call(ws, "write_file", path="new/deep/file.md", content="hello hello")
+    assert created.text == "Created new/deep/file.md (11 characters)."
+    ambiguous = await call(
+        ws, "edit_file", path="new/deep/file.md", old_text="hello", new_text="bye"
+    )
+    assert ambiguous.is_error and "occurs 2 times" in ambiguous.text
+    done = await call(
+        ws, "edit_file", path="new/deep/file.md", old_text="hello", new_text="bye", replace_all=True
+    )
+    assert done.text == "Edited new/deep/file.md: 2 replacement(s)."
+    assert (ws / "new" / "deep" / "file.md").read_text() == "bye bye"
+    missing = await call(ws, "edit_file", path="new/deep/file.md", old_text="zzz", new_text="y")
+    assert missing.is_error and "not found" in missing.text
+    assert (await call(ws, "read_file", path="nope.md")).text == "'nope.md' does not exist."
+
+
+async def test_binary_and_folder_reads_are_clear_errors(ws):
+    (ws / "blob.bin").write_bytes(b"\xff\xfe\x00\x01")
+    assert "not a UTF-8 text file" in (await call(ws, "read_file", path="blob.bin")).text
+    assert "is a folder" in (await call(ws, "read_file", path="notes")).text
+
+
+async def test_writes_are_atomic_and_leave_no_temp_files(ws):
+    await call(ws, "write_file", path="notes/a.md", content="replaced")
+    assert sorted(os.listdir(ws / "notes")) == ["a.md"]
+    assert (ws / "notes" / "a.md").read_text() == "replaced"
+
+
+def test_bad_path_argument_type_is_a_tool_error(ws):
+    with pytest.raises(ToolError):
+        resolve_in_workspace(ctx(ws), 42)

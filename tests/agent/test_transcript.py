@@ -1,0 +1,57 @@
+"""Transcripts: append-only JSONL, torn last lines dropped, sessions reload after a restart."""
+
+from __future__ import annotations
+
+import json
+
+from agent.transcript import SessionStore, Usage
+from gateway.events import SessionKey
+
+KEY = SessionKey("telegram", "private", "42")
+
+
+def test_round_trip_and_counters(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "system prompt")
+    store.append_message(state, {"role": "user", "content": "hi"}, sync=True)
+    store.append_usage(state, Usage(10, 100, 5, 7))
+    store.append_message(state, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]})
+    store.end_turn(state, "ok")
+    again = SessionStore(tmp_path).load(KEY)
+    assert again is not None
+    assert again.session_id == state.session_id and again.system == "system prompt"
+    assert again.messages == state.messages and again.turns == 1
+    assert again.usage_total == Usage(10, 100, 5, 7) and again.context_tokens == 122
+    assert (tmp_path / "telegram:private:42.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_torn_last_line_is_dropped_and_appends_stay_readable(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    with store.path(KEY).open("ab") as f:
+        f.write(b'{"t":"msg","msg":{"role":"assistant","content":"tor')
+    loaded = store.load(KEY)
+    assert loaded is not None and [m["content"] for m in loaded.messages] == ["kept"]
+    store.append_message(loaded, {"role": "user", "content": "after"})
+    lines = store.path(KEY).read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
+    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+
+
+def test_corrupt_middle_line_is_skipped(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    with store.path(KEY).open("a") as f:
+        f.write("not json\n")
+    store.append_message(state, {"role": "user", "content": "ok"})
+    assert [m["content"] for m in store.load(KEY).messages] == ["ok"]
+
+
+def test_archive_keeps_the_old_file(tmp_path):
+    store = SessionStore(tmp_path)
+    store.create(KEY, "s")
+    archived = store.archive(KEY)
+    assert archived is not None and archived.exists() and not store.path(KEY).exists()
+    assert store.load(KEY) is None
+    assert store.archive(KEY) is None

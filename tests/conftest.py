@@ -1,0 +1,121 @@
+"""Shared fixtures: a Corvid home, the fake Anthropic API, and an in-test channel."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from channels.base import Channel, Sink
+from gateway.app import Gateway, build_app
+from gateway.config import Config, parse_config
+from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.home import init_home
+from tests.fakes.anthropic_api import FakeAnthropic
+
+PRIVATE = SessionKey("test", "private", "1")
+GROUP = SessionKey("test", "group", "100")
+
+
+class RecordingChannel(Channel):
+    """A channel driven by the test: ``push`` delivers a message, ``sent`` records replies."""
+
+    name = "test"
+
+    def __init__(self) -> None:
+        self.sent: list[OutboundMessage] = []
+        self.typing_events: list[tuple[str, str]] = []
+        self.fail_sends = 0
+        self._sink: Sink | None = None
+        self._changed = asyncio.Condition()
+        self._ids = itertools.count(1)
+
+    async def start(self, sink: Sink) -> None:
+        self._sink = sink
+
+    async def stop(self) -> None:
+        self._sink = None
+
+    async def send(self, msg: OutboundMessage) -> None:
+        if self.fail_sends:
+            self.fail_sends -= 1
+            raise ConnectionError("send failed (injected)")
+        async with self._changed:
+            self.sent.append(msg)
+            self._changed.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def typing(self, key: SessionKey) -> AsyncIterator[None]:
+        self.typing_events.append(("start", str(key)))
+        try:
+            yield
+        finally:
+            self.typing_events.append(("stop", str(key)))
+
+    def push(
+        self, text: str, key: SessionKey = PRIVATE, sender: str = "1", name: str = "Ada"
+    ) -> asyncio.Future[None]:
+        assert self._sink is not None, "channel not started"
+        msg = InboundMessage(
+            key, text, sender_id=sender, sender_name=name, message_id=str(next(self._ids))
+        )
+        return self._sink(msg)
+
+    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[OutboundMessage]:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: len(self.sent) >= n), timeout)
+        return self.sent
+
+    def texts(self, key: SessionKey | None = None) -> list[str]:
+        return [m.text for m in self.sent if key is None or m.key == key]
+
+
+def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config:
+    raw: dict[str, Any] = {
+        "timezone": "Europe/Berlin",
+        "llm": {"api_key": "sk-test-0123456789", "base_url": base_url, "retries": 2, "timeout": 10},
+        "gateway": {"shutdown_grace": 5},
+    }
+    for name, values in sections.items():
+        raw[name] = {**raw.get(name, {}), **values}
+    return parse_config(raw, home=home, environ={})
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    init_home(path, {})
+    return path
+
+
+@pytest.fixture
+async def fake_api() -> AsyncIterator[FakeAnthropic]:
+    api = FakeAnthropic()
+    await api.start()
+    yield api
+    await api.close()
+
+
+GatewayFactory = Callable[..., "asyncio.Future[tuple[Gateway, RecordingChannel]]"]
+
+
+@pytest.fixture
+async def start_gateway(home: Path, fake_api: FakeAnthropic):
+    """Start a gateway (real AnthropicLLM → fake API) with a RecordingChannel; stopped after."""
+    running: list[Gateway] = []
+
+    async def start(**sections: dict[str, Any]) -> tuple[Gateway, RecordingChannel]:
+        channel = RecordingChannel()
+        gateway = build_app(make_config(home, fake_api.base_url, **sections), [channel])
+        await gateway.start()
+        running.append(gateway)
+        return gateway, channel
+
+    yield start
+    for gateway in running:
+        await gateway.stop()

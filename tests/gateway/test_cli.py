@@ -1,0 +1,83 @@
+"""The corvid command, run as a real process where it matters."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from gateway.cli import main
+from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
+
+
+def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsys):
+    home = tmp_path / "fresh"
+    rc = main(["run", "--home", str(home)], environ={})
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert (home / "config.yaml").exists() and (home / "workspace" / "AGENTS.md").exists()
+    assert "llm.api_key is empty: set the environment variable ANTHROPIC_API_KEY" in err
+    assert "no chat channel is enabled" in err
+
+
+def test_config_error_exits_non_zero_naming_the_key(tmp_path, capsys):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.yaml").write_text("llm:\n  timeout: soon\n")
+    assert main(["--home", str(home), "chat"], environ={"ANTHROPIC_API_KEY": "k"}) == 2
+    err = capsys.readouterr().err
+    assert "llm.timeout: expected a number, got str 'soon'" in err
+
+
+def test_init_reports_and_is_idempotent(tmp_path, capsys):
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    assert "created" in capsys.readouterr().out
+    assert main(["init"], environ={"CORVID_HOME": str(home)}) == 0
+    assert "nothing was changed" in capsys.readouterr().out
+
+
+async def test_chat_over_a_pipe_holds_a_conversation_with_tool_use(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(
+        Reply("Hi! I'm Corvid."),
+        Reply(tool_calls=[("write_file", {"path": "shopping.md", "content": "- eggs\n"})]),
+        Reply("Added eggs to shopping.md."),
+    )
+    home = tmp_path / "h"
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "sk-pipe-test-key",
+        "ANTHROPIC_BASE_URL": api.base_url,
+        "CORVID_HOME": str(home),
+    }
+    env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "chat",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await asyncio.wait_for(
+            proc.communicate(b"hello\nplease note eggs\n/status\n"), 60
+        )
+    finally:
+        await api.close()
+    assert proc.returncode == 0, err.decode()
+    replies = out.decode().split("\n\n")
+    assert replies[0] == "Hi! I'm Corvid."
+    assert replies[1] == "Added eggs to shopping.md."
+    assert replies[2].startswith(
+        "Model: claude-sonnet-5-5\nSession: terminal:private:local (private)"
+    )
+    assert (home / "workspace" / "shopping.md").read_text() == "- eggs\n"
+    assert len(api.message_requests) == 3
+    assert "Created shopping.md" in tool_results(api.message_requests[2].body)[0]["content"]
+    assert b"sk-pipe-test-key" not in err

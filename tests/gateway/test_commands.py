@@ -1,0 +1,110 @@
+"""Chat commands, handled by the gateway before the agent (through the real client and fake API)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from gateway.commands import parse_command
+from tests.conftest import PRIVATE
+from tests.fakes.anthropic_api import Reply
+
+
+def test_parse_command():
+    assert parse_command("/new") is not None
+    cmd = parse_command("/Status@corvid_bot  now")
+    assert cmd is not None and (cmd.name, cmd.args) == ("status", "now")
+    assert parse_command("/") is None
+    assert parse_command("/ 1") is None
+    assert parse_command("a /new") is None
+    assert parse_command("/1abc") is None
+
+
+async def test_help_and_unknown_command(start_gateway, fake_api):
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("/help"), 5)
+    await asyncio.wait_for(chan.push("/frobnicate"), 5)
+    assert "/new or /reset" in chan.texts()[0] and "/stop" in chan.texts()[0]
+    assert chan.texts()[1] == "Unknown command /frobnicate. Send /help for the list."
+    assert fake_api.message_requests == []
+
+
+async def test_status_reports_model_session_context_and_turns(start_gateway, fake_api):
+    gateway, chan = await start_gateway(llm={"context_window": 100000})
+    await asyncio.wait_for(chan.push("/status"), 5)
+    assert "No conversation yet" in chan.texts()[0]
+    await asyncio.wait_for(chan.push("hello"), 5)
+    await asyncio.wait_for(chan.push("/status"), 5)
+    status = chan.texts()[-1]
+    state = gateway.agent.peek(PRIVATE)
+    assert state is not None and state.context_tokens > 0
+    assert "Model: claude-sonnet-5-5" in status
+    assert f"Session: {PRIVATE} (private)" in status
+    assert f"Context: {state.context_tokens:,} / 100,000 tokens" in status
+    assert "Turns: 1 " in status
+
+
+async def test_new_archives_the_transcript_and_starts_fresh(start_gateway, fake_api, home):
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("the password hint is 'blue'"), 5)
+    await asyncio.wait_for(chan.push("/new"), 5)
+    assert chan.texts()[-1] == "Started a new session. The previous conversation is kept on disk."
+    await asyncio.wait_for(chan.push("what was the hint?"), 5)
+    last = fake_api.message_requests[-1].body
+    assert "blue" not in json.dumps(last["messages"])
+    sessions = home / "state" / "sessions"
+    archived = [p for p in sessions.iterdir() if p.name != f"{PRIVATE}.jsonl"]
+    assert len(archived) == 1 and "blue" in archived[0].read_text()
+    await asyncio.wait_for(chan.push("/reset"), 5)
+    assert len(list(sessions.iterdir())) == 2
+
+
+async def test_new_waits_for_the_running_turn(start_gateway, fake_api):
+    release = asyncio.Event()
+
+    async def brain(body):
+        await release.wait()
+        return Reply("first answer")
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway()
+    first = chan.push("long question")
+    await fake_api.wait_for_requests(1)
+    reset = chan.push("/new")
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, reset), 5)
+    assert chan.texts()[0] == "first answer"
+    assert chan.texts()[1].startswith("Started a new session.")
+
+
+async def test_stop_cancels_the_running_turn_and_the_session_goes_on(start_gateway, fake_api, home):
+    never = asyncio.Event()
+
+    async def brain(body):
+        await never.wait()
+        return Reply("too late")
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway()
+    turn = chan.push("write me an essay")
+    await fake_api.wait_for_requests(1)
+    await asyncio.wait_for(chan.push("/stop"), 5)
+    await asyncio.wait_for(turn, 5)
+    assert chan.texts() == ["Stopped."]
+    await asyncio.wait_for(chan.push("/stop"), 5)
+    assert chan.texts()[-1] == "Nothing is running."
+    lines = (home / "state" / "sessions" / f"{PRIVATE}.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1]) == {**json.loads(lines[-1]), "t": "turn", "status": "cancelled"}
+    fake_api.brain = lambda body: Reply("here again")
+    await asyncio.wait_for(chan.push("hello?"), 5)
+    assert chan.texts()[-1] == "here again"
+
+
+async def test_over_long_message_is_refused_without_a_model_call(start_gateway, fake_api):
+    _gateway, chan = await start_gateway(agent={"max_input_chars": 100})
+    await asyncio.wait_for(chan.push("x" * 101), 5)
+    assert chan.texts() == [
+        "That message is too long for me (101 characters; the limit is 100). "
+        "Send it in parts, or as a file."
+    ]
+    assert fake_api.message_requests == []

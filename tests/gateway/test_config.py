@@ -1,0 +1,101 @@
+"""Config: the template parses, ${ENV} substitution, and errors that name the dotted key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config import DEFAULT_MODEL, Secret, load_config, parse_config
+from gateway.errors import ConfigError
+from gateway.home import init_home
+
+
+def _parse(raw, environ=None):
+    return parse_config(raw, home=Path("/h"), environ=environ or {})
+
+
+def test_generated_config_loads_with_defaults_and_records_missing_env(tmp_path):
+    init_home(tmp_path, {"TZ": "Europe/Berlin"})
+    cfg = load_config(tmp_path, {})
+    assert cfg.timezone == "Europe/Berlin"
+    assert cfg.llm.model == DEFAULT_MODEL
+    assert cfg.llm.api_key is None and cfg.llm.base_url is None
+    assert (cfg.llm.max_tokens, cfg.llm.context_window, cfg.llm.retries) == (8192, 200000, 2)
+    assert cfg.missing_env["llm.api_key"] == "ANTHROPIC_API_KEY"
+    assert "set the environment variable ANTHROPIC_API_KEY" in cfg.missing("llm.api_key", "key")
+    cfg = load_config(tmp_path, {"ANTHROPIC_API_KEY": "sk-abc", "TELEGRAM_BOT_TOKEN": "123:x"})
+    assert cfg.llm.api_key == Secret("sk-abc")
+    assert cfg.channels.telegram.token == Secret("123:x")
+
+
+def test_default_model_is_not_deprecated_in_the_pinned_sdk():
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+
+    assert DEFAULT_MODEL not in DEPRECATED_MODELS
+
+
+def test_secret_never_shows_its_value():
+    s = Secret("sk-very-secret")
+    assert "sk-very-secret" not in repr(s) and "sk-very-secret" not in str(s)
+    cfg = _parse({"llm": {"api_key": "${K}"}}, {"K": "sk-very-secret"})
+    assert "sk-very-secret" not in repr(cfg)
+
+
+def test_env_reference_inside_a_string():
+    cfg = _parse({"llm": {"base_url": "http://${HOST}:8080"}}, {"HOST": "proxy"})
+    assert cfg.llm.base_url == "http://proxy:8080"
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "words"),
+    [
+        (
+            {"llm": {"max_tokens": "lots"}},
+            "llm.max_tokens",
+            "expected a whole number, got str 'lots'",
+        ),
+        ({"llm": {"max_tokens": True}}, "llm.max_tokens", "got the boolean true"),
+        ({"llm": {"retries": -1}}, "llm.retries", "must be at least 0"),
+        ({"llm": {"modle": "x"}}, "llm.modle", "unknown option"),
+        ({"llm": ["x"]}, "llm", "expected a mapping, got a list"),
+        (
+            {"channels": {"telegram": {"enabled": "yes"}}},
+            "channels.telegram.enabled",
+            "expected true or false",
+        ),
+        (
+            {"channels": {"telegram": {"allow_from": "42"}}},
+            "channels.telegram.allow_from",
+            "expected a list",
+        ),
+        ({"channels": {"matrix": {}}}, "channels.matrix", "unknown option"),
+        ({"timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
+        ({"logging": {"level": "LOUD"}}, "logging.level", "expected one of"),
+        ({"llm": {"model": None}}, "llm.model", "must not be empty"),
+        (
+            {"llm": {"model": "${UNSET_VAR}"}},
+            "llm.model",
+            "environment variable UNSET_VAR is not set",
+        ),
+    ],
+)
+def test_errors_name_the_dotted_key(raw, key, words):
+    with pytest.raises(ConfigError) as err:
+        _parse(raw)
+    assert err.value.key == key
+    assert words in str(err.value)
+    assert str(err.value).startswith(f"{key}: ")
+
+
+def test_top_level_must_be_a_mapping_and_yaml_must_parse(tmp_path):
+    with pytest.raises(ConfigError, match="expected a mapping at the top level"):
+        _parse(["a"])
+    (tmp_path / "config.yaml").write_text("llm: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML at line 2"):
+        load_config(tmp_path, {})
+
+
+def test_missing_file_means_defaults(tmp_path):
+    cfg = load_config(tmp_path, {})
+    assert cfg.timezone == "UTC" and cfg.workspace == tmp_path / "workspace"

@@ -1,0 +1,66 @@
+"""Router: per-session order, batching of messages that arrive mid-turn, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.events import InboundMessage, SessionKey
+from gateway.router import Router, RouterClosed
+
+A = SessionKey("t", "private", "a")
+B = SessionKey("t", "private", "b")
+
+
+def msg(key: SessionKey, text: str) -> InboundMessage:
+    return InboundMessage(key, text, sender_id="u")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.batches: list[tuple[str, list[str]]] = []
+        self.gates: dict[str, asyncio.Event] = {}
+
+    async def run_batch(self, key, batch):
+        self.batches.append((key.id, [m.text for m in batch]))
+        gate = self.gates.get(batch[0].text)
+        if gate is not None:
+            await gate.wait()
+
+    async def run_ordered(self, key, m):
+        self.batches.append((key.id, ["<" + m.text + ">"]))
+
+
+async def test_batches_split_at_ordered_commands_and_keep_order():
+    rec = Recorder()
+    rec.gates["x0"] = asyncio.Event()
+    router = Router(rec.run_batch, rec.run_ordered)
+    futures = [router.submit(msg(A, "x0"))]
+    await asyncio.sleep(0)  # let the worker pick up x0 (a scheduling step, not a timed wait)
+    futures += [
+        router.submit(msg(A, "x1")),
+        router.submit(msg(A, "x2")),
+        router.submit(msg(A, "/new"), ordered_command=True),
+        router.submit(msg(A, "x3")),
+    ]
+    assert router.busy(A) and router.queued(A) == 4
+    rec.gates["x0"].set()
+    await asyncio.wait_for(asyncio.gather(*futures), 5)
+    assert rec.batches == [("a", ["x0"]), ("a", ["x1", "x2"]), ("a", ["</new>"]), ("a", ["x3"])]
+    assert router.active_sessions() == []
+
+
+async def test_drain_lets_turns_finish_then_cancels_the_rest():
+    rec = Recorder()
+    rec.gates["slow"] = asyncio.Event()  # never set
+    router = Router(rec.run_batch, rec.run_ordered)
+    quick = router.submit(msg(A, "quick"))
+    slow = router.submit(msg(B, "slow"))
+    await asyncio.wait_for(router.drain(grace=0.2), 5)
+    assert quick.done() and not quick.cancelled()
+    assert slow.done()
+    try:
+        router.submit(msg(A, "late"))
+    except RouterClosed:
+        pass
+    else:
+        raise AssertionError("a closed router accepted a message")

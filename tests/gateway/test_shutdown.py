@@ -1,0 +1,37 @@
+"""Shutdown with a turn in flight: the turn is recorded, nothing is half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests.conftest import PRIVATE
+from tests.fakes.anthropic_api import Reply
+
+
+async def test_stop_mid_turn_records_the_turn_and_the_session_resumes(
+    start_gateway, fake_api, home
+):
+    hang = asyncio.Event()
+
+    async def brain(body):
+        await hang.wait()
+        return Reply("never")
+
+    fake_api.brain = brain
+    gateway, chan = await start_gateway(gateway={"shutdown_grace": 0.1})
+    pending = chan.push("are you there?")
+    await fake_api.wait_for_requests(1)
+    await asyncio.wait_for(gateway.stop(), 10)
+    assert pending.done()
+    lines = (home / "state" / "sessions" / f"{PRIVATE}.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert entries[1]["t"] == "msg" and "are you there?" in json.dumps(entries[1])
+    assert entries[-1]["t"] == "turn" and entries[-1]["status"] == "cancelled"
+
+    fake_api.brain = lambda body: Reply("yes, back")
+    _gateway2, chan2 = await start_gateway()
+    await asyncio.wait_for(chan2.push("hello again"), 10)
+    assert chan2.texts() == ["yes, back"]
+    flat = json.dumps(fake_api.message_requests[-1].body["messages"])
+    assert "are you there?" in flat and "hello again" in flat

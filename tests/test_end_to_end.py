@@ -1,0 +1,250 @@
+"""End to end: gateway → agent → real anthropic client → fake Messages API on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from agent.transcript import SessionStore
+from tests.conftest import GROUP, PRIVATE
+from tests.fakes.anthropic_api import (
+    CutStream,
+    FakeAnthropic,
+    Fault,
+    Reply,
+    StreamError,
+    last_user_text,
+    tool_results,
+)
+
+
+async def test_plain_reply_reaches_the_chat(start_gateway, fake_api: FakeAnthropic):
+    fake_api.enqueue(Reply("Hello Ada."))
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hi there"), 10)
+    assert chan.texts() == ["Hello Ada."]
+    assert chan.sent[0].reply_to == "1"
+    body = fake_api.message_requests[0].body
+    assert body["model"] == "claude-sonnet-5-5"
+    assert body["stream"] is True
+    assert last_user_text(body).endswith("\nhi there")
+    assert chan.typing_events == [("start", str(PRIVATE)), ("stop", str(PRIVATE))]
+
+
+async def test_api_key_is_sent_and_never_in_the_transcript(start_gateway, fake_api, home):
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hello"), 10)
+    headers = {k.lower(): v for k, v in fake_api.message_requests[0].headers.items()}
+    sent_key = headers.get("x-api-key") or headers.get("authorization", "")
+    assert "sk-test-0123456789" in sent_key
+    transcript = (home / "state" / "sessions" / f"{PRIVATE}.jsonl").read_text()
+    assert "sk-test-0123456789" not in transcript
+
+
+async def test_tool_call_round_trip_writes_a_file(start_gateway, fake_api, home):
+    fake_api.enqueue(
+        Reply(
+            "Noting it.",
+            tool_calls=[("write_file", {"path": "notes/todo.md", "content": "- milk\n"})],
+        ),
+        Reply("Written to notes/todo.md."),
+    )
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("remember milk"), 10)
+    assert (home / "workspace" / "notes" / "todo.md").read_text() == "- milk\n"
+    second = fake_api.message_requests[1].body
+    [result] = tool_results(second)
+    assert "Created notes/todo.md" in result["content"]
+    assert not result.get("is_error")
+    # Only the final answer is sent; text beside a tool call is the model thinking aloud.
+    assert chan.texts() == ["Written to notes/todo.md."]
+
+
+async def test_file_tool_outside_workspace_is_refused_to_the_model(start_gateway, fake_api, home):
+    secret = home / "state" / "secret.txt"
+    secret.write_text("do not read")
+    fake_api.enqueue(
+        Reply(
+            tool_calls=[
+                ("read_file", {"path": "../state/secret.txt"}),
+                ("read_file", {"path": str(secret)}),
+            ]
+        ),
+        Reply("I can't read that."),
+    )
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("read the secret"), 10)
+    results = tool_results(fake_api.message_requests[1].body)
+    assert [r.get("is_error") for r in results] == [True, True]
+    assert "'..'" in results[0]["content"]
+    assert "absolute path" in results[1]["content"]
+    assert all("do not read" not in r["content"] for r in results)
+    assert chan.texts() == ["I can't read that."]
+
+
+async def test_unknown_tool_and_bad_arguments_come_back_as_tool_errors(start_gateway, fake_api):
+    fake_api.enqueue(
+        Reply(tool_calls=[("launch_rockets", {}), ("read_file", {"limit": 3})]),
+        Reply("Sorry."),
+    )
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("go"), 10)
+    results = tool_results(fake_api.message_requests[1].body)
+    assert "Unknown tool 'launch_rockets'" in results[0]["content"]
+    assert "Missing required argument(s): path" in results[1]["content"]
+    assert all(r["is_error"] for r in results)
+    assert chan.texts() == ["Sorry."]
+
+
+async def test_429_is_retried_by_the_sdk_and_the_user_gets_the_answer(start_gateway, fake_api):
+    fake_api.enqueue(Fault(429, "rate_limit_error"), Reply("after a retry"))
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hi"), 10)
+    assert len(fake_api.message_requests) == 2
+    assert chan.texts() == ["after a retry"]
+
+
+async def test_persistent_529_gives_a_friendly_message_and_the_session_recovers(
+    start_gateway, fake_api
+):
+    fake_api.enqueue(*[Fault(529, "overloaded_error")] * 3, Reply("back again"))
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("first"), 10)
+    assert len(fake_api.message_requests) == 3  # one try and the SDK's two retries
+    assert chan.texts() == [
+        "The AI service is overloaded at the moment. "
+        "Your message is saved; please try again shortly."
+    ]
+    await asyncio.wait_for(chan.push("second"), 10)
+    assert chan.texts()[-1] == "back again"
+    # The unanswered first message is still part of the conversation.
+    user_texts = [b["text"] for b in fake_api.message_requests[-1].body["messages"][0]["content"]]
+    assert any(t.endswith("\nfirst") for t in user_texts)
+    assert any(t.endswith("\nsecond") for t in user_texts)
+
+
+async def test_500_and_midstream_failures_never_leak_raw_errors(start_gateway, fake_api):
+    fake_api.enqueue(*[Fault(500, "api_error")] * 3, CutStream(), StreamError("overloaded_error"))
+    _gateway, chan = await start_gateway()
+    for text in ("a", "b", "c"):
+        await asyncio.wait_for(chan.push(text), 10)
+    replies = chan.texts()
+    assert replies[0].startswith("The AI service had an internal error.")
+    assert replies[1].startswith("I couldn't reach the AI service.")
+    assert replies[2].startswith("The AI service is overloaded")
+    for reply in replies:
+        assert "Traceback" not in reply and "Error" not in reply
+    await asyncio.wait_for(chan.push("d"), 10)
+    assert chan.texts()[-1].startswith("echo:")
+
+
+async def test_transcript_survives_a_restart(start_gateway, fake_api, home):
+    gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("my cat is called Miso"), 10)
+    await gateway.stop()
+    _gateway2, chan2 = await start_gateway()
+    await asyncio.wait_for(chan2.push("what is my cat called?"), 10)
+    body = fake_api.message_requests[-1].body
+    flat = json.dumps(body["messages"])
+    assert "my cat is called Miso" in flat
+    assert "echo: my cat is called Miso" in flat
+    assert body["system"][0]["text"] == fake_api.message_requests[0].body["system"][0]["text"]
+
+
+async def test_rapid_messages_are_answered_in_order_in_one_follow_up_turn(start_gateway, fake_api):
+    release = asyncio.Event()
+
+    async def brain(body):
+        if len(fake_api.message_requests) == 1:
+            await release.wait()
+        return Reply(
+            "got: "
+            + " | ".join(
+                b["text"].split("\n", 1)[1]
+                for b in body["messages"][-1]["content"]
+                if b.get("type") == "text"
+            )
+        )
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway()
+    first = chan.push("m0")
+    await fake_api.wait_for_requests(1)
+    rest = [chan.push(f"m{i}") for i in range(1, 10)]
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, *rest), 10)
+    assert len(fake_api.message_requests) == 2
+    assert chan.texts() == ["got: m0", "got: " + " | ".join(f"m{i}" for i in range(1, 10))]
+
+
+async def test_sessions_run_concurrently(start_gateway, fake_api):
+    both_arrived = asyncio.Event()
+
+    async def brain(body):
+        # Neither request is answered until both have arrived: serial sessions would deadlock.
+        if len(fake_api.message_requests) >= 2:
+            both_arrived.set()
+        await asyncio.wait_for(both_arrived.wait(), 5)
+        return Reply("ok " + last_user_text(body).split("\n", 1)[1])
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(asyncio.gather(chan.push("one"), chan.push("two", key=GROUP)), 10)
+    assert sorted(chan.texts()) == ["ok one", "ok two"]
+
+
+async def test_prompt_cache_prefix_is_stable_and_read_from_cache(start_gateway, fake_api, home):
+    _gateway, chan = await start_gateway()
+    for i in range(4):
+        await asyncio.wait_for(chan.push(f"turn {i}"), 10)
+    bodies = [r.body for r in fake_api.message_requests]
+    raws = [r.raw for r in fake_api.message_requests]
+    assert len({json.dumps(b["system"]) for b in bodies}) == 1
+    assert len({json.dumps(b["tools"]) for b in bodies}) == 1
+    for b in bodies:
+        assert b["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert b["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert b["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        marks = sum(json.dumps(m).count("cache_control") for m in b["messages"])
+        assert marks == 1
+    assert all('"cache_control"' in raw for raw in raws)
+    state = SessionStore(home / "state" / "sessions").load(PRIVATE)
+    assert state is not None and state.turns == 4
+    assert state.last_usage is not None and state.last_usage.cache_read > 0
+    # Stored messages never carry the request-time cache markers.
+    assert "cache_control" not in json.dumps(state.messages)
+
+
+async def test_iteration_cap_stops_a_looping_model(start_gateway, fake_api):
+    fake_api.brain = lambda body: Reply(tool_calls=[("list_files", {})])
+    _gateway, chan = await start_gateway(agent={"max_iterations": 3})
+    await asyncio.wait_for(chan.push("loop forever"), 10)
+    assert len(fake_api.message_requests) == 3
+    assert chan.texts() == [
+        "I stopped after 3 steps without finishing. Tell me to continue if you want me to go on."
+    ]
+    fake_api.brain = lambda body: Reply("fine")
+    await asyncio.wait_for(chan.push("ok"), 10)
+    assert chan.texts()[-1] == "fine"
+    # The dangling tool_use of the last capped step got a result before the new message.
+    msgs = fake_api.message_requests[-1].body["messages"]
+    assert msgs[-2]["role"] == "assistant" and msgs[-1]["content"][0]["type"] == "tool_result"
+
+
+async def test_no_reply_is_never_delivered(start_gateway, fake_api):
+    fake_api.enqueue(Reply("NO_REPLY"), Reply("  NO_REPLY \n"), Reply("visible"))
+    _gateway, chan = await start_gateway()
+    for text in ("a", "b", "c"):
+        await asyncio.wait_for(chan.push(text), 10)
+    assert chan.texts() == ["visible"]
+
+
+async def test_failed_send_is_recorded_not_raised(start_gateway, fake_api):
+    gateway, chan = await start_gateway()
+    chan.fail_sends = 1
+    await asyncio.wait_for(chan.push("hello"), 10)
+    assert chan.sent == []
+    [failure] = gateway.stats.failed_sends
+    assert failure.key == str(PRIVATE) and failure.error == "ConnectionError"
+    await asyncio.wait_for(chan.push("again"), 10)
+    assert len(chan.sent) == 1
