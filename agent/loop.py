@@ -101,9 +101,9 @@ class Agent:
         state = self.session(key)
         tz = self.config.tz
         # The user's words reach the disk before the model is called.
-        self.store.append_message(
-            state, {"role": "user", "content": self._user_content(key, inbound)}, sync=True
-        )
+        content = self._user_content(key, inbound)
+        self.store.append_message(state, {"role": "user", "content": content})
+        await self.store.sync(key)
         ctx = TurnContext(key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz)
         total = Usage()
         calls = 0
@@ -124,6 +124,7 @@ class Agent:
                         if b.get("type") == "text" and b["text"].strip()
                     )
                     self.store.end_turn(state, "ok")
+                    await self.store.sync(key)
                     return TurnOutcome(text.strip(), total, calls)
                 results: list[dict[str, Any]] = []
                 for use in tool_uses:

@@ -8,6 +8,7 @@ a timestamped name, so the full history stays on disk.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -80,7 +81,7 @@ class SessionStore:
             "created": state.created,
             "system": system,
         }
-        self._write(key, header, sync=True)
+        self._write(key, header)
         return state
 
     def load(self, key: SessionKey) -> SessionState | None:
@@ -118,10 +119,8 @@ class SessionStore:
             self.archive(key)
         return state
 
-    def append_message(
-        self, state: SessionState, message: dict[str, Any], sync: bool = False
-    ) -> None:
-        self._write(state.key, {"t": "msg", "ts": _now(), "msg": message}, sync)
+    def append_message(self, state: SessionState, message: dict[str, Any]) -> None:
+        self._write(state.key, {"t": "msg", "ts": _now(), "msg": message})
         state.messages.append(message)
 
     def append_usage(self, state: SessionState, usage: Usage) -> None:
@@ -133,7 +132,7 @@ class SessionStore:
             "cache_write": usage.cache_write,
             "output": usage.output,
         }
-        self._write(state.key, entry, sync=False)
+        self._write(state.key, entry)
         state.usage_total += usage
         state.last_usage = usage
 
@@ -141,7 +140,7 @@ class SessionStore:
         entry = {"t": "turn", "ts": _now(), "status": status}
         if detail:
             entry["detail"] = detail
-        self._write(state.key, entry, sync=True)
+        self._write(state.key, entry)
         state.turns += 1
 
     def archive(self, key: SessionKey) -> Path | None:
@@ -154,15 +153,33 @@ class SessionStore:
         os.replace(path, target)
         return target
 
-    def _write(self, key: SessionKey, entry: dict[str, Any], sync: bool) -> None:
+    async def sync(self, key: SessionKey) -> None:
+        """Make everything written so far durable, without blocking the event loop.
+
+        Each line reaches the OS with its own ``write``, so a killed process loses nothing;
+        this protects against power loss too. fsync acts on the file, so a fresh descriptor
+        will do.
+        """
+        await asyncio.to_thread(_fsync_path, self.path(key))
+
+    def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, data)
-            if sync:
-                os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _fsync_path(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # archived by /new in the meantime
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _cut_torn_tail(path: Path) -> None:

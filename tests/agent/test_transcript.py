@@ -13,7 +13,7 @@ KEY = SessionKey("telegram", "private", "42")
 def test_round_trip_and_counters(tmp_path):
     store = SessionStore(tmp_path)
     state = store.create(KEY, "system prompt")
-    store.append_message(state, {"role": "user", "content": "hi"}, sync=True)
+    store.append_message(state, {"role": "user", "content": "hi"})
     store.append_usage(state, Usage(10, 100, 5, 7))
     store.append_message(state, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]})
     store.end_turn(state, "ok")

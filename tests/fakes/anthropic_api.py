@@ -369,3 +369,21 @@ def _json(
         status=status,
         headers={"Content-Type": "application/json", **(headers or {})},
     )
+
+
+async def _serve_forever(latency: float) -> None:
+    api = FakeAnthropic(latency=latency)
+    print(await api.start(), flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await api.close()
+
+
+if __name__ == "__main__":
+    # Standalone, for benchmarks that want the fake in another process: prints its base URL.
+    import argparse
+
+    parser = argparse.ArgumentParser(description="fake Anthropic Messages API on 127.0.0.1")
+    parser.add_argument("--latency", type=float, default=0.0)
+    asyncio.run(_serve_forever(parser.parse_args().latency))

@@ -1,0 +1,219 @@
+"""Gateway benchmarks, run on demand: ``python bench/gateway_bench.py``. Prints a table.
+
+1. overhead: channel → gateway → agent → transcript → channel with an in-process model that
+   answers at once; wall time and CPU per message (p50/p99).
+2. concurrency: 200 sessions × 1 message with a 1 s in-process model; time to the last reply.
+3. batching: 20 rapid messages to one session; model calls after the first, and order.
+4. through the SDK: the same 200 × 1 s through the real anthropic client to the fake API in a
+   separate process, against a bare ``AsyncAnthropic`` client sending the same requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from agent.llm import LLMResponse
+from agent.transcript import Usage
+from gateway.app import build_app
+from gateway.config import parse_config
+from gateway.events import SessionKey
+from gateway.home import init_home
+from tests.conftest import RecordingChannel
+
+
+class InProcessLLM:
+    """A model that answers after ``latency`` seconds without any HTTP."""
+
+    model = "bench"
+    context_window = 200_000
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def complete(self, system, messages, tools) -> LLMResponse:
+        self.calls.append(messages[-1]["content"])
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return LLMResponse([{"type": "text", "text": "ok"}], "end_turn", Usage(100, 0, 0, 5))
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def make_config(home: Path, base_url: str | None = None):
+    init_home(home, {})
+    llm: dict[str, Any] = {"api_key": "bench-key", "retries": 0, "timeout": 30}
+    if base_url:
+        llm["base_url"] = base_url
+    return parse_config({"timezone": "UTC", "llm": llm}, home=home, environ={})
+
+
+async def bench_overhead(tmp: Path, n: int = 2000, sessions: int = 20) -> dict[str, float]:
+    llm = InProcessLLM()
+    chan = RecordingChannel()
+    gw = build_app(make_config(tmp / "overhead"), [chan], llm=llm)
+    await gw.start()
+    keys = [SessionKey("test", "private", str(i)) for i in range(sessions)]
+    for key in keys:  # session creation is a one-off cost; measure steady state
+        await chan.push("warm up", key=key)
+    walls: list[float] = []
+    cpus: list[float] = []
+    for i in range(n):
+        key = keys[i % sessions]
+        t0, c0 = time.perf_counter(), time.process_time()
+        await chan.push(f"message {i}", key=key)
+        walls.append((time.perf_counter() - t0) * 1000)
+        cpus.append((time.process_time() - c0) * 1000)
+    await gw.stop()
+    assert len(chan.sent) == n + sessions
+    return {
+        "p50_ms": pct(walls, 50),
+        "p99_ms": pct(walls, 99),
+        "cpu_ms_mean": statistics.mean(cpus),
+    }
+
+
+async def bench_concurrency(tmp: Path, sessions: int = 200, latency: float = 1.0) -> float:
+    llm = InProcessLLM(latency)
+    chan = RecordingChannel()
+    gw = build_app(make_config(tmp / "concurrency"), [chan], llm=llm)
+    await gw.start()
+    t0 = time.perf_counter()
+    futures = [chan.push("hi", key=SessionKey("test", "group", str(i))) for i in range(sessions)]
+    await asyncio.gather(*futures)
+    elapsed = time.perf_counter() - t0
+    await gw.stop()
+    assert len(chan.sent) == sessions
+    return elapsed
+
+
+async def bench_batching(tmp: Path, n: int = 20, latency: float = 0.05) -> tuple[int, bool]:
+    llm = InProcessLLM(latency)
+    chan = RecordingChannel()
+    gw = build_app(make_config(tmp / "batching"), [chan], llm=llm)
+    await gw.start()
+    futures = []
+    for i in range(n):
+        futures.append(chan.push(f"m{i:02d}"))
+        await asyncio.sleep(0.005)  # a person typing fast: messages arrive while turns run
+    await asyncio.gather(*futures)
+    await gw.stop()
+    seen = [
+        b["text"].rsplit("\n", 1)[-1]
+        for content in llm.calls
+        for b in content
+        if b["type"] == "text"
+    ]
+    in_order = seen == [f"m{i:02d}" for i in range(n)]
+    return len(llm.calls) - 1, in_order
+
+
+@contextlib.asynccontextmanager
+async def fake_api_process(latency: float):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.fakes.anthropic_api",
+        "--latency",
+        str(latency),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    try:
+        yield line.decode().strip()
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def bench_sdk(tmp: Path, sessions: int = 200, latency: float = 1.0) -> tuple[float, float]:
+    import anthropic
+
+    async with fake_api_process(latency) as url:
+        bare = anthropic.AsyncAnthropic(api_key="bench-key", base_url=url, max_retries=0)
+        body = {
+            "model": "claude-sonnet-5-5",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+
+        async def one():
+            async with bare.messages.stream(**body) as s:
+                await s.get_final_message()
+
+        await one()  # warm the connection pool
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(sessions)))
+        bare_time = time.perf_counter() - t0
+        await bare.close()
+
+        chan = RecordingChannel()
+        gw = build_app(make_config(tmp / "sdk", url), [chan])
+        await gw.start()
+        await chan.push("warm up", key=SessionKey("test", "group", "warm"))
+        t0 = time.perf_counter()
+        await asyncio.gather(
+            *(chan.push("hi", key=SessionKey("test", "group", str(i))) for i in range(sessions))
+        )
+        corvid_time = time.perf_counter() - t0
+        await gw.stop()
+        assert all(t.startswith("echo:") for t in chan.texts()), chan.texts()[:3]
+    return bare_time, corvid_time
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-sdk", action="store_true", help="skip the SDK comparison")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        rows: list[tuple[str, str, str]] = []
+        o = await bench_overhead(tmp)
+        rows.append(("gateway overhead per message, p50", f"{o['p50_ms']:.2f} ms", "≤ 2 ms"))
+        rows.append(("gateway overhead per message, p99", f"{o['p99_ms']:.2f} ms", "≤ 10 ms"))
+        rows.append(("CPU per message (mean)", f"{o['cpu_ms_mean']:.2f} ms", "≤ 10 ms"))
+        c = await bench_concurrency(tmp)
+        rows.append(("200 sessions × 1 msg, 1 s model (in-process)", f"{c:.3f} s", "≤ 1.3 s"))
+        calls, ordered = await bench_batching(tmp)
+        rows.append(("20 rapid messages: model calls after the first", str(calls), "≤ 2"))
+        rows.append(("20 rapid messages: answered in order", "yes" if ordered else "NO", "yes"))
+        if not args.skip_sdk:
+            bare, corvid = await bench_sdk(tmp)
+            rows.append(("200 × 1 s via SDK + fake API: bare AsyncAnthropic", f"{bare:.3f} s", "—"))
+            rows.append(
+                (
+                    "200 × 1 s via SDK + fake API: Corvid",
+                    f"{corvid:.3f} s",
+                    f"≤ {1.1 * bare:.3f} s (1.1 × bare)",
+                )
+            )
+    width = max(len(r[0]) for r in rows)
+    print(f"{'metric':<{width}}  {'measured':>12}  target")
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>12}  {target}")
+    print(
+        f"\nmachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
