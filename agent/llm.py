@@ -8,7 +8,6 @@ and channels can start polling before the first model call needs it.
 from __future__ import annotations
 
 import asyncio
-import copy
 import importlib
 import logging
 from dataclasses import dataclass
@@ -231,7 +230,3 @@ def _map_error(sdk: Any, exc: Exception) -> LLMError:
     if (status and status >= 500) or err_type == "api_error":
         return LLMError("server", detail, status)
     return LLMError("other", detail, status)
-
-
-def deep_copy_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return copy.deepcopy(messages)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,7 +43,8 @@ class DeliveryFailure:
 class Stats:
     turns: int = 0
     failed_turns: int = 0
-    failed_sends: list[DeliveryFailure] = field(default_factory=list)
+    # The most recent failures, for `/status`-style reporting; older ones are only in the log.
+    failed_sends: deque[DeliveryFailure] = field(default_factory=lambda: deque(maxlen=100))
 
 
 class Gateway:
@@ -66,9 +68,12 @@ class Gateway:
         if warm_up is not None:
             self._spawn(warm_up())
 
-    async def stop(self) -> None:
-        """Finish (or cancel and record) turns in flight, then close the channels and the client."""
-        await self.router.drain(self.config.gateway.shutdown_grace)
+    async def stop(self, grace: float | None = None) -> None:
+        """Finish (or cancel and record) turns in flight, then close the channels and the client.
+
+        ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
+        """
+        await self.router.drain(self.config.gateway.shutdown_grace if grace is None else grace)
         for task in list(self._side_tasks):
             task.cancel()
         if self._side_tasks:

@@ -151,8 +151,12 @@ async def _chat(config: Config) -> int:
     await gateway.start()
     try:
         await terminal.run()
-    finally:
-        await gateway.stop()
+    except asyncio.CancelledError:
+        # Ctrl-C: the person is right here and wants out now; the running turn is recorded
+        # as cancelled and their message stays in the transcript.
+        await gateway.stop(grace=0)
+        raise
+    await gateway.stop()
     return 0
 
 

@@ -124,8 +124,12 @@ class Router:
             return
         _, still = await asyncio.wait(tasks, timeout=grace)
         if still:
-            log.warning(
-                "shutdown: cancelling %d turn(s) still running after %.0fs", len(still), grace
+            # At grace 0 (Ctrl-C in a terminal chat) cancelling is what was asked for.
+            log.log(
+                logging.WARNING if grace else logging.INFO,
+                "shutdown: cancelling %d turn(s) still running after %.0fs",
+                len(still),
+                grace,
             )
             for t in still:
                 t.cancel()

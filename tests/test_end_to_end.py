@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 
 from agent.transcript import SessionStore
+from gateway.events import Attachment, InboundMessage
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import (
     CutStream,
@@ -248,3 +250,24 @@ async def test_failed_send_is_recorded_not_raised(start_gateway, fake_api):
     assert failure.key == str(PRIVATE) and failure.error == "ConnectionError"
     await asyncio.wait_for(chan.push("again"), 10)
     assert len(chan.sent) == 1
+
+
+async def test_shared_sessions_name_the_sender_and_images_reach_the_model(start_gateway, fake_api):
+    gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hello all", key=GROUP, sender="77", name="Grace"), 10)
+    text = last_user_text(fake_api.message_requests[0].body)
+    assert "· Grace (id 77)]\nhello all" in text
+    picture = Attachment("image", "image/png", name="cat.png", data=b"\x89PNG fake bytes")
+    msg = InboundMessage(
+        PRIVATE, "what is this?", sender_id="1", message_id="9", attachments=(picture,)
+    )
+    await asyncio.wait_for(gateway.handle(msg), 10)
+    content = fake_api.message_requests[1].body["messages"][-1]["content"]
+    assert content[0]["type"] == "image"
+    assert content[0]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(b"\x89PNG fake bytes").decode(),
+    }
+    assert content[1]["text"].endswith("\nwhat is this?")
+    assert "Grace" not in json.dumps(content)
