@@ -34,8 +34,14 @@ class LLM(Protocol):
     context_window: int
 
     async def complete(
-        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> LLMResponse: ...
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None = None,
+    ) -> LLMResponse:
+        """One model call. ``system_note`` is an extra system block after the cached prompt."""
+        ...
 
 
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,7 +104,10 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
 
 
 def with_cache_breakpoints(
-    system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    system: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    system_note: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Mark the stable prefix (tools, system) and the newest message for prompt caching.
 
@@ -109,6 +118,8 @@ def with_cache_breakpoints(
     if cached_tools:
         cached_tools[-1] = {**cached_tools[-1], "cache_control": EPHEMERAL}
     sys_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    if system_note:
+        sys_blocks.append({"type": "text", "text": system_note})
     msgs = normalize_messages(messages)
     if msgs:
         last = msgs[-1]
@@ -168,10 +179,16 @@ class AnthropicLLM:
             self._client = None
 
     async def complete(
-        self, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None = None,
     ) -> LLMResponse:
         client = self._get_client()
-        sys_blocks, msgs, cached_tools = with_cache_breakpoints(system, messages, tools)
+        sys_blocks, msgs, cached_tools = with_cache_breakpoints(
+            system, messages, tools, system_note
+        )
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.cfg.max_tokens,

@@ -14,15 +14,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.llm import LLM
+from agent.memory import Memory
 from agent.prompt import build_system_prompt
 from agent.tools import ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, Usage
 from gateway.config import Config
 from gateway.errors import LLMError
 from gateway.events import InboundMessage, SessionKey
+
+if TYPE_CHECKING:
+    from agent.compaction import Maintenance
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ class Agent:
         llm: LLM,
         tools: ToolRegistry,
         store: SessionStore,
+        memory: Memory | None = None,
         clock: Clock = utc_now,
     ) -> None:
         self.config = config
@@ -57,6 +62,9 @@ class Agent:
         self.store = store
         self.clock = clock
         self.workspace: Path = config.workspace.resolve()
+        self.memory = memory
+        # Set by build_app: flush and compaction (agent/compaction.py) need the agent itself.
+        self.maintenance: Maintenance | None = None
         self._sessions: dict[SessionKey, SessionState] = {}
 
     # -- sessions -----------------------------------------------------------------------------
@@ -67,7 +75,7 @@ class Agent:
         if state is None:
             state = self.store.load(key)
             if state is None:
-                state = self.store.create(key, self._system_prompt(key))
+                state = self.store.create(key, self.system_prompt(key))
                 log.info("%s: new session %s", key, state.session_id)
             self._sessions[key] = state
         return state
@@ -85,32 +93,66 @@ class Agent:
         self._sessions.pop(key, None)
         return self.store.archive(key)
 
-    def _system_prompt(self, key: SessionKey) -> str:
+    def system_prompt(self, key: SessionKey) -> str:
+        """A fresh snapshot: bootstrap files and, if memory is on, the memory section."""
         a = self.config.agent
+        extra = ()
+        if self.memory is not None:
+            extra = (self.memory.snapshot(key, self.clock().astimezone(self.config.tz)),)
         return build_system_prompt(
             self.workspace,
             key,
             timezone=self.config.timezone,
             per_file_chars=a.bootstrap_max_chars,
             total_chars=a.bootstrap_total_max_chars,
+            extra_sections=extra,
         )
 
     # -- turns --------------------------------------------------------------------------------
 
+    def context(self, key: SessionKey) -> TurnContext:
+        tz = self.config.tz
+        return TurnContext(
+            key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz
+        )
+
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
         state = self.session(key)
-        tz = self.config.tz
         # The user's words reach the disk before the model is called.
         content = self._user_content(key, inbound)
         self.store.append_message(state, {"role": "user", "content": content})
         await self.store.sync(key)
-        ctx = TurnContext(key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz)
+        return await self.loop(state, self.context(key))
+
+    async def loop(
+        self, state: SessionState, ctx: TurnContext, system_note: str | None = None
+    ) -> TurnOutcome:
+        """Model ⇄ tools until a final answer or the iteration cap; records how the turn ended.
+
+        A context-overflow error from the API compacts the session and retries once.
+        """
+        key = state.key
         total = Usage()
         calls = 0
         cap = self.config.agent.max_iterations
+        retried_overflow = False
         try:
             while calls < cap:
-                resp = await self.llm.complete(state.system, state.messages, self.tools.schemas())
+                try:
+                    resp = await self.llm.complete(
+                        state.system, state.messages, self.tools.schemas(), system_note
+                    )
+                except LLMError as exc:
+                    if (
+                        exc.kind != "context_overflow"
+                        or retried_overflow
+                        or self.maintenance is None
+                    ):
+                        raise
+                    retried_overflow = True
+                    log.warning("%s: context overflow reported by the API; compacting", key)
+                    await self.maintenance.compact(state, ctx, flush_first=system_note is None)
+                    continue
                 calls += 1
                 self.store.append_usage(state, resp.usage)
                 total += resp.usage

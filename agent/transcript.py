@@ -1,9 +1,11 @@
 """Session transcripts: ``state/sessions/<key>.jsonl``, append-only, one JSON object per line.
 
 Line types (field ``t``): ``session`` (header with the system-prompt snapshot), ``msg`` (an API
-message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended). A line torn by a
-crash is cut off on load; the file is otherwise never rewritten. ``/new`` archives the file under
-a timestamped name, so the full history stays on disk.
+message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended), ``flush`` (the
+silent memory flush ran), ``compaction`` (older messages replaced by a summary from here on, with
+a fresh snapshot). A line torn by a crash is cut off on load; the file is otherwise never
+rewritten, so the full history stays on disk. ``/new`` archives the file under a timestamped
+name.
 """
 
 from __future__ import annotations
@@ -44,6 +46,19 @@ class Usage:
         )
 
 
+def estimate_tokens(obj: Any) -> int:
+    """A rough token count for text or JSON-able content: about four characters a token."""
+    text = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return len(text) // 4 + 1
+
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]\n\n"
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": SUMMARY_PREFIX + summary}]}
+
+
 @dataclass
 class SessionState:
     key: SessionKey
@@ -54,10 +69,16 @@ class SessionState:
     usage_total: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     turns: int = 0
+    flushed: bool = False  # the silent flush ran in this compaction cycle
+    compactions: int = 0
+    # Tokens added since the last usage report (or since compaction, when there is none yet).
+    added_tokens: int = 0
 
     @property
     def context_tokens(self) -> int:
-        return self.last_usage.context if self.last_usage else 0
+        """The API's own count from the last call, plus an estimate for what came after."""
+        base = self.last_usage.context if self.last_usage else estimate_tokens(self.system)
+        return base + self.added_tokens
 
 
 def _now() -> str:
@@ -106,14 +127,21 @@ class SessionStore:
                     continue
                 elif kind == "msg":
                     state.messages.append(entry["msg"])
+                    if entry["msg"]["role"] == "user":
+                        state.added_tokens += estimate_tokens(entry["msg"]["content"])
                 elif kind == "usage":
                     u = Usage(
                         entry["input"], entry["cache_read"], entry["cache_write"], entry["output"]
                     )
                     state.usage_total += u
                     state.last_usage = u
+                    state.added_tokens = 0
                 elif kind == "turn":
                     state.turns += 1
+                elif kind == "flush":
+                    state.flushed = True
+                elif kind == "compaction":
+                    _apply_compaction(state, entry["summary"], entry["keep"], entry["system"])
         if state is None:
             log.warning("%s: %s has no session header; starting a new session", key, path)
             self.archive(key)
@@ -122,6 +150,8 @@ class SessionStore:
     def append_message(self, state: SessionState, message: dict[str, Any]) -> None:
         self._write(state.key, {"t": "msg", "ts": _now(), "msg": message})
         state.messages.append(message)
+        if message["role"] == "user":  # assistant output is in the next usage report already
+            state.added_tokens += estimate_tokens(message["content"])
 
     def append_usage(self, state: SessionState, usage: Usage) -> None:
         entry = {
@@ -135,6 +165,7 @@ class SessionStore:
         self._write(state.key, entry)
         state.usage_total += usage
         state.last_usage = usage
+        state.added_tokens = 0
 
     def end_turn(self, state: SessionState, status: str, detail: str = "") -> None:
         entry = {"t": "turn", "ts": _now(), "status": status}
@@ -142,6 +173,23 @@ class SessionStore:
             entry["detail"] = detail
         self._write(state.key, entry)
         state.turns += 1
+
+    def mark_flushed(self, state: SessionState) -> None:
+        self._write(state.key, {"t": "flush", "ts": _now()})
+        state.flushed = True
+
+    def compact(self, state: SessionState, summary: str, keep: int, system: str) -> None:
+        """Record a compaction: from here on the session is the summary plus the last ``keep``
+        messages, under a fresh system-prompt snapshot. Earlier lines stay in the file."""
+        entry = {
+            "t": "compaction",
+            "ts": _now(),
+            "summary": summary,
+            "keep": keep,
+            "system": system,
+        }
+        self._write(state.key, entry)
+        _apply_compaction(state, summary, keep, system)
 
     def archive(self, key: SessionKey) -> Path | None:
         """Move the current transcript aside (kept on disk); the next turn starts afresh."""
@@ -169,6 +217,16 @@ class SessionStore:
             os.write(fd, data)
         finally:
             os.close(fd)
+
+
+def _apply_compaction(state: SessionState, summary: str, keep: int, system: str) -> None:
+    kept = state.messages[len(state.messages) - keep :] if keep else []
+    state.messages = [summary_message(summary), *kept]
+    state.system = system
+    state.flushed = False
+    state.compactions += 1
+    state.last_usage = None
+    state.added_tokens = sum(estimate_tokens(m["content"]) for m in state.messages)
 
 
 def _fsync_path(path: Path) -> None:

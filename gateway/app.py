@@ -12,9 +12,12 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent.compaction import Maintenance
 from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent, Clock, utc_now
+from agent.memory import Memory, memory_tools
+from agent.memory_index import MemoryIndex
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.base import Channel
@@ -87,6 +90,8 @@ class Gateway:
         close = getattr(self.agent.llm, "close", None)
         if close is not None:
             await close()
+        if self.agent.memory is not None:
+            self.agent.memory.index.close()
 
     # -- inbound ------------------------------------------------------------------------------
 
@@ -143,10 +148,39 @@ class Gateway:
             )
 
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
-        # /new and /reset: the only ordered commands so far.
+        cmd = commands.parse_command(msg.text)
+        if cmd is not None and cmd.name == "compact":
+            await self._reply(msg, await self._compact(key))
+            return
+        # /new and /reset
+        note = ""
+        maintenance = self.agent.maintenance
+        if maintenance is not None:
+            try:
+                if await maintenance.end_session(key):
+                    note = " A summary of it is in today's log."
+            except LLMError as exc:
+                log.warning("%s: could not summarise the ending session: %s", key, exc)
+                note = " (I couldn't save a summary of it to the log this time.)"
         archived = self.agent.reset(key)
-        note = " The previous conversation is kept on disk." if archived else ""
-        await self._reply(msg, "Started a new session." + note)
+        kept = " The previous conversation is kept on disk." if archived else ""
+        await self._reply(msg, "Started a new session." + kept + note)
+
+    async def _compact(self, key: SessionKey) -> str:
+        state = self.agent.peek(key)
+        if state is None or self.agent.maintenance is None:
+            return "Nothing to compact yet."
+        try:
+            done = await self.agent.maintenance.compact(state, self.agent.context(key), True)
+        except LLMError as exc:
+            return "Compaction failed: " + exc.user_message()
+        if done is None:
+            return "Nothing to compact yet: the conversation is all recent."
+        return (
+            f"Compacted: {done.summarised} older messages replaced by a summary, "
+            f"{done.kept} recent ones kept. Context ~{done.tokens_before:,} → "
+            f"~{done.tokens_after:,} tokens."
+        )
 
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         channel = self.channels[key.channel]
@@ -167,8 +201,20 @@ class Gateway:
             text = INTERNAL_ERROR
         if not text or text.strip() == NO_REPLY:
             log.info("%s: turn ended without a reply to send", key)
+        else:
+            await self._send(OutboundMessage(key, text, reply_to=batch[-1].message_id))
+        await self._maintain(key)
+
+    async def _maintain(self, key: SessionKey) -> None:
+        """Silent flush and compaction, after the reply is out; never visible in the chat."""
+        if self.agent.maintenance is None:
             return
-        await self._send(OutboundMessage(key, text, reply_to=batch[-1].message_id))
+        try:
+            await self.agent.maintenance.after_turn(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: flush/compaction failed; will try again after the next turn", key)
 
     # -- outbound -----------------------------------------------------------------------------
 
@@ -205,8 +251,26 @@ def build_app(
     clock: Clock = utc_now,
 ) -> Gateway:
     store = SessionStore(config.state / "sessions")
-    tools = ToolRegistry(FILE_TOOLS, max_output_chars=config.agent.tool_output_max_chars)
-    agent = Agent(
-        config=config, llm=llm or AnthropicLLM(config.llm), tools=tools, store=store, clock=clock
+    m = config.memory
+    workspace = config.workspace.resolve()
+    index = MemoryIndex(
+        config.state / "index.sqlite",
+        workspace,
+        chunk_size=m.chunk_lines,
+        overlap=m.chunk_overlap_lines,
     )
+    memory = Memory(workspace, index, m)
+    tools = ToolRegistry(
+        (*FILE_TOOLS, *memory_tools(memory)),
+        max_output_chars=config.agent.tool_output_max_chars,
+    )
+    agent = Agent(
+        config=config,
+        llm=llm or AnthropicLLM(config.llm),
+        tools=tools,
+        store=store,
+        memory=memory,
+        clock=clock,
+    )
+    agent.maintenance = Maintenance(agent, config.compaction)
     return Gateway(config, agent, channels)

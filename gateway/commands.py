@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from agent.transcript import SessionState
 
 # Commands that take their place in the session's queue (they change the session).
-ORDERED = frozenset({"new", "reset"})
+ORDERED = frozenset({"new", "reset", "compact"})
 # Commands answered at once, even while a turn runs.
 IMMEDIATE = frozenset({"status", "help", "start", "stop"})
 
 HELP = """Commands:
 /new or /reset — start a fresh session (the old transcript stays on disk)
 /status — model, session, context use and turns
+/compact — summarise the conversation so far to free up context
 /stop — cancel the reply in progress
 /help — this list
 

@@ -71,6 +71,22 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    daily_log_max_chars: int = _opt(12_000, minimum=500)
+    long_term_max_chars: int = _opt(20_000, minimum=500)
+    search_max_results: int = _opt(8, minimum=1)
+    chunk_lines: int = _opt(30, minimum=4)
+    chunk_overlap_lines: int = _opt(6, minimum=0)
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    reserve_tokens: int = _opt(20_000, minimum=0)
+    soft_threshold_tokens: int = _opt(4_000, minimum=0)
+    keep_recent_tokens: int = _opt(20_000, minimum=500)
+
+
+@dataclass(frozen=True)
 class ChannelConfig:
     enabled: bool = False
     token: Secret | None = None
@@ -99,6 +115,8 @@ class Config:
     timezone: str = "UTC"
     llm: LLMConfig = field(default_factory=LLMConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)

@@ -8,7 +8,15 @@ from collections.abc import Iterable
 
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 # Libraries that log request URLs at INFO; the Telegram Bot API puts the token in the URL.
-_CHATTY = ("httpx", "httpcore", "telegram.ext", "discord.http", "apscheduler.executors")
+_CHATTY = (
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "telegram.ext",
+    "discord.http",
+    "apscheduler.executors",
+)
 
 
 class RedactingFormatter(logging.Formatter):

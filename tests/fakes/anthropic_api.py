@@ -89,6 +89,17 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in msg["content"] if b.get("type") == "tool_result"]
 
 
+def request_kind(body: dict[str, Any]) -> str:
+    """What Corvid asked for: "summary" (compaction or /new), "flush" (silent turn) or "chat"."""
+    system = body.get("system", [])
+    first = system if isinstance(system, str) else (system[0]["text"] if system else "")
+    if first.startswith("You condense chat transcripts"):
+        return "summary"
+    if not isinstance(system, str) and len(system) > 1 and "Memory flush" in system[1]["text"]:
+        return "flush"
+    return "chat"
+
+
 def echo_brain(body: dict[str, Any]) -> Action:
     text = last_user_text(body)
     return Reply("echo: " + text.split("\n", 1)[-1])

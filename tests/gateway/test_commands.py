@@ -7,7 +7,7 @@ import json
 
 from gateway.commands import parse_command
 from tests.conftest import PRIVATE
-from tests.fakes.anthropic_api import Reply
+from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
 
 
 def test_parse_command():
@@ -45,10 +45,25 @@ async def test_status_reports_model_session_context_and_turns(start_gateway, fak
 
 
 async def test_new_archives_the_transcript_and_starts_fresh(start_gateway, fake_api, home):
+    def brain(body):
+        if request_kind(body) == "summary":
+            return Reply("Talked about the password hint.")
+        return echo_brain(body)
+
+    fake_api.brain = brain
     _gateway, chan = await start_gateway()
     await asyncio.wait_for(chan.push("the password hint is 'blue'"), 5)
     await asyncio.wait_for(chan.push("/new"), 5)
-    assert chan.texts()[-1] == "Started a new session. The previous conversation is kept on disk."
+    assert chan.texts()[-1] == (
+        "Started a new session. The previous conversation is kept on disk. "
+        "A summary of it is in today's log."
+    )
+    summary_request = fake_api.message_requests[-1].body
+    assert "tools" not in summary_request
+    assert "the password hint is 'blue'" in last_user_text(summary_request)
+    [log] = (home / "workspace" / "memory").glob("*.md")
+    assert "Talked about the password hint." in log.read_text()
+    assert "session summary" in log.read_text()
     await asyncio.wait_for(chan.push("what was the hint?"), 5)
     last = fake_api.message_requests[-1].body
     assert "blue" not in json.dumps(last["messages"])

@@ -1,0 +1,206 @@
+"""Keeping a session inside the context window: the silent memory flush, then compaction.
+
+After each turn: once the context reaches ``window - reserve - soft_threshold`` and no flush ran
+in this compaction cycle, a silent turn asks the model to write down what must survive; nothing
+of it reaches a chat. Once past ``window - reserve``, older messages are summarised by one model
+call and replaced by the summary; recent messages stay word for word, and a tool_use is never
+separated from its tool_result. The transcript keeps the full history either way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent.tools import TurnContext
+from agent.transcript import SessionState, estimate_tokens
+from gateway.config import CompactionConfig
+from gateway.errors import LLMError
+from gateway.events import SessionKey
+
+if TYPE_CHECKING:
+    from agent.loop import Agent
+
+log = logging.getLogger(__name__)
+
+NO_REPLY = "NO_REPLY"
+
+FLUSH_NOTE = (
+    "Memory flush. This session is close to its context limit and will soon be compacted: "
+    "older messages will be replaced by a short summary. This turn is silent: nobody will see "
+    "your reply."
+)
+FLUSH_PROMPT = (
+    "[memory flush] Before the conversation is compacted, save what must not be lost. Use "
+    "memory_append to add durable facts from this conversation that are not written down yet "
+    "(decisions, promises, open tasks, facts about people and plans) to today's log. Daily logs "
+    "are visible in group chats too, so keep private matters out of them; in a private chat, "
+    "use memory_update for lasting personal facts that belong in MEMORY.md. When done, or if "
+    "there is nothing to save, answer exactly NO_REPLY."
+)
+SUMMARY_SYSTEM = (
+    "You condense chat transcripts for a personal assistant, who will continue the "
+    "conversation from your summary alone. Write plain prose or short bullets, no preamble."
+)
+COMPACTION_PROMPT = (
+    "Summarise the conversation below so the assistant can carry on seamlessly: who is "
+    "involved, what was discussed and decided, promises and open tasks, facts and numbers that "
+    "are still needed, and what was being worked on last. At most 400 words."
+)
+SESSION_END_PROMPT = (
+    "The conversation below is ending. Write a short entry for today's log: what was "
+    "discussed, decided and promised, and any open to-dos, in at most 120 words. The log is "
+    "visible in group chats, so leave out anything private or sensitive. If nothing worth "
+    "keeping happened, answer exactly NO_REPLY."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    summarised: int  # messages replaced by the summary
+    kept: int
+    tokens_before: int
+    tokens_after: int
+
+
+def starts_exchange(msg: dict[str, Any]) -> bool:
+    """A user message that answers no tool call: cutting before it splits no tool pair."""
+    if msg["role"] != "user":
+        return False
+    content = msg["content"]
+    return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content)
+
+
+def choose_split(messages: list[dict[str, Any]], keep_tokens: int) -> int:
+    """Index of the first message kept verbatim: the longest clean suffix within budget."""
+    split = len(messages)
+    acc = 0
+    for i in range(len(messages) - 1, -1, -1):
+        acc += estimate_tokens(messages[i]["content"])
+        if acc > keep_tokens:
+            break
+        if starts_exchange(messages[i]):
+            split = i
+    return split
+
+
+def render(messages: list[dict[str, Any]], limit: int) -> str:
+    """A transcript as plain text for the summariser; the newest part wins if it is too long."""
+    lines: list[str] = []
+    for msg in messages:
+        who = "User" if msg["role"] == "user" else "Assistant"
+        content = msg["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for b in blocks:
+            kind = b.get("type")
+            if kind == "text" and b["text"].strip():
+                lines.append(f"{who}: {b['text'].strip()}")
+            elif kind == "tool_use":
+                args = json.dumps(b.get("input"), ensure_ascii=False)[:400]
+                lines.append(f"Assistant used {b['name']}({args})")
+            elif kind == "tool_result":
+                body = b.get("content")
+                body = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+                lines.append(f"Tool result: {body[:600]}")
+            elif kind == "image":
+                lines.append(f"{who} sent an image.")
+    text = "\n\n".join(lines)
+    if len(text) > limit:
+        text = "[the oldest part is left out]\n\n" + text[len(text) - limit :]
+    return text
+
+
+class Maintenance:
+    def __init__(self, agent: Agent, cfg: CompactionConfig) -> None:
+        self.agent = agent
+        self.cfg = cfg
+
+    def thresholds(self) -> tuple[int, int]:
+        hard = self.agent.llm.context_window - self.cfg.reserve_tokens
+        return hard - self.cfg.soft_threshold_tokens, hard
+
+    async def after_turn(self, key: SessionKey) -> None:
+        state = self.agent.peek(key)
+        if state is None:
+            return
+        soft, hard = self.thresholds()
+        if state.context_tokens >= soft and not state.flushed:
+            await self.flush(state, self.agent.context(key))
+        if state.context_tokens >= hard:
+            await self.compact(state, self.agent.context(key), flush_first=False)
+
+    async def flush(self, state: SessionState, ctx: TurnContext) -> None:
+        """The silent turn. Marked first, so that a failing flush is not retried every turn."""
+        store = self.agent.store
+        store.mark_flushed(state)
+        prompt = {"role": "user", "content": [{"type": "text", "text": FLUSH_PROMPT}]}
+        store.append_message(state, prompt)
+        log.info("%s: memory flush at %d context tokens", state.key, state.context_tokens)
+        try:
+            outcome = await self.agent.loop(state, ctx, system_note=FLUSH_NOTE)
+        except LLMError as exc:
+            log.warning("%s: memory flush failed: %s", state.key, exc)
+            return
+        if outcome.text.strip() != NO_REPLY:
+            log.info(
+                "%s: flush turn answered %d characters (not delivered)",
+                state.key,
+                len(outcome.text),
+            )
+
+    async def compact(
+        self, state: SessionState, ctx: TurnContext, flush_first: bool
+    ) -> Compacted | None:
+        if flush_first and not state.flushed:
+            await self.flush(state, ctx)
+        split = choose_split(state.messages, self.cfg.keep_recent_tokens)
+        if split == 0:
+            return None
+        before = state.context_tokens
+        summary = await self.summarise(state.messages[:split], COMPACTION_PROMPT)
+        kept = len(state.messages) - split
+        self.agent.store.compact(state, summary, kept, self.agent.system_prompt(state.key))
+        await self.agent.store.sync(state.key)
+        result = Compacted(split, kept, before, state.context_tokens)
+        log.info(
+            "%s: compacted %d messages, kept %d; ~%d → ~%d tokens",
+            state.key,
+            result.summarised,
+            kept,
+            before,
+            result.tokens_after,
+        )
+        return result
+
+    async def summarise(self, messages: list[dict[str, Any]], instruction: str) -> str:
+        limit = max(4000, (self.agent.llm.context_window - self.cfg.reserve_tokens) * 2)
+        text = render(messages, limit)
+        request = [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"{instruction}\n\n<conversation>\n{text}\n</conversation>",
+                    }
+                ],
+            }
+        ]
+        resp = await self.agent.llm.complete(SUMMARY_SYSTEM, request, [])
+        return "\n\n".join(b["text"] for b in resp.content if b.get("type") == "text").strip()
+
+    async def end_session(self, key: SessionKey) -> bool:
+        """Before /new: a short summary of the ending session goes to today's log."""
+        state = self.agent.peek(key)
+        memory = self.agent.memory
+        if state is None or memory is None or not any(starts_exchange(m) for m in state.messages):
+            return False
+        summary = await self.summarise(state.messages, SESSION_END_PROMPT)
+        if not summary or summary == NO_REPLY:
+            return False
+        ctx = self.agent.context(key)
+        source = "session summary" if key.private else f"session summary · {key}"
+        memory.append(summary, ctx.now, source)
+        return True
