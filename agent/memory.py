@@ -164,7 +164,7 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             memory.index.search, query, limit, include_long_term=ctx.private
         )
         if not hits:
-            return f"No memory matches {query!r}."
+            return "Nothing in memory matches that query."
         out = []
         for n, h in enumerate(hits, 1):
             snippet = h.snippet.replace("\n", "\n   ")

@@ -1,0 +1,138 @@
+"""Memory files, the session snapshot with its caps, and the memory tools' visibility rules."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.memory import Memory, cap_head, cap_log, memory_tools
+from agent.memory_index import MemoryIndex
+from agent.prompt import build_system_prompt
+from agent.tools import ToolRegistry, TurnContext
+from gateway.config import MemoryConfig
+from gateway.events import SessionKey
+
+PRIVATE = SessionKey("test", "private", "1")
+SHARED = SessionKey("test", "group", "2")
+TZ = ZoneInfo("Europe/Berlin")
+NOW = datetime(2026, 11, 21, 14, 30, tzinfo=TZ)
+CANARY = "canary-3b9e-MEMORY"
+
+
+@pytest.fixture
+def memory(tmp_path):
+    ws = (tmp_path / "ws").resolve()
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text(f"# Long-term\n\n- {CANARY}: prefers tea\n")
+    idx = MemoryIndex(tmp_path / "index.sqlite", ws)
+    yield Memory(ws, idx, MemoryConfig())
+    idx.close()
+
+
+def ctx(memory: Memory, key: SessionKey) -> TurnContext:
+    return TurnContext(key=key, workspace=memory.workspace, now=NOW, tz=TZ)
+
+
+async def call(memory: Memory, key: SessionKey, name: str, **args):
+    return await ToolRegistry(memory_tools(memory)).call(name, args, ctx(memory, key))
+
+
+def test_snapshot_has_logs_everywhere_and_long_term_only_in_private(memory):
+    (memory.workspace / "memory" / "2026-11-21.md").write_text("## 09:00\n\ntoday thing\n")
+    (memory.workspace / "memory" / "2026-11-20.md").write_text("## 09:00\n\nyesterday thing\n")
+    (memory.workspace / "memory" / "2026-11-19.md").write_text("## 09:00\n\nolder thing\n")
+    private = memory.snapshot(PRIVATE, NOW)
+    shared = memory.snapshot(SHARED, NOW)
+    for snap in (private, shared):
+        assert "today thing" in snap and "yesterday thing" in snap and "older thing" not in snap
+        assert "2026-11-21 14:30 CET" in snap
+    assert CANARY in private and CANARY not in shared
+
+
+def test_log_cap_keeps_newest_entries_and_says_how_to_read_the_rest():
+    entries = [f"## {h:02d}:00\n\nentry {h} " + "x" * 300 + "\n\n" for h in range(24)]
+    text = "# 2026-11-21\n\n" + "".join(entries)
+    capped = cap_log(text, 2000, "memory/2026-11-21.md")
+    assert "entry 23" in capped and "entry 0 " not in capped
+    body = capped.split("\n\n", 1)[1]
+    assert body.startswith("## ")  # cut at an entry boundary
+    assert len(body) <= 2000
+    assert 'memory_get(path="memory/2026-11-21.md", from=1, lines=' in capped
+    huge_entry = "## 10:00\n\n" + "\n".join("y" * 50 for _ in range(100))
+    capped = cap_log(huge_entry, 500, "memory/x.md")
+    assert len(capped) < 800 and capped.rstrip().endswith("y" * 50)
+
+
+def test_long_term_cap_keeps_the_head():
+    text = "\n".join(f"- fact {i}" for i in range(5000))
+    capped = cap_head(text, 1000, "MEMORY.md")
+    assert capped.startswith("- fact 0") and "fact 4999" not in capped
+    assert "MEMORY.md continues" in capped and 'memory_get(path="MEMORY.md", from=' in capped
+
+
+def test_prompt_stays_bounded_with_a_year_of_logs_and_a_200kb_memory(memory, tmp_path):
+    (memory.workspace / "MEMORY.md").write_text("- a fact worth keeping\n" * 9000)  # ~200 KB
+    day = date(2025, 11, 22)
+    while day <= NOW.date():
+        entry = "".join(f"## {h:02d}:00\n\nsomething happened " * 20 + "\n\n" for h in range(20))
+        (memory.workspace / "memory" / f"{day}.md").write_text(entry)
+        day += timedelta(days=1)
+    cfg = MemoryConfig()
+    prompt = build_system_prompt(
+        memory.workspace, PRIVATE, timezone="Europe/Berlin", per_file_chars=20_000,
+        total_chars=60_000, extra_sections=(memory.snapshot(PRIVATE, NOW),),
+    )
+    bound = 60_000 + 2 * cfg.daily_log_max_chars + cfg.long_term_max_chars + 2_000
+    assert len(prompt) < bound
+    assert len((memory.workspace / "MEMORY.md").read_text()) > 200_000
+
+
+async def test_memory_tools_refuse_long_term_in_shared_sessions(memory):
+    shared_results = [
+        await call(memory, SHARED, "memory_get", path="MEMORY.md"),
+        await call(memory, SHARED, "memory_get", path="memory.md"),
+        await call(memory, SHARED, "memory_update", action="append", text="x"),
+        await call(memory, SHARED, "memory_search", query=CANARY),
+        await call(memory, SHARED, "memory_search", query="prefers tea"),
+    ]
+    assert all(CANARY not in r.text for r in shared_results)
+    assert shared_results[0].is_error and shared_results[2].is_error
+    assert "private chat" in shared_results[2].text
+    assert CANARY in (await call(memory, PRIVATE, "memory_get", path="MEMORY.md")).text
+    assert CANARY in (await call(memory, PRIVATE, "memory_search", query="prefers tea")).text
+    other = await call(memory, PRIVATE, "memory_get", path="USER.md")
+    assert other.is_error and "memory_get reads MEMORY.md" in other.text
+
+
+async def test_append_writes_timestamped_entries_in_the_owners_time_zone(memory):
+    assert (await call(memory, PRIVATE, "memory_append", text="Bought a bike")).text == (
+        "Appended to memory/2026-11-21.md."
+    )
+    await call(memory, SHARED, "memory_append", text="Group agreed on Sunday")
+    text = (memory.workspace / "memory" / "2026-11-21.md").read_text()
+    assert text == (
+        "# 2026-11-21\n\n## 14:30\n\nBought a bike\n\n"
+        "## 14:30 · test:group:2\n\nGroup agreed on Sunday\n\n"
+    )
+    hits = await call(memory, SHARED, "memory_search", query="bike")
+    assert "memory/2026-11-21.md lines 1-" in hits.text
+    late = datetime(2026, 11, 21, 23, 30, tzinfo=UTC)  # already the 22nd in Berlin
+    assert memory.append("after midnight", late.astimezone(TZ)) == "memory/2026-11-22.md"
+
+
+async def test_update_edits_long_term_atomically(memory):
+    r = await call(memory, PRIVATE, "memory_update", action="replace", old_text="prefers tea",
+                   new_text="x", text="prefers coffee")
+    assert r.is_error  # unknown argument new_text
+    r = await call(memory, PRIVATE, "memory_update", action="replace", old_text="prefers tea",
+                   text="prefers coffee")
+    assert not r.is_error
+    r = await call(memory, PRIVATE, "memory_update", action="append", text="- lives in Berlin")
+    assert not r.is_error
+    text = (memory.workspace / "MEMORY.md").read_text()
+    assert "prefers coffee" in text and text.endswith("- lives in Berlin\n")
+    missing = await call(memory, PRIVATE, "memory_update", action="remove", old_text="nope")
+    assert missing.is_error and "not found" in missing.text
+    assert [p.name for p in memory.workspace.iterdir() if p.name.startswith(".")] == []
