@@ -47,13 +47,16 @@ class LLM(Protocol):
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Make a stored history valid for the API, whatever a crash or cancellation left behind.
 
-    Consecutive messages of one role are merged (a turn that failed leaves a user message with
-    no answer); a tool_use without a result gets an error result; an orphaned tool_result is
-    dropped. The stored transcript itself is never changed.
+    Blank text blocks are dropped (the API refuses them, and models do emit them); consecutive
+    messages of one role are merged (a turn that failed leaves a user message with no answer);
+    a tool_use without a result gets an error result; an orphaned tool_result is dropped. The
+    stored transcript itself is never changed.
     """
     out: list[dict[str, Any]] = []
     for msg in messages:
-        content = _blocks(msg["content"])
+        content = [b for b in _blocks(msg["content"]) if not _blank(b)]
+        if not content and msg["role"] == "assistant":
+            continue
         if out and out[-1]["role"] == msg["role"]:
             out[-1] = {"role": msg["role"], "content": out[-1]["content"] + content}
         else:
@@ -82,6 +85,10 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     {"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]}
                 )
     return fixed
+
+
+def _blank(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -135,7 +142,8 @@ def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
     for b in blocks:
         kind = b.type
         if kind == "text":
-            out.append({"type": "text", "text": b.text})
+            if b.text.strip():  # the API refuses blank text blocks when they are sent back
+                out.append({"type": "text", "text": b.text})
         elif kind == "tool_use":
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
         elif kind == "thinking":

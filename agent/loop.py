@@ -118,14 +118,25 @@ class Agent:
 
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
         state = self.session(key)
-        # The user's words reach the disk before the model is called.
+        # The user's words reach the disk before the model is called (this runs before the
+        # turn's first await, so even a turn cancelled at once has recorded them).
         content = self._user_content(key, inbound)
         self.store.append_message(state, {"role": "user", "content": content})
-        await self.store.sync(key)
-        return await self.loop(state, self.context(key))
+        return await self.loop(state, self.context(key), sync_first=True)
+
+    def record_unanswered(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> None:
+        """Keep messages that shutdown left unanswered; the next turn sees them in context."""
+        state = self.session(key)
+        content = self._user_content(key, inbound)
+        self.store.append_message(state, {"role": "user", "content": content})
+        self.store.end_turn(state, "unanswered")
 
     async def loop(
-        self, state: SessionState, ctx: TurnContext, system_note: str | None = None
+        self,
+        state: SessionState,
+        ctx: TurnContext,
+        system_note: str | None = None,
+        sync_first: bool = False,
     ) -> TurnOutcome:
         """Model ⇄ tools until a final answer or the iteration cap; records how the turn ended.
 
@@ -137,6 +148,8 @@ class Agent:
         cap = self.config.agent.max_iterations
         retried_overflow = False
         try:
+            if sync_first:
+                await self.store.sync(key)
             while calls < cap:
                 try:
                     resp = await self.llm.complete(
@@ -165,8 +178,9 @@ class Agent:
                         for b in resp.content
                         if b.get("type") == "text" and b["text"].strip()
                     )
-                    self.store.end_turn(state, "ok")
                     await self.store.sync(key)
+                    # Nothing awaits after this line, so a turn is recorded as ended once.
+                    self.store.end_turn(state, "ok")
                     return TurnOutcome(text.strip(), total, calls)
                 results: list[dict[str, Any]] = []
                 for use in tool_uses:

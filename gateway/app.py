@@ -55,7 +55,7 @@ class Gateway:
         self.config = config
         self.agent = agent
         self.channels = {c.name: c for c in channels}
-        self.router = Router(self._run_batch, self._run_ordered)
+        self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
         self.stats = Stats()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
@@ -181,6 +181,10 @@ class Gateway:
             f"{done.kept} recent ones kept. Context ~{done.tokens_before:,} → "
             f"~{done.tokens_after:,} tokens."
         )
+
+    def _unanswered(self, key: SessionKey, msgs: list[InboundMessage]) -> None:
+        self.agent.record_unanswered(key, msgs)
+        log.warning("%s: shutting down; %d message(s) saved without an answer", key, len(msgs))
 
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         channel = self.channels[key.channel]

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 RunBatch = Callable[[SessionKey, list[InboundMessage]], Awaitable[None]]
 RunOrdered = Callable[[SessionKey, InboundMessage], Awaitable[None]]
+Unanswered = Callable[[SessionKey, list[InboundMessage]], None]
 
 
 @dataclass(slots=True)
@@ -34,6 +35,7 @@ class _Worker:
     pending: deque[_Item] = field(default_factory=deque)
     task: asyncio.Task[None] | None = None
     turn: asyncio.Task[None] | None = None
+    started: bool = False  # the current turn's code has begun to run
 
 
 class RouterClosed(Exception):
@@ -41,9 +43,13 @@ class RouterClosed(Exception):
 
 
 class Router:
-    def __init__(self, run_batch: RunBatch, run_ordered: RunOrdered) -> None:
+    def __init__(
+        self, run_batch: RunBatch, run_ordered: RunOrdered, unanswered: Unanswered
+    ) -> None:
         self._run_batch = run_batch
         self._run_ordered = run_ordered
+        # Called with messages that shutdown left without a turn, so they can be recorded.
+        self._unanswered = unanswered
         self._workers: dict[SessionKey, _Worker] = {}
         self._closed = False
 
@@ -76,7 +82,7 @@ class Router:
     def stop_turn(self, key: SessionKey) -> bool:
         """Cancel the turn running in this session, if any. Queued messages are kept."""
         worker = self._workers.get(key)
-        if worker is None or worker.turn is None or worker.turn.done():
+        if worker is None or worker.turn is None or worker.turn.done() or not worker.started:
             return False
         worker.turn.cancel()
         return True
@@ -84,15 +90,14 @@ class Router:
     async def _drain(self, key: SessionKey, worker: _Worker) -> None:
         try:
             while worker.pending:
-                if worker.pending[0].ordered_command:
-                    items = [worker.pending.popleft()]
-                    work = self._run_ordered(key, items[0].msg)
-                else:
-                    items = []
+                items = [worker.pending.popleft()]
+                if not items[0].ordered_command:
                     while worker.pending and not worker.pending[0].ordered_command:
                         items.append(worker.pending.popleft())
-                    work = self._run_batch(key, [i.msg for i in items])
-                worker.turn = asyncio.create_task(work, name=f"turn {key}")
+                worker.started = False
+                worker.turn = asyncio.create_task(
+                    self._turn(key, worker, items), name=f"turn {key}"
+                )
                 try:
                     # wait() rather than await: a /stop cancels the turn, not this worker.
                     await asyncio.wait({worker.turn})
@@ -102,6 +107,8 @@ class Router:
                     raise
                 finally:
                     turn, worker.turn = worker.turn, None
+                    if not worker.started:  # cancelled before it began: nothing recorded them
+                        self._report_unanswered(key, items)
                     for item in items:
                         if not item.done.done():
                             item.done.set_result(None)
@@ -110,11 +117,30 @@ class Router:
                     log.error("%s: turn failed", key, exc_info=(type(exc), exc, exc.__traceback__))
         finally:
             worker.task = None
-            for item in worker.pending:
-                if not item.done.done():
-                    item.done.cancel()
-            if not worker.pending:
-                self._workers.pop(key, None)
+            if worker.pending:  # only when this worker was cancelled (shutdown)
+                left = list(worker.pending)
+                worker.pending.clear()
+                self._report_unanswered(key, left)
+                for item in left:
+                    if not item.done.done():
+                        item.done.set_result(None)
+            self._workers.pop(key, None)
+
+    async def _turn(self, key: SessionKey, worker: _Worker, items: list[_Item]) -> None:
+        worker.started = True
+        if items[0].ordered_command:
+            await self._run_ordered(key, items[0].msg)
+        else:
+            await self._run_batch(key, [i.msg for i in items])
+
+    def _report_unanswered(self, key: SessionKey, items: list[_Item]) -> None:
+        msgs = [i.msg for i in items if not i.ordered_command]
+        if not msgs:
+            return
+        try:
+            self._unanswered(key, msgs)
+        except Exception:
+            log.exception("%s: could not record %d unanswered message(s)", key, len(msgs))
 
     async def drain(self, grace: float) -> None:
         """Stop taking messages, let running turns finish for ``grace`` seconds, cancel the rest."""

@@ -81,8 +81,12 @@ def test_prompt_stays_bounded_with_a_year_of_logs_and_a_200kb_memory(memory, tmp
         day += timedelta(days=1)
     cfg = MemoryConfig()
     prompt = build_system_prompt(
-        memory.workspace, PRIVATE, timezone="Europe/Berlin", per_file_chars=20_000,
-        total_chars=60_000, extra_sections=(memory.snapshot(PRIVATE, NOW),),
+        memory.workspace,
+        PRIVATE,
+        timezone="Europe/Berlin",
+        per_file_chars=20_000,
+        total_chars=60_000,
+        extra_sections=(memory.snapshot(PRIVATE, NOW),),
     )
     bound = 60_000 + 2 * cfg.daily_log_max_chars + cfg.long_term_max_chars + 2_000
     assert len(prompt) < bound
@@ -123,11 +127,24 @@ async def test_append_writes_timestamped_entries_in_the_owners_time_zone(memory)
 
 
 async def test_update_edits_long_term_atomically(memory):
-    r = await call(memory, PRIVATE, "memory_update", action="replace", old_text="prefers tea",
-                   new_text="x", text="prefers coffee")
+    r = await call(
+        memory,
+        PRIVATE,
+        "memory_update",
+        action="replace",
+        old_text="prefers tea",
+        new_text="x",
+        text="prefers coffee",
+    )
     assert r.is_error  # unknown argument new_text
-    r = await call(memory, PRIVATE, "memory_update", action="replace", old_text="prefers tea",
-                   text="prefers coffee")
+    r = await call(
+        memory,
+        PRIVATE,
+        "memory_update",
+        action="replace",
+        old_text="prefers tea",
+        text="prefers coffee",
+    )
     assert not r.is_error
     r = await call(memory, PRIVATE, "memory_update", action="append", text="- lives in Berlin")
     assert not r.is_error

@@ -29,7 +29,7 @@ def test_chunks_overlap_and_cover_every_line():
 
 
 def test_query_terms_are_quoted_so_fts_syntax_cannot_break_it():
-    expr, terms = build_query('NEAR(a b) OR "x" -- *')
+    expr, _terms = build_query('NEAR(a b) OR "x" -- *')
     assert expr == '"NEAR"* OR "a" OR "b" OR "OR" OR "x"'
     assert build_query("!!!")[0] == ""
 
@@ -61,7 +61,9 @@ def test_newest_log_first_on_equal_scores(ws, tmp_path):
         (ws / "memory" / f"{day}.md").write_text("bought oat milk\n")
     hits = index(ws, tmp_path).search("oat milk", include_long_term=False)
     assert [h.path for h in hits] == [
-        "memory/2026-03-01.md", "memory/2026-02-10.md", "memory/2026-01-05.md"
+        "memory/2026-03-01.md",
+        "memory/2026-02-10.md",
+        "memory/2026-01-05.md",
     ]
 
 
@@ -90,8 +92,10 @@ def test_bm25_prefers_the_more_relevant_chunk(ws, tmp_path):
     for i in range(20):
         (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(f"ordinary day number {i}\n")
     (ws / "memory" / "2026-09-01.md").write_text("falcon launch; falcon budget; falcon team\n")
-    (ws / "memory" / "2026-09-02.md").write_text("lunch, then a word about falcon and many other "
-                                                 "things that filled a long and busy afternoon\n")
+    (ws / "memory" / "2026-09-02.md").write_text(
+        "lunch, then a word about falcon and many other "
+        "things that filled a long and busy afternoon\n"
+    )
     hits = index(ws, tmp_path).search("falcon", include_long_term=False)
     assert [h.path for h in hits] == ["memory/2026-09-01.md", "memory/2026-09-02.md"]
     assert hits[0].score > hits[1].score > 0

@@ -19,11 +19,17 @@ class Recorder:
     def __init__(self) -> None:
         self.batches: list[tuple[str, list[str]]] = []
         self.gates: dict[str, asyncio.Event] = {}
+        self.unanswered: list[tuple[str, list[str]]] = []
+        self.began = asyncio.Event()
+
+    def record_unanswered(self, key, msgs):
+        self.unanswered.append((key.id, [m.text for m in msgs]))
 
     async def run_batch(self, key, batch):
         self.batches.append((key.id, [m.text for m in batch]))
         gate = self.gates.get(batch[0].text)
         if gate is not None:
+            self.began.set()  # a gated turn is now running
             await gate.wait()
 
     async def run_ordered(self, key, m):
@@ -33,7 +39,7 @@ class Recorder:
 async def test_batches_split_at_ordered_commands_and_keep_order():
     rec = Recorder()
     rec.gates["x0"] = asyncio.Event()
-    router = Router(rec.run_batch, rec.run_ordered)
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered)
     futures = [router.submit(msg(A, "x0"))]
     await asyncio.sleep(0)  # let the worker pick up x0 (a scheduling step, not a timed wait)
     futures += [
@@ -52,15 +58,29 @@ async def test_batches_split_at_ordered_commands_and_keep_order():
 async def test_drain_lets_turns_finish_then_cancels_the_rest():
     rec = Recorder()
     rec.gates["slow"] = asyncio.Event()  # never set
-    router = Router(rec.run_batch, rec.run_ordered)
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered)
     quick = router.submit(msg(A, "quick"))
     slow = router.submit(msg(B, "slow"))
+    await asyncio.wait_for(rec.began.wait(), 5)
+    queued = [router.submit(msg(B, "q1")), router.submit(msg(B, "q2"))]
     await asyncio.wait_for(router.drain(grace=0.2), 5)
     assert quick.done() and not quick.cancelled()
-    assert slow.done()
+    assert slow.done() and not slow.cancelled()
+    # Messages that never got a turn are handed over to be recorded, and their futures resolve.
+    assert all(f.done() and not f.cancelled() for f in queued)
+    assert rec.unanswered == [("b", ["q1", "q2"])]
     try:
         router.submit(msg(A, "late"))
     except RouterClosed:
         pass
     else:
         raise AssertionError("a closed router accepted a message")
+
+
+async def test_stop_before_a_turn_has_started_cancels_nothing():
+    rec = Recorder()
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered)
+    done = router.submit(msg(A, "first"))
+    assert router.stop_turn(A) is False  # the turn has not begun: nothing to stop
+    await asyncio.wait_for(done, 5)
+    assert rec.batches == [("a", ["first"])] and rec.unanswered == []
