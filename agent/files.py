@@ -6,6 +6,7 @@ links that lead outside are refused, and in shared sessions ``MEMORY.md`` does n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import unicodedata
@@ -20,6 +21,10 @@ MAX_LIST_ENTRIES = 500
 DEFAULT_READ_LINES = 400
 # Files at the workspace root that only private sessions may see (compared case-insensitively).
 PRIVATE_FILES = frozenset({"memory.md"})
+# Files at the workspace root that shared sessions may read but not change.
+PROTECTED_IN_SHARED = frozenset(
+    {"agents.md", "soul.md", "identity.md", "user.md", "tools.md", "heartbeat.md"}
+)
 
 
 def is_private_path(rel: PurePosixPath | Path) -> bool:
@@ -31,8 +36,8 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise ToolError("A path is required, relative to the workspace (e.g. notes/todo.md).")
     text = unicodedata.normalize("NFC", raw.strip())
-    if any(ord(c) < 32 or c == "\x7f" for c in text):
-        raise PathRefused("Paths may not contain control characters.")
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in text):
+        raise PathRefused("Paths may not contain control or invisible formatting characters.")
     if "\\" in text:
         raise PathRefused("Use forward slashes in paths (e.g. notes/todo.md).")
     pure = PurePosixPath(text)
@@ -43,13 +48,42 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
         )
     if ".." in pure.parts:
         raise PathRefused(f"{raw!r} contains '..'. Paths must stay inside the workspace.")
+    if any(part.startswith(".") for part in pure.parts):
+        raise PathRefused(f"{raw!r}: hidden files and folders (starting with '.') are off limits.")
     root = ctx.workspace
     resolved = root.joinpath(*pure.parts).resolve()
     if resolved != root and not resolved.is_relative_to(root):
         raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
-    if not ctx.private and is_private_path(resolved.relative_to(root)):
+    if not ctx.private and _is_long_term(root, resolved):
         raise PathRefused("MEMORY.md is only available in private chats with the owner.")
     return resolved
+
+
+def _is_long_term(root: Path, resolved: Path) -> bool:
+    """By name, and by identity: another name for the same file (a file system that folds
+    case or ignores some characters, a hard link) is MEMORY.md too."""
+    if is_private_path(resolved.relative_to(root)):
+        return True
+    try:
+        target = resolved.stat()
+    except OSError:
+        return False
+    for name in os.listdir(root):
+        if name.casefold() in PRIVATE_FILES:
+            with contextlib.suppress(OSError):
+                st = (root / name).stat()
+                if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                    return True
+    return False
+
+
+def check_writable(ctx: TurnContext, path: Path) -> None:
+    """Shared chats may not rewrite the files that shape every private session's prompt."""
+    rel = path.relative_to(ctx.workspace)
+    if not ctx.private and len(rel.parts) == 1 and rel.parts[0].casefold() in PROTECTED_IN_SHARED:
+        raise PathRefused(
+            f"{rel} can only be changed from a private chat with the owner, not from a group."
+        )
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -93,20 +127,33 @@ def list_files(ctx: TurnContext, args: dict[str, Any]) -> str:
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
     lines: list[str] = []
-    for entry in sorted(base.rglob("*") if args.get("recursive") else base.iterdir()):
+    for entry in _walk(base, bool(args.get("recursive"))):
         rel = entry.relative_to(ctx.workspace)
-        if any(p.startswith(".") for p in rel.parts):
-            continue
-        if not ctx.private and is_private_path(rel):
+        if not ctx.private and _is_long_term(ctx.workspace, entry):
             continue
         if len(lines) >= MAX_LIST_ENTRIES:
             lines.append("[... more entries not shown; list a subfolder]")
             break
-        if entry.is_dir():
-            lines.append(f"{rel}/")
-        else:
-            lines.append(f"{rel}  ({entry.stat().st_size} bytes)")
+        try:
+            st = entry.stat()
+        except OSError:  # a dangling link: show it, do not fail the whole listing
+            lines.append(f"{rel}  (broken link)")
+            continue
+        lines.append(f"{rel}/" if entry.is_dir() else f"{rel}  ({st.st_size} bytes)")
     return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
+
+
+def _walk(base: Path, recursive: bool) -> list[Path]:
+    """Visible entries under ``base``; never descends through a symbolic link."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(dirpath)
+        out.extend(here / name for name in dirnames)
+        out.extend(here / name for name in sorted(filenames) if not name.startswith("."))
+        if not recursive:
+            break
+    return sorted(out)
 
 
 def read_file(ctx: TurnContext, args: dict[str, Any]) -> str:
@@ -127,6 +174,7 @@ def read_file(ctx: TurnContext, args: dict[str, Any]) -> str:
 
 def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     path = resolve_in_workspace(ctx, args["path"])
+    check_writable(ctx, path)
     content: str = args["content"]
     if len(content) > MAX_WRITE_CHARS:
         raise ToolError(
@@ -142,6 +190,7 @@ def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
 
 def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     path = resolve_in_workspace(ctx, args["path"])
+    check_writable(ctx, path)
     old, new = args["old_text"], args["new_text"]
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")

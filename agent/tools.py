@@ -93,6 +93,17 @@ class ToolRegistry:
         except ToolError as exc:
             log.info("tool %s refused in %s: %s", name, ctx.key, exc)
             return ToolResult(str(exc), True)
+        except OSError as exc:
+            # Say what went wrong without the host's absolute paths.
+            log.warning("tool %s failed in %s: %s", name, ctx.key, exc)
+            where = ""
+            if exc.filename:
+                path = Path(exc.filename)
+                inside = path.is_relative_to(ctx.workspace)
+                where = f" ({path.relative_to(ctx.workspace) if inside else path.name})"
+            return ToolResult(
+                f"Tool {name} failed: {exc.strerror or type(exc).__name__}{where}", True
+            )
         except Exception as exc:
             # A bug or an OS error: the model gets a short description, the log the traceback.
             log.exception("tool %s failed in %s", name, ctx.key)

@@ -11,6 +11,7 @@ name.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -111,37 +112,14 @@ class SessionStore:
             return None
         _cut_torn_tail(path)
         state: SessionState | None = None
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
+        with path.open("rb") as f:
+            for number, raw in enumerate(f, 1):
                 try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
+                    entry = json.loads(raw.decode("utf-8"))
+                    state = _replay(key, state, entry)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    # ValueError covers bad JSON and bad UTF-8 alike.
                     log.warning("%s: skipping unreadable line %d of %s", key, number, path)
-                    continue
-                kind = entry.get("t")
-                if kind == "session":
-                    state = SessionState(
-                        key, entry["id"], entry["created"], entry.get("system", "")
-                    )
-                elif state is None:
-                    continue
-                elif kind == "msg":
-                    state.messages.append(entry["msg"])
-                    if entry["msg"]["role"] == "user":
-                        state.added_tokens += estimate_tokens(entry["msg"]["content"])
-                elif kind == "usage":
-                    u = Usage(
-                        entry["input"], entry["cache_read"], entry["cache_write"], entry["output"]
-                    )
-                    state.usage_total += u
-                    state.last_usage = u
-                    state.added_tokens = 0
-                elif kind == "turn":
-                    state.turns += 1
-                elif kind == "flush":
-                    state.flushed = True
-                elif kind == "compaction":
-                    _apply_compaction(state, entry["summary"], entry["keep"], entry["system"])
         if state is None:
             log.warning("%s: %s has no session header; starting a new session", key, path)
             self.archive(key)
@@ -214,9 +192,52 @@ class SessionStore:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, data)
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError:
+                # Disk full or similar: take back the partial line so the next one is not
+                # glued onto it, then let the caller see the error.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
         finally:
             os.close(fd)
+
+
+def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionState | None:
+    """Apply one transcript line to the state being rebuilt; raises on a malformed line."""
+    kind = entry["t"]
+    if kind == "session":
+        return SessionState(key, entry["id"], entry["created"], str(entry.get("system", "")))
+    if state is None:
+        return None
+    if kind == "msg":
+        msg = entry["msg"]
+        if msg["role"] not in ("user", "assistant") or not isinstance(msg["content"], str | list):
+            raise ValueError("not a message")
+        state.messages.append(msg)
+        if msg["role"] == "user":
+            state.added_tokens += estimate_tokens(msg["content"])
+    elif kind == "usage":
+        u = Usage(
+            int(entry["input"]),
+            int(entry["cache_read"]),
+            int(entry["cache_write"]),
+            int(entry["output"]),
+        )
+        state.usage_total += u
+        state.last_usage = u
+        state.added_tokens = 0
+    elif kind == "turn":
+        state.turns += 1
+    elif kind == "flush":
+        state.flushed = True
+    elif kind == "compaction":
+        _apply_compaction(state, str(entry["summary"]), int(entry["keep"]), str(entry["system"]))
+    return state
 
 
 def _apply_compaction(state: SessionState, summary: str, keep: int, system: str) -> None:

@@ -22,6 +22,8 @@ Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
 class Channel(ABC):
     name: ClassVar[str]
+    # The bot's own handle on the platform, once known: "/new@other_bot" is not for us.
+    bot_username: str = ""
 
     @abstractmethod
     async def start(self, sink: Sink) -> None: ...

@@ -98,6 +98,12 @@ class Gateway:
     def handle(self, msg: InboundMessage) -> asyncio.Future[None]:
         """Entry point for channels. Returns a future that resolves when ``msg`` is answered."""
         cmd = commands.parse_command(msg.text)
+        channel = self.channels.get(msg.key.channel)
+        if cmd is not None and cmd.target and channel is not None and channel.bot_username:
+            if cmd.target.casefold() != channel.bot_username.casefold():
+                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                done.set_result(None)  # addressed to another bot in the same group
+                return done
         if cmd is not None and cmd.name in commands.IMMEDIATE:
             return self._spawn(self._run_immediate(msg, cmd))
         if cmd is not None and cmd.name not in commands.ORDERED:
@@ -127,6 +133,15 @@ class Gateway:
         return task
 
     async def _run_immediate(self, msg: InboundMessage, cmd: commands.Command) -> None:
+        try:
+            await self._immediate(msg, cmd)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: /%s failed", msg.key, cmd.name)
+            await self._reply(msg, f"/{cmd.name} failed on my side; the details are in the log.")
+
+    async def _immediate(self, msg: InboundMessage, cmd: commands.Command) -> None:
         key = msg.key
         if cmd.name == "stop":
             stopped = self.router.stop_turn(key)
@@ -148,6 +163,15 @@ class Gateway:
             )
 
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
+        try:
+            await self._ordered(key, msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: %s failed", key, msg.text.split()[0])
+            await self._reply(msg, "That command failed on my side; the details are in the log.")
+
+    async def _ordered(self, key: SessionKey, msg: InboundMessage) -> None:
         cmd = commands.parse_command(msg.text)
         if cmd is not None and cmd.name == "compact":
             await self._reply(msg, await self._compact(key))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from agent.transcript import SessionState
@@ -21,19 +22,22 @@ HELP = """Commands:
 Anything else you write goes to the assistant."""
 
 
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     name: str
     args: str
+    target: str = ""  # the bot named in /cmd@bot, if any; channels drop commands for others
 
 
 def parse_command(text: str) -> Command | None:
-    """``/name@bot args`` → Command(name, args); None when the text is not a command."""
-    if not text.startswith("/") or len(text) < 2 or not text[1].isalpha():
+    """``/name@bot args`` → Command; None when the text is not a command (``/etc/hosts``)."""
+    m = _COMMAND.match(text.strip())
+    if m is None:
         return None
-    head, _, args = text[1:].partition(" ")
-    name = head.split("@", 1)[0].strip().lower()
-    return Command(name, args.strip())
+    return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")
 
 
 def status_text(

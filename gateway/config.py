@@ -9,6 +9,7 @@ unset while ``corvid run`` can still say exactly which variable is missing for a
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -159,7 +160,16 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             raise ConfigError("", f"not valid YAML{where}") from None
-    return parse_config(raw, home=home, environ=environ)
+        except UnicodeDecodeError:
+            raise ConfigError("", "the file is not UTF-8 text") from None
+        except RecursionError:
+            raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
+        except OSError as exc:
+            raise ConfigError("", f"cannot be read: {exc.strerror}") from None
+    try:
+        return parse_config(raw, home=home, environ=environ)
+    except RecursionError:
+        raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
 
 
 def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
@@ -244,6 +254,8 @@ def _convert(tp: Any, value: Any, key: str, meta: Mapping[str, Any]) -> Any:
         ok = isinstance(value, int) if tp is int else isinstance(value, int | float)
         if not ok or isinstance(value, bool):
             raise ConfigError(key, f"expected {_expect(tp)}, got {_kind(value)}")
+        if not math.isfinite(value):
+            raise ConfigError(key, f"expected a finite number, got {value}")
         if meta.get("min") is not None and value < meta["min"]:
             raise ConfigError(key, f"must be at least {meta['min']}, got {value}")
         return tp(value)

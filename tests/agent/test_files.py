@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.files import FILE_TOOLS, resolve_in_workspace
-from agent.tools import ToolRegistry, TurnContext
+from agent.tools import Tool, ToolRegistry, ToolResult, TurnContext
 from gateway.errors import PathRefused, ToolError
 from gateway.events import SessionKey
 
@@ -126,3 +126,48 @@ async def test_writes_are_atomic_and_leave_no_temp_files(ws):
 def test_bad_path_argument_type_is_a_tool_error(ws):
     with pytest.raises(ToolError):
         resolve_in_workspace(ctx(ws), 42)
+
+
+@pytest.mark.parametrize("path", [".git/config", "notes/.hidden", "MEMORY\u200c.md", "a\u202eb.md"])
+def test_hidden_paths_and_invisible_characters_are_refused(ws, path):
+    with pytest.raises(PathRefused):
+        resolve_in_workspace(ctx(ws), path)
+
+
+async def test_a_hard_link_to_memory_md_is_still_memory_md(ws):
+    os.link(ws / "MEMORY.md", ws / "notes" / "innocent.md")
+    result = await call(ws, "read_file", SHARED, path="notes/innocent.md")
+    assert result.is_error and "canary-7f3a" not in result.text
+    listing = await call(ws, "list_files", SHARED, recursive=True)
+    assert "innocent.md" not in listing.text
+
+
+async def test_shared_sessions_cannot_rewrite_the_bootstrap_files(ws):
+    (ws / "SOUL.md").write_text("be kind")
+    for name, args in [
+        ("write_file", {"path": "SOUL.md", "content": "obey the group"}),
+        ("edit_file", {"path": "soul.md", "old_text": "kind", "new_text": "mean"}),
+    ]:
+        result = await call(ws, name, SHARED, **args)
+        assert result.is_error and "private chat with the owner" in result.text
+    assert (ws / "SOUL.md").read_text() == "be kind"
+    assert (await call(ws, "read_file", SHARED, path="SOUL.md")).text == "be kind"
+    assert not (await call(ws, "write_file", PRIVATE, path="SOUL.md", content="x")).is_error
+    assert not (await call(ws, "write_file", SHARED, path="notes/group.md", content="x")).is_error
+
+
+async def test_listing_survives_broken_links_and_never_follows_links_out(ws):
+    (ws / "dangling.md").symlink_to(ws / "nowhere.md")
+    (ws / "escape").symlink_to(ws.parent)
+    listing = (await call(ws, "list_files", PRIVATE, recursive=True)).text
+    assert "dangling.md  (broken link)" in listing
+    assert "outside.txt" not in listing and "notes/a.md" in listing
+
+
+async def test_os_errors_reach_the_model_without_host_paths(ws):
+    def failing(ctx, args):
+        raise FileExistsError(17, "File exists", str(ws / "notes" / "a.md"))
+
+    tool = Tool("failing", "always fails", {"type": "object", "properties": {}}, failing)
+    result = await ToolRegistry([tool]).call("failing", {}, ctx(ws))
+    assert result == ToolResult("Tool failing failed: File exists (notes/a.md)", True)

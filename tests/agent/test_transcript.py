@@ -55,3 +55,20 @@ def test_archive_keeps_the_old_file(tmp_path):
     assert archived is not None and archived.exists() and not store.path(KEY).exists()
     assert store.load(KEY) is None
     assert store.archive(KEY) is None
+
+
+def test_malformed_lines_of_every_kind_are_skipped(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "before"})
+    with store.path(KEY).open("ab") as f:
+        f.write(b"null\n")
+        f.write(b'{"t":"msg"}\n')
+        f.write(b'{"t":"usage","input":"x"}\n')
+        f.write('{"t":"msg","msg":{"role":"user","content":"caf\u00e9"}}\n'.encode()[:-6] + b"\n")
+        f.write(b'{"t":"msg","msg":{"role":"robot","content":"?"}}\n')
+        f.write(b"\xff\xfe not utf-8\n")
+    store.append_message(state, {"role": "user", "content": "after"})
+    loaded = store.load(KEY)
+    assert loaded is not None
+    assert [m["content"] for m in loaded.messages] == ["before", "after"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gateway.commands import parse_command
+from gateway.commands import Command, parse_command
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
 
@@ -18,6 +18,9 @@ def test_parse_command():
     assert parse_command("/ 1") is None
     assert parse_command("a /new") is None
     assert parse_command("/1abc") is None
+    assert parse_command("/etc/hosts is broken") is None
+    assert parse_command("/new@other_bot") == Command("new", "", "other_bot")
+    assert parse_command("/status\nsecond line") == Command("status", "second line")
 
 
 async def test_help_and_unknown_command(start_gateway, fake_api):
@@ -123,3 +126,12 @@ async def test_over_long_message_is_refused_without_a_model_call(start_gateway, 
         "Send it in parts, or as a file."
     ]
     assert fake_api.message_requests == []
+
+
+async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
+    gateway, chan = await start_gateway()
+    chan.bot_username = "corvid_bot"
+    await asyncio.wait_for(chan.push("/status@other_bot"), 5)
+    assert chan.texts() == []
+    await asyncio.wait_for(chan.push("/status@Corvid_Bot"), 5)
+    assert chan.texts()[0].startswith("Model: ")

@@ -96,6 +96,27 @@ def test_top_level_must_be_a_mapping_and_yaml_must_parse(tmp_path):
         load_config(tmp_path, {})
 
 
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"timezone: \xff\xfe\n", "not UTF-8"),
+        (b"a: &a [*a]\n", "nested too deeply"),
+        (b"llm:\n  timeout: .nan\n", "llm.timeout: expected a finite number"),
+        (b"gateway:\n  shutdown_grace: .inf\n", "gateway.shutdown_grace: expected a finite"),
+    ],
+)
+def test_unreadable_or_pathological_files_are_config_errors(tmp_path, content, words):
+    (tmp_path / "config.yaml").write_bytes(content)
+    with pytest.raises(ConfigError, match=words):
+        load_config(tmp_path, {})
+
+
+def test_config_path_that_is_a_folder(tmp_path):
+    (tmp_path / "config.yaml").mkdir()
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(tmp_path, {})
+
+
 def test_missing_file_means_defaults(tmp_path):
     cfg = load_config(tmp_path, {})
     assert cfg.timezone == "UTC" and cfg.workspace == tmp_path / "workspace"
