@@ -99,11 +99,16 @@ class Gateway:
         """Entry point for channels. Returns a future that resolves when ``msg`` is answered."""
         cmd = commands.parse_command(msg.text)
         channel = self.channels.get(msg.key.channel)
-        if cmd is not None and cmd.target and channel is not None and channel.bot_username:
-            if cmd.target.casefold() != channel.bot_username.casefold():
-                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                done.set_result(None)  # addressed to another bot in the same group
-                return done
+        own_name = channel.bot_username if channel is not None else ""
+        if (
+            cmd is not None
+            and cmd.target
+            and own_name
+            and cmd.target.casefold() != own_name.casefold()
+        ):
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)  # addressed to another bot in the same group
+            return done
         if cmd is not None and cmd.name in commands.IMMEDIATE:
             return self._spawn(self._run_immediate(msg, cmd))
         if cmd is not None and cmd.name not in commands.ORDERED:

@@ -129,7 +129,7 @@ async def test_over_long_message_is_refused_without_a_model_call(start_gateway, 
 
 
 async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
-    gateway, chan = await start_gateway()
+    _gateway, chan = await start_gateway()
     chan.bot_username = "corvid_bot"
     await asyncio.wait_for(chan.push("/status@other_bot"), 5)
     assert chan.texts() == []
