@@ -12,17 +12,23 @@ special (unicode61 folds their case).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import re
 import sqlite3
+import stat
 import threading
+import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 LONG_TERM = "MEMORY.md"
+FULL_SCAN_SECONDS = 30.0
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"([{_CJK}])")
@@ -37,8 +43,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     day TEXT, text TEXT);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    body, tokenize = 'unicode61 remove_diacritics 2');
+    body, kind, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,20 +60,6 @@ class Hit:
 
 def _fold(text: str) -> str:
     return _CJK_CHAR.sub(r" \1 ", text)
-
-
-def build_query(query: str) -> tuple[str, list[str]]:
-    """A safe FTS5 expression (every term quoted, OR-ed) and the plain terms for snippets."""
-    terms = _QUERY_PART.findall(query)
-    parts = []
-    for term in terms:
-        if _IS_CJK.match(term):
-            parts.append('"' + " ".join(term) + '"')
-        elif len(term) >= 3:
-            parts.append(f'"{term}"*')
-        else:
-            parts.append(f'"{term}"')
-    return " OR ".join(parts), terms
 
 
 def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]]:
@@ -97,7 +91,17 @@ class MemoryIndex:
         self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            # Derived data: an index from another version is simply rebuilt.
+            self._db.executescript(
+                "DROP TABLE IF EXISTS chunks_vocab; DROP TABLE IF EXISTS chunks_fts; "
+                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS files;"
+            )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._folder_mtime = -2
+        self._last_full_scan = 0.0
+        self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
@@ -105,46 +109,91 @@ class MemoryIndex:
 
     # -- keeping up with the files ------------------------------------------------------------
 
-    def memory_files(self) -> list[Path]:
-        files = []
-        long_term = self.workspace / LONG_TERM
-        if long_term.is_file():
-            files.append(long_term)
-        mem_dir = self.workspace / "memory"
-        if mem_dir.is_dir():
-            files.extend(p for p in mem_dir.rglob("*.md") if p.is_file() and not p.is_symlink())
-        return files
+    def memory_files(self) -> dict[str, os.stat_result]:
+        """Every memory file with its stat: MEMORY.md and memory/**/*.md, links not followed."""
+        found: dict[str, os.stat_result] = {}
+        with contextlib.suppress(OSError):
+            st = (self.workspace / LONG_TERM).stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                found[LONG_TERM] = st
+        stack = [self.workspace / "memory"]
+        while stack:
+            folder = stack.pop()
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            rel = Path(entry.path).relative_to(self.workspace).as_posix()
+                            found[rel] = entry.stat(follow_symlinks=False)
+        return found
 
     def sync(self) -> int:
-        """Bring the index up to date with the files; returns how many files were (re)indexed."""
+        """Bring the index fully up to date with the files; returns how many were reindexed."""
         with self._lock:
-            return self._sync()
+            return self._sync(full=True)
 
     def rebuild(self) -> int:
         with self._lock:
             self._db.executescript("DELETE FROM files; DELETE FROM chunks; DELETE FROM chunks_fts;")
-            return self._sync()
+            return self._sync(full=True)
 
-    def _sync(self) -> int:
-        known = {
-            row[0]: (row[1], row[2], row[3])
-            for row in self._db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-        }
+    def _due_for_full_scan(self) -> bool:
+        """A full scan stats every file; it runs when the memory folder changed (a file was
+        added, removed or replaced by rename) or every FULL_SCAN_SECONDS. In between, only the
+        files most likely to change are checked: MEMORY.md and the two newest logs."""
+        try:
+            folder_mtime = (self.workspace / "memory").stat().st_mtime_ns
+        except OSError:
+            folder_mtime = -1
+        if folder_mtime != self._folder_mtime:
+            self._folder_mtime = folder_mtime
+            return True
+        return time.monotonic() - self._last_full_scan > FULL_SCAN_SECONDS
+
+    def _hot_files(self) -> dict[str, os.stat_result]:
+        rows = self._db.execute(
+            "SELECT path FROM files WHERE path = ? OR path IN "
+            "(SELECT path FROM files WHERE day != '' ORDER BY day DESC LIMIT 2)",
+            (LONG_TERM,),
+        ).fetchall()
+        found: dict[str, os.stat_result] = {}
+        for (rel,) in rows:
+            with contextlib.suppress(OSError):
+                found[rel] = (self.workspace / rel).stat(follow_symlinks=False)
+        return found
+
+    def _sync(self, full: bool) -> int:
+        if full or self._due_for_full_scan():
+            current = self.memory_files()
+            self._last_full_scan = time.monotonic()
+            complete = True
+        else:
+            current = self._hot_files()
+            complete = False
+        if complete:
+            rows = self._db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
+        else:
+            marks = ",".join("?" * len(current))
+            rows = self._db.execute(
+                f"SELECT path, mtime_ns, size, sha256 FROM files WHERE path IN ({marks})",
+                tuple(current),
+            )
+        known = {row[0]: (row[1], row[2], row[3]) for row in rows}
         changed = 0
-        seen: set[str] = set()
         self._db.execute("BEGIN")
         try:
-            for path in self.memory_files():
-                rel = path.relative_to(self.workspace).as_posix()
-                seen.add(rel)
-                try:
-                    st = path.stat()
-                except FileNotFoundError:
-                    continue
+            for rel, st in current.items():
                 old = known.get(rel)
                 if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
                     continue
-                data = path.read_bytes()
+                try:
+                    data = (self.workspace / rel).read_bytes()
+                except OSError:
+                    continue
                 digest = hashlib.sha256(data).hexdigest()
                 if old and old[2] == digest:
                     self._db.execute(
@@ -154,13 +203,16 @@ class MemoryIndex:
                     continue
                 self._index_file(rel, data.decode("utf-8", errors="replace"), st, digest)
                 changed += 1
-            for rel in set(known) - seen:
-                self._drop(rel)
-                changed += 1
+            if complete:
+                for rel in set(known) - set(current):
+                    self._drop(rel)
+                    changed += 1
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        if changed:
+            self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return changed
 
     def _drop(self, rel: str) -> None:
@@ -170,7 +222,7 @@ class MemoryIndex:
         self._db.execute("DELETE FROM chunks WHERE path=?", (rel,))
         self._db.execute("DELETE FROM files WHERE path=?", (rel,))
 
-    def _index_file(self, rel: str, text: str, st, digest: str) -> None:  # type: ignore[no-untyped-def]
+    def _index_file(self, rel: str, text: str, st: os.stat_result, digest: str) -> None:
         self._drop(rel)
         m = _DAY.search(rel)
         day = m.group(1) if m and rel.startswith("memory/") else ""
@@ -184,31 +236,71 @@ class MemoryIndex:
                 (rel, start, end, day, chunk),
             )
             self._db.execute(
-                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, _fold(chunk))
+                "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
+                (cur.lastrowid, _fold(chunk), "longterm" if rel == LONG_TERM else "log"),
             )
 
     # -- searching ----------------------------------------------------------------------------
 
     def search(self, query: str, max_results: int = 8, *, include_long_term: bool) -> list[Hit]:
         """BM25-ranked hits, newest daily logs first on ties. MEMORY.md only when allowed."""
-        expr, terms = build_query(query)
-        if not expr:
+        terms = _QUERY_PART.findall(query)
+        if not terms:
             return []
         with self._lock:
-            self._sync()
+            self._sync(full=False)
+            expr = f"body : ({self._plan(terms)})"
+            if not include_long_term:
+                expr += " NOT kind : longterm"
             rows = self._db.execute(
                 """
-                SELECT c.path, c.start_line, c.end_line, -bm25(chunks_fts) AS score, c.text
-                FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-                WHERE chunks_fts MATCH ? AND (? OR c.path != ?)
-                ORDER BY round(bm25(chunks_fts), 6), c.day DESC, c.path, c.start_line
-                LIMIT ?
+                SELECT c.path, c.start_line, c.end_line, -f.rank, c.text, c.day
+                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?
+                      ORDER BY rank LIMIT ?) AS f
+                JOIN chunks c ON c.id = f.rowid
                 """,
-                (expr, include_long_term, LONG_TERM, max_results),
+                (expr, max_results * 3),
             ).fetchall()
+        if not include_long_term:  # the MATCH already excludes it; this says so twice
+            rows = [r for r in rows if r[0] != LONG_TERM]
+        rows.sort(key=lambda r: (-round(r[3], 6), _neg_day(r[5]), r[0], r[1]))
         return [
-            Hit(p, s, e, round(score, 3), _snippet(text, terms)) for p, s, e, score, text in rows
+            Hit(p, s, e, round(score, 3), _snippet(text, terms))
+            for p, s, e, score, text, _ in rows[:max_results]
         ]
+
+    def _plan(self, terms: list[str]) -> str:
+        """Quote every term (no FTS syntax from the query survives) and leave out terms found in
+        more than half of all chunks when rarer ones remain: BM25 gives those about zero
+        weight, yet matching them means scoring nearly every chunk."""
+        parts: list[tuple[str, int]] = []
+        for term in terms:
+            if _IS_CJK.match(term):
+                parts.append(('"' + " ".join(term) + '"', -1))  # phrase: frequency unknown
+                continue
+            low = _strip_accents(term.lower())
+            if len(term) >= 3:
+                df = self._db.execute(
+                    "SELECT coalesce(sum(doc), 0) FROM chunks_vocab WHERE term >= ? AND term < ?",
+                    (low, low + "\U0010ffff"),
+                ).fetchone()[0]
+                parts.append((f'"{term}"*', df))
+            else:
+                row = self._db.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (low,))
+                parts.append((f'"{term}"', (row.fetchone() or (0,))[0]))
+        informative = [(p, df) for p, df in parts if df <= self._chunk_count / 2]
+        if any(df != 0 for _, df in informative):
+            return " OR ".join(p for p, _ in informative)
+        return " OR ".join(p for p, _ in parts)
+
+
+def _neg_day(day: str) -> str:
+    # Sort key that puts later ISO dates first; undated files (MEMORY.md) after dated ones.
+    return "".join(chr(0x10FFFF - ord(c)) for c in day) if day else "\U0010ffff"
+
+
+def _strip_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def _snippet(text: str, terms: list[str], width: int = 280) -> str:

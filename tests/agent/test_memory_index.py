@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from agent.memory_index import MemoryIndex, build_query, chunk_lines
+from agent.memory_index import MemoryIndex, chunk_lines
 
 
 @pytest.fixture
@@ -28,10 +28,27 @@ def test_chunks_overlap_and_cover_every_line():
     assert chunk_lines("", 4, 1) == []
 
 
-def test_query_terms_are_quoted_so_fts_syntax_cannot_break_it():
-    expr, _terms = build_query('NEAR(a b) OR "x" -- *')
-    assert expr == '"NEAR"* OR "a" OR "b" OR "OR" OR "x"'
-    assert build_query("!!!")[0] == ""
+def test_query_terms_are_quoted_so_fts_syntax_cannot_break_it(ws, tmp_path):
+    (ws / "memory" / "2026-11-01.md").write_text("NEAR the kind river\n")
+    idx = index(ws, tmp_path)
+    assert idx._plan(["NEAR", "a", "OR", "x"]) == '"NEAR"* OR "a" OR "OR" OR "x"'
+    for query in ('NEAR(a b) OR "x" -- *', "kind : longterm", "body:(", "!!!", "^river"):
+        idx.search(query, include_long_term=False)  # must not raise
+    assert idx.search("!!!", include_long_term=False) == []
+    assert idx.search("kind : longterm", include_long_term=False)[0].path.startswith("memory/")
+
+
+def test_terms_in_most_chunks_are_left_out_when_rarer_ones_remain(ws, tmp_path):
+    for i in range(10):
+        (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(f"the meeting went fine {i}\n")
+    (ws / "memory" / "2026-10-20.md").write_text("the meeting about the zeppelin\n")
+    idx = index(ws, tmp_path)
+    idx.sync()
+    assert idx._plan(["the", "meeting", "zeppelin"]) == '"zeppelin"*'
+    assert idx._plan(["the", "meeting"]) == '"the"* OR "meeting"*'
+    assert [h.path for h in idx.search("the meeting zeppelin", include_long_term=False)] == [
+        "memory/2026-10-20.md"
+    ]
 
 
 def test_search_ranks_finds_multiple_scripts_and_hides_long_term(ws, tmp_path):
