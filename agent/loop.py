@@ -118,11 +118,12 @@ class Agent:
 
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
         state = self.session(key)
-        # The user's words reach the disk before the model is called (this runs before the
-        # turn's first await, so even a turn cancelled at once has recorded them).
+        # The user's words reach the file before the model is called (and before the turn's
+        # first await, so even a turn cancelled at once has recorded them). The fsync that
+        # makes them durable comes with the reply's, once per turn.
         content = self._user_content(key, inbound)
         self.store.append_message(state, {"role": "user", "content": content})
-        return await self.loop(state, self.context(key), sync_first=True)
+        return await self.loop(state, self.context(key))
 
     def record_unanswered(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> None:
         """Keep messages that shutdown left unanswered; the next turn sees them in context."""
@@ -136,7 +137,6 @@ class Agent:
         state: SessionState,
         ctx: TurnContext,
         system_note: str | None = None,
-        sync_first: bool = False,
     ) -> TurnOutcome:
         """Model ⇄ tools until a final answer or the iteration cap; records how the turn ended.
 
@@ -148,8 +148,6 @@ class Agent:
         cap = self.config.agent.max_iterations
         retried_overflow = False
         try:
-            if sync_first:
-                await self.store.sync(key)
             while calls < cap:
                 try:
                     resp = await self.llm.complete(

@@ -103,6 +103,10 @@ class MemoryIndex:
         self._last_full_scan = 0.0
         self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
+    @property
+    def chunk_count(self) -> int:
+        return self._chunk_count
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

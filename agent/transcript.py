@@ -180,7 +180,8 @@ class SessionStore:
         return target
 
     async def sync(self, key: SessionKey) -> None:
-        """Make everything written so far durable, without blocking the event loop.
+        """Make everything written so far durable, without blocking the event loop. A turn
+        calls it once, before its reply goes out.
 
         Each line reaches the OS with its own ``write``, so a killed process loses nothing;
         this protects against power loss too. fsync acts on the file, so a fresh descriptor

@@ -44,7 +44,7 @@ class InProcessLLM:
         self.latency = latency
         self.calls: list[list[dict[str, Any]]] = []
 
-    async def complete(self, system, messages, tools) -> LLMResponse:
+    async def complete(self, system, messages, tools, system_note=None) -> LLMResponse:
         self.calls.append(messages[-1]["content"])
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -81,7 +81,7 @@ async def bench_overhead(tmp: Path, n: int = 2000, sessions: int = 20) -> dict[s
         walls.append((time.perf_counter() - t0) * 1000)
         cpus.append((time.process_time() - c0) * 1000)
     await gw.stop()
-    assert len(chan.sent) == n + sessions
+    assert chan.texts() == ["ok"] * (n + sessions), set(chan.texts())
     return {
         "p50_ms": pct(walls, 50),
         "p99_ms": pct(walls, 99),
@@ -99,7 +99,7 @@ async def bench_concurrency(tmp: Path, sessions: int = 200, latency: float = 1.0
     await asyncio.gather(*futures)
     elapsed = time.perf_counter() - t0
     await gw.stop()
-    assert len(chan.sent) == sessions
+    assert chan.texts() == ["ok"] * sessions, set(chan.texts())
     return elapsed
 
 
@@ -114,6 +114,7 @@ async def bench_batching(tmp: Path, n: int = 20, latency: float = 0.05) -> tuple
         await asyncio.sleep(0.005)  # a person typing fast: messages arrive while turns run
     await asyncio.gather(*futures)
     await gw.stop()
+    assert set(chan.texts()) == {"ok"}, set(chan.texts())
     seen = [
         b["text"].rsplit("\n", 1)[-1]
         for content in llm.calls

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -54,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "chat", parents=[common], help="talk to the assistant in this terminal"
     ).set_defaults(func=cmd_chat)
+    mem = sub.add_parser("memory", parents=[common], help="search or rebuild the memory index")
+    mem_sub = mem.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+    search = mem_sub.add_parser("search", parents=[common], help="search MEMORY.md and the logs")
+    search.add_argument("query", nargs="+")
+    search.add_argument("-n", "--max-results", type=int, default=8)
+    search.set_defaults(func=cmd_memory_search)
+    mem_sub.add_parser(
+        "reindex", parents=[common], help="rebuild the search index from the Markdown files"
+    ).set_defaults(func=cmd_memory_reindex)
     return p
 
 
@@ -157,6 +167,48 @@ async def _chat(config: Config) -> int:
         await gateway.stop(grace=0)
         raise
     await gateway.stop()
+    return 0
+
+
+def _open_index(home: Path, environ: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    from agent.memory_index import MemoryIndex
+
+    config = _prepare(home, environ)
+    m = config.memory
+    return MemoryIndex(
+        config.state / "index.sqlite",
+        config.workspace.resolve(),
+        m.chunk_lines,
+        m.chunk_overlap_lines,
+    )
+
+
+def cmd_memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    index = _open_index(home, environ)
+    try:
+        started = time.perf_counter()
+        files = index.rebuild()
+        chunks = index.chunk_count
+    finally:
+        index.close()
+    print(
+        f"Indexed {files} file(s) into {chunks} chunk(s) in {time.perf_counter() - started:.2f} s."
+    )
+    return 0
+
+
+def cmd_memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    index = _open_index(home, environ)
+    try:
+        hits = index.search(" ".join(args.query), max(1, args.max_results), include_long_term=True)
+    finally:
+        index.close()
+    if not hits:
+        print("No matches.")
+        return 1
+    for hit in hits:
+        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score})")
+        print("    " + hit.snippet.replace("\n", "\n    "))
     return 0
 
 

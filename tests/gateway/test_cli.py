@@ -81,3 +81,16 @@ async def test_chat_over_a_pipe_holds_a_conversation_with_tool_use(tmp_path: Pat
     assert len(api.message_requests) == 3
     assert "Created shopping.md" in tool_results(api.message_requests[2].body)[0]["content"]
     assert b"sk-pipe-test-key" not in err
+
+
+def test_memory_search_and_reindex_from_the_command_line(tmp_path, capsys):
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    (home / "workspace" / "memory" / "2026-11-20.md").write_text("## 10:00\n\nCall the bank\n")
+    capsys.readouterr()
+    assert main(["memory", "reindex", "--home", str(home)], environ={}) == 0
+    assert "Indexed 2 file(s)" in capsys.readouterr().out  # the log and MEMORY.md
+    assert main(["memory", "search", "bank", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("memory/2026-11-20.md:1-3") and "Call the bank" in out
+    assert main(["memory", "search", "zebra", "--home", str(home)], environ={}) == 1
