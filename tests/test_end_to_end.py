@@ -271,3 +271,17 @@ async def test_shared_sessions_name_the_sender_and_images_reach_the_model(start_
     }
     assert content[1]["text"].endswith("\nwhat is this?")
     assert "Grace" not in json.dumps(content)
+
+
+async def test_the_fake_api_also_answers_non_streaming_requests(fake_api):
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(api_key="k", base_url=fake_api.base_url, max_retries=0)
+    fake_api.enqueue(Reply("plain", tool_calls=[("list_files", {"path": "."})]))
+    msg = await client.messages.create(
+        model="claude-sonnet-5-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+    )
+    await client.close()
+    assert [b.type for b in msg.content] == ["text", "tool_use"]
+    assert msg.content[1].input == {"path": "."} and msg.stop_reason == "tool_use"
+    assert fake_api.message_requests[0].body.get("stream") is None
