@@ -95,6 +95,8 @@ def render(messages: list[dict[str, Any]], limit: int) -> str:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for b in blocks:
             kind = b.get("type")
+            if kind == "text" and b["text"].strip() in (FLUSH_PROMPT, NO_REPLY):
+                continue  # the silent flush turn is housekeeping, not conversation
             if kind == "text" and b["text"].strip():
                 lines.append(f"{who}: {b['text'].strip()}")
             elif kind == "tool_use":
@@ -153,6 +155,8 @@ class Maintenance:
     async def compact(
         self, state: SessionState, ctx: TurnContext, flush_first: bool
     ) -> Compacted | None:
+        if choose_split(state.messages, self.cfg.keep_recent_tokens) == 0:
+            return None  # all of it is recent: no flush either, nothing would be lost
         if flush_first and not state.flushed:
             await self.flush(state, ctx)
         split = choose_split(state.messages, self.cfg.keep_recent_tokens)

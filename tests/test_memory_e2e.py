@@ -163,4 +163,4 @@ async def test_compact_command(start_gateway, fake_api):
     assert counts["flush"] == 2 and counts["summary"] == 1
     await asyncio.wait_for(chan.push("/compact"), 10)
     assert chan.texts()[-1] == "Nothing to compact yet: the conversation is all recent."
-    assert counts["summary"] == 1
+    assert counts["summary"] == 1 and counts["flush"] == 2  # no flush when nothing would go

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.compaction import choose_split, render, starts_exchange
+from agent.compaction import FLUSH_PROMPT, NO_REPLY, choose_split, render, starts_exchange
 
 
 def user(text):
@@ -57,3 +57,12 @@ def test_render_for_the_summariser_keeps_the_newest_part():
     assert "Tool result: rrrrrrrrrr" in text and text.endswith("User: last words")
     short = render(messages, 50)
     assert short.startswith("[the oldest part is left out]") and short.endswith("last words")
+
+
+def test_render_leaves_out_the_silent_flush_exchange():
+    messages = [
+        user("real talk"),
+        user(FLUSH_PROMPT),
+        {"role": "assistant", "content": [{"type": "text", "text": NO_REPLY}]},
+    ]
+    assert render(messages, 10_000) == "User: real talk"
