@@ -59,22 +59,27 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     return resolved
 
 
+def _long_term_ids(root: Path) -> set[tuple[int, int]]:
+    """(device, inode) of MEMORY.md under any spelling at the workspace root."""
+    ids: set[tuple[int, int]] = set()
+    for name in os.listdir(root):
+        if name.casefold() in PRIVATE_FILES:
+            with contextlib.suppress(OSError):
+                st = (root / name).stat()
+                ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
 def _is_long_term(root: Path, resolved: Path) -> bool:
     """By name, and by identity: another name for the same file (a file system that folds
     case or ignores some characters, a hard link) is MEMORY.md too."""
     if is_private_path(resolved.relative_to(root)):
         return True
     try:
-        target = resolved.stat()
+        st = resolved.stat()
     except OSError:
         return False
-    for name in os.listdir(root):
-        if name.casefold() in PRIVATE_FILES:
-            with contextlib.suppress(OSError):
-                st = (root / name).stat()
-                if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-                    return True
-    return False
+    return (st.st_dev, st.st_ino) in _long_term_ids(root)
 
 
 def check_writable(ctx: TurnContext, path: Path) -> None:
@@ -126,20 +131,26 @@ def list_files(ctx: TurnContext, args: dict[str, Any]) -> str:
     base = resolve_in_workspace(ctx, raw)
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
+    # Looked up once for the whole listing, not once per entry.
+    hidden = set() if ctx.private else _long_term_ids(ctx.workspace)
     lines: list[str] = []
     for entry in _walk(base, bool(args.get("recursive"))):
         rel = entry.relative_to(ctx.workspace)
-        if not ctx.private and _is_long_term(ctx.workspace, entry):
+        if not ctx.private and is_private_path(rel):
+            continue
+        try:
+            st = entry.stat()
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) in hidden:
             continue
         if len(lines) >= MAX_LIST_ENTRIES:
             lines.append("[... more entries not shown; list a subfolder]")
             break
-        try:
-            st = entry.stat()
-        except OSError:  # a dangling link: show it, do not fail the whole listing
+        if st is None:  # a dangling link: show it, do not fail the whole listing
             lines.append(f"{rel}  (broken link)")
-            continue
-        lines.append(f"{rel}/" if entry.is_dir() else f"{rel}  ({st.st_size} bytes)")
+        else:
+            lines.append(f"{rel}/" if entry.is_dir() else f"{rel}  ({st.st_size} bytes)")
     return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
 
 

@@ -25,6 +25,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.config import Config
+
 log = logging.getLogger(__name__)
 
 LONG_TERM = "MEMORY.md"
@@ -78,6 +80,17 @@ def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]
             break
         start += step
     return out
+
+
+def open_index(config: Config) -> MemoryIndex:
+    """The index for a Corvid home, as configured (``state/index.sqlite``)."""
+    m = config.memory
+    return MemoryIndex(
+        config.state / "index.sqlite",
+        config.workspace.resolve(),
+        chunk_size=m.chunk_lines,
+        overlap=m.chunk_overlap_lines,
+    )
 
 
 class MemoryIndex:
@@ -267,7 +280,10 @@ class MemoryIndex:
             ).fetchall()
         if not include_long_term:  # the MATCH already excludes it; this says so twice
             rows = [r for r in rows if r[0] != LONG_TERM]
-        rows.sort(key=lambda r: (-round(r[3], 6), _neg_day(r[5]), r[0], r[1]))
+        # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
+        rows.sort(key=lambda r: (r[0], r[1]))
+        rows.sort(key=lambda r: r[5], reverse=True)
+        rows.sort(key=lambda r: round(r[3], 6), reverse=True)
         return [
             Hit(p, s, e, round(score, 3), _snippet(text, terms))
             for p, s, e, score, text, _ in rows[:max_results]
@@ -296,11 +312,6 @@ class MemoryIndex:
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative)
         return " OR ".join(p for p, _ in parts)
-
-
-def _neg_day(day: str) -> str:
-    # Sort key that puts later ISO dates first; undated files (MEMORY.md) after dated ones.
-    return "".join(chr(0x10FFFF - ord(c)) for c in day) if day else "\U0010ffff"
 
 
 def _strip_accents(text: str) -> str:

@@ -192,17 +192,17 @@ class SessionStore:
     def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        written = 0
         try:
-            start = os.fstat(fd).st_size
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                while written < len(data):
+                    written += os.write(fd, data[written:])
             except OSError:
                 # Disk full or similar: take back the partial line so the next one is not
                 # glued onto it, then let the caller see the error.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
+                if written:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, os.fstat(fd).st_size - written)
                 raise
         finally:
             os.close(fd)

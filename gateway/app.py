@@ -10,14 +10,14 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agent.compaction import Maintenance
 from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent, Clock, utc_now
 from agent.memory import Memory, memory_tools
-from agent.memory_index import MemoryIndex
+from agent.memory_index import open_index
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.base import Channel
@@ -42,21 +42,14 @@ class DeliveryFailure:
     text_chars: int
 
 
-@dataclass
-class Stats:
-    turns: int = 0
-    failed_turns: int = 0
-    # The most recent failures, for `/status`-style reporting; older ones are only in the log.
-    failed_sends: deque[DeliveryFailure] = field(default_factory=lambda: deque(maxlen=100))
-
-
 class Gateway:
     def __init__(self, config: Config, agent: Agent, channels: Sequence[Channel]) -> None:
         self.config = config
         self.agent = agent
         self.channels = {c.name: c for c in channels}
         self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
-        self.stats = Stats()
+        # The most recent failed deliveries; older ones are only in the log.
+        self.failed_sends: deque[DeliveryFailure] = deque(maxlen=100)
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
 
@@ -217,19 +210,16 @@ class Gateway:
 
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         channel = self.channels[key.channel]
-        self.stats.turns += 1
         try:
             async with channel.typing(key):
                 outcome = await self.agent.run_turn(key, batch)
             text = outcome.text
         except LLMError as exc:
-            self.stats.failed_turns += 1
             text = exc.user_message()
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
             raise
         except Exception:
-            self.stats.failed_turns += 1
             log.exception("%s: turn failed", key)
             text = INTERNAL_ERROR
         if not text or text.strip() == NO_REPLY:
@@ -264,7 +254,7 @@ class Gateway:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self.stats.failed_sends.append(
+            self.failed_sends.append(
                 DeliveryFailure(str(out.key), type(exc).__name__, len(out.text))
             )
             log.error(
@@ -286,12 +276,7 @@ def build_app(
     store = SessionStore(config.state / "sessions")
     m = config.memory
     workspace = config.workspace.resolve()
-    index = MemoryIndex(
-        config.state / "index.sqlite",
-        workspace,
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
+    index = open_index(config)
     memory = Memory(workspace, index, m)
     tools = ToolRegistry(
         (*FILE_TOOLS, *memory_tools(memory)),

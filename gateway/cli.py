@@ -11,11 +11,15 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.config import Config, load_config
 from gateway.errors import ConfigError
 from gateway.home import init_home, resolve_home
 from gateway.logs import setup_logging
+
+if TYPE_CHECKING:
+    from agent.memory_index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +174,10 @@ async def _chat(config: Config) -> int:
     return 0
 
 
-def _open_index(home: Path, environ: Mapping[str, str]):  # type: ignore[no-untyped-def]
-    from agent.memory_index import MemoryIndex
+def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:
+    from agent.memory_index import open_index
 
-    config = _prepare(home, environ)
-    m = config.memory
-    return MemoryIndex(
-        config.state / "index.sqlite",
-        config.workspace.resolve(),
-        m.chunk_lines,
-        m.chunk_overlap_lines,
-    )
+    return open_index(_prepare(home, environ))
 
 
 def cmd_memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

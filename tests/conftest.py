@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +66,6 @@ class RecordingChannel(Channel):
         )
         return self._sink(msg)
 
-    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[OutboundMessage]:
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(lambda: len(self.sent) >= n), timeout)
-        return self.sent
-
     def texts(self, key: SessionKey | None = None) -> list[str]:
         return [m.text for m in self.sent if key is None or m.key == key]
 
@@ -99,9 +94,6 @@ async def fake_api() -> AsyncIterator[FakeAnthropic]:
     await api.start()
     yield api
     await api.close()
-
-
-GatewayFactory = Callable[..., "asyncio.Future[tuple[Gateway, RecordingChannel]]"]
 
 
 @pytest.fixture

@@ -246,7 +246,7 @@ async def test_failed_send_is_recorded_not_raised(start_gateway, fake_api):
     chan.fail_sends = 1
     await asyncio.wait_for(chan.push("hello"), 10)
     assert chan.sent == []
-    [failure] = gateway.stats.failed_sends
+    [failure] = gateway.failed_sends
     assert failure.key == str(PRIVATE) and failure.error == "ConnectionError"
     await asyncio.wait_for(chan.push("again"), 10)
     assert len(chan.sent) == 1

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from agent.transcript import SessionStore, Usage
 from gateway.events import SessionKey
@@ -72,3 +75,24 @@ def test_malformed_lines_of_every_kind_are_skipped(tmp_path):
     loaded = store.load(KEY)
     assert loaded is not None
     assert [m["content"] for m in loaded.messages] == ["before", "after"]
+
+
+def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    size = store.path(KEY).stat().st_size
+    real_write = os.write
+
+    def half_then_full_disk(fd, data):
+        if len(data) > 10:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full_disk)
+    with pytest.raises(OSError):
+        store.append_message(state, {"role": "user", "content": "lost to a full disk"})
+    monkeypatch.undo()
+    assert store.path(KEY).stat().st_size == size
+    store.append_message(state, {"role": "user", "content": "after"})
+    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
