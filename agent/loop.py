@@ -238,5 +238,12 @@ class Agent:
                     )
                 elif att.path:
                     text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
+            if msg.context:
+                header = (
+                    "[Earlier in this chat, not addressed to you]\n"
+                    + "\n".join(msg.context)
+                    + "\n\n"
+                    + header
+                )
             blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
         return blocks

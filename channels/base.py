@@ -1,23 +1,34 @@
 """The channel port: a chat platform adapter turns platform events into ``InboundMessage``s and
 delivers ``OutboundMessage``s back. Channels know nothing of the agent.
 
-Lifecycle: ``start(sink)`` begins receiving and hands every accepted message to ``sink``, which
-returns a future that resolves once the message has been answered; ``stop()`` ends receiving and
-releases the platform client. ``send`` must raise on failure (the gateway logs and records it);
-``typing`` is an async context manager held while a turn runs.
+Lifecycle: the gateway calls ``bind(sink)``, then ``start()``; the adapter describes each platform
+message as an ``Arrival`` and hands it to ``admit``, which applies the shared access policy and
+passes accepted messages to the sink (a future that resolves once the message is answered).
+``stop()`` ends receiving and releases the platform client. ``send`` must raise on failure (the
+gateway logs and records it); ``typing`` is an async context manager held while a turn runs.
+An adapter that cannot go on (a rejected token, another instance polling the same bot) calls
+``fail(reason)``; the gateway then shuts down with that reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
-from typing import ClassVar
+from typing import ClassVar, final
 
+from channels.access import Access, Action, Arrival
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
+
+log = logging.getLogger(__name__)
+
+
+class ChannelStartError(Exception):
+    """The channel cannot start; the message says why and what to do (no secrets in it)."""
 
 
 class Channel(ABC):
@@ -25,8 +36,18 @@ class Channel(ABC):
     # The bot's own handle on the platform, once known: "/new@other_bot" is not for us.
     bot_username: str = ""
 
+    def __init__(self, access: Access | None = None) -> None:
+        self.access = access
+        self._sink: Sink | None = None
+        self._failure: asyncio.Future[str] | None = None
+
+    @final
+    def bind(self, sink: Sink) -> None:
+        self._sink = sink
+        self._failure = asyncio.get_running_loop().create_future()
+
     @abstractmethod
-    async def start(self, sink: Sink) -> None: ...
+    async def start(self) -> None: ...
 
     @abstractmethod
     async def stop(self) -> None: ...
@@ -38,3 +59,66 @@ class Channel(ABC):
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
         """Show that a reply is being written. The default shows nothing."""
         yield
+
+    # -- shared policy ---------------------------------------------------------------------------
+
+    @final
+    async def admit(self, a: Arrival) -> asyncio.Future[None] | None:
+        """Apply the access policy to ``a``; deliver it, answer it, or keep it as context.
+
+        Returns the sink's future when the message went to the agent.
+        """
+        if self._sink is None:
+            raise RuntimeError(f"channel {self.name} was not bound to a gateway")
+        if self.access is None:  # a local channel: the person at the keyboard is the owner
+            verdict_action, notice = Action.DELIVER, ""
+        else:
+            verdict = self.access.decide(a)
+            verdict_action, notice = verdict.action, verdict.text
+        if verdict_action is Action.DROP:
+            log.debug("%s: ignored a message from %s", a.key, a.sender_id)
+            return None
+        if verdict_action is Action.CONTEXT:
+            assert self.access is not None
+            self.access.remember(a)
+            return None
+        if verdict_action is Action.REPLY:
+            log.info("%s: answered %s with a notice instead of the agent", a.key, a.sender_id)
+            try:
+                await self.send(OutboundMessage(a.key, notice, reply_to=a.message_id))
+            except Exception as exc:
+                log.warning("%s: could not send a notice: %s", a.key, exc)
+            return None
+        attachments: tuple = ()
+        text = a.text
+        if a.fetch is not None:
+            attachments, notes = await a.fetch()
+            if notes:
+                text = "\n".join(filter(None, (text, *notes)))
+        if not text.strip() and not attachments:
+            return None
+        context = self.access.take_context(a.key) if self.access is not None else ()
+        return self._sink(
+            InboundMessage(
+                a.key,
+                text,
+                sender_id=a.sender_id,
+                sender_name=a.sender_name,
+                message_id=a.message_id,
+                attachments=attachments,
+                context=context,
+            )
+        )
+
+    # -- fatal errors -----------------------------------------------------------------------------
+
+    @final
+    def fail(self, reason: str) -> None:
+        """Report that this channel cannot go on; the gateway shuts down with ``reason``."""
+        log.error("channel %s stopped: %s", self.name, reason)
+        if self._failure is not None and not self._failure.done():
+            self._failure.set_result(reason)
+
+    @property
+    def failure(self) -> asyncio.Future[str] | None:
+        return self._failure

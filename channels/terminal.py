@@ -14,8 +14,9 @@ import threading
 from collections.abc import AsyncIterator
 from typing import TextIO
 
-from channels.base import Channel, Sink
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from channels.access import Arrival
+from channels.base import Channel
+from gateway.events import OutboundMessage, SessionKey
 
 KEY = SessionKey("terminal", "private", "local")
 QUIT = frozenset({"/quit", "/exit"})
@@ -32,15 +33,18 @@ class TerminalChannel(Channel):
     ) -> None:
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        super().__init__(access=None)
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
         self.interactive = self.stdin.isatty() if interactive is None else interactive
-        self._sink: Sink | None = None
+        self._running = False
         self._counter = 0
 
-    async def start(self, sink: Sink) -> None:
-        self._sink = sink
+    async def start(self) -> None:
+        self._running = True
 
     async def stop(self) -> None:
-        self._sink = None
+        self._running = False
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.interactive:
@@ -64,7 +68,7 @@ class TerminalChannel(Channel):
 
     async def run(self) -> None:
         """Read and submit messages until end of input or /quit."""
-        if self._sink is None:
+        if not self._running:
             raise RuntimeError("TerminalChannel.run() before start()")
         if self.interactive:
             self.stdout.write("Corvid — type a message, /help for commands, /quit to leave.\n")
@@ -79,14 +83,14 @@ class TerminalChannel(Channel):
                 continue
             if text in QUIT:
                 return
-            self._counter += 1
-            msg = InboundMessage(
-                KEY, text, sender_id="local", sender_name="you", message_id=str(self._counter)
-            )
-            sink = self._sink
-            if sink is None:
+            if not self._running:
                 return
-            await sink(msg)
+            self._counter += 1
+            answered = await self.admit(
+                Arrival(KEY, "local", "you", text, message_id=str(self._counter))
+            )
+            if answered is not None:
+                await answered
 
 
 class _LineReader:

@@ -57,12 +57,21 @@ class Gateway:
 
     async def start(self) -> None:
         for channel in self.channels.values():
-            await channel.start(self.handle)
+            channel.bind(self.handle)
+            await channel.start()
             self._started.append(channel)
             log.info("channel %s started", channel.name)
         warm_up = getattr(self.agent.llm, "warm_up", None)
         if warm_up is not None:
             self._spawn(warm_up())
+
+    async def wait_failed(self) -> str:
+        """Wait until a channel reports that it cannot go on; returns its reason."""
+        failures = [c.failure for c in self._started if c.failure is not None]
+        if not failures:
+            await asyncio.Event().wait()  # nothing can fail: wait until cancelled
+        done, _ = await asyncio.wait(failures, return_when=asyncio.FIRST_COMPLETED)
+        return next(iter(done)).result()
 
     async def stop(self, grace: float | None = None) -> None:
         """Finish (or cancel and record) turns in flight, then close the channels and the client.

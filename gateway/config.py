@@ -89,15 +89,51 @@ class CompactionConfig:
 
 @dataclass(frozen=True)
 class ChannelConfig:
+    """What every chat platform shares: the token, who may talk to the bot, and where."""
+
     enabled: bool = False
     token: Secret | None = None
+    # Platform user ids allowed to talk to the bot (the owner first). Others can ask to be
+    # paired; see ``corvid pairing``.
     allow_from: list[str] = field(default_factory=list)
+    # Group chats (Telegram chat ids, Discord guild or channel ids) the bot answers in.
+    groups: list[str] = field(default_factory=list)
+    # Messages in a group that were not addressed to the bot, kept as context for the next one
+    # that is.
+    group_context_messages: int = _opt(20, minimum=0)
+    # Images larger than this are not passed to the model; other files larger than this are
+    # not saved to the inbox.
+    max_image_bytes: int = _opt(5_000_000, minimum=1)
+    max_file_bytes: int = _opt(20_000_000, minimum=1)
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    # Public HTTPS URL Telegram should post updates to; empty means long polling.
+    url: str | None = None
+    listen: str = "127.0.0.1"
+    port: int = _opt(8443, minimum=1)
+    path: str = "telegram"
+    secret_token: Secret | None = None
+
+
+@dataclass(frozen=True)
+class TelegramConfig(ChannelConfig):
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    poll_timeout: int = _opt(30, minimum=0)
+    webhook: WebhookConfig = field(default_factory=WebhookConfig)
+
+
+@dataclass(frozen=True)
+class DiscordConfig(ChannelConfig):
+    pass
 
 
 @dataclass(frozen=True)
 class ChannelsConfig:
-    telegram: ChannelConfig = field(default_factory=ChannelConfig)
-    discord: ChannelConfig = field(default_factory=ChannelConfig)
+    telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    discord: DiscordConfig = field(default_factory=DiscordConfig)
 
 
 @dataclass(frozen=True)
@@ -185,7 +221,50 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
         raise ConfigError(
             "timezone", f"unknown time zone {timezone!r} (expected an IANA name like Europe/Berlin)"
         ) from None
-    return Config(home=home, missing_env=missing, **values)
+    config = Config(home=home, missing_env=missing, **values)
+    _check_channels(config)
+    return config
+
+
+_TELEGRAM_USER = re.compile(r"^[0-9]{1,20}$")
+_TELEGRAM_CHAT = re.compile(r"^-?[0-9]{1,20}$")
+_WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+def _check_channels(config: Config) -> None:
+    tg = config.channels.telegram
+    for i, uid in enumerate(tg.allow_from):
+        if not _TELEGRAM_USER.match(uid):
+            raise ConfigError(
+                f"channels.telegram.allow_from[{i}]",
+                f"expected a numeric Telegram user id such as 123456789, got {uid!r} "
+                "(usernames can change hands; ids cannot)",
+            )
+    for i, chat in enumerate(tg.groups):
+        if not _TELEGRAM_CHAT.match(chat):
+            raise ConfigError(
+                f"channels.telegram.groups[{i}]",
+                f"expected a numeric Telegram chat id such as -1001234567890, got {chat!r}",
+            )
+    hook = tg.webhook
+    if hook.url is not None and not hook.url.startswith("https://"):
+        raise ConfigError("channels.telegram.webhook.url", "Telegram only posts to https:// URLs")
+    if hook.secret_token is not None and not _WEBHOOK_SECRET.match(hook.secret_token.value):
+        raise ConfigError(
+            "channels.telegram.webhook.secret_token",
+            "must be 1-256 characters of A-Z, a-z, 0-9, _ and -",
+        )
+    if not 1 <= hook.port <= 65535:
+        raise ConfigError("channels.telegram.webhook.port", f"not a port number: {hook.port}")
+    dc = config.channels.discord
+    for name, ids in (("allow_from", dc.allow_from), ("groups", dc.groups)):
+        for i, value in enumerate(ids):
+            if not value.isdigit():
+                raise ConfigError(
+                    f"channels.discord.{name}[{i}]",
+                    f"expected a numeric Discord id (a snowflake such as 80351110224678912), "
+                    f"got {value!r}",
+                )
 
 
 def _substitute(node: Any, key: str, environ: Mapping[str, str], missing: dict[str, str]) -> Any:

@@ -77,6 +77,9 @@ class InboundMessage:
     message_id: str | None = None
     received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     attachments: tuple[Attachment, ...] = ()
+    # Recent messages in a group that were not addressed to the bot ("Name: text"), oldest
+    # first, so it can follow the conversation it is pulled into.
+    context: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +89,15 @@ class OutboundMessage:
     key: SessionKey
     text: str
     reply_to: str | None = None
+
+
+# The chat commands every channel offers (name, short description), e.g. for a platform's
+# command menu. The gateway answers them; see ``gateway/commands.py``.
+CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("new", "Start a fresh session"),
+    ("reset", "Same as /new"),
+    ("status", "Model, session and context use"),
+    ("compact", "Summarise the conversation to free context"),
+    ("stop", "Cancel the reply in progress"),
+    ("help", "List the commands"),
+)

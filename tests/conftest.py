@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from channels.base import Channel, Sink
+from channels.base import Channel
 from gateway.app import Gateway, build_app
 from gateway.config import Config, parse_config
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
@@ -28,18 +28,18 @@ class RecordingChannel(Channel):
     name = "test"
 
     def __init__(self) -> None:
+        super().__init__(access=None)
         self.sent: list[OutboundMessage] = []
         self.typing_events: list[tuple[str, str]] = []
         self.fail_sends = 0
-        self._sink: Sink | None = None
         self._changed = asyncio.Condition()
         self._ids = itertools.count(1)
 
-    async def start(self, sink: Sink) -> None:
-        self._sink = sink
+    async def start(self) -> None:
+        pass
 
     async def stop(self) -> None:
-        self._sink = None
+        pass
 
     async def send(self, msg: OutboundMessage) -> None:
         if self.fail_sends:
@@ -60,7 +60,7 @@ class RecordingChannel(Channel):
     def push(
         self, text: str, key: SessionKey = PRIVATE, sender: str = "1", name: str = "Ada"
     ) -> asyncio.Future[None]:
-        assert self._sink is not None, "channel not started"
+        assert self._sink is not None, "channel not bound to a gateway"
         msg = InboundMessage(
             key, text, sender_id=sender, sender_name=name, message_id=str(next(self._ids))
         )

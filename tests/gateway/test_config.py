@@ -70,6 +70,31 @@ def test_env_reference_inside_a_string():
             "expected a list",
         ),
         ({"channels": {"matrix": {}}}, "channels.matrix", "unknown option"),
+        (
+            {"channels": {"telegram": {"allow_from": [42, "@ada"]}}},
+            "channels.telegram.allow_from[1]",
+            "expected a numeric Telegram user id",
+        ),
+        (
+            {"channels": {"telegram": {"groups": ["my group"]}}},
+            "channels.telegram.groups[0]",
+            "expected a numeric Telegram chat id",
+        ),
+        (
+            {"channels": {"telegram": {"webhook": {"url": "http://example.org/hook"}}}},
+            "channels.telegram.webhook.url",
+            "https://",
+        ),
+        (
+            {"channels": {"telegram": {"webhook": {"secret_token": "has spaces"}}}},
+            "channels.telegram.webhook.secret_token",
+            "A-Z, a-z",
+        ),
+        (
+            {"channels": {"discord": {"groups": ["general"]}}},
+            "channels.discord.groups[0]",
+            "expected a numeric Discord id",
+        ),
         ({"timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
         ({"logging": {"level": "LOUD"}}, "logging.level", "expected one of"),
         ({"llm": {"model": None}}, "llm.model", "must not be empty"),

@@ -38,6 +38,13 @@ def test_init_creates_config_workspace_and_private_state(tmp_path):
         "max_iterations",
         "shutdown_grace",
         "allow_from",
+        "groups",
+        "group_context_messages",
+        "max_image_bytes",
+        "max_file_bytes",
+        "base_url",
+        "poll_timeout",
+        "secret_token",
         "level",
     ):
         assert f"  {option}:" in text, option

@@ -1,0 +1,178 @@
+"""Who may talk to the bot, and when it answers: the policy every chat platform shares.
+
+Deny by default. In a direct chat, only users on the allowlist (or paired with ``corvid pairing
+approve``) reach the agent; anyone else gets a pairing code and nothing more. In a group, only
+allowlisted groups count, and only messages addressed to the bot (a mention, a reply to it, a
+command for it) are answered; the others are kept, bounded, as context for the next one that is.
+Only allowed users may run chat commands in a group.
+
+Adapters describe a platform message as an ``Arrival``; ``Channel.admit`` (in ``base.py``) runs
+this policy on it, so no adapter can skip it.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from channels.pairing import PairingError, PairingStore
+from gateway.events import Attachment, SessionKey
+
+# What downloading a message's files yields: the attachments, and notes for the model about
+# files that could not be taken (too large, download failed).
+Fetched = tuple[tuple[Attachment, ...], tuple[str, ...]]
+
+CONTEXT_LINE_CHARS = 500
+# Replies to people the bot will not serve are sent at most this often per person and reason.
+NOTICE_INTERVAL = 60.0
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A platform message as the policy sees it, before anything is downloaded."""
+
+    key: SessionKey
+    sender_id: str
+    sender_name: str
+    text: str
+    message_id: str | None = None
+    # Mentions the bot, replies to it, or is a command for it (only matters outside DMs).
+    addressed: bool = False
+    is_command: bool = False
+    # Ids that may be on the group allowlist (a chat id; or a guild, channel and parent id).
+    group_ids: tuple[str, ...] = ()
+    # Non-empty when the message is of a kind the bot cannot read ("voice messages").
+    unsupported: str = ""
+    # Downloads the message's files; called only once the message is let through.
+    fetch: Callable[[], Awaitable[Fetched]] | None = None
+
+
+class Action(enum.Enum):
+    DELIVER = "deliver"  # to the agent
+    REPLY = "reply"  # a notice from the channel itself (pairing code, not allowed, ...)
+    CONTEXT = "context"  # kept as group context, not answered
+    DROP = "drop"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    text: str = ""
+
+
+class Access:
+    def __init__(
+        self,
+        channel: str,
+        *,
+        allow_from: Iterable[str],
+        groups: Iterable[str],
+        pairing: PairingStore,
+        context_messages: int = 20,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.channel = channel
+        self.allow_from = frozenset(allow_from)
+        self.groups = frozenset(groups)
+        self.pairing = pairing
+        self.context_messages = context_messages
+        self._monotonic = monotonic
+        self._context: dict[SessionKey, deque[str]] = {}
+        self._noticed: dict[tuple[str, str], float] = {}
+
+    def allowed(self, user_id: str) -> bool:
+        if user_id in self.allow_from:
+            return True
+        try:
+            return self.pairing.is_approved(self.channel, user_id)
+        except PairingError:
+            return False
+
+    def decide(self, a: Arrival) -> Verdict:
+        if a.key.private:
+            return self._direct(a)
+        return self._group(a)
+
+    def _direct(self, a: Arrival) -> Verdict:
+        if self.allowed(a.sender_id):
+            if a.unsupported:
+                return Verdict(Action.REPLY, _unsupported(a.unsupported))
+            return Verdict(Action.DELIVER)
+        if not self._may_notice("pairing", a.sender_id):
+            return Verdict(Action.DROP)
+        try:
+            req, _ = self.pairing.request(self.channel, a.sender_id, a.sender_name)
+        except PairingError:
+            req = None
+        if req is None:
+            return Verdict(
+                Action.REPLY,
+                "I'm a private assistant and only talk to people my owner has approved. "
+                "I can't take new pairing requests right now; please try again later.",
+            )
+        minutes = max(1, round((req.expires - self.pairing.clock()) / 60))
+        return Verdict(
+            Action.REPLY,
+            f"Hi{' ' + a.sender_name if a.sender_name else ''}! I'm a private assistant and "
+            "only talk to people my owner has approved.\n\n"
+            f"Your pairing code: {req.code}\n\n"
+            "If you know my owner, send them this code. They can let you in with "
+            f"`corvid pairing approve {req.code}` within {minutes} minutes; then write to me "
+            "again.",
+        )
+
+    def _group(self, a: Arrival) -> Verdict:
+        if not any(g in self.groups for g in a.group_ids):
+            if a.addressed and self.allowed(a.sender_id) and self._may_notice("group", a.key.id):
+                where = a.group_ids[0] if a.group_ids else a.key.id
+                return Verdict(
+                    Action.REPLY,
+                    "I don't answer in this chat yet. To allow it, add "
+                    f"{where} to channels.{self.channel}.groups in config.yaml and restart me.",
+                )
+            return Verdict(Action.DROP)
+        if not a.addressed:
+            return Verdict(Action.CONTEXT if a.text.strip() else Action.DROP)
+        if a.is_command and not self.allowed(a.sender_id):
+            if self._may_notice("command", a.sender_id):
+                return Verdict(Action.REPLY, "Only my owner can use commands here.")
+            return Verdict(Action.DROP)
+        if a.unsupported:
+            return Verdict(Action.REPLY, _unsupported(a.unsupported))
+        return Verdict(Action.DELIVER)
+
+    # -- group context --------------------------------------------------------------------------
+
+    def remember(self, a: Arrival) -> None:
+        if self.context_messages <= 0:
+            return
+        text = " ".join(a.text.split())
+        if len(text) > CONTEXT_LINE_CHARS:
+            text = text[: CONTEXT_LINE_CHARS - 1] + "…"
+        buf = self._context.get(a.key)
+        if buf is None:
+            buf = self._context[a.key] = deque(maxlen=self.context_messages)
+        buf.append(f"{a.sender_name or a.sender_id}: {text}")
+
+    def take_context(self, key: SessionKey) -> tuple[str, ...]:
+        buf = self._context.pop(key, None)
+        return tuple(buf) if buf else ()
+
+    # -- rate limit for notices -----------------------------------------------------------------
+
+    def _may_notice(self, reason: str, who: str) -> bool:
+        now = self._monotonic()
+        if len(self._noticed) > 10_000:
+            self._noticed = {k: t for k, t in self._noticed.items() if now - t < NOTICE_INTERVAL}
+        last = self._noticed.get((reason, who))
+        if last is not None and now - last < NOTICE_INTERVAL:
+            return False
+        self._noticed[(reason, who)] = now
+        return True
+
+
+def _unsupported(kind: str) -> str:
+    return f"I can't read {kind} yet. Please send text, a photo or a file instead."

@@ -1,0 +1,177 @@
+"""Pairing: how someone not on a channel's allowlist asks for access, and the owner grants it.
+
+A direct message from an unknown user gets a one-time code (8 characters from an alphabet
+without look-alikes, valid for an hour, a few pending per channel at most). The owner runs
+``corvid pairing approve CODE`` on the machine, which moves that user to the approved list.
+
+State lives in ``state/pairing.json``, written atomically under an exclusive lock, because the
+running gateway (issuing codes) and the CLI (approving them) are separate processes. The gateway
+re-reads the file only when it changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
+ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+CODE_TTL = 3600.0
+MAX_PENDING = 3
+
+
+@dataclass(frozen=True)
+class PairingRequest:
+    channel: str
+    user_id: str
+    name: str
+    code: str
+    created: float
+    expires: float
+
+
+class PairingError(Exception):
+    """A code that does not exist or has expired (the message says which)."""
+
+
+class PairingStore:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        ttl: float = CODE_TTL,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        self.path = path
+        self.clock = clock
+        self.ttl = ttl
+        self.max_pending = max_pending
+        self._cache_stamp: tuple[int, int] | None = None
+        self._approved: dict[str, dict[str, Any]] = {}
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"pending": [], "approved": {}}
+        except (OSError, ValueError) as exc:
+            # Never silently start from scratch: that would forget who was approved.
+            raise PairingError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        data.setdefault("pending", [])
+        data.setdefault("approved", {})
+        return data
+
+    def is_approved(self, channel: str, user_id: str) -> bool:
+        """Cheap on the message path: the file is parsed again only after it changed."""
+        try:
+            st = self.path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if stamp != self._cache_stamp:
+            self._approved = self._read()["approved"] if stamp else {}
+            self._cache_stamp = stamp
+        return user_id in self._approved.get(channel, {})
+
+    def approved(self) -> dict[str, dict[str, Any]]:
+        return self._read()["approved"]
+
+    def pending(self) -> list[PairingRequest]:
+        now = self.clock()
+        return [PairingRequest(**p) for p in self._read()["pending"] if p["expires"] > now]
+
+    # -- changing -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = self.path.with_suffix(".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            data = self._read()
+            now = self.clock()
+            data["pending"] = [p for p in data["pending"] if p["expires"] > now]
+            yield data
+            self._write(data)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _write(self, data: dict[str, Any]) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".pairing.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def request(self, channel: str, user_id: str, name: str) -> tuple[PairingRequest | None, bool]:
+        """The pending request for this user, creating one if there is room.
+
+        Returns ``(request, created)``; ``(None, False)`` when the channel already has
+        ``max_pending`` codes waiting.
+        """
+        with self._locked() as data:
+            for p in data["pending"]:
+                if p["channel"] == channel and p["user_id"] == user_id:
+                    return PairingRequest(**p), False
+            if sum(p["channel"] == channel for p in data["pending"]) >= self.max_pending:
+                return None, False
+            taken = {p["code"] for p in data["pending"]}
+            code = _new_code(taken)
+            now = self.clock()
+            req = PairingRequest(channel, user_id, name, code, now, now + self.ttl)
+            data["pending"].append(asdict(req))
+            return req, True
+
+    def approve(self, code: str) -> PairingRequest:
+        wanted = normalize_code(code)
+        with self._locked() as data:
+            for p in data["pending"]:
+                if p["code"] == wanted:
+                    data["pending"].remove(p)
+                    req = PairingRequest(**p)
+                    data["approved"].setdefault(req.channel, {})[req.user_id] = {
+                        "name": req.name,
+                        "approved_at": self.clock(),
+                    }
+                    return req
+        raise PairingError(
+            f"no pending pairing code {wanted!r}: it may have expired (codes last "
+            f"{int(self.ttl // 60)} minutes) or been used; `corvid pairing list` shows the "
+            "pending ones"
+        )
+
+    def revoke(self, channel: str, user_id: str) -> bool:
+        with self._locked() as data:
+            users = data["approved"].get(channel, {})
+            return users.pop(user_id, None) is not None
+
+
+def normalize_code(code: str) -> str:
+    return "".join(code.split()).upper().replace("-", "")
+
+
+def _new_code(taken: set[str]) -> str:
+    while True:
+        code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+        if code not in taken:
+            return code

@@ -1,0 +1,152 @@
+"""The shared access policy and the pairing store behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from channels.access import Access, Action, Arrival
+from channels.pairing import ALPHABET, PairingError, PairingStore
+from gateway.events import SessionKey
+
+DM = SessionKey("x", "private", "7")
+GROUP = SessionKey("x", "group", "-100")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path, clock) -> PairingStore:
+    return PairingStore(tmp_path / "state" / "pairing.json", clock=clock)
+
+
+def _access(store: PairingStore, clock: Clock, **kw) -> Access:
+    opts = {"allow_from": ["1"], "groups": ["-100"], "pairing": store, "monotonic": clock}
+    return Access("x", **{**opts, **kw})
+
+
+def test_codes_are_eight_unambiguous_characters_and_one_per_user(store):
+    req, created = store.request("x", "7", "Eve")
+    assert created and req is not None
+    assert len(req.code) == 8
+    assert set(req.code) <= set(ALPHABET)
+    assert not set("01OIL") & set(ALPHABET)
+    again, created = store.request("x", "7", "Eve")
+    assert not created and again == req
+
+
+def test_a_few_pending_at_most_and_codes_expire(store, clock):
+    for uid in ("a", "b", "c"):
+        assert store.request("x", uid, "")[0] is not None
+    assert store.request("x", "d", "") == (None, False)
+    assert store.request("other", "d", "")[0] is not None  # per channel
+    clock.now += 3601
+    assert store.pending() == []
+    assert store.request("x", "d", "")[0] is not None
+
+
+def test_approve_moves_the_user_to_the_approved_list(store, tmp_path):
+    req, _ = store.request("x", "7", "Eve")
+    assert not store.is_approved("x", "7")
+    got = store.approve(req.code.lower()[:4] + " " + req.code.lower()[4:])
+    assert got.user_id == "7"
+    assert store.is_approved("x", "7")
+    assert store.pending() == []
+    with pytest.raises(PairingError, match="no pending pairing code"):
+        store.approve(req.code)  # one-time
+    mode = stat.S_IMODE(os.stat(tmp_path / "state" / "pairing.json").st_mode)
+    assert mode == 0o600
+    assert store.revoke("x", "7")
+    assert not store.is_approved("x", "7")
+
+
+def test_an_expired_code_cannot_be_approved(store, clock):
+    req, _ = store.request("x", "7", "Eve")
+    clock.now += 3601
+    with pytest.raises(PairingError, match="expired"):
+        store.approve(req.code)
+
+
+def test_a_corrupt_pairing_file_is_an_error_not_a_reset(store):
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    store.path.write_text("{not json")
+    with pytest.raises(PairingError, match="cannot be read"):
+        store.approve("ABCDEFGH")
+    assert store.path.read_text() == "{not json"
+
+
+def test_unknown_dm_gets_a_code_and_nothing_reaches_the_agent(store, clock):
+    access = _access(store, clock)
+    verdict = access.decide(Arrival(DM, "7", "Eve", "hi"))
+    assert verdict.action is Action.REPLY
+    code = store.pending()[0].code
+    assert f"corvid pairing approve {code}" in verdict.text
+    # Asking again right away is not answered again (no spam), still not delivered.
+    assert access.decide(Arrival(DM, "7", "Eve", "hi?")).action is Action.DROP
+    clock.now += 61
+    assert code in access.decide(Arrival(DM, "7", "Eve", "hello?")).text
+    store.approve(code)
+    assert access.decide(Arrival(DM, "7", "Eve", "now?")).action is Action.DELIVER
+
+
+def test_allowlisted_dm_is_delivered_unless_unsupported(store, clock):
+    access = _access(store, clock)
+    assert access.decide(Arrival(DM, "1", "Owner", "hi")).action is Action.DELIVER
+    v = access.decide(Arrival(DM, "1", "Owner", "", unsupported="voice messages"))
+    assert v.action is Action.REPLY and "voice messages" in v.text
+
+
+def test_group_rules(store, clock):
+    access = _access(store, clock, context_messages=2)
+    base = {"group_ids": ("-100",)}
+    assert access.decide(Arrival(GROUP, "5", "Bob", "chatter", **base)).action is Action.CONTEXT
+    assert access.decide(Arrival(GROUP, "5", "Bob", "@bot hi", addressed=True, **base)).action is (
+        Action.DELIVER
+    )
+    cmd = Arrival(GROUP, "5", "Bob", "/new", addressed=True, is_command=True, **base)
+    assert access.decide(cmd).action is Action.REPLY  # only allowed users run commands
+    assert access.decide(cmd).action is Action.DROP  # ...and that is said once a minute
+    owner_cmd = Arrival(GROUP, "1", "Owner", "/new", addressed=True, is_command=True, **base)
+    assert access.decide(owner_cmd).action is Action.DELIVER
+
+
+def test_unlisted_group_is_silent_except_a_hint_for_the_owner(store, clock):
+    access = _access(store, clock)
+    other = SessionKey("x", "group", "-200")
+    stranger = Arrival(other, "5", "Bob", "@bot hi", addressed=True, group_ids=("-200",))
+    assert access.decide(stranger).action is Action.DROP
+    owner = Arrival(other, "1", "Owner", "@bot hi", addressed=True, group_ids=("-200",))
+    verdict = access.decide(owner)
+    assert verdict.action is Action.REPLY
+    assert "-200" in verdict.text and "channels.x.groups" in verdict.text
+
+
+def test_group_context_is_bounded_and_taken_once(store, clock):
+    access = _access(store, clock, context_messages=3)
+    for i in range(5):
+        access.remember(Arrival(GROUP, "5", "Bob", f"message {i} " + "x" * 1000))
+    ctx = access.take_context(GROUP)
+    assert len(ctx) == 3
+    assert ctx[0].startswith("Bob: message 2 ")
+    assert all(len(line) <= 505 for line in ctx)
+    assert access.take_context(GROUP) == ()
+
+
+def test_pairing_state_is_plain_json(store):
+    req, _ = store.request("x", "7", "Eve")
+    data = json.loads(store.path.read_text())
+    assert data["pending"][0]["code"] == req.code

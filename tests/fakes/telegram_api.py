@@ -1,0 +1,371 @@
+"""A fake Telegram Bot API on 127.0.0.1 for the real python-telegram-bot client to talk to.
+
+It speaks the wire format PTB uses (form-encoded or multipart bodies, nested objects as JSON
+strings, JSON answers with ``ok``), serves long-poll ``getUpdates`` with offsets and file
+downloads, records every call, and refuses what Telegram refuses: text over 4096 characters
+(counted after entity parsing, in UTF-16 units), empty text, and HTML it cannot parse. Faults
+(429 with ``retry_after``, 502, 409) are injected per method.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import itertools
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+TOKEN = "123456:TEST-token-for-the-fake"
+BOT_ID = 999
+BOT_USERNAME = "corvid_test_bot"
+
+# Telegram's HTML subset.
+_ALLOWED = {
+    "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre",
+    "blockquote", "tg-spoiler", "span", "tg-emoji",
+}  # fmt: skip
+_FORMATTING = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "tg-spoiler", "span"}
+_TOKEN = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)((?:\s[^<>]*)?)>|<|&(#\d+|#x[0-9A-Fa-f]+|\w+);|&")
+_NAMED_ENTITIES = {"lt", "gt", "amp", "quot"}
+
+
+def check_telegram_html(text: str) -> str | None:
+    """None if Telegram would accept ``text`` with parse_mode HTML, else its complaint."""
+    stack: list[str] = []
+    for m in _TOKEN.finditer(text):
+        offset = len(text[: m.start()].encode())
+        whole = m.group(0)
+        if whole == "<":
+            return f'Unsupported start tag "" at byte offset {offset}'
+        if whole == "&":
+            return f"Character '&' is reserved and must be escaped at byte offset {offset}"
+        if whole.startswith("&"):
+            name = m.group(4)
+            if not name.startswith("#") and name not in _NAMED_ENTITIES:
+                return f'Unsupported HTML entity "&{name};" at byte offset {offset}'
+            continue
+        closing, tag = m.group(1) == "/", m.group(2).lower()
+        if tag not in _ALLOWED:
+            kind = "end" if closing else "start"
+            return f'Unsupported {kind} tag "{tag}" at byte offset {offset}'
+        if closing:
+            if not stack or stack[-1] != tag:
+                return f'Unmatched end tag at byte offset {offset}, expected "</{stack[-1] if stack else ""}>", found "</{tag}>"'  # noqa: E501
+            stack.pop()
+            continue
+        if stack and stack[-1] in ("code", "pre") and not (stack[-1] == "pre" and tag == "code"):
+            return f'Can\'t use tag "{tag}" inside "{stack[-1]}" at byte offset {offset}'
+        if tag in ("code", "pre") and any(t in _FORMATTING or t == "a" for t in stack):
+            return f'Entity "{tag}" can\'t be nested at byte offset {offset}'
+        if tag == "a" and "a" in stack:
+            return f"Nested links at byte offset {offset}"
+        if tag == "blockquote" and "blockquote" in stack:
+            return f"Blockquote can't be nested at byte offset {offset}"
+        stack.append(tag)
+    if stack:
+        return f'Can\'t find end tag corresponding to start tag "{stack[-1]}"'
+    return None
+
+
+def visible(text: str, parse_mode: str | None) -> str:
+    if parse_mode != "HTML":
+        return text
+    return html.unescape(re.sub(r"<[^<>]*>", "", text))
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+
+
+@dataclass
+class Fault:
+    status: int
+    description: str
+    retry_after: int | None = None
+
+
+class FakeTelegram:
+    def __init__(self, token: str = TOKEN, username: str = BOT_USERNAME) -> None:
+        self.token = token
+        self.username = username
+        self.calls: list[Call] = []
+        self.sent: list[dict[str, Any]] = []  # accepted sendMessage calls, with message_id
+        self.files: dict[str, bytes] = {}
+        self.webhook_url = ""
+        self._faults: dict[str, deque[Fault]] = {}
+        self._updates: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1000)
+        self._file_ids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    # -- server ---------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._method)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self.base_url
+
+    async def close(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def channel_config(self, **extra: Any) -> dict[str, Any]:
+        """The ``channels.telegram`` config section that points Corvid at this fake."""
+        return {
+            "enabled": True,
+            "token": self.token,
+            "base_url": f"{self.base_url}/bot",
+            "base_file_url": f"{self.base_url}/file/bot",
+            "poll_timeout": 1,
+            **extra,
+        }
+
+    # -- scripting ------------------------------------------------------------------------------
+
+    def fail(self, method: str, *faults: Fault) -> None:
+        self._faults.setdefault(method, deque()).extend(faults)
+
+    def add_file(self, data: bytes) -> tuple[str, str]:
+        n = next(self._file_ids)
+        file_id = f"file-{n}"
+        self.files[file_id] = data
+        return file_id, f"unique-{n}"
+
+    def push(self, message: dict[str, Any], kind: str = "message") -> dict[str, Any]:
+        """Queue an update carrying ``message`` (filled in with ids and a date)."""
+        message.setdefault("message_id", next(self._message_ids))
+        message.setdefault("date", int(time.time()))
+        update = {"update_id": next(self._update_ids), kind: message}
+        self._updates.append(update)
+        self._notify()
+        return message
+
+    def text(
+        self,
+        text: str,
+        *,
+        user: int = 42,
+        first_name: str = "Ada",
+        chat: int | None = None,
+        chat_type: str = "private",
+        thread: int | None = None,
+        reply_to: dict[str, Any] | None = None,
+        is_bot: bool = False,
+        entities: list[dict[str, Any]] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Push a text message from ``user``; commands and @mentions get their entities."""
+        chat_id = user if chat is None else chat
+        chat_obj: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type == "private":
+            chat_obj["first_name"] = first_name
+        else:
+            chat_obj["title"] = "Test group"
+            if thread is not None:
+                chat_obj["is_forum"] = True
+        msg: dict[str, Any] = {
+            "chat": chat_obj,
+            "from": {"id": user, "is_bot": is_bot, "first_name": first_name},
+            **fields,
+        }
+        if text:
+            msg["text"] = text
+            msg["entities"] = entities if entities is not None else auto_entities(text)
+        if thread is not None:
+            msg["message_thread_id"] = thread
+            msg["is_topic_message"] = True
+        if reply_to is not None:
+            msg["reply_to_message"] = reply_to
+        return self.push(msg)
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout):
+            async with self._changed:
+                await self._changed.wait_for(predicate)
+
+    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        await self.wait_for(lambda: len(self.sent) >= n, timeout)
+        return self.sent
+
+    def _notify(self) -> None:
+        async def notify() -> None:
+            async with self._changed:
+                self._changed.notify_all()
+
+        task = asyncio.get_running_loop().create_task(notify())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- Bot API --------------------------------------------------------------------------------
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        ctype = request.content_type
+        if ctype == "application/json":
+            params.update(await request.json())
+        elif ctype == "multipart/form-data":
+            async for part in await request.multipart():
+                data = await part.read()  # type: ignore[union-attr]
+                params[part.name or ""] = data if part.filename else data.decode()  # type: ignore[union-attr]
+        elif request.can_read_body:
+            params.update(await request.post())
+        for key in ("reply_parameters", "commands", "allowed_updates", "link_preview_options"):
+            if isinstance(params.get(key), str):
+                params[key] = json.loads(params[key])
+        return params
+
+    async def _method(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        self.calls.append(Call(method, params, time.monotonic()))
+        self._notify()
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        faults = self._faults.get(method)
+        if faults:
+            fault = faults.popleft()
+            extra = {"retry_after": fault.retry_after} if fault.retry_after is not None else None
+            return _error(fault.status, fault.description, extra)
+        handler = getattr(self, f"_m_{method}", None)
+        if handler is None:
+            return _error(404, "Not Found: method not found")
+        return await handler(params)
+
+    async def _m_getMe(self, params: dict[str, Any]) -> web.Response:
+        return _ok(
+            {
+                "id": BOT_ID,
+                "is_bot": True,
+                "first_name": "Corvid",
+                "username": self.username,
+                "can_join_groups": True,
+                "can_read_all_group_messages": False,
+                "supports_inline_queries": False,
+            }
+        )
+
+    async def _m_setMyCommands(self, params: dict[str, Any]) -> web.Response:
+        return _ok(True)
+
+    async def _m_deleteWebhook(self, params: dict[str, Any]) -> web.Response:
+        self.webhook_url = ""
+        return _ok(True)
+
+    async def _m_setWebhook(self, params: dict[str, Any]) -> web.Response:
+        self.webhook_url = params.get("url", "")
+        return _ok(True)
+
+    async def _m_sendChatAction(self, params: dict[str, Any]) -> web.Response:
+        return _ok(True)
+
+    async def _m_getUpdates(self, params: dict[str, Any]) -> web.Response:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        if not self._updates and timeout > 0:
+            try:
+                async with asyncio.timeout(timeout):
+                    async with self._changed:
+                        await self._changed.wait_for(lambda: bool(self._updates))
+            except TimeoutError:
+                pass
+        return _ok(list(self._updates[:100]))
+
+    async def _m_sendMessage(self, params: dict[str, Any]) -> web.Response:
+        text = str(params.get("text", ""))
+        mode = params.get("parse_mode")
+        if mode == "HTML":
+            problem = check_telegram_html(text)
+            if problem is not None:
+                return _error(400, f"Bad Request: can't parse entities: {problem}")
+        shown = visible(text, mode)
+        if not shown.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if utf16(shown) > 4096:
+            return _error(400, "Bad Request: message is too long")
+        chat_id = int(params["chat_id"])
+        message = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"},
+            "text": shown,
+        }
+        self.sent.append({**params, "message_id": message["message_id"], "shown": shown})
+        self._notify()
+        return _ok(message)
+
+    async def _m_getFile(self, params: dict[str, Any]) -> web.Response:
+        file_id = params.get("file_id", "")
+        if file_id not in self.files:
+            return _error(400, "Bad Request: invalid file_id")
+        return _ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": "u" + file_id,
+                "file_size": len(self.files[file_id]),
+                "file_path": f"files/{file_id}.bin",
+            }
+        )
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        name = request.match_info["path"].removeprefix("files/").removesuffix(".bin")
+        if name not in self.files:
+            return web.Response(status=404)
+        return web.Response(body=self.files[name])
+
+
+def auto_entities(text: str) -> list[dict[str, Any]]:
+    """The entities Telegram attaches: a leading /command and every @mention."""
+    entities: list[dict[str, Any]] = []
+    m = re.match(r"/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?", text)
+    if m:
+        entities.append({"type": "bot_command", "offset": 0, "length": utf16(m.group(0))})
+    for m in re.finditer(r"(?<![A-Za-z0-9_/])@[A-Za-z0-9_]{5,32}", text):
+        entities.append(
+            {"type": "mention", "offset": utf16(text[: m.start()]), "length": utf16(m.group(0))}
+        )
+    return entities
+
+
+def _ok(result: Any) -> web.Response:
+    return web.json_response({"ok": True, "result": result})
+
+
+def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        body["parameters"] = parameters
+    return web.json_response(body, status=status)
