@@ -1,7 +1,8 @@
 """Workspace file tools (list, read, write, edit), confined to the workspace by construction.
 
 Every path goes through ``resolve_in_workspace``: absolute paths, ``..`` components and symbolic
-links that lead outside are refused, and in shared sessions ``MEMORY.md`` does not exist.
+links that lead outside are refused, and in shared sessions ``MEMORY.md`` and ``inbox/private/``
+do not exist.
 """
 
 from __future__ import annotations
@@ -27,8 +28,15 @@ PROTECTED_IN_SHARED = frozenset(
 )
 
 
+# Folders only private sessions may see: files people sent in private chats.
+PRIVATE_DIRS = (("inbox", "private"),)
+
+
 def is_private_path(rel: PurePosixPath | Path) -> bool:
-    return len(rel.parts) == 1 and rel.parts[0].casefold() in PRIVATE_FILES
+    parts = tuple(p.casefold() for p in rel.parts)
+    if len(parts) == 1 and parts[0] in PRIVATE_FILES:
+        return True
+    return any(parts[: len(d)] == d for d in PRIVATE_DIRS)
 
 
 def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
@@ -55,7 +63,10 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     if resolved != root and not resolved.is_relative_to(root):
         raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
     if not ctx.private and _is_long_term(root, resolved):
-        raise PathRefused("MEMORY.md is only available in private chats with the owner.")
+        raise PathRefused(
+            f"{raw!r} is only available in private chats with the owner (MEMORY.md and files "
+            "sent in private chats)."
+        )
     return resolved
 
 

@@ -23,7 +23,7 @@ from agent.transcript import SessionStore
 from channels.base import Channel
 from gateway import commands
 from gateway.config import Config
-from gateway.errors import LLMError
+from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.router import Router, RouterClosed
 
@@ -273,6 +273,50 @@ class Gateway:
                 type(exc).__name__,
                 exc,
             )
+
+
+def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
+    """The adapters for every enabled chat platform, sharing one pairing store."""
+    from channels.access import Access
+    from channels.pairing import PairingStore
+
+    pairing = PairingStore(config.state / "pairing.json")
+    channels: list[Channel] = []
+    tg = config.channels.telegram
+    if tg.enabled:
+        from channels.telegram import TelegramChannel, Webhook
+
+        if tg.token is None:
+            raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
+        hook = tg.webhook
+        webhook = None
+        if hook.url:
+            if hook.secret_token is None:
+                raise ConfigError(
+                    "channels.telegram.webhook.secret_token", "required when webhook.url is set"
+                )
+            webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
+        channels.append(
+            TelegramChannel(
+                tg.token.value,
+                Access(
+                    "telegram",
+                    allow_from=tg.allow_from,
+                    groups=tg.groups,
+                    pairing=pairing,
+                    context_messages=tg.group_context_messages,
+                ),
+                workspace=config.workspace.resolve(),
+                base_url=tg.base_url,
+                base_file_url=tg.base_file_url,
+                poll_timeout=tg.poll_timeout,
+                webhook=webhook,
+                max_image_bytes=tg.max_image_bytes,
+                max_file_bytes=tg.max_file_bytes,
+                today=lambda: clock().astimezone(config.tz).date(),
+            )
+        )
+    return channels
 
 
 def build_app(

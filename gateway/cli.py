@@ -20,6 +20,7 @@ from gateway.logs import setup_logging
 
 if TYPE_CHECKING:
     from agent.memory_index import MemoryIndex
+    from channels.pairing import PairingStore
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,22 @@ def _parser() -> argparse.ArgumentParser:
     mem_sub.add_parser(
         "reindex", parents=[common], help="rebuild the search index from the Markdown files"
     ).set_defaults(func=cmd_memory_reindex)
+    pair = sub.add_parser(
+        "pairing", parents=[common], help="let someone new talk to the bot (pairing codes)"
+    )
+    pair_sub = pair.add_subparsers(dest="pairing_command", required=True, metavar="ACTION")
+    pair_sub.add_parser(
+        "list", parents=[common], help="pending codes, and who has been approved"
+    ).set_defaults(func=cmd_pairing_list)
+    approve = pair_sub.add_parser("approve", parents=[common], help="approve a pairing code")
+    approve.add_argument("code")
+    approve.set_defaults(func=cmd_pairing_approve)
+    revoke = pair_sub.add_parser(
+        "revoke", parents=[common], help="take back an approval (allow_from is in config.yaml)"
+    )
+    revoke.add_argument("channel", choices=("telegram", "discord"))
+    revoke.add_argument("user_id")
+    revoke.set_defaults(func=cmd_pairing_revoke)
     return p
 
 
@@ -108,18 +125,31 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
     config = _prepare(home, environ)
     setup_logging(config.logging.level, _secrets(config))
     problems = _missing_llm(config)
-    enabled = [n for n in ("telegram", "discord") if getattr(config.channels, n).enabled]
-    for name in enabled:
-        if getattr(config.channels, name).token is None:
-            problems.append(config.missing(f"channels.{name}.token", f"the {name} bot token"))
+    tg, dc = config.channels.telegram, config.channels.discord
+    if tg.enabled:
+        if tg.token is None:
+            problems.append(config.missing("channels.telegram.token", "the bot token"))
+        if tg.webhook.url and tg.webhook.secret_token is None:
+            problems.append(
+                config.missing(
+                    "channels.telegram.webhook.secret_token",
+                    "a secret Telegram sends with every update, so forged posts are refused",
+                )
+            )
+        if not tg.allow_from:
+            log.warning(
+                "channels.telegram.allow_from is empty: everyone who writes will get a pairing "
+                "code; put your own Telegram user id there to be let in directly"
+            )
+    if dc.enabled:
         problems.append(
-            f"channels.{name} is enabled, but this version of Corvid has no {name} adapter; "
-            "set it to false and use `corvid chat` for now"
+            "channels.discord is enabled, but this version of Corvid has no Discord adapter; "
+            "set it to false for now"
         )
-    if not enabled:
+    if not (tg.enabled or dc.enabled):
         problems.append(
-            "no chat channel is enabled: set channels.telegram.enabled or channels.discord.enabled "
-            f"to true in {home / 'config.yaml'}, or talk to Corvid locally with `corvid chat`"
+            "no chat channel is enabled: set channels.telegram.enabled to true in "
+            f"{home / 'config.yaml'}, or talk to Corvid locally with `corvid chat`"
         )
     if problems:
         print("corvid: cannot start:", file=sys.stderr)
@@ -130,18 +160,31 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
 
 
 async def _serve(config: Config) -> int:
-    from gateway.app import build_app
+    from channels.base import ChannelStartError
+    from gateway.app import build_app, build_channels
 
-    gateway = build_app(config, [])
+    gateway = build_app(config, build_channels(config))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await gateway.start()
+    try:
+        await gateway.start()
+    except ChannelStartError as exc:
+        await gateway.stop(grace=0)
+        print(f"corvid: cannot start: {exc}", file=sys.stderr)
+        return 1
     log.info("Corvid is running; Ctrl-C to stop")
-    await stop.wait()
+    stopped = asyncio.ensure_future(stop.wait())
+    failed = asyncio.ensure_future(gateway.wait_failed())
+    await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    failed.cancel()
     log.info("shutting down")
     await gateway.stop()
+    if failed.done() and not failed.cancelled():
+        print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -206,6 +249,68 @@ def cmd_memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str
     for hit in hits:
         print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score})")
         print("    " + hit.snippet.replace("\n", "\n    "))
+    return 0
+
+
+def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
+    from channels.pairing import PairingStore
+
+    return PairingStore(_prepare(home, environ).state / "pairing.json")
+
+
+def cmd_pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    store = _pairing(home, environ)
+    pending = store.pending()
+    now = store.clock()
+    if pending:
+        print("Pending (approve with `corvid pairing approve CODE`):")
+        for req in pending:
+            left = max(1, round((req.expires - now) / 60))
+            who = f"{req.name} " if req.name else ""
+            print(f"  {req.code}  {req.channel} user {who}(id {req.user_id}), {left} min left")
+    else:
+        print("No pending pairing codes.")
+    approved = store.approved()
+    if any(approved.values()):
+        print("Approved:")
+        for channel, users in sorted(approved.items()):
+            for uid, info in sorted(users.items()):
+                name = info.get("name") or ""
+                print(f"  {channel} user {name + ' ' if name else ''}(id {uid})")
+    return 0
+
+
+def cmd_pairing_approve(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    store = _pairing(home, environ)
+    try:
+        req = store.approve(args.code)
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    who = f"{req.name} (id {req.user_id})" if req.name else f"id {req.user_id}"
+    print(f"Approved {req.channel} user {who}. Their next message will be answered.")
+    return 0
+
+
+def cmd_pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    store = _pairing(home, environ)
+    try:
+        removed = store.revoke(args.channel, args.user_id)
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    if not removed:
+        print(
+            f"{args.channel} user {args.user_id} was not approved by pairing "
+            "(users in allow_from are removed by editing config.yaml).",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Revoked {args.channel} user {args.user_id}.")
     return 0
 
 

@@ -17,6 +17,7 @@ from gateway.config import Config, parse_config
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.home import init_home
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.telegram_api import FakeTelegram
 
 PRIVATE = SessionKey("test", "private", "1")
 GROUP = SessionKey("test", "group", "100")
@@ -107,6 +108,43 @@ async def start_gateway(home: Path, fake_api: FakeAnthropic):
         await gateway.start()
         running.append(gateway)
         return gateway, channel
+
+    yield start
+    for gateway in running:
+        await gateway.stop()
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    api = FakeTelegram()
+    await api.start()
+    yield api
+    await api.close()
+
+
+OWNER = 42  # the Telegram user on the allowlist in the tests
+TG_GROUP = -100500  # the allowlisted Telegram group
+
+
+@pytest.fixture
+async def telegram_gateway(home: Path, fake_api: FakeAnthropic, fake_telegram: FakeTelegram):
+    """Start a gateway whose Telegram channel (real PTB) talks to the fake Bot API."""
+    from gateway.app import build_channels
+
+    running: list[Gateway] = []
+
+    async def start(**telegram: Any) -> Gateway:
+        tg = fake_telegram.channel_config(
+            allow_from=[str(OWNER)], groups=[str(TG_GROUP)], **telegram
+        )
+        config = make_config(home, fake_api.base_url, channels={"telegram": tg})
+        channels = build_channels(config)
+        for channel in channels:
+            channel.retry_backoff = 0.05  # type: ignore[attr-defined]
+        gateway = build_app(config, channels)
+        running.append(gateway)
+        await gateway.start()
+        return gateway
 
     yield start
     for gateway in running:

@@ -1,0 +1,64 @@
+"""Files people send land in the workspace's ``inbox/``, where the agent's file tools can read them.
+
+Files from private chats go to ``inbox/private/``, which shared sessions cannot see (like
+``MEMORY.md``); files from groups go to ``inbox/shared/``. Names are made safe for every file
+system and for the file tools (no hidden names, no path separators), and never overwrite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from datetime import date
+from pathlib import Path
+
+IMAGE_TYPES = {
+    b"\xff\xd8\xff": "image/jpeg",
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+_UNSAFE = re.compile(r"[^\w.\- ()+,@]+")
+
+
+def sniff_image(data: bytes) -> str | None:
+    """The media type of an image the model can read (JPEG, PNG, GIF, WebP), by its bytes."""
+    for magic, mime in IMAGE_TYPES.items():
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def safe_name(name: str, fallback: str = "file") -> str:
+    name = unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1])
+    name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
+    name = _UNSAFE.sub("_", name).strip(" .")
+    if len(name) > 120:
+        stem, dot, ext = name.rpartition(".")
+        name = (stem[: 110 - len(ext)] + dot + ext) if dot and len(ext) <= 10 else name[:120]
+    return name or fallback
+
+
+def save(workspace: Path, data: bytes, name: str, *, private: bool, day: date) -> str:
+    """Write ``data`` under the inbox and return its workspace-relative path."""
+    folder = Path("inbox") / ("private" if private else "shared") / day.isoformat()
+    target_dir = workspace / folder
+    target_dir.mkdir(parents=True, exist_ok=True)
+    base = safe_name(name)
+    stem, dot, ext = base.rpartition(".")
+    if not dot:
+        stem, ext = base, ""
+    for n in range(1, 1000):
+        candidate = base if n == 1 else f"{stem} ({n}){dot}{ext}"
+        try:
+            fd = os.open(target_dir / candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return str(folder / candidate)
+    raise FileExistsError(f"too many files named {base!r} in {folder}")

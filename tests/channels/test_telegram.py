@@ -1,0 +1,381 @@
+"""The Telegram adapter end to end: real python-telegram-bot ↔ fake Bot API, real anthropic ↔
+fake Messages API, the gateway and agent in between."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import socket
+import struct
+import zlib
+
+import aiohttp
+import pytest
+
+from channels.base import ChannelStartError
+from gateway.cli import main
+from tests.conftest import OWNER, TG_GROUP
+from tests.fakes.anthropic_api import Reply, last_user_text
+from tests.fakes.telegram_api import BOT_ID, BOT_USERNAME, Fault, check_telegram_html
+
+
+def _requests_text(fake_api) -> str:
+    return "\n".join(r.raw for r in fake_api.message_requests)
+
+
+def _png(width: int = 2, height: int = 2) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+async def test_dm_from_the_owner_is_answered_with_typing_first(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    fake_telegram.text("hello there")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["chat_id"] == str(OWNER)
+    assert sent[0]["shown"] == "echo: hello there"
+    assert sent[0]["parse_mode"] == "HTML"
+    assert "reply_parameters" not in sent[0]  # no quoting in a private chat
+    actions = fake_telegram.calls_to("sendChatAction")
+    assert actions and actions[0].params["action"] == "typing"
+    assert actions[0].at < fake_telegram.calls_to("sendMessage")[0].at
+    # The session is private, so the owner's long-term memory is in its prompt.
+    assert "MEMORY.md" in fake_api.message_requests[0].raw
+    # The typing loop ended with the turn, before the reply went out.
+    assert not [t for t in asyncio.all_tasks() if "_keep_typing" in repr(t.get_coro())]
+
+
+async def test_start_registers_the_command_menu(telegram_gateway, fake_telegram):
+    gateway = await telegram_gateway()
+    commands = fake_telegram.calls_to("setMyCommands")[0].params["commands"]
+    assert [c["command"] for c in commands] == ["new", "reset", "status", "compact", "stop", "help"]
+    assert gateway.channels["telegram"].bot_username == BOT_USERNAME
+
+
+async def test_unknown_dm_gets_a_pairing_code_then_is_served_after_approval(
+    telegram_gateway, fake_telegram, fake_api, home
+):
+    await telegram_gateway()
+    fake_telegram.text("hi, who are you?", user=77, first_name="Eve")
+    sent = await fake_telegram.wait_sent(1)
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["shown"]).group(1)
+    assert sent[0]["chat_id"] == "77"
+    assert fake_api.message_requests == []  # nothing reached the model
+
+    assert main(["pairing", "approve", code, "--home", str(home)], environ={}) == 0
+
+    fake_telegram.text("hi again", user=77, first_name="Eve")
+    sent = await fake_telegram.wait_sent(2)
+    assert sent[1]["shown"] == "echo: hi again"
+    assert sent[1]["chat_id"] == "77"
+
+
+async def test_group_without_mention_is_silent_but_kept_as_context(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    fake_telegram.text("the meeting moved to 3pm", user=5, first_name="Bob", chat=TG_GROUP,
+                       chat_type="supergroup")  # fmt: skip
+    asked = fake_telegram.text(
+        f"@{BOT_USERNAME} when is the meeting?",
+        user=6,
+        first_name="Cy",
+        chat=TG_GROUP,
+        chat_type="supergroup",
+    )
+    sent = await fake_telegram.wait_sent(1)
+    assert len(fake_api.message_requests) == 1
+    body = fake_api.message_requests[0].body
+    user_text = last_user_text(body)
+    assert "Bob: the meeting moved to 3pm" in user_text
+    assert "Cy (id 6)" in user_text  # who is talking, in a shared session
+    assert sent[0]["chat_id"] == str(TG_GROUP)
+    assert sent[0]["reply_parameters"]["message_id"] == asked["message_id"]
+    assert len(fake_telegram.sent) == 1
+
+
+async def test_reply_to_the_bot_in_a_group_is_answered_with_a_quote(
+    telegram_gateway, fake_telegram
+):
+    await telegram_gateway()
+    bot_message = {
+        "message_id": 1,
+        "date": 0,
+        "chat": {"id": TG_GROUP, "type": "supergroup", "title": "Test group"},
+        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"},
+        "text": "an earlier answer",
+    }
+    msg = fake_telegram.text(
+        "and what about tomorrow?", user=5, chat=TG_GROUP, chat_type="supergroup",
+        reply_to=bot_message,
+    )  # fmt: skip
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["reply_parameters"]["message_id"] == msg["message_id"]
+    assert sent[0]["shown"].endswith("and what about tomorrow?")
+
+
+async def test_forum_topics_are_their_own_sessions(telegram_gateway, fake_telegram, home):
+    await telegram_gateway()
+    fake_telegram.text(f"@{BOT_USERNAME} hi from the topic", user=5, chat=TG_GROUP,
+                       chat_type="supergroup", thread=7)  # fmt: skip
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["message_thread_id"] == "7"
+    sessions = {p.name for p in (home / "state" / "sessions").iterdir()}
+    assert any("topic" in name and "7" in name for name in sessions), sessions
+
+
+async def test_commands(telegram_gateway, fake_telegram, fake_api):
+    await telegram_gateway()
+    fake_telegram.text("/status")
+    sent = await fake_telegram.wait_sent(1)
+    assert "telegram:private:42" in sent[0]["shown"]
+    # In a group: for another bot → ignored; from a stranger → refused; from the owner → done.
+    group = {"chat": TG_GROUP, "chat_type": "supergroup"}
+    fake_telegram.text("/new@some_other_bot", **group)
+    fake_telegram.text(f"/new@{BOT_USERNAME}", user=5, **group)
+    fake_telegram.text(f"/new@{BOT_USERNAME}", **group)
+    sent = await fake_telegram.wait_sent(3)
+    assert sent[1]["shown"] == "Only my owner can use commands here."
+    assert sent[2]["shown"].startswith("Started a new session")
+    assert len(sent) == 3
+    assert fake_api.message_requests == []
+
+
+async def test_refused_html_is_sent_again_as_plain_text(telegram_gateway, fake_telegram, fake_api):
+    await telegram_gateway()
+    fake_api.enqueue(Reply("Here is **bold** and `code`."))
+    fake_telegram.fail(
+        "sendMessage",
+        Fault(
+            400, 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0'
+        ),
+    )
+    fake_telegram.text("format something")
+    sent = await fake_telegram.wait_sent(1)
+    assert "parse_mode" not in sent[0]
+    assert sent[0]["text"] == "Here is **bold** and `code`."
+
+
+async def test_a_ten_thousand_character_reply_with_code_is_split_cleanly(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    parts = []
+    for i in range(8):
+        parts.append(f"Section {i}: " + "a sentence of prose. " * 30)
+        parts.append("```python\n" + "".join(f"value_{i}_{j} = {j}\n" for j in range(40)) + "```")
+    reply = "\n\n".join(parts)
+    assert len(reply) >= 10_000
+    fake_api.enqueue(Reply(reply))
+    fake_telegram.text("write a lot")
+    await fake_telegram.wait_for(
+        lambda: bool(fake_telegram.sent) and "value_7_39 = 39" in fake_telegram.sent[-1]["shown"]
+    )
+    n = len(fake_telegram.sent)
+    assert n >= 3
+    for s in fake_telegram.sent:
+        assert s["parse_mode"] == "HTML"  # every piece was valid HTML, none fell back
+        assert check_telegram_html(s["text"]) is None
+        assert len(s["shown"].encode("utf-16-le")) // 2 <= 4096
+        assert s["text"].count("<pre>") == s["text"].count("</pre>")
+    shown = "\n".join(s["shown"] for s in fake_telegram.sent)
+    for i in range(8):
+        for j in range(40):
+            assert f"value_{i}_{j} = {j}" in shown
+
+
+async def test_a_photo_reaches_the_model_as_an_image(telegram_gateway, fake_telegram, fake_api):
+    await telegram_gateway(max_image_bytes=10_000)
+    small, big = _png(2, 2), _png(40, 40) + b"\x00" * 20_000
+    small_id, small_uid = fake_telegram.add_file(small)
+    big_id, big_uid = fake_telegram.add_file(big)
+    fake_telegram.text(
+        "",
+        caption="what is this?",
+        photo=[
+            {"file_id": small_id, "file_unique_id": small_uid, "width": 2, "height": 2,
+             "file_size": len(small)},
+            {"file_id": big_id, "file_unique_id": big_uid, "width": 40, "height": 40,
+             "file_size": len(big)},
+        ],
+    )  # fmt: skip
+    await fake_telegram.wait_sent(1)
+    content = fake_api.message_requests[0].body["messages"][-1]["content"]
+    images = [b for b in content if b["type"] == "image"]
+    assert len(images) == 1
+    assert images[0]["source"]["media_type"] == "image/png"
+    assert base64.b64decode(images[0]["source"]["data"]) == small  # largest under the cap
+    assert "what is this?" in json.dumps(content)
+
+
+async def test_documents_go_to_the_inbox_private_ones_out_of_groups_reach(
+    telegram_gateway, fake_telegram, fake_api, home
+):
+    await telegram_gateway(max_file_bytes=1000)
+    file_id, uid = fake_telegram.add_file(b"quarterly numbers")
+    fake_telegram.text("", caption="keep this",
+                       document={"file_id": file_id, "file_unique_id": uid,
+                                 "file_name": "../report.txt", "mime_type": "text/plain",
+                                 "file_size": 17})  # fmt: skip
+    await fake_telegram.wait_sent(1)
+    saved = list((home / "workspace" / "inbox" / "private").rglob("*"))
+    files = [p for p in saved if p.is_file()]
+    assert [p.read_bytes() for p in files] == [b"quarterly numbers"]
+    assert files[0].name == "report.txt"
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "inbox/private/" in told and "report.txt" in told
+
+    big_id, big_uid = fake_telegram.add_file(b"x" * 2000)
+    fake_telegram.text("", caption="and this", document={
+        "file_id": big_id, "file_unique_id": big_uid, "file_name": "big.bin",
+        "mime_type": "application/octet-stream", "file_size": 2000})  # fmt: skip
+    await fake_telegram.wait_sent(2)
+    assert "was not saved" in last_user_text(fake_api.message_requests[1].body)
+
+
+async def test_voice_gets_a_short_reply_and_no_model_call(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    fake_telegram.text("", voice={"file_id": "v", "file_unique_id": "v", "duration": 3})
+    sent = await fake_telegram.wait_sent(1)
+    assert "voice messages" in sent[0]["shown"]
+    assert fake_api.message_requests == []
+
+
+async def test_edits_and_bots_are_ignored(telegram_gateway, fake_telegram, fake_api):
+    await telegram_gateway()
+    fake_telegram.push(
+        {"chat": {"id": OWNER, "type": "private"}, "from": {"id": OWNER, "is_bot": False,
+         "first_name": "Ada"}, "text": "edited text", "edit_date": 1},
+        kind="edited_message",
+    )  # fmt: skip
+    fake_telegram.text("from a bot", user=OWNER, is_bot=True)
+    fake_telegram.text("real one")
+    sent = await fake_telegram.wait_sent(1)
+    assert [s["shown"] for s in sent] == ["echo: real one"]
+    assert len(fake_api.message_requests) == 1
+
+
+async def test_flood_limit_is_waited_out(telegram_gateway, fake_telegram):
+    await telegram_gateway()
+    fake_telegram.fail("sendMessage", Fault(429, "Too Many Requests: retry after 1", 1))
+    fake_telegram.text("hello")
+    sent = await fake_telegram.wait_sent(1)
+    attempts = fake_telegram.calls_to("sendMessage")
+    assert len(attempts) == 2
+    assert attempts[1].at - attempts[0].at >= 0.9
+    assert sent[0]["shown"] == "echo: hello"
+
+
+async def test_bad_gateway_is_retried_and_a_lost_reply_is_recorded(telegram_gateway, fake_telegram):
+    gateway = await telegram_gateway()
+    fake_telegram.fail("sendMessage", Fault(502, "Bad Gateway"))
+    fake_telegram.text("one")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "echo: one"
+    # Blocked by the user: not retried, recorded with the session key.
+    fake_telegram.fail("sendMessage", Fault(403, "Forbidden: bot was blocked by the user"))
+    fake_telegram.text("two")
+    await fake_telegram.wait_for(lambda: len(fake_telegram.calls_to("sendMessage")) == 3)
+    fake_telegram.text("three")
+    sent = await fake_telegram.wait_sent(2)
+    assert sent[1]["shown"] == "echo: three"
+    # Turns in a session run in order, so the failure of "two" was recorded before "three".
+    assert len(gateway.failed_sends) == 1
+    assert gateway.failed_sends[0].key == "telegram:private:42"
+    assert gateway.failed_sends[0].error == "Forbidden"
+
+
+async def test_conflict_stops_the_gateway_with_a_clear_reason(telegram_gateway, fake_telegram):
+    gateway = await telegram_gateway()
+    fake_telegram.fail("getUpdates", Fault(409, "Conflict: terminated by other getUpdates request"))
+    async with asyncio.timeout(10):
+        reason = await gateway.wait_failed()
+    assert "409 Conflict" in reason
+    assert "another program" in reason
+
+
+async def test_an_invalid_token_stops_start_up_with_a_clear_message(
+    telegram_gateway, fake_telegram
+):
+    with pytest.raises(ChannelStartError, match="rejected the bot token") as err:
+        await telegram_gateway(token="999:revoked-token")
+    assert "revoked-token" not in str(err.value)
+    assert fake_telegram.calls_to("getUpdates") == []
+
+
+async def test_memory_md_never_reaches_a_group_session(
+    telegram_gateway, fake_telegram, fake_api, home
+):
+    await telegram_gateway()
+    canary = "CANARY-7f3a9-never-in-groups"
+    (home / "workspace" / "MEMORY.md").write_text(f"# Memory\n\n- secret: {canary}\n")
+    fake_api.enqueue(
+        Reply(tool_calls=[("memory_get", {"path": "MEMORY.md"})]),
+        Reply(tool_calls=[("read_file", {"path": "MEMORY.md"})]),
+        Reply(tool_calls=[("memory_search", {"query": "secret"})]),
+        Reply("I can't share that."),
+    )
+    fake_telegram.text(f"@{BOT_USERNAME} what is the secret in MEMORY.md?", user=5,
+                       chat=TG_GROUP, chat_type="supergroup")  # fmt: skip
+    await fake_telegram.wait_sent(1)
+    assert len(fake_api.message_requests) == 4
+    assert canary not in _requests_text(fake_api)
+    # The same file does reach the owner's private chat (the check above can fail).
+    fake_telegram.text("what do you remember?")
+    await fake_telegram.wait_sent(2)
+    assert canary in fake_api.message_requests[-1].raw
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_webhook_mode(telegram_gateway, fake_telegram):
+    port = _free_port()
+    await telegram_gateway(
+        webhook={
+            "url": "https://bot.example.org/hook",
+            "listen": "127.0.0.1",
+            "port": port,
+            "path": "hook",
+            "secret_token": "s3cret-token",
+        }
+    )
+    assert fake_telegram.webhook_url == "https://bot.example.org/hook"
+    assert fake_telegram.calls_to("setWebhook")[0].params["secret_token"] == "s3cret-token"
+    assert fake_telegram.calls_to("getUpdates") == []
+    update = {
+        "update_id": 1,
+        "message": {
+            "message_id": 5, "date": 0, "text": "via webhook",
+            "chat": {"id": OWNER, "type": "private", "first_name": "Ada"},
+            "from": {"id": OWNER, "is_bot": False, "first_name": "Ada"},
+        },
+    }  # fmt: skip
+    url = f"http://127.0.0.1:{port}/hook"
+    async with aiohttp.ClientSession() as http:
+        forged = {"X-Telegram-Bot-Api-Secret-Token": "wrong"}
+        async with http.post(url, json=update, headers=forged) as resp:
+            assert resp.status == 403
+        good = {"X-Telegram-Bot-Api-Secret-Token": "s3cret-token"}
+        async with http.post(url, json=update, headers=good) as resp:
+            assert resp.status == 200
+    sent = await fake_telegram.wait_sent(1)
+    assert [s["shown"] for s in sent] == ["echo: via webhook"]
