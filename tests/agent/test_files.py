@@ -171,3 +171,27 @@ async def test_os_errors_reach_the_model_without_host_paths(ws):
     tool = Tool("failing", "always fails", {"type": "object", "properties": {}}, failing)
     result = await ToolRegistry([tool]).call("failing", {}, ctx(ws))
     assert result == ToolResult("Tool failing failed: File exists (notes/a.md)", True)
+
+
+async def test_files_sent_in_private_chats_are_invisible_to_shared_sessions(ws):
+    private_dir = ws / "inbox" / "private" / "2026-11-21"
+    private_dir.mkdir(parents=True)
+    (private_dir / "bank.pdf").write_text("account 123")
+    (ws / "inbox" / "shared").mkdir()
+    (ws / "inbox" / "shared" / "menu.txt").write_text("pizza")
+    (ws / "alias").symlink_to(private_dir)
+    for path in (
+        "inbox/private/2026-11-21/bank.pdf",
+        "Inbox/Private/2026-11-21/bank.pdf",
+        "inbox/private",
+        "alias/bank.pdf",
+    ):
+        result = await call(ws, "read_file", SHARED, path=path)
+        assert result.is_error and "account 123" not in result.text, path
+    listing = (await call(ws, "list_files", SHARED, path="inbox", recursive=True)).text
+    assert "menu.txt" in listing and "private" not in listing and "bank" not in listing
+    refused = await call(ws, "list_files", SHARED, path="inbox/private")
+    assert refused.is_error
+    write = await call(ws, "write_file", SHARED, path="inbox/private/x.md", content="planted")
+    assert write.is_error
+    assert (await call(ws, "read_file", PRIVATE, path="alias/bank.pdf")).text == "account 123"

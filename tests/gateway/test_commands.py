@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from gateway import commands
 from gateway.commands import Command, parse_command
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
@@ -135,3 +136,12 @@ async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
     assert chan.texts() == []
     await asyncio.wait_for(chan.push("/status@Corvid_Bot"), 5)
     assert chan.texts()[0].startswith("Model: ")
+
+
+def test_every_advertised_command_is_handled():
+    from gateway.events import CHAT_COMMANDS
+
+    for name, description in CHAT_COMMANDS:
+        assert name in commands.ORDERED | commands.IMMEDIATE, name
+        assert f"/{name}" in commands.HELP
+        assert 0 < len(description) <= 256
