@@ -1,0 +1,179 @@
+"""Telegram benchmarks, run on demand: ``python bench/telegram_bench.py``. Prints a table.
+
+``corvid run`` runs as a real process, its Telegram channel polling a fake Bot API and its model
+calls going to the fake Messages API (answering at once), both served from this process:
+
+1. start-up: process start → first ``getUpdates`` (median of several starts);
+2. idle RSS once polling, after a few seconds of quiet;
+3. message → reply: a message is queued on the fake Bot API, the time until Corvid's
+   ``sendMessage`` arrives, p50/p95 over sequential messages, and Corvid's CPU per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.cli import main as corvid_main
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.telegram_api import FakeTelegram
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram) -> None:
+    corvid_main(["init", "--home", str(home)], environ={})
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["logging"]["level"] = "WARNING"
+    config["channels"]["telegram"].update(
+        enabled=True,
+        allow_from=[42],
+        base_url=f"{tg.base_url}/bot",
+        base_file_url=f"{tg.base_url}/file/bot",
+        poll_timeout=10,
+    )
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+async def spawn(home: Path, tg: FakeTelegram) -> asyncio.subprocess.Process:
+    env = {
+        **os.environ,
+        "CORVID_HOME": str(home),
+        "ANTHROPIC_API_KEY": "sk-bench",
+        "TELEGRAM_BOT_TOKEN": tg.token,
+    }
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "run",
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def stop(proc: asyncio.subprocess.Process) -> None:
+    proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), 30)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+async def bench_startup(tmp: Path, runs: int) -> list[float]:
+    times = []
+    for i in range(runs):
+        api, tg = FakeAnthropic(), FakeTelegram()
+        await api.start()
+        await tg.start()
+        home = tmp / f"start{i}"
+        configure(home, api, tg)
+        t0 = time.monotonic()
+        proc = await spawn(home, tg)
+        try:
+            await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
+            times.append(tg.calls_to("getUpdates")[0].at - t0)
+        finally:
+            await stop(proc)
+            await tg.close()
+            await api.close()
+    return times
+
+
+async def bench_messages(tmp: Path, n: int, idle: float) -> dict[str, float]:
+    api, tg = FakeAnthropic(), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp / "messages"
+    configure(home, api, tg)
+    proc = await spawn(home, tg)
+    try:
+        await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
+        await asyncio.sleep(idle)  # let start-up work (the SDK import) finish: "idle"
+        idle_rss = rss_mib(proc.pid)
+        # Warm-up: the first message pays for the SDK client and the first connections.
+        tg.text("warm up")
+        await tg.wait_sent(1, timeout=60)
+        latencies = []
+        cpu0 = cpu_seconds(proc.pid)
+        for i in range(n):
+            t0 = time.monotonic()
+            tg.text(f"message {i}")
+            await tg.wait_sent(i + 2, timeout=60)
+            latencies.append(tg.calls_to("sendMessage")[-1].at - t0)
+        cpu = cpu_seconds(proc.pid) - cpu0
+        busy_rss = rss_mib(proc.pid)
+    finally:
+        await stop(proc)
+        await tg.close()
+        await api.close()
+    return {
+        "idle_rss": idle_rss,
+        "rss_after": busy_rss,
+        "p50": pct(latencies, 50) * 1000,
+        "p95": pct(latencies, 95) * 1000,
+        "cpu_ms": cpu / n * 1000,
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--messages", type=int, default=100)
+    parser.add_argument("--idle", type=float, default=5.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        starts = await bench_startup(tmp, args.starts)
+        msgs = await bench_messages(tmp, args.messages, args.idle)
+    print(f"Telegram benchmarks — {platform.python_version()}, {os.cpu_count()} CPUs")
+    print("| metric | measured | target |")
+    print("|---|---|---|")
+    print(
+        f"| process start → first getUpdates, median (range) of {len(starts)} | "
+        f"{statistics.median(starts):.2f} s ({min(starts):.2f}–{max(starts):.2f}) | ≤ 0.6 s |"
+    )
+    print(f"| idle RSS, Telegram only | {msgs['idle_rss']:.0f} MiB | ≤ 100 MiB |")
+    print(
+        f"| message → reply, model answering at once, p50 / p95 ({args.messages} messages) | "
+        f"{msgs['p50']:.1f} / {msgs['p95']:.1f} ms | p50 ≤ 30 ms |"
+    )
+    print(f"| Corvid CPU per message | {msgs['cpu_ms']:.1f} ms | ≤ 10 ms |")
+    print(f"| RSS after the messages | {msgs['rss_after']:.0f} MiB | — |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
