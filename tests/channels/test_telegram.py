@@ -379,3 +379,26 @@ async def test_webhook_mode(telegram_gateway, fake_telegram):
             assert resp.status == 200
     sent = await fake_telegram.wait_sent(1)
     assert [s["shown"] for s in sent] == ["echo: via webhook"]
+
+
+async def test_a_tap_mention_counts_and_unlisted_groups_stay_silent(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    bot_user = {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"}
+    # A stranger in a group that is not on the list: not answered at all.
+    fake_telegram.text(f"@{BOT_USERNAME} hello?", user=5, chat=-300, chat_type="group")
+    # The owner in that group is told how to allow it.
+    owner = fake_telegram.text(f"@{BOT_USERNAME} hello?", chat=-300, chat_type="group")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["reply_parameters"]["message_id"] == owner["message_id"]
+    assert "-300" in sent[0]["shown"] and "channels.telegram.groups" in sent[0]["shown"]
+    # A text_mention (tapping the bot's name) addresses it in an allowed group.
+    fake_telegram.text(
+        "Corvid, what time is it?", user=5, chat=TG_GROUP, chat_type="supergroup",
+        entities=[{"type": "text_mention", "offset": 0, "length": 6, "user": bot_user}],
+    )  # fmt: skip
+    sent = await fake_telegram.wait_sent(2)
+    assert sent[1]["chat_id"] == str(TG_GROUP)
+    assert sent[1]["shown"].endswith("Corvid, what time is it?")
+    assert len(fake_api.message_requests) == 1
