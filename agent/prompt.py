@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from gateway.events import SessionKey
+from gateway.events import GUEST_SCOPE, SessionKey
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,12 @@ def build_system_prompt(
     total_chars: int,
     extra_sections: tuple[str, ...] = (),
 ) -> str:
-    where = "a private chat with your owner" if key.private else "a shared chat (group or channel)"
+    if key.private:
+        where = "a private chat with your owner"
+    elif key.scope == GUEST_SCOPE:
+        where = "a direct chat with someone your owner allowed to talk to you (not your owner)"
+    else:
+        where = "a shared chat (group or channel)"
     parts = [
         "You are Corvid, a personal assistant. Your workspace files below define who you are "
         "and how you work.",

@@ -104,7 +104,7 @@ async def bench_startup(tmp: Path, runs: int) -> list[float]:
         t0 = time.monotonic()
         proc = await spawn(home, tg)
         try:
-            await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
+            await tg.wait_for(lambda tg=tg: bool(tg.calls_to("getUpdates")), timeout=60)
             times.append(tg.calls_to("getUpdates")[0].at - t0)
         finally:
             await stop(proc)

@@ -6,6 +6,10 @@ allowlisted groups count, and only messages addressed to the bot (a mention, a r
 command for it) are answered; the others are kept, bounded, as context for the next one that is.
 Only allowed users may run chat commands in a group.
 
+Allowed users are of two kinds. Owners (``allow_from`` in the config) get the private session
+that sees ``MEMORY.md``. People paired with ``corvid pairing approve`` are guests: their direct
+chat is a session of its own (scope ``guest``) with the privacy of a group.
+
 Adapters describe a platform message as an ``Arrival``; ``Channel.admit`` (in ``base.py``) runs
 this policy on it, so no adapter can skip it.
 """
@@ -19,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingStore
-from gateway.events import Attachment, SessionKey
+from gateway.events import GUEST_SCOPE, Attachment, SessionKey, parse_command
 
 # What downloading a message's files yields: the attachments, and notes for the model about
 # files that could not be taken (too large, download failed).
@@ -46,8 +50,9 @@ class Arrival:
     group_ids: tuple[str, ...] = ()
     # Non-empty when the message is of a kind the bot cannot read ("voice messages").
     unsupported: str = ""
-    # Downloads the message's files; called only once the message is let through.
-    fetch: Callable[[], Awaitable[Fetched]] | None = None
+    # Downloads the message's files; called only once the message is let through, with the
+    # key of the session it goes to (which decides where files are kept).
+    fetch: Callable[[SessionKey], Awaitable[Fetched]] | None = None
 
 
 class Action(enum.Enum):
@@ -61,6 +66,8 @@ class Action(enum.Enum):
 class Verdict:
     action: Action
     text: str = ""
+    # Deliver under this key instead of the arrival's (a paired guest's direct chat).
+    key: SessionKey | None = None
 
 
 class Access:
@@ -83,13 +90,17 @@ class Access:
         self._context: dict[SessionKey, deque[str]] = {}
         self._noticed: dict[tuple[str, str], float] = {}
 
-    def allowed(self, user_id: str) -> bool:
-        if user_id in self.allow_from:
-            return True
+    def is_owner(self, user_id: str) -> bool:
+        return user_id in self.allow_from
+
+    def is_guest(self, user_id: str) -> bool:
         try:
             return self.pairing.is_approved(self.channel, user_id)
         except PairingError:
             return False
+
+    def allowed(self, user_id: str) -> bool:
+        return self.is_owner(user_id) or self.is_guest(user_id)
 
     def decide(self, a: Arrival) -> Verdict:
         if a.key.private:
@@ -97,10 +108,16 @@ class Access:
         return self._group(a)
 
     def _direct(self, a: Arrival) -> Verdict:
-        if self.allowed(a.sender_id):
+        owner = self.is_owner(a.sender_id)
+        if owner or self.is_guest(a.sender_id):
             if a.unsupported:
                 return Verdict(Action.REPLY, _unsupported(a.unsupported))
-            return Verdict(Action.DELIVER)
+            if owner:
+                return Verdict(Action.DELIVER)
+            # People the owner paired get a chat of their own that is not the owner's private
+            # session: no MEMORY.md, no private files, like a group.
+            guest = SessionKey(a.key.channel, GUEST_SCOPE, a.key.id, a.key.topic)
+            return Verdict(Action.DELIVER, key=guest)
         if not self._may_notice("pairing", a.sender_id):
             return Verdict(Action.DROP)
         try:
@@ -136,7 +153,9 @@ class Access:
             return Verdict(Action.DROP)
         if not a.addressed:
             return Verdict(Action.CONTEXT if a.text.strip() else Action.DROP)
-        if a.is_command and not self.allowed(a.sender_id):
+        # The gateway decides what is a command from the text alone; so does this check.
+        is_command = a.is_command or parse_command(a.text) is not None
+        if is_command and not self.allowed(a.sender_id):
             if self._may_notice("command", a.sender_id):
                 return Verdict(Action.REPLY, "Only my owner can use commands here.")
             return Verdict(Action.DROP)

@@ -70,11 +70,13 @@ class Channel(ABC):
         """
         if self._sink is None:
             raise RuntimeError(f"channel {self.name} was not bound to a gateway")
+        key = a.key
         if self.access is None:  # a local channel: the person at the keyboard is the owner
             verdict_action, notice = Action.DELIVER, ""
         else:
             verdict = self.access.decide(a)
             verdict_action, notice = verdict.action, verdict.text
+            key = verdict.key or a.key
         if verdict_action is Action.DROP:
             log.debug("%s: ignored a message from %s", a.key, a.sender_id)
             return None
@@ -92,7 +94,7 @@ class Channel(ABC):
         attachments: tuple = ()
         text = a.text
         if a.fetch is not None:
-            attachments, notes = await a.fetch()
+            attachments, notes = await a.fetch(key)
             if notes:
                 text = "\n".join(filter(None, (text, *notes)))
         if not text.strip() and not attachments:
@@ -100,7 +102,7 @@ class Channel(ABC):
         context = self.access.take_context(a.key) if self.access is not None else ()
         return self._sink(
             InboundMessage(
-                a.key,
+                key,
                 text,
                 sender_id=a.sender_id,
                 sender_name=a.sender_name,

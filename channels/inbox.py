@@ -20,6 +20,7 @@ IMAGE_TYPES = {
     b"GIF89a": "image/gif",
 }
 
+MAX_NAME_BYTES = 200
 _UNSAFE = re.compile(r"[^\w.\- ()+,@]+")
 
 
@@ -37,9 +38,13 @@ def safe_name(name: str, fallback: str = "file") -> str:
     name = unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1])
     name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
     name = _UNSAFE.sub("_", name).strip(" .")
-    if len(name) > 120:
-        stem, dot, ext = name.rpartition(".")
-        name = (stem[: 110 - len(ext)] + dot + ext) if dot and len(ext) <= 10 else name[:120]
+    # File systems limit names in bytes (255 on most); leave room for a " (2)" suffix.
+    stem, dot, ext = name.rpartition(".")
+    if not dot or len(ext) > 10:
+        stem, dot, ext = name, "", ""
+    while len((stem + dot + ext).encode()) > MAX_NAME_BYTES:
+        stem = stem[:-1]
+    name = (stem.rstrip(" .") + dot + ext) if stem.strip(" .") else ""
     return name or fallback
 
 

@@ -57,7 +57,7 @@ class PairingStore:
         self.clock = clock
         self.ttl = ttl
         self.max_pending = max_pending
-        self._cache_stamp: tuple[int, int] | None = None
+        self._cache_stamp: tuple[int, ...] | None = None
         self._approved: dict[str, dict[str, Any]] = {}
 
     # -- reading --------------------------------------------------------------------------------
@@ -78,7 +78,9 @@ class PairingStore:
         """Cheap on the message path: the file is parsed again only after it changed."""
         try:
             st = self.path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
+            # Every write replaces the file, so a new inode means new contents even when the
+            # clock's granularity leaves mtime unchanged.
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
         except FileNotFoundError:
             stamp = None
         if stamp != self._cache_stamp:
@@ -103,10 +105,12 @@ class PairingStore:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             data = self._read()
+            before = json.dumps(data, sort_keys=True)
             now = self.clock()
             data["pending"] = [p for p in data["pending"] if p["expires"] > now]
             yield data
-            self._write(data)
+            if json.dumps(data, sort_keys=True) != before:
+                self._write(data)
         finally:
             os.close(fd)  # releases the lock
 

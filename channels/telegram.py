@@ -252,7 +252,7 @@ class TelegramChannel(Channel):
             is_command=bool(command),
             group_ids=(str(chat.id),),
             unsupported=unsupported,
-            fetch=(lambda: self._fetch(msg, key)) if has_file else None,
+            fetch=(lambda final_key: self._fetch(msg, final_key)) if has_file else None,
         )
 
     def _command(self, text: str, entities: dict[Any, str]) -> bool | None:
@@ -366,7 +366,7 @@ class TelegramChannel(Channel):
         if self._app is None:
             raise RuntimeError("the Telegram channel is not running")
         chat_id, thread = self._target(msg.key)
-        quote = int(msg.reply_to) if msg.reply_to and not msg.key.private else None
+        quote = int(msg.reply_to) if msg.reply_to and msg.key.scope == "group" else None
         for piece in _pieces(msg.text):
             await self._send_piece(chat_id, thread, piece, quote)
             quote = None  # only the first piece quotes the message it answers

@@ -111,7 +111,12 @@ def _prepare(home: Path, environ: Mapping[str, str]) -> Config:
 
 
 def _secrets(config: Config) -> list[str]:
-    values = [config.llm.api_key, config.channels.telegram.token, config.channels.discord.token]
+    values = [
+        config.llm.api_key,
+        config.channels.telegram.token,
+        config.channels.telegram.webhook.secret_token,
+        config.channels.discord.token,
+    ]
     return [v.value for v in values if v is not None]
 
 
@@ -290,7 +295,11 @@ def cmd_pairing_approve(args: argparse.Namespace, home: Path, environ: Mapping[s
         print(f"corvid: {exc}", file=sys.stderr)
         return 1
     who = f"{req.name} (id {req.user_id})" if req.name else f"id {req.user_id}"
-    print(f"Approved {req.channel} user {who}. Their next message will be answered.")
+    print(
+        f"Approved {req.channel} user {who}. Their next message will be answered, in a chat of "
+        "their own that does not see your long-term memory (MEMORY.md). To give someone the "
+        f"owner's access instead, add their id to channels.{req.channel}.allow_from."
+    )
     return 0
 
 

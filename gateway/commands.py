@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from agent.transcript import SessionState
+
+# Parsing lives in the leaf module so the channels' access policy uses the same parser.
+from gateway.events import Command as Command
+from gateway.events import parse_command as parse_command
 
 # Commands that take their place in the session's queue (they change the session).
 ORDERED = frozenset({"new", "reset", "compact"})
@@ -20,24 +21,6 @@ HELP = """Commands:
 /help — this list
 
 Anything else you write goes to the assistant."""
-
-
-_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    name: str
-    args: str
-    target: str = ""  # the bot named in /cmd@bot, if any; channels drop commands for others
-
-
-def parse_command(text: str) -> Command | None:
-    """``/name@bot args`` → Command; None when the text is not a command (``/etc/hosts``)."""
-    m = _COMMAND.match(text.strip())
-    if m is None:
-        return None
-    return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")
 
 
 def status_text(

@@ -9,9 +9,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-# Scopes of a direct chat with one person. Everything else (groups, guild channels, threads)
-# is shared, and shared sessions never see the owner's long-term memory.
+# Scopes of a direct chat with the owner. Everything else (groups, guild channels, threads, and
+# "guest" direct chats with people the owner paired) is shared, and shared sessions never see
+# the owner's long-term memory.
 PRIVATE_SCOPES = frozenset({"private", "dm"})
+GUEST_SCOPE = "guest"
 
 _PART = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
@@ -21,7 +23,8 @@ class SessionKey:
     """Identifies one conversation: ``channel:scope:id`` plus an optional ``:topic:<id>``.
 
     Examples: ``telegram:private:42``, ``telegram:group:-100:topic:7``, ``discord:thread:9``,
-    ``terminal:private:local``. Whether a session is private follows from its scope alone.
+    ``telegram:guest:77``, ``terminal:private:local``. Whether a session is private follows from
+    its scope alone.
     """
 
     channel: str
@@ -101,3 +104,25 @@ CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("stop", "Cancel the reply in progress"),
     ("help", "List the commands"),
 )
+
+
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: str
+    target: str = ""  # the bot named in /cmd@bot, if any; commands for other bots are dropped
+
+
+def parse_command(text: str) -> Command | None:
+    """``/name@bot args`` → Command; None when the text is not a command (``/etc/hosts``).
+
+    The one parser for both the access policy and the gateway, so they never disagree about
+    whether a message is a command.
+    """
+    m = _COMMAND.match(text.strip())
+    if m is None:
+        return None
+    return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")

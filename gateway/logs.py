@@ -13,7 +13,8 @@ _CHATTY = (
     "httpcore",
     "httpx2",
     "httpcore2",
-    "telegram.ext",
+    # python-telegram-bot logs every request's parameters (message texts, webhook secret) at DEBUG.
+    "telegram",
     "discord.http",
     "apscheduler.executors",
 )

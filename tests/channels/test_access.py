@@ -100,7 +100,11 @@ def test_unknown_dm_gets_a_code_and_nothing_reaches_the_agent(store, clock):
     clock.now += 61
     assert code in access.decide(Arrival(DM, "7", "Eve", "hello?")).text
     store.approve(code)
-    assert access.decide(Arrival(DM, "7", "Eve", "now?")).action is Action.DELIVER
+    verdict = access.decide(Arrival(DM, "7", "Eve", "now?"))
+    assert verdict.action is Action.DELIVER
+    # ...as a guest, in a session of their own that is not private.
+    assert verdict.key == SessionKey("x", "guest", "7")
+    assert not verdict.key.private
 
 
 def test_allowlisted_dm_is_delivered_unless_unsupported(store, clock):
@@ -122,6 +126,10 @@ def test_group_rules(store, clock):
     assert access.decide(cmd).action is Action.DROP  # ...and that is said once a minute
     owner_cmd = Arrival(GROUP, "1", "Owner", "/new", addressed=True, is_command=True, **base)
     assert access.decide(owner_cmd).action is Action.DELIVER
+    # A command the platform did not mark as one (odd leading space, no entity) is still one.
+    clock.now += 61
+    sneaky = Arrival(GROUP, "5", "Bob", "\u3000/stop", addressed=True, **base)
+    assert access.decide(sneaky).action is Action.REPLY
 
 
 def test_unlisted_group_is_silent_except_a_hint_for_the_owner(store, clock):
@@ -150,3 +158,34 @@ def test_pairing_state_is_plain_json(store):
     req, _ = store.request("x", "7", "Eve")
     data = json.loads(store.path.read_text())
     assert data["pending"][0]["code"] == req.code
+
+
+def test_inbox_names_are_safe_and_fit_the_file_system(tmp_path):
+    from datetime import date
+
+    from channels.inbox import safe_name, save
+
+    assert safe_name("../../etc/passwd") == "passwd"
+    assert safe_name(".bashrc") == "bashrc"
+    assert safe_name("a\u202egnp.exe") == "agnp.exe"
+    assert safe_name("...") == "file"
+    long = "文" * 100 + ".pdf"
+    name = safe_name(long)
+    assert name.endswith(".pdf") and len(name.encode()) <= 200
+    day = date(2026, 11, 21)
+    first = save(tmp_path, b"one", long, private=True, day=day)
+    second = save(tmp_path, b"two", long, private=True, day=day)
+    assert first != second and second.endswith(" (2).pdf")
+    assert first.startswith("inbox/private/2026-11-21/")
+    assert (tmp_path / second).read_bytes() == b"two"
+    assert save(tmp_path, b"x", "m.txt", private=False, day=day).startswith("inbox/shared/")
+
+
+def test_a_revocation_is_seen_even_within_one_clock_tick(store):
+    req, _ = store.request("x", "7", "Eve")
+    store.approve(req.code)
+    assert store.is_approved("x", "7")
+    st = store.path.stat()
+    store.revoke("x", "7")
+    os.utime(store.path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime as before
+    assert not store.is_approved("x", "7")

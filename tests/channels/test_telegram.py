@@ -77,10 +77,16 @@ async def test_unknown_dm_gets_a_pairing_code_then_is_served_after_approval(
 
     assert main(["pairing", "approve", code, "--home", str(home)], environ={}) == 0
 
+    canary = "CANARY-owner-only-4b1d"
+    (home / "workspace" / "MEMORY.md").write_text(f"- {canary}\n")
     fake_telegram.text("hi again", user=77, first_name="Eve")
     sent = await fake_telegram.wait_sent(2)
     assert sent[1]["shown"] == "echo: hi again"
     assert sent[1]["chat_id"] == "77"
+    # A paired person is a guest, not the owner: their chat never sees the owner's memory.
+    assert canary not in _requests_text(fake_api)
+    assert "not your owner" in fake_api.message_requests[0].raw
+    assert (home / "state" / "sessions" / "telegram:guest:77.jsonl").exists()
 
 
 async def test_group_without_mention_is_silent_but_kept_as_context(
