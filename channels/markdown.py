@@ -15,6 +15,7 @@ import html
 import itertools
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -30,53 +31,81 @@ def utf16_len(text: str) -> int:
 
 # -- splitting ---------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})(.*)$")
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"')\]]*\s+")
 # Prefer a cut that leaves at least this share of the limit in the piece before it.
 _MIN_SHARE = 0.4
+# Fence opening lines longer than this are shortened to marker and language before splitting,
+# so that reopening a block in every piece stays cheap.
+_MAX_OPENER = 60
 
 
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    prefix: str  # indentation and blockquote markers before the fence
+    marker: str  # ``` or ~~~ (or longer)
+
+    def closer(self) -> str:
+        return self.prefix + self.marker
+
+
+@dataclass(slots=True)
 class _Line:
-    __slots__ = ("closes", "end", "opener", "start")
+    start: int
+    end: int  # index of the "\n" ending the line, or len(text)
+    inside: _Fence | None  # the code block this line is in (body or closing line)
+    opener: str | None  # for lines inside a block: the block's opening line
+    opens: bool = False  # this line opens a code block
+    closes: bool = False  # this line closes the code block it is in
 
-    def __init__(self, start: int, end: int, opener: str | None, closes: bool) -> None:
-        self.start = start
-        self.end = end  # index of the "\n" ending the line, or len(text)
-        self.opener = opener  # the fence's opening line when this line is inside a code block
-        self.closes = closes  # this line closes the code block it is in
+
+def _fence(line: str) -> tuple[_Fence, str] | None:
+    m = _FENCE.match(line)
+    if m is None:
+        return None
+    return _Fence(m.group(1), m.group(2)), m.group(3)
 
 
 def _scan(text: str) -> list[_Line]:
     lines: list[_Line] = []
     pos = 0
-    opener: str | None = None
-    marker = ""
+    block: _Fence | None = None
+    opener = ""
     for raw in text.split("\n"):
         start, end = pos, pos + len(raw)
         pos = end + 1
-        m = _FENCE.match(raw)
-        if opener is None:
-            lines.append(_Line(start, end, None, False))
+        found = _fence(raw)
+        if block is None:
             # A backtick fence whose info string has a backtick is not a fence (CommonMark).
-            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-                opener, marker = raw, m.group(1)
+            opens = found is not None and not (found[0].marker[0] == "`" and "`" in found[1])
+            lines.append(_Line(start, end, None, None, opens=opens))
+            if opens and found is not None:
+                block, opener = found[0], raw
         else:
             closes = bool(
-                m
-                and m.group(1)[0] == marker[0]
-                and len(m.group(1)) >= len(marker)
-                and not m.group(2).strip()
+                found
+                and found[0].marker[0] == block.marker[0]
+                and len(found[0].marker) >= len(block.marker)
+                and not found[1].strip()
             )
-            lines.append(_Line(start, end, opener, closes))
+            lines.append(_Line(start, end, block, opener, closes=closes))
             if closes:
-                opener = None
+                block = None
     return lines
 
 
-def _closing_marker(opener: str) -> str:
-    m = _FENCE.match(opener)
-    assert m is not None
-    return m.group(1)
+def _short_openers(text: str) -> str:
+    out = []
+    for line in _scan(text):
+        raw = text[line.start : line.end]
+        if line.opens and len(raw) > _MAX_OPENER:
+            found = _fence(raw)
+            assert found is not None
+            fence, info = found
+            lang = info.strip().split(maxsplit=1)[0][:32] if info.strip() else ""
+            raw = fence.prefix + fence.marker + lang
+        out.append(raw)
+    return "\n".join(out)
 
 
 def _window(text: str, limit: int, measure: Callable[[str], int]) -> int:
@@ -89,10 +118,12 @@ def _window(text: str, limit: int, measure: Callable[[str], int]) -> int:
 
 def split_markdown(text: str, limit: int, measure: Callable[[str], int] = utf16_len) -> list[str]:
     """Cut ``text`` into pieces each within ``limit`` (as measured), code fences kept whole."""
-    if limit < 40:
+    if limit < 100:
         raise ValueError("limit too small to split Markdown sensibly")
     pieces: list[str] = []
-    rest = text.strip("\n")
+    rest = text.replace("\r\n", "\n").strip("\n")
+    if measure(rest) > limit:
+        rest = _short_openers(rest)
     while rest and measure(rest) > limit:
         head, rest = _cut(rest, limit, measure)
         if head.strip():
@@ -103,55 +134,84 @@ def split_markdown(text: str, limit: int, measure: Callable[[str], int] = utf16_
     return pieces
 
 
+def _starts_fence(text: str, p: int) -> bool:
+    """Would a piece starting at ``p`` open a code block it did not mean to?"""
+    end = text.find("\n", p)
+    return _fence(text[p : end if end >= 0 else len(text)].lstrip()) is not None
+
+
 def _cut(text: str, limit: int, measure: Callable[[str], int]) -> tuple[str, str]:
     window = _window(text, limit, measure)
     floor = int(window * _MIN_SHARE)
     lines = _scan(text[: window + 1])
-    para: list[int] = []
-    line_out: list[int] = []
-    line_in: list[tuple[int, str]] = []
+    # Candidate cuts at line starts: (position, opener to reopen in the next piece or None).
+    para: list[tuple[int, str | None]] = []
+    line_out: list[tuple[int, str | None]] = []
+    line_in: list[tuple[int, str | None]] = []
     for prev, line in itertools.pairwise(lines):
         p = line.start
-        if prev.opener is None and line.opener is None:
-            if not text[prev.start : prev.end].strip():
-                para.append(p)
-            else:
-                line_out.append(p)
-        elif prev.opener is None:
-            # A cut right before a code block's first line (prev is the opening fence) would
-            # leave an empty block; a cut before the opening fence itself is in ``line_out``.
-            pass
-        elif line.opener is not None and not line.closes:
-            marker = _closing_marker(line.opener)
-            if p - 1 + 1 + len(marker) <= window:
-                line_in.append((p, line.opener))
-        elif prev.closes:
-            line_out.append(p)
+        if p - 1 > window:
+            break
+        if line.inside is None or prev.closes:
+            if prev.inside is None and not text[prev.start : prev.end].strip():
+                para.append((p, None))
+            elif not prev.opens:
+                line_out.append((p, None))
+        elif (
+            not prev.opens
+            and not line.closes
+            and line.opener is not None
+            and p + len(line.inside.closer()) <= window
+        ):
+            # Inside a code block: close it here and reopen it at the top of the next piece.
+            line_in.append((p, line.opener))
 
-    for candidates in (para, line_out):
-        best = [p for p in candidates if p - 1 <= window]
-        if best and best[-1] >= floor:
-            return text[: best[-1]].rstrip(), text[best[-1] :]
-    if line_in and line_in[-1][0] >= floor:
-        p, opener = line_in[-1]
-        return text[:p].rstrip("\n") + "\n" + _closing_marker(opener), opener + "\n" + text[p:]
-    # No good line boundary: cut inside the line that crosses the window.
-    last = lines[-1] if lines[-1].start < window else lines[-2]
-    if last.opener is not None and not last.closes:
-        marker = _closing_marker(last.opener)
-        cut = max(last.start + 1, window - len(marker) - 1)
-        return text[:cut] + "\n" + marker, last.opener + "\n" + text[cut:]
-    segment = text[:window]
-    ends = [m.end() for m in _SENTENCE_END.finditer(segment, last.start)]
-    if ends and ends[-1] >= floor:
-        return text[: ends[-1]].rstrip(), text[ends[-1] :]
-    space = max(segment.rfind(" "), segment.rfind("\t"))
-    if space >= floor:
-        return text[:space].rstrip(), text[space + 1 :]
-    # Any earlier boundary beats cutting a word in half.
-    for p in reversed(sorted([*para, *line_out])):
-        if 0 < p - 1 <= window:
+    def split_at(p: int, opener: str | None) -> tuple[str, str]:
+        if opener is None:
             return text[:p].rstrip(), text[p:]
+        fence = _fence(opener)
+        assert fence is not None
+        return text[:p].rstrip("\n") + "\n" + fence[0].closer(), opener + "\n" + text[p:]
+
+    for candidates in (para, line_out, line_in):
+        if candidates and candidates[-1][0] >= floor:
+            return split_at(*candidates[-1])
+
+    # No good line boundary: cut inside the line that crosses the window.
+    last = next(line for line in reversed(lines) if line.start < window)
+    if last.inside is not None and not last.closes and last.opener is not None:
+        # A hard cut in the code, leaving room for the closing fence; it may fall in an
+        # earlier line of the same block, never in the opening line.
+        cut = window - len(last.inside.closer()) - 1
+        at = next(line for line in reversed(lines) if line.start <= cut)
+        if at.inside is last.inside and at.opener == last.opener and cut > at.start:
+            return text[:cut] + "\n" + last.inside.closer(), last.opener + "\n" + text[cut:]
+    elif not last.opens:
+        segment = text[:window]
+        ends = [
+            m.end()
+            for m in _SENTENCE_END.finditer(segment, last.start)
+            if not _starts_fence(text, m.end())
+        ]
+        if ends and ends[-1] >= floor:
+            return text[: ends[-1]].rstrip(), text[ends[-1] :]
+        space = next(
+            (
+                i
+                for i in range(window - 1, max(last.start, floor) - 1, -1)
+                if segment[i] in " \t" and not _starts_fence(text, i + 1)
+            ),
+            None,
+        )
+        if space is not None:
+            return text[:space].rstrip(), text[space + 1 :]
+    # Any earlier boundary beats cutting a word in half.
+    earlier = sorted([*para, *line_out, *line_in])
+    if earlier and earlier[-1][0] > 0:
+        return split_at(*earlier[-1])
+    if last.inside is not None and last.opener is not None:
+        cut = max(last.start + 1, window - len(last.inside.closer()) - 1)
+        return text[:cut] + "\n" + last.inside.closer(), last.opener + "\n" + text[cut:]
     return text[:window], text[window:]
 
 

@@ -139,3 +139,70 @@ def test_limit_counts_utf16_units():
     pieces = split_markdown(text, 4096)
     assert all(utf16_len(p) <= 4096 for p in pieces)
     assert "".join(pieces) == text
+
+
+def _open_at_end(piece: str) -> bool:
+    from channels.markdown import _scan
+
+    last = _scan(piece)[-1]
+    return last.opens or (last.inside is not None and not last.closes)
+
+
+def _content(text: str, original: str | None = None) -> str:
+    """The text without whitespace and without fence lines the splitter may add (closers, and
+    copies of the original's opening lines, shortened when long)."""
+    from channels.markdown import _scan, _short_openers
+
+    source = _short_openers((original or text).replace("\r\n", "\n"))
+    openers = {source[ln.start : ln.end] for ln in _scan(source) if ln.opens}
+    kept = [
+        line
+        for line in _short_openers(text).splitlines()
+        if line not in openers and not re.match(r"^[\s>]*(`{3,}|~{3,})\s*$", line)
+    ]
+    return re.sub(r"\s", "", "".join(kept))
+
+
+_block = st.one_of(
+    st.text(alphabet="abc .!?`~\n#>-", max_size=300),
+    st.builds(
+        lambda prefix, marker, info, body: f"{prefix}{marker}{info}\n{body}\n{prefix}{marker}",
+        st.sampled_from(["", "  ", "> ", "   "]),
+        st.sampled_from(["```", "~~~", "````"]),
+        st.sampled_from(["", "python", "js title=x", "x" * 90]),
+        st.text(alphabet="xyz =();\n", max_size=400),
+    ),
+    st.just("word " * 60),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_block, max_size=8).map("\n\n".join), st.integers(100, 400))
+def test_split_keeps_every_piece_in_limit_closed_and_complete(text, limit):
+    pieces = split_markdown(text, limit)
+    for piece in pieces:
+        assert utf16_len(piece) <= limit, (piece, limit)
+    if not _open_at_end(text):
+        for piece in pieces:
+            assert not _open_at_end(piece), piece
+    assert _content("\n".join(pieces), text) == _content(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("```\n" + "a" * 93 + "\n" + "b" * 50 + "\n```", 100),
+        ("~~~" + "a" * 93 + "\n" + "b" * 500 + "\n~~~", 100),
+        ("x" * 92 + " ```bash is how you start a block\nNext line.\n\nLast paragraph.", 100),
+        ("1. Install:\n\n    ```bash\n" + "    echo hello world\n" * 12 + "    ```\n", 120),
+        ("> ```py\n" + "> print('quoted code')\n" * 12 + "> ```\n", 120),
+    ],
+)
+def test_split_edge_cases(text, limit):
+    pieces = split_markdown(text, limit)
+    assert len(pieces) < 30
+    for piece in pieces:
+        assert utf16_len(piece) <= limit
+        assert not _open_at_end(piece), piece
+        assert not piece.lstrip().startswith("```bash is")
+    assert _content("\n".join(pieces), text) == _content(text)
