@@ -18,7 +18,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,6 +47,7 @@ SPLIT_AT = 4000
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 seconds per action
 MAX_ATTEMPTS = 5
 LONGEST_FLOOD_WAIT = 300.0
+CONFLICTS_BEFORE_GIVING_UP = 4
 
 _UNSUPPORTED = (
     ("voice", "voice messages"),
@@ -106,6 +107,10 @@ class TelegramChannel(Channel):
         self.retry_backoff = retry_backoff
         self.bot_id = 0
         self._app: Application | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._offset: int | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._chains: dict[int, asyncio.Task[None]] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -128,7 +133,7 @@ class TelegramChannel(Channel):
             .get_updates_request(requests[1])
             .build()
         )
-        app.add_handler(TypeHandler(Update, self._on_update))
+        app.add_handler(TypeHandler(Update, self._on_webhook_update))
         app.add_error_handler(self._on_handler_error)
         try:
             await app.initialize()  # getMe
@@ -147,12 +152,8 @@ class TelegramChannel(Channel):
         self._app = app
         self.bot_username = app.bot.username or ""
         self.bot_id = app.bot.id
-        try:
-            await self._call(
-                lambda: app.bot.set_my_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS])
-            )
-        except TelegramError as exc:
-            log.warning("telegram: could not register the command menu: %s", exc)
+        # The command menu is not needed to receive messages; set it while polling starts.
+        self._spawn(self._set_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS]))
         await app.start()
         assert app.updater is not None
         try:
@@ -166,11 +167,9 @@ class TelegramChannel(Channel):
                     allowed_updates=["message"],
                 )
             else:
-                await app.updater.start_polling(
-                    timeout=dt.timedelta(seconds=self.poll_timeout),
-                    allowed_updates=["message"],
-                    error_callback=self._on_polling_error,
-                )
+                # getUpdates is refused while a webhook is set (say, from an earlier setup).
+                await self._call(lambda: app.bot.delete_webhook())
+                self._poller = asyncio.create_task(self._poll(), name="telegram-poll")
         except (TelegramError, OSError) as exc:
             await self.stop()
             how = "set the webhook" if self.webhook is not None else "start polling"
@@ -181,33 +180,128 @@ class TelegramChannel(Channel):
             "receiving by webhook" if self.webhook is not None else "polling",
         )
 
+    async def _set_commands(self, commands: list[Any]) -> None:
+        from telegram.error import TelegramError
+
+        assert self._app is not None
+        bot = self._app.bot
+        try:
+            await self._call(lambda: bot.set_my_commands(commands))
+        except TelegramError as exc:
+            log.warning("telegram: could not register the command menu: %s", exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _poll(self) -> None:
+        """Long polling. Unlike PTB's Updater, it stops the channel when the token is revoked
+        or another process keeps polling the same bot, instead of retrying forever."""
+        from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError, TimedOut
+
+        assert self._app is not None
+        bot = self._app.bot
+        failures = conflicts = 0
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=self._offset,
+                    timeout=dt.timedelta(seconds=self.poll_timeout),
+                    allowed_updates=["message"],
+                )
+            except InvalidToken:
+                self.fail(
+                    "Telegram no longer accepts the bot token (revoked or changed in "
+                    "@BotFather); put the new one in channels.telegram.token"
+                )
+                return
+            except Conflict:
+                # Right after a restart the previous process's poll may still be open for a
+                # moment; only a conflict that persists means a second instance.
+                conflicts += 1
+                if conflicts >= CONFLICTS_BEFORE_GIVING_UP:
+                    self.fail(
+                        "another program is receiving updates for this Telegram bot token (409 "
+                        "Conflict): stop the other Corvid instance, or give each one its own "
+                        "bot token"
+                    )
+                    return
+                await asyncio.sleep(self.retry_backoff * 2 ** (conflicts - 1))
+                continue
+            except RetryAfter as exc:
+                await asyncio.sleep(_retry_after_seconds(exc))
+                continue
+            except TimedOut:
+                continue  # a long poll that outlived the read timeout: just poll again
+            except TelegramError as exc:
+                failures += 1
+                wait = min(30.0, self.retry_backoff * 2 ** min(failures - 1, 5))
+                log.warning("telegram: polling failed (%s); retrying in %.0f s", exc, wait)
+                await asyncio.sleep(wait)
+                continue
+            failures = conflicts = 0
+            for update in updates:
+                self._offset = update.update_id + 1
+                self._dispatch(update)
+
+    def _dispatch(self, update: Update) -> None:
+        """Handle updates of one chat in order, and different chats independently, so one slow
+        download or flood wait never holds up everyone else."""
+        msg = update.message
+        if msg is None:
+            return
+        chat = msg.chat_id
+        previous = self._chains.get(chat)
+        task = self._spawn(self._handle(update, previous))
+        self._chains[chat] = task
+
+        def forget(t: asyncio.Task[None], chat: int = chat) -> None:
+            if self._chains.get(chat) is t:
+                del self._chains[chat]
+
+        task.add_done_callback(forget)
+
+    async def _handle(self, update: Update, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await self._on_update(update)
+        except Exception:
+            log.exception("telegram: handling an update failed")
+
     async def stop(self) -> None:
         app, self._app = self._app, None
         if app is None:
             return
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.wait([self._poller])
+            self._poller = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        if self.webhook is None and self._offset is not None:
+            # Confirm what was received, so a restart does not receive it again.
+            with contextlib.suppress(Exception):
+                await app.bot.get_updates(offset=self._offset, timeout=dt.timedelta(0))
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if app.running:
             await app.stop()
         await app.shutdown()
 
-    def _on_polling_error(self, exc: Exception) -> None:
-        from telegram.error import Conflict
-
-        if isinstance(exc, Conflict):
-            self.fail(
-                "another program is receiving updates for this Telegram bot token (409 "
-                "Conflict): stop the other Corvid instance, or give each one its own bot token"
-            )
-        else:
-            log.warning("telegram: polling failed (%s); retrying", exc)
+    async def _on_webhook_update(self, update: Update, context: Any) -> None:
+        self._dispatch(update)
 
     async def _on_handler_error(self, update: object, context: Any) -> None:
         log.error("telegram: handling an update failed", exc_info=context.error)
 
     # -- inbound --------------------------------------------------------------------------------
 
-    async def _on_update(self, update: Update, context: Any) -> None:
+    async def _on_update(self, update: Update) -> None:
         msg = update.message  # edits, channel posts and the rest are not for us
         if msg is None or msg.from_user is None or msg.from_user.is_bot:
             return
@@ -367,11 +461,13 @@ class TelegramChannel(Channel):
             raise RuntimeError("the Telegram channel is not running")
         chat_id, thread = self._target(msg.key)
         quote = int(msg.reply_to) if msg.reply_to and msg.key.scope == "group" else None
-        for piece in _pieces(msg.text):
-            await self._send_piece(chat_id, thread, piece, quote)
+        for piece, html in _pieces(msg.text):
+            await self._send_piece(chat_id, thread, piece, html, quote)
             quote = None  # only the first piece quotes the message it answers
 
-    async def _send_piece(self, chat_id: int, thread: int | None, piece: str, quote: int | None):
+    async def _send_piece(
+        self, chat_id: int, thread: int | None, piece: str, html: str | None, quote: int | None
+    ) -> None:
         from telegram import ReplyParameters
         from telegram.constants import ParseMode
         from telegram.error import BadRequest
@@ -379,23 +475,24 @@ class TelegramChannel(Channel):
         assert self._app is not None
         bot = self._app.bot
         reply = ReplyParameters(quote, allow_sending_without_reply=True) if quote else None
-        try:
-            await self._call(
-                lambda: bot.send_message(
-                    chat_id,
-                    to_telegram_html(piece),
-                    parse_mode=ParseMode.HTML,
-                    reply_parameters=reply,
-                    message_thread_id=thread,
+        if html is not None:
+            try:
+                await self._call(
+                    lambda: bot.send_message(
+                        chat_id,
+                        html,
+                        parse_mode=ParseMode.HTML,
+                        reply_parameters=reply,
+                        message_thread_id=thread,
+                    )
                 )
-            )
-            return
-        except BadRequest as exc:
-            if "parse entities" not in str(exc).lower():
-                raise
-            log.warning(
-                "telegram:%s: Telegram refused the HTML (%s); sending plain text", chat_id, exc
-            )
+                return
+            except BadRequest as exc:
+                if "parse entities" not in str(exc).lower():
+                    raise
+                log.warning(
+                    "telegram:%s: Telegram refused the HTML (%s); sending plain text", chat_id, exc
+                )
         await self._call(
             lambda: bot.send_message(
                 chat_id, piece, reply_parameters=reply, message_thread_id=thread
@@ -454,15 +551,28 @@ class TelegramChannel(Channel):
             await asyncio.sleep(TYPING_EVERY)
 
 
-def _pieces(text: str) -> list[str]:
-    """Markdown pieces whose rendered text fits Telegram's limit."""
-    out: list[str] = []
+def _pieces(text: str) -> list[tuple[str, str | None]]:
+    """(Markdown, its Telegram HTML) pieces that fit Telegram's limit; the HTML is None when
+    the piece is best sent as plain text."""
+    out: list[tuple[str, str | None]] = []
     for piece in split_markdown(text, SPLIT_AT):
-        if utf16_len(visible_text(to_telegram_html(piece))) <= TEXT_LIMIT:
-            out.append(piece)
-        else:  # rendering made it longer (deeply nested lists): cut it finer
-            out.extend(split_markdown(piece, SPLIT_AT // 2))
+        _fit(piece, SPLIT_AT, out)
     return out
+
+
+def _fit(piece: str, limit: int, out: list[tuple[str, str | None]]) -> None:
+    html = to_telegram_html(piece)
+    shown = visible_text(html)
+    if not shown.strip():
+        # Renders to nothing (only link definitions, an empty quote): the source is the text.
+        out.append((piece, None))
+    elif utf16_len(shown) <= TEXT_LIMIT:
+        out.append((piece, html))
+    elif limit >= 400:  # rendering made it longer (deeply nested lists): cut it finer
+        for sub in split_markdown(piece, limit // 2):
+            _fit(sub, limit // 2, out)
+    else:  # the source itself is short enough
+        out.append((piece, None))
 
 
 def _retry_after_seconds(exc: Any) -> float:

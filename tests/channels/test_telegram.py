@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from channels.base import ChannelStartError
+from channels.markdown import visible_text
 from gateway.cli import main
 from tests.conftest import OWNER, TG_GROUP
 from tests.fakes.anthropic_api import Reply, last_user_text
@@ -60,6 +61,7 @@ async def test_dm_from_the_owner_is_answered_with_typing_first(
 
 async def test_start_registers_the_command_menu(telegram_gateway, fake_telegram):
     gateway = await telegram_gateway()
+    await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("setMyCommands")))
     commands = fake_telegram.calls_to("setMyCommands")[0].params["commands"]
     assert [c["command"] for c in commands] == ["new", "reset", "status", "compact", "stop", "help"]
     assert gateway.channels["telegram"].bot_username == BOT_USERNAME
@@ -308,7 +310,8 @@ async def test_bad_gateway_is_retried_and_a_lost_reply_is_recorded(telegram_gate
 
 async def test_conflict_stops_the_gateway_with_a_clear_reason(telegram_gateway, fake_telegram):
     gateway = await telegram_gateway()
-    fake_telegram.fail("getUpdates", Fault(409, "Conflict: terminated by other getUpdates request"))
+    conflict = Fault(409, "Conflict: terminated by other getUpdates request")
+    fake_telegram.fail("getUpdates", *[conflict] * 4)
     async with asyncio.timeout(10):
         reason = await gateway.wait_failed()
     assert "409 Conflict" in reason
@@ -408,3 +411,64 @@ async def test_a_tap_mention_counts_and_unlisted_groups_stay_silent(
     assert sent[1]["chat_id"] == str(TG_GROUP)
     assert sent[1]["shown"].endswith("Corvid, what time is it?")
     assert len(fake_api.message_requests) == 1
+
+
+async def test_a_passing_conflict_after_a_restart_is_ridden_out(telegram_gateway, fake_telegram):
+    gateway = await telegram_gateway()
+    conflict = Fault(409, "Conflict: terminated by other getUpdates request")
+    fake_telegram.fail("getUpdates", conflict, conflict)
+    fake_telegram.text("still there?")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "echo: still there?"
+    assert not gateway.channels["telegram"].failure.done()
+
+
+async def test_a_token_revoked_while_running_stops_the_gateway(telegram_gateway, fake_telegram):
+    gateway = await telegram_gateway()
+    fake_telegram.token = "123456:a-new-token"  # the old one now gets 401 Unauthorized
+    async with asyncio.timeout(10):
+        reason = await gateway.wait_failed()
+    assert "no longer accepts the bot token" in reason
+
+
+async def test_a_slow_download_in_one_chat_does_not_hold_up_another(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    release = asyncio.Event()
+    file_id, uid = fake_telegram.add_file(b"big file")
+    fake_telegram.hold_file(file_id, release)
+    doc = {"file_id": file_id, "file_unique_id": uid, "file_name": "a.txt", "file_size": 8}
+    fake_telegram.text("", caption="caption-first", document=doc)
+    fake_telegram.text("queued behind the file")  # same chat: must wait, in order
+    fake_telegram.text(f"@{BOT_USERNAME} meanwhile", user=5, chat=TG_GROUP,
+                       chat_type="supergroup")  # fmt: skip
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["chat_id"] == str(TG_GROUP)
+    release.set()
+    await fake_telegram.wait_for(
+        lambda: any(s["shown"] == "echo: queued behind the file" for s in fake_telegram.sent)
+    )
+    # The file's message reached the model before the one sent after it.
+    last = fake_api.message_requests[-1].raw
+    assert last.index("caption-first") < last.index("queued behind the file")
+
+
+async def test_a_reply_that_renders_to_nothing_goes_out_as_text(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    fake_api.enqueue(Reply("[1]: https://example.com"))
+    fake_telegram.text("a link please")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["text"] == "[1]: https://example.com"
+    assert "parse_mode" not in sent[0]
+
+
+def test_pieces_that_render_longer_are_cut_again():
+    from channels.telegram import TEXT_LIMIT, _pieces
+
+    table = "\n".join(["|" * 21, "|" + "---|" * 20] + ["|" * 21] * 1500)
+    for piece, html in _pieces(table):
+        shown = piece if html is None else visible_text(html)
+        assert len(shown.encode("utf-16-le")) // 2 <= TEXT_LIMIT

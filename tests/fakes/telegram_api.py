@@ -105,6 +105,7 @@ class FakeTelegram:
         self.calls: list[Call] = []
         self.sent: list[dict[str, Any]] = []  # accepted sendMessage calls, with message_id
         self.files: dict[str, bytes] = {}
+        self._held: dict[str, asyncio.Event] = {}
         self.webhook_url = ""
         self._faults: dict[str, deque[Fault]] = {}
         self._updates: list[dict[str, Any]] = []
@@ -157,6 +158,10 @@ class FakeTelegram:
         file_id = f"file-{n}"
         self.files[file_id] = data
         return file_id, f"unique-{n}"
+
+    def hold_file(self, file_id: str, release: asyncio.Event) -> None:
+        """Make downloads of ``file_id`` wait until ``release`` is set (a slow download)."""
+        self._held[file_id] = release
 
     def push(self, message: dict[str, Any], kind: str = "message") -> dict[str, Any]:
         """Queue an update carrying ``message`` (filled in with ids and a date)."""
@@ -344,6 +349,8 @@ class FakeTelegram:
         name = request.match_info["path"].removeprefix("files/").removesuffix(".bin")
         if name not in self.files:
             return web.Response(status=404)
+        if name in self._held:
+            await self._held[name].wait()
         return web.Response(body=self.files[name])
 
 

@@ -163,7 +163,7 @@ async def test_run_stops_with_a_clear_reason_when_another_instance_polls(tmp_pat
     await tg.start()
     home = tmp_path / "h"
     _telegram_config(home, api, tg)
-    tg.fail("getUpdates", TgFault(409, "Conflict: terminated by other getUpdates request"))
+    tg.fail("getUpdates", *[TgFault(409, "Conflict: terminated by other getUpdates request")] * 4)
     proc = await _spawn_run(
         home, {"ANTHROPIC_API_KEY": "sk-run-test-key", "TELEGRAM_BOT_TOKEN": tg.token}
     )
