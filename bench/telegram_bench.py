@@ -26,7 +26,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.cli import main as corvid_main
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -39,17 +38,9 @@ def pct(values: list[float], p: float) -> float:
 
 
 def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram) -> None:
-    corvid_main(["init", "--home", str(home)], environ={})
+    tg.write_corvid_config(home, api.base_url, poll_timeout=10)
     config = yaml.safe_load((home / "config.yaml").read_text())
-    config["llm"]["base_url"] = api.base_url
     config["logging"]["level"] = "WARNING"
-    config["channels"]["telegram"].update(
-        enabled=True,
-        allow_from=[42],
-        base_url=f"{tg.base_url}/bot",
-        base_file_url=f"{tg.base_url}/file/bot",
-        poll_timeout=10,
-    )
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 

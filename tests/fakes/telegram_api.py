@@ -18,8 +18,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 
 TOKEN = "123456:TEST-token-for-the-fake"
@@ -136,6 +138,18 @@ class FakeTelegram:
             self._changed.notify_all()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def write_corvid_config(self, home: Path, llm_base_url: str, **telegram: Any) -> None:
+        """Set up a Corvid home whose config points at this fake and at ``llm_base_url``
+        (for running ``corvid run`` as a process; tokens come from the environment)."""
+        from gateway.home import init_home
+
+        init_home(home, {})
+        config = yaml.safe_load((home / "config.yaml").read_text())
+        config["llm"]["base_url"] = llm_base_url
+        section = {k: v for k, v in self.channel_config(**telegram).items() if k != "token"}
+        config["channels"]["telegram"].update(allow_from=[42], **section)
+        (home / "config.yaml").write_text(yaml.safe_dump(config))
 
     def channel_config(self, **extra: Any) -> dict[str, Any]:
         """The ``channels.telegram`` config section that points Corvid at this fake."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-
-import yaml
 
 from gateway.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
@@ -101,10 +101,25 @@ def test_memory_search_and_reindex_from_the_command_line(tmp_path, capsys):
     assert main(["memory", "search", "zebra", "--home", str(home)], environ={}) == 1
 
 
-async def _spawn_run(home: Path, env_extra: dict[str, str]) -> asyncio.subprocess.Process:
-    env = {**os.environ, "CORVID_HOME": str(home), **env_extra}
+@contextlib.asynccontextmanager
+async def _corvid_run(
+    tmp_path: Path, token: str | None = None, faults: tuple[TgFault, ...] = ()
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, FakeTelegram]]:
+    """``corvid run`` as a process, its Telegram and model calls going to fakes in this one."""
+    api, tg = FakeAnthropic(), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    tg.fail("getUpdates", *faults)
+    env = {
+        **os.environ,
+        "CORVID_HOME": str(home),
+        "ANTHROPIC_API_KEY": "sk-run-test-key",
+        "TELEGRAM_BOT_TOKEN": token or tg.token,
+    }
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
-    return await asyncio.create_subprocess_exec(
+    proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "gateway.cli",
@@ -113,44 +128,24 @@ async def _spawn_run(home: Path, env_extra: dict[str, str]) -> asyncio.subproces
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-
-
-def _telegram_config(home: Path, api: FakeAnthropic, tg: FakeTelegram) -> None:
-    main(["init", "--home", str(home)], environ={})
-    config = yaml.safe_load((home / "config.yaml").read_text())
-    config["llm"]["base_url"] = api.base_url
-    config["channels"]["telegram"].update(
-        enabled=True,
-        allow_from=[42],
-        base_url=f"{tg.base_url}/bot",
-        base_file_url=f"{tg.base_url}/file/bot",
-        poll_timeout=1,
-    )
-    (home / "config.yaml").write_text(yaml.safe_dump(config))
-
-
-async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
-    api, tg = FakeAnthropic(), FakeTelegram()
-    await api.start()
-    await tg.start()
-    home = tmp_path / "h"
-    _telegram_config(home, api, tg)
-    proc = await _spawn_run(
-        home, {"ANTHROPIC_API_KEY": "sk-run-test-key", "TELEGRAM_BOT_TOKEN": tg.token}
-    )
     try:
-        await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
-        tg.text("hello from telegram")
-        sent = await tg.wait_sent(1, timeout=30)
-        assert sent[0]["shown"] == "echo: hello from telegram"
-        proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        yield proc, tg
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         await tg.close()
         await api.close()
+
+
+async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
+    async with _corvid_run(tmp_path) as (proc, tg):
+        await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
+        tg.text("hello from telegram")
+        sent = await tg.wait_sent(1, timeout=30)
+        assert sent[0]["shown"] == "echo: hello from telegram"
+        proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
     assert b"sk-run-test-key" not in err + out
     assert tg.token.encode() not in err + out
@@ -158,44 +153,16 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
 
 
 async def test_run_stops_with_a_clear_reason_when_another_instance_polls(tmp_path: Path):
-    api, tg = FakeAnthropic(), FakeTelegram()
-    await api.start()
-    await tg.start()
-    home = tmp_path / "h"
-    _telegram_config(home, api, tg)
-    tg.fail("getUpdates", *[TgFault(409, "Conflict: terminated by other getUpdates request")] * 4)
-    proc = await _spawn_run(
-        home, {"ANTHROPIC_API_KEY": "sk-run-test-key", "TELEGRAM_BOT_TOKEN": tg.token}
-    )
-    try:
+    conflict = TgFault(409, "Conflict: terminated by other getUpdates request")
+    async with _corvid_run(tmp_path, faults=(conflict,) * 4) as (proc, _):
         _out, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await tg.close()
-        await api.close()
     assert proc.returncode == 1
     assert b"corvid: stopped: another program is receiving updates" in err
 
 
 async def test_run_with_a_rejected_token_exits_with_the_cause(tmp_path: Path):
-    api, tg = FakeAnthropic(), FakeTelegram()
-    await api.start()
-    await tg.start()
-    home = tmp_path / "h"
-    _telegram_config(home, api, tg)
-    proc = await _spawn_run(
-        home, {"ANTHROPIC_API_KEY": "sk-run-test-key", "TELEGRAM_BOT_TOKEN": "1:wrong-token"}
-    )
-    try:
+    async with _corvid_run(tmp_path, token="1:wrong-token") as (proc, _):
         _out, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await tg.close()
-        await api.close()
     assert proc.returncode == 1
     assert b"Telegram rejected the bot token" in err
     assert b"wrong-token" not in err
