@@ -16,8 +16,8 @@ import asyncio
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
-from typing import ClassVar, final
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, ClassVar, final
 
 from channels.access import Access, Action, Arrival
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
@@ -40,6 +40,8 @@ class Channel(ABC):
         self.access = access
         self._sink: Sink | None = None
         self._failure: asyncio.Future[str] | None = None
+        self._lanes: dict[object, asyncio.Task[None]] = {}
+        self._lane_tasks: set[asyncio.Task[None]] = set()
 
     @final
     def bind(self, sink: Sink) -> None:
@@ -111,6 +113,43 @@ class Channel(ABC):
                 context=context,
             )
         )
+
+    # -- ordering --------------------------------------------------------------------------------
+
+    @final
+    def in_order(self, lane: object, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run ``coro`` after everything queued earlier on ``lane`` (a chat), and concurrently
+        with other lanes: one chat's slow download or flood wait never holds up another chat,
+        and a chat's messages still reach the gateway in the order they were sent."""
+        previous = self._lanes.get(lane)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            try:
+                await coro
+            except Exception:
+                log.exception("%s: handling a message failed", self.name)
+
+        task = asyncio.create_task(run())
+        self._lanes[lane] = task
+        self._lane_tasks.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self._lane_tasks.discard(t)
+            if self._lanes.get(lane) is t:
+                del self._lanes[lane]
+
+        task.add_done_callback(done)
+        return task
+
+    @final
+    async def cancel_pending(self) -> None:
+        """Cancel messages still being taken in (on stop)."""
+        for task in list(self._lane_tasks):
+            task.cancel()
+        if self._lane_tasks:
+            await asyncio.wait(list(self._lane_tasks), timeout=5)
 
     # -- fatal errors -----------------------------------------------------------------------------
 

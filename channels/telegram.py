@@ -110,7 +110,6 @@ class TelegramChannel(Channel):
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._chains: dict[int, asyncio.Task[None]] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -247,29 +246,9 @@ class TelegramChannel(Channel):
                 self._dispatch(update)
 
     def _dispatch(self, update: Update) -> None:
-        """Handle updates of one chat in order, and different chats independently, so one slow
-        download or flood wait never holds up everyone else."""
         msg = update.message
-        if msg is None:
-            return
-        chat = msg.chat_id
-        previous = self._chains.get(chat)
-        task = self._spawn(self._handle(update, previous))
-        self._chains[chat] = task
-
-        def forget(t: asyncio.Task[None], chat: int = chat) -> None:
-            if self._chains.get(chat) is t:
-                del self._chains[chat]
-
-        task.add_done_callback(forget)
-
-    async def _handle(self, update: Update, previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            await asyncio.wait([previous])
-        try:
-            await self._on_update(update)
-        except Exception:
-            log.exception("telegram: handling an update failed")
+        if msg is not None:
+            self.in_order(msg.chat_id, self._on_update(update))
 
     async def stop(self) -> None:
         app, self._app = self._app, None
@@ -279,6 +258,7 @@ class TelegramChannel(Channel):
             self._poller.cancel()
             await asyncio.wait([self._poller])
             self._poller = None
+        await self.cancel_pending()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -316,6 +316,30 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
                 today=lambda: clock().astimezone(config.tz).date(),
             )
         )
+    dc = config.channels.discord
+    if dc.enabled:
+        from channels.discord import DiscordChannel
+
+        if dc.token is None:
+            raise ConfigError("channels.discord.token", "required when Discord is enabled")
+        channels.append(
+            DiscordChannel(
+                dc.token.value,
+                Access(
+                    "discord",
+                    allow_from=dc.allow_from,
+                    groups=dc.groups,
+                    pairing=pairing,
+                    context_messages=dc.group_context_messages,
+                ),
+                workspace=config.workspace.resolve(),
+                api_base_url=dc.api_base_url,
+                gateway_url=dc.gateway_url,
+                max_image_bytes=dc.max_image_bytes,
+                max_file_bytes=dc.max_file_bytes,
+                today=lambda: clock().astimezone(config.tz).date(),
+            )
+        )
     return channels
 
 

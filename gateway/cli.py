@@ -147,14 +147,18 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
                 "code; put your own Telegram user id there to be let in directly"
             )
     if dc.enabled:
-        problems.append(
-            "channels.discord is enabled, but this version of Corvid has no Discord adapter; "
-            "set it to false for now"
-        )
+        if dc.token is None:
+            problems.append(config.missing("channels.discord.token", "the bot token"))
+        if not dc.allow_from:
+            log.warning(
+                "channels.discord.allow_from is empty: everyone who writes will get a pairing "
+                "code; put your own Discord user id there to be let in directly"
+            )
     if not (tg.enabled or dc.enabled):
         problems.append(
-            "no chat channel is enabled: set channels.telegram.enabled to true in "
-            f"{home / 'config.yaml'}, or talk to Corvid locally with `corvid chat`"
+            "no chat channel is enabled: set channels.telegram.enabled or "
+            f"channels.discord.enabled to true in {home / 'config.yaml'}, or talk to Corvid "
+            "locally with `corvid chat`"
         )
     if problems:
         print("corvid: cannot start:", file=sys.stderr)

@@ -127,7 +127,8 @@ class TelegramConfig(ChannelConfig):
 
 @dataclass(frozen=True)
 class DiscordConfig(ChannelConfig):
-    pass
+    api_base_url: str = "https://discord.com/api/v10"
+    gateway_url: str = "wss://gateway.discord.gg/"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,369 @@
+"""Discord, through discord.py: gateway events in, Markdown replies out, slash commands.
+
+Inbound, each message becomes an ``Arrival`` for the shared access policy: direct messages are
+``discord:dm:<user_id>``, guild channels ``discord:channel:<id>``, threads ``discord:thread:<id>``
+(a session apart from its channel). A guild message is addressed to the bot when it mentions the
+bot (as a user, or one of its roles) or replies to one of its messages. Image attachments become
+images for the model; other files are saved to the inbox. Messages from bots, the bot included,
+are ignored.
+
+Outbound, Discord renders Markdown itself, so replies are only split under its 2000-character
+limit, without breaking code blocks. Every reply is sent with mentions disabled, so nothing the
+model writes can ping @everyone, a role or a user. The chat commands are application (slash)
+commands, synced at start; their answers come back as follow-ups to the interaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from channels import inbox
+from channels.access import Access, Arrival, Fetched
+from channels.base import Channel, ChannelStartError
+from channels.markdown import split_markdown
+from gateway.events import CHAT_COMMANDS, Attachment, OutboundMessage, SessionKey
+
+if TYPE_CHECKING:
+    import discord
+
+log = logging.getLogger(__name__)
+
+TEXT_LIMIT = 2000
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+INTENT_HELP = (
+    "Discord refused the connection because the Message Content intent is not enabled for this "
+    "bot: open the Developer Portal → your application → Bot → Privileged Gateway Intents, turn "
+    "on Message Content Intent, and start Corvid again"
+)
+
+
+class DiscordChannel(Channel):
+    name = "discord"
+
+    def __init__(
+        self,
+        token: str,
+        access: Access,
+        *,
+        workspace: Path,
+        api_base_url: str = "https://discord.com/api/v10",
+        gateway_url: str = "wss://gateway.discord.gg/",
+        max_image_bytes: int = 5_000_000,
+        max_file_bytes: int = 20_000_000,
+        today: Callable[[], dt.date] = dt.date.today,
+        ready_timeout: float = 60.0,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        super().__init__(access)
+        self._token = token
+        self.workspace = workspace
+        self.api_base_url = api_base_url.rstrip("/")
+        self.gateway_url = gateway_url
+        self.max_image_bytes = max_image_bytes
+        self.max_file_bytes = max_file_bytes
+        self.today = today
+        self.ready_timeout = ready_timeout
+        self.guild_ready_timeout = guild_ready_timeout
+        self._client: discord.Client | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._stopping = False
+        # Slash commands waiting for their answer, by the message id the gateway replies to.
+        self._interactions: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        import aiohttp
+        import discord
+        import yarl
+        from discord import app_commands
+
+        # discord.py has no per-client base URL: these are the places it reads them from.
+        discord.http.Route.BASE = self.api_base_url
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
+
+        intents = discord.Intents.none()
+        intents.guilds = True
+        intents.guild_messages = True
+        intents.dm_messages = True
+        intents.message_content = True
+        client = discord.Client(
+            intents=intents,
+            allowed_mentions=discord.AllowedMentions.none(),
+            chunk_guilds_at_startup=False,
+            guild_ready_timeout=self.guild_ready_timeout,
+            max_messages=200,
+        )
+        client.on_message = self._on_message  # type: ignore[attr-defined]
+        tree = app_commands.CommandTree(client)
+        for name, description in CHAT_COMMANDS:
+            tree.add_command(
+                app_commands.Command(
+                    name=name, description=description, callback=self._command_callback(name)
+                )
+            )
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure:
+            await client.close()
+            raise ChannelStartError(
+                "Discord rejected the bot token (channels.discord.token): copy it again from "
+                "the Developer Portal → your application → Bot → Reset Token"
+            ) from None
+        except (aiohttp.ClientError, OSError, discord.HTTPException) as exc:
+            await client.close()
+            raise ChannelStartError(
+                f"could not reach Discord at {self.api_base_url} ({type(exc).__name__}); check "
+                "the network or channels.discord.api_base_url"
+            ) from None
+        self._client = client
+        runner = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        ready = asyncio.create_task(client.wait_until_ready())
+        done, _ = await asyncio.wait(
+            (runner, ready), timeout=self.ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready not in done:
+            ready.cancel()
+            reason = (
+                _connection_problem(runner.exception())
+                if runner in done and runner.exception() is not None
+                else f"no answer from the Discord gateway at {self.gateway_url}"
+            )
+            await self.stop()
+            raise ChannelStartError(reason)
+        self._runner = runner
+        runner.add_done_callback(self._on_runner_done)
+        assert client.user is not None
+        self.bot_username = client.user.name
+        try:
+            await tree.sync()
+        except discord.HTTPException as exc:
+            log.warning("discord: could not register the slash commands: %s", exc)
+        log.info("discord: %s is connected to %d guild(s)", client.user, len(client.guilds))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        client, self._client = self._client, None
+        await self.cancel_pending()
+        if client is not None:
+            await client.close()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await asyncio.wait([runner], timeout=10)
+
+    def _on_runner_done(self, task: asyncio.Task[None]) -> None:
+        if self._stopping:
+            return
+        exc = None if task.cancelled() else task.exception()
+        self.fail(
+            _connection_problem(exc) if exc is not None else "the Discord connection was closed"
+        )
+
+    # -- inbound --------------------------------------------------------------------------------
+
+    def _where(self, channel: Any, user: Any) -> tuple[SessionKey, tuple[str, ...]]:
+        import discord
+
+        guild = getattr(channel, "guild", None)
+        if guild is None:
+            return SessionKey("discord", "dm", str(user.id)), ()
+        if isinstance(channel, discord.Thread):
+            ids = (str(channel.id), str(channel.parent_id), str(guild.id))
+            return SessionKey("discord", "thread", str(channel.id)), ids
+        return SessionKey("discord", "channel", str(channel.id)), (str(channel.id), str(guild.id))
+
+    async def _on_message(self, message: discord.Message) -> None:
+        client = self._client
+        if client is None or client.user is None or message.author.bot:
+            return
+        if message.author.id == client.user.id:
+            return
+        self.in_order(message.channel.id, self._take(message))
+
+    async def _take(self, message: discord.Message) -> None:
+        import discord
+
+        client = self._client
+        if client is None or client.user is None:
+            return
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return  # joins, pins, thread starts...
+        me = client.user
+        key, group_ids = self._where(message.channel, message.author)
+        text = re.sub(rf"<@!?{me.id}>", f"@{me.name}", message.content)
+        unsupported = ""
+        if message.flags.voice:
+            unsupported = "voice messages"
+        elif message.stickers and not text.strip() and not message.attachments:
+            unsupported = "stickers"
+        files = [a for a in message.attachments if not message.flags.voice]
+        await self.admit(
+            Arrival(
+                key=key,
+                sender_id=str(message.author.id),
+                sender_name=message.author.display_name,
+                text=text,
+                message_id=str(message.id),
+                addressed=self._addressed(message),
+                group_ids=group_ids,
+                unsupported=unsupported,
+                fetch=(lambda final_key: self._fetch(files, final_key)) if files else None,
+            )
+        )
+
+    def _addressed(self, message: discord.Message) -> bool:
+        import discord
+
+        client = self._client
+        assert client is not None and client.user is not None
+        me = client.user
+        if any(u.id == me.id for u in message.mentions):
+            return True
+        member = message.guild.me if message.guild is not None else None
+        if member is not None:
+            mine = {r.id for r in member.roles if not r.is_default()}
+            if any(r.id in mine for r in message.role_mentions):
+                return True
+        ref = message.reference
+        resolved = ref.resolved if ref is not None else None
+        return isinstance(resolved, discord.Message) and resolved.author.id == me.id
+
+    async def _fetch(self, files: list[Any], key: SessionKey) -> Fetched:
+        import discord
+
+        attachments: list[Attachment] = []
+        notes: list[str] = []
+        for f in files:
+            ctype = (f.content_type or "").split(";")[0].strip()
+            try:
+                if ctype in IMAGE_TYPES and f.size <= self.max_image_bytes:
+                    data = await f.read()
+                    mime = inbox.sniff_image(data)
+                    if mime is not None:
+                        attachments.append(Attachment("image", mime, name=f.filename, data=data))
+                        continue
+                elif f.size > self.max_file_bytes:
+                    notes.append(
+                        f"[The file {inbox.safe_name(f.filename)} ({f.size / 1e6:.1f} MB) was not "
+                        f"saved: files larger than {self.max_file_bytes / 1e6:.1f} MB are not "
+                        "accepted.]"
+                    )
+                    continue
+                else:
+                    data = await f.read()
+                path = await asyncio.to_thread(
+                    inbox.save, self.workspace, data, f.filename, private=key.private,
+                    day=self.today(),
+                )  # fmt: skip
+                attachments.append(
+                    Attachment(
+                        "document", ctype or "application/octet-stream", f.filename, path=path
+                    )
+                )
+            except (discord.HTTPException, OSError) as exc:
+                log.warning("%s: could not download %s: %s", key, f.filename, exc)
+                notes.append(f"[The file {inbox.safe_name(f.filename)} could not be downloaded.]")
+        return tuple(attachments), tuple(notes)
+
+    def _command_callback(self, name: str) -> Callable[[Any], Any]:
+        async def callback(interaction):  # type: ignore[no-untyped-def]
+            await self._on_command(interaction, name)
+
+        return callback
+
+    async def _on_command(self, interaction: discord.Interaction, name: str) -> None:
+        user = interaction.user
+        key, group_ids = self._where(interaction.channel, user)
+        if interaction.guild_id is None:
+            key, group_ids = SessionKey("discord", "dm", str(user.id)), ()
+        msg_id = f"i{interaction.id}"
+        # Discord wants an answer within 3 seconds; the real one follows when the gateway has it.
+        await interaction.response.defer(thinking=True)
+        self._interactions[msg_id] = interaction
+        answered = await self.admit(
+            Arrival(
+                key=key,
+                sender_id=str(user.id),
+                sender_name=user.display_name,
+                text=f"/{name}",
+                message_id=msg_id,
+                addressed=True,
+                is_command=True,
+                group_ids=group_ids,
+            )
+        )
+        if answered is not None:
+            await answered
+        pending = self._interactions.pop(msg_id, None)
+        if pending is not None:  # refused without a word: say so, to this user only
+            with contextlib.suppress(Exception):
+                await pending.followup.send("That command isn't available to you here.")
+
+    # -- outbound -------------------------------------------------------------------------------
+
+    async def _resolve(self, key: SessionKey) -> Any:
+        client = self._client
+        if client is None:
+            raise RuntimeError("the Discord channel is not running")
+        if key.scope in ("dm", "guest"):
+            user = client.get_user(int(key.id)) or await client.fetch_user(int(key.id))
+            return user.dm_channel or await user.create_dm()
+        return client.get_channel(int(key.id)) or await client.fetch_channel(int(key.id))
+
+    async def send(self, msg: OutboundMessage) -> None:
+        import discord
+
+        pieces = split_markdown(msg.text, TEXT_LIMIT) or [msg.text.strip() or "…"]
+        none = discord.AllowedMentions.none()
+        interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
+        if interaction is not None:
+            for piece in pieces:
+                await interaction.followup.send(piece, allowed_mentions=none)
+            return
+        channel = await self._resolve(msg.key)
+        ref = None
+        if msg.reply_to and msg.reply_to.isdigit():
+            ref = discord.MessageReference(
+                message_id=int(msg.reply_to), channel_id=channel.id, fail_if_not_exists=False
+            )
+        for piece in pieces:
+            await channel.send(piece, reference=ref, allowed_mentions=none)
+            ref = None  # only the first piece points at the message it answers
+
+    @contextlib.asynccontextmanager
+    async def typing(self, key: SessionKey) -> AsyncIterator[None]:
+        import discord
+
+        typing = None
+        try:
+            channel = await self._resolve(key)
+            typing = channel.typing()
+            await typing.__aenter__()
+        except (discord.HTTPException, RuntimeError) as exc:
+            log.debug("%s: no typing indicator: %s", key, exc)
+            typing = None
+        try:
+            yield
+        finally:
+            if typing is not None:
+                with contextlib.suppress(Exception):
+                    await typing.__aexit__(None, None, None)
+
+
+def _connection_problem(exc: BaseException | None) -> str:
+    import discord
+
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return INTENT_HELP
+    if isinstance(exc, discord.LoginFailure):
+        return "Discord no longer accepts the bot token; put the new one in channels.discord.token"
+    if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
+        return "Discord rejected the bot token on the gateway (4004); check channels.discord.token"
+    return f"the Discord connection failed: {type(exc).__name__}: {exc}"
