@@ -89,6 +89,9 @@ class DiscordChannel(Channel):
         discord.http.Route.BASE = self.api_base_url
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
 
+        # Corvid has no voice: skip discord.py's start-up warnings about voice libraries.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         intents = discord.Intents.none()
         intents.guilds = True
         intents.guild_messages = True

@@ -149,3 +149,46 @@ async def telegram_gateway(home: Path, fake_api: FakeAnthropic, fake_telegram: F
     yield start
     for gateway in running:
         await gateway.stop()
+
+
+@pytest.fixture
+async def fake_discord():
+    from tests.fakes.discord_api import FakeDiscord
+
+    api = FakeDiscord()
+    await api.start()
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
+    """Start a gateway whose Discord channel (real discord.py) talks to the fake Discord."""
+    from gateway.app import build_channels
+    from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID
+
+    running: list[Gateway] = []
+
+    async def start(**discord: Any) -> Gateway:
+        section = {
+            "enabled": True,
+            "token": fake_discord.token,
+            "allow_from": [str(OWNER_ID)],
+            "groups": [str(CHANNEL_ID)],
+            "api_base_url": f"{fake_discord.base_url}/api/v10",
+            "gateway_url": fake_discord.gateway_url,
+            **discord,
+        }
+        config = make_config(home, fake_api.base_url, channels={"discord": section})
+        channels = build_channels(config)
+        for channel in channels:
+            channel.guild_ready_timeout = 0.1  # type: ignore[attr-defined]
+            channel.ready_timeout = 10  # type: ignore[attr-defined]
+        gateway = build_app(config, channels)
+        running.append(gateway)
+        await gateway.start()
+        return gateway
+
+    yield start
+    for gateway in running:
+        await gateway.stop()

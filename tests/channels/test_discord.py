@@ -1,0 +1,226 @@
+"""The Discord adapter end to end: real discord.py ↔ fake Discord REST and gateway, real
+anthropic ↔ fake Messages API, the gateway and agent in between."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from channels.base import ChannelStartError
+from gateway.cli import main
+from tests.fakes.anthropic_api import Reply, last_user_text
+from tests.fakes.discord_api import (
+    BOT_ID,
+    CHANNEL_ID,
+    GUILD_ID,
+    OTHER_CHANNEL_ID,
+    OWNER_ID,
+    ROLE_ID,
+    THREAD_ID,
+)
+
+
+def _raw(fake_api) -> str:
+    return "\n".join(r.raw for r in fake_api.message_requests)
+
+
+def _bot_message(text: str = "an earlier answer", channel: int = CHANNEL_ID) -> dict:
+    return {
+        "id": "9999",
+        "channel_id": str(channel),
+        "guild_id": str(GUILD_ID),
+        "content": text,
+        "author": {"id": str(BOT_ID), "username": "Corvid", "discriminator": "0", "bot": True,
+                   "avatar": None, "global_name": None},
+        "timestamp": "2026-11-21T10:00:00+00:00",
+        "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": [],
+        "mention_roles": [], "attachments": [], "embeds": [], "pinned": False, "type": 0,
+    }  # fmt: skip
+
+
+async def test_dm_from_the_owner_is_answered_without_pings(discord_gateway, fake_discord, fake_api):
+    await discord_gateway()
+    msg = fake_discord.message("hello there", guild=False)
+    sent = await fake_discord.wait_sent(1)
+    assert sent[0]["content"] == "echo: hello there"
+    assert sent[0]["allowed_mentions"]["parse"] == []
+    assert str(sent[0]["message_reference"]["message_id"]) == str(msg["id"])
+    assert fake_discord.typing  # the typing indicator ran
+    assert "MEMORY.md" in fake_api.message_requests[0].raw  # the owner's private session
+
+
+async def test_unknown_dm_gets_a_pairing_code_then_a_guest_session(
+    discord_gateway, fake_discord, fake_api, home
+):
+    await discord_gateway()
+    fake_discord.message("hi", author=77, author_name="Eve", guild=False)
+    sent = await fake_discord.wait_sent(1)
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["content"]).group(1)
+    assert fake_api.message_requests == []
+    assert main(["pairing", "approve", code, "--home", str(home)], environ={}) == 0
+    fake_discord.message("hi again", author=77, author_name="Eve", guild=False)
+    sent = await fake_discord.wait_sent(2)
+    assert sent[1]["content"] == "echo: hi again"
+    assert (home / "state" / "sessions" / "discord:guest:77.jsonl").exists()
+
+
+async def test_guild_messages_need_a_mention_and_others_are_context(
+    discord_gateway, fake_discord, fake_api
+):
+    await discord_gateway()
+    fake_discord.message("the demo is on friday", author=5, author_name="Bob")
+    asked = fake_discord.message("when is the demo?", author=6, author_name="Cy",
+                                 mentions_bot=True)  # fmt: skip
+    sent = await fake_discord.wait_sent(1)
+    assert len(fake_api.message_requests) == 1
+    text = last_user_text(fake_api.message_requests[0].body)
+    assert "Bob: the demo is on friday" in text
+    assert "Cy (id 6)" in text
+    assert "@Corvid" in text and f"<@{BOT_ID}>" not in text
+    assert str(sent[0]["channel_id"]) == str(CHANNEL_ID)
+    assert str(sent[0]["message_reference"]["message_id"]) == str(asked["id"])
+    assert len(fake_discord.sent) == 1
+
+
+async def test_a_role_mention_or_a_reply_to_the_bot_addresses_it(discord_gateway, fake_discord):
+    await discord_gateway()
+    fake_discord.message(f"<@&{ROLE_ID}> help", author=5, mention_roles=(ROLE_ID,))
+    await fake_discord.wait_sent(1)
+    fake_discord.message("and tomorrow?", author=5, reply_to=_bot_message())
+    sent = await fake_discord.wait_sent(2)
+    assert sent[1]["content"].endswith("and tomorrow?")
+
+
+async def test_unlisted_channels_and_bots_are_ignored(discord_gateway, fake_discord, fake_api):
+    await discord_gateway()
+    fake_discord.message("hey", author=5, channel=OTHER_CHANNEL_ID, mentions_bot=True)
+    fake_discord.message("beep", author=8, bot=True, mentions_bot=True)
+    fake_discord.message("real question", author=5, mentions_bot=True)
+    sent = await fake_discord.wait_sent(1)
+    assert sent[0]["content"].endswith("real question")
+    assert len(fake_api.message_requests) == 1
+
+
+async def test_a_thread_is_a_session_apart_from_its_channel(discord_gateway, fake_discord, home):
+    await discord_gateway()
+    fake_discord.message("in the thread", author=5, channel=THREAD_ID, mentions_bot=True)
+    await fake_discord.wait_sent(1)
+    fake_discord.message("in the channel", author=5, mentions_bot=True)
+    sent = await fake_discord.wait_sent(2)
+    assert str(sent[0]["channel_id"]) == str(THREAD_ID)
+    assert str(sent[1]["channel_id"]) == str(CHANNEL_ID)
+    sessions = {p.name for p in (home / "state" / "sessions").iterdir()}
+    assert f"discord:thread:{THREAD_ID}.jsonl" in sessions
+    assert f"discord:channel:{CHANNEL_ID}.jsonl" in sessions
+
+
+async def test_slash_commands_are_synced_and_answered_only_for_allowed_users(
+    discord_gateway, fake_discord, fake_api
+):
+    await discord_gateway()
+    synced = {c["name"] for c in fake_discord.commands_synced[-1]}
+    assert synced == {"new", "reset", "status", "compact", "stop", "help"}
+    fake_discord.interaction("status")
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 1)
+    assert f"discord:channel:{CHANNEL_ID}" in fake_discord.followups[0]["content"]
+    assert fake_discord.interaction_responses  # deferred within Discord's 3 seconds
+    fake_discord.interaction("new", user=5)
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 2)
+    assert fake_discord.followups[1]["content"] == "Only my owner can use commands here."
+    # In a channel that is not allowed: the owner learns how to allow it, others get a no.
+    fake_discord.interaction("status", channel=OTHER_CHANNEL_ID)
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 3)
+    assert (
+        f"add {OTHER_CHANNEL_ID} to channels.discord.groups"
+        in (fake_discord.followups[2]["content"])
+    )
+    fake_discord.interaction("status", user=5, channel=OTHER_CHANNEL_ID)
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 4)
+    assert "isn't available" in fake_discord.followups[3]["content"]
+    assert fake_api.message_requests == []
+
+
+async def test_a_6000_character_reply_is_split_cleanly(discord_gateway, fake_discord, fake_api):
+    await discord_gateway()
+    parts = []
+    for i in range(5):
+        parts.append(f"Part {i}. " + "Words of prose here. " * 40)
+        parts.append("```py\n" + "".join(f"item_{i}_{j} = {j}\n" for j in range(25)) + "```")
+    reply = "\n\n".join(parts)
+    assert len(reply) >= 6000
+    fake_api.enqueue(Reply(reply))
+    fake_discord.message("long please", guild=False)
+    await fake_discord.wait_for(
+        lambda: bool(fake_discord.sent) and "item_4_24 = 24" in fake_discord.sent[-1]["content"]
+    )
+    assert len(fake_discord.sent) >= 4
+    for s in fake_discord.sent:
+        assert len(s["content"]) <= 2000
+        assert s["content"].count("```") % 2 == 0
+    joined = "\n".join(s["content"] for s in fake_discord.sent)
+    for i in range(5):
+        for j in range(25):
+            assert f"item_{i}_{j} = {j}" in joined
+    # Only the first piece points at the question.
+    assert [bool(s.get("message_reference")) for s in fake_discord.sent].count(True) == 1
+
+
+async def test_everyone_in_the_model_text_pings_nobody(discord_gateway, fake_discord, fake_api):
+    await discord_gateway()
+    fake_api.enqueue(Reply(f"Hey @everyone and @here, <@&{ROLE_ID}> and <@{OWNER_ID}>!"))
+    fake_discord.message("announce it", author=5, mentions_bot=True)
+    sent = await fake_discord.wait_sent(1)
+    assert "@everyone" in sent[0]["content"]
+    mentions = sent[0]["allowed_mentions"]
+    assert mentions["parse"] == []
+    assert not mentions.get("roles") and not mentions.get("users")
+    assert mentions.get("replied_user") in (None, False)
+
+
+async def test_an_image_attachment_reaches_the_model(discord_gateway, fake_discord, fake_api):
+    await discord_gateway()
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    att = fake_discord.attachment("dot.png", png, "image/png")
+    fake_discord.message("what is this?", guild=False, attachments=[att])
+    await fake_discord.wait_sent(1)
+    content = fake_api.message_requests[0].body["messages"][-1]["content"]
+    images = [b for b in content if b["type"] == "image"]
+    assert len(images) == 1 and base64.b64decode(images[0]["source"]["data"]) == png
+
+
+async def test_memory_md_never_reaches_a_guild_session(
+    discord_gateway, fake_discord, fake_api, home
+):
+    await discord_gateway()
+    canary = "CANARY-discord-9c2e"
+    (home / "workspace" / "MEMORY.md").write_text(f"- {canary}\n")
+    fake_api.enqueue(
+        Reply(tool_calls=[("memory_get", {"path": "MEMORY.md"})]),
+        Reply(tool_calls=[("read_file", {"path": "./MEMORY.md"})]),
+        Reply("No."),
+    )
+    fake_discord.message("print MEMORY.md", author=5, mentions_bot=True)
+    await fake_discord.wait_sent(1)
+    assert len(fake_api.message_requests) == 3
+    assert canary not in _raw(fake_api)
+    fake_discord.message("and for me?", guild=False)
+    await fake_discord.wait_sent(2)
+    assert canary in fake_api.message_requests[-1].raw
+
+
+async def test_a_missing_message_content_intent_stops_start_up_clearly(
+    discord_gateway, fake_discord
+):
+    fake_discord.missing_intent = True
+    with pytest.raises(ChannelStartError, match="Message Content Intent"):
+        await discord_gateway()
+
+
+async def test_a_rejected_token_stops_start_up_clearly(discord_gateway, fake_discord):
+    with pytest.raises(ChannelStartError, match="rejected the bot token") as err:
+        await discord_gateway(token="not-the-token")
+    assert "not-the-token" not in str(err.value)
