@@ -224,3 +224,50 @@ async def test_a_rejected_token_stops_start_up_clearly(discord_gateway, fake_dis
     with pytest.raises(ChannelStartError, match="rejected the bot token") as err:
         await discord_gateway(token="not-the-token")
     assert "not-the-token" not in str(err.value)
+
+
+async def test_a_failed_send_is_recorded_and_rate_limits_are_waited_out(
+    discord_gateway, fake_discord
+):
+    from tests.fakes.discord_api import Fault, dm_channel_id
+
+    gateway = await discord_gateway()
+    path = f"/channels/{dm_channel_id(OWNER_ID)}/messages"
+    fake_discord.fail("POST", path, Fault(429, retry_after=0.2))
+    fake_discord.message("one", guild=False)
+    sent = await fake_discord.wait_sent(1)
+    assert sent[0]["content"] == "echo: one"
+    assert len(fake_discord.calls_to("POST", path)) == 2
+    forbidden = Fault(403, {"message": "Missing Permissions", "code": 50013})
+    fake_discord.fail("POST", path, forbidden)
+    fake_discord.message("two", guild=False)
+    await fake_discord.wait_for(lambda: len(fake_discord.calls_to("POST", path)) == 3)
+    fake_discord.message("three", guild=False)
+    sent = await fake_discord.wait_sent(2)
+    assert sent[1]["content"] == "echo: three"
+    assert [f.key for f in gateway.failed_sends] == [f"discord:dm:{OWNER_ID}"]
+
+
+async def test_the_session_survives_a_gateway_disconnect(discord_gateway, fake_discord):
+    gateway = await discord_gateway()
+    assert await fake_discord.disconnect(4000)
+    fake_discord.message("still there?", guild=False)  # delivered after RESUMED
+    sent = await fake_discord.wait_sent(1)
+    assert sent[0]["content"] == "echo: still there?"
+    assert fake_discord.resumes >= 1
+    assert not gateway.channels["discord"].failure.done()
+
+
+async def test_files_go_to_the_inbox_within_the_size_cap(
+    discord_gateway, fake_discord, fake_api, home
+):
+    await discord_gateway(max_file_bytes=100)
+    doc = fake_discord.attachment("notes.txt", b"buy milk", "text/plain")
+    big = fake_discord.attachment("huge.bin", b"x" * 500, "application/octet-stream")
+    fake_discord.message("keep these", guild=False, attachments=[doc, big])
+    await fake_discord.wait_sent(1)
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "inbox/private/" in told and "notes.txt" in told
+    assert "huge.bin" in told and "not saved" in told
+    saved = [p for p in (home / "workspace" / "inbox" / "private").rglob("*") if p.is_file()]
+    assert [p.read_bytes() for p in saved] == [b"buy milk"]
