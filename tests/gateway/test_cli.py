@@ -10,6 +10,8 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import yaml
+
 from gateway.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
 from tests.fakes.telegram_api import FakeTelegram
@@ -166,3 +168,45 @@ async def test_run_with_a_rejected_token_exits_with_the_cause(tmp_path: Path):
     assert proc.returncode == 1
     assert b"Telegram rejected the bot token" in err
     assert b"wrong-token" not in err
+
+
+async def test_run_serves_discord(tmp_path: Path):
+    from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID, FakeDiscord
+
+    api, dc = FakeAnthropic(), FakeDiscord()
+    await api.start()
+    await dc.start()
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["channels"]["discord"].update(
+        enabled=True,
+        allow_from=[OWNER_ID],
+        groups=[CHANNEL_ID],
+        api_base_url=f"{dc.base_url}/api/v10",
+        gateway_url=dc.gateway_url,
+    )
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": "sk-run-test-key",
+           "DISCORD_BOT_TOKEN": dc.token}  # fmt: skip
+    env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.cli", "run", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await dc.wait_ready(timeout=30)
+        dc.message("hi from discord", guild=False)
+        sent = await dc.wait_sent(1, timeout=30)
+        assert sent[0]["content"] == "echo: hi from discord"
+        proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await dc.close()
+        await api.close()
+    assert proc.returncode == 0, err.decode()
+    assert dc.token.encode() not in out + err
