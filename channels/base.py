@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, ClassVar, final
 
 from channels.access import Access, Action, Arrival
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.events import InboundMessage, OutboundMessage, SessionKey, parse_command
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
@@ -101,7 +101,9 @@ class Channel(ABC):
                 text = "\n".join(filter(None, (text, *notes)))
         if not text.strip() and not attachments:
             return None
-        context = self.access.take_context(a.key) if self.access is not None else ()
+        # Commands never reach the model, so they leave the group's context for the next question.
+        is_command = a.is_command or parse_command(a.text) is not None
+        context = () if self.access is None or is_command else self.access.take_context(a.key)
         return self._sink(
             InboundMessage(
                 key,

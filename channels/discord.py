@@ -127,29 +127,32 @@ class DiscordChannel(Channel):
                 "the network or channels.discord.api_base_url"
             ) from None
         self._client = client
-        runner = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._runner = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        try:
+            await self._await_ready(client, self._runner)
+            assert client.user is not None
+            self.bot_username = client.user.name
+            try:
+                await tree.sync()
+            except (discord.HTTPException, aiohttp.ClientError) as exc:
+                log.warning("discord: could not register the slash commands: %s", exc)
+        except BaseException:
+            await self.stop()
+            raise
+        self._runner.add_done_callback(self._on_runner_done)
+        log.info("discord: %s is connected to %d guild(s)", client.user, len(client.guilds))
+
+    async def _await_ready(self, client: discord.Client, runner: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())
         done, _ = await asyncio.wait(
             (runner, ready), timeout=self.ready_timeout, return_when=asyncio.FIRST_COMPLETED
         )
-        if ready not in done:
-            ready.cancel()
-            reason = (
-                _connection_problem(runner.exception())
-                if runner in done and runner.exception() is not None
-                else f"no answer from the Discord gateway at {self.gateway_url}"
-            )
-            await self.stop()
-            raise ChannelStartError(reason)
-        self._runner = runner
-        runner.add_done_callback(self._on_runner_done)
-        assert client.user is not None
-        self.bot_username = client.user.name
-        try:
-            await tree.sync()
-        except discord.HTTPException as exc:
-            log.warning("discord: could not register the slash commands: %s", exc)
-        log.info("discord: %s is connected to %d guild(s)", client.user, len(client.guilds))
+        if ready in done:
+            return
+        ready.cancel()
+        if runner in done and not runner.cancelled() and runner.exception() is not None:
+            raise ChannelStartError(_connection_problem(runner.exception()))
+        raise ChannelStartError(f"no answer from the Discord gateway at {self.gateway_url}")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -176,6 +179,9 @@ class DiscordChannel(Channel):
 
         guild = getattr(channel, "guild", None)
         if guild is None:
+            if not isinstance(channel, discord.DMChannel):
+                # A guild channel that is not cached: never guess it is a private chat.
+                raise LookupError(f"cannot place channel {getattr(channel, 'id', '?')}")
             return SessionKey("discord", "dm", str(user.id)), ()
         if isinstance(channel, discord.Thread):
             ids = (str(channel.id), str(channel.parent_id), str(guild.id))
@@ -199,13 +205,19 @@ class DiscordChannel(Channel):
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return  # joins, pins, thread starts...
         me = client.user
-        key, group_ids = self._where(message.channel, message.author)
+        try:
+            key, group_ids = self._where(message.channel, message.author)
+        except LookupError as exc:
+            log.warning("discord: ignored a message: %s", exc)
+            return
         text = re.sub(rf"<@!?{me.id}>", f"@{me.name}", message.content)
         unsupported = ""
         if message.flags.voice:
             unsupported = "voice messages"
         elif message.stickers and not text.strip() and not message.attachments:
             unsupported = "stickers"
+        elif not text.strip() and not message.attachments:
+            unsupported = "messages like that (forwards, polls and embeds)"
         files = [a for a in message.attachments if not message.flags.voice]
         await self.admit(
             Arrival(
@@ -229,16 +241,17 @@ class DiscordChannel(Channel):
         me = client.user
         if any(u.id == me.id for u in message.mentions):
             return True
-        member = message.guild.me if message.guild is not None else None
-        if member is not None:
-            mine = {r.id for r in member.roles if not r.is_default()}
-            if any(r.id in mine for r in message.role_mentions):
-                return True
+        # The bot's own (managed) role, not any role it happens to hold: @Moderators is not
+        # a question for the bot.
+        own_role = message.guild.self_role if message.guild is not None else None
+        if own_role is not None and any(r.id == own_role.id for r in message.role_mentions):
+            return True
         ref = message.reference
         resolved = ref.resolved if ref is not None else None
         return isinstance(resolved, discord.Message) and resolved.author.id == me.id
 
     async def _fetch(self, files: list[Any], key: SessionKey) -> Fetched:
+        import aiohttp
         import discord
 
         attachments: list[Attachment] = []
@@ -270,7 +283,7 @@ class DiscordChannel(Channel):
                         "document", ctype or "application/octet-stream", f.filename, path=path
                     )
                 )
-            except (discord.HTTPException, OSError) as exc:
+            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
                 log.warning("%s: could not download %s: %s", key, f.filename, exc)
                 notes.append(f"[The file {inbox.safe_name(f.filename)} could not be downloaded.]")
         return tuple(attachments), tuple(notes)
@@ -282,29 +295,50 @@ class DiscordChannel(Channel):
         return callback
 
     async def _on_command(self, interaction: discord.Interaction, name: str) -> None:
+        import discord
+
         user = interaction.user
-        key, group_ids = self._where(interaction.channel, user)
         if interaction.guild_id is None:
             key, group_ids = SessionKey("discord", "dm", str(user.id)), ()
+        elif interaction.channel is None or getattr(interaction.channel, "guild", None) is None:
+            return  # a guild channel we cannot place: never guess it is a private chat
+        else:
+            key, group_ids = self._where(interaction.channel, user)
+        # Refusals and hints go to the person who asked, not to the whole channel.
+        access = self.access
+        welcome = access is not None and access.allowed(str(user.id))
+        if access is not None and group_ids:
+            welcome = welcome and any(g in access.groups for g in group_ids)
         msg_id = f"i{interaction.id}"
-        # Discord wants an answer within 3 seconds; the real one follows when the gateway has it.
-        await interaction.response.defer(thinking=True)
+        try:
+            # Discord wants an answer within 3 seconds; the real one follows from the gateway.
+            await interaction.response.defer(thinking=True, ephemeral=not welcome)
+        except discord.HTTPException as exc:
+            log.warning("%s: could not acknowledge /%s: %s", key, name, exc)
+            return
         self._interactions[msg_id] = interaction
-        answered = await self.admit(
-            Arrival(
-                key=key,
-                sender_id=str(user.id),
-                sender_name=user.display_name,
-                text=f"/{name}",
-                message_id=msg_id,
-                addressed=True,
-                is_command=True,
-                group_ids=group_ids,
-            )
+        arrival = Arrival(
+            key=key,
+            sender_id=str(user.id),
+            sender_name=user.display_name,
+            text=f"/{name}",
+            message_id=msg_id,
+            addressed=True,
+            is_command=True,
+            group_ids=group_ids,
         )
-        if answered is not None:
-            await answered
-        pending = self._interactions.pop(msg_id, None)
+        answered: list[asyncio.Future[None] | None] = []
+
+        async def take() -> None:
+            answered.append(await self.admit(arrival))
+
+        try:
+            # In line with the chat's messages, so /new never overtakes one still downloading.
+            await self.in_order(interaction.channel_id, take())
+            if answered and answered[0] is not None:
+                await answered[0]
+        finally:
+            pending = self._interactions.pop(msg_id, None)
         if pending is not None:  # refused without a word: say so, to this user only
             with contextlib.suppress(Exception):
                 await pending.followup.send("That command isn't available to you here.")
@@ -327,9 +361,15 @@ class DiscordChannel(Channel):
         none = discord.AllowedMentions.none()
         interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
         if interaction is not None:
-            for piece in pieces:
-                await interaction.followup.send(piece, allowed_mentions=none)
-            return
+            try:
+                for piece in pieces:
+                    await interaction.followup.send(piece, allowed_mentions=none)
+                    pieces = pieces[1:]
+                return
+            except discord.NotFound:
+                # The interaction expired (15 minutes) while the command waited its turn:
+                # post the rest in the channel instead.
+                log.info("%s: interaction expired; answering in the channel", msg.key)
         channel = await self._resolve(msg.key)
         ref = None
         if msg.reply_to and msg.reply_to.isdigit():
@@ -342,14 +382,12 @@ class DiscordChannel(Channel):
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
-        import discord
-
         typing = None
         try:
             channel = await self._resolve(key)
             typing = channel.typing()
             await typing.__aenter__()
-        except (discord.HTTPException, RuntimeError) as exc:
+        except Exception as exc:  # never let the indicator cost the reply
             log.debug("%s: no typing indicator: %s", key, exc)
             typing = None
         try:

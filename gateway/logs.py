@@ -16,6 +16,9 @@ _CHATTY = (
     # python-telegram-bot logs every request's parameters (message texts, webhook secret) at DEBUG.
     "telegram",
     "discord.http",
+    # At DEBUG these log whole gateway events and follow-up URLs, interaction tokens included.
+    "discord.gateway",
+    "discord.webhook",
     "apscheduler.executors",
 )
 

@@ -271,3 +271,27 @@ async def test_files_go_to_the_inbox_within_the_size_cap(
     assert "huge.bin" in told and "not saved" in told
     saved = [p for p in (home / "workspace" / "inbox" / "private").rglob("*") if p.is_file()]
     assert [p.read_bytes() for p in saved] == [b"buy milk"]
+
+
+async def test_refusals_are_shown_only_to_the_person_who_asked(discord_gateway, fake_discord):
+    await discord_gateway()
+    fake_discord.interaction("new", user=5)  # not an allowed user
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 1)
+    stranger = fake_discord.interaction_responses[-1]
+    assert int(stranger.get("data", {}).get("flags") or 0) & 64  # ephemeral
+    fake_discord.interaction("help")  # the owner, in an allowed channel: for everyone
+    await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 2)
+    owner = fake_discord.interaction_responses[-1]
+    assert not int(owner.get("data", {}).get("flags") or 0) & 64
+    assert "/new" in fake_discord.followups[1]["content"]
+
+
+async def test_mentioning_some_other_role_the_bot_has_is_not_addressing_it(
+    discord_gateway, fake_discord, fake_api
+):
+    await discord_gateway()
+    fake_discord.message(f"<@&{GUILD_ID}> all hands", author=5, mention_roles=(GUILD_ID,))
+    fake_discord.message("actually, bot?", author=5, mentions_bot=True)
+    sent = await fake_discord.wait_sent(1)
+    assert len(sent) == 1 and sent[0]["content"].endswith("actually, bot?")
+    assert "all hands" in last_user_text(fake_api.message_requests[0].body)
