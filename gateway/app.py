@@ -11,6 +11,7 @@ import logging
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from agent.compaction import Maintenance
 from agent.files import FILE_TOOLS
@@ -25,11 +26,15 @@ from gateway import commands
 from gateway.config import Config
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.jobs import DailySummary
 from gateway.router import Router, RouterClosed
+from gateway.scheduler import Clock as SchedulerClock
+from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
 
 log = logging.getLogger(__name__)
 
 NO_REPLY = "NO_REPLY"
+DAILY_SUMMARY = "daily-summary"
 INTERNAL_ERROR = (
     "Something went wrong on my side while answering. Your message is saved; please try again."
 )
@@ -43,9 +48,16 @@ class DeliveryFailure:
 
 
 class Gateway:
-    def __init__(self, config: Config, agent: Agent, channels: Sequence[Channel]) -> None:
+    def __init__(
+        self,
+        config: Config,
+        agent: Agent,
+        channels: Sequence[Channel],
+        scheduler: Scheduler | None = None,
+    ) -> None:
         self.config = config
         self.agent = agent
+        self.scheduler = scheduler
         self.channels = {c.name: c for c in channels}
         self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
         # The most recent failed deliveries; older ones are only in the log.
@@ -64,6 +76,33 @@ class Gateway:
         warm_up = getattr(self.agent.llm, "warm_up", None)
         if warm_up is not None:
             self._spawn(warm_up())
+        if self.scheduler is not None:
+            self.scheduler.start(self.scheduled_jobs())
+
+    def scheduled_jobs(self) -> list[Job]:
+        """The jobs the configuration asks for."""
+        jobs: list[Job] = []
+        ds = self.config.schedule.daily_summary
+        if ds.enabled and ds.target:
+            hour, minute = ds.time.split(":")
+            jobs.append(
+                Job(
+                    id=DAILY_SUMMARY,
+                    kind="cron",
+                    spec=f"{int(minute)} {int(hour)} * * *",
+                    timezone=ds.timezone or self.config.timezone,
+                    target=ds.target,
+                    created=self.agent.clock(),
+                    grace=timedelta(hours=ds.grace_hours),
+                )
+            )
+        return jobs
+
+    async def _run_job(self, job: Job, slot: str) -> None:
+        if job.id == DAILY_SUMMARY:
+            await DailySummary(self, self.config.schedule.daily_summary.skip_inactive)(job, slot)
+        else:
+            raise LookupError(f"no handler for job {job.id}")
 
     async def wait_failed(self) -> str:
         """Wait until a channel reports that it cannot go on; returns its reason."""
@@ -78,6 +117,8 @@ class Gateway:
 
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         await self.router.drain(self.config.gateway.shutdown_grace if grace is None else grace)
         for task in list(self._side_tasks):
             task.cancel()
@@ -94,6 +135,8 @@ class Gateway:
             await close()
         if self.agent.memory is not None:
             self.agent.memory.index.close()
+        if self.scheduler is not None:
+            self.scheduler.ledger.close()
 
     # -- inbound ------------------------------------------------------------------------------
 
@@ -253,6 +296,19 @@ class Gateway:
     async def _reply(self, msg: InboundMessage, text: str) -> None:
         await self._send(OutboundMessage(msg.key, text, reply_to=msg.message_id))
 
+    async def deliver(self, out: OutboundMessage) -> None:
+        """Send, and raise if the platform did not take it (for jobs that must know)."""
+        channel = self.channels.get(out.key.channel)
+        if channel is None:
+            raise LookupError(f"no channel {out.key.channel!r} is running to deliver to {out.key}")
+        try:
+            await channel.send(out)
+        except Exception as exc:
+            self.failed_sends.append(
+                DeliveryFailure(str(out.key), type(exc).__name__, len(out.text))
+            )
+            raise
+
     async def _send(self, out: OutboundMessage) -> None:
         channel = self.channels.get(out.key.channel)
         if channel is None:
@@ -349,6 +405,7 @@ def build_app(
     *,
     llm: LLM | None = None,
     clock: Clock = utc_now,
+    scheduler_clock: SchedulerClock | None = None,
 ) -> Gateway:
     store = SessionStore(config.state / "sessions")
     m = config.memory
@@ -368,4 +425,10 @@ def build_app(
         clock=clock,
     )
     agent.maintenance = Maintenance(agent, config.compaction)
-    return Gateway(config, agent, channels)
+    gateway = Gateway(config, agent, channels)
+    gateway.scheduler = Scheduler(
+        Ledger(config.state / "scheduler.sqlite"),
+        scheduler_clock or SystemClock(),
+        gateway._run_job,
+    )
+    return gateway

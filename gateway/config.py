@@ -138,6 +138,25 @@ class ChannelsConfig:
 
 
 @dataclass(frozen=True)
+class DailySummaryConfig:
+    enabled: bool = False
+    # Local time, HH:MM, in ``timezone`` (default: the top-level timezone).
+    time: str = "21:00"
+    timezone: str | None = None
+    # Session key of the chat it goes to, e.g. telegram:private:123456789.
+    target: str | None = None
+    # No message on days without any log entry or conversation.
+    skip_inactive: bool = True
+    # A summary missed while Corvid was down is sent on start if this recent.
+    grace_hours: float = _opt(12.0, minimum=0)
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    daily_summary: DailySummaryConfig = field(default_factory=DailySummaryConfig)
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     shutdown_grace: float = _opt(20.0, minimum=0)
 
@@ -156,6 +175,7 @@ class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     # dotted key -> environment variable it referenced that was not set
@@ -224,7 +244,40 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
         ) from None
     config = Config(home=home, missing_env=missing, **values)
     _check_channels(config)
+    _check_schedule(config)
     return config
+
+
+_HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+
+
+def _check_schedule(config: Config) -> None:
+    ds = config.schedule.daily_summary
+    if not _HHMM.match(ds.time):
+        raise ConfigError("schedule.daily_summary.time", f"expected HH:MM (24 h), got {ds.time!r}")
+    if ds.timezone is not None:
+        try:
+            ZoneInfo(ds.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                "schedule.daily_summary.timezone", f"unknown time zone {ds.timezone!r}"
+            ) from None
+    if ds.target is not None:
+        from gateway.events import SessionKey
+
+        try:
+            SessionKey.parse(ds.target)
+        except ValueError:
+            raise ConfigError(
+                "schedule.daily_summary.target",
+                f"expected a chat's session key such as telegram:private:123456789, got "
+                f"{ds.target!r}",
+            ) from None
+    elif ds.enabled:
+        raise ConfigError(
+            "schedule.daily_summary.target",
+            "required when the daily summary is enabled (e.g. telegram:private:<your id>)",
+        )
 
 
 _TELEGRAM_USER = re.compile(r"^[0-9]{1,20}$")

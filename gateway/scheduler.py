@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 RETRY_DELAYS = (30.0, 120.0, 600.0, 1800.0)
 
 
+class Skip(Exception):
+    """Raised by a job when a slot has nothing to do; recorded as skipped, not retried."""
+
+
 class Clock(Protocol):
     def now(self) -> datetime: ...
 
@@ -126,7 +130,7 @@ class Ledger:
             row = self.db.execute(
                 "SELECT status FROM runs WHERE job = ? AND slot = ?", (job.id, slot)
             ).fetchone()
-            if row is not None and row[0] in ("sent", "missed", "cancelled"):
+            if row is not None and row[0] in ("sent", "skipped", "missed", "cancelled"):
                 return False
             self.db.execute(
                 "INSERT INTO runs (job, slot, fire, target, status, attempts, updated)"
@@ -262,6 +266,10 @@ class Scheduler:
                 await self.run(job, slot)
             except asyncio.CancelledError:
                 raise
+            except Skip as exc:
+                self.ledger.settle(job, slot, fire, "skipped", self.clock.now(), str(exc))
+                log.info("job %s: run %s skipped: %s", job.id, slot, exc)
+                return
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 now = self.clock.now()

@@ -1,0 +1,87 @@
+"""The daily summary end to end: fake clock, real python-telegram-bot ↔ fake Bot API, real
+anthropic ↔ fake Messages API."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from gateway.app import build_app, build_channels
+from tests.conftest import OWNER, make_config
+from tests.fakes.anthropic_api import Reply, last_user_text
+from tests.fakes.clock import FakeClock
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def _config(home, fake_api, fake_telegram):
+    return make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": fake_telegram.channel_config(allow_from=[str(OWNER)])},
+        schedule={"daily_summary": {"enabled": True, "time": "21:00",
+                                    "target": f"telegram:private:{OWNER}"}},
+    )  # fmt: skip
+
+
+async def _start(config, clock):
+    channels = build_channels(config)
+    gateway = build_app(config, channels, scheduler_clock=clock)
+    await gateway.start()
+    return gateway
+
+
+async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
+    home, fake_api, fake_telegram
+):
+    today = datetime.now(BERLIN).date()
+    nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
+    clock = FakeClock(nine - timedelta(minutes=30))
+    config = _config(home, fake_api, fake_telegram)
+    gateway = await _start(config, clock)
+    try:
+        fake_telegram.text("I promised to send Bob the slides")
+        await fake_telegram.wait_sent(1)
+        await clock.idle_until(nine)
+        assert len(fake_telegram.sent) == 1  # nothing before 21:00
+        fake_api.enqueue(Reply("**Promised:** send Bob the slides."))
+        await clock.set(nine)
+        sent = await fake_telegram.wait_sent(2)
+        await clock.idle_until(nine + timedelta(days=1))
+    finally:
+        await gateway.stop()
+    assert sent[1]["chat_id"] == str(OWNER)
+    assert sent[1]["shown"] == "Promised: send Bob the slides."
+    digest_request = fake_api.message_requests[-1]
+    assert "I promised to send Bob the slides" in last_user_text(digest_request.body)
+    log = (home / "workspace" / "memory" / f"{today.isoformat()}.md").read_text()
+    assert "Daily summary sent to telegram:private:42" in log
+    assert "send Bob the slides" in log
+    # The digest did not enter the owner's chat as a message.
+    chat = (home / "state" / "sessions" / f"telegram:private:{OWNER}.jsonl").read_text()
+    assert "Write the owner's daily summary" not in chat
+
+    # Restarted the same evening: nothing is sent again.
+    requests = len(fake_api.message_requests)
+    clock = FakeClock(nine + timedelta(minutes=5))
+    gateway = await _start(config, clock)
+    try:
+        await clock.idle_until(nine + timedelta(days=1))
+    finally:
+        await gateway.stop()
+    assert len(fake_telegram.sent) == 2
+    assert len(fake_api.message_requests) == requests
+
+
+async def test_a_quiet_day_sends_nothing(home, fake_api, fake_telegram):
+    today = datetime.now(BERLIN).date()
+    nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
+    clock = FakeClock(nine)
+    gateway = await _start(_config(home, fake_api, fake_telegram), clock)
+    try:
+        await clock.idle_until(nine + timedelta(days=1))
+        assert gateway.scheduler.ledger.history("daily-summary")[0]["status"] == "skipped"
+    finally:
+        await gateway.stop()
+    assert fake_telegram.sent == []
+    assert fake_api.message_requests == []
