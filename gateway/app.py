@@ -26,7 +26,7 @@ from gateway import commands
 from gateway.config import Config
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.jobs import DailySummary
+from gateway.jobs import DailySummary, JobStore, reminder_tools, run_reminder
 from gateway.router import Router, RouterClosed
 from gateway.scheduler import Clock as SchedulerClock
 from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
@@ -54,10 +54,12 @@ class Gateway:
         agent: Agent,
         channels: Sequence[Channel],
         scheduler: Scheduler | None = None,
+        jobs: JobStore | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
         self.scheduler = scheduler
+        self.jobs = jobs
         self.channels = {c.name: c for c in channels}
         self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
         # The most recent failed deliveries; older ones are only in the log.
@@ -96,13 +98,15 @@ class Gateway:
                     grace=timedelta(hours=ds.grace_hours),
                 )
             )
+        if self.jobs is not None:
+            jobs.extend(self.jobs.load())
         return jobs
 
-    async def _run_job(self, job: Job, slot: str) -> None:
+    async def run_job(self, job: Job, slot: str) -> None:
         if job.id == DAILY_SUMMARY:
             await DailySummary(self, self.config.schedule.daily_summary.skip_inactive)(job, slot)
         else:
-            raise LookupError(f"no handler for job {job.id}")
+            await run_reminder(self, job, slot)
 
     async def wait_failed(self) -> str:
         """Wait until a channel reports that it cannot go on; returns its reason."""
@@ -412,8 +416,24 @@ def build_app(
     workspace = config.workspace.resolve()
     index = open_index(config)
     memory = Memory(workspace, index, m)
+    jobs = JobStore(config.state / "jobs.json")
+    runner: list[Gateway] = []  # the gateway, once built: jobs run through it
+
+    async def run_job(job: Job, slot: str) -> None:
+        await runner[0].run_job(job, slot)
+
+    scheduler = Scheduler(
+        Ledger(config.state / "scheduler.sqlite"),
+        scheduler_clock or SystemClock(),
+        run_job,
+        finished=lambda job: jobs.remove(job.id),
+    )
     tools = ToolRegistry(
-        (*FILE_TOOLS, *memory_tools(memory)),
+        (
+            *FILE_TOOLS,
+            *memory_tools(memory),
+            *reminder_tools(jobs, scheduler, scheduler.clock.now),
+        ),
         max_output_chars=config.agent.tool_output_max_chars,
     )
     agent = Agent(
@@ -425,10 +445,6 @@ def build_app(
         clock=clock,
     )
     agent.maintenance = Maintenance(agent, config.compaction)
-    gateway = Gateway(config, agent, channels)
-    gateway.scheduler = Scheduler(
-        Ledger(config.state / "scheduler.sqlite"),
-        scheduler_clock or SystemClock(),
-        gateway._run_job,
-    )
+    gateway = Gateway(config, agent, channels, scheduler, jobs)
+    runner.append(gateway)
     return gateway

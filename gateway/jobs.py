@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agent.tools import Tool, TurnContext
+from gateway.errors import ToolError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.scheduler import Job, Skip
+from gateway.scheduler import Job, Scheduler, Skip, next_fire
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
@@ -140,3 +146,210 @@ class DailySummary:
             # Into the log of the day it summarises, even when sent after midnight.
             when = datetime.fromisoformat(slot).replace(tzinfo=tz)
             memory.append(f"Daily summary sent to {target}:\n\n{text}", when, source=job.id)
+
+
+# -- jobs made in chat: reminders and recurring tasks --------------------------------------------
+
+REMINDER_GRACE = timedelta(hours=1)
+MAX_JOBS_PER_SESSION = 50
+
+REMINDER_PROMPT = """A job you scheduled in this chat is due now ({when}). Its instruction:
+
+{instruction}
+
+Carry it out and write the message to send to the chat now, addressed to the people there. \
+Write it directly, with no preamble about being a scheduled job."""
+
+
+class JobStore:
+    """Jobs made in chat, in ``state/jobs.json`` (written atomically; the file is the truth)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> list[Job]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        return [Job.from_dict(d) for d in data.get("jobs", [])]
+
+    def _save(self, jobs: list[Job]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".jobs.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"jobs": [j.to_dict() for j in jobs]}, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def add(self, job: Job) -> None:
+        self._save([*self.load(), job])
+
+    def remove(self, job_id: str) -> bool:
+        jobs = self.load()
+        kept = [j for j in jobs if j.id != job_id]
+        if len(kept) != len(jobs):
+            self._save(kept)
+        return len(kept) != len(jobs)
+
+
+def describe(job: Job) -> str:
+    if job.kind == "once":
+        return f"once at {job.spec} ({job.timezone})"
+    if job.kind == "interval":
+        return f"every {float(job.spec) / 60:g} minutes"
+    return f"cron '{job.spec}' ({job.timezone})"
+
+
+def reminder_tools(
+    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+) -> tuple[Tool, ...]:
+    def schedule(ctx: TurnContext, args: dict[str, Any]) -> str:
+        if ctx.key.channel == "cron":
+            raise ToolError("Scheduled jobs cannot schedule further jobs.")
+        instruction = str(args.get("instruction", "")).strip()
+        if not instruction:
+            raise ToolError("instruction is required: what should happen when it fires.")
+        tz_name = str(args.get("timezone") or ctx.tz.key)
+        try:
+            tz = ZoneInfo(tz_name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ToolError(f"Unknown time zone {tz_name!r}; use an IANA name.") from None
+        given = [k for k in ("at", "every_minutes", "cron") if args.get(k) not in (None, "")]
+        if len(given) != 1:
+            raise ToolError("Give exactly one of: at, every_minutes, cron.")
+        mine = [j for j in scheduler.jobs() if j.target == str(ctx.key)]
+        if len(mine) >= MAX_JOBS_PER_SESSION:
+            raise ToolError(f"This chat already has {len(mine)} jobs; cancel some first.")
+        now = clock()
+        kind = given[0]
+        if kind == "at":
+            try:
+                when = datetime.fromisoformat(str(args["at"]).strip().replace(" ", "T", 1))
+            except ValueError:
+                raise ToolError("at must look like 2026-11-22 09:00 (local time).") from None
+            when = when.replace(tzinfo=tz) if when.tzinfo is None else when.astimezone(tz)
+            if when <= now:
+                raise ToolError(
+                    f"{when:%Y-%m-%d %H:%M} is in the past "
+                    f"(now: {now.astimezone(tz):%Y-%m-%d %H:%M})."
+                )
+            spec, job_kind = when.isoformat(), "once"
+        elif kind == "every_minutes":
+            minutes = float(args["every_minutes"])
+            if minutes < 1:
+                raise ToolError("every_minutes must be at least 1.")
+            spec, job_kind = str(minutes * 60), "interval"
+        else:
+            spec, job_kind = str(args["cron"]).strip(), "cron"
+        job = Job(
+            id="job-" + secrets.token_hex(3),
+            kind=job_kind,
+            spec=spec,
+            timezone=tz.key,
+            target=str(ctx.key),
+            created=now,
+            grace=REMINDER_GRACE,
+            instruction=instruction,
+        )
+        try:
+            first = next_fire(job.trigger(), None, now)
+        except ValueError as exc:
+            raise ToolError(f"Not a valid schedule: {exc}") from None
+        if first is None:
+            raise ToolError("That schedule never fires.")
+        store.add(job)
+        scheduler.add(job)
+        return (
+            f"Scheduled {job.id}: {describe(job)}; first run "
+            f"{first.astimezone(tz):%a %Y-%m-%d %H:%M %Z}. It will post in this chat."
+        )
+
+    def list_jobs(ctx: TurnContext, args: dict[str, Any]) -> str:
+        mine = [j for j in scheduler.jobs() if j.target == str(ctx.key)]
+        if not mine:
+            return "No jobs are scheduled in this chat."
+        lines = []
+        for j in mine:
+            nxt = scheduler.next_run(j)
+            when = f"{nxt.astimezone(ZoneInfo(j.timezone)):%Y-%m-%d %H:%M}" if nxt else "none"
+            lines.append(f"{j.id}: {describe(j)}; next {when}; {j.instruction}")
+        return "\n".join(lines)
+
+    def cancel(ctx: TurnContext, args: dict[str, Any]) -> str:
+        job_id = str(args.get("id", "")).strip()
+        job = next(
+            (j for j in scheduler.jobs() if j.id == job_id and j.target == str(ctx.key)), None
+        )
+        if job is None:
+            raise ToolError(f"No job {job_id!r} in this chat (list_schedules shows them).")
+        scheduler.remove(job_id)
+        store.remove(job_id)
+        return f"Cancelled {job_id}."
+
+    return (
+        Tool(
+            "schedule",
+            "Schedule something to happen later in this chat: a reminder or a recurring task. "
+            "Exactly one of: at (a local date and time, e.g. '2026-11-22 09:00' — work it out "
+            "from the current date and time at the top of the message), every_minutes, or cron "
+            "(5 fields: minute hour day month weekday). When it fires you get the instruction "
+            "and your reply is posted here.",
+            {
+                "type": "object",
+                "properties": {
+                    "instruction": {
+                        "type": "string",
+                        "description": "What to do or say when it fires, e.g. 'Remind Ada to "
+                        "call the bank'.",
+                    },
+                    "at": {"type": "string", "description": "Local time: YYYY-MM-DD HH:MM."},
+                    "every_minutes": {"type": "number"},
+                    "cron": {"type": "string"},
+                    "timezone": {
+                        "type": "string",
+                        "description": "IANA zone; defaults to the owner's.",
+                    },
+                },
+                "required": ["instruction"],
+            },
+            schedule,
+        ),
+        Tool(
+            "list_schedules",
+            "List the jobs scheduled in this chat, with their next run.",
+            {"type": "object", "properties": {}},
+            list_jobs,
+        ),
+        Tool(
+            "cancel_schedule",
+            "Cancel a job scheduled in this chat, by its id (from list_schedules).",
+            {
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+            },
+            cancel,
+        ),
+    )
+
+
+async def run_reminder(gateway: Gateway, job: Job, slot: str) -> None:
+    """An isolated turn with the job's instruction; the reply goes to the chat that made it."""
+    agent = gateway.agent
+    target = SessionKey.parse(job.target)
+    key = cron_key(job.id, target)
+    agent.reset(key)
+    prompt = REMINDER_PROMPT.format(when=slot.replace("T", " "), instruction=job.instruction)
+    outcome = await agent.run_turn(
+        key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
+    )
+    text = outcome.text.strip()
+    if not text or text == "NO_REPLY":
+        raise Skip("the model had nothing to send")
+    await gateway.deliver(OutboundMessage(target, text))

@@ -63,6 +63,32 @@ class Job:
     target: str  # session key the result goes to
     created: datetime
     grace: timedelta = timedelta(hours=12)
+    instruction: str = ""  # for jobs made in chat: what to do when it fires
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "spec": self.spec,
+            "timezone": self.timezone,
+            "target": self.target,
+            "created": self.created.isoformat(),
+            "grace_seconds": self.grace.total_seconds(),
+            "instruction": self.instruction,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Job:
+        return cls(
+            id=d["id"],
+            kind=d["kind"],
+            spec=d["spec"],
+            timezone=d["timezone"],
+            target=d["target"],
+            created=datetime.fromisoformat(d["created"]),
+            grace=timedelta(seconds=float(d.get("grace_seconds", 3600))),
+            instruction=d.get("instruction", ""),
+        )
 
     def trigger(self) -> Any:
         from apscheduler.triggers.cron import CronTrigger
@@ -178,10 +204,17 @@ class Scheduler:
     """Runs each job's due slots through ``run`` (which must raise unless delivery was
     confirmed), one job at a time per job, with retries inside the grace period."""
 
-    def __init__(self, ledger: Ledger, clock: Clock, run: RunJob) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        clock: Clock,
+        run: RunJob,
+        finished: Callable[[Job], None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.clock = clock
         self.run = run
+        self.finished = finished  # called when a job has no more runs (a one-shot that ran)
         self._jobs: dict[str, Job] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
@@ -207,6 +240,12 @@ class Scheduler:
         for job in self._jobs.values():
             if job.id not in self._tasks:
                 self._tasks[job.id] = asyncio.get_running_loop().create_task(self._drive(job))
+
+    async def join(self, job_id: str) -> None:
+        """Wait for a job to have no more runs (a one-shot that ran or was missed)."""
+        task = self._tasks.get(job_id)
+        if task is not None:
+            await asyncio.wait([task])
 
     async def stop(self) -> None:
         tasks = list(self._tasks.values())
@@ -237,8 +276,12 @@ class Scheduler:
         while True:
             now = self.clock.now()
             fire = next_fire(trigger, after, now)
-            if fire is None:
-                return  # a one-shot job that has run
+            if fire is None:  # a one-shot job that has run (or was missed)
+                self._jobs.pop(job.id, None)
+                self._tasks.pop(job.id, None)
+                if self.finished is not None:
+                    self.finished(job)
+                return
             # Catch up: everything older than the grace period is missed; of the rest that is
             # already due, only the newest runs.
             newer = next_fire(trigger, fire, now)

@@ -1,0 +1,114 @@
+"""Reminders made in chat, end to end: a tool call schedules, the fake clock moves, the reply
+lands in the chat that asked; jobs survive restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from gateway.app import build_app, build_channels
+from tests.conftest import OWNER, make_config
+from tests.fakes.anthropic_api import Reply, tool_results
+from tests.fakes.clock import FakeClock
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def _config(home, fake_api, fake_telegram):
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    return make_config(home, fake_api.base_url, channels={"telegram": tg})
+
+
+async def _start(config, clock):
+    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
+    await gateway.start()
+    return gateway
+
+
+def _today_at(hour: int, days: int = 0) -> datetime:
+    today = datetime.now(BERLIN).date() + timedelta(days=days)
+    return datetime(today.year, today.month, today.day, hour, 0, tzinfo=BERLIN)
+
+
+async def _ask_for_a_reminder(fake_api, fake_telegram, at: datetime) -> None:
+    fake_api.enqueue(
+        Reply(tool_calls=[("schedule", {"instruction": "Remind Ada to call the bank",
+                                        "at": f"{at:%Y-%m-%d %H:%M}"})]),
+        Reply("Done: I'll remind you tomorrow at 9."),
+    )  # fmt: skip
+    fake_telegram.text("remind me tomorrow at 9 to call the bank")
+    await fake_telegram.wait_sent(1)
+
+
+async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
+    nine = _today_at(9, days=1)
+    clock = FakeClock(_today_at(20))
+    gateway = await _start(_config(home, fake_api, fake_telegram), clock)
+    try:
+        await _ask_for_a_reminder(fake_api, fake_telegram, nine)
+        result = tool_results(fake_api.message_requests[1].body)[0]["content"]
+        assert "Scheduled job-" in result and f"{nine:%Y-%m-%d} 09:00" in result
+        await clock.idle_until(nine)  # waiting for exactly that instant
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Good morning! Time to call the bank."))
+        await clock.set(nine)
+        sent = await fake_telegram.wait_sent(2)
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+    finally:
+        await gateway.stop()
+    assert sent[1]["chat_id"] == str(OWNER)
+    assert sent[1]["shown"] == "Good morning! Time to call the bank."
+    assert "Remind Ada to call the bank" in fake_api.message_requests[-1].raw
+    # Delivered, so the one-shot job is gone; its turn never entered the chat's history.
+    assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
+    chat = (home / "state" / "sessions" / f"telegram:private:{OWNER}.jsonl").read_text()
+    assert "A job you scheduled" not in chat
+
+
+async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
+    home, fake_api, fake_telegram
+):
+    nine = _today_at(9, days=1)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(_today_at(20))
+    gateway = await _start(config, clock)
+    try:
+        await _ask_for_a_reminder(fake_api, fake_telegram, nine)
+    finally:
+        await gateway.stop()
+    # Down from 20:00 until 09:20 the next day (grace: one hour).
+    fake_api.enqueue(Reply("Sorry I'm late: call the bank!"))
+    clock = FakeClock(nine + timedelta(minutes=20))
+    gateway = await _start(config, clock)
+    try:
+        sent = await fake_telegram.wait_sent(2)
+    finally:
+        await gateway.stop()
+    assert sent[1]["shown"] == "Sorry I'm late: call the bank!"
+
+
+async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_api, fake_telegram):
+    nine = _today_at(9, days=1)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(_today_at(20))
+    gateway = await _start(config, clock)
+    try:
+        await _ask_for_a_reminder(fake_api, fake_telegram, nine)
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+    finally:
+        await gateway.stop()
+    requests = len(fake_api.message_requests)
+    clock = FakeClock(nine + timedelta(hours=3))
+    gateway = await _start(config, clock)
+    try:
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+        history = gateway.scheduler.ledger.history(job_id)
+    finally:
+        await gateway.stop()
+    assert history[0]["status"] == "missed"
+    assert len(fake_telegram.sent) == 1
+    assert len(fake_api.message_requests) == requests
