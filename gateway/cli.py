@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from gateway.config import Config, load_config
 from gateway.errors import ConfigError
@@ -69,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     mem_sub.add_parser(
         "reindex", parents=[common], help="rebuild the search index from the Markdown files"
     ).set_defaults(func=cmd_memory_reindex)
+    sub.add_parser(
+        "jobs", parents=[common], help="scheduled jobs: next run, last run, status, last error"
+    ).set_defaults(func=cmd_jobs)
     pair = sub.add_parser(
         "pairing", parents=[common], help="let someone new talk to the bot (pairing codes)"
     )
@@ -324,6 +328,49 @@ def cmd_pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[st
         )
         return 1
     print(f"Revoked {args.channel} user {args.user_id}.")
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.app import DAILY_SUMMARY
+    from gateway.jobs import JobStore, describe
+    from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
+
+    config = _prepare(home, environ)
+    jobs = JobStore(config.state / "jobs.json").load()
+    ds = config.schedule.daily_summary
+    if ds.enabled and ds.target:
+        hour, minute = ds.time.split(":")
+        jobs.insert(
+            0,
+            Job(DAILY_SUMMARY, "cron", f"{int(minute)} {int(hour)} * * *",
+                ds.timezone or config.timezone, ds.target, SystemClock().now()),
+        )  # fmt: skip
+    if not jobs:
+        print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
+        return 0
+    ledger = Ledger(config.state / "scheduler.sqlite")
+    try:
+        scheduler = Scheduler(ledger, SystemClock(), run=None)  # type: ignore[arg-type]
+        for job in jobs:
+            tz = ZoneInfo(job.timezone)
+            nxt = scheduler.next_run(job)
+            last = ledger.history(job.id)
+            print(f"{job.id}  → {job.target}")
+            print(f"  schedule: {describe(job)}")
+            if job.instruction:
+                print(f"  does: {job.instruction}")
+            print(f"  next run: {nxt.astimezone(tz):%Y-%m-%d %H:%M %Z}" if nxt else "  next run: —")
+            if last:
+                row = last[0]
+                print(f"  last run: {row['slot'].replace('T', ' ')}: {row['status']}"
+                      f" (attempts {row['attempts']})")  # fmt: skip
+                if row["error"]:
+                    print(f"  last error: {row['error']}")
+            else:
+                print("  last run: never")
+    finally:
+        ledger.close()
     return 0
 
 

@@ -112,3 +112,23 @@ async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_ap
     assert history[0]["status"] == "missed"
     assert len(fake_telegram.sent) == 1
     assert len(fake_api.message_requests) == requests
+
+
+async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegram, capsys):
+    from gateway.cli import main
+
+    nine = _today_at(9, days=1)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(_today_at(20))
+    gateway = await _start(config, clock)
+    try:
+        await _ask_for_a_reminder(fake_api, fake_telegram, nine)
+    finally:
+        await gateway.stop()
+    capsys.readouterr()
+    assert main(["jobs", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert f"→ telegram:private:{OWNER}" in out
+    assert "does: Remind Ada to call the bank" in out
+    assert f"next run: {nine:%Y-%m-%d} 09:00" in out
+    assert "last run: never" in out
