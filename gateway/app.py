@@ -26,7 +26,7 @@ from gateway import commands
 from gateway.config import Config
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.jobs import DailySummary, JobStore, reminder_tools, run_reminder
+from gateway.jobs import DailySummary, JobStore, reminder_tools, run_heartbeat, run_reminder
 from gateway.router import Router, RouterClosed
 from gateway.scheduler import Clock as SchedulerClock
 from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 NO_REPLY = "NO_REPLY"
 DAILY_SUMMARY = "daily-summary"
+HEARTBEAT = "heartbeat"
 INTERNAL_ERROR = (
     "Something went wrong on my side while answering. Your message is saved; please try again."
 )
@@ -98,6 +99,20 @@ class Gateway:
                     grace=timedelta(hours=ds.grace_hours),
                 )
             )
+        hb = self.config.schedule.heartbeat
+        if hb.enabled and hb.target:
+            jobs.append(
+                Job(
+                    id=HEARTBEAT,
+                    kind="interval",
+                    spec=str(hb.every_minutes * 60),
+                    timezone=self.config.timezone,
+                    target=hb.target,
+                    created=self.scheduler.clock.now() if self.scheduler else self.agent.clock(),
+                    # A heartbeat is only worth it on time: missed beats are not caught up.
+                    grace=timedelta(minutes=min(hb.every_minutes, 5)),
+                )
+            )
         if self.jobs is not None:
             jobs.extend(self.jobs.load())
         return jobs
@@ -105,6 +120,8 @@ class Gateway:
     async def run_job(self, job: Job, slot: str) -> None:
         if job.id == DAILY_SUMMARY:
             await DailySummary(self, self.config.schedule.daily_summary.skip_inactive)(job, slot)
+        elif job.id == HEARTBEAT:
+            await run_heartbeat(self, job, slot, self.config.schedule.heartbeat.active_hours)
         else:
             await run_reminder(self, job, slot)
 

@@ -152,8 +152,19 @@ class DailySummaryConfig:
 
 
 @dataclass(frozen=True)
+class HeartbeatConfig:
+    enabled: bool = False
+    every_minutes: int = _opt(30, minimum=1)
+    # Local hours it may run in, HH:MM-HH:MM (in the top-level timezone).
+    active_hours: str = "08:00-22:00"
+    # The owner's chat it reports to, e.g. telegram:private:123456789.
+    target: str | None = None
+
+
+@dataclass(frozen=True)
 class ScheduleConfig:
     daily_summary: DailySummaryConfig = field(default_factory=DailySummaryConfig)
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
 
 
 @dataclass(frozen=True)
@@ -278,6 +289,23 @@ def _check_schedule(config: Config) -> None:
             "schedule.daily_summary.target",
             "required when the daily summary is enabled (e.g. telegram:private:<your id>)",
         )
+    hb = config.schedule.heartbeat
+    hours = hb.active_hours.split("-")
+    if len(hours) != 2 or not all(_HHMM.match(h.strip()) for h in hours):
+        raise ConfigError(
+            "schedule.heartbeat.active_hours", f"expected HH:MM-HH:MM, got {hb.active_hours!r}"
+        )
+    if hb.target is not None:
+        from gateway.events import SessionKey
+
+        try:
+            SessionKey.parse(hb.target)
+        except ValueError:
+            raise ConfigError(
+                "schedule.heartbeat.target", f"expected a chat's session key, got {hb.target!r}"
+            ) from None
+    elif hb.enabled:
+        raise ConfigError("schedule.heartbeat.target", "required when the heartbeat is enabled")
 
 
 _TELEGRAM_USER = re.compile(r"^[0-9]{1,20}$")

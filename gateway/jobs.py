@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -352,4 +353,62 @@ async def run_reminder(gateway: Gateway, job: Job, slot: str) -> None:
     text = outcome.text.strip()
     if not text or text == "NO_REPLY":
         raise Skip("the model had nothing to send")
+    await gateway.deliver(OutboundMessage(target, text))
+
+
+# -- heartbeat ------------------------------------------------------------------------------------
+
+HEARTBEAT_OK = "HEARTBEAT_OK"
+HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
+act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
+Otherwise write the message to send them.
+
+{checklist}"""
+_EMPTY_LINE = re.compile(r"^\s*(#.*|[-*+]\s*\[\s?\]\s*|[-*+]\s*)?$")
+
+
+def has_real_content(text: str) -> bool:
+    """Anything besides headings, blank lines, HTML comments and empty checkboxes?"""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return any(not _EMPTY_LINE.match(line) for line in text.splitlines())
+
+
+def strip_heartbeat_ok(text: str) -> str:
+    """The message without a HEARTBEAT_OK at its start or end ("" if that was all)."""
+    text = text.strip()
+    found = False
+    if text.startswith(HEARTBEAT_OK):
+        text, found = text[len(HEARTBEAT_OK) :], True
+    if text.endswith(HEARTBEAT_OK):
+        text, found = text[: -len(HEARTBEAT_OK)], True
+    return text.strip(" \n.,:;-—") if found else text
+
+
+def in_active_hours(active: str, local: datetime) -> bool:
+    start, end = (time.fromisoformat(h.strip().zfill(5)) for h in active.split("-"))
+    now = local.time()
+    return start <= now < end if start <= end else (now >= start or now < end)
+
+
+async def run_heartbeat(gateway: Gateway, job: Job, slot: str, active_hours: str) -> None:
+    agent = gateway.agent
+    tz = ZoneInfo(job.timezone)
+    if not in_active_hours(active_hours, datetime.fromisoformat(slot).replace(tzinfo=tz)):
+        raise Skip("outside active hours")
+    path = agent.workspace / "HEARTBEAT.md"
+    checklist = path.read_text(encoding="utf-8") if path.exists() else ""
+    if not has_real_content(checklist):
+        raise Skip("HEARTBEAT.md has nothing to check")
+    target = SessionKey.parse(job.target)
+    if gateway.router.busy(target):
+        raise Skip("the owner's chat is mid-turn")
+    key = cron_key(job.id, target)
+    agent.reset(key)
+    prompt = HEARTBEAT_PROMPT.format(when=slot.replace("T", " "), checklist=checklist.strip())
+    outcome = await agent.run_turn(
+        key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
+    )
+    text = strip_heartbeat_ok(outcome.text)
+    if not text or text == "NO_REPLY":
+        raise Skip("nothing needs the owner")
     await gateway.deliver(OutboundMessage(target, text))

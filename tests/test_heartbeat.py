@@ -1,0 +1,74 @@
+"""The heartbeat: no model call while HEARTBEAT.md is empty; HEARTBEAT_OK never reaches a chat."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from gateway.app import build_app, build_channels
+from gateway.jobs import has_real_content, in_active_hours, strip_heartbeat_ok
+from tests.conftest import OWNER, make_config
+from tests.fakes.anthropic_api import Reply
+from tests.fakes.clock import FakeClock
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def _config(home, fake_api, fake_telegram):
+    return make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": fake_telegram.channel_config(allow_from=[str(OWNER)])},
+        schedule={"heartbeat": {"enabled": True, "every_minutes": 30,
+                                "active_hours": "08:00-22:00",
+                                "target": f"telegram:private:{OWNER}"}},
+    )  # fmt: skip
+
+
+def test_what_counts_as_content():
+    template = "# Heartbeat\n\n<!-- things to check -->\n\n- [ ]\n* [ ] \n## More\n"
+    assert not has_real_content(template)
+    assert has_real_content(template + "- [ ] water the plants\n")
+    assert strip_heartbeat_ok("HEARTBEAT_OK") == ""
+    assert strip_heartbeat_ok("All quiet. HEARTBEAT_OK") == "All quiet"
+    assert in_active_hours("08:00-22:00", datetime(2026, 1, 1, 8, 0, tzinfo=BERLIN))
+    assert not in_active_hours("08:00-22:00", datetime(2026, 1, 1, 22, 0, tzinfo=BERLIN))
+    assert in_active_hours("22:00-06:00", datetime(2026, 1, 1, 23, 0, tzinfo=BERLIN))
+
+
+async def test_an_empty_heartbeat_makes_no_model_call_all_day(home, fake_api, fake_telegram):
+    start = datetime(2026, 11, 21, 0, 0, tzinfo=BERLIN)
+    clock = FakeClock(start)
+    config = _config(home, fake_api, fake_telegram)
+    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
+    await gateway.start()
+    try:
+        beats = 0
+        while await clock.next_wake() <= start + timedelta(days=1):
+            await clock.advance()
+            beats += 1
+        history = gateway.scheduler.ledger.history("heartbeat", limit=100)
+    finally:
+        await gateway.stop()
+    assert beats >= 47
+    assert fake_api.message_requests == []
+    assert fake_telegram.sent == []
+    assert {row["status"] for row in history} == {"skipped"}
+
+
+async def test_a_checklist_runs_and_heartbeat_ok_is_dropped(home, fake_api, fake_telegram):
+    (home / "workspace" / "HEARTBEAT.md").write_text("# Checks\n\n- [ ] water the plants\n")
+    start = datetime(2026, 11, 21, 9, 50, tzinfo=BERLIN)
+    clock = FakeClock(start)
+    config = _config(home, fake_api, fake_telegram)
+    fake_api.enqueue(Reply("HEARTBEAT_OK"), Reply("Time to water the plants."))
+    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
+    await gateway.start()
+    try:
+        # The first beat (09:50) has nothing to say; the next one (10:20) has.
+        assert await clock.advance() == start + timedelta(minutes=30)
+        sent = await fake_telegram.wait_sent(1)
+    finally:
+        await gateway.stop()
+    assert [s["shown"] for s in sent] == ["Time to water the plants."]
+    assert len(fake_api.message_requests) == 2
