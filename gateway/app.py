@@ -24,6 +24,7 @@ from agent.transcript import SessionStore
 from channels.base import Channel
 from gateway import commands
 from gateway.config import Config
+from gateway.control import ControlServer
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.jobs import DailySummary, JobStore, reminder_tools, run_heartbeat, run_reminder
@@ -61,6 +62,7 @@ class Gateway:
         self.agent = agent
         self.scheduler = scheduler
         self.jobs = jobs
+        self.control: ControlServer | None = None
         self.channels = {c.name: c for c in channels}
         self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
         # The most recent failed deliveries; older ones are only in the log.
@@ -81,6 +83,11 @@ class Gateway:
             self._spawn(warm_up())
         if self.scheduler is not None:
             self.scheduler.start(self.scheduled_jobs())
+            self.control = ControlServer(self.config.state / "control.sock", self)
+            try:
+                await self.control.start()
+            except OSError as exc:
+                log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
 
     def scheduled_jobs(self) -> list[Job]:
         """The jobs the configuration asks for."""
@@ -138,6 +145,8 @@ class Gateway:
 
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
+        if self.control is not None:
+            await self.control.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.router.drain(self.config.gateway.shutdown_grace if grace is None else grace)

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.config import Config, load_config
@@ -70,9 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     mem_sub.add_parser(
         "reindex", parents=[common], help="rebuild the search index from the Markdown files"
     ).set_defaults(func=cmd_memory_reindex)
-    sub.add_parser(
+    jobs = sub.add_parser(
         "jobs", parents=[common], help="scheduled jobs: next run, last run, status, last error"
-    ).set_defaults(func=cmd_jobs)
+    )
+    jobs.set_defaults(func=cmd_jobs)
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
+    run_job = jobs_sub.add_parser(
+        "run", parents=[common], help="run a job now, in the running gateway"
+    )
+    run_job.add_argument("job_id")
+    run_job.set_defaults(func=cmd_jobs_run)
     pair = sub.add_parser(
         "pairing", parents=[common], help="let someone new talk to the bot (pairing codes)"
     )
@@ -372,6 +379,28 @@ def cmd_jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     finally:
         ledger.close()
     return 0
+
+
+def cmd_jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.control import ask
+
+    config = _prepare(home, environ)
+
+    async def run() -> dict[str, Any]:
+        async with asyncio.timeout(900):  # a turn, with the model's own retries
+            return await ask(config.state / "control.sock", {"cmd": "run_job", "id": args.job_id})
+
+    try:
+        answer = asyncio.run(run())
+    except ConnectionError:
+        print(
+            "corvid: Corvid is not running here; jobs run inside the gateway (`corvid run`).",
+            file=sys.stderr,
+        )
+        return 1
+    status, error = answer.get("status"), answer.get("error")
+    print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
+    return 0 if answer.get("ok") else 1
 
 
 if __name__ == "__main__":

@@ -179,13 +179,19 @@ class Ledger:
 
     def last_fire(self, job: str) -> datetime | None:
         """The newest slot that is settled or in progress: where the job resumes from."""
-        row = self.db.execute("SELECT MAX(fire) FROM runs WHERE job = ?", (job,)).fetchone()
+        row = self.db.execute(
+            "SELECT MAX(fire) FROM runs WHERE job = ? AND slot NOT LIKE 'manual %'", (job,)
+        ).fetchone()
         return datetime.fromisoformat(row[0]) if row and row[0] else None
 
-    def history(self, job: str, limit: int = 1) -> list[dict[str, Any]]:
+    def history(
+        self, job: str, limit: int = 1, scheduled_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """Newest first; ``scheduled_only`` leaves out runs started by hand."""
+        extra = " AND slot NOT LIKE 'manual %'" if scheduled_only else ""
         cur = self.db.execute(
             "SELECT slot, fire, target, status, attempts, error, updated FROM runs"
-            " WHERE job = ? ORDER BY fire DESC LIMIT ?",
+            f" WHERE job = ?{extra} ORDER BY fire DESC LIMIT ?",
             (job, limit),
         )
         names = [d[0] for d in cur.description]
@@ -241,6 +247,27 @@ class Scheduler:
             if job.id not in self._tasks:
                 self._tasks[job.id] = asyncio.get_running_loop().create_task(self._drive(job))
 
+    async def run_now(self, job_id: str) -> tuple[str, str | None]:
+        """Run a job once, now, outside its schedule (``corvid jobs run``); one attempt.
+        Returns the status recorded in the ledger and the error, if any."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return "unknown", f"no job {job_id!r} (see `corvid jobs`)"
+        now = self.clock.now()
+        slot = "manual " + now.astimezone(ZoneInfo(job.timezone)).strftime("%Y-%m-%dT%H:%M:%S")
+        self.ledger.claim(job, slot, now, now)
+        try:
+            await self.run(job, slot)
+        except Skip as exc:
+            self.ledger.settle(job, slot, now, "skipped", self.clock.now(), str(exc))
+            return "skipped", str(exc)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.ledger.settle(job, slot, now, "failed", self.clock.now(), error)
+            return "failed", error
+        self.ledger.settle(job, slot, now, "sent", self.clock.now())
+        return "sent", None
+
     async def join(self, job_id: str) -> None:
         """Wait for a job to have no more runs (a one-shot that ran or was missed)."""
         task = self._tasks.get(job_id)
@@ -265,7 +292,7 @@ class Scheduler:
     async def _drive(self, job: Job) -> None:
         trigger = job.trigger()
         after = self.ledger.last_fire(job.id)
-        last = self.ledger.history(job.id)
+        last = self.ledger.history(job.id, scheduled_only=True)
         if last and last[0]["status"] == "claimed" and after is not None:
             # Claimed but never confirmed: the process stopped between claim and send (or
             # during it). Delivery was not confirmed, so it is still owed, once.

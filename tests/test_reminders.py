@@ -132,3 +132,32 @@ async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegra
     assert "does: Remind Ada to call the bank" in out
     assert f"next run: {nine:%Y-%m-%d} 09:00" in out
     assert "last run: never" in out
+
+
+async def test_corvid_jobs_run_triggers_a_job_in_the_running_gateway(
+    home, fake_api, fake_telegram, capsys
+):
+    from gateway.cli import main
+
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(_today_at(20))
+    gateway = await _start(config, clock)
+    try:
+        await _ask_for_a_reminder(fake_api, fake_telegram, _today_at(9, days=1))
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Call the bank (early, as asked)."))
+        capsys.readouterr()
+        # The CLI is synchronous (its own event loop); run it beside this test's loop.
+        rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
+        out = capsys.readouterr().out
+        sent = await fake_telegram.wait_sent(2)
+        assert rc == 0 and f"{job_id}: sent" in out
+        assert sent[1]["shown"] == "Call the bank (early, as asked)."
+        # The scheduled run is still to come: a run by hand does not consume it.
+        assert gateway.scheduler.next_run(gateway.scheduler.jobs()[0]) == _today_at(9, days=1)
+    finally:
+        await gateway.stop()
+    capsys.readouterr()
+    rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
+    assert rc == 1
+    assert "not running" in capsys.readouterr().err

@@ -1,0 +1,89 @@
+"""A local control socket, ``state/control.sock``, for commands that act on the running gateway
+(``corvid jobs run ID``). Only the owner's user can reach it: ``state/`` is mode 0700 and the
+socket 0600. One JSON request per connection, one JSON answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+log = logging.getLogger(__name__)
+
+# Unix socket paths are limited to about 108 bytes.
+MAX_SOCKET_PATH = 100
+
+
+class ControlServer:
+    def __init__(self, path: Path, gateway: Gateway) -> None:
+        self.path = path
+        self.gateway = gateway
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        if len(str(self.path).encode()) > MAX_SOCKET_PATH:
+            log.warning("control socket path too long (%s); `corvid jobs run` is off", self.path)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # left over from a process that was killed
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        os.chmod(self.path, 0o600)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), 10)
+            try:
+                request = json.loads(line)
+                answer = await self._handle(request)
+            except (ValueError, KeyError, TypeError) as exc:
+                answer = {"ok": False, "error": f"bad request: {exc}"}
+            writer.write(json.dumps(answer).encode() + b"\n")
+            await writer.drain()
+        except (TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("cmd") == "run_job":
+            scheduler = self.gateway.scheduler
+            if scheduler is None:
+                return {"ok": False, "error": "the scheduler is not running"}
+            status, error = await scheduler.run_now(str(request["id"]))
+            return {"ok": status == "sent", "status": status, "error": error}
+        return {"ok": False, "error": f"unknown command {request.get('cmd')!r}"}
+
+
+async def ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request to a running gateway; raises ConnectionError if none is running.
+    The caller bounds the wait (``asyncio.timeout``)."""
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(path))
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        raise ConnectionError("Corvid is not running") from exc
+    try:
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        line = await reader.readline()
+        return json.loads(line)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
