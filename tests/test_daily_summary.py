@@ -85,3 +85,38 @@ async def test_a_quiet_day_sends_nothing(home, fake_api, fake_telegram):
         await gateway.stop()
     assert fake_telegram.sent == []
     assert fake_api.message_requests == []
+
+
+async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
+    home, fake_api, fake_telegram
+):
+    from gateway.scheduler import Job, Ledger
+
+    today = datetime.now(BERLIN).date()
+    nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
+    config = _config(home, fake_api, fake_telegram)
+    # Earlier that day there was a conversation...
+    clock = FakeClock(nine - timedelta(hours=1))
+    gateway = await _start(config, clock)
+    try:
+        fake_telegram.text("Book the dentist for Tuesday")
+        await fake_telegram.wait_sent(1)
+    finally:
+        await gateway.stop()
+    # ...and at 21:00 the run was claimed, then the process died before sending.
+    ledger = Ledger(home / "state" / "scheduler.sqlite")
+    job = Job("daily-summary", "cron", "0 21 * * *", "Europe/Berlin",
+              f"telegram:private:{OWNER}", nine)  # fmt: skip
+    assert ledger.claim(job, job.slot(nine), nine, nine)
+    ledger.close()
+    # Back up at 21:40: the summary goes out once; a further restart sends nothing.
+    for minutes in (40, 45):
+        fake_api.enqueue(Reply("Dentist to book for Tuesday."))
+        clock = FakeClock(nine + timedelta(minutes=minutes))
+        gateway = await _start(config, clock)
+        try:
+            await clock.idle_until(nine + timedelta(days=1))
+        finally:
+            await gateway.stop()
+    summaries = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
+    assert len(summaries) == 1
