@@ -23,7 +23,7 @@ from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.base import Channel
 from gateway import commands
-from gateway.config import Config
+from gateway.config import ChannelConfig, Config
 from gateway.control import ControlServer
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
@@ -367,6 +367,16 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
     from channels.pairing import PairingStore
 
     pairing = PairingStore(config.state / "pairing.json")
+
+    def access(name: str, cfg: ChannelConfig) -> Access:
+        return Access(
+            name,
+            allow_from=cfg.allow_from,
+            groups=cfg.groups,
+            pairing=pairing,
+            context_messages=cfg.group_context_messages,
+        )
+
     channels: list[Channel] = []
     tg = config.channels.telegram
     if tg.enabled:
@@ -385,13 +395,7 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
         channels.append(
             TelegramChannel(
                 tg.token.value,
-                Access(
-                    "telegram",
-                    allow_from=tg.allow_from,
-                    groups=tg.groups,
-                    pairing=pairing,
-                    context_messages=tg.group_context_messages,
-                ),
+                access("telegram", tg),
                 workspace=config.workspace.resolve(),
                 base_url=tg.base_url,
                 base_file_url=tg.base_file_url,
@@ -411,13 +415,7 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
         channels.append(
             DiscordChannel(
                 dc.token.value,
-                Access(
-                    "discord",
-                    allow_from=dc.allow_from,
-                    groups=dc.groups,
-                    pairing=pairing,
-                    context_messages=dc.group_context_messages,
-                ),
+                access("discord", dc),
                 workspace=config.workspace.resolve(),
                 api_base_url=dc.api_base_url,
                 gateway_url=dc.gateway_url,

@@ -53,6 +53,17 @@ def cron_key(job_id: str, target: SessionKey) -> SessionKey:
     return SessionKey("cron", "private" if target.private else "shared", job_id)
 
 
+async def isolated_turn(gateway: Gateway, job: Job, target: SessionKey, prompt: str) -> str:
+    """A fresh turn in the job's own session; returns the reply (stripped)."""
+    agent = gateway.agent
+    key = cron_key(job.id, target)
+    agent.reset(key)  # each run starts afresh
+    outcome = await agent.run_turn(
+        key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
+    )
+    return outcome.text.strip()
+
+
 def conversations(sessions: Path, day: date, tz: ZoneInfo, include_private: bool) -> str:
     """The day's user and assistant messages from every chat session, oldest first, capped
     (the newest kept)."""
@@ -128,18 +139,13 @@ class DailySummary:
         convo = conversations(agent.store.dir, day, tz, include_private=target.private)
         if self.skip_inactive and not log_text.strip() and not convo:
             raise Skip("no activity today")
-        key = cron_key(job.id, target)
-        agent.reset(key)  # each run starts afresh
         prompt = DIGEST_PROMPT.format(
             day=day.strftime("%A %d %B %Y"),
             log_path=log_rel,
             log=log_text.strip() or "(empty)",
             conversations=convo or "(none)",
         )
-        outcome = await agent.run_turn(
-            key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
-        )
-        text = outcome.text.strip()
+        text = await isolated_turn(gw, job, target, prompt)
         if not text or text == "NO_REPLY":
             raise Skip("the model had nothing to report")
         await gw.deliver(OutboundMessage(target, text))
@@ -342,15 +348,9 @@ def reminder_tools(
 
 async def run_reminder(gateway: Gateway, job: Job, slot: str) -> None:
     """An isolated turn with the job's instruction; the reply goes to the chat that made it."""
-    agent = gateway.agent
     target = SessionKey.parse(job.target)
-    key = cron_key(job.id, target)
-    agent.reset(key)
     prompt = REMINDER_PROMPT.format(when=slot.replace("T", " "), instruction=job.instruction)
-    outcome = await agent.run_turn(
-        key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
-    )
-    text = outcome.text.strip()
+    text = await isolated_turn(gateway, job, target, prompt)
     if not text or text == "NO_REPLY":
         raise Skip("the model had nothing to send")
     await gateway.deliver(OutboundMessage(target, text))
@@ -402,13 +402,8 @@ async def run_heartbeat(gateway: Gateway, job: Job, slot: str, active_hours: str
     target = SessionKey.parse(job.target)
     if gateway.router.busy(target):
         raise Skip("the owner's chat is mid-turn")
-    key = cron_key(job.id, target)
-    agent.reset(key)
     prompt = HEARTBEAT_PROMPT.format(when=slot.replace("T", " "), checklist=checklist.strip())
-    outcome = await agent.run_turn(
-        key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
-    )
-    text = strip_heartbeat_ok(outcome.text)
+    text = strip_heartbeat_ok(await isolated_turn(gateway, job, target, prompt))
     if not text or text == "NO_REPLY":
         raise Skip("nothing needs the owner")
     await gateway.deliver(OutboundMessage(target, text))
