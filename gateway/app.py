@@ -434,7 +434,10 @@ def build_app(
     llm: LLM | None = None,
     clock: Clock = utc_now,
     scheduler_clock: SchedulerClock | None = None,
+    with_scheduler: bool = True,
 ) -> Gateway:
+    """``with_scheduler=False`` for a second process beside ``corvid run`` (``corvid chat``):
+    scheduled jobs run in one process only."""
     store = SessionStore(config.state / "sessions")
     m = config.memory
     workspace = config.workspace.resolve()
@@ -469,6 +472,6 @@ def build_app(
         clock=clock,
     )
     agent.maintenance = Maintenance(agent, config.compaction)
-    gateway = Gateway(config, agent, channels, scheduler, jobs)
+    gateway = Gateway(config, agent, channels, scheduler if with_scheduler else None, jobs)
     runner.append(gateway)
     return gateway

@@ -224,7 +224,8 @@ async def _chat(config: Config) -> int:
     from gateway.app import build_app
 
     terminal = TerminalChannel()
-    gateway = build_app(config, [terminal])
+    # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
+    gateway = build_app(config, [terminal], with_scheduler=False)
     await gateway.start()
     try:
         await terminal.run()

@@ -219,6 +219,11 @@ def reminder_tools(
     def schedule(ctx: TurnContext, args: dict[str, Any]) -> str:
         if ctx.key.channel == "cron":
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
+        if not scheduler.running:
+            raise ToolError(
+                "Scheduling works in the chats Corvid serves as a bot (`corvid run`), not in "
+                "this terminal chat."
+            )
         instruction = str(args.get("instruction", "")).strip()
         if not instruction:
             raise ToolError("instruction is required: what should happen when it fires.")

@@ -17,7 +17,6 @@ does not exist, APScheduler moves it to 03:30 and the day is not skipped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
@@ -223,6 +222,7 @@ class Scheduler:
         self.finished = finished  # called when a job has no more runs (a one-shot that ran)
         self._jobs: dict[str, Job] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.running = False
 
     def jobs(self) -> list[Job]:
         return list(self._jobs.values())
@@ -231,7 +231,7 @@ class Scheduler:
         self._jobs[job.id] = job
         if job.id in self._tasks:
             self._tasks.pop(job.id).cancel()
-        with contextlib.suppress(RuntimeError):  # no running loop: started later by start()
+        if self.running:
             self._tasks[job.id] = asyncio.get_running_loop().create_task(self._drive(job))
 
     def remove(self, job_id: str) -> None:
@@ -241,6 +241,7 @@ class Scheduler:
             task.cancel()
 
     def start(self, jobs: Iterable[Job] = ()) -> None:
+        self.running = True
         for job in jobs:
             self.add(job)
         for job in self._jobs.values():
@@ -275,6 +276,7 @@ class Scheduler:
             await asyncio.wait([task])
 
     async def stop(self) -> None:
+        self.running = False
         tasks = list(self._tasks.values())
         self._tasks.clear()
         for task in tasks:

@@ -161,3 +161,25 @@ async def test_corvid_jobs_run_triggers_a_job_in_the_running_gateway(
     rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
     assert rc == 1
     assert "not running" in capsys.readouterr().err
+
+
+async def test_a_chat_beside_the_bot_does_not_run_jobs(home, fake_api):
+    from tests.conftest import PRIVATE, RecordingChannel
+
+    channel = RecordingChannel()
+    config = make_config(home, fake_api.base_url)
+    gateway = build_app(config, [channel], with_scheduler=False)
+    await gateway.start()
+    try:
+        fake_api.enqueue(
+            Reply(tool_calls=[("schedule", {"instruction": "x", "every_minutes": 5})]),
+            Reply("I can't schedule from here."),
+        )
+        await channel.push("every 5 minutes, ping me", key=PRIVATE)
+    finally:
+        await gateway.stop()
+    assert (
+        "not in this terminal chat" in tool_results(fake_api.message_requests[1].body)[0]["content"]
+    )
+    assert not (home / "state" / "control.sock").exists()
+    assert not (home / "state" / "jobs.json").exists()
