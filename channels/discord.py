@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from channels import inbox
 from channels.access import Access, Arrival, Fetched
 from channels.base import Channel, ChannelStartError
+from channels.inbox import Intake
 from channels.markdown import split_markdown
 from gateway.events import CHAT_COMMANDS, Attachment, OutboundMessage, SessionKey
 
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TEXT_LIMIT = 2000
-IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 INTENT_HELP = (
     "Discord refused the connection because the Message Content intent is not enabled for this "
     "bot: open the Developer Portal → your application → Bot → Privileged Gateway Intents, turn "
@@ -52,23 +50,17 @@ class DiscordChannel(Channel):
         token: str,
         access: Access,
         *,
-        workspace: Path,
+        intake: Intake,
         api_base_url: str = "https://discord.com/api/v10",
         gateway_url: str = "wss://gateway.discord.gg/",
-        max_image_bytes: int = 5_000_000,
-        max_file_bytes: int = 20_000_000,
-        today: Callable[[], dt.date] = dt.date.today,
         ready_timeout: float = 60.0,
         guild_ready_timeout: float = 2.0,
     ) -> None:
         super().__init__(access)
         self._token = token
-        self.workspace = workspace
+        self.intake = intake
         self.api_base_url = api_base_url.rstrip("/")
         self.gateway_url = gateway_url
-        self.max_image_bytes = max_image_bytes
-        self.max_file_bytes = max_file_bytes
-        self.today = today
         self.ready_timeout = ready_timeout
         self.guild_ready_timeout = guild_ready_timeout
         self._client: discord.Client | None = None
@@ -257,35 +249,15 @@ class DiscordChannel(Channel):
         attachments: list[Attachment] = []
         notes: list[str] = []
         for f in files:
-            ctype = (f.content_type or "").split(";")[0].strip()
             try:
-                if ctype in IMAGE_TYPES and f.size <= self.max_image_bytes:
-                    data = await f.read()
-                    mime = inbox.sniff_image(data)
-                    if mime is not None:
-                        attachments.append(Attachment("image", mime, name=f.filename, data=data))
-                        continue
-                elif f.size > self.max_file_bytes:
-                    notes.append(
-                        f"[The file {inbox.safe_name(f.filename)} ({f.size / 1e6:.1f} MB) was not "
-                        f"saved: files larger than {self.max_file_bytes / 1e6:.1f} MB are not "
-                        "accepted.]"
-                    )
-                    continue
-                else:
-                    data = await f.read()
-                path = await asyncio.to_thread(
-                    inbox.save, self.workspace, data, f.filename, private=key.private,
-                    day=self.today(),
-                )  # fmt: skip
-                attachments.append(
-                    Attachment(
-                        "document", ctype or "application/octet-stream", f.filename, path=path
-                    )
-                )
+                got = await self.intake.take(key, f.filename, f.content_type or "", f.size, f.read)
             except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
                 log.warning("%s: could not download %s: %s", key, f.filename, exc)
-                notes.append(f"[The file {inbox.safe_name(f.filename)} could not be downloaded.]")
+                got = f"[The file {inbox.safe_name(f.filename)} could not be downloaded.]"
+            if isinstance(got, Attachment):
+                attachments.append(got)
+            else:
+                notes.append(got)
         return tuple(attachments), tuple(notes)
 
     def _command_callback(self, name: str) -> Callable[[Any], Any]:

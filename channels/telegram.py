@@ -20,12 +20,12 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels import inbox
 from channels.access import Access, Arrival, Fetched
 from channels.base import Channel, ChannelStartError
+from channels.inbox import Intake
 from channels.markdown import split_markdown, to_telegram_html, utf16_len, visible_text
 from gateway.events import CHAT_COMMANDS, Attachment, OutboundMessage, SessionKey
 
@@ -84,26 +84,20 @@ class TelegramChannel(Channel):
         token: str,
         access: Access,
         *,
-        workspace: Path,
+        intake: Intake,
         base_url: str = "https://api.telegram.org/bot",
         base_file_url: str = "https://api.telegram.org/file/bot",
         poll_timeout: float = 30,
         webhook: Webhook | None = None,
-        max_image_bytes: int = 5_000_000,
-        max_file_bytes: int = 20_000_000,
-        today: Callable[[], dt.date] = dt.date.today,
         retry_backoff: float = 1.0,
     ) -> None:
         super().__init__(access)
         self._token = token
-        self.workspace = workspace
+        self.intake = intake
         self.base_url = base_url
         self.base_file_url = base_file_url
         self.poll_timeout = poll_timeout
         self.webhook = webhook
-        self.max_image_bytes = max_image_bytes
-        self.max_file_bytes = max_file_bytes
-        self.today = today
         self.retry_backoff = retry_backoff
         self.bot_id = 0
         self._app: Application | None = None
@@ -381,17 +375,17 @@ class TelegramChannel(Channel):
     async def _fetch_photo(
         self, msg: Message, attachments: list[Attachment], notes: list[str]
     ) -> None:
-        fitting = [p for p in msg.photo if (p.file_size or 0) <= self.max_image_bytes]
+        fitting = [p for p in msg.photo if (p.file_size or 0) <= self.intake.max_image_bytes]
         if not fitting:
             notes.append(
                 "[A photo came with this message but is larger than "
-                f"{_mb(self.max_image_bytes)}, so I cannot see it.]"
+                f"{inbox.mb(self.intake.max_image_bytes)}, so I cannot see it.]"
             )
             return
         best = max(fitting, key=lambda p: p.width * p.height)
         data = await self._download(best.file_id)
         mime = inbox.sniff_image(data)
-        if mime is None or len(data) > self.max_image_bytes:
+        if mime is None or len(data) > self.intake.max_image_bytes:
             notes.append("[A photo came with this message, but it could not be read as an image.]")
             return
         attachments.append(Attachment("image", mime, name="photo", data=data))
@@ -401,35 +395,17 @@ class TelegramChannel(Channel):
     ) -> None:
         doc = msg.document
         assert doc is not None
-        name = doc.file_name or "file"
-        size = doc.file_size or 0
-        is_image = (doc.mime_type or "") in ("image/jpeg", "image/png", "image/gif", "image/webp")
-        if is_image and size <= self.max_image_bytes:
-            data = await self._download(doc.file_id)
-            mime = inbox.sniff_image(data)
-            if mime is not None:
-                attachments.append(Attachment("image", mime, name=name, data=data))
-                return
-        elif size > self.max_file_bytes:
-            notes.append(self._too_large(name, size))
-            return
+        got = await self.intake.take(
+            key,
+            doc.file_name or "file",
+            doc.mime_type or "",
+            doc.file_size or 0,
+            lambda: self._download(doc.file_id),
+        )
+        if isinstance(got, Attachment):
+            attachments.append(got)
         else:
-            data = await self._download(doc.file_id)
-        if len(data) > self.max_file_bytes:
-            notes.append(self._too_large(name, len(data)))
-            return
-        path = await asyncio.to_thread(
-            inbox.save, self.workspace, data, name, private=key.private, day=self.today()
-        )
-        attachments.append(
-            Attachment("document", doc.mime_type or "application/octet-stream", name, path=path)
-        )
-
-    def _too_large(self, name: str, size: int) -> str:
-        return (
-            f"[The file {inbox.safe_name(name)} ({_mb(size)}) was not saved: files larger than "
-            f"{_mb(self.max_file_bytes)} are not accepted.]"
-        )
+            notes.append(got)
 
     # -- outbound -------------------------------------------------------------------------------
 
@@ -558,7 +534,3 @@ def _fit(piece: str, limit: int, out: list[tuple[str, str | None]]) -> None:
 def _retry_after_seconds(exc: Any) -> float:
     value = exc.retry_after
     return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1_000_000:.1f} MB"

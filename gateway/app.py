@@ -364,9 +364,18 @@ class Gateway:
 def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
     """The adapters for every enabled chat platform, sharing one pairing store."""
     from channels.access import Access
+    from channels.inbox import Intake
     from channels.pairing import PairingStore
 
     pairing = PairingStore(config.state / "pairing.json")
+
+    def intake(cfg: ChannelConfig) -> Intake:
+        return Intake(
+            config.workspace.resolve(),
+            cfg.max_image_bytes,
+            cfg.max_file_bytes,
+            today=lambda: clock().astimezone(config.tz).date(),
+        )
 
     def access(name: str, cfg: ChannelConfig) -> Access:
         return Access(
@@ -396,14 +405,11 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
             TelegramChannel(
                 tg.token.value,
                 access("telegram", tg),
-                workspace=config.workspace.resolve(),
+                intake=intake(tg),
                 base_url=tg.base_url,
                 base_file_url=tg.base_file_url,
                 poll_timeout=tg.poll_timeout,
                 webhook=webhook,
-                max_image_bytes=tg.max_image_bytes,
-                max_file_bytes=tg.max_file_bytes,
-                today=lambda: clock().astimezone(config.tz).date(),
             )
         )
     dc = config.channels.discord
@@ -416,12 +422,9 @@ def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
             DiscordChannel(
                 dc.token.value,
                 access("discord", dc),
-                workspace=config.workspace.resolve(),
+                intake=intake(dc),
                 api_base_url=dc.api_base_url,
                 gateway_url=dc.gateway_url,
-                max_image_bytes=dc.max_image_bytes,
-                max_file_bytes=dc.max_file_bytes,
-                today=lambda: clock().astimezone(config.tz).date(),
             )
         )
     return channels
