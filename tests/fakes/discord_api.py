@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.observed import Observed
+
 TOKEN = "fake-discord-token"
 BOT_ID = 1000
 APP_ID = 1000
@@ -118,8 +120,9 @@ def _no_content() -> web.Response:
     return web.Response(status=204)
 
 
-class FakeDiscord:
+class FakeDiscord(Observed):
     def __init__(self, token: str = TOKEN, *, missing_intent: bool = False) -> None:
+        super().__init__()
         self.token = token
         # Close with 4014 after IDENTIFY, as Discord does when the portal's intent box is unticked.
         self.missing_intent = missing_intent
@@ -128,7 +131,7 @@ class FakeDiscord:
         self.base_url = ""
         self.gateway_url = ""
         self.calls: list[Call] = []
-        self.sent: list[dict[str, Any]] = []  # accepted POST /channels/{id}/messages
+        # self.sent (from Observed): accepted POST /channels/{id}/messages
         self.interaction_responses: list[dict[str, Any]] = []
         self.followups: list[dict[str, Any]] = []
         self.typing: list[int] = []
@@ -157,8 +160,6 @@ class FakeDiscord:
         self._pump_task: asyncio.Task[None] | None = None
         self._last_snowflake = 0
         self._tokens = itertools.count(1)
-        self._changed = asyncio.Condition()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
 
     # -- server ---------------------------------------------------------------------------------
@@ -378,30 +379,12 @@ class FakeDiscord:
         """Events pushed but not yet sent down a socket."""
         return len(self._outbox)
 
-    def calls_to(self, method: str, path_prefix: str = "") -> list[Call]:
-        method = method.upper()
-        return [c for c in self.calls if c.method == method and c.path.startswith(path_prefix)]
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        async with asyncio.timeout(timeout):
-            async with self._changed:
-                await self._changed.wait_for(predicate)
-
     async def wait_ready(self, timeout: float = 10.0) -> None:
         await self.wait_for(lambda: self.ready, timeout)
 
-    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        await self.wait_for(lambda: len(self.sent) >= n, timeout)
-        return self.sent
-
-    def _notify(self) -> None:
-        async def notify() -> None:
-            async with self._changed:
-                self._changed.notify_all()
-
-        task = asyncio.get_running_loop().create_task(notify())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def calls_to(self, method: str, path_prefix: str = "") -> list[Call]:
+        method = method.upper()
+        return [c for c in self.calls if c.method == method and c.path.startswith(path_prefix)]
 
     def _snowflake(self) -> int:
         # Real, time-based snowflakes: discord.py derives created_at (and interaction expiry)

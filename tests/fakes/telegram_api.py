@@ -16,13 +16,14 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from aiohttp import web
+
+from tests.fakes.observed import Observed
 
 TOKEN = "123456:TEST-token-for-the-fake"
 BOT_ID = 999
@@ -100,12 +101,13 @@ class Fault:
     retry_after: int | None = None
 
 
-class FakeTelegram:
+class FakeTelegram(Observed):
     def __init__(self, token: str = TOKEN, username: str = BOT_USERNAME) -> None:
+        super().__init__()
         self.token = token
         self.username = username
         self.calls: list[Call] = []
-        self.sent: list[dict[str, Any]] = []  # accepted sendMessage calls, with message_id
+        # self.sent (from Observed): accepted sendMessage calls, with message_id
         self.files: dict[str, bytes] = {}
         self._held: dict[str, asyncio.Event] = {}
         self.webhook_url = ""
@@ -114,8 +116,6 @@ class FakeTelegram:
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
-        self._changed = asyncio.Condition()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
         self.base_url = ""
 
@@ -226,24 +226,6 @@ class FakeTelegram:
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        async with asyncio.timeout(timeout):
-            async with self._changed:
-                await self._changed.wait_for(predicate)
-
-    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        await self.wait_for(lambda: len(self.sent) >= n, timeout)
-        return self.sent
-
-    def _notify(self) -> None:
-        async def notify() -> None:
-            async with self._changed:
-                self._changed.notify_all()
-
-        task = asyncio.get_running_loop().create_task(notify())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # -- Bot API --------------------------------------------------------------------------------
 
