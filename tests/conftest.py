@@ -126,22 +126,31 @@ OWNER = 42  # the Telegram user on the allowlist in the tests
 TG_GROUP = -100500  # the allowlisted Telegram group
 
 
+async def _serve_channel(
+    home: Path, fake_api: FakeAnthropic, name: str, section: dict[str, Any], **attrs: Any
+) -> Gateway:
+    """A gateway with one real channel adapter built from config; ``attrs`` are set on the
+    adapter (short timeouts for the tests)."""
+    from gateway.app import build_channels
+
+    config = make_config(home, fake_api.base_url, channels={name: section})
+    channels = build_channels(config)
+    for channel in channels:
+        for attr, value in attrs.items():
+            setattr(channel, attr, value)
+    return build_app(config, channels)
+
+
 @pytest.fixture
 async def telegram_gateway(home: Path, fake_api: FakeAnthropic, fake_telegram: FakeTelegram):
     """Start a gateway whose Telegram channel (real PTB) talks to the fake Bot API."""
-    from gateway.app import build_channels
-
     running: list[Gateway] = []
 
     async def start(**telegram: Any) -> Gateway:
         tg = fake_telegram.channel_config(
             allow_from=[str(OWNER)], groups=[str(TG_GROUP)], **telegram
         )
-        config = make_config(home, fake_api.base_url, channels={"telegram": tg})
-        channels = build_channels(config)
-        for channel in channels:
-            channel.retry_backoff = 0.05  # type: ignore[attr-defined]
-        gateway = build_app(config, channels)
+        gateway = await _serve_channel(home, fake_api, "telegram", tg, retry_backoff=0.05)
         running.append(gateway)
         await gateway.start()
         return gateway
@@ -164,7 +173,6 @@ async def fake_discord():
 @pytest.fixture
 async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
     """Start a gateway whose Discord channel (real discord.py) talks to the fake Discord."""
-    from gateway.app import build_channels
     from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID
 
     running: list[Gateway] = []
@@ -179,12 +187,9 @@ async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
             "gateway_url": fake_discord.gateway_url,
             **discord,
         }
-        config = make_config(home, fake_api.base_url, channels={"discord": section})
-        channels = build_channels(config)
-        for channel in channels:
-            channel.guild_ready_timeout = 0.1  # type: ignore[attr-defined]
-            channel.ready_timeout = 10  # type: ignore[attr-defined]
-        gateway = build_app(config, channels)
+        gateway = await _serve_channel(
+            home, fake_api, "discord", section, guild_ready_timeout=0.1, ready_timeout=10
+        )
         running.append(gateway)
         await gateway.start()
         return gateway

@@ -104,6 +104,26 @@ def test_memory_search_and_reindex_from_the_command_line(tmp_path, capsys):
 
 
 @contextlib.asynccontextmanager
+async def _corvid_process(
+    home: Path, secrets: dict[str, str]
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``corvid run`` for ``home`` as a process; killed on the way out if still running."""
+    env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": "sk-run-test-key",
+           **secrets}  # fmt: skip
+    env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.cli", "run", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+@contextlib.asynccontextmanager
 async def _corvid_run(
     tmp_path: Path, token: str | None = None, faults: tuple[TgFault, ...] = ()
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, FakeTelegram]]:
@@ -114,28 +134,10 @@ async def _corvid_run(
     home = tmp_path / "h"
     tg.write_corvid_config(home, api.base_url)
     tg.fail("getUpdates", *faults)
-    env = {
-        **os.environ,
-        "CORVID_HOME": str(home),
-        "ANTHROPIC_API_KEY": "sk-run-test-key",
-        "TELEGRAM_BOT_TOKEN": token or tg.token,
-    }
-    env.pop("ANTHROPIC_AUTH_TOKEN", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "run",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
     try:
-        yield proc, tg
+        async with _corvid_process(home, {"TELEGRAM_BOT_TOKEN": token or tg.token}) as proc:
+            yield proc, tg
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
         await tg.close()
         await api.close()
 
@@ -188,24 +190,15 @@ async def test_run_serves_discord(tmp_path: Path):
         gateway_url=dc.gateway_url,
     )
     (home / "config.yaml").write_text(yaml.safe_dump(config))
-    env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": "sk-run-test-key",
-           "DISCORD_BOT_TOKEN": dc.token}  # fmt: skip
-    env.pop("ANTHROPIC_AUTH_TOKEN", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.cli", "run", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
     try:
-        await dc.wait_ready(timeout=30)
-        dc.message("hi from discord", guild=False)
-        sent = await dc.wait_sent(1, timeout=30)
-        assert sent[0]["content"] == "echo: hi from discord"
-        proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        async with _corvid_process(home, {"DISCORD_BOT_TOKEN": dc.token}) as proc:
+            await dc.wait_ready(timeout=30)
+            dc.message("hi from discord", guild=False)
+            sent = await dc.wait_sent(1, timeout=30)
+            assert sent[0]["content"] == "echo: hi from discord"
+            proc.send_signal(signal.SIGTERM)
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
         await dc.close()
         await api.close()
     assert proc.returncode == 0, err.decode()
