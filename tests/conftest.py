@@ -197,3 +197,16 @@ async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
     yield start
     for gateway in running:
         await gateway.stop()
+
+
+@contextlib.asynccontextmanager
+async def running(config: Config, clock: Any) -> AsyncIterator[Gateway]:
+    """A gateway with the configured channels, its scheduler on ``clock``; stopped after."""
+    from gateway.app import build_channels
+
+    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
+    await gateway.start()
+    try:
+        yield gateway
+    finally:
+        await gateway.stop()

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from gateway.app import build_app, build_channels
-from tests.conftest import OWNER, make_config
+from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.clock import FakeClock
 
@@ -24,13 +23,6 @@ def _config(home, fake_api, fake_telegram):
     )  # fmt: skip
 
 
-async def _start(config, clock):
-    channels = build_channels(config)
-    gateway = build_app(config, channels, scheduler_clock=clock)
-    await gateway.start()
-    return gateway
-
-
 async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
     home, fake_api, fake_telegram
 ):
@@ -38,8 +30,7 @@ async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
     clock = FakeClock(nine - timedelta(minutes=30))
     config = _config(home, fake_api, fake_telegram)
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         fake_telegram.text("I promised to send Bob the slides")
         await fake_telegram.wait_sent(1)
         await clock.idle_until(nine)
@@ -48,8 +39,6 @@ async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
         await clock.set(nine)
         sent = await fake_telegram.wait_sent(2)
         await clock.idle_until(nine + timedelta(days=1))
-    finally:
-        await gateway.stop()
     assert sent[1]["chat_id"] == str(OWNER)
     assert sent[1]["shown"] == "Promised: send Bob the slides."
     digest_request = fake_api.message_requests[-1]
@@ -64,11 +53,8 @@ async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
     # Restarted the same evening: nothing is sent again.
     requests = len(fake_api.message_requests)
     clock = FakeClock(nine + timedelta(minutes=5))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         await clock.idle_until(nine + timedelta(days=1))
-    finally:
-        await gateway.stop()
     assert len(fake_telegram.sent) == 2
     assert len(fake_api.message_requests) == requests
 
@@ -77,12 +63,9 @@ async def test_a_quiet_day_sends_nothing(home, fake_api, fake_telegram):
     today = datetime.now(BERLIN).date()
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
     clock = FakeClock(nine)
-    gateway = await _start(_config(home, fake_api, fake_telegram), clock)
-    try:
+    async with running(_config(home, fake_api, fake_telegram), clock) as gateway:
         await clock.idle_until(nine + timedelta(days=1))
         assert gateway.scheduler.ledger.history("daily-summary")[0]["status"] == "skipped"
-    finally:
-        await gateway.stop()
     assert fake_telegram.sent == []
     assert fake_api.message_requests == []
 
@@ -97,12 +80,9 @@ async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
     config = _config(home, fake_api, fake_telegram)
     # Earlier that day there was a conversation...
     clock = FakeClock(nine - timedelta(hours=1))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         fake_telegram.text("Book the dentist for Tuesday")
         await fake_telegram.wait_sent(1)
-    finally:
-        await gateway.stop()
     # ...and at 21:00 the run was claimed, then the process died before sending.
     ledger = Ledger(home / "state" / "scheduler.sqlite")
     job = Job("daily-summary", "cron", "0 21 * * *", "Europe/Berlin",
@@ -113,10 +93,7 @@ async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
     for minutes in (40, 45):
         fake_api.enqueue(Reply("Dentist to book for Tuesday."))
         clock = FakeClock(nine + timedelta(minutes=minutes))
-        gateway = await _start(config, clock)
-        try:
+        async with running(config, clock):
             await clock.idle_until(nine + timedelta(days=1))
-        finally:
-            await gateway.stop()
     summaries = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
     assert len(summaries) == 1

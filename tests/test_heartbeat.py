@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from gateway.app import build_app, build_channels
 from gateway.jobs import has_real_content, in_active_hours, strip_heartbeat_ok
-from tests.conftest import OWNER, make_config
+from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply
 from tests.fakes.clock import FakeClock
 
@@ -40,16 +39,12 @@ async def test_an_empty_heartbeat_makes_no_model_call_all_day(home, fake_api, fa
     start = datetime(2026, 11, 21, 0, 0, tzinfo=BERLIN)
     clock = FakeClock(start)
     config = _config(home, fake_api, fake_telegram)
-    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
-    await gateway.start()
-    try:
+    async with running(config, clock) as gateway:
         beats = 0
         while await clock.next_wake() <= start + timedelta(days=1):
             await clock.advance()
             beats += 1
         history = gateway.scheduler.ledger.history("heartbeat", limit=100)
-    finally:
-        await gateway.stop()
     assert beats >= 47
     assert fake_api.message_requests == []
     assert fake_telegram.sent == []
@@ -62,13 +57,9 @@ async def test_a_checklist_runs_and_heartbeat_ok_is_dropped(home, fake_api, fake
     clock = FakeClock(start)
     config = _config(home, fake_api, fake_telegram)
     fake_api.enqueue(Reply("HEARTBEAT_OK"), Reply("Time to water the plants."))
-    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
-    await gateway.start()
-    try:
+    async with running(config, clock):
         # The first beat (09:50) has nothing to say; the next one (10:20) has.
         assert await clock.advance() == start + timedelta(minutes=30)
         sent = await fake_telegram.wait_sent(1)
-    finally:
-        await gateway.stop()
     assert [s["shown"] for s in sent] == ["Time to water the plants."]
     assert len(fake_api.message_requests) == 2

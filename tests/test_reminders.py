@@ -8,8 +8,8 @@ import json
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from gateway.app import build_app, build_channels
-from tests.conftest import OWNER, make_config
+from gateway.app import build_app
+from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
 
@@ -19,12 +19,6 @@ BERLIN = ZoneInfo("Europe/Berlin")
 def _config(home, fake_api, fake_telegram):
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
     return make_config(home, fake_api.base_url, channels={"telegram": tg})
-
-
-async def _start(config, clock):
-    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
-    await gateway.start()
-    return gateway
 
 
 def _today_at(hour: int, days: int = 0) -> datetime:
@@ -45,8 +39,7 @@ async def _ask_for_a_reminder(fake_api, fake_telegram, at: datetime) -> None:
 async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
     nine = _today_at(9, days=1)
     clock = FakeClock(_today_at(20))
-    gateway = await _start(_config(home, fake_api, fake_telegram), clock)
-    try:
+    async with running(_config(home, fake_api, fake_telegram), clock) as gateway:
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
         result = tool_results(fake_api.message_requests[1].body)[0]["content"]
         assert "Scheduled job-" in result and f"{nine:%Y-%m-%d} 09:00" in result
@@ -57,8 +50,6 @@ async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
         sent = await fake_telegram.wait_sent(2)
         async with asyncio.timeout(5):
             await gateway.scheduler.join(job_id)
-    finally:
-        await gateway.stop()
     assert sent[1]["chat_id"] == str(OWNER)
     assert sent[1]["shown"] == "Good morning! Time to call the bank."
     assert "Remind Ada to call the bank" in fake_api.message_requests[-1].raw
@@ -74,19 +65,13 @@ async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
     nine = _today_at(9, days=1)
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
-    finally:
-        await gateway.stop()
     # Down from 20:00 until 09:20 the next day (grace: one hour).
     fake_api.enqueue(Reply("Sorry I'm late: call the bank!"))
     clock = FakeClock(nine + timedelta(minutes=20))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         sent = await fake_telegram.wait_sent(2)
-    finally:
-        await gateway.stop()
     assert sent[1]["shown"] == "Sorry I'm late: call the bank!"
 
 
@@ -94,21 +79,15 @@ async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_ap
     nine = _today_at(9, days=1)
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock) as gateway:
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
         job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
-    finally:
-        await gateway.stop()
     requests = len(fake_api.message_requests)
     clock = FakeClock(nine + timedelta(hours=3))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock) as gateway:
         async with asyncio.timeout(5):
             await gateway.scheduler.join(job_id)
         history = gateway.scheduler.ledger.history(job_id)
-    finally:
-        await gateway.stop()
     assert history[0]["status"] == "missed"
     assert len(fake_telegram.sent) == 1
     assert len(fake_api.message_requests) == requests
@@ -120,11 +99,8 @@ async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegra
     nine = _today_at(9, days=1)
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock):
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
-    finally:
-        await gateway.stop()
     capsys.readouterr()
     assert main(["jobs", "--home", str(home)], environ={}) == 0
     out = capsys.readouterr().out
@@ -141,8 +117,7 @@ async def test_corvid_jobs_run_triggers_a_job_in_the_running_gateway(
 
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))
-    gateway = await _start(config, clock)
-    try:
+    async with running(config, clock) as gateway:
         await _ask_for_a_reminder(fake_api, fake_telegram, _today_at(9, days=1))
         job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
         fake_api.enqueue(Reply("Call the bank (early, as asked)."))
@@ -155,8 +130,6 @@ async def test_corvid_jobs_run_triggers_a_job_in_the_running_gateway(
         assert sent[1]["shown"] == "Call the bank (early, as asked)."
         # The scheduled run is still to come: a run by hand does not consume it.
         assert gateway.scheduler.next_run(gateway.scheduler.jobs()[0]) == _today_at(9, days=1)
-    finally:
-        await gateway.stop()
     capsys.readouterr()
     rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
     assert rc == 1
