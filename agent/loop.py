@@ -118,11 +118,24 @@ class Agent:
 
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
         state = self.session(key)
-        # The user's words reach the file before the model is called (and before the turn's
-        # first await, so even a turn cancelled at once has recorded them). The fsync that
-        # makes them durable comes with the reply's, once per turn.
-        content = self._user_content(key, inbound)
-        self.store.append_message(state, {"role": "user", "content": content})
+        # Messages already in the transcript come from a turn a crash or restart cut short:
+        # they are answered now, not recorded again.
+        fresh = [m for m in inbound if m.seq is None or m.seq not in state.seqs]
+        if fresh:
+            # The user's words reach the file before the model is called (and before the
+            # turn's first await, so even a turn cancelled at once has recorded them). The
+            # fsync that makes them durable comes with the reply's, once per turn.
+            content = self._user_content(key, fresh)
+            seqs = [m.seq for m in fresh if m.seq is not None]
+            self.store.append_message(state, {"role": "user", "content": content}, seqs)
+        else:
+            written = _written_reply(state)
+            if written is not None:
+                # The answer was complete when the process stopped, but not yet sent.
+                log.info("%s: sending the reply written before the restart", key)
+                self.store.end_turn(state, "ok", "resumed")
+                return TurnOutcome(written, Usage(), 0, status="resumed")
+            log.info("%s: resuming a turn cut short by a restart", key)
         return await self.loop(state, self.context(key))
 
     def record_unanswered(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> None:
@@ -247,3 +260,17 @@ class Agent:
                 )
             blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
         return blocks
+
+
+def _written_reply(state: SessionState) -> str | None:
+    """The text of a final answer that ends the transcript, if it does end with one."""
+    if not state.messages or state.messages[-1]["role"] != "assistant":
+        return None
+    content = state.messages[-1]["content"]
+    if isinstance(content, str):
+        return content.strip()
+    if any(b.get("type") == "tool_use" for b in content):
+        return None
+    return "\n\n".join(
+        b["text"] for b in content if b.get("type") == "text" and b["text"].strip()
+    ).strip()

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,6 +75,9 @@ class SessionState:
     compactions: int = 0
     # Tokens added since the last usage report (or since compaction, when there is none yet).
     added_tokens: int = 0
+    # Journal numbers of the inbound messages in this transcript: a turn resumed after a crash
+    # must not record them a second time.
+    seqs: set[int] = field(default_factory=set)
 
     @property
     def context_tokens(self) -> int:
@@ -125,8 +129,14 @@ class SessionStore:
             self.archive(key)
         return state
 
-    def append_message(self, state: SessionState, message: dict[str, Any]) -> None:
-        self._write(state.key, {"t": "msg", "ts": _now(), "msg": message})
+    def append_message(
+        self, state: SessionState, message: dict[str, Any], seqs: Sequence[int] = ()
+    ) -> None:
+        entry: dict[str, Any] = {"t": "msg", "ts": _now(), "msg": message}
+        if seqs:
+            entry["in"] = list(seqs)
+        self._write(state.key, entry)
+        state.seqs.update(seqs)
         state.messages.append(message)
         if message["role"] == "user":  # assistant output is in the next usage report already
             state.added_tokens += estimate_tokens(message["content"])
@@ -220,6 +230,7 @@ def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionS
         if msg["role"] not in ("user", "assistant") or not isinstance(msg["content"], str | list):
             raise ValueError("not a message")
         state.messages.append(msg)
+        state.seqs.update(int(s) for s in entry.get("in", ()))
         if msg["role"] == "user":
             state.added_tokens += estimate_tokens(msg["content"])
     elif kind == "usage":

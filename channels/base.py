@@ -35,6 +35,12 @@ class Channel(ABC):
     name: ClassVar[str]
     # The bot's own handle on the platform, once known: "/new@other_bot" is not for us.
     bot_username: str = ""
+    # Messages are kept in the gateway's journal until answered, so a crash loses none. Off for
+    # a local terminal, where the person who pressed Ctrl-C is not waiting for a late answer.
+    journaled: ClassVar[bool] = True
+    # The platform drops a repeated send with the same ``OutboundMessage.ident`` (Discord's
+    # nonce), so a send interrupted by a crash can simply be sent again.
+    idempotent_sends: ClassVar[bool] = False
 
     def __init__(self, access: Access | None = None) -> None:
         self.access = access

@@ -44,6 +44,7 @@ INTENT_HELP = (
 
 class DiscordChannel(Channel):
     name = "discord"
+    idempotent_sends = True  # every channel message carries a nonce from OutboundMessage.ident
 
     def __init__(
         self,
@@ -330,6 +331,7 @@ class DiscordChannel(Channel):
         import discord
 
         pieces = split_markdown(msg.text, TEXT_LIMIT) or [msg.text.strip() or "…"]
+        total = len(pieces)
         none = discord.AllowedMentions.none()
         interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
         if interaction is not None:
@@ -348,8 +350,15 @@ class DiscordChannel(Channel):
             ref = discord.MessageReference(
                 message_id=int(msg.reply_to), channel_id=channel.id, fail_if_not_exists=False
             )
-        for piece in pieces:
-            await channel.send(piece, reference=ref, allowed_mentions=none)
+        first = total - len(pieces)  # pieces already sent as interaction follow-ups
+        for number, piece in enumerate(pieces, first):
+            # A nonce stable across restarts: Discord returns the existing message instead of
+            # posting it again, so a send cut off by a crash can be repeated safely.
+            nonce = f"{msg.ident}.{number}" if msg.ident else None
+            if nonce is None:
+                await channel.send(piece, reference=ref, allowed_mentions=none)
+            else:
+                await channel.send(piece, reference=ref, allowed_mentions=none, nonce=nonce)
             ref = None  # only the first piece points at the message it answers
 
     @contextlib.asynccontextmanager

@@ -103,6 +103,10 @@ class TelegramChannel(Channel):
         self._app: Application | None = None
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None
+        # Updates still being taken in (a download, say), by update id. Telegram is not told
+        # they were received until the gateway has them, so a crash meanwhile loses none.
+        self._taking: dict[int, asyncio.Task[None]] = {}
+        self._next_update = 0  # updates below this were dispatched by this process
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -235,14 +239,37 @@ class TelegramChannel(Channel):
                 await asyncio.sleep(wait)
                 continue
             failures = conflicts = 0
-            for update in updates:
-                self._offset = update.update_id + 1
-                self._dispatch(update)
+            fresh = [u for u in updates if u.update_id >= self._next_update]
+            for update in fresh:
+                self._next_update = update.update_id + 1
+                task = self._dispatch(update)
+                if task is not None:
+                    self._taking[update.update_id] = task
+            # One pass of the loop lets plain messages, which need no I/O, reach the gateway,
+            # so the next poll confirms them instead of receiving them again.
+            await asyncio.sleep(0)
+            self._offset = self._confirmable()
+            if updates and not fresh and self._taking:
+                # All Telegram returned is still being taken in: asking again now would only
+                # return the same updates, so wait for one of them to be done.
+                await asyncio.wait(list(self._taking.values()), return_when=asyncio.FIRST_COMPLETED)
+                self._offset = self._confirmable()
 
-    def _dispatch(self, update: Update) -> None:
+    def _confirmable(self) -> int | None:
+        """The offset that confirms every update the gateway has (or has turned away). An
+        intake cancelled by stop() stays unconfirmed, for the next start to receive."""
+        for uid, task in list(self._taking.items()):
+            if task.done() and not task.cancelled():
+                del self._taking[uid]
+        if self._taking:
+            return min(self._taking)
+        return self._next_update or self._offset
+
+    def _dispatch(self, update: Update) -> asyncio.Task[None] | None:
         msg = update.message
-        if msg is not None:
-            self.in_order(msg.chat_id, self._on_update(update))
+        if msg is None:
+            return None
+        return self.in_order(msg.chat_id, self._on_update(update))
 
     async def stop(self) -> None:
         app, self._app = self._app, None
@@ -257,8 +284,10 @@ class TelegramChannel(Channel):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
+        self._offset = self._confirmable()
         if self.webhook is None and self._offset is not None:
-            # Confirm what was received, so a restart does not receive it again.
+            # Confirm what the gateway has, so a restart does not receive it again. Updates
+            # whose intake was cut short stay unconfirmed and come again after the restart.
             with contextlib.suppress(Exception):
                 await app.bot.get_updates(offset=self._offset, timeout=dt.timedelta(0))
         if app.updater is not None and app.updater.running:

@@ -24,6 +24,7 @@ QUIT = frozenset({"/quit", "/exit"})
 
 class TerminalChannel(Channel):
     name = "terminal"
+    journaled = False
 
     def __init__(
         self,

@@ -7,10 +7,10 @@ parses arguments and calls it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import timedelta
 
 from agent.compaction import Maintenance
@@ -28,6 +28,7 @@ from gateway.control import ControlServer
 from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.jobs import DailySummary, JobStore, reminder_tools, run_heartbeat, run_reminder
+from gateway.journal import FAILED, SENDING, SENT, UNCERTAIN, Journal, Outgoing
 from gateway.router import Router, RouterClosed
 from gateway.scheduler import Clock as SchedulerClock
 from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
@@ -40,13 +41,16 @@ HEARTBEAT = "heartbeat"
 INTERNAL_ERROR = (
     "Something went wrong on my side while answering. Your message is saved; please try again."
 )
+UNCERTAIN_NOTE = (
+    "I was restarted while sending you a reply, so it may not have arrived (or only in part). "
+    "Ask me to repeat it if it's missing."
+)
+# The scheduled run (job and slot) whose message is being delivered, if any.
+_ORIGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("origin", default=None)
 
 
-@dataclass
-class DeliveryFailure:
-    key: str
-    error: str
-    text_chars: int
+class DeliveryError(Exception):
+    """The platform did not take a message; the text says why (no secrets in it)."""
 
 
 class Gateway:
@@ -57,27 +61,36 @@ class Gateway:
         channels: Sequence[Channel],
         scheduler: Scheduler | None = None,
         jobs: JobStore | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.config = config
         self.agent = agent
         self.scheduler = scheduler
         self.jobs = jobs
+        self.journal = journal
         self.control: ControlServer | None = None
         self.channels = {c.name: c for c in channels}
         self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
-        # The most recent failed deliveries; older ones are only in the log.
-        self.failed_sends: deque[DeliveryFailure] = deque(maxlen=100)
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
+        # Turns wait for this, so work recovered from the journal runs once channels are up.
+        self._ready = asyncio.Event()
+        self._secrets = config.secrets()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
         for channel in self.channels.values():
             channel.bind(self.handle)
+        # Queued before any channel receives, so what a crash left is answered first, in order.
+        outgoing = self._recover()
+        for channel in self.channels.values():
             await channel.start()
             self._started.append(channel)
             log.info("channel %s started", channel.name)
+        self._ready.set()
+        for row in outgoing:
+            self._spawn(self._resend(row))
         warm_up = getattr(self.agent.llm, "warm_up", None)
         if warm_up is not None:
             self._spawn(warm_up())
@@ -125,6 +138,21 @@ class Gateway:
         return jobs
 
     async def run_job(self, job: Job, slot: str) -> None:
+        origin = f"job:{job.id}:{slot}"
+        row = self.journal.by_origin(origin) if self.journal is not None else None
+        if row is not None:
+            # The run was claimed again after a crash, and had already written its message.
+            if row.status not in (SENT, UNCERTAIN):
+                await self._push(row.out, row.id)
+            log.info("job %s: run %s already produced its message (%s)", job.id, slot, row.status)
+            return
+        token = _ORIGIN.set(origin)
+        try:
+            await self._run_job(job, slot)
+        finally:
+            _ORIGIN.reset(token)
+
+    async def _run_job(self, job: Job, slot: str) -> None:
         if job.id == DAILY_SUMMARY:
             await DailySummary(self, self.config.schedule.daily_summary.skip_inactive)(job, slot)
         elif job.id == HEARTBEAT:
@@ -167,11 +195,63 @@ class Gateway:
             self.agent.memory.index.close()
         if self.scheduler is not None:
             self.scheduler.ledger.close()
+        if self.journal is not None:
+            self.journal.close()
+
+    # -- crash recovery -----------------------------------------------------------------------
+
+    def _durable(self, key: SessionKey) -> bool:
+        channel = self.channels.get(key.channel)
+        return self.journal is not None and channel is not None and channel.journaled
+
+    def _recover(self) -> list[Outgoing]:
+        """Queue the messages a crash (or a restart) left unanswered; return the replies a
+        crash left unsent. Only for channels this process runs."""
+        if self.journal is None:
+            return []
+        self.journal.prune()
+        resumed = 0
+        for msg in self.journal.unanswered():
+            if self._durable(msg.key):
+                ordered = commands.parse_command(msg.text) is not None
+                self.router.submit(msg, ordered_command=ordered)
+                resumed += 1
+        if resumed:
+            log.warning("answering %d message(s) left unanswered by the last run", resumed)
+        outgoing: list[Outgoing] = []
+        for row in self.journal.unsettled():
+            channel = self.channels.get(row.out.key.channel)
+            if channel is None or not self._durable(row.out.key):
+                continue
+            if row.status == SENDING and not channel.idempotent_sends:
+                # It may have arrived: a note instead of a possible duplicate.
+                self.journal.settle(row.id, UNCERTAIN, "interrupted while sending")
+                log.warning("%s: a message may not have arrived (interrupted)", row.out.key)
+                if row.origin is None:
+                    note = OutboundMessage(row.out.key, UNCERTAIN_NOTE)
+                    oid = self.journal.queue(note)
+                    outgoing.append(Outgoing(oid, note, "pending", 0, "", None, ""))
+            elif row.origin is None:
+                outgoing.append(row)
+            # A scheduled run's message is finished by the run itself, claimed again on start.
+        return outgoing
+
+    async def _resend(self, row: Outgoing) -> None:
+        await self._send(row.out, row.id)
 
     # -- inbound ------------------------------------------------------------------------------
 
     def handle(self, msg: InboundMessage) -> asyncio.Future[None]:
-        """Entry point for channels. Returns a future that resolves when ``msg`` is answered."""
+        """Entry point for channels. Returns a future that resolves when ``msg`` is answered.
+
+        A message for the agent is in the journal before this returns, so from then on it is
+        owed an answer, whatever happens to the process.
+        """
+        if self._durable(msg.key):
+            assert self.journal is not None
+            if not self.journal.first_time(msg):
+                log.info("%s: message %s came again; ignored", msg.key, msg.message_id)
+                return self._spawn(asyncio.sleep(0))
         cmd = commands.parse_command(msg.text)
         channel = self.channels.get(msg.key.channel)
         own_name = channel.bot_username if channel is not None else ""
@@ -199,12 +279,18 @@ class Gateway:
                     f"{limit:,}). Send it in parts, or as a file.",
                 )
             )
+        if self._durable(msg.key):
+            assert self.journal is not None
+            msg = self.journal.take(msg)
         try:
             return self.router.submit(msg, ordered_command=cmd is not None)
         except RouterClosed:
-            return self._spawn(
-                self._reply(msg, "I'm restarting right now. Please send that again in a minute.")
+            text = (
+                "I'm restarting right now; I'll answer this as soon as I'm back."
+                if msg.seq is not None
+                else "I'm restarting right now. Please send that again in a minute."
             )
+            return self._spawn(self._send(OutboundMessage(msg.key, text, msg.message_id)))
 
     def _spawn(self, coro) -> asyncio.Future[None]:  # type: ignore[no-untyped-def]
         task = asyncio.ensure_future(coro)
@@ -243,9 +329,12 @@ class Gateway:
             )
 
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
+        await self._ready.wait()
         try:
             await self._ordered(key, msg)
         except asyncio.CancelledError:
+            if not self.router.closed and self.journal is not None:
+                self.journal.drop([msg])
             raise
         except Exception:
             log.exception("%s: %s failed", key, msg.text.split()[0])
@@ -287,10 +376,14 @@ class Gateway:
         )
 
     def _unanswered(self, key: SessionKey, msgs: list[InboundMessage]) -> None:
+        if all(m.seq is not None for m in msgs):
+            log.warning("%s: shutting down; %d message(s) to answer on restart", key, len(msgs))
+            return
         self.agent.record_unanswered(key, msgs)
         log.warning("%s: shutting down; %d message(s) saved without an answer", key, len(msgs))
 
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+        await self._ready.wait()
         channel = self.channels[key.channel]
         try:
             async with channel.typing(key):
@@ -300,14 +393,18 @@ class Gateway:
             text = exc.user_message()
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
+            if not self.router.closed and self.journal is not None:
+                self.journal.drop(batch)  # /stop: the person asked for no answer
             raise
         except Exception:
             log.exception("%s: turn failed", key)
             text = INTERNAL_ERROR
+        out = None
         if not text or text.strip() == NO_REPLY:
             log.info("%s: turn ended without a reply to send", key)
         else:
-            await self._send(OutboundMessage(key, text, reply_to=batch[-1].message_id))
+            out = OutboundMessage(key, text, reply_to=batch[-1].message_id)
+        await self._answer(batch, out)
         await self._maintain(key)
 
     async def _maintain(self, key: SessionKey) -> None:
@@ -324,41 +421,72 @@ class Gateway:
     # -- outbound -----------------------------------------------------------------------------
 
     async def _reply(self, msg: InboundMessage, text: str) -> None:
-        await self._send(OutboundMessage(msg.key, text, reply_to=msg.message_id))
+        await self._answer([msg], OutboundMessage(msg.key, text, reply_to=msg.message_id))
+
+    async def _answer(self, msgs: Sequence[InboundMessage], out: OutboundMessage | None) -> None:
+        """The messages are answered with ``out`` (None: no reply), durably, then it is sent."""
+        key = out.key if out is not None else msgs[0].key
+        if not self._durable(key):
+            if out is not None:
+                await self._send(out)
+            return
+        assert self.journal is not None
+        oid = self.journal.answer(msgs, out)
+        if out is not None and oid is not None:
+            await self._send(out, oid)
 
     async def deliver(self, out: OutboundMessage) -> None:
-        """Send, and raise if the platform did not take it (for jobs that must know)."""
-        channel = self.channels.get(out.key.channel)
-        if channel is None:
-            raise LookupError(f"no channel {out.key.channel!r} is running to deliver to {out.key}")
-        try:
-            await channel.send(out)
-        except Exception as exc:
-            self.failed_sends.append(
-                DeliveryFailure(str(out.key), type(exc).__name__, len(out.text))
-            )
-            raise
+        """Send, and raise ``DeliveryError`` if the platform did not take it (for jobs, which
+        must know). Within a scheduled run the message is kept under the run's name, so the run
+        claimed again after a crash finds it rather than sending another."""
+        if self.channels.get(out.key.channel) is None:
+            raise DeliveryError(f"no channel {out.key.channel!r} is running for {out.key}")
+        oid = None
+        if self._durable(out.key):
+            assert self.journal is not None
+            oid = self.journal.queue(out, _ORIGIN.get())
+        await self._push(out, oid)
 
-    async def _send(self, out: OutboundMessage) -> None:
+    async def _send(self, out: OutboundMessage, oid: int | None = None) -> bool:
+        """Send; a failure is logged and kept for ``corvid status``, never raised."""
+        try:
+            await self._push(out, oid)
+        except DeliveryError as exc:
+            log.error("%s: could not deliver %d characters: %s", out.key, len(out.text), exc)
+            return False
+        return True
+
+    async def _push(self, out: OutboundMessage, oid: int | None) -> None:
         channel = self.channels.get(out.key.channel)
         if channel is None:
-            log.error("%s: no channel %r to deliver a reply", out.key, out.key.channel)
-            return
+            error = f"no channel {out.key.channel!r} is running"
+            if oid is not None and self.journal is not None:
+                self.journal.settle(oid, FAILED, error)
+            raise DeliveryError(error)
+        if oid is not None:
+            assert self.journal is not None
+            out = replace(out, ident=f"c{oid}")
+            self.journal.sending(oid)
         try:
             await channel.send(out)
         except asyncio.CancelledError:
-            raise
+            raise  # stays "sending": after a restart it counts as possibly delivered
         except Exception as exc:
-            self.failed_sends.append(
-                DeliveryFailure(str(out.key), type(exc).__name__, len(out.text))
-            )
-            log.error(
-                "%s: could not deliver a reply of %d characters: %s: %s",
-                out.key,
-                len(out.text),
-                type(exc).__name__,
-                exc,
-            )
+            error = self._redact(f"{type(exc).__name__}: {exc}")[:500]
+            if oid is not None and self.journal is not None:
+                self.journal.settle(oid, FAILED, error)
+            raise DeliveryError(error) from exc
+        if oid is not None and self.journal is not None:
+            self.journal.settle(oid, SENT)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def undelivered(self, limit: int = 20) -> list[Outgoing]:
+        """Recent messages that failed or may not have arrived, newest first."""
+        return self.journal.undelivered(limit) if self.journal is not None else []
 
 
 def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:
@@ -475,6 +603,13 @@ def build_app(
         clock=clock,
     )
     agent.maintenance = Maintenance(agent, config.compaction)
-    gateway = Gateway(config, agent, channels, scheduler if with_scheduler else None, jobs)
+    gateway = Gateway(
+        config,
+        agent,
+        channels,
+        scheduler if with_scheduler else None,
+        jobs,
+        Journal(config.state / "gateway.sqlite"),
+    )
     runner.append(gateway)
     return gateway

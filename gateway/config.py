@@ -211,6 +211,16 @@ class Config:
             return f"{key} is empty: set the environment variable {var} ({what})"
         return f"{key} is not set in {self.home / 'config.yaml'} ({what})"
 
+    def secrets(self) -> list[str]:
+        """Every configured secret value, for masking in logs and stored errors."""
+        values = [
+            self.llm.api_key,
+            self.channels.telegram.token,
+            self.channels.telegram.webhook.secret_token,
+            self.channels.discord.token,
+        ]
+        return [v.value for v in values if v is not None]
+
 
 @dataclass
 class _Missing:

@@ -83,15 +83,23 @@ class InboundMessage:
     # Recent messages in a group that were not addressed to the bot ("Name: text"), oldest
     # first, so it can follow the conversation it is pulled into.
     context: tuple[str, ...] = ()
+    # Set by the gateway once the message is in its journal (gateway/journal.py): the message
+    # is then owed an answer even if the process dies before the turn runs.
+    seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
-    """A reply for a session. ``reply_to`` is the platform id of the message to quote, if any."""
+    """A reply for a session. ``reply_to`` is the platform id of the message to quote, if any.
+
+    ``ident`` is stable across restarts for one delivery; a platform that deduplicates sends
+    (Discord's nonce) uses it so that sending again after a crash cannot post twice.
+    """
 
     key: SessionKey
     text: str
     reply_to: str | None = None
+    ident: str | None = None
 
 
 # The chat commands every channel offers (name, short description), e.g. for a platform's

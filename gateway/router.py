@@ -68,6 +68,11 @@ class Router:
             )
         return done
 
+    @property
+    def closed(self) -> bool:
+        """Shutting down: a turn cancelled now is owed an answer after the restart."""
+        return self._closed
+
     def busy(self, key: SessionKey) -> bool:
         worker = self._workers.get(key)
         return worker is not None and worker.turn is not None

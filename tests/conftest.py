@@ -20,6 +20,7 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
 PRIVATE = SessionKey("test", "private", "1")
+_MESSAGE_IDS = itertools.count(1)
 GROUP = SessionKey("test", "group", "100")
 
 
@@ -34,7 +35,8 @@ class RecordingChannel(Channel):
         self.typing_events: list[tuple[str, str]] = []
         self.fail_sends = 0
         self._changed = asyncio.Condition()
-        self._ids = itertools.count(1)
+        # Platform message ids are unique per chat across restarts; the gateway drops repeats.
+        self._ids = _MESSAGE_IDS
 
     async def start(self) -> None:
         pass

@@ -245,7 +245,8 @@ async def test_a_failed_send_is_recorded_and_rate_limits_are_waited_out(
     fake_discord.message("three", guild=False)
     sent = await fake_discord.wait_sent(2)
     assert sent[1]["content"] == "echo: three"
-    assert [f.key for f in gateway.failed_sends] == [f"discord:dm:{OWNER_ID}"]
+    assert [str(f.out.key) for f in gateway.undelivered()] == [f"discord:dm:{OWNER_ID}"]
+    assert gateway.undelivered()[0].error.startswith("Forbidden: ")
 
 
 async def test_the_session_survives_a_gateway_disconnect(discord_gateway, fake_discord):

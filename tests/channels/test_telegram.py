@@ -303,9 +303,9 @@ async def test_bad_gateway_is_retried_and_a_lost_reply_is_recorded(telegram_gate
     sent = await fake_telegram.wait_sent(2)
     assert sent[1]["shown"] == "echo: three"
     # Turns in a session run in order, so the failure of "two" was recorded before "three".
-    assert len(gateway.failed_sends) == 1
-    assert gateway.failed_sends[0].key == "telegram:private:42"
-    assert gateway.failed_sends[0].error == "Forbidden"
+    [failed] = gateway.undelivered()
+    assert str(failed.out.key) == "telegram:private:42" and failed.out.text == "echo: two"
+    assert failed.status == "failed" and failed.error.startswith("Forbidden: ")
 
 
 async def test_conflict_stops_the_gateway_with_a_clear_reason(telegram_gateway, fake_telegram):

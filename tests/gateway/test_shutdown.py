@@ -1,4 +1,5 @@
-"""Shutdown with a turn in flight: the turn is recorded, nothing is half-written."""
+"""Shutdown with a turn in flight: the turn is recorded, nothing is half-written, and the
+message is answered after the restart."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import json
 
 from tests.conftest import PRIVATE
-from tests.fakes.anthropic_api import Reply
+from tests.fakes.anthropic_api import Reply, last_user_text
 
 
 async def test_stop_mid_turn_records_the_turn_and_the_session_resumes(
@@ -29,9 +30,11 @@ async def test_stop_mid_turn_records_the_turn_and_the_session_resumes(
     assert entries[1]["t"] == "msg" and "are you there?" in json.dumps(entries[1])
     assert entries[-1]["t"] == "turn" and entries[-1]["status"] == "cancelled"
 
-    fake_api.brain = lambda body: Reply("yes, back")
+    # The message the shutdown cut off is owed an answer: the next start gives it, once, and
+    # before anything newer; it is not recorded a second time.
+    fake_api.brain = lambda body: Reply("re: " + last_user_text(body).splitlines()[-1])
     _gateway2, chan2 = await start_gateway()
     await asyncio.wait_for(chan2.push("hello again"), 10)
-    assert chan2.texts() == ["yes, back"]
+    assert chan2.texts() == ["re: are you there?", "re: hello again"]
     flat = json.dumps(fake_api.message_requests[-1].body["messages"])
-    assert "are you there?" in flat and "hello again" in flat
+    assert flat.count("\\nare you there?") == 1 and "hello again" in flat

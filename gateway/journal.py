@@ -1,0 +1,263 @@
+"""What survives a crash between a message arriving and its answer going out (``gateway.sqlite``).
+
+``inbound``: every message the gateway has accepted and not yet answered. A row is written before
+the message is queued for its session, and removed in the same transaction that puts the turn's
+answer in the outbox, so after a SIGKILL every row left is a message still owed an answer.
+
+``seen``: the platform ids of recent messages, so one that a platform delivers again (Telegram
+repeats updates it was not told were received) is answered once.
+
+``outbox``: every reply and scheduled message, ``pending`` → ``sending`` → ``sent``, or ``failed``
+with the error. A row still ``sending`` after a crash may or may not have reached the platform;
+platforms that deduplicate (Discord's nonce) get it again, the others get a short note instead of
+a possible duplicate (``uncertain``). ``origin`` names the scheduled run that produced a message,
+so a run claimed again after a crash finds its message instead of writing another.
+
+WAL with ``synchronous=NORMAL``: a committed row survives the process being killed; a power cut
+may lose the last commits.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey
+
+PENDING, SENDING, SENT, FAILED, UNCERTAIN = "pending", "sending", "sent", "failed", "uncertain"
+KEEP_SENT = timedelta(days=7)
+KEEP_SEEN = timedelta(days=2)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS inbound (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    text TEXT NOT NULL,
+    reply_to TEXT,
+    origin TEXT UNIQUE,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '',
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_status ON outbox(status);
+CREATE TABLE IF NOT EXISTS seen (
+    key TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (key, message_id)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    id: int
+    out: OutboundMessage
+    status: str
+    attempts: int
+    error: str
+    origin: str | None
+    updated: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = path
+        # Written from the event loop only; short statements, so blocking is not a concern.
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        seeded = "SELECT 1 FROM sqlite_sequence WHERE name = 'inbound'"
+        if self.db.execute(seeded).fetchone() is None:
+            # Numbers are never reused (AUTOINCREMENT), and a new journal starts at a random
+            # point, so a number can't match an old one in a transcript if this file is deleted.
+            start = secrets.randbits(40) << 16
+            self.db.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('inbound', ?)", (start,)
+            )
+        path.chmod(0o600)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- inbound ------------------------------------------------------------------------------
+
+    def first_time(self, msg: InboundMessage) -> bool:
+        """False if this platform message was seen before (delivered again after a restart)."""
+        if msg.message_id is None:
+            return True
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO seen (key, message_id, at) VALUES (?, ?, ?)",
+            (str(msg.key), msg.message_id, _now()),
+        )
+        return cur.rowcount == 1
+
+    def take(self, msg: InboundMessage) -> InboundMessage:
+        """Record an accepted message; returns it with its journal sequence number set."""
+        cur = self.db.execute(
+            "INSERT INTO inbound (key, payload, created) VALUES (?, ?, ?)",
+            (str(msg.key), json.dumps(_dump(msg), ensure_ascii=False), _now()),
+        )
+        return replace(msg, seq=cur.lastrowid)
+
+    def unanswered(self) -> list[InboundMessage]:
+        """Messages left without an answer, oldest first."""
+        rows = self.db.execute("SELECT id, payload FROM inbound ORDER BY id").fetchall()
+        return [replace(_load(json.loads(payload)), seq=seq) for seq, payload in rows]
+
+    def drop(self, msgs: Sequence[InboundMessage]) -> None:
+        """Forget messages that need no answer (a stopped turn, NO_REPLY)."""
+        seqs = [(m.seq,) for m in msgs if m.seq is not None]
+        if seqs:
+            self.db.executemany("DELETE FROM inbound WHERE id = ?", seqs)
+
+    def answer(self, msgs: Sequence[InboundMessage], out: OutboundMessage | None) -> int | None:
+        """In one transaction: the messages are answered, and the answer (if any) is queued."""
+        with self._transaction():
+            self.db.executemany(
+                "DELETE FROM inbound WHERE id = ?", [(m.seq,) for m in msgs if m.seq is not None]
+            )
+            return None if out is None else self._insert(out, None)
+
+    # -- outbox -------------------------------------------------------------------------------
+
+    def queue(self, out: OutboundMessage, origin: str | None = None) -> int:
+        return self._insert(out, origin)
+
+    def by_origin(self, origin: str) -> Outgoing | None:
+        row = self.db.execute(f"{_SELECT} WHERE origin = ?", (origin,)).fetchone()
+        return None if row is None else _outgoing(row)
+
+    def unsettled(self) -> list[Outgoing]:
+        """Messages a crash left ``pending`` or ``sending``, oldest first."""
+        rows = self.db.execute(
+            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id", (PENDING, SENDING)
+        ).fetchall()
+        return [_outgoing(r) for r in rows]
+
+    def undelivered(self, limit: int = 20) -> list[Outgoing]:
+        """The most recent messages that failed, or may not have arrived; newest first."""
+        rows = self.db.execute(
+            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id DESC LIMIT ?",
+            (FAILED, UNCERTAIN, limit),
+        ).fetchall()
+        return [_outgoing(r) for r in rows]
+
+    def sending(self, oid: int) -> None:
+        self.db.execute(
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, updated = ? WHERE id = ?",
+            (SENDING, _now(), oid),
+        )
+
+    def settle(self, oid: int, status: str, error: str = "") -> None:
+        self.db.execute(
+            "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
+            (status, error, _now(), oid),
+        )
+
+    def prune(self, now: datetime | None = None) -> None:
+        """Drop delivered messages older than a week (failed ones stay for ``corvid status``)
+        and message ids too old to be delivered again."""
+        now = now or datetime.now(UTC)
+        sent_before = (now - KEEP_SENT).isoformat(timespec="milliseconds")
+        self.db.execute("DELETE FROM outbox WHERE status = ? AND updated < ?", (SENT, sent_before))
+        seen_before = (now - KEEP_SEEN).isoformat(timespec="milliseconds")
+        self.db.execute("DELETE FROM seen WHERE at < ?", (seen_before,))
+
+    def _insert(self, out: OutboundMessage, origin: str | None) -> int:
+        now = _now()
+        cur = self.db.execute(
+            "INSERT INTO outbox (key, text, reply_to, origin, status, created, updated) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (str(out.key), out.text, out.reply_to, origin, PENDING, now, now),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+_SELECT = "SELECT id, key, text, reply_to, status, attempts, error, origin, updated FROM outbox"
+
+
+def _outgoing(row: tuple[Any, ...]) -> Outgoing:
+    oid, key, text, reply_to, status, attempts, error, origin, updated = row
+    out = OutboundMessage(SessionKey.parse(key), text, reply_to=reply_to, ident=f"c{oid}")
+    return Outgoing(oid, out, status, attempts, error, origin, updated)
+
+
+def _dump(msg: InboundMessage) -> dict[str, Any]:
+    return {
+        "key": str(msg.key),
+        "text": msg.text,
+        "sender_id": msg.sender_id,
+        "sender_name": msg.sender_name,
+        "message_id": msg.message_id,
+        "received_at": msg.received_at.isoformat(),
+        "attachments": [
+            {
+                "kind": a.kind,
+                "mime_type": a.mime_type,
+                "name": a.name,
+                "data": base64.b64encode(a.data).decode() if a.data is not None else None,
+                "path": a.path,
+            }
+            for a in msg.attachments
+        ],
+        "context": list(msg.context),
+    }
+
+
+def _load(d: dict[str, Any]) -> InboundMessage:
+    return InboundMessage(
+        SessionKey.parse(d["key"]),
+        d["text"],
+        sender_id=d["sender_id"],
+        sender_name=d["sender_name"],
+        message_id=d["message_id"],
+        received_at=datetime.fromisoformat(d["received_at"]),
+        attachments=tuple(
+            Attachment(
+                a["kind"],
+                a["mime_type"],
+                a["name"],
+                base64.b64decode(a["data"]) if a["data"] is not None else None,
+                a["path"],
+            )
+            for a in d["attachments"]
+        ),
+        context=tuple(d["context"]),
+    )
