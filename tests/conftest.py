@@ -69,6 +69,11 @@ class RecordingChannel(Channel):
         )
         return self._sink(msg)
 
+    async def wait_sent(self, n: int, timeout: float = 10.0) -> list[OutboundMessage]:
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: len(self.sent) >= n)
+        return self.sent
+
     def texts(self, key: SessionKey | None = None) -> list[str]:
         return [m.text for m in self.sent if key is None or m.key == key]
 

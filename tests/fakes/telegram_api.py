@@ -112,6 +112,8 @@ class FakeTelegram(Observed):
         self._held: dict[str, asyncio.Event] = {}
         self.webhook_url = ""
         self._faults: dict[str, deque[Fault]] = {}
+        self._holds: dict[str, asyncio.Event] = {}
+        self._last_update_id = 0
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
@@ -167,6 +169,16 @@ class FakeTelegram(Observed):
     def fail(self, method: str, *faults: Fault) -> None:
         self._faults.setdefault(method, deque()).extend(faults)
 
+    def last_update_id(self) -> int:
+        """The id of the newest update queued so far (0 before any)."""
+        return self._last_update_id
+
+    def hold(self, method: str) -> asyncio.Event:
+        """The next call of ``method`` is carried out (a message counts as sent) but its answer
+        waits until the returned event is set: a client killed meanwhile never hears back."""
+        release = self._holds[method] = asyncio.Event()
+        return release
+
     def add_file(self, data: bytes) -> tuple[str, str]:
         n = next(self._file_ids)
         file_id = f"file-{n}"
@@ -182,6 +194,7 @@ class FakeTelegram(Observed):
         message.setdefault("message_id", next(self._message_ids))
         message.setdefault("date", int(time.time()))
         update = {"update_id": next(self._update_ids), kind: message}
+        self._last_update_id = update["update_id"]
         self._updates.append(update)
         self._notify()
         return message
@@ -260,7 +273,11 @@ class FakeTelegram(Observed):
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found: method not found")
-        return await handler(params)
+        response = await handler(params)
+        release = self._holds.pop(method, None)
+        if release is not None:
+            await release.wait()
+        return response
 
     async def _m_getMe(self, params: dict[str, Any]) -> web.Response:
         return _ok(

@@ -14,6 +14,7 @@ import yaml
 
 from gateway.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
+from tests.fakes.process import API_KEY, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_api import Fault as TgFault
 
@@ -104,26 +105,6 @@ def test_memory_search_and_reindex_from_the_command_line(tmp_path, capsys):
 
 
 @contextlib.asynccontextmanager
-async def _corvid_process(
-    home: Path, secrets: dict[str, str]
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``corvid run`` for ``home`` as a process; killed on the way out if still running."""
-    env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": "sk-run-test-key",
-           **secrets}  # fmt: skip
-    env.pop("ANTHROPIC_AUTH_TOKEN", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.cli", "run", env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
-@contextlib.asynccontextmanager
 async def _corvid_run(
     tmp_path: Path, token: str | None = None, faults: tuple[TgFault, ...] = ()
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, FakeTelegram]]:
@@ -135,8 +116,8 @@ async def _corvid_run(
     tg.write_corvid_config(home, api.base_url)
     tg.fail("getUpdates", *faults)
     try:
-        async with _corvid_process(home, {"TELEGRAM_BOT_TOKEN": token or tg.token}) as proc:
-            yield proc, tg
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": token or tg.token}) as running:
+            yield running.proc, tg
     finally:
         await tg.close()
         await api.close()
@@ -151,7 +132,7 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
         proc.send_signal(signal.SIGTERM)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
-    assert b"sk-run-test-key" not in err + out
+    assert API_KEY.encode() not in err + out
     assert tg.token.encode() not in err + out
     assert b"is polling" in err
 
@@ -191,7 +172,8 @@ async def test_run_serves_discord(tmp_path: Path):
     )
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     try:
-        async with _corvid_process(home, {"DISCORD_BOT_TOKEN": dc.token}) as proc:
+        async with corvid_process(home, {"DISCORD_BOT_TOKEN": dc.token}) as running:
+            proc = running.proc
             await dc.wait_ready(timeout=30)
             dc.message("hi from discord", guild=False)
             sent = await dc.wait_sent(1, timeout=30)

@@ -1,0 +1,154 @@
+"""The journal and outbox (gateway/journal.py), and what the gateway does with them on start:
+each state a crash can leave is set up on disk, then a gateway starts on it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from agent.transcript import SessionStore
+from gateway.app import UNCERTAIN_NOTE
+from gateway.events import InboundMessage, OutboundMessage
+from gateway.journal import Journal
+from tests.conftest import PRIVATE
+from tests.fakes.anthropic_api import Reply, last_user_text, tool_results
+
+
+def _journal(home: Path) -> Journal:
+    return Journal(home / "state" / "gateway.sqlite")
+
+
+def _msg(text: str, message_id: str) -> InboundMessage:
+    return InboundMessage(PRIVATE, text, sender_id="1", message_id=message_id)
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def test_numbers_are_never_reused_and_an_answer_is_queued_atomically(tmp_path):
+    journal = Journal(tmp_path / "g.sqlite")
+    first = journal.take(_msg("a", "1"))
+    journal.answer([first], OutboundMessage(PRIVATE, "reply"))
+    second = journal.take(_msg("b", "2"))
+    assert first.seq is not None and second.seq is not None and second.seq > first.seq
+    assert [m.text for m in journal.unanswered()] == ["b"]
+    [row] = journal.unsettled()
+    assert row.out.text == "reply" and row.status == "pending"
+    # A fresh journal starts somewhere else, so its numbers can't match an old transcript's.
+    other = Journal(tmp_path / "other.sqlite").take(_msg("c", "3"))
+    assert other.seq is not None and abs(other.seq - first.seq) > 1000
+
+
+def test_a_platform_message_is_taken_once_and_old_ids_are_forgotten(tmp_path):
+    journal = Journal(tmp_path / "g.sqlite")
+    assert journal.first_time(_msg("a", "7"))
+    assert not journal.first_time(_msg("a again", "7"))
+    assert journal.first_time(_msg("no id", None))  # type: ignore[arg-type]
+    journal.prune(datetime.now(UTC) + timedelta(days=3))
+    assert journal.first_time(_msg("a", "7"))
+
+
+async def test_a_tool_call_cut_off_by_a_crash_is_closed_and_the_turn_finished(
+    home, fake_api, start_gateway
+):
+    journal = _journal(home)
+    msg = journal.take(_msg("what's on my list?", "m1"))
+    journal.close()
+    store = SessionStore(home / "state" / "sessions")
+    state = store.create(PRIVATE, "system")
+    store.append_message(state, _user("what's on my list?"), [msg.seq])
+    use = {"type": "tool_use", "id": "toolu_1", "name": "memory_search", "input": {"query": "x"}}
+    store.append_message(state, {"role": "assistant", "content": [use]})
+
+    fake_api.enqueue(Reply("Nothing on the list."))
+    _gateway, chan = await start_gateway()
+    await chan.wait_sent(1)
+    assert chan.texts() == ["Nothing on the list."]
+    [request] = fake_api.message_requests
+    [result] = tool_results(request.body)
+    assert result["tool_use_id"] == "toolu_1" and result.get("is_error")
+    assert request.body["messages"][0]["content"][0]["text"].count("what's on my list?") == 1
+
+
+async def test_an_answer_written_before_a_crash_is_sent_without_asking_the_model_again(
+    home, fake_api, start_gateway
+):
+    journal = _journal(home)
+    msg = journal.take(_msg("hello", "m1"))
+    journal.close()
+    store = SessionStore(home / "state" / "sessions")
+    state = store.create(PRIVATE, "system")
+    store.append_message(state, _user("hello"), [msg.seq])
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Hi there."}]}
+    store.append_message(state, answer)
+
+    gateway, chan = await start_gateway()
+    await chan.wait_sent(1)
+    assert chan.texts() == ["Hi there."]
+    assert fake_api.message_requests == []
+    assert gateway.journal is not None and gateway.journal.unanswered() == []
+
+
+async def test_queued_replies_are_sent_and_interrupted_ones_become_a_note(home, start_gateway):
+    journal = _journal(home)
+    pending = journal.queue(OutboundMessage(PRIVATE, "queued before the crash"))
+    cut = journal.queue(OutboundMessage(PRIVATE, "was being sent"))
+    journal.sending(cut)
+    journal.close()
+
+    gateway, chan = await start_gateway()
+    await chan.wait_sent(2)
+    assert sorted(chan.texts()) == sorted(["queued before the crash", UNCERTAIN_NOTE])
+    assert [m.ident for m in chan.sent if m.text != UNCERTAIN_NOTE] == [f"c{pending}"]
+    assert [(r.id, r.status) for r in gateway.undelivered()] == [(cut, "uncertain")]
+
+
+async def test_where_sends_are_idempotent_an_interrupted_send_is_repeated(
+    home, start_gateway, monkeypatch
+):
+    from tests.conftest import RecordingChannel
+
+    monkeypatch.setattr(RecordingChannel, "idempotent_sends", True)
+    journal = _journal(home)
+    cut = journal.queue(OutboundMessage(PRIVATE, "was being sent"))
+    journal.sending(cut)
+    journal.close()
+
+    gateway, chan = await start_gateway()
+    [sent] = await chan.wait_sent(1)
+    assert sent.text == "was being sent" and sent.ident == f"c{cut}"
+    assert gateway.undelivered() == []
+
+
+async def test_a_message_delivered_twice_by_the_platform_is_answered_once(fake_api, start_gateway):
+    _gateway, chan = await start_gateway()
+    same = _msg("hello", "m-42")
+    assert chan._sink is not None
+    await asyncio.wait_for(chan._sink(same), 10)
+    await asyncio.wait_for(chan._sink(same), 10)
+    assert chan.texts() == ["echo: hello"]
+    assert len(fake_api.message_requests) == 1
+
+
+async def test_a_stopped_turn_is_not_answered_after_a_restart(fake_api, start_gateway):
+    release = asyncio.Event()
+
+    async def brain(body):
+        await release.wait()
+        return Reply("late")
+
+    fake_api.brain = brain
+    gateway, chan = await start_gateway()
+    pending = chan.push("a long job")
+    await fake_api.wait_for_requests(1)
+    await asyncio.wait_for(chan.push("/stop"), 10)
+    await asyncio.wait_for(pending, 10)
+    release.set()
+    assert gateway.journal is not None and gateway.journal.unanswered() == []
+    fake_api.brain = lambda body: Reply("re: " + last_user_text(body))
+    await gateway.stop()
+    _gateway2, chan2 = await start_gateway()
+    await asyncio.wait_for(chan2.push("next"), 10)
+    assert chan2.texts()[-1].endswith("next") and len(chan2.texts()) == 1
