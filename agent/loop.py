@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +44,8 @@ class TurnOutcome:
     usage: Usage
     calls: int
     status: str = "ok"
+    model_seconds: float = 0.0  # waiting for the model, all calls together
+    tool_calls: int = 0
 
 
 class Agent:
@@ -79,6 +82,10 @@ class Agent:
                 log.info("%s: new session %s", key, state.session_id)
             self._sessions[key] = state
         return state
+
+    def loaded(self, key: SessionKey) -> SessionState | None:
+        """The session if this process has it in memory; never reads the disk."""
+        return self._sessions.get(key)
 
     def peek(self, key: SessionKey) -> SessionState | None:
         """The session if it exists in memory or on disk, without creating one."""
@@ -157,11 +164,13 @@ class Agent:
         """
         key = state.key
         total = Usage()
-        calls = 0
+        calls = tool_calls = 0
+        waited = 0.0
         cap = self.config.agent.max_iterations
         retried_overflow = False
         try:
             while calls < cap:
+                began = time.monotonic()
                 try:
                     resp = await self.llm.complete(
                         state.system, state.messages, self.tools.schemas(), system_note
@@ -178,6 +187,7 @@ class Agent:
                     await self.maintenance.compact(state, ctx, flush_first=system_note is None)
                     continue
                 calls += 1
+                waited += time.monotonic() - began
                 self.store.append_usage(state, resp.usage)
                 total += resp.usage
                 if resp.content:
@@ -192,8 +202,11 @@ class Agent:
                     await self.store.sync(key)
                     # Nothing awaits after this line, so a turn is recorded as ended once.
                     self.store.end_turn(state, "ok")
-                    return TurnOutcome(text.strip(), total, calls)
+                    return TurnOutcome(
+                        text.strip(), total, calls, model_seconds=waited, tool_calls=tool_calls
+                    )
                 results: list[dict[str, Any]] = []
+                tool_calls += len(tool_uses)
                 for use in tool_uses:
                     result = await self.tools.call(use["name"], use.get("input"), ctx)
                     block: dict[str, Any] = {
@@ -223,6 +236,8 @@ class Agent:
             total,
             calls,
             status="iteration_cap",
+            model_seconds=waited,
+            tool_calls=tool_calls,
         )
 
     def _user_content(

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -86,6 +87,10 @@ class SessionState:
         return base + self.added_tokens
 
 
+# ``<key>.<UTC stamp>.jsonl``: a transcript moved aside by /new.
+_ARCHIVED = re.compile(r"\.\d{8}T\d{12}Z$")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -128,6 +133,31 @@ class SessionStore:
             log.warning("%s: %s has no session header; starting a new session", key, path)
             self.archive(key)
         return state
+
+    def read(self, key: SessionKey) -> SessionState | None:
+        """The session as on disk, without repairing or moving anything (for ``corvid status``
+        beside a running gateway). Unreadable lines, a torn last one included, are skipped."""
+        path = self.path(key)
+        state: SessionState | None = None
+        try:
+            with path.open("rb") as f:
+                for raw in f:
+                    with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                        state = _replay(key, state, json.loads(raw.decode("utf-8")))
+        except FileNotFoundError:
+            return None
+        return state
+
+    def session_keys(self) -> list[SessionKey]:
+        """Every session with a current transcript (archived ones are not sessions any more)."""
+        found = []
+        for path in self.dir.glob("*.jsonl"):
+            stem = path.name.removesuffix(".jsonl")
+            if _ARCHIVED.search(stem):
+                continue
+            with contextlib.suppress(ValueError):
+                found.append(SessionKey.parse(stem))
+        return found
 
     def append_message(
         self, state: SessionState, message: dict[str, Any], seqs: Sequence[int] = ()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -20,7 +22,7 @@ from agent.loop import Agent, Clock, utc_now
 from agent.memory import Memory, memory_tools
 from agent.memory_index import open_index
 from agent.tools import ToolRegistry
-from agent.transcript import SessionStore
+from agent.transcript import SessionStore, Usage
 from channels.base import Channel
 from gateway import commands
 from gateway.config import ChannelConfig, Config
@@ -29,6 +31,7 @@ from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.jobs import DailySummary, JobStore, reminder_tools, run_heartbeat, run_reminder
 from gateway.journal import FAILED, SENDING, SENT, UNCERTAIN, Journal, Outgoing
+from gateway.logs import turn_scope
 from gateway.router import Router, RouterClosed
 from gateway.scheduler import Clock as SchedulerClock
 from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
@@ -70,12 +73,19 @@ class Gateway:
         self.journal = journal
         self.control: ControlServer | None = None
         self.channels = {c.name: c for c in channels}
-        self.router = Router(self._run_batch, self._run_ordered, self._unanswered)
+        self.router = Router(
+            self._run_batch,
+            self._run_ordered,
+            self._unanswered,
+            max_batch_chars=config.agent.max_input_chars,
+        )
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
         # Turns wait for this, so work recovered from the journal runs once channels are up.
         self._ready = asyncio.Event()
         self._secrets = config.secrets()
+        self.pid = os.getpid()
+        self.started_at = time.monotonic()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -148,7 +158,8 @@ class Gateway:
             return
         token = _ORIGIN.set(origin)
         try:
-            await self._run_job(job, slot)
+            with turn_scope(f"cron:{job.id}"):
+                await self._run_job(job, slot)
         finally:
             _ORIGIN.reset(token)
 
@@ -331,7 +342,8 @@ class Gateway:
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
         await self._ready.wait()
         try:
-            await self._ordered(key, msg)
+            with turn_scope(key):
+                await self._ordered(key, msg)
         except asyncio.CancelledError:
             if not self.router.closed and self.journal is not None:
                 self.journal.drop([msg])
@@ -384,13 +396,21 @@ class Gateway:
 
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         await self._ready.wait()
+        with turn_scope(key):
+            await self._turn(key, batch)
+        await self._maintain(key)
+
+    async def _turn(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         channel = self.channels[key.channel]
+        began = time.monotonic()
+        queued = max(0.0, (utc_now() - batch[0].received_at).total_seconds())
+        outcome = None
         try:
             async with channel.typing(key):
                 outcome = await self.agent.run_turn(key, batch)
-            text = outcome.text
+            text, status = outcome.text, outcome.status
         except LLMError as exc:
-            text = exc.user_message()
+            text, status = exc.user_message(), f"error:{exc.kind}"
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
             if not self.router.closed and self.journal is not None:
@@ -398,14 +418,39 @@ class Gateway:
             raise
         except Exception:
             log.exception("%s: turn failed", key)
-            text = INTERNAL_ERROR
+            text, status = INTERNAL_ERROR, "error:internal"
         out = None
         if not text or text.strip() == NO_REPLY:
-            log.info("%s: turn ended without a reply to send", key)
+            status += ":no-reply"
         else:
             out = OutboundMessage(key, text, reply_to=batch[-1].message_id)
-        await self._answer(batch, out)
-        await self._maintain(key)
+        answered = time.monotonic()
+        delivered = await self._answer(batch, out)
+        done = time.monotonic()
+        usage = outcome.usage if outcome is not None else Usage()
+        fields = {
+            "event": "turn",
+            "status": status if delivered is not False else status + ":undelivered",
+            "messages": len(batch),
+            "queued_ms": round(queued * 1000),
+            "turn_ms": round((done - began) * 1000),
+            "model_ms": round(outcome.model_seconds * 1000) if outcome else 0,
+            "send_ms": round((done - answered) * 1000),
+            "model_calls": outcome.calls if outcome else 0,
+            "tool_calls": outcome.tool_calls if outcome else 0,
+            "tokens_in": usage.input,
+            "tokens_cache_read": usage.cache_read,
+            "tokens_cache_write": usage.cache_write,
+            "tokens_out": usage.output,
+        }
+        log.info(
+            "%s: turn %s: %d message(s), %d ms (model %d ms in %d call(s), %d tool call(s), "
+            "send %d ms), tokens in %d + cached %d, out %d",
+            key, fields["status"], len(batch), fields["turn_ms"], fields["model_ms"],
+            fields["model_calls"], fields["tool_calls"], fields["send_ms"],
+            usage.input + usage.cache_write, usage.cache_read, usage.output,
+            extra={"fields": fields},
+        )  # fmt: skip
 
     async def _maintain(self, key: SessionKey) -> None:
         """Silent flush and compaction, after the reply is out; never visible in the chat."""
@@ -423,17 +468,19 @@ class Gateway:
     async def _reply(self, msg: InboundMessage, text: str) -> None:
         await self._answer([msg], OutboundMessage(msg.key, text, reply_to=msg.message_id))
 
-    async def _answer(self, msgs: Sequence[InboundMessage], out: OutboundMessage | None) -> None:
-        """The messages are answered with ``out`` (None: no reply), durably, then it is sent."""
+    async def _answer(
+        self, msgs: Sequence[InboundMessage], out: OutboundMessage | None
+    ) -> bool | None:
+        """The messages are answered with ``out`` (None: no reply), durably, then it is sent.
+        Returns whether it was delivered (None when there was nothing to send)."""
         key = out.key if out is not None else msgs[0].key
         if not self._durable(key):
-            if out is not None:
-                await self._send(out)
-            return
+            return None if out is None else await self._send(out)
         assert self.journal is not None
         oid = self.journal.answer(msgs, out)
-        if out is not None and oid is not None:
-            await self._send(out, oid)
+        if out is None or oid is None:
+            return None
+        return await self._send(out, oid)
 
     async def deliver(self, out: OutboundMessage) -> None:
         """Send, and raise ``DeliveryError`` if the platform did not take it (for jobs, which
@@ -483,6 +530,19 @@ class Gateway:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+    def channel_states(self) -> list[dict[str, str]]:
+        states = []
+        for name, channel in self.channels.items():
+            failure = channel.failure
+            if failure is not None and failure.done():
+                state = "stopped: " + failure.result()
+            elif channel in self._started:
+                state = "connected"
+            else:
+                state = "not started"
+            states.append({"name": name, "state": state})
+        return states
 
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
         """Recent messages that failed or may not have arrived, newest first."""

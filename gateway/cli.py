@@ -55,9 +55,18 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "init", parents=[common], help="create the home folder (never overwrites)"
     ).set_defaults(func=cmd_init)
-    sub.add_parser(
+    run = sub.add_parser(
         "run", parents=[common], help="start the gateway with every enabled channel"
-    ).set_defaults(func=cmd_run)
+    )
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        help="log lines as text or as one JSON object each (default: logging.format)",
+    )
+    run.set_defaults(func=cmd_run)
+    sub.add_parser(
+        "status", parents=[common], help="sessions, context use, errors and undelivered messages"
+    ).set_defaults(func=cmd_status)
     sub.add_parser(
         "chat", parents=[common], help="talk to the assistant in this terminal"
     ).set_defaults(func=cmd_chat)
@@ -121,16 +130,6 @@ def _prepare(home: Path, environ: Mapping[str, str]) -> Config:
     return load_config(home, environ)
 
 
-def _secrets(config: Config) -> list[str]:
-    values = [
-        config.llm.api_key,
-        config.channels.telegram.token,
-        config.channels.telegram.webhook.secret_token,
-        config.channels.discord.token,
-    ]
-    return [v.value for v in values if v is not None]
-
-
 def _missing_llm(config: Config) -> list[str]:
     if config.llm.api_key is None:
         return [config.missing("llm.api_key", "your Anthropic API key")]
@@ -139,7 +138,7 @@ def _missing_llm(config: Config) -> list[str]:
 
 def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     config = _prepare(home, environ)
-    setup_logging(config.logging.level, _secrets(config))
+    setup_logging(config.logging.level, config.secrets(), args.log_format or config.logging.format)
     problems = _missing_llm(config)
     tg, dc = config.channels.telegram, config.channels.discord
     if tg.enabled:
@@ -211,7 +210,7 @@ async def _serve(config: Config) -> int:
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     config = _prepare(home, environ)
     level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
-    setup_logging(level, _secrets(config))
+    setup_logging(level, config.secrets())
     problems = _missing_llm(config)
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
@@ -379,6 +378,25 @@ def cmd_jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
                 print("  last run: never")
     finally:
         ledger.close()
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.control import ask
+    from gateway.status import render, report
+
+    config = _prepare(home, environ)
+
+    async def live() -> dict[str, Any]:
+        async with asyncio.timeout(10):
+            return await ask(config.state / "control.sock", {"cmd": "status"})
+
+    try:
+        answer = asyncio.run(live())
+        data = answer["report"]
+    except (ConnectionError, TimeoutError, KeyError):
+        data = report(config)
+    print(render(data))
     return 0
 
 

@@ -175,6 +175,7 @@ class GatewayConfig:
 @dataclass(frozen=True)
 class LoggingConfig:
     level: str = _opt("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    format: str = _opt("text", choices=("text", "json"))  # json: one object per line
 
 
 @dataclass(frozen=True)
@@ -434,9 +435,14 @@ def _convert(tp: Any, value: Any, key: str, meta: Mapping[str, Any]) -> Any:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise ConfigError(key, f"expected a string, got {_kind(value)}")
         value = str(value)
-        if meta.get("choices") and value.upper() not in meta["choices"]:
-            raise ConfigError(key, f"expected one of {', '.join(meta['choices'])}, got {value!r}")
-        return value.upper() if meta.get("choices") else value
+        choices = meta.get("choices")
+        if choices:
+            # Matched without regard to case, and given back as the choice is spelled.
+            spelled = {c.casefold(): c for c in choices}.get(value.casefold())
+            if spelled is None:
+                raise ConfigError(key, f"expected one of {', '.join(choices)}, got {value!r}")
+            return spelled
+        return value
     raise TypeError(f"unsupported config type {tp!r} at {key}")  # a bug in this module
 
 

@@ -1,6 +1,7 @@
 """A local control socket, ``state/control.sock``, for commands that act on the running gateway
-(``corvid jobs run ID``). Only the owner's user can reach it: ``state/`` is mode 0700 and the
-socket 0600. One JSON request per connection, one JSON answer."""
+(``corvid jobs run ID``, ``corvid status``; ``corvid doctor`` pings it). Only the owner's user
+can reach it: ``state/`` is mode 0700 and the socket 0600. One JSON request per connection, one
+JSON answer."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ class ControlServer:
                 await writer.wait_closed()
 
     async def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("cmd") == "ping":  # `corvid doctor`: is a gateway running here?
+            return {"ok": True, "pid": os.getpid()}
+        if request.get("cmd") == "status":
+            from gateway.status import report
+
+            return {"ok": True, "report": report(self.gateway.config, self.gateway)}
         if request.get("cmd") == "run_job":
             scheduler = self.gateway.scheduler
             if scheduler is None:

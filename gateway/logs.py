@@ -1,12 +1,24 @@
-"""Logging set-up for the CLI: one handler, and secrets masked in every line it writes."""
+"""Logging set-up for the CLI: one handler, text or JSON lines, secrets masked in every line.
+
+Lines written during a turn carry its session key and turn id (set with ``turn_scope``), so a
+turn can be followed through the log; the line that ends a turn carries its timings as fields.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import secrets as random
 import sys
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import IO, Any
 
-FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s%(turn_suffix)s"
+FORMATS = ("text", "json")
 # Libraries that log request URLs at INFO; the Telegram Bot API puts the token in the URL.
 _CHATTY = (
     "httpx",
@@ -22,29 +34,126 @@ _CHATTY = (
     "apscheduler.executors",
 )
 
+_SESSION: ContextVar[str | None] = ContextVar("log_session", default=None)
+_TURN: ContextVar[str | None] = ContextVar("log_turn", default=None)
+
+
+@contextlib.contextmanager
+def turn_scope(session: object) -> Iterator[str]:
+    """Log lines written inside (and in tasks started inside) name this session and a new
+    turn id, which is returned."""
+    turn = random.token_hex(4)
+    tokens = (_SESSION.set(str(session)), _TURN.set(turn))
+    try:
+        yield turn
+    finally:
+        _TURN.reset(tokens[1])
+        _SESSION.reset(tokens[0])
+
+
+class _Context(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.session = _SESSION.get()
+        record.turn = _TURN.get()
+        record.turn_suffix = f" [turn {record.turn}]" if record.turn else ""
+        return True
+
 
 class RedactingFormatter(logging.Formatter):
     """Replaces any configured secret value with *** in the final text, tracebacks included."""
 
-    def __init__(self, fmt: str, secrets: Iterable[str]) -> None:
+    def __init__(self, fmt: str | None, secrets: Iterable[str]) -> None:
         super().__init__(fmt)
         self._secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
 
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+    def redact(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, "***")
         return text
 
+    def format(self, record: logging.LogRecord) -> str:
+        if not hasattr(record, "turn_suffix"):
+            record.turn_suffix = ""
+        return self.redact(super().format(record))
 
-def setup_logging(level: str, secrets: Iterable[str] = ()) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter(FORMAT, secrets))
+
+class JsonFormatter(RedactingFormatter):
+    """One JSON object per line: ts, level, logger, msg, session, turn, and the fields a
+    line was given with ``extra={"fields": {...}}``."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__(None, secrets)
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for name in ("session", "turn"):
+            value = getattr(record, name, None)
+            if value:
+                entry[name] = value
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update({k: v for k, v in fields.items() if k not in entry})
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        # Masked value by value, so a secret is found even where JSON would escape it.
+        return json.dumps(_redact_all(entry, self.redact), ensure_ascii=False, default=str)
+
+
+def _redact_all(value: Any, redact: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_all(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_all(v, redact) for v in value]
+    return value
+
+
+class RecentProblems(logging.Handler):
+    """Keeps the last warnings and errors (masked) for ``corvid status``."""
+
+    def __init__(self, formatter: RedactingFormatter, size: int = 20) -> None:
+        super().__init__(logging.WARNING)
+        self._redact = formatter.redact
+        self.records: deque[dict[str, str]] = deque(maxlen=size)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(
+            {
+                "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="seconds"),
+                "level": record.levelname,
+                "logger": record.name,
+                "msg": self._redact(record.getMessage())[:500],
+            }
+        )
+
+
+# Set by setup_logging: what ``corvid status`` shows as the last problems.
+RECENT: RecentProblems | None = None
+
+
+def setup_logging(
+    level: str, secrets: Iterable[str] = (), fmt: str = "text", stream: IO[str] | None = None
+) -> None:
+    """One handler on ``stream`` (standard error by default) for the whole process."""
+    global RECENT
+    secrets = list(secrets)
+    formatter = JsonFormatter(secrets) if fmt == "json" else RedactingFormatter(FORMAT, secrets)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(formatter)
+    handler.addFilter(_Context())
+    RECENT = RecentProblems(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    root.addHandler(RECENT)
     root.setLevel(level)
     for name in _CHATTY:
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -44,9 +44,17 @@ class RouterClosed(Exception):
 
 class Router:
     def __init__(
-        self, run_batch: RunBatch, run_ordered: RunOrdered, unanswered: Unanswered
+        self,
+        run_batch: RunBatch,
+        run_ordered: RunOrdered,
+        unanswered: Unanswered,
+        max_batch: int = 25,
+        max_batch_chars: int = 32_000,
     ) -> None:
         self._run_batch = run_batch
+        # A flood is answered in several turns rather than one request too big for the model.
+        self._max_batch = max_batch
+        self._max_batch_chars = max_batch_chars
         self._run_ordered = run_ordered
         # Called with messages that shutdown left without a turn, so they can be recorded.
         self._unanswered = unanswered
@@ -96,8 +104,15 @@ class Router:
         try:
             while worker.pending:
                 items = [worker.pending.popleft()]
+                chars = len(items[0].msg.text)
                 if not items[0].ordered_command:
-                    while worker.pending and not worker.pending[0].ordered_command:
+                    while (
+                        worker.pending
+                        and not worker.pending[0].ordered_command
+                        and len(items) < self._max_batch
+                        and chars + len(worker.pending[0].msg.text) <= self._max_batch_chars
+                    ):
+                        chars += len(worker.pending[0].msg.text)
                         items.append(worker.pending.popleft())
                 worker.started = False
                 worker.turn = asyncio.create_task(

@@ -34,6 +34,7 @@ class RecordingChannel(Channel):
         self.sent: list[OutboundMessage] = []
         self.typing_events: list[tuple[str, str]] = []
         self.fail_sends = 0
+        self.pushed: list[InboundMessage] = []
         self._changed = asyncio.Condition()
         # Platform message ids are unique per chat across restarts; the gateway drops repeats.
         self._ids = _MESSAGE_IDS
@@ -67,6 +68,7 @@ class RecordingChannel(Channel):
         msg = InboundMessage(
             key, text, sender_id=sender, sender_name=name, message_id=str(next(self._ids))
         )
+        self.pushed.append(msg)
         return self._sink(msg)
 
     async def wait_sent(self, n: int, timeout: float = 10.0) -> list[OutboundMessage]:

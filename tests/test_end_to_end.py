@@ -25,7 +25,7 @@ async def test_plain_reply_reaches_the_chat(start_gateway, fake_api: FakeAnthrop
     _gateway, chan = await start_gateway()
     await asyncio.wait_for(chan.push("hi there"), 10)
     assert chan.texts() == ["Hello Ada."]
-    assert chan.sent[0].reply_to == "1"
+    assert chan.sent[0].reply_to == chan.pushed[0].message_id
     body = fake_api.message_requests[0].body
     assert body["model"] == "claude-sonnet-5-5"
     assert body["stream"] is True

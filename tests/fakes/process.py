@@ -61,13 +61,13 @@ class CorvidProcess:
 
 @contextlib.asynccontextmanager
 async def corvid_process(
-    home: Path, secrets: dict[str, str], watch: bool = False
+    home: Path, secrets: dict[str, str], watch: bool = False, args: tuple[str, ...] = ()
 ) -> AsyncIterator[CorvidProcess]:
     """``corvid run`` for ``home``; killed on the way out if still running."""
     env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, **secrets}
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.cli", "run", env=env,
+        sys.executable, "-m", "gateway.cli", "run", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     running = CorvidProcess(proc, watch)

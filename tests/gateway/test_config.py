@@ -145,3 +145,14 @@ def test_config_path_that_is_a_folder(tmp_path):
 def test_missing_file_means_defaults(tmp_path):
     cfg = load_config(tmp_path, {})
     assert cfg.timezone == "UTC" and cfg.workspace == tmp_path / "workspace"
+
+
+def test_choices_ignore_case_and_a_bad_one_is_named(tmp_path):
+    home = tmp_path / "h"
+    init_home(home, {})
+    raw = (home / "config.yaml").read_text()
+    (home / "config.yaml").write_text(raw.replace("format: text", "format: JSON"))
+    assert load_config(home, {}).logging.format == "json"
+    (home / "config.yaml").write_text(raw.replace("format: text", "format: xml"))
+    with pytest.raises(ConfigError, match=r"logging\.format: expected one of text, json"):
+        load_config(home, {})

@@ -82,3 +82,14 @@ async def test_stop_before_a_turn_has_started_cancels_nothing():
     assert router.stop_turn(A) is False  # the turn has not begun: nothing to stop
     await asyncio.wait_for(done, 5)
     assert rec.batches == [("a", ["first"])] and rec.unanswered == []
+
+
+async def test_a_flood_is_answered_in_bounded_batches_in_order():
+    rec = Recorder()
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered, 10, 1000)
+    texts = [f"m{i}" for i in range(35)] + ["x" * 600, "y" * 600]
+    futures = [router.submit(msg(A, t)) for t in texts]
+    await asyncio.wait_for(asyncio.gather(*futures), 10)
+    # At most 10 messages or 1,000 characters a turn (one longer message still goes alone).
+    assert [len(batch) for _, batch in rec.batches] == [10, 10, 10, 6, 1]
+    assert [t for _, batch in rec.batches for t in batch] == texts

@@ -1,0 +1,141 @@
+"""``corvid status``: sessions and their context use, recent problems, undelivered messages.
+
+The running gateway builds the report (asked over the control socket), so it includes what only
+the process knows: turns running, messages queued, the last warnings. Without a running gateway
+the report comes from the files in ``state/`` alone.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from agent.transcript import SessionStore
+from gateway import logs
+from gateway.config import Config
+from gateway.journal import Journal
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+MAX_SESSIONS = 20
+PREVIEW_CHARS = 60
+
+
+def report(config: Config, gateway: Gateway | None = None) -> dict[str, Any]:
+    store = gateway.agent.store if gateway is not None else SessionStore(config.state / "sessions")
+    window = config.llm.context_window
+    sessions = []
+    for key in store.session_keys():
+        state = gateway.agent.loaded(key) if gateway is not None else None
+        state = state or store.read(key)
+        if state is None:
+            continue
+        try:
+            active = store.path(key).stat().st_mtime
+        except FileNotFoundError:  # moved aside by /new meanwhile
+            continue
+        used = state.context_tokens
+        sessions.append(
+            {
+                "key": str(key),
+                "private": key.private,
+                "turns": state.turns,
+                "context_tokens": used,
+                "context_pct": round(100 * used / window, 1),
+                "compactions": state.compactions,
+                "last_active": _iso(active),
+                "running": gateway.router.busy(key) if gateway is not None else False,
+                "queued": gateway.router.queued(key) if gateway is not None else 0,
+            }
+        )
+    sessions.sort(key=lambda s: s["last_active"], reverse=True)
+    out: dict[str, Any] = {
+        "running": gateway is not None,
+        "model": config.llm.model,
+        "context_window": window,
+        "sessions_total": len(sessions),
+        "sessions": sessions[:MAX_SESSIONS],
+        "unanswered": 0,
+        "undelivered": [],
+        "problems": [],
+    }
+    journal = gateway.journal if gateway is not None else _open_journal(config)
+    if journal is not None:
+        out["unanswered"] = len(journal.unanswered())
+        out["undelivered"] = [
+            {
+                "key": str(row.out.key),
+                "status": row.status,
+                "error": row.error,
+                "when": row.updated,
+                "text": _preview(row.out.text),
+            }
+            for row in journal.undelivered(10)
+        ]
+        if gateway is None:
+            journal.close()
+    if gateway is not None:
+        out["pid"] = gateway.pid
+        out["uptime_seconds"] = round(time.monotonic() - gateway.started_at)
+        out["channels"] = gateway.channel_states()
+        out["problems"] = list(logs.RECENT.records) if logs.RECENT is not None else []
+    return out
+
+
+def render(r: dict[str, Any]) -> str:
+    lines = []
+    if r["running"]:
+        up = _duration(r["uptime_seconds"])
+        lines.append(f"Corvid is running (pid {r['pid']}, up {up}), model {r['model']}.")
+        for ch in r["channels"]:
+            lines.append(f"  {ch['name']}: {ch['state']}")
+    else:
+        lines.append("Corvid is not running; this is what its files in state/ say.")
+    lines.append("")
+    shown, total = len(r["sessions"]), r["sessions_total"]
+    more = f" (the {shown} most recent)" if total > shown else ""
+    lines.append(f"Sessions: {total}{more}")
+    for s in r["sessions"]:
+        now = ""
+        if s["running"]:
+            now = ", answering" + (f", {s['queued']} queued" if s["queued"] else "")
+        lines.append(
+            f"  {s['key']:<36} context {s['context_tokens']:>8,} tokens ({s['context_pct']:.0f}%)"
+            f", {s['turns']} turns, last {s['last_active'][:16].replace('T', ' ')}{now}"
+        )
+    if r["unanswered"]:
+        lines += ["", f"Messages waiting for an answer: {r['unanswered']}"]
+    lines += ["", f"Undelivered messages: {len(r['undelivered'])}"]
+    for u in r["undelivered"]:
+        why = u["error"] or u["status"]
+        lines.append(f"  {u['when'][:16].replace('T', ' ')} {u['key']}: {why}")
+        lines.append(f"    {u['text']!r}")
+    if r["running"]:
+        lines += ["", f"Recent warnings and errors: {len(r['problems'])}"]
+        for p in r["problems"][-10:]:
+            lines.append(f"  {p['ts'][:19].replace('T', ' ')} {p['level']} {p['msg']}")
+    return "\n".join(lines)
+
+
+def _open_journal(config: Config) -> Journal | None:
+    path = config.state / "gateway.sqlite"
+    return Journal(path) if path.exists() else None
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"

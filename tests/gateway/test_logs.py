@@ -1,0 +1,88 @@
+"""Logging (gateway/logs.py): turn ids and timings on every turn, JSON lines on request, and
+secrets masked in both formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from gateway import logs
+from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
+from tests.fakes.process import API_KEY, corvid_process
+from tests.fakes.telegram_api import FakeTelegram
+
+
+@pytest.fixture
+def captured():
+    """A stream for ``setup_logging``; the test's logging set-up is undone afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield io.StringIO()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logs.RECENT = None
+
+
+def test_json_lines_carry_the_turn_and_mask_secrets(captured):
+    secret = 'tok"en\\with-quotes-123'
+    logs.setup_logging("INFO", [secret], "json", captured)
+    log = logging.getLogger("corvid.test")
+    with logs.turn_scope("telegram:private:42") as turn:
+        log.info("calling with %s", secret, extra={"fields": {"event": "turn", "ms": 12}})
+    log.warning("outside a turn, token %s", secret)
+    first, second = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert first["session"] == "telegram:private:42" and first["turn"] == turn
+    assert first["event"] == "turn" and first["ms"] == 12
+    assert first["msg"] == "calling with ***" and first["level"] == "INFO"
+    assert "session" not in second and second["msg"] == "outside a turn, token ***"
+    assert "with-quotes" not in captured.getvalue()
+    assert logs.RECENT is not None
+    assert [r["msg"] for r in logs.RECENT.records] == ["outside a turn, token ***"]
+
+
+def test_text_lines_name_the_turn(captured):
+    logs.setup_logging("INFO", ["supersecret"], "text", captured)
+    with logs.turn_scope("discord:dm:7") as turn:
+        logging.getLogger("x").info("supersecret step")
+    line = captured.getvalue().strip()
+    assert line.endswith(f"x: *** step [turn {turn}]")
+
+
+async def test_corvid_run_logs_json_with_timings_and_no_secrets(tmp_path):
+    api, tg = FakeAnthropic(), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    api.enqueue(
+        Reply(tool_calls=[("memory_append", {"text": "a note"})]),
+        Reply("Saved."),
+    )
+    try:
+        async with corvid_process(
+            home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True, args=("--log-format", "json")
+        ) as proc:
+            await proc.wait_line("is polling")
+            tg.text("remember this")
+            await tg.wait_sent(1, timeout=30)
+            turn_line = await proc.wait_line('"event": "turn"')
+            assert await proc.stop() == 0
+    finally:
+        await tg.close()
+        await api.close()
+    assert tool_results(api.message_requests[1].body)
+    entries = [json.loads(line) for line in proc.lines]  # every line is JSON
+    turn = json.loads(turn_line)
+    assert turn["session"] == "telegram:private:42" and len(turn["turn"]) == 8
+    assert turn["status"] == "ok" and turn["model_calls"] == 2 and turn["tool_calls"] == 1
+    for field in ("turn_ms", "model_ms", "send_ms", "queued_ms", "tokens_in", "tokens_out"):
+        assert isinstance(turn[field], int) and turn[field] >= 0
+    assert turn["turn_ms"] >= turn["model_ms"]
+    # Lines written during the turn (the memory write, say) carry the same turn id.
+    same = [e for e in entries if e.get("turn") == turn["turn"]]
+    assert len(same) >= 2
+    output = "\n".join(proc.lines)
+    assert API_KEY not in output and tg.token not in output

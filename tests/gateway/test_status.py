@@ -1,0 +1,69 @@
+"""``corvid status`` (gateway/status.py): from a running gateway over the control socket, and
+from the files alone when none runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from gateway.cli import main
+from gateway.events import OutboundMessage
+from gateway.journal import FAILED, Journal
+from tests.conftest import GROUP, PRIVATE
+from tests.fakes.anthropic_api import Reply
+
+
+async def test_status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
+    release = asyncio.Event()
+
+    async def brain(body):
+        if "slow one" in str(body["messages"][-1]):
+            await release.wait()
+        return Reply("fine")
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hello", key=GROUP), 10)
+    chan.fail_sends = 1
+    await asyncio.wait_for(chan.push("this reply will fail", key=GROUP), 10)
+    busy = chan.push("a slow one")
+    await fake_api.wait_for_requests(3)
+    chan.push("and another")  # waits behind the slow one
+    logging.getLogger("corvid.test").warning("a warning for the status page")
+    capsys.readouterr()
+    try:
+        rc = await asyncio.to_thread(main, ["status", "--home", str(home)], {})
+    finally:
+        release.set()
+        await asyncio.wait_for(busy, 10)
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("Corvid is running (pid ")
+    assert "test: connected" in out
+    assert "Sessions: 2" in out
+    private_line = next(line for line in out.splitlines() if str(PRIVATE) in line)
+    assert "answering, 1 queued" in private_line
+    group_line = next(line for line in out.splitlines() if str(GROUP) in line)
+    assert "2 turns" in group_line and "context" in group_line
+    assert "Undelivered messages: 1" in out
+    assert "ConnectionError: send failed (injected)" in out and "'fine'" in out
+
+
+def test_status_without_a_running_gateway_reads_the_files(home, capsys):
+    journal = Journal(home / "state" / "gateway.sqlite")
+    oid = journal.queue(OutboundMessage(PRIVATE, "Your reminder: call the bank " * 5))
+    journal.settle(oid, FAILED, "Forbidden: bot was blocked by the user")
+    journal.close()
+    from agent.transcript import SessionStore
+
+    store = SessionStore(home / "state" / "sessions")
+    state = store.create(PRIVATE, "system prompt")
+    store.append_message(state, {"role": "user", "content": "hi"})
+    store.end_turn(state, "ok")
+    store.archive(GROUP)  # nothing to archive: no effect
+    assert main(["status", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Corvid is not running")
+    assert "Sessions: 1" in out and "1 turns" in out
+    assert "Forbidden: bot was blocked by the user" in out
+    assert "'Your reminder: call the bank Your reminder: call the bank" in out and "…'" in out
