@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+import sqlite3
 
 import pytest
 
@@ -247,6 +248,25 @@ async def test_a_failed_send_is_recorded_and_rate_limits_are_waited_out(
     assert sent[1]["content"] == "echo: three"
     assert [str(f.out.key) for f in gateway.undelivered()] == [f"discord:dm:{OWNER_ID}"]
     assert gateway.undelivered()[0].error.startswith("Forbidden: ")
+
+
+async def test_a_send_cut_off_by_a_crash_is_repeated_with_its_nonce_and_posted_once(
+    discord_gateway, fake_discord, home
+):
+    gateway = await discord_gateway()
+    fake_discord.message("hello", guild=False)
+    [first] = await fake_discord.wait_sent(1)
+    assert first["enforce_nonce"] is True and first["nonce"].startswith("c")
+    await gateway.stop()
+    # As a crash leaves it: Discord took the message, the outbox never heard back.
+    with sqlite3.connect(home / "state" / "gateway.sqlite") as db:
+        assert db.execute("UPDATE outbox SET status = 'sending'").rowcount == 1
+
+    await discord_gateway()
+    await fake_discord.wait_for(lambda: fake_discord.deduplicated == 1)
+    fake_discord.message("again", guild=False)
+    sent = await fake_discord.wait_sent(2)
+    assert [m["content"] for m in sent] == ["echo: hello", "echo: again"]  # no note, no repeat
 
 
 async def test_the_session_survives_a_gateway_disconnect(discord_gateway, fake_discord):

@@ -40,6 +40,8 @@ DISCORD_EPOCH_MS = 1420070400000
 GUILD_MESSAGES = 1 << 9
 DIRECT_MESSAGES = 1 << 12
 MESSAGE_CONTENT = 1 << 15
+# Application flag: the Message Content intent is enabled (for bots in under 100 servers).
+GATEWAY_MESSAGE_CONTENT_LIMITED = 1 << 19
 
 _PERMISSION_BITS = {
     "create_instant_invite": 1 << 0,
@@ -141,6 +143,8 @@ class FakeDiscord(Observed):
         self.dispatched: list[tuple[str, dict[str, Any]]] = []  # what went down the socket
         self.connections = 0
         self.resumes = 0
+        self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
+        self.deduplicated = 0  # sends answered with an earlier message of the same nonce
         self.ready = False
         self.session_id: str | None = None
         self.users: dict[int, dict[str, Any]] = {
@@ -856,7 +860,8 @@ class FakeDiscord(Observed):
                 "verify_key": "0" * 64,
                 "owner": self.users[OWNER_ID],
                 "team": None,
-                "flags": 0,
+                # The portal's Message Content switch, as an unverified bot's application flag.
+                "flags": 0 if self.missing_intent else GATEWAY_MESSAGE_CONTENT_LIMITED,
                 "bot": self.bot_user(),
                 "tags": [],
                 "redirect_uris": [],
@@ -914,7 +919,15 @@ class FakeDiscord(Observed):
                     "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
                 )
             body = {k: v for k, v in body.items() if k != "message_reference"}
+        nonce = (channel_id, str(body.get("nonce")))
+        if body.get("enforce_nonce") and nonce in self._nonces:
+            # Discord: the same author and nonce within minutes returns the first message.
+            self.deduplicated += 1
+            self._notify()
+            return _json(self._nonces[nonce])
         msg = self._bot_message(channel_id, body, files)
+        if body.get("enforce_nonce"):
+            self._nonces[nonce] = msg
         self.sent.append(
             {
                 **body,
