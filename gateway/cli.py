@@ -105,6 +105,18 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("channel", choices=("telegram", "discord"))
     revoke.add_argument("user_id")
     revoke.set_defaults(func=cmd_pairing_revoke)
+    doctor = sub.add_parser(
+        "doctor", parents=[common], help="check config, permissions, tokens and the schedule"
+    )
+    doctor.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds for each network check (default 10)"
+    )
+    doctor.add_argument(
+        "--alive",
+        action="store_true",
+        help="only check that a running gateway answers (for health checks)",
+    )
+    doctor.set_defaults(func=cmd_doctor)
     return p
 
 
@@ -420,6 +432,12 @@ def cmd_jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str
     status, error = answer.get("status"), answer.get("error")
     print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
     return 0 if answer.get("ok") else 1
+
+
+def cmd_doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.doctor import doctor
+
+    return doctor(home, environ, timeout=max(0.1, args.timeout), alive_only=args.alive)
 
 
 if __name__ == "__main__":

@@ -129,10 +129,19 @@ class Ledger:
     """Runs per job and slot: claimed → sent, or failed / missed. SQLite, so a claim survives
     a crash and two claims of one slot cannot both win."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        if read_only:
+            # For looking only (`corvid doctor`): nothing is claimed, and no file is created,
+            # since a -wal or -shm made by another user (root) would lock the gateway out. While
+            # a gateway has the database open its -shm exists and is shared; without one the
+            # WAL has been folded into the file, which can then be read as immutable.
+            wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+            uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+            self.db = sqlite3.connect(uri if path.exists() else ":memory:", uri=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT,"
             " status TEXT, attempts INTEGER DEFAULT 0, error TEXT, updated TEXT,"

@@ -106,8 +106,16 @@ def echo_brain(body: dict[str, Any]) -> Action:
 
 
 class FakeAnthropic:
-    def __init__(self, brain: Brain = echo_brain, latency: float = 0.0, min_cache_tokens: int = 0):
+    def __init__(
+        self,
+        brain: Brain = echo_brain,
+        latency: float = 0.0,
+        min_cache_tokens: int = 0,
+        api_key: str | None = None,
+    ):
         self.brain = brain
+        # When set, requests with another key get the API's 401 (any key passes otherwise).
+        self.api_key = api_key
         self.latency = latency
         self.min_cache_tokens = min_cache_tokens
         self.requests: list[Recorded] = []
@@ -149,8 +157,10 @@ class FakeAnthropic:
         return self.base_url
 
     async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        """Stop serving and drop every connection; closing again does nothing."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
 
     # -- handlers -----------------------------------------------------------------------------
 
@@ -162,12 +172,28 @@ class FakeAnthropic:
             self._arrived.notify_all()
         return body
 
+    def _rejected(self, request: web.Request) -> web.Response | None:
+        """The API's answer to a wrong key (the SDK sends it as a Bearer token, or x-api-key)."""
+        if self.api_key is None:
+            return None
+        sent = {request.headers.get("x-api-key"), request.headers.get("Authorization")}
+        if self.api_key in sent or f"Bearer {self.api_key}" in sent:
+            return None
+        error = {"type": "authentication_error", "message": "invalid x-api-key"}
+        return _json({"type": "error", "error": error}, status=401)
+
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
+        rejected = self._rejected(request)
+        if rejected is not None:
+            return rejected
         return _json({"input_tokens": sum(tokens(s) for s in _segments(body))})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
+        rejected = self._rejected(request)
+        if rejected is not None:
+            return rejected
         if self._script:
             action = self._script.popleft()
         else:

@@ -1,0 +1,427 @@
+"""corvid doctor: the real checks against the fake Anthropic, Telegram and Discord servers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.cli import main
+from gateway.config import load_config
+from gateway.control import ControlServer
+from gateway.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks, secret_keys
+from gateway.jobs import JobStore
+from gateway.scheduler import Job, Ledger
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import OWNER_ID, FakeDiscord
+from tests.fakes.telegram_api import FakeTelegram
+
+KEY = "sk-ant-doctor-0123456789"
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeAnthropic]:
+    fake = FakeAnthropic(api_key=KEY)
+    await fake.start()
+    yield fake
+    await fake.close()
+
+
+@pytest.fixture(autouse=True)
+def _keep_logging() -> Iterator[None]:
+    """`corvid doctor` configures logging for its process; put the test process's back."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def setup_home(
+    home: Path,
+    api_url: str,
+    telegram: FakeTelegram | None = None,
+    discord: FakeDiscord | None = None,
+    **sections: dict[str, Any],
+) -> dict[str, str]:
+    """Write a config.yaml pointing at the fakes, secrets as ${VAR}; returns the environment."""
+    config: dict[str, Any] = {
+        "timezone": "Europe/Berlin",
+        "llm": {"api_key": "${ANTHROPIC_API_KEY}", "base_url": api_url},
+        "channels": {},
+    }
+    env = {"ANTHROPIC_API_KEY": KEY}
+    if telegram is not None:
+        section = telegram.channel_config(allow_from=["42"], token="${TELEGRAM_BOT_TOKEN}")
+        config["channels"]["telegram"] = section
+        env["TELEGRAM_BOT_TOKEN"] = telegram.token
+    if discord is not None:
+        config["channels"]["discord"] = {
+            "enabled": True,
+            "token": "${DISCORD_BOT_TOKEN}",
+            "allow_from": [str(OWNER_ID)],
+            "api_base_url": f"{discord.base_url}/api/v10",
+            "gateway_url": discord.gateway_url,
+        }
+        env["DISCORD_BOT_TOKEN"] = discord.token
+    for name, values in sections.items():
+        config[name] = {**config.get(name, {}), **values}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    return env
+
+
+def by_name(checks: list[Check]) -> dict[str, Check]:
+    return {c.name: c for c in checks}
+
+
+def report(checks: list[Check], env: dict[str, str]) -> str:
+    """The printed report; asserts that no secret of ``env`` is in it."""
+    text = render(checks, list(env.values()))
+    for secret in env.values():
+        assert secret not in text
+    return text
+
+
+async def doctor_cli(*args: str, env: dict[str, str]) -> int:
+    """`corvid doctor` through the real command line, in a thread: the fakes (and a gateway)
+    keep running on this loop while it runs its own."""
+    return await asyncio.to_thread(main, ["doctor", *args], env)
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+SUMMARY = {"daily_summary": {"enabled": True, "time": "21:00", "target": "telegram:private:42"}}
+
+
+async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
+    home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram, fake_discord: FakeDiscord, capsys
+):
+    from gateway.app import build_app, build_channels
+
+    env = setup_home(home, api.base_url, fake_telegram, fake_discord, schedule=SUMMARY)
+    config = load_config(home, env)
+    channels = build_channels(config)
+    for channel in channels:
+        if channel.name == "discord":
+            channel.guild_ready_timeout = 0.1  # type: ignore[attr-defined]
+    gateway = build_app(config, channels)
+    await gateway.start()
+    try:
+        checks = await run_checks(home, env, limit=5)
+        capsys.readouterr()
+        rc = await doctor_cli("--home", str(home), "--timeout", "5", env=env)
+    finally:
+        await gateway.stop()
+    out = capsys.readouterr().out
+
+    assert [(c.status, c.name) for c in checks] == [
+        (OK, "home"),
+        (OK, "config"),
+        (OK, "config.yaml"),
+        (OK, "workspace"),
+        (OK, "state"),
+        (OK, "anthropic"),
+        (OK, "telegram"),
+        (OK, "discord"),
+        (OK, "jobs"),
+        (OK, "gateway"),
+    ], report(checks, env)
+    found = by_name(checks)
+    assert found["anthropic"].message == (
+        f"API key accepted by {api.base_url}; model {config.llm.model}"
+    )
+    assert found["telegram"].message == "token accepted: @corvid_test_bot (id 999)"
+    assert found["discord"].message == "logged in as Corvid (id 1000); Message Content intent on"
+    summary = "daily-summary → telegram:private:42: cron '0 21 * * *' (Europe/Berlin)"
+    assert found["jobs"].details[0].startswith(f"{summary}; next run 20")
+    assert found["gateway"].message.startswith(f"running (pid {os.getpid()})")
+    # The key went to the API as a credential (the fake accepted it), and nothing was sent.
+    assert {r.path for r in api.requests} == {"/v1/messages/count_tokens"}
+    assert fake_telegram.sent == [] and fake_discord.sent == []
+    assert rc == 0
+    assert out.splitlines()[0] == f"Checking Corvid in {home}"
+    assert out.rstrip().endswith("All checks passed.")
+    assert "ok    discord: logged in as Corvid" in out
+    for secret in env.values():
+        assert secret not in out
+
+
+async def test_no_gateway_running_is_said_but_is_no_failure(home: Path, api: FakeAnthropic):
+    env = setup_home(home, api.base_url)
+    checks = await run_checks(home, env, limit=5)
+    gateway = by_name(checks)["gateway"]
+    assert gateway.status == WARN
+    assert gateway.message == f"not running: nothing answers on {home / 'state' / 'control.sock'}"
+    assert gateway.fix.startswith("start it with corvid run")
+    # ...but with no channel enabled, corvid run would refuse to start.
+    assert by_name(checks)["channels"].status == FAIL
+
+
+async def test_a_wrong_api_key_fails_and_is_never_printed(home: Path, api: FakeAnthropic, capsys):
+    wrong = "sk-ant-wrong-key-987654321"
+    env = {**setup_home(home, api.base_url), "ANTHROPIC_API_KEY": wrong}
+    rc = await doctor_cli("--home", str(home), "--timeout", "5", env=env)
+    out = capsys.readouterr().out
+    assert rc == 1
+    line = next(x for x in out.splitlines() if "anthropic:" in x)
+    assert line.startswith(f"FAIL  anthropic: API key rejected by {api.base_url} (401)")
+    assert "check llm.api_key (the environment variable ANTHROPIC_API_KEY)" in line
+    assert api.requests[-1].headers["Authorization"] == f"Bearer {wrong}"  # a real call
+    assert wrong not in out and KEY not in out
+
+
+async def test_a_revoked_telegram_token_fails(
+    home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram
+):
+    revoked = "123456:revoked-token-for-the-test"
+    env = {**setup_home(home, api.base_url, fake_telegram), "TELEGRAM_BOT_TOKEN": revoked}
+    checks = await run_checks(home, env, limit=5)
+    telegram = by_name(checks)["telegram"]
+    assert telegram.status == FAIL
+    assert telegram.message == (
+        f"{fake_telegram.base_url} rejected the bot token (revoked or mistyped)"
+    )
+    assert "channels.telegram.token (the environment variable TELEGRAM_BOT_TOKEN)" in telegram.fix
+    assert fake_telegram.calls_to("getMe")  # asked for real
+    assert exit_status(checks) == 1
+    assert "revoked-token" not in report(checks, env)
+
+
+async def test_a_rejected_discord_token_and_a_missing_intent_fail(
+    home: Path, api: FakeAnthropic, fake_discord: FakeDiscord
+):
+    env = {**setup_home(home, api.base_url, discord=fake_discord), "DISCORD_BOT_TOKEN": "nope-x"}
+    discord = by_name(await run_checks(home, env, limit=5))["discord"]
+    assert discord.status == FAIL
+    assert discord.message == f"{fake_discord.base_url}/api/v10 rejected the bot token (401)"
+    assert "Reset Token" in discord.fix and "DISCORD_BOT_TOKEN" in discord.fix
+
+    no_intent = FakeDiscord(missing_intent=True)
+    await no_intent.start()
+    try:
+        env = setup_home(home, api.base_url, discord=no_intent)
+        checks = await run_checks(home, env, limit=5)
+    finally:
+        await no_intent.close()
+    discord = by_name(checks)["discord"]
+    assert discord.status == FAIL
+    assert discord.message.startswith("logged in as Corvid (id 1000), but the Message Content")
+    assert "Message Content Intent" in discord.fix
+    report(checks, env)
+
+
+async def test_unreachable_servers_are_named(home: Path, api: FakeAnthropic):
+    llm_url, tg_url, dc_url = closed_port_url(), closed_port_url(), closed_port_url()
+    env = setup_home(
+        home,
+        llm_url,
+        channels={
+            "telegram": {"enabled": True, "token": "${TELEGRAM_BOT_TOKEN}", "allow_from": ["42"],
+                         "base_url": f"{tg_url}/bot", "base_file_url": f"{tg_url}/file/bot"},
+            "discord": {"enabled": True, "token": "${DISCORD_BOT_TOKEN}", "allow_from": ["42"],
+                        "api_base_url": f"{dc_url}/api/v10"},
+        },
+    )  # fmt: skip
+    env.update(TELEGRAM_BOT_TOKEN="1:unreachable-token", DISCORD_BOT_TOKEN="unreachable-token")
+    checks = by_name(await run_checks(home, env, limit=5))
+    assert checks["anthropic"].status == FAIL
+    assert checks["anthropic"].message.startswith(f"cannot reach {llm_url} (")
+    assert "llm.base_url" in checks["anthropic"].fix
+    assert checks["telegram"].status == FAIL
+    assert checks["telegram"].message.startswith(f"cannot reach {tg_url} (")
+    assert checks["discord"].status == FAIL
+    assert checks["discord"].message.startswith(f"cannot reach {dc_url}/api/v10 (")
+    report(list(checks.values()), env)
+
+
+async def test_a_server_that_never_answers_is_given_up_on_in_time(home: Path):
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # holds the connection open, answers nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    env = setup_home(home, url)
+    started = time.monotonic()
+    try:
+        checks = by_name(await run_checks(home, env, limit=0.5))
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert checks["anthropic"].status == FAIL
+    assert checks["anthropic"].message == f"no answer from {url} within 0.5 s"
+    assert accepted  # it did connect
+    assert time.monotonic() - started < 5  # bounded by the limit, not by the SDK's defaults
+
+
+async def test_an_open_state_folder_fails_with_the_chmod_that_fixes_it(
+    home: Path, api: FakeAnthropic
+):
+    env = setup_home(home, api.base_url)
+    (home / "state").chmod(0o755)
+    checks = await run_checks(home, env, limit=5)
+    state = by_name(checks)["state"]
+    assert state.status == FAIL
+    assert state.message.startswith(f"{home / 'state'} is open to other users (mode 0755)")
+    assert state.fix == f"chmod 700 {home / 'state'}"
+    assert exit_status(checks) == 1
+
+    (home / "state").chmod(0o700)
+    (home / "state" / "pairing.json").write_text("{}")
+    (home / "state" / "pairing.json").chmod(0o644)
+    checks = by_name(await run_checks(home, env, limit=5))
+    assert checks["state"].status == OK
+    assert checks["state files"].status == WARN  # state/ is 0700, so only a warning
+    assert checks["state files"].message == "readable by other users: pairing.json (0644)"
+    assert checks["state files"].fix == f"chmod -R go-rwx {home / 'state'}"
+
+
+async def test_a_config_with_an_inline_secret_must_be_private(home: Path, api: FakeAnthropic):
+    setup_home(home, api.base_url)
+    path = home / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["llm"]["api_key"] = KEY
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o644)
+    checks = await run_checks(home, {}, limit=5)
+    file_check = by_name(checks)["config.yaml"]
+    assert file_check.status == FAIL
+    assert file_check.message == (
+        f"{path} holds llm.api_key inline and is readable by every user (mode 0644)"
+    )
+    assert file_check.fix.startswith(f"chmod 600 {path}")
+    assert by_name(checks)["anthropic"].status == OK  # the inline key itself works
+    assert KEY not in report(checks, {"key": KEY})
+
+    path.chmod(0o600)
+    file_check = by_name(await run_checks(home, {}, limit=5))["config.yaml"]
+    assert (file_check.status, file_check.message) == (OK, "llm.api_key inline, mode 0600")
+
+
+async def test_a_config_error_names_the_key_and_skips_the_network(home: Path, capsys):
+    (home / "config.yaml").write_text("llm:\n  timeout: soon\n")
+    checks = await run_checks(home, {}, limit=5)
+    config = by_name(checks)["config"]
+    assert config.status == FAIL
+    assert config.message.endswith("llm.timeout: expected a number, got str 'soon'")
+    assert "anthropic" not in by_name(checks)
+    assert await doctor_cli("--home", str(home), env={}) == 1
+    assert "FAIL  config:" in capsys.readouterr().out
+
+
+async def test_missing_secrets_name_their_environment_variables(
+    home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram
+):
+    setup_home(home, api.base_url, fake_telegram)
+    checks = by_name(await run_checks(home, {}, limit=5))
+    assert checks["anthropic"].status == FAIL
+    assert "set the environment variable ANTHROPIC_API_KEY" in checks["anthropic"].message
+    assert checks["telegram"].status == FAIL
+    assert "set the environment variable TELEGRAM_BOT_TOKEN" in checks["telegram"].message
+    assert not fake_telegram.calls_to("getMe") and not api.requests  # nothing to ask with
+
+
+async def test_jobs_are_listed_from_the_ledger_without_writing_to_it(
+    home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram
+):
+    env = setup_home(home, api.base_url, fake_telegram, schedule=SUMMARY)
+    state = home / "state"
+    now = datetime.now(UTC)
+    JobStore(state / "jobs.json").add(
+        Job("call-bank", "cron", "0 9 * * *", "Europe/Berlin", "discord:dm:42", now,
+            instruction="remind me to call the bank")
+    )  # fmt: skip
+    ledger = Ledger(state / "scheduler.sqlite")
+    summary = Job("daily-summary", "cron", "0 21 * * *", "Europe/Berlin", "telegram:private:42",
+                  now)  # fmt: skip
+    fire = now - timedelta(hours=1)
+    ledger.settle(summary, summary.slot(fire), fire, "failed", now, "RuntimeError: boom")
+    ledger.close()
+    before = {p.name: p.read_bytes() for p in state.iterdir() if p.is_file()}
+
+    checks = await run_checks(home, env, limit=5)
+    jobs = by_name(checks)["jobs"]
+    assert jobs.status == WARN
+    assert jobs.message == (
+        "2 scheduled; the last run of daily-summary failed; call-bank goes to discord, "
+        "which is not enabled"
+    )
+    assert jobs.details[0].endswith("; last run failed: RuntimeError: boom")
+    assert jobs.details[1].startswith(
+        "call-bank → discord:dm:42: cron '0 9 * * *' (Europe/Berlin); next run "
+    )
+    assert " 09:00 CE" in jobs.details[1]
+    assert exit_status(checks) == 0  # warnings only
+    after = {p.name: p.read_bytes() for p in state.iterdir() if p.is_file()}
+    assert after == before  # no claim, no new -wal/-shm, nothing created
+
+    (state / "scheduler.sqlite").unlink()
+    jobs = by_name(await run_checks(home, env, limit=5))["jobs"]
+    assert " 21:00 CE" in jobs.details[0]  # no ledger yet: from the schedule alone
+    assert not (state / "scheduler.sqlite").exists()
+
+    (state / "jobs.json").write_text("{not json")
+    jobs = by_name(await run_checks(home, env, limit=5))["jobs"]
+    assert jobs.status == FAIL
+    assert jobs.message.startswith(f"{state / 'jobs.json'} cannot be read (JSONDecodeError")
+
+
+async def test_a_job_that_cannot_be_scheduled_is_named(home: Path, api: FakeAnthropic):
+    env = setup_home(home, api.base_url)
+    good = Job("water", "interval", "3600", "UTC", "telegram:private:42", datetime.now(UTC))
+    store = JobStore(home / "state" / "jobs.json")
+    store.add(Job("broken", "weekly", "mon", "UTC", "telegram:private:42", datetime.now(UTC)))
+    store.add(good)
+    jobs = by_name(await run_checks(home, env, limit=5))["jobs"]
+    assert jobs.status == WARN
+    assert jobs.message.startswith("2 scheduled; broken cannot be scheduled")
+    assert jobs.details[0] == (
+        "broken → telegram:private:42: cannot be scheduled: unknown job kind 'weekly'"
+    )
+    assert jobs.details[1].startswith("water → telegram:private:42: every 60 minutes; next run")
+
+
+async def test_alive_asks_the_control_socket(home: Path, capsys):
+    assert await doctor_cli("--alive", "--home", str(home), env={}) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL  gateway: not running")
+
+    server = ControlServer(home / "state" / "control.sock", gateway=None)  # type: ignore[arg-type]
+    await server.start()
+    try:
+        assert await doctor_cli("--alive", "--home", str(home), env={}) == 0
+    finally:
+        await server.stop()
+    assert capsys.readouterr().out.startswith(f"ok    gateway: running (pid {os.getpid()})")
+
+
+def test_the_secret_options_are_found_from_the_config_classes():
+    assert set(secret_keys()) == {
+        "llm.api_key",
+        "channels.telegram.token",
+        "channels.telegram.webhook.secret_token",
+        "channels.discord.token",
+    }
+
+
+def test_a_missing_home_is_one_failure(tmp_path: Path):
+    checks = asyncio.run(run_checks(tmp_path / "nowhere", {}))
+    assert [(c.status, c.name) for c in checks] == [(FAIL, "home")]
+    assert checks[0].fix == f"corvid init --home {tmp_path / 'nowhere'}"
