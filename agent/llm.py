@@ -247,6 +247,8 @@ def _map_error(sdk: Any, exc: Exception) -> LLMError:
         return LLMError("overloaded", detail, status)
     if status in (401, 403) or err_type in ("authentication_error", "permission_error"):
         return LLMError("auth", detail, status)
+    if status == 413 or err_type == "request_too_large":
+        return LLMError("too_large", detail, status)
     if status == 400 or err_type == "invalid_request_error":
         lowered = message.lower()
         if "prompt is too long" in lowered or ("context" in lowered and "exceed" in lowered):

@@ -176,8 +176,10 @@ class Agent:
                         state.system, state.messages, self.tools.schemas(), system_note
                     )
                 except LLMError as exc:
+                    # Too large for the API: compaction folds older messages (and their
+                    # images) into a summary, so one retry may fit.
                     if (
-                        exc.kind != "context_overflow"
+                        exc.kind not in ("context_overflow", "too_large")
                         or retried_overflow
                         or self.maintenance is None
                     ):

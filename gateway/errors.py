@@ -56,6 +56,8 @@ _USER_MESSAGES = {
     "connection": "I couldn't reach the AI service. Your message is saved; please try again.",
     "auth": "The AI service rejected my API key. The owner needs to check llm.api_key.",
     "bad_request": "The AI service refused this request. Try /new to start a fresh session.",
+    "too_large": "That was more than the AI service takes in one request (too many or too large "
+    "images or files at once). Send them in smaller groups, or /new to start afresh.",
     "context_overflow": "This conversation has grown too long for the model. "
     "Send /new to start a fresh session.",
     "other": "Something went wrong while I was answering. Your message is saved; please try again.",

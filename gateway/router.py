@@ -50,11 +50,14 @@ class Router:
         unanswered: Unanswered,
         max_batch: int = 25,
         max_batch_chars: int = 32_000,
+        max_batch_image_bytes: int = 16 << 20,
     ) -> None:
         self._run_batch = run_batch
         # A flood is answered in several turns rather than one request too big for the model.
         self._max_batch = max_batch
         self._max_batch_chars = max_batch_chars
+        # The API refuses requests over 32 MB, and images travel base64-encoded (4/3 larger).
+        self._max_batch_image_bytes = max_batch_image_bytes
         self._run_ordered = run_ordered
         # Called with messages that shutdown left without a turn, so they can be recorded.
         self._unanswered = unanswered
@@ -104,15 +107,20 @@ class Router:
         try:
             while worker.pending:
                 items = [worker.pending.popleft()]
-                chars = len(items[0].msg.text)
+                chars, images = _size(items[0].msg)
                 if not items[0].ordered_command:
                     while (
                         worker.pending
                         and not worker.pending[0].ordered_command
                         and len(items) < self._max_batch
-                        and chars + len(worker.pending[0].msg.text) <= self._max_batch_chars
                     ):
-                        chars += len(worker.pending[0].msg.text)
+                        more_chars, more_images = _size(worker.pending[0].msg)
+                        if (
+                            chars + more_chars > self._max_batch_chars
+                            or images + more_images > self._max_batch_image_bytes
+                        ):
+                            break
+                        chars, images = chars + more_chars, images + more_images
                         items.append(worker.pending.popleft())
                 worker.started = False
                 worker.turn = asyncio.create_task(
@@ -180,3 +188,11 @@ class Router:
             for t in still:
                 t.cancel()
             await asyncio.wait(still, timeout=10)
+
+
+def _size(msg: InboundMessage) -> tuple[int, int]:
+    """What a message adds to a model request: characters (its text and the group context
+    that comes with it) and bytes of images."""
+    chars = len(msg.text) + sum(len(line) for line in msg.context)
+    images = sum(len(a.data) for a in msg.attachments if a.data is not None)
+    return chars, images

@@ -164,3 +164,24 @@ async def test_compact_command(start_gateway, fake_api):
     await asyncio.wait_for(chan.push("/compact"), 10)
     assert chan.texts()[-1] == "Nothing to compact yet: the conversation is all recent."
     assert counts["summary"] == 1 and counts["flush"] == 2  # no flush when nothing would go
+
+
+async def test_a_request_too_large_compacts_retries_once_then_says_why(start_gateway, fake_api):
+    counts: dict = {}
+    brain = long_chat_brain(counts)
+
+    def too_large(body):
+        if request_kind(body) == "chat":
+            return Fault(413, "request_too_large", "Request exceeds the maximum allowed size")
+        return brain(body)
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway(compaction={"keep_recent_tokens": 500})
+    for i in range(3):
+        await asyncio.wait_for(chan.push(f"part {i} " + "words " * 200), 10)
+    fake_api.brain = too_large
+    before = len(fake_api.message_requests)
+    await asyncio.wait_for(chan.push("here are my photos"), 10)
+    kinds = [request_kind(r.body) for r in fake_api.message_requests[before:]]
+    assert kinds.count("chat") == 2 and "summary" in kinds  # compacted between the tries
+    assert chan.texts()[-1].startswith("That was more than the AI service takes in one request")

@@ -93,3 +93,18 @@ async def test_a_flood_is_answered_in_bounded_batches_in_order():
     # At most 10 messages or 1,000 characters a turn (one longer message still goes alone).
     assert [len(batch) for _, batch in rec.batches] == [10, 10, 10, 6, 1]
     assert [t for _, batch in rec.batches for t in batch] == texts
+
+
+async def test_images_in_a_batch_stay_under_the_request_limit():
+    from gateway.events import Attachment
+
+    rec = Recorder()
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered, 25, 10_000, 10 << 20)
+    photo = Attachment("image", "image/jpeg", data=b"\xff" * (3 << 20))
+    futures = [
+        router.submit(InboundMessage(A, f"p{i}", sender_id="u", attachments=(photo,)))
+        for i in range(7)
+    ]
+    await asyncio.wait_for(asyncio.gather(*futures), 10)
+    # 3 MiB each under a 10 MiB cap: three to a turn.
+    assert [len(batch) for _, batch in rec.batches] == [3, 3, 1]
