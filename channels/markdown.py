@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
+MAX_INDENT_LEVELS = 3
+
 
 def utf16_len(text: str) -> int:
     """Length as Telegram and Discord count it (UTF-16 code units)."""
@@ -277,7 +279,9 @@ class _HTMLWriter:
             else:
                 bullet = f"{counter[0]}."
                 counter[0] += 1
-            self.emit("  " * (len(self.lists) - 1) + bullet + " ")
+            # Indented up to three levels: deeper nesting would grow the text with the square
+            # of its depth (a line of "- - - - ..." is one list inside another).
+            self.emit("  " * min(len(self.lists) - 1, MAX_INDENT_LEVELS) + bullet + " ")
             self.fresh = True
         elif t == "blockquote_open":
             self.request("\n\n")

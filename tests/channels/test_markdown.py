@@ -76,9 +76,10 @@ _markdownish = st.lists(
 def test_any_markdown_renders_to_acceptable_html_of_bounded_length(md):
     out = to_telegram_html(md)
     assert check_telegram_html(out) is None, (md, out)
-    # Usually shorter than the source; list bullets and separators can add a little (the
-    # Telegram adapter measures the rendered text and re-splits if a piece grew too long).
-    assert utf16_len(visible_text(out)) <= 2 * utf16_len(md) + 8
+    # Usually shorter than the source; list bullets, indentation and separators can add some
+    # (a nested "- " becomes up to eight visible characters), never more than in proportion.
+    # The Telegram adapter measures the rendered text and re-splits a piece that grew.
+    assert utf16_len(visible_text(out)) <= 4 * utf16_len(md) + 8
 
 
 def _fences_balanced(piece: str) -> bool:
