@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent.tools import TurnContext
 from agent.transcript import SessionState, estimate_tokens
 from gateway.config import CompactionConfig
-from gateway.errors import LLMError
+from gateway.errors import LLMError, PathRefused
 from gateway.events import SessionKey
 
 if TYPE_CHECKING:
@@ -206,5 +206,9 @@ class Maintenance:
             return False
         ctx = self.agent.context(key)
         source = "session summary" if key.private else f"session summary · {key}"
-        memory.append(summary, ctx.now, source)
+        try:
+            memory.append(summary, ctx.now, source)
+        except PathRefused as exc:  # a link where today's log should be; /new goes on
+            log.warning("%s: session summary not saved: %s", key, exc)
+            return False
         return True

@@ -59,10 +59,13 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     if any(part.startswith(".") for part in pure.parts):
         raise PathRefused(f"{raw!r}: hidden files and folders (starting with '.') are off limits.")
     root = ctx.workspace
-    resolved = root.joinpath(*pure.parts).resolve()
+    try:
+        resolved = root.joinpath(*pure.parts).resolve()
+    except RuntimeError:  # a loop of links (Python < 3.13); its message names host paths
+        raise PathRefused(f"{raw!r} goes through a loop of symbolic links.") from None
     if resolved != root and not resolved.is_relative_to(root):
         raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
-    if not ctx.private and _is_long_term(root, resolved):
+    if not ctx.private and is_long_term(root, resolved):
         raise PathRefused(
             f"{raw!r} is only available in private chats with the owner (MEMORY.md and files "
             "sent in private chats)."
@@ -81,7 +84,7 @@ def _long_term_ids(root: Path) -> set[tuple[int, int]]:
     return ids
 
 
-def _is_long_term(root: Path, resolved: Path) -> bool:
+def is_long_term(root: Path, resolved: Path) -> bool:
     """By name, and by identity: another name for the same file (a file system that folds
     case or ignores some characters, a hard link) is MEMORY.md too."""
     if is_private_path(resolved.relative_to(root)):
@@ -131,6 +134,8 @@ def _read_text(path: Path, raw: str) -> str:
         raise ToolError(f"{raw!r} does not exist.")
     if path.is_dir():
         raise ToolError(f"{raw!r} is a folder; use list_files.")
+    if not path.is_file():  # a FIFO or a device would block the whole process on open
+        raise ToolError(f"{raw!r} is not a regular file.")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -218,6 +223,14 @@ def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
     text = _read_text(path, args["path"])
     count = text.count(old)
+    # A few characters replaced everywhere can make a huge file: the cap of write_file holds.
+    times = count if args.get("replace_all") else min(count, 1)
+    grown = len(text) + times * (len(new) - len(old))
+    if grown > MAX_WRITE_CHARS and grown > len(text):
+        raise ToolError(
+            f"The edit would make {_rel(ctx, path)} too long ({grown} characters; limit "
+            f"{MAX_WRITE_CHARS})."
+        )
     if count == 0:
         raise ToolError(
             f"old_text was not found in {_rel(ctx, path)}; read the file and copy it exactly."

@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agent.files import atomic_write, resolve_in_workspace
+from agent.files import MAX_WRITE_CHARS, atomic_write, is_long_term, resolve_in_workspace
 from agent.memory_index import LONG_TERM, MemoryIndex
 from agent.tools import Tool, TurnContext
 from gateway.config import MemoryConfig
@@ -21,6 +21,7 @@ from gateway.errors import PathRefused, ToolError
 from gateway.events import SessionKey
 
 MAX_ENTRY_CHARS = 8000
+MAX_QUERY_CHARS = 1000
 
 
 class Memory:
@@ -44,23 +45,43 @@ class Memory:
         ]
         for day, label in ((today, "today"), (today - timedelta(days=1), "yesterday")):
             rel = self.log_rel(day)
-            text = _read(self.workspace / rel)
+            text = self.read_visible(rel, key.private)
             if text.strip():
                 body = cap_log(text, self.cfg.daily_log_max_chars, rel)
                 parts.append(f"## {rel} ({label})\n\n{body}")
         if key.private:
-            text = _read(self.workspace / LONG_TERM)
+            text = self.read_visible(LONG_TERM, private=True)
             if text.strip():
                 body = cap_head(text, self.cfg.long_term_max_chars, LONG_TERM)
                 parts.append(f"## {LONG_TERM} (long-term memory; private chats only)\n\n{body}")
         return "\n\n".join(parts)
+
+    def _inside(self, rel: str) -> Path | None:
+        """``rel`` with links resolved, or None when a link leads it out of the workspace."""
+        try:
+            path = (self.workspace / rel).resolve()
+        except RuntimeError:  # a loop of links (Python < 3.13)
+            return None
+        return path if path.is_relative_to(self.workspace) else None
+
+    def read_visible(self, rel: str, private: bool) -> str:
+        """A memory file as the file tools would show it to this session: nothing through a
+        link out of the workspace, and in a shared session not MEMORY.md under another name."""
+        path = self._inside(rel)
+        if path is None or (not private and is_long_term(self.workspace, path)):
+            return ""
+        return _read(path)
 
     # -- writing ------------------------------------------------------------------------------
 
     def append(self, text: str, now: datetime, source: str = "") -> str:
         """Append a time-stamped entry to today's log; returns its workspace-relative path."""
         rel = self.log_rel(now.date())
-        path = self.workspace / rel
+        path = self._inside(rel)
+        # The log is opened by name and O_APPEND follows links: a link planted in its place
+        # must not carry entries out of the workspace, or into MEMORY.md.
+        if path is None or is_long_term(self.workspace, path):
+            raise PathRefused(f"{rel} is a link to a file that is not a daily log; not written.")
         path.parent.mkdir(parents=True, exist_ok=True)
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
@@ -91,11 +112,15 @@ class Memory:
             new = current.replace(old_text, text if action == "replace" else "")
         else:
             raise ToolError("action must be append, replace or remove.")
+        if len(new) > MAX_WRITE_CHARS and len(new) > len(current):
+            raise ToolError(f"MEMORY.md would be too long ({len(new)} characters).")
         atomic_write(path, new)
         return f"MEMORY.md updated ({action}); it now has {len(new)} characters."
 
 
 def _read(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO would block the process on open
+        return ""
     try:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
@@ -149,7 +174,9 @@ def cap_head(text: str, limit: int, rel: str) -> str:
 def _memory_path(ctx: TurnContext, raw: Any) -> Path:
     path = resolve_in_workspace(ctx, raw)
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-    if not (rel == PurePosixPath(LONG_TERM) or (rel.parts[0] == "memory" and rel.suffix == ".md")):
+    if not (
+        rel == PurePosixPath(LONG_TERM) or (rel.parts[:1] == ("memory",) and rel.suffix == ".md")
+    ):
         raise PathRefused("memory_get reads MEMORY.md and memory/*.md; use read_file for others.")
     return path
 
@@ -159,6 +186,9 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
         query = args["query"].strip()
         if not query:
             raise ToolError("query must not be empty.")
+        if len(query) > MAX_QUERY_CHARS:
+            # Every word costs a lookup, under the index lock every session shares.
+            raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
         limit = max(1, min(int(args.get("max_results", memory.cfg.search_max_results)), 50))
         hits = await asyncio.to_thread(
             memory.index.search, query, limit, include_long_term=ctx.private

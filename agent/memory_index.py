@@ -129,10 +129,13 @@ class MemoryIndex:
     def memory_files(self) -> dict[str, os.stat_result]:
         """Every memory file with its stat: MEMORY.md and memory/**/*.md, links not followed."""
         found: dict[str, os.stat_result] = {}
+        long_term: tuple[int, int] | None = None
         with contextlib.suppress(OSError):
             st = (self.workspace / LONG_TERM).stat(follow_symlinks=False)
             if stat.S_ISREG(st.st_mode):
                 found[LONG_TERM] = st
+            target = (self.workspace / LONG_TERM).stat()
+            long_term = (target.st_dev, target.st_ino)
         stack = [self.workspace / "memory"]
         while stack:
             folder = stack.pop()
@@ -144,8 +147,13 @@ class MemoryIndex:
                         stack.append(Path(entry.path))
                     elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         with contextlib.suppress(OSError):
+                            st = entry.stat(follow_symlinks=False)
+                            # A hard link to MEMORY.md is MEMORY.md, not a log shared
+                            # sessions may search.
+                            if (st.st_dev, st.st_ino) == long_term:
+                                continue
                             rel = Path(entry.path).relative_to(self.workspace).as_posix()
-                            found[rel] = entry.stat(follow_symlinks=False)
+                            found[rel] = st
         return found
 
     def sync(self) -> int:

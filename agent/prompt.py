@@ -56,6 +56,9 @@ def build_system_prompt(
     budget = total_chars
     for name in BOOTSTRAP_FILES:
         path = workspace / name
+        if path.exists() and not path.is_file():  # a FIFO would block the process on open
+            log.warning("%s: %s is not a regular file; left out", key, name)
+            continue
         try:
             text = path.read_text(encoding="utf-8").strip()
         except FileNotFoundError:

@@ -82,6 +82,15 @@ class ToolRegistry:
         return name in self._tools
 
     async def call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
+        result = await self._call(name, args, ctx)
+        # Errors too: a refusal quotes the model's arguments, and those can be huge.
+        text = result.text
+        if len(text) > self._max:
+            cut = len(text) - self._max
+            text = text[: self._max] + f"\n[... output cut: {cut} more characters not shown]"
+        return ToolResult(text, result.is_error)
+
+    async def _call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"Unknown tool {name!r}. Available: {', '.join(self._tools)}", True)
@@ -108,11 +117,7 @@ class ToolRegistry:
             # A bug or an OS error: the model gets a short description, the log the traceback.
             log.exception("tool %s failed in %s", name, ctx.key)
             return ToolResult(f"Tool {name} failed: {type(exc).__name__}: {exc}", True)
-        text = str(out)
-        if len(text) > self._max:
-            cut = len(text) - self._max
-            text = text[: self._max] + f"\n[... output cut: {cut} more characters not shown]"
-        return ToolResult(text)
+        return ToolResult(str(out))
 
 
 def _check_args(schema: dict[str, Any], args: Any) -> None:

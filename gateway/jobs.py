@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.tools import Tool, TurnContext
-from gateway.errors import ToolError
+from gateway.errors import PathRefused, ToolError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.scheduler import Job, Scheduler, Skip, next_fire
 
@@ -134,8 +134,7 @@ class DailySummary:
         log_rel = f"memory/{day.isoformat()}.md"
         log_text = ""
         if memory is not None:
-            path = memory.workspace / log_rel
-            log_text = path.read_text(encoding="utf-8") if path.exists() else ""
+            log_text = memory.read_visible(log_rel, target.private)
         convo = conversations(agent.store.dir, day, tz, include_private=target.private)
         if self.skip_inactive and not log_text.strip() and not convo:
             raise Skip("no activity today")
@@ -152,7 +151,10 @@ class DailySummary:
         if memory is not None:
             # Into the log of the day it summarises, even when sent after midnight.
             when = datetime.fromisoformat(slot).replace(tzinfo=tz)
-            memory.append(f"Daily summary sent to {target}:\n\n{text}", when, source=job.id)
+            try:
+                memory.append(f"Daily summary sent to {target}:\n\n{text}", when, source=job.id)
+            except PathRefused as exc:  # sent already: a failed run would be sent again
+                log.warning("job %s: summary not written to the log: %s", job.id, exc)
 
 
 # -- jobs made in chat: reminders and recurring tasks --------------------------------------------

@@ -195,3 +195,12 @@ async def test_files_sent_in_private_chats_are_invisible_to_shared_sessions(ws):
     write = await call(ws, "write_file", SHARED, path="inbox/private/x.md", content="planted")
     assert write.is_error
     assert (await call(ws, "read_file", PRIVATE, path="alias/bank.pdf")).text == "account 123"
+
+
+@pytest.mark.timeout(20)
+async def test_a_fifo_is_refused_rather_than_blocking_the_process(ws):
+    os.mkfifo(ws / "pipe.md")  # opening it for reading would wait for a writer forever
+    result = await call(ws, "read_file", path="pipe.md")
+    assert result.is_error and "not a regular file" in result.text
+    result = await call(ws, "edit_file", path="pipe.md", old_text="a", new_text="b")
+    assert result.is_error and "not a regular file" in result.text
