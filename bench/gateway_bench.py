@@ -6,6 +6,9 @@
 3. batching: 20 rapid messages to one session; model calls after the first, and order.
 4. through the SDK: the same 200 × 1 s through the real anthropic client to the fake API in a
    separate process, against a bare ``AsyncAnthropic`` client sending the same requests.
+5. prompt cache: a 20-turn private chat through the gateway, the agent and the real anthropic
+   client to the fake API, whose prompt-cache simulation reports cache reads and writes; the
+   share of input tokens read from the cache shows whether the prompt prefix stays byte-stable.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.llm import LLMResponse
+from agent.llm import LLMResponse, with_cache_breakpoints
 from agent.transcript import Usage
 from gateway.app import build_app
 from gateway.config import parse_config
 from gateway.events import SessionKey
 from gateway.home import init_home
 from tests.conftest import RecordingChannel
+from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text, request_kind
 
 
 class InProcessLLM:
@@ -145,39 +149,132 @@ async def fake_api_process(latency: float):
         await proc.wait()
 
 
-async def bench_sdk(tmp: Path, sessions: int = 200, latency: float = 1.0) -> tuple[float, float]:
+async def bench_sdk(
+    tmp: Path, sessions: int = 200, latency: float = 1.0, rounds: int = 1, same_body: bool = True
+) -> tuple[list[float], list[float]]:
+    """``sessions`` requests at once, each answered after ``latency`` s by the fake API in
+    another process: seconds until the last answer through a bare ``AsyncAnthropic`` client,
+    and until the last reply through Corvid (new sessions every round), per round.
+
+    With ``same_body`` the bare client sends what Corvid sends for the first message of a new
+    group session (system prompt, tools, cache breakpoints), so both pay the SDK's per-request
+    cost for the same bytes; otherwise a minimal request ("hi", no system, no tools).
+    """
     import anthropic
 
+    bare_times: list[float] = []
+    corvid_times: list[float] = []
     async with fake_api_process(latency) as url:
         bare = anthropic.AsyncAnthropic(api_key="bench-key", base_url=url, max_retries=0)
-        body = {
-            "model": "claude-sonnet-5-5",
-            "max_tokens": 100,
+        config = make_config(tmp / f"sdk{sessions}", url)
+        chan = RecordingChannel()
+        gw = build_app(config, [chan])
+        body: dict[str, Any] = {
+            "model": config.llm.model,
+            "max_tokens": config.llm.max_tokens,
             "messages": [{"role": "user", "content": "hi"}],
         }
+        if same_body:
+            key = SessionKey("test", "group", "bare")
+            user = {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "[Sat 2026-11-21 09:00 UTC · Ada (id 1)]\nhi"}
+                ],
+            }
+            system, messages, tools = with_cache_breakpoints(
+                gw.agent.system_prompt(key), [user], gw.agent.tools.schemas()
+            )
+            body.update(system=system, messages=messages, tools=tools)
 
         async def one():
             async with bare.messages.stream(**body) as s:
                 await s.get_final_message()
 
-        await one()  # warm the connection pool
-        t0 = time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(sessions)))
-        bare_time = time.perf_counter() - t0
-        await bare.close()
-
-        chan = RecordingChannel()
-        gw = build_app(make_config(tmp / "sdk", url), [chan])
         await gw.start()
+        await one()  # warm the connection pools
         await chan.push("warm up", key=SessionKey("test", "group", "warm"))
-        t0 = time.perf_counter()
-        await asyncio.gather(
-            *(chan.push("hi", key=SessionKey("test", "group", str(i))) for i in range(sessions))
-        )
-        corvid_time = time.perf_counter() - t0
+        for r in range(rounds):  # alternate, so drift on the machine hits both alike
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(sessions)))
+            bare_times.append(time.perf_counter() - t0)
+            keys = [SessionKey("test", "group", f"{r}-{i}") for i in range(sessions)]
+            t0 = time.perf_counter()
+            await asyncio.gather(*(chan.push("hi", key=key) for key in keys))
+            corvid_times.append(time.perf_counter() - t0)
         await gw.stop()
-        assert all(t.startswith("echo:") for t in chan.texts()), chan.texts()[:3]
-    return bare_time, corvid_time
+        await bare.close()
+        texts = chan.texts()
+        assert len(texts) == rounds * sessions + 1, len(texts)
+        assert all(t.startswith("echo:") for t in texts), texts[:3]
+    return bare_times, corvid_times
+
+
+CHAT = [
+    "Morning! Can you remind me what we decided about the garden fence?",
+    "Right. And how much did the quote from the second carpenter come to?",
+    "Let's go with the cheaper one then, but ask about the gate hinges first.",
+    "Also, my sister arrives on Friday; what time does her train get in?",
+    "Put a note in today's log that the fence is decided, please.",
+]
+
+
+class CacheUsage(FakeAnthropic):
+    """The fake API, keeping the usage numbers (with its cache simulation) of each chat call."""
+
+    def __init__(self) -> None:
+        # The API caches a prefix only from 1024 tokens on (Sonnet); the fake can do the same.
+        super().__init__(brain=self.answer, min_cache_tokens=1024)
+        self.usages: list[dict[str, int]] = []
+
+    @staticmethod
+    def answer(body: dict[str, Any]) -> Reply:
+        asked = last_user_text(body).split("\n", 1)[-1]
+        return Reply(f"About “{asked}”: " + "here is a considered answer of a few lines. " * 12)
+
+    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        usage = super()._usage(body)
+        if request_kind(body) == "chat":
+            self.usages.append(usage)
+        return usage
+
+
+async def bench_prompt_cache(tmp: Path, turns: int = 20) -> dict[str, float]:
+    """A private chat of ``turns`` turns through the gateway, the agent and the real SDK.
+
+    Returns the share of input tokens read from the cache, as the fake API reports them, over
+    all requests and over the requests after the first (which can only write the cache); and
+    the cache reads of each request after the first as a share of the whole prompt of the
+    request before it: 100 % when the prompt only ever grows at its end, byte-stable before.
+    """
+    api = CacheUsage()
+    await api.start()
+    chan = RecordingChannel()
+    gw = build_app(make_config(tmp / "cache", api.base_url), [chan])
+    await gw.start()
+    try:
+        for i in range(turns):
+            await chan.push(CHAT[i % len(CHAT)] + f" ({i + 1})")
+    finally:
+        await gw.stop()
+        await api.close()
+    usages = api.usages
+    assert len(usages) == turns, f"{len(usages)} model calls for {turns} turns"
+
+    def total(u: dict[str, int]) -> int:
+        return u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+
+    def read_share(us: list[dict[str, int]]) -> float:
+        return sum(u["cache_read_input_tokens"] for u in us) / sum(map(total, us))
+
+    kept = sum(u["cache_read_input_tokens"] for u in usages[1:]) / sum(map(total, usages[:-1]))
+    return {
+        "all": read_share(usages),
+        "after_first": read_share(usages[1:]),
+        "prefix_kept": kept,
+        "first_request_tokens": usages[0]["cache_creation_input_tokens"]
+        + usages[0]["input_tokens"],
+    }
 
 
 async def main() -> None:
@@ -197,7 +294,7 @@ async def main() -> None:
         rows.append(("20 rapid messages: model calls after the first", str(calls), "≤ 2"))
         rows.append(("20 rapid messages: answered in order", "yes" if ordered else "NO", "yes"))
         if not args.skip_sdk:
-            bare, corvid = await bench_sdk(tmp)
+            (bare,), (corvid,) = await bench_sdk(tmp)
             rows.append(("200 × 1 s via SDK + fake API: bare AsyncAnthropic", f"{bare:.3f} s", "—"))
             rows.append(
                 (
@@ -206,6 +303,15 @@ async def main() -> None:
                     f"≤ {1.1 * bare:.3f} s (1.1 × bare)",
                 )
             )
+        cache = await bench_prompt_cache(tmp)
+        rows.append(("prompt-cache reads / input tokens, 20 turns", f"{cache['all']:.1%}", "—"))
+        rows.append(
+            (
+                "prompt-cache reads / input tokens, turns 2–20",
+                f"{cache['after_first']:.1%}",
+                "≥ 99%",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     print(f"{'metric':<{width}}  {'measured':>12}  target")
     for name, value, target in rows:

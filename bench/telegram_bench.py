@@ -4,9 +4,11 @@
 calls going to the fake Messages API (answering at once), both served from this process:
 
 1. start-up: process start → first ``getUpdates`` (median of several starts);
-2. idle RSS once polling, after a few seconds of quiet;
+2. idle RSS once polling and settled (the SDK import that follows start-up done);
 3. message → reply: a message is queued on the fake Bot API, the time until Corvid's
-   ``sendMessage`` arrives, p50/p95 over sequential messages, and Corvid's CPU per message.
+   ``sendMessage`` arrives, p50/p95 over sequential messages, and Corvid's CPU per message;
+4. idle RSS with Discord enabled beside Telegram (``bench_idle_both``), its gateway and REST
+   API faked too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,20 +40,35 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram) -> None:
+def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram, discord: Any = None) -> None:
+    """A home for ``corvid run`` against the fakes: Telegram, and Discord if ``discord`` (a
+    FakeDiscord) is given. Tokens come from the environment (see ``spawn``)."""
     tg.write_corvid_config(home, api.base_url, poll_timeout=10)
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["logging"]["level"] = "WARNING"
+    if discord is not None:
+        from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID
+
+        config["channels"]["discord"].update(
+            enabled=True,
+            allow_from=[OWNER_ID],
+            groups=[CHANNEL_ID],
+            api_base_url=f"{discord.base_url}/api/v10",
+            gateway_url=discord.gateway_url,
+        )
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-async def spawn(home: Path, tg: FakeTelegram) -> asyncio.subprocess.Process:
+async def spawn(home: Path, tg: FakeTelegram, discord: Any = None) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
         "CORVID_HOME": str(home),
         "ANTHROPIC_API_KEY": "sk-bench",
         "TELEGRAM_BOT_TOKEN": tg.token,
     }
+    env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    if discord is not None:
+        env["DISCORD_BOT_TOKEN"] = discord.token
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -72,6 +90,13 @@ async def stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+async def close_telegram(tg: FakeTelegram) -> None:
+    """Close the fake once Corvid is gone. A long poll Corvid left behind would hold the
+    server's shutdown for up to ``poll_timeout``; an update nobody will read releases it."""
+    tg.text("(bench: release the last long poll)")
+    await tg.close()
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -82,6 +107,23 @@ def rss_mib(pid: int) -> float:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+async def settled_rss(pid: int, at_least: float, steady: float = 2.0, limit: float = 30.0) -> float:
+    """RSS in MiB once the process is idle: after ``at_least`` seconds, and unchanged (within
+    0.5 MiB) for ``steady`` seconds; start-up work such as the SDK import must be over."""
+    t0 = time.monotonic()
+    samples: list[tuple[float, float]] = []
+    while True:
+        now = time.monotonic()
+        samples.append((now, rss_mib(pid)))
+        recent = [r for t, r in samples if t >= now - steady]
+        covered = samples[0][0] <= now - steady
+        if now - t0 >= at_least and covered and max(recent) - min(recent) <= 0.5:
+            return samples[-1][1]
+        if now - t0 > limit:
+            raise RuntimeError(f"RSS of {pid} still changing after {limit} s: {recent}")
+        await asyncio.sleep(0.1)
 
 
 async def bench_startup(tmp: Path, runs: int) -> list[float]:
@@ -99,12 +141,12 @@ async def bench_startup(tmp: Path, runs: int) -> list[float]:
             times.append(tg.calls_to("getUpdates")[0].at - t0)
         finally:
             await stop(proc)
-            await tg.close()
+            await close_telegram(tg)
             await api.close()
     return times
 
 
-async def bench_messages(tmp: Path, n: int, idle: float) -> dict[str, float]:
+async def bench_messages(tmp: Path, n: int, idle: float, steady: float = 2.0) -> dict[str, float]:
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
     await tg.start()
@@ -113,8 +155,7 @@ async def bench_messages(tmp: Path, n: int, idle: float) -> dict[str, float]:
     proc = await spawn(home, tg)
     try:
         await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
-        await asyncio.sleep(idle)  # let start-up work (the SDK import) finish: "idle"
-        idle_rss = rss_mib(proc.pid)
+        idle_rss = await settled_rss(proc.pid, idle, steady)
         # Warm-up: the first message pays for the SDK client and the first connections.
         tg.text("warm up")
         await tg.wait_sent(1, timeout=60)
@@ -129,7 +170,7 @@ async def bench_messages(tmp: Path, n: int, idle: float) -> dict[str, float]:
         busy_rss = rss_mib(proc.pid)
     finally:
         await stop(proc)
-        await tg.close()
+        await close_telegram(tg)
         await api.close()
     return {
         "idle_rss": idle_rss,
@@ -138,6 +179,39 @@ async def bench_messages(tmp: Path, n: int, idle: float) -> dict[str, float]:
         "p95": pct(latencies, 95) * 1000,
         "cpu_ms": cpu / n * 1000,
     }
+
+
+async def bench_idle_both(tmp: Path, idle: float, steady: float = 2.0) -> float:
+    """Idle RSS (MiB) of ``corvid run`` with Telegram and Discord both enabled and connected.
+
+    Measured once both channels are up (first ``getUpdates``; Discord READY and the slash
+    commands synced) and the process has settled; then one message on each platform checks
+    that both were really being served."""
+    from tests.fakes.discord_api import FakeDiscord
+
+    api, tg, dc = FakeAnthropic(), FakeTelegram(), FakeDiscord()
+    await api.start()
+    await tg.start()
+    await dc.start()
+    home = tmp / "both"
+    configure(home, api, tg, dc)
+    proc = await spawn(home, tg, dc)
+    try:
+        await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
+        await dc.wait_for(lambda: bool(dc.calls_to("PUT", "/applications/")), timeout=60)
+        rss = await settled_rss(proc.pid, idle, steady)
+        tg.text("hello on telegram")
+        dc.message("hello on discord", guild=False)
+        sent_tg = await tg.wait_sent(1, timeout=60)
+        sent_dc = await dc.wait_sent(1, timeout=60)
+        assert sent_tg[0]["shown"] == "echo: hello on telegram", sent_tg
+        assert sent_dc[0]["content"] == "echo: hello on discord", sent_dc
+    finally:
+        await stop(proc)
+        await close_telegram(tg)
+        await dc.close()
+        await api.close()
+    return rss
 
 
 async def main() -> None:
@@ -150,6 +224,7 @@ async def main() -> None:
         tmp = Path(d)
         starts = await bench_startup(tmp, args.starts)
         msgs = await bench_messages(tmp, args.messages, args.idle)
+        both = await bench_idle_both(tmp, args.idle)
     print(f"Telegram benchmarks — {platform.python_version()}, {os.cpu_count()} CPUs")
     print("| metric | measured | target |")
     print("|---|---|---|")
@@ -158,6 +233,7 @@ async def main() -> None:
         f"{statistics.median(starts):.2f} s ({min(starts):.2f}–{max(starts):.2f}) | ≤ 0.6 s |"
     )
     print(f"| idle RSS, Telegram only | {msgs['idle_rss']:.0f} MiB | ≤ 100 MiB |")
+    print(f"| idle RSS, Telegram + Discord | {both:.0f} MiB | — |")
     print(
         f"| message → reply, model answering at once, p50 / p95 ({args.messages} messages) | "
         f"{msgs['p50']:.1f} / {msgs['p95']:.1f} ms | p50 ≤ 30 ms |"

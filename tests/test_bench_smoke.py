@@ -1,0 +1,63 @@
+"""``bench/run.py --quick`` runs end to end and prints every row of its table with a number.
+
+A smoke check of the benchmark harness only: the values themselves are not asserted, since
+timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One table row for each of these, found by words that do not depend on the sizes run.
+ROWS = (
+    "start → first getUpdates",
+    "idle RSS, Telegram only",
+    "idle RSS, Telegram + Discord",
+    "Telegram message → reply, instant model, p50",
+    "Telegram message → reply, instant model, p95",
+    "CPU per Telegram message",
+    "gateway overhead, message → reply in-process, p50",
+    "gateway overhead, p99",
+    "gateway CPU per message",
+    "rapid messages in one chat",
+    "bare AsyncAnthropic, last answer",
+    "Corvid, last reply",
+    "Corvid ÷ bare client",
+    "-turn chat, all requests",
+    "prompt-cache reads ÷ input tokens, turns 2–",
+    "prompt-cache reads ÷ previous request's whole prompt",
+    "chunks, topic queries",
+    "memory_search p95, every query word in most chunks",
+    "system prompt of a private chat",
+)
+NUMBER = re.compile(r"\d[\d,]*(\.\d+)?( |$)")
+
+
+def test_quick_bench_prints_every_row_with_a_number():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = done.stdout
+    for field in ("CPU:", "RAM:", "Python:", "OS:"):
+        assert re.search(rf"^{field} \S", out, re.M), f"no {field} line in:\n{out}"
+    lines = [line for line in out.splitlines() if line.startswith("| ")]
+    assert lines[0] == "| metric | Corvid | target | result |", lines[:1]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
+    assert all(len(cells) == 4 for cells in rows), rows
+    assert len(rows) == len(ROWS), [cells[0] for cells in rows]
+    for words in ROWS:
+        found = [cells for cells in rows if words in cells[0]]
+        assert len(found) == 1, f"{words!r}: {len(found)} rows in\n{out}"
+        metric, value, _target, result = found[0]
+        assert NUMBER.match(value), f"{metric}: {value!r} is not a number"
+        assert result in ("pass", "miss", "—"), f"{metric}: result {result!r}"
