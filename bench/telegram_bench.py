@@ -47,15 +47,9 @@ def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram, discord: Any = N
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["logging"]["level"] = "WARNING"
     if discord is not None:
-        from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID
-
-        config["channels"]["discord"].update(
-            enabled=True,
-            allow_from=[OWNER_ID],
-            groups=[CHANNEL_ID],
-            api_base_url=f"{discord.base_url}/api/v10",
-            gateway_url=discord.gateway_url,
-        )
+        section = discord.channel_config()
+        del section["token"]  # from the environment
+        config["channels"]["discord"].update(section)
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 

@@ -434,12 +434,7 @@ def check_jobs(ctx: Context) -> Check:
     try:
         ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
     except sqlite3.Error as exc:
-        return Check(
-            WARN,
-            name,
-            f"{len(jobs)} scheduled, but state/scheduler.sqlite cannot be read ({exc})",
-            "corvid jobs shows the same ledger",
-        )
+        return _unreadable_ledger(name, len(jobs), exc)
     try:
         scheduler = Scheduler(ledger, SystemClock(), run=None)  # type: ignore[arg-type]
         for job in jobs:
@@ -464,12 +459,7 @@ def check_jobs(ctx: Context) -> Check:
             if channel not in enabled:
                 problems.append(f"{job.id} goes to {channel}, which is not enabled")
     except sqlite3.Error as exc:
-        return Check(
-            WARN,
-            name,
-            f"{len(jobs)} scheduled, but state/scheduler.sqlite cannot be read ({exc})",
-            "corvid jobs shows the same ledger",
-        )
+        return _unreadable_ledger(name, len(jobs), exc)
     finally:
         ledger.close()
     if len(details) > MAX_JOBS_SHOWN:
@@ -484,3 +474,12 @@ def check_jobs(ctx: Context) -> Check:
             tuple(details),
         )
     return Check(OK, name, f"{len(jobs)} scheduled", details=tuple(details))
+
+
+def _unreadable_ledger(name: str, jobs: int, exc: Exception) -> Check:
+    return Check(
+        WARN,
+        name,
+        f"{jobs} scheduled, but state/scheduler.sqlite cannot be read ({exc})",
+        "corvid jobs shows the same ledger",
+    )

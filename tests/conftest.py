@@ -182,20 +182,11 @@ async def fake_discord():
 @pytest.fixture
 async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
     """Start a gateway whose Discord channel (real discord.py) talks to the fake Discord."""
-    from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID
 
     running: list[Gateway] = []
 
     async def start(**discord: Any) -> Gateway:
-        section = {
-            "enabled": True,
-            "token": fake_discord.token,
-            "allow_from": [str(OWNER_ID)],
-            "groups": [str(CHANNEL_ID)],
-            "api_base_url": f"{fake_discord.base_url}/api/v10",
-            "gateway_url": fake_discord.gateway_url,
-            **discord,
-        }
+        section = fake_discord.channel_config(**discord)
         gateway = await _serve_channel(
             home, fake_api, "discord", section, guild_ready_timeout=0.1, ready_timeout=10
         )

@@ -168,6 +168,18 @@ class FakeDiscord(Observed):
 
     # -- server ---------------------------------------------------------------------------------
 
+    def channel_config(self, **extra: Any) -> dict[str, Any]:
+        """The ``channels.discord`` config section that points Corvid at this fake."""
+        return {
+            "enabled": True,
+            "token": self.token,
+            "allow_from": [str(OWNER_ID)],
+            "groups": [str(CHANNEL_ID)],
+            "api_base_url": f"{self.base_url}/api/v10",
+            "gateway_url": self.gateway_url,
+            **extra,
+        }
+
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
         app.router.add_get("/gateway", self._gateway)

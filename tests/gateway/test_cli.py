@@ -154,7 +154,7 @@ async def test_run_with_a_rejected_token_exits_with_the_cause(tmp_path: Path):
 
 
 async def test_run_serves_discord(tmp_path: Path):
-    from tests.fakes.discord_api import CHANNEL_ID, OWNER_ID, FakeDiscord
+    from tests.fakes.discord_api import FakeDiscord
 
     api, dc = FakeAnthropic(), FakeDiscord()
     await api.start()
@@ -163,13 +163,9 @@ async def test_run_serves_discord(tmp_path: Path):
     main(["init", "--home", str(home)], environ={})
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["llm"]["base_url"] = api.base_url
-    config["channels"]["discord"].update(
-        enabled=True,
-        allow_from=[OWNER_ID],
-        groups=[CHANNEL_ID],
-        api_base_url=f"{dc.base_url}/api/v10",
-        gateway_url=dc.gateway_url,
-    )
+    section = dc.channel_config()
+    del section["token"]  # from the environment
+    config["channels"]["discord"].update(section)
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     try:
         async with corvid_process(home, {"DISCORD_BOT_TOKEN": dc.token}) as running:
