@@ -31,7 +31,7 @@ from gateway.errors import ConfigError, LLMError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.jobs import DailySummary, JobStore, reminder_tools, run_heartbeat, run_reminder
 from gateway.journal import FAILED, SENDING, SENT, UNCERTAIN, Journal, Outgoing
-from gateway.logs import turn_scope
+from gateway.logs import Masker, turn_scope
 from gateway.router import Router, RouterClosed
 from gateway.scheduler import Clock as SchedulerClock
 from gateway.scheduler import Job, Ledger, Scheduler, SystemClock
@@ -83,7 +83,7 @@ class Gateway:
         self._started: list[Channel] = []
         # Turns wait for this, so work recovered from the journal runs once channels are up.
         self._ready = asyncio.Event()
-        self._secrets = config.secrets()
+        self._mask = Masker(config.secrets())
         self.pid = os.getpid()
         self.started_at = time.monotonic()
 
@@ -262,7 +262,7 @@ class Gateway:
             assert self.journal is not None
             if not self.journal.first_time(msg):
                 log.info("%s: message %s came again; ignored", msg.key, msg.message_id)
-                return self._spawn(asyncio.sleep(0))
+                return _answered()
         cmd = commands.parse_command(msg.text)
         channel = self.channels.get(msg.key.channel)
         own_name = channel.bot_username if channel is not None else ""
@@ -272,9 +272,7 @@ class Gateway:
             and own_name
             and cmd.target.casefold() != own_name.casefold()
         ):
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            done.set_result(None)  # addressed to another bot in the same group
-            return done
+            return _answered()  # addressed to another bot in the same group
         if cmd is not None and cmd.name in commands.IMMEDIATE:
             return self._spawn(self._run_immediate(msg, cmd))
         if cmd is not None and cmd.name not in commands.ORDERED:
@@ -519,17 +517,12 @@ class Gateway:
         except asyncio.CancelledError:
             raise  # stays "sending": after a restart it counts as possibly delivered
         except Exception as exc:
-            error = self._redact(f"{type(exc).__name__}: {exc}")[:500]
+            error = self._mask(f"{type(exc).__name__}: {exc}")[:500]
             if oid is not None and self.journal is not None:
                 self.journal.settle(oid, FAILED, error)
             raise DeliveryError(error) from exc
         if oid is not None and self.journal is not None:
             self.journal.settle(oid, SENT)
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
 
     def channel_states(self) -> list[dict[str, str]]:
         states = []
@@ -547,6 +540,13 @@ class Gateway:
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
         """Recent messages that failed or may not have arrived, newest first."""
         return self.journal.undelivered(limit) if self.journal is not None else []
+
+
+def _answered() -> asyncio.Future[None]:
+    """A future already resolved: the message needs nothing more."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
 
 
 def build_channels(config: Config, clock: Clock = utc_now) -> list[Channel]:

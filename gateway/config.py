@@ -24,7 +24,8 @@ import yaml
 from gateway.errors import ConfigError
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# ``${VAR}`` in a config value: replaced by the environment variable.
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class Secret:
@@ -366,11 +367,11 @@ def _substitute(node: Any, key: str, environ: Mapping[str, str], missing: dict[s
     if isinstance(node, list):
         return [_substitute(v, f"{key}[{i}]", environ, missing) for i, v in enumerate(node)]
     if isinstance(node, str) and "${" in node:
-        unset = [m.group(1) for m in _ENV_REF.finditer(node) if not environ.get(m.group(1))]
+        unset = [m.group(1) for m in ENV_REF.finditer(node) if not environ.get(m.group(1))]
         if unset:
             missing[key] = unset[0]
             return _Missing(unset[0])
-        return _ENV_REF.sub(lambda m: environ[m.group(1)], node)
+        return ENV_REF.sub(lambda m: environ[m.group(1)], node)
     return node
 
 

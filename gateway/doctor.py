@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import stat
 import sys
 import typing
@@ -28,8 +27,9 @@ from typing import Any, TextIO
 
 import yaml
 
-from gateway.config import Config, Secret, load_config
+from gateway.config import ENV_REF, Config, Secret, load_config
 from gateway.errors import ConfigError
+from gateway.logs import Masker
 from gateway.probes import (
     FAIL,
     OK,
@@ -172,10 +172,7 @@ def render(checks: Sequence[Check], secrets: Sequence[str] = ()) -> str:
         lines.append(f"No problems; {warns} warning(s).")
     else:
         lines.append("All checks passed.")
-    text = "\n".join(lines)
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+    return Masker(secrets, min_len=4)("\n".join(lines))
 
 
 def secret_values(home: Path, environ: Mapping[str, str]) -> list[str]:
@@ -186,10 +183,7 @@ def secret_values(home: Path, environ: Mapping[str, str]) -> list[str]:
         value = lookup(raw, key)
         if value is None or isinstance(value, dict | list):
             continue
-        text = str(value)
-        values.append(
-            re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: environ.get(m[1], ""), text)
-        )
+        values.append(ENV_REF.sub(lambda m: environ.get(m[1], ""), str(value)))
     return [v for v in values if v]
 
 

@@ -20,10 +20,11 @@ may lose the last commits.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -195,19 +196,15 @@ class Journal:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self.db)
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
         self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
 
 _SELECT = "SELECT id, key, text, reply_to, status, attempts, error, origin, updated FROM outbox"

@@ -59,18 +59,27 @@ class _Context(logging.Filter):
         return True
 
 
+class Masker:
+    """Replaces secret values with *** in text: log lines, stored errors, doctor's report.
+    Longest first, so a secret containing another is masked whole; values shorter than
+    ``min_len`` are left alone, as they would mask ordinary words."""
+
+    def __init__(self, secrets: Iterable[str], min_len: int = 6) -> None:
+        self._secrets = sorted({s for s in secrets if len(s) >= min_len}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
 class RedactingFormatter(logging.Formatter):
     """Replaces any configured secret value with *** in the final text, tracebacks included."""
 
     def __init__(self, fmt: str | None, secrets: Iterable[str]) -> None:
         super().__init__(fmt)
-        self._secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
-
-    def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
+        self.redact = Masker(secrets)
 
     def format(self, record: logging.LogRecord) -> str:
         if not hasattr(record, "turn_suffix"):

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config import Config
+from gateway.config import ENV_REF, Config
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
-_ENV_ONLY = re.compile(r"^\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class Context:
 
 def env_ref(value: Any) -> str | None:
     """The variable name if ``value`` is exactly ``${VAR}``."""
-    m = _ENV_ONLY.match(value) if isinstance(value, str) else None
+    m = ENV_REF.fullmatch(value.strip()) if isinstance(value, str) else None
     return m[1] if m else None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from gateway import logs
 from gateway.cli import main
 from gateway.events import OutboundMessage
 from gateway.journal import FAILED, Journal
@@ -13,7 +14,18 @@ from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Reply
 
 
-async def test_status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
+async def test_status_of_a_running_gateway(home, fake_api, start_gateway, capsys, monkeypatch):
+    # What corvid run's logging set-up installs: the last problems, masked.
+    recent = logs.RecentProblems(logs.RedactingFormatter(logs.FORMAT, ["sk-test-0123456789"]))
+    monkeypatch.setattr(logs, "RECENT", recent)
+    logging.getLogger().addHandler(recent)
+    try:
+        await _status_of_a_running_gateway(home, fake_api, start_gateway, capsys)
+    finally:
+        logging.getLogger().removeHandler(recent)
+
+
+async def _status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
     release = asyncio.Event()
 
     async def brain(body):
@@ -29,7 +41,7 @@ async def test_status_of_a_running_gateway(home, fake_api, start_gateway, capsys
     busy = chan.push("a slow one")
     await fake_api.wait_for_requests(3)
     chan.push("and another")  # waits behind the slow one
-    logging.getLogger("corvid.test").warning("a warning for the status page")
+    logging.getLogger("corvid.test").warning("a warning with key %s", "sk-test-0123456789")
     capsys.readouterr()
     try:
         rc = await asyncio.to_thread(main, ["status", "--home", str(home)], {})
@@ -47,6 +59,7 @@ async def test_status_of_a_running_gateway(home, fake_api, start_gateway, capsys
     assert "2 turns" in group_line and "context" in group_line
     assert "Undelivered messages: 1" in out
     assert "ConnectionError: send failed (injected)" in out and "'fine'" in out
+    assert "WARNING a warning with key ***" in out and "sk-test-0123456789" not in out
 
 
 def test_status_without_a_running_gateway_reads_the_files(home, capsys):
