@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agent.llm import LLM
+from agent.memory import Memory
+from agent.sessions import Sessions
+from agent.settings import CompactionSettings
 from agent.tools import TurnContext
 from agent.transcript import SessionState, estimate_tokens
-from gateway.config import CompactionConfig
 from gateway.errors import LLMError, PathRefused
 from gateway.events import SessionKey
-
-if TYPE_CHECKING:
-    from agent.loop import Agent
 
 log = logging.getLogger(__name__)
 
@@ -114,43 +115,65 @@ def render(messages: list[dict[str, Any]], limit: int) -> str:
     return text
 
 
+# Runs a silent turn in a session (the memory flush): the model may call tools; the returned
+# reply text reaches no chat.
+SilentTurn = Callable[[SessionState, TurnContext, str], Awaitable[str]]
+
+
 class Maintenance:
-    def __init__(self, agent: Agent, cfg: CompactionConfig) -> None:
-        self.agent = agent
-        self.cfg = cfg
+    """Flush, compaction and session-end summaries for the sessions in ``sessions``.
+
+    Given only what it needs: the model port, the sessions, a way to make a fresh prompt
+    snapshot and a turn context, and a way to run a silent turn; never the agent itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        sessions: Sessions,
+        prompt: Callable[[SessionKey], str],
+        context: Callable[[SessionKey], TurnContext],
+        silent_turn: SilentTurn,
+        memory: Memory | None,
+        settings: CompactionSettings,
+    ) -> None:
+        self.llm = llm
+        self.sessions = sessions
+        self.prompt = prompt
+        self.context = context
+        self.silent_turn = silent_turn
+        self.memory = memory
+        self.cfg = settings
 
     def thresholds(self) -> tuple[int, int]:
-        hard = self.agent.llm.context_window - self.cfg.reserve_tokens
+        hard = self.llm.context_window - self.cfg.reserve_tokens
         return hard - self.cfg.soft_threshold_tokens, hard
 
     async def after_turn(self, key: SessionKey) -> None:
-        state = self.agent.peek(key)
+        state = self.sessions.peek(key)
         if state is None:
             return
         soft, hard = self.thresholds()
         if state.context_tokens >= soft and not state.flushed:
-            await self.flush(state, self.agent.context(key))
+            await self.flush(state, self.context(key))
         if state.context_tokens >= hard:
-            await self.compact(state, self.agent.context(key), flush_first=False)
+            await self.compact(state, self.context(key), flush_first=False)
 
     async def flush(self, state: SessionState, ctx: TurnContext) -> None:
         """The silent turn. Marked first, so that a failing flush is not retried every turn."""
-        store = self.agent.store
+        store = self.sessions.store
         store.mark_flushed(state)
         prompt = {"role": "user", "content": [{"type": "text", "text": FLUSH_PROMPT}]}
         store.append_message(state, prompt)
         log.info("%s: memory flush at %d context tokens", state.key, state.context_tokens)
         try:
-            outcome = await self.agent.loop(state, ctx, system_note=FLUSH_NOTE)
+            text = await self.silent_turn(state, ctx, FLUSH_NOTE)
         except LLMError as exc:
             log.warning("%s: memory flush failed: %s", state.key, exc)
             return
-        if outcome.text.strip() != NO_REPLY:
-            log.info(
-                "%s: flush turn answered %d characters (not delivered)",
-                state.key,
-                len(outcome.text),
-            )
+        if text.strip() != NO_REPLY:
+            log.info("%s: flush turn answered %d characters (not delivered)", state.key, len(text))
 
     async def compact(
         self, state: SessionState, ctx: TurnContext, flush_first: bool
@@ -165,8 +188,9 @@ class Maintenance:
         before = state.context_tokens
         summary = await self.summarise(state.messages[:split], COMPACTION_PROMPT)
         kept = len(state.messages) - split
-        self.agent.store.compact(state, summary, kept, self.agent.system_prompt(state.key))
-        await self.agent.store.sync(state.key)
+        store = self.sessions.store
+        store.compact(state, summary, kept, self.prompt(state.key))
+        await store.sync(state.key)
         result = Compacted(split, kept, before, state.context_tokens)
         log.info(
             "%s: compacted %d messages, kept %d; ~%d → ~%d tokens",
@@ -179,7 +203,7 @@ class Maintenance:
         return result
 
     async def summarise(self, messages: list[dict[str, Any]], instruction: str) -> str:
-        limit = max(4000, (self.agent.llm.context_window - self.cfg.reserve_tokens) * 2)
+        limit = max(4000, (self.llm.context_window - self.cfg.reserve_tokens) * 2)
         text = render(messages, limit)
         request = [
             {
@@ -192,19 +216,19 @@ class Maintenance:
                 ],
             }
         ]
-        resp = await self.agent.llm.complete(SUMMARY_SYSTEM, request, [])
+        resp = await self.llm.complete(SUMMARY_SYSTEM, request, [])
         return "\n\n".join(b["text"] for b in resp.content if b.get("type") == "text").strip()
 
     async def end_session(self, key: SessionKey) -> bool:
         """Before /new: a short summary of the ending session goes to today's log."""
-        state = self.agent.peek(key)
-        memory = self.agent.memory
+        state = self.sessions.peek(key)
+        memory = self.memory
         if state is None or memory is None or not any(starts_exchange(m) for m in state.messages):
             return False
         summary = await self.summarise(state.messages, SESSION_END_PROMPT)
         if not summary or summary == NO_REPLY:
             return False
-        ctx = self.agent.context(key)
+        ctx = self.context(key)
         source = "session summary" if key.private else f"session summary · {key}"
         try:
             memory.append(summary, ctx.now, source)

@@ -11,11 +11,13 @@ import asyncio
 import importlib
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
+from agent.settings import LLMSettings
 from agent.transcript import Usage
-from gateway.config import LLMConfig
-from gateway.errors import LLMError
+from gateway.errors import LLMError, LLMErrorKind
+from gateway.ports import Check, Status
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +158,7 @@ def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
 
 
 class AnthropicLLM:
-    def __init__(self, cfg: LLMConfig) -> None:
+    def __init__(self, cfg: LLMSettings) -> None:
         self.cfg = cfg
         self.model = cfg.model
         self.context_window = cfg.context_window
@@ -186,6 +188,44 @@ class AnthropicLLM:
             await self._client.close()
             self._client = None
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def probe(self, limit: float, key_source: str) -> Check:
+        """A free, authenticated call (``corvid doctor``): counting the tokens of one word for
+        the configured model proves the key, the base URL and the model id at once.
+        ``key_source`` says where the key comes from, for the fix."""
+        import anthropic
+
+        name, cfg = "anthropic", self.cfg
+        client = anthropic.AsyncAnthropic(
+            api_key=cfg.api_key.value if cfg.api_key else None,
+            base_url=cfg.base_url or None,
+            timeout=limit,
+            max_retries=0,
+        )
+        where = str(client.base_url).rstrip("/")
+        try:
+            async with asyncio.timeout(limit):
+                await client.messages.count_tokens(
+                    model=self.model, messages=[{"role": "user", "content": "ping"}]
+                )
+        except anthropic.APIError as exc:
+            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+        except TimeoutError:
+            return Check.no_answer(name, where, limit)
+        finally:
+            await client.close()
+        return Check(Status.OK, name, f"API key accepted by {where}; model {self.model}")
+
     async def complete(
         self,
         system: str,
@@ -211,11 +251,11 @@ class AnthropicLLM:
         except self._sdk.APIError as exc:
             raise _map_error(self._sdk, exc) from None
         except (OSError, EOFError) as exc:
-            raise LLMError("connection", type(exc).__name__) from None
+            raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
         except Exception as exc:
             # httpx transport errors (a stream cut mid-reply) are not APIError subclasses.
             if type(exc).__module__.startswith(("httpx", "httpcore")):
-                raise LLMError("connection", type(exc).__name__) from None
+                raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
             raise
         u = msg.usage
         usage = Usage(
@@ -225,6 +265,52 @@ class AnthropicLLM:
             output=u.output_tokens or 0,
         )
         return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+
+
+def _probe_failure(
+    sdk: Any, exc: Exception, where: str, model: str, key_source: str, timeout: float
+) -> Check:
+    """What a failed probe call says, and how to fix it."""
+    name = "anthropic"
+    if isinstance(exc, sdk.AuthenticationError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"API key rejected by {where} (401)",
+            f"check {key_source}; keys are made at https://console.anthropic.com/settings/keys",
+        )
+    if isinstance(exc, sdk.PermissionDeniedError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"API key not allowed to use {where} (403)",
+            f"check the key's workspace and permissions, or {key_source}",
+        )
+    if isinstance(exc, sdk.NotFoundError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"{where} does not know the model {model!r} (404)",
+            "check llm.model (and llm.base_url, if it is not Anthropic's API)",
+        )
+    if isinstance(exc, sdk.RateLimitError | sdk.InternalServerError):
+        return Check(
+            Status.WARN,
+            name,
+            f"{where} is busy right now (HTTP {exc.status_code}); the key could not be checked",
+            "run corvid doctor again in a minute",
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return Check.no_answer(name, where, timeout)
+    if isinstance(exc, sdk.APIConnectionError):
+        return Check.unreachable(name, where, exc, "llm.base_url (or ANTHROPIC_BASE_URL)")
+    status = getattr(exc, "status_code", "?")
+    return Check(
+        Status.FAIL,
+        name,
+        f"{where} answered HTTP {status} to an authenticated request",
+        "check llm.base_url and llm.api_key",
+    )
 
 
 def _map_error(sdk: Any, exc: Exception) -> LLMError:
@@ -238,22 +324,22 @@ def _map_error(sdk: Any, exc: Exception) -> LLMError:
         message = str(err.get("message", ""))
     detail = f"{type(exc).__name__} status={status} type={err_type}"
     if isinstance(exc, sdk.APITimeoutError):
-        return LLMError("timeout", detail)
+        return LLMError(LLMErrorKind.TIMEOUT, detail)
     if isinstance(exc, sdk.APIConnectionError):
-        return LLMError("connection", detail)
+        return LLMError(LLMErrorKind.CONNECTION, detail)
     if status == 429 or err_type == "rate_limit_error":
-        return LLMError("rate_limited", detail, status)
+        return LLMError(LLMErrorKind.RATE_LIMITED, detail, status)
     if status == 529 or err_type == "overloaded_error":
-        return LLMError("overloaded", detail, status)
+        return LLMError(LLMErrorKind.OVERLOADED, detail, status)
     if status in (401, 403) or err_type in ("authentication_error", "permission_error"):
-        return LLMError("auth", detail, status)
+        return LLMError(LLMErrorKind.AUTH, detail, status)
     if status == 413 or err_type == "request_too_large":
-        return LLMError("too_large", detail, status)
+        return LLMError(LLMErrorKind.TOO_LARGE, detail, status)
     if status == 400 or err_type == "invalid_request_error":
         lowered = message.lower()
         if "prompt is too long" in lowered or ("context" in lowered and "exceed" in lowered):
-            return LLMError("context_overflow", detail, status)
-        return LLMError("bad_request", detail, status)
+            return LLMError(LLMErrorKind.CONTEXT_OVERFLOW, detail, status)
+        return LLMError(LLMErrorKind.BAD_REQUEST, detail, status)
     if (status and status >= 500) or err_type == "api_error":
-        return LLMError("server", detail, status)
-    return LLMError("other", detail, status)
+        return LLMError(LLMErrorKind.SERVER, detail, status)
+    return LLMError(LLMErrorKind.OTHER, detail, status)

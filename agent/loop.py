@@ -10,32 +10,32 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from zoneinfo import ZoneInfo
 
-from agent.llm import LLM
+from agent.compaction import Maintenance
+from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
-from agent.prompt import build_system_prompt
+from agent.prompt import SystemPrompts
+from agent.sessions import Sessions
+from agent.settings import AgentSettings, CompactionSettings
 from agent.tools import ToolRegistry, TurnContext
-from agent.transcript import SessionState, SessionStore, Usage
-from gateway.config import Config
+from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
 from gateway.errors import LLMError
 from gateway.events import InboundMessage, SessionKey
-
-if TYPE_CHECKING:
-    from agent.compaction import Maintenance
+from gateway.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+class TurnStatus(StrEnum):
+    OK = "ok"
+    RESUMED = "resumed"  # the reply was written before a restart; sent without a model call
+    ITERATION_CAP = "iteration_cap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,88 +43,71 @@ class TurnOutcome:
     text: str
     usage: Usage
     calls: int
-    status: str = "ok"
+    status: TurnStatus = TurnStatus.OK
     model_seconds: float = 0.0  # waiting for the model, all calls together
     tool_calls: int = 0
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What a turn has cost so far."""
+
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+    tool_calls: int = 0
+    waited: float = 0.0
+    retried_overflow: bool = False
+
+    def outcome(self, text: str, status: TurnStatus = TurnStatus.OK) -> TurnOutcome:
+        return TurnOutcome(text, self.usage, self.calls, status, self.waited, self.tool_calls)
 
 
 class Agent:
     def __init__(
         self,
         *,
-        config: Config,
         llm: LLM,
         tools: ToolRegistry,
         store: SessionStore,
+        settings: AgentSettings,
+        compaction: CompactionSettings,
+        workspace: Path,
+        tz: ZoneInfo,
         memory: Memory | None = None,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
     ) -> None:
-        self.config = config
         self.llm = llm
         self.tools = tools
-        self.store = store
-        self.clock = clock
-        self.workspace: Path = config.workspace.resolve()
+        self.settings = settings
+        self.workspace = workspace.resolve()
+        self.tz = tz
         self.memory = memory
-        # Set by build_app: flush and compaction (agent/compaction.py) need the agent itself.
-        self.maintenance: Maintenance | None = None
-        self._sessions: dict[SessionKey, SessionState] = {}
+        self.clock = clock or SystemClock()
+        self.prompts = SystemPrompts(self.workspace, settings, tz, memory, self.clock)
+        self.sessions = Sessions(store, self.prompts)
+        self.maintenance = Maintenance(
+            llm=llm,
+            sessions=self.sessions,
+            prompt=self.prompts,
+            context=self.context,
+            silent_turn=self._silent_turn,
+            memory=memory,
+            settings=compaction,
+        )
 
-    # -- sessions -----------------------------------------------------------------------------
+    @property
+    def store(self) -> SessionStore:
+        return self.sessions.store
 
-    def session(self, key: SessionKey) -> SessionState:
-        """The session's state, loaded from disk or started with a fresh prompt snapshot."""
-        state = self._sessions.get(key)
-        if state is None:
-            state = self.store.load(key)
-            if state is None:
-                state = self.store.create(key, self.system_prompt(key))
-                log.info("%s: new session %s", key, state.session_id)
-            self._sessions[key] = state
-        return state
-
-    def loaded(self, key: SessionKey) -> SessionState | None:
-        """The session if this process has it in memory; never reads the disk."""
-        return self._sessions.get(key)
-
-    def peek(self, key: SessionKey) -> SessionState | None:
-        """The session if it exists in memory or on disk, without creating one."""
-        if key in self._sessions:
-            return self._sessions[key]
-        if self.store.path(key).exists():
-            return self.session(key)
-        return None
-
-    def reset(self, key: SessionKey) -> Path | None:
-        """End the session: its transcript is archived and the next message starts afresh."""
-        self._sessions.pop(key, None)
-        return self.store.archive(key)
-
-    def system_prompt(self, key: SessionKey) -> str:
-        """A fresh snapshot: bootstrap files and, if memory is on, the memory section."""
-        a = self.config.agent
-        extra = ()
-        if self.memory is not None:
-            extra = (self.memory.snapshot(key, self.clock().astimezone(self.config.tz)),)
-        return build_system_prompt(
-            self.workspace,
-            key,
-            timezone=self.config.timezone,
-            per_file_chars=a.bootstrap_max_chars,
-            total_chars=a.bootstrap_total_max_chars,
-            extra_sections=extra,
+    def context(self, key: SessionKey) -> TurnContext:
+        return TurnContext(
+            key=key, workspace=self.workspace, now=self.clock.now().astimezone(self.tz), tz=self.tz
         )
 
     # -- turns --------------------------------------------------------------------------------
 
-    def context(self, key: SessionKey) -> TurnContext:
-        tz = self.config.tz
-        return TurnContext(
-            key=key, workspace=self.workspace, now=self.clock().astimezone(tz), tz=tz
-        )
-
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
-        state = self.session(key)
+        state = self.sessions.get(key)
         # Messages already in the transcript come from a turn a crash or restart cut short:
         # they are answered now, not recorded again.
         fresh = [m for m in inbound if m.seq is None or m.seq not in state.seqs]
@@ -132,7 +115,7 @@ class Agent:
             # The user's words reach the file before the model is called (and before the
             # turn's first await, so even a turn cancelled at once has recorded them). The
             # fsync that makes them durable comes with the reply's, once per turn.
-            content = self._user_content(key, fresh)
+            content = user_content(key, fresh, self.tz)
             seqs = [m.seq for m in fresh if m.seq is not None]
             self.store.append_message(state, {"role": "user", "content": content}, seqs)
         else:
@@ -140,143 +123,145 @@ class Agent:
             if written is not None:
                 # The answer was complete when the process stopped, but not yet sent.
                 log.info("%s: sending the reply written before the restart", key)
-                self.store.end_turn(state, "ok", "resumed")
-                return TurnOutcome(written, Usage(), 0, status="resumed")
+                self.store.end_turn(state, TurnEnd.OK, "resumed")
+                return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
         return await self.loop(state, self.context(key))
 
     def record_unanswered(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> None:
         """Keep messages that shutdown left unanswered; the next turn sees them in context."""
-        state = self.session(key)
-        content = self._user_content(key, inbound)
+        state = self.sessions.get(key)
+        content = user_content(key, inbound, self.tz)
         self.store.append_message(state, {"role": "user", "content": content})
-        self.store.end_turn(state, "unanswered")
+        self.store.end_turn(state, TurnEnd.UNANSWERED)
 
     async def loop(
-        self,
-        state: SessionState,
-        ctx: TurnContext,
-        system_note: str | None = None,
+        self, state: SessionState, ctx: TurnContext, system_note: str | None = None
     ) -> TurnOutcome:
         """Model ⇄ tools until a final answer or the iteration cap; records how the turn ended.
 
         A context-overflow error from the API compacts the session and retries once.
         """
-        key = state.key
-        total = Usage()
-        calls = tool_calls = 0
-        waited = 0.0
-        cap = self.config.agent.max_iterations
-        retried_overflow = False
+        tally = _Tally()
         try:
-            while calls < cap:
-                began = time.monotonic()
-                try:
-                    resp = await self.llm.complete(
-                        state.system, state.messages, self.tools.schemas(), system_note
-                    )
-                except LLMError as exc:
-                    # Too large for the API: compaction folds older messages (and their
-                    # images) into a summary, so one retry may fit.
-                    if (
-                        exc.kind not in ("context_overflow", "too_large")
-                        or retried_overflow
-                        or self.maintenance is None
-                    ):
-                        raise
-                    retried_overflow = True
-                    log.warning("%s: context overflow reported by the API; compacting", key)
-                    await self.maintenance.compact(state, ctx, flush_first=system_note is None)
-                    continue
-                calls += 1
-                waited += time.monotonic() - began
-                self.store.append_usage(state, resp.usage)
-                total += resp.usage
+            while tally.calls < self.settings.max_iterations:
+                resp = await self._call_model(state, ctx, system_note, tally)
                 if resp.content:
                     self.store.append_message(state, {"role": "assistant", "content": resp.content})
                 tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
                 if resp.stop_reason != "tool_use" or not tool_uses:
-                    text = "\n\n".join(
-                        b["text"]
-                        for b in resp.content
-                        if b.get("type") == "text" and b["text"].strip()
-                    )
-                    await self.store.sync(key)
+                    await self.store.sync(state.key)
                     # Nothing awaits after this line, so a turn is recorded as ended once.
-                    self.store.end_turn(state, "ok")
-                    return TurnOutcome(
-                        text.strip(), total, calls, model_seconds=waited, tool_calls=tool_calls
-                    )
-                results: list[dict[str, Any]] = []
-                tool_calls += len(tool_uses)
-                for use in tool_uses:
-                    result = await self.tools.call(use["name"], use.get("input"), ctx)
-                    block: dict[str, Any] = {
-                        "type": "tool_result",
-                        "tool_use_id": use["id"],
-                        "content": result.text,
-                    }
-                    if result.is_error:
-                        block["is_error"] = True
-                    results.append(block)
+                    self.store.end_turn(state, TurnEnd.OK)
+                    return tally.outcome(reply_text(resp.content))
+                tally.tool_calls += len(tool_uses)
+                results = await self._run_tools(tool_uses, ctx)
                 self.store.append_message(state, {"role": "user", "content": results})
         except LLMError as exc:
-            log.warning("%s: model call failed: %s", key, exc)
-            self.store.end_turn(state, "error", exc.kind)
+            log.warning("%s: model call failed: %s", state.key, exc)
+            self.store.end_turn(state, TurnEnd.ERROR, exc.kind)
             raise
         except asyncio.CancelledError:
-            self.store.end_turn(state, "cancelled")
+            self.store.end_turn(state, TurnEnd.CANCELLED)
             raise
         except Exception:
-            self.store.end_turn(state, "error", "internal")
+            self.store.end_turn(state, TurnEnd.ERROR, "internal")
             raise
-        self.store.end_turn(state, "iteration_cap")
-        log.warning("%s: turn stopped at the iteration cap (%d calls)", key, calls)
-        return TurnOutcome(
-            f"I stopped after {calls} steps without finishing. Tell me to continue if you want "
-            "me to go on.",
-            total,
-            calls,
-            status="iteration_cap",
-            model_seconds=waited,
-            tool_calls=tool_calls,
+        self.store.end_turn(state, TurnEnd.ITERATION_CAP)
+        log.warning("%s: turn stopped at the iteration cap (%d calls)", state.key, tally.calls)
+        return tally.outcome(
+            f"I stopped after {tally.calls} steps without finishing. Tell me to continue if you "
+            "want me to go on.",
+            TurnStatus.ITERATION_CAP,
         )
 
-    def _user_content(
-        self, key: SessionKey, inbound: Sequence[InboundMessage]
-    ) -> list[dict[str, Any]]:
-        tz = self.config.tz
-        blocks: list[dict[str, Any]] = []
-        for msg in inbound:
-            when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
-            header = f"[{when}"
-            if not key.private:
-                header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
-            header += "]"
-            text = msg.text
-            for att in msg.attachments:
-                if att.kind == "image" and att.data is not None:
-                    blocks.append(
-                        {
-                            "type": "image",
-                            "source": {
-                                "type": "base64",
-                                "media_type": att.mime_type,
-                                "data": base64.b64encode(att.data).decode(),
-                            },
-                        }
-                    )
-                elif att.path:
-                    text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
-            if msg.context:
-                header = (
-                    "[Earlier in this chat, not addressed to you]\n"
-                    + "\n".join(msg.context)
-                    + "\n\n"
-                    + header
+    async def _silent_turn(self, state: SessionState, ctx: TurnContext, note: str) -> str:
+        return (await self.loop(state, ctx, system_note=note)).text
+
+    async def _call_model(
+        self, state: SessionState, ctx: TurnContext, system_note: str | None, tally: _Tally
+    ) -> LLMResponse:
+        while True:
+            began = self.clock.monotonic()
+            try:
+                resp = await self.llm.complete(
+                    state.system, state.messages, self.tools.schemas(), system_note
                 )
-            blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
-        return blocks
+            except LLMError as exc:
+                # Too large for the API: compaction folds older messages (and their images)
+                # into a summary, so one retry may fit.
+                if not exc.kind.fits_after_compaction or tally.retried_overflow:
+                    raise
+                tally.retried_overflow = True
+                log.warning("%s: context overflow reported by the API; compacting", state.key)
+                await self.maintenance.compact(state, ctx, flush_first=system_note is None)
+                continue
+            tally.calls += 1
+            tally.waited += self.clock.monotonic() - began
+            self.store.append_usage(state, resp.usage)
+            tally.usage += resp.usage
+            return resp
+
+    async def _run_tools(
+        self, tool_uses: list[dict[str, Any]], ctx: TurnContext
+    ) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
+        for use in tool_uses:
+            result = await self.tools.call(use["name"], use.get("input"), ctx)
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": use["id"],
+                "content": result.text,
+            }
+            if result.is_error:
+                block["is_error"] = True
+            results.append(block)
+        return results
+
+
+def reply_text(content: list[dict[str, Any]]) -> str:
+    """The text blocks of an answer, joined; blank blocks left out."""
+    return "\n\n".join(
+        b["text"] for b in content if b.get("type") == "text" and b["text"].strip()
+    ).strip()
+
+
+def user_content(
+    key: SessionKey, inbound: Sequence[InboundMessage], tz: ZoneInfo
+) -> list[dict[str, Any]]:
+    """The user message a batch of inbound messages becomes: each with a bracketed header
+    (local time; in shared chats the sender), its images and notes about saved files."""
+    blocks: list[dict[str, Any]] = []
+    for msg in inbound:
+        when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
+        header = f"[{when}"
+        if not key.private:
+            header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
+        header += "]"
+        text = msg.text
+        for att in msg.attachments:
+            if att.kind == "image" and att.data is not None:
+                blocks.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": att.mime_type,
+                            "data": base64.b64encode(att.data).decode(),
+                        },
+                    }
+                )
+            elif att.path:
+                text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
+        if msg.context:
+            header = (
+                "[Earlier in this chat, not addressed to you]\n"
+                + "\n".join(msg.context)
+                + "\n\n"
+                + header
+            )
+        blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
+    return blocks
 
 
 def _written_reply(state: SessionState) -> str | None:
@@ -288,6 +273,4 @@ def _written_reply(state: SessionState) -> str | None:
         return content.strip()
     if any(b.get("type") == "tool_use" for b in content):
         return None
-    return "\n\n".join(
-        b["text"] for b in content if b.get("type") == "text" and b["text"].strip()
-    ).strip()
+    return reply_text(content)

@@ -15,8 +15,8 @@ from typing import Any
 
 from agent.files import MAX_WRITE_CHARS, atomic_write, is_long_term, resolve_in_workspace
 from agent.memory_index import LONG_TERM, MemoryIndex
+from agent.settings import MemorySettings
 from agent.tools import Tool, TurnContext
-from gateway.config import MemoryConfig
 from gateway.errors import PathRefused, ToolError
 from gateway.events import SessionKey
 
@@ -25,7 +25,7 @@ MAX_QUERY_CHARS = 1000
 
 
 class Memory:
-    def __init__(self, workspace: Path, index: MemoryIndex, cfg: MemoryConfig) -> None:
+    def __init__(self, workspace: Path, index: MemoryIndex, cfg: MemorySettings) -> None:
         self.workspace = workspace
         self.index = index
         self.cfg = cfg

@@ -25,8 +25,6 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.config import Config
-
 log = logging.getLogger(__name__)
 
 LONG_TERM = "MEMORY.md"
@@ -80,17 +78,6 @@ def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]
             break
         start += step
     return out
-
-
-def open_index(config: Config) -> MemoryIndex:
-    """The index for a Corvid home, as configured (``state/index.sqlite``)."""
-    m = config.memory
-    return MemoryIndex(
-        config.state / "index.sqlite",
-        config.workspace.resolve(),
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
 
 
 class MemoryIndex:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from gateway.events import GUEST_SCOPE, SessionKey
+from agent.memory import Memory
+from agent.settings import AgentSettings
+from gateway.events import Scope, SessionKey
+from gateway.ports import Clock
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ def build_system_prompt(
 ) -> str:
     if key.private:
         where = "a private chat with your owner"
-    elif key.scope == GUEST_SCOPE:
+    elif key.scope is Scope.GUEST:
         where = "a direct chat with someone your owner allowed to talk to you (not your owner)"
     else:
         where = "a shared chat (group or channel)"
@@ -76,3 +80,35 @@ def build_system_prompt(
         parts.append(f"# {name}\n\n{text}")
     parts.extend(extra_sections)
     return "\n\n".join(parts)
+
+
+class SystemPrompts:
+    """Makes the snapshot a session's prompt starts with: the bootstrap files and, with memory
+    on, the memory section (``Memory.snapshot``) as of now."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        settings: AgentSettings,
+        tz: ZoneInfo,
+        memory: Memory | None,
+        clock: Clock,
+    ) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.tz = tz
+        self.memory = memory
+        self.clock = clock
+
+    def __call__(self, key: SessionKey) -> str:
+        extra: tuple[str, ...] = ()
+        if self.memory is not None:
+            extra = (self.memory.snapshot(key, self.clock.now().astimezone(self.tz)),)
+        return build_system_prompt(
+            self.workspace,
+            key,
+            timezone=self.tz.key,
+            per_file_chars=self.settings.bootstrap_max_chars,
+            total_chars=self.settings.bootstrap_total_max_chars,
+            extra_sections=extra,
+        )

@@ -1,18 +1,22 @@
-"""Tools the model may call: a JSON schema, a handler, and the per-turn context handed to it.
+"""Tools the model may call: a handler, its typed arguments, and the per-turn context.
 
-Tools never read shared mutable state for "who is asking": everything about the current turn
-arrives in the ``TurnContext`` argument, so concurrent sessions cannot see each other's context.
+A tool's arguments are a ``TypedDict`` whose fields carry their descriptions
+(``Annotated[str, "..."]``); the JSON schema the model sees is derived from it (``schema_of``),
+so the handler's types and the schema cannot drift apart. Tools never read shared mutable state
+for "who is asking": everything about the current turn arrives in the ``TurnContext`` argument,
+so concurrent sessions cannot see each other's context.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
 from gateway.errors import ToolError
@@ -20,7 +24,9 @@ from gateway.events import SessionKey
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["TurnContext", dict[str, Any]], "str | Awaitable[str]"]
+# A handler takes the turn's context and the tool's arguments (a TypedDict, checked against the
+# derived schema before the call).
+Handler = Callable[["TurnContext", Any], "str | Awaitable[str]"]
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -46,12 +52,59 @@ class TurnContext:
         return self.key.private
 
 
+_SCHEMA_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def schema_of(args: type) -> dict[str, Any]:
+    """The JSON schema of a TypedDict of tool arguments: each field's JSON type, its
+    description (from ``Annotated``), ``enum`` for a ``Literal``; required fields in order.
+
+    Required-ness is read from the resolved hints, not ``__required_keys__``: with postponed
+    annotations Python 3.11 cannot see ``NotRequired`` when the class is made."""
+    hints = typing.get_type_hints(args, include_extras=True)
+    total = getattr(args, "__total__", True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, hint in hints.items():
+        optional = not total
+        while get_origin(hint) in (NotRequired, Required):
+            optional = get_origin(hint) is NotRequired
+            hint = get_args(hint)[0]
+        if not optional:
+            required.append(name)
+        properties[name] = _property(hint)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _property(hint: Any) -> dict[str, Any]:
+    description = None
+    if get_origin(hint) is typing.Annotated:
+        hint, *meta = get_args(hint)
+        description = next((m for m in meta if isinstance(m, str)), None)
+    prop: dict[str, Any]
+    if get_origin(hint) is Literal:
+        prop = {"type": "string", "enum": list(get_args(hint))}
+    else:
+        prop = {"type": _SCHEMA_TYPES[hint]}
+    if description is not None:
+        prop["description"] = description
+    return prop
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
     handler: Handler
+
+    @classmethod
+    def typed(cls, name: str, description: str, args: type, handler: Handler) -> Tool:
+        """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
+        return cls(name, description, schema_of(args), handler)
 
     def schema(self) -> dict[str, Any]:
         return {

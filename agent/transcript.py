@@ -19,13 +19,25 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from gateway.events import SessionKey
+from gateway.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
+
+
+class TurnEnd(StrEnum):
+    """How a turn ended, as its ``turn`` line records it."""
+
+    OK = "ok"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    ITERATION_CAP = "iteration_cap"
+    UNANSWERED = "unanswered"  # shutdown came first; the next turn sees the messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +103,20 @@ class SessionState:
 _ARCHIVED = re.compile(r"\.\d{8}T\d{12}Z$")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
 class SessionStore:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, clock: Clock | None = None) -> None:
         self.dir = directory
+        self.clock = clock or SystemClock()
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def _now(self) -> str:
+        return self.clock.now().isoformat(timespec="milliseconds")
 
     def path(self, key: SessionKey) -> Path:
         return self.dir / f"{key}.jsonl"
 
     def create(self, key: SessionKey, system: str) -> SessionState:
-        state = SessionState(key, uuid.uuid4().hex, _now(), system)
+        state = SessionState(key, uuid.uuid4().hex, self._now(), system)
         header = {
             "t": "session",
             "id": state.session_id,
@@ -162,7 +174,7 @@ class SessionStore:
     def append_message(
         self, state: SessionState, message: dict[str, Any], seqs: Sequence[int] = ()
     ) -> None:
-        entry: dict[str, Any] = {"t": "msg", "ts": _now(), "msg": message}
+        entry: dict[str, Any] = {"t": "msg", "ts": self._now(), "msg": message}
         if seqs:
             entry["in"] = list(seqs)
         self._write(state.key, entry)
@@ -174,7 +186,7 @@ class SessionStore:
     def append_usage(self, state: SessionState, usage: Usage) -> None:
         entry = {
             "t": "usage",
-            "ts": _now(),
+            "ts": self._now(),
             "input": usage.input,
             "cache_read": usage.cache_read,
             "cache_write": usage.cache_write,
@@ -185,15 +197,15 @@ class SessionStore:
         state.last_usage = usage
         state.added_tokens = 0
 
-    def end_turn(self, state: SessionState, status: str, detail: str = "") -> None:
-        entry = {"t": "turn", "ts": _now(), "status": status}
+    def end_turn(self, state: SessionState, status: TurnEnd, detail: str = "") -> None:
+        entry = {"t": "turn", "ts": self._now(), "status": str(status)}
         if detail:
             entry["detail"] = detail
         self._write(state.key, entry)
         state.turns += 1
 
     def mark_flushed(self, state: SessionState) -> None:
-        self._write(state.key, {"t": "flush", "ts": _now()})
+        self._write(state.key, {"t": "flush", "ts": self._now()})
         state.flushed = True
 
     def compact(self, state: SessionState, summary: str, keep: int, system: str) -> None:
@@ -201,7 +213,7 @@ class SessionStore:
         messages, under a fresh system-prompt snapshot. Earlier lines stay in the file."""
         entry = {
             "t": "compaction",
-            "ts": _now(),
+            "ts": self._now(),
             "summary": summary,
             "keep": keep,
             "system": system,
@@ -214,8 +226,11 @@ class SessionStore:
         path = self.path(key)
         if not path.exists():
             return None
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.dir / f"{key}.{stamp}.jsonl"
+        when = self.clock.now()
+        target = self.dir / f"{key}.{when:%Y%m%dT%H%M%S%fZ}.jsonl"
+        while target.exists():  # two /new within one tick of the clock: never overwrite
+            when += timedelta(microseconds=1)
+            target = self.dir / f"{key}.{when:%Y%m%dT%H%M%S%fZ}.jsonl"
         os.replace(path, target)
         return target
 

@@ -183,7 +183,7 @@ async def bench_sdk(
                 ],
             }
             system, messages, tools = with_cache_breakpoints(
-                gw.agent.system_prompt(key), [user], gw.agent.tools.schemas()
+                gw.agent.prompts(key), [user], gw.agent.tools.schemas()
             )
             body.update(system=system, messages=messages, tools=tools)
 

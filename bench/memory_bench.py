@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from agent.memory import Memory
 from agent.memory_index import MemoryIndex, chunk_lines
 from agent.prompt import build_system_prompt
-from gateway.config import AgentConfig, MemoryConfig
+from agent.settings import AgentSettings, MemorySettings
 from gateway.events import SessionKey
 from gateway.home import init_home
 
@@ -64,7 +64,7 @@ def build_corpus(
     vocabulary of the logs."""
     init_home(home, {})
     ws = (home / "workspace").resolve()
-    m = MemoryConfig()
+    m = MemorySettings()
     vocab = vocabulary(rng)
     weights = [1 / (rank + 1) for rank in range(len(vocab))]
     (ws / "MEMORY.md").write_text(MEMORY_MD)
@@ -109,9 +109,9 @@ def bench_search(
 
 def system_prompt_chars(ws: Path, idx: MemoryIndex, key: SessionKey) -> int:
     """Size of the system prompt a new session of ``key`` gets from this workspace."""
-    memory = Memory(ws, idx, MemoryConfig())
+    memory = Memory(ws, idx, MemorySettings())
     now = datetime.combine(LAST_DAY, datetime.min.time(), ZoneInfo("UTC")).replace(hour=21)
-    a = AgentConfig()
+    a = AgentSettings()
     prompt = build_system_prompt(
         ws,
         key,

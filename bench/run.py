@@ -34,7 +34,7 @@ import gateway_bench
 import memory_bench
 import telegram_bench
 
-from gateway.config import AgentConfig, MemoryConfig
+from agent.settings import AgentSettings, MemorySettings
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ async def measure(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[
 
     progress("memory search")
     m = memory_bench.bench_memory(tmp, s.chunks, s.queries)
-    a, mc = AgentConfig(), MemoryConfig()
+    a, mc = AgentSettings(), MemorySettings()
     caps = a.bootstrap_total_max_chars + mc.long_term_max_chars + 2 * mc.daily_log_max_chars
     rows += [
         row(

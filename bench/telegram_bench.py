@@ -66,7 +66,7 @@ async def spawn(home: Path, tg: FakeTelegram, discord: Any = None) -> asyncio.su
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "gateway.cli",
+        "gateway.ops.cli",
         "run",
         cwd=ROOT,
         env=env,

@@ -17,13 +17,13 @@ this policy on it, so no adapter can skip it.
 from __future__ import annotations
 
 import enum
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingStore
-from gateway.events import GUEST_SCOPE, Attachment, SessionKey, parse_command
+from gateway.events import Attachment, SessionKey, guest_of, parse_command
+from gateway.ports import Clock, SystemClock
 
 # What downloading a message's files yields: the attachments, and notes for the model about
 # files that could not be taken (too large, download failed).
@@ -79,14 +79,14 @@ class Access:
         groups: Iterable[str],
         pairing: PairingStore,
         context_messages: int = 20,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self.channel = channel
         self.allow_from = frozenset(allow_from)
         self.groups = frozenset(groups)
         self.pairing = pairing
         self.context_messages = context_messages
-        self._monotonic = monotonic
+        self.clock = clock or SystemClock()
         self._context: dict[SessionKey, deque[str]] = {}
         self._noticed: dict[tuple[str, str], float] = {}
 
@@ -116,8 +116,7 @@ class Access:
                 return Verdict(Action.DELIVER)
             # People the owner paired get a chat of their own that is not the owner's private
             # session: no MEMORY.md, no private files, like a group.
-            guest = SessionKey(a.key.channel, GUEST_SCOPE, a.key.id, a.key.topic)
-            return Verdict(Action.DELIVER, key=guest)
+            return Verdict(Action.DELIVER, key=guest_of(a.key))
         if not self._may_notice("pairing", a.sender_id):
             return Verdict(Action.DROP)
         try:
@@ -130,7 +129,7 @@ class Access:
                 "I'm a private assistant and only talk to people my owner has approved. "
                 "I can't take new pairing requests right now; please try again later.",
             )
-        minutes = max(1, round((req.expires - self.pairing.clock()) / 60))
+        minutes = max(1, round((req.expires - self.pairing.now()) / 60))
         return Verdict(
             Action.REPLY,
             f"Hi{' ' + a.sender_name if a.sender_name else ''}! I'm a private assistant and "
@@ -183,7 +182,7 @@ class Access:
     # -- rate limit for notices -----------------------------------------------------------------
 
     def _may_notice(self, reason: str, who: str) -> bool:
-        now = self._monotonic()
+        now = self.clock.monotonic()
         if len(self._noticed) > 10_000:
             self._noticed = {k: t for k, t in self._noticed.items() if now - t < NOTICE_INTERVAL}
         last = self._noticed.get((reason, who))

@@ -1,10 +1,11 @@
 """The channel port: a chat platform adapter turns platform events into ``InboundMessage``s and
 delivers ``OutboundMessage``s back. Channels know nothing of the agent.
 
-Lifecycle: the gateway calls ``bind(sink)``, then ``start()``; the adapter describes each platform
-message as an ``Arrival`` and hands it to ``admit``, which applies the shared access policy and
-passes accepted messages to the sink (a future that resolves once the message is answered).
-``stop()`` ends receiving and releases the platform client. ``send`` must raise on failure (the
+Lifecycle: the gateway calls ``bind(sink)``, then enters the channel as an async context manager
+(``start()``; leaving it calls ``stop()``, which ends receiving and releases the platform client).
+The adapter describes each platform message as an ``Arrival`` and hands it to ``admit``, which
+applies the shared access policy, parses the chat command once, and passes accepted messages to
+the sink (a future that resolves once the message is answered). ``send`` must raise on failure (the
 gateway logs and records it); ``typing`` is an async context manager held while a turn runs.
 An adapter that cannot go on (a rejected token, another instance polling the same bot) calls
 ``fail(reason)``; the gateway then shuts down with that reason.
@@ -17,10 +18,12 @@ import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, ClassVar, final
+from types import TracebackType
+from typing import Any, ClassVar, Self, final
 
 from channels.access import Access, Action, Arrival
-from gateway.events import InboundMessage, OutboundMessage, SessionKey, parse_command
+from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
+from gateway.ports import Check, Clock, SystemClock
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
@@ -42,8 +45,9 @@ class Channel(ABC):
     # nonce), so a send interrupted by a crash can simply be sent again.
     idempotent_sends: ClassVar[bool] = False
 
-    def __init__(self, access: Access | None = None) -> None:
+    def __init__(self, access: Access | None = None, clock: Clock | None = None) -> None:
         self.access = access
+        self.clock = clock or SystemClock()
         self._sink: Sink | None = None
         self._failure: asyncio.Future[str] | None = None
         self._lanes: dict[object, asyncio.Task[None]] = {}
@@ -59,6 +63,26 @@ class Channel(ABC):
 
     @abstractmethod
     async def stop(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.stop()
+        except Exception:
+            log.exception("channel %s did not stop cleanly", self.name)
+
+    async def probe(self, limit: float, token_source: str) -> Check:
+        """Check the platform accepts this channel's credentials, without receiving anything
+        (``corvid doctor``). ``token_source`` says where the token comes from, for the fix."""
+        raise NotImplementedError(f"channel {self.name} has nothing to probe")
 
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None: ...
@@ -99,7 +123,7 @@ class Channel(ABC):
             except Exception as exc:
                 log.warning("%s: could not send a notice: %s", a.key, exc)
             return None
-        attachments: tuple = ()
+        attachments: tuple[Attachment, ...] = ()
         text = a.text
         if a.fetch is not None:
             attachments, notes = await a.fetch(key)
@@ -107,8 +131,9 @@ class Channel(ABC):
                 text = "\n".join(filter(None, (text, *notes)))
         if not text.strip() and not attachments:
             return None
+        command = parse_command(text)
         # Commands never reach the model, so they leave the group's context for the next question.
-        is_command = a.is_command or parse_command(a.text) is not None
+        is_command = a.is_command or command is not None
         context = () if self.access is None or is_command else self.access.take_context(a.key)
         return self._sink(
             InboundMessage(
@@ -117,8 +142,10 @@ class Channel(ABC):
                 sender_id=a.sender_id,
                 sender_name=a.sender_name,
                 message_id=a.message_id,
+                received_at=self.clock.now(),
                 attachments=attachments,
                 context=context,
+                command=command,
             )
         )
 

@@ -17,11 +17,12 @@ import json
 import os
 import secrets
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from gateway.ports import Clock, SystemClock
 
 # No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -49,16 +50,20 @@ class PairingStore:
         self,
         path: Path,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         ttl: float = CODE_TTL,
         max_pending: int = MAX_PENDING,
     ) -> None:
         self.path = path
-        self.clock = clock
+        self.clock = clock or SystemClock()
         self.ttl = ttl
         self.max_pending = max_pending
         self._cache_stamp: tuple[int, ...] | None = None
         self._approved: dict[str, dict[str, Any]] = {}
+
+    def now(self) -> float:
+        """Seconds since the epoch, as codes' ``created`` and ``expires`` are kept."""
+        return self.clock.now().timestamp()
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -92,7 +97,7 @@ class PairingStore:
         return self._read()["approved"]
 
     def pending(self) -> list[PairingRequest]:
-        now = self.clock()
+        now = self.now()
         return [PairingRequest(**p) for p in self._read()["pending"] if p["expires"] > now]
 
     # -- changing -------------------------------------------------------------------------------
@@ -106,7 +111,7 @@ class PairingStore:
             fcntl.flock(fd, fcntl.LOCK_EX)
             data = self._read()
             before = json.dumps(data, sort_keys=True)
-            now = self.clock()
+            now = self.now()
             data["pending"] = [p for p in data["pending"] if p["expires"] > now]
             yield data
             if json.dumps(data, sort_keys=True) != before:
@@ -141,7 +146,7 @@ class PairingStore:
                 return None, False
             taken = {p["code"] for p in data["pending"]}
             code = _new_code(taken)
-            now = self.clock()
+            now = self.now()
             req = PairingRequest(channel, user_id, name, code, now, now + self.ttl)
             data["pending"].append(asdict(req))
             return req, True
@@ -155,7 +160,7 @@ class PairingStore:
                     req = PairingRequest(**p)
                     data["approved"].setdefault(req.channel, {})[req.user_id] = {
                         "name": req.name,
-                        "approved_at": self.clock(),
+                        "approved_at": self.now(),
                     }
                     return req
         raise PairingError(

@@ -16,9 +16,9 @@ from typing import TextIO
 
 from channels.access import Arrival
 from channels.base import Channel
-from gateway.events import OutboundMessage, SessionKey
+from gateway.events import TERMINAL, OutboundMessage, SessionKey
 
-KEY = SessionKey("terminal", "private", "local")
+KEY = TERMINAL
 QUIT = frozenset({"/quit", "/exit"})
 
 
@@ -32,8 +32,6 @@ class TerminalChannel(Channel):
         stdout: TextIO | None = None,
         interactive: bool | None = None,
     ) -> None:
-        self.stdin = stdin or sys.stdin
-        self.stdout = stdout or sys.stdout
         super().__init__(access=None)
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout

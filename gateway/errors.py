@@ -1,13 +1,19 @@
-"""Corvid's exception hierarchy. Errors are caught only at boundaries: CLI, agent turn, channel.
+"""Corvid's exception hierarchy. Errors are caught only at boundaries: CLI, agent turn, channel,
+scheduled job.
 
 CorvidError
 ├── ConfigError          bad or missing configuration; names the dotted key
 ├── ToolError            a tool refused or failed; its message goes back to the model
 │   └── PathRefused      a path outside the workspace (or hidden from this session)
-└── LLMError             the model API failed after the SDK's own retries
+├── LLMError             the model API failed after the SDK's own retries; ``kind`` says how
+└── DeliveryError        a platform did not take a message
+
+This module is a leaf, part of the contract every package may import.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 
 class CorvidError(Exception):
@@ -29,36 +35,58 @@ class PathRefused(ToolError):
     pass
 
 
+class DeliveryError(CorvidError):
+    """The platform did not take a message; the text says why (no secrets in it)."""
+
+
+class LLMErrorKind(StrEnum):
+    """How a model call failed; picks the message the user sees."""
+
+    RATE_LIMITED = "rate_limited"
+    OVERLOADED = "overloaded"
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
+    TOO_LARGE = "too_large"
+    CONTEXT_OVERFLOW = "context_overflow"
+    OTHER = "other"
+
+    @property
+    def fits_after_compaction(self) -> bool:
+        """Too much for one request: compacting older messages (and their images) may help."""
+        return self in (LLMErrorKind.CONTEXT_OVERFLOW, LLMErrorKind.TOO_LARGE)
+
+
 class LLMError(CorvidError):
-    """The model API failed. ``kind`` picks the message the user sees; no raw text reaches chats.
+    """The model API failed. No raw text from the API reaches a chat: ``user_message`` does."""
 
-    kinds: rate_limited, overloaded, server, timeout, connection, auth, bad_request,
-    context_overflow, other.
-    """
-
-    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
+    def __init__(self, kind: LLMErrorKind, detail: str, status: int | None = None) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
         self.status = status
 
     def user_message(self) -> str:
-        return _USER_MESSAGES.get(self.kind, _USER_MESSAGES["other"])
+        return _USER_MESSAGES[self.kind]
 
 
+_SAVED = "Your message is saved; please try again"
 _USER_MESSAGES = {
-    "rate_limited": "I'm being rate-limited by the AI service right now. "
-    "Your message is saved; please try again in a minute.",
-    "overloaded": "The AI service is overloaded at the moment. "
-    "Your message is saved; please try again shortly.",
-    "server": "The AI service had an internal error. Your message is saved; please try again.",
-    "timeout": "The AI service took too long to answer. Your message is saved; please try again.",
-    "connection": "I couldn't reach the AI service. Your message is saved; please try again.",
-    "auth": "The AI service rejected my API key. The owner needs to check llm.api_key.",
-    "bad_request": "The AI service refused this request. Try /new to start a fresh session.",
-    "too_large": "That was more than the AI service takes in one request (too many or too large "
-    "images or files at once). Send them in smaller groups, or /new to start afresh.",
-    "context_overflow": "This conversation has grown too long for the model. "
+    LLMErrorKind.RATE_LIMITED: "I'm being rate-limited by the AI service right now. "
+    f"{_SAVED} in a minute.",
+    LLMErrorKind.OVERLOADED: f"The AI service is overloaded at the moment. {_SAVED} shortly.",
+    LLMErrorKind.SERVER: f"The AI service had an internal error. {_SAVED}.",
+    LLMErrorKind.TIMEOUT: f"The AI service took too long to answer. {_SAVED}.",
+    LLMErrorKind.CONNECTION: f"I couldn't reach the AI service. {_SAVED}.",
+    LLMErrorKind.AUTH: "The AI service rejected my API key. The owner needs to check llm.api_key.",
+    LLMErrorKind.BAD_REQUEST: "The AI service refused this request. Try /new to start a fresh "
+    "session.",
+    LLMErrorKind.TOO_LARGE: "That was more than the AI service takes in one request (too many "
+    "or too large images or files at once). Send them in smaller groups, or /new to start "
+    "afresh.",
+    LLMErrorKind.CONTEXT_OVERFLOW: "This conversation has grown too long for the model. "
     "Send /new to start a fresh session.",
-    "other": "Something went wrong while I was answering. Your message is saved; please try again.",
+    LLMErrorKind.OTHER: f"Something went wrong while I was answering. {_SAVED}.",
 }

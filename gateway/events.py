@@ -1,6 +1,9 @@
-"""The message types every part of Corvid speaks: session keys, inbound and outbound messages.
+"""The message types every part of Corvid speaks: scopes, session keys, inbound and outbound
+messages, chat commands.
 
-This module is a leaf: it imports nothing from Corvid, so channels can depend on it alone.
+This module is a leaf: it imports nothing from Corvid, so channels and the agent can depend on
+it alone. Session keys for every platform, guests and scheduled jobs are made here and nowhere
+else, so whether a session is private is decided in one place.
 """
 
 from __future__ import annotations
@@ -8,12 +11,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 
-# Scopes of a direct chat with the owner. Everything else (groups, guild channels, threads, and
-# "guest" direct chats with people the owner paired) is shared, and shared sessions never see
-# the owner's long-term memory.
-PRIVATE_SCOPES = frozenset({"private", "dm"})
-GUEST_SCOPE = "guest"
+
+class Scope(StrEnum):
+    """Who is in a conversation. Only a direct chat with the owner is private; shared sessions
+    (groups, guild channels, threads, guests' direct chats) never see the owner's private
+    memory."""
+
+    PRIVATE = "private"  # the owner's direct chat (Telegram, terminal), or a job for the owner
+    DM = "dm"  # the owner's direct chat on Discord
+    GUEST = "guest"  # a direct chat with someone the owner paired: shared, like a group
+    GROUP = "group"  # a Telegram group or supergroup (a forum topic adds ``:topic:<id>``)
+    CHANNEL = "channel"  # a Discord guild channel
+    THREAD = "thread"  # a Discord thread, a session apart from its channel
+    SHARED = "shared"  # a scheduled job whose target is a shared chat
+
+    @property
+    def private(self) -> bool:
+        return self in (Scope.PRIVATE, Scope.DM)
+
+    @property
+    def direct(self) -> bool:
+        """A one-to-one chat on the platform (the owner's or a guest's)."""
+        return self in (Scope.PRIVATE, Scope.DM, Scope.GUEST)
+
 
 _PART = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
@@ -23,17 +45,23 @@ class SessionKey:
     """Identifies one conversation: ``channel:scope:id`` plus an optional ``:topic:<id>``.
 
     Examples: ``telegram:private:42``, ``telegram:group:-100:topic:7``, ``discord:thread:9``,
-    ``telegram:guest:77``, ``terminal:private:local``. Whether a session is private follows from
-    its scope alone.
+    ``telegram:guest:77``, ``terminal:private:local``, ``cron:private:daily-summary``.
+    Whether a session is private follows from its scope alone. Build keys with the functions
+    below rather than by hand.
     """
 
     channel: str
-    scope: str
+    scope: Scope
     id: str
     topic: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("channel", "scope", "id"):
+        if not isinstance(self.scope, Scope):  # a plain string from a test or a caller
+            try:
+                object.__setattr__(self, "scope", Scope(self.scope))
+            except ValueError:
+                raise ValueError(f"invalid session key scope {self.scope!r}") from None
+        for name in ("channel", "id"):
             value = getattr(self, name)
             if not value or not _PART.match(value):
                 raise ValueError(f"invalid session key part {name}={value!r}")
@@ -42,7 +70,7 @@ class SessionKey:
 
     @property
     def private(self) -> bool:
-        return self.scope in PRIVATE_SCOPES
+        return self.scope.private
 
     def __str__(self) -> str:
         base = f"{self.channel}:{self.scope}:{self.id}"
@@ -51,11 +79,52 @@ class SessionKey:
     @classmethod
     def parse(cls, text: str) -> SessionKey:
         parts = text.split(":")
-        if len(parts) == 3:
-            return cls(*parts)
-        if len(parts) == 5 and parts[3] == "topic":
-            return cls(parts[0], parts[1], parts[2], parts[4])
+        if len(parts) == 3 or (len(parts) == 5 and parts[3] == "topic"):
+            try:
+                scope = Scope(parts[1])
+            except ValueError:
+                raise ValueError(f"not a session key: {text!r} (unknown scope)") from None
+            return cls(parts[0], scope, parts[2], parts[4] if len(parts) == 5 else None)
         raise ValueError(f"not a session key: {text!r} (expected channel:scope:id)")
+
+
+# -- the one place session keys are made ----------------------------------------------------------
+
+
+def telegram_private(user_id: int | str) -> SessionKey:
+    return SessionKey("telegram", Scope.PRIVATE, str(user_id))
+
+
+def telegram_group(chat_id: int | str, topic: int | str | None = None) -> SessionKey:
+    return SessionKey("telegram", Scope.GROUP, str(chat_id), None if topic is None else str(topic))
+
+
+def discord_dm(user_id: int | str) -> SessionKey:
+    return SessionKey("discord", Scope.DM, str(user_id))
+
+
+def discord_channel(channel_id: int | str) -> SessionKey:
+    return SessionKey("discord", Scope.CHANNEL, str(channel_id))
+
+
+def discord_thread(thread_id: int | str) -> SessionKey:
+    return SessionKey("discord", Scope.THREAD, str(thread_id))
+
+
+TERMINAL = SessionKey("terminal", Scope.PRIVATE, "local")
+
+
+def guest_of(key: SessionKey) -> SessionKey:
+    """The session of someone the owner paired, for their direct chat ``key``."""
+    return SessionKey(key.channel, Scope.GUEST, key.id, key.topic)
+
+
+def job_key(job_id: str, target: SessionKey) -> SessionKey:
+    """The session a scheduled job's turns run in: as private as the chat it reports to."""
+    return SessionKey("cron", Scope.PRIVATE if target.private else Scope.SHARED, job_id)
+
+
+# -- messages -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +136,28 @@ class Attachment:
     name: str = ""
     data: bytes | None = None
     path: str | None = None  # workspace-relative path where a document was saved
+
+
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: str
+    target: str = ""  # the bot named in /cmd@bot, if any; commands for other bots are dropped
+
+
+def parse_command(text: str) -> Command | None:
+    """``/name@bot args`` → Command; None when the text is not a command (``/etc/hosts``).
+
+    Called once, when a channel admits a message (``InboundMessage.command``), and by the access
+    policy on the same text, so the two never disagree about what is a command.
+    """
+    m = _COMMAND.match(text.strip())
+    if m is None:
+        return None
+    return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +174,11 @@ class InboundMessage:
     # Recent messages in a group that were not addressed to the bot ("Name: text"), oldest
     # first, so it can follow the conversation it is pulled into.
     context: tuple[str, ...] = ()
-    # Set by the gateway once the message is in its journal (gateway/journal.py): the message
-    # is then owed an answer even if the process dies before the turn runs.
+    # Set by the gateway once the message is in its journal: the message is then owed an
+    # answer even if the process dies before the turn runs.
     seq: int | None = None
+    # The chat command this message is, parsed once when the channel admitted it.
+    command: Command | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +196,7 @@ class OutboundMessage:
 
 
 # The chat commands every channel offers (name, short description), e.g. for a platform's
-# command menu. The gateway answers them; see ``gateway/commands.py``.
+# command menu. The gateway answers them (``gateway/runtime/commands.py``).
 CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "Start a fresh session"),
     ("reset", "Same as /new"),
@@ -112,25 +205,3 @@ CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("stop", "Cancel the reply in progress"),
     ("help", "List the commands"),
 )
-
-
-_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    name: str
-    args: str
-    target: str = ""  # the bot named in /cmd@bot, if any; commands for other bots are dropped
-
-
-def parse_command(text: str) -> Command | None:
-    """``/name@bot args`` → Command; None when the text is not a command (``/etc/hosts``).
-
-    The one parser for both the access policy and the gateway, so they never disagree about
-    whether a message is a command.
-    """
-    m = _COMMAND.match(text.strip())
-    if m is None:
-        return None
-    return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")

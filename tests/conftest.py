@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from channels.base import Channel
-from gateway.app import Gateway, build_app
+from gateway.app import App, build_app
 from gateway.config import Config, parse_config
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.events import InboundMessage, OutboundMessage, SessionKey, parse_command
 from gateway.home import init_home
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
@@ -65,8 +65,14 @@ class RecordingChannel(Channel):
         self, text: str, key: SessionKey = PRIVATE, sender: str = "1", name: str = "Ada"
     ) -> asyncio.Future[None]:
         assert self._sink is not None, "channel not bound to a gateway"
+        # What Channel.admit does for a real adapter: the command is parsed once, here.
         msg = InboundMessage(
-            key, text, sender_id=sender, sender_name=name, message_id=str(next(self._ids))
+            key,
+            text,
+            sender_id=sender,
+            sender_name=name,
+            message_id=str(next(self._ids)),
+            command=parse_command(text),
         )
         self.pushed.append(msg)
         return self._sink(msg)
@@ -109,9 +115,9 @@ async def fake_api() -> AsyncIterator[FakeAnthropic]:
 @pytest.fixture
 async def start_gateway(home: Path, fake_api: FakeAnthropic):
     """Start a gateway (real AnthropicLLM → fake API) with a RecordingChannel; stopped after."""
-    running: list[Gateway] = []
+    running: list[App] = []
 
-    async def start(**sections: dict[str, Any]) -> tuple[Gateway, RecordingChannel]:
+    async def start(**sections: dict[str, Any]) -> tuple[App, RecordingChannel]:
         channel = RecordingChannel()
         gateway = build_app(make_config(home, fake_api.base_url, **sections), [channel])
         await gateway.start()
@@ -137,7 +143,7 @@ TG_GROUP = -100500  # the allowlisted Telegram group
 
 async def _serve_channel(
     home: Path, fake_api: FakeAnthropic, name: str, section: dict[str, Any], **attrs: Any
-) -> Gateway:
+) -> App:
     """A gateway with one real channel adapter built from config; ``attrs`` are set on the
     adapter (short timeouts for the tests)."""
     from gateway.app import build_channels
@@ -153,9 +159,9 @@ async def _serve_channel(
 @pytest.fixture
 async def telegram_gateway(home: Path, fake_api: FakeAnthropic, fake_telegram: FakeTelegram):
     """Start a gateway whose Telegram channel (real PTB) talks to the fake Bot API."""
-    running: list[Gateway] = []
+    running: list[App] = []
 
-    async def start(**telegram: Any) -> Gateway:
+    async def start(**telegram: Any) -> App:
         tg = fake_telegram.channel_config(
             allow_from=[str(OWNER)], groups=[str(TG_GROUP)], **telegram
         )
@@ -183,9 +189,9 @@ async def fake_discord():
 async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
     """Start a gateway whose Discord channel (real discord.py) talks to the fake Discord."""
 
-    running: list[Gateway] = []
+    running: list[App] = []
 
-    async def start(**discord: Any) -> Gateway:
+    async def start(**discord: Any) -> App:
         section = fake_discord.channel_config(**discord)
         gateway = await _serve_channel(
             home, fake_api, "discord", section, guild_ready_timeout=0.1, ready_timeout=10
@@ -200,11 +206,11 @@ async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
 
 
 @contextlib.asynccontextmanager
-async def running(config: Config, clock: Any) -> AsyncIterator[Gateway]:
+async def running(config: Config, clock: Any) -> AsyncIterator[App]:
     """A gateway with the configured channels, its scheduler on ``clock``; stopped after."""
     from gateway.app import build_channels
 
-    gateway = build_app(config, build_channels(config), scheduler_clock=clock)
+    gateway = build_app(config, build_channels(config), clock=clock)
     await gateway.start()
     try:
         yield gateway

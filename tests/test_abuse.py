@@ -30,13 +30,14 @@ from hypothesis import strategies as st
 from agent.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.memory import Memory, memory_tools
 from agent.memory_index import MemoryIndex
+from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, ToolResult, TurnContext
-from gateway.app import Gateway, build_app
-from gateway.config import MemoryConfig, parse_config
+from gateway.app import App, build_app
+from gateway.config import parse_config
 from gateway.events import SessionKey
 from gateway.home import init_home
-from gateway.jobs import DailySummary
-from gateway.scheduler import Job
+from gateway.scheduling.daily_summary import DailySummary
+from gateway.scheduling.jobs import Job
 from tests.conftest import GROUP, PRIVATE, RecordingChannel
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, request_kind, tool_results
 
@@ -151,7 +152,7 @@ def world(base: Path) -> Iterator[World]:
         root = Path(tmp).resolve()
         home, ws = plant(root)
         index = MemoryIndex(home / "state" / "index.sqlite", ws)
-        memory = Memory(ws, index, MemoryConfig())
+        memory = Memory(ws, index, MemorySettings())
         try:
             yield World(root, home, ws, memory, ToolRegistry((*FILE_TOOLS, *memory_tools(memory))))
         finally:
@@ -590,7 +591,10 @@ async def test_a_group_daily_summary_reads_no_log_through_a_link(start_gateway, 
     gateway, chan = await start_gateway()
     job = Job("daily-summary", "cron", "0 21 * * *", "Europe/Berlin", str(GROUP), NOW)
     for day in (plain, outside, hard):
-        await asyncio.wait_for(DailySummary(gateway, skip_inactive=False)(job, f"{day}T21:00"), 10)
+        summary = DailySummary(
+            gateway.gateway, gateway.agent.memory, gateway.agent.store.dir, skip_inactive=False
+        )
+        await asyncio.wait_for(summary(job, f"{day}T21:00"), 10)
     first, *linked = fake_api.message_requests
     assert "The team drinks tea." in first.raw  # the log does reach the summary
     assert len(linked) == 2
@@ -630,7 +634,7 @@ async def test_new_with_a_link_at_todays_log_starts_afresh_and_writes_nothing_ou
 
 
 @contextlib.asynccontextmanager
-async def serve(home: Path, api: FakeAnthropic) -> AsyncIterator[tuple[Gateway, RecordingChannel]]:
+async def serve(home: Path, api: FakeAnthropic) -> AsyncIterator[tuple[App, RecordingChannel]]:
     """A gateway whose API key comes from the environment (as ``${ANTHROPIC_API_KEY}``)."""
     raw = {
         "timezone": "Europe/Berlin",

@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from gateway.app import UNCERTAIN_NOTE
-from gateway.scheduler import Job, Ledger
+from gateway.runtime.delivery import UNCERTAIN_NOTE
+from gateway.scheduling.jobs import Job
+from gateway.scheduling.ledger import Ledger
 from tests.conftest import OWNER
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
 from tests.fakes.process import CorvidProcess, corvid_process

@@ -73,7 +73,8 @@ async def test_a_quiet_day_sends_nothing(home, fake_api, fake_telegram):
 async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
     home, fake_api, fake_telegram
 ):
-    from gateway.scheduler import Job, Ledger
+    from gateway.scheduling.jobs import Job
+    from gateway.scheduling.ledger import Ledger
 
     today = datetime.now(BERLIN).date()
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)

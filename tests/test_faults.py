@@ -338,7 +338,7 @@ def forget_conversations(gateway: Any) -> int:
     """Drop the agent's in-memory conversation states; returns the traced bytes that freed."""
     gc.collect()
     before, _ = tracemalloc.get_traced_memory()
-    gateway.agent._sessions.clear()
+    gateway.agent.sessions._loaded.clear()
     gc.collect()
     after, _ = tracemalloc.get_traced_memory()
     return before - after
@@ -377,7 +377,7 @@ async def test_a_thousand_messages_over_a_hundred_sessions_lose_nothing_and_leak
         assert gateway.router.active_sessions() == []
         assert getattr(gateway.router, "_workers", {}) == {}
         assert not getattr(gateway, "_side_tasks", ())
-        assert len(gateway.agent._sessions) == SESSIONS
+        assert len(gateway.agent.sessions._loaded) == SESSIONS
 
         # A clean run logs no problems.
         problems = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from gateway.jobs import has_real_content, in_active_hours, strip_heartbeat_ok
+from gateway.scheduling.heartbeat import has_real_content, in_active_hours, strip_heartbeat_ok
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply
 from tests.fakes.clock import FakeClock

@@ -94,7 +94,7 @@ async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_ap
 
 
 async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegram, capsys):
-    from gateway.cli import main
+    from gateway.ops.cli import main
 
     nine = _today_at(9, days=1)
     config = _config(home, fake_api, fake_telegram)
@@ -113,7 +113,7 @@ async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegra
 async def test_corvid_jobs_run_triggers_a_job_in_the_running_gateway(
     home, fake_api, fake_telegram, capsys
 ):
-    from gateway.cli import main
+    from gateway.ops.cli import main
 
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))

@@ -10,8 +10,8 @@ import pytest
 from agent.memory import Memory, cap_head, cap_log, memory_tools
 from agent.memory_index import MemoryIndex
 from agent.prompt import build_system_prompt
+from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, TurnContext
-from gateway.config import MemoryConfig
 from gateway.events import SessionKey
 
 PRIVATE = SessionKey("test", "private", "1")
@@ -27,7 +27,7 @@ def memory(tmp_path):
     (ws / "memory").mkdir(parents=True)
     (ws / "MEMORY.md").write_text(f"# Long-term\n\n- {CANARY}: prefers tea\n")
     idx = MemoryIndex(tmp_path / "index.sqlite", ws)
-    yield Memory(ws, idx, MemoryConfig())
+    yield Memory(ws, idx, MemorySettings())
     idx.close()
 
 
@@ -79,7 +79,7 @@ def test_prompt_stays_bounded_with_a_year_of_logs_and_a_200kb_memory(memory, tmp
         entry = "".join(f"## {h:02d}:00\n\nsomething happened " * 20 + "\n\n" for h in range(20))
         (memory.workspace / "memory" / f"{day}.md").write_text(entry)
         day += timedelta(days=1)
-    cfg = MemoryConfig()
+    cfg = MemorySettings()
     prompt = build_system_prompt(
         memory.workspace,
         PRIVATE,

@@ -11,22 +11,15 @@ import pytest
 from channels.access import Access, Action, Arrival
 from channels.pairing import ALPHABET, PairingError, PairingStore
 from gateway.events import SessionKey
+from tests.fakes.clock import FakeClock
 
 DM = SessionKey("x", "private", "7")
 GROUP = SessionKey("x", "group", "-100")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
@@ -34,8 +27,8 @@ def store(tmp_path, clock) -> PairingStore:
     return PairingStore(tmp_path / "state" / "pairing.json", clock=clock)
 
 
-def _access(store: PairingStore, clock: Clock, **kw) -> Access:
-    opts = {"allow_from": ["1"], "groups": ["-100"], "pairing": store, "monotonic": clock}
+def _access(store: PairingStore, clock: FakeClock, **kw) -> Access:
+    opts = {"allow_from": ["1"], "groups": ["-100"], "pairing": store, "clock": clock}
     return Access("x", **{**opts, **kw})
 
 
@@ -54,7 +47,7 @@ def test_a_few_pending_at_most_and_codes_expire(store, clock):
         assert store.request("x", uid, "")[0] is not None
     assert store.request("x", "d", "") == (None, False)
     assert store.request("other", "d", "")[0] is not None  # per channel
-    clock.now += 3601
+    clock.tick(3601)
     assert store.pending() == []
     assert store.request("x", "d", "")[0] is not None
 
@@ -76,7 +69,7 @@ def test_approve_moves_the_user_to_the_approved_list(store, tmp_path):
 
 def test_an_expired_code_cannot_be_approved(store, clock):
     req, _ = store.request("x", "7", "Eve")
-    clock.now += 3601
+    clock.tick(3601)
     with pytest.raises(PairingError, match="expired"):
         store.approve(req.code)
 
@@ -97,7 +90,7 @@ def test_unknown_dm_gets_a_code_and_nothing_reaches_the_agent(store, clock):
     assert f"corvid pairing approve {code}" in verdict.text
     # Asking again right away is not answered again (no spam), still not delivered.
     assert access.decide(Arrival(DM, "7", "Eve", "hi?")).action is Action.DROP
-    clock.now += 61
+    clock.tick(61)
     assert code in access.decide(Arrival(DM, "7", "Eve", "hello?")).text
     store.approve(code)
     verdict = access.decide(Arrival(DM, "7", "Eve", "now?"))
@@ -127,7 +120,7 @@ def test_group_rules(store, clock):
     owner_cmd = Arrival(GROUP, "1", "Owner", "/new", addressed=True, is_command=True, **base)
     assert access.decide(owner_cmd).action is Action.DELIVER
     # A command the platform did not mark as one (odd leading space, no entity) is still one.
-    clock.now += 61
+    clock.tick(61)
     sneaky = Arrival(GROUP, "5", "Bob", "\u3000/stop", addressed=True, **base)
     assert access.decide(sneaky).action is Action.REPLY
 

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from channels.base import ChannelStartError
-from gateway.cli import main
+from gateway.ops.cli import main
 from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.discord_api import (
     BOT_ID,

@@ -16,7 +16,7 @@ import pytest
 
 from channels.base import ChannelStartError
 from channels.markdown import visible_text
-from gateway.cli import main
+from gateway.ops.cli import main
 from tests.conftest import OWNER, TG_GROUP
 from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.telegram_api import BOT_ID, BOT_USERNAME, Fault, check_telegram_html
@@ -466,7 +466,8 @@ async def test_a_reply_that_renders_to_nothing_goes_out_as_text(
 
 
 def test_pieces_that_render_longer_are_cut_again():
-    from channels.telegram import TEXT_LIMIT, _pieces
+    from channels.telegram.replies import TEXT_LIMIT
+    from channels.telegram.replies import pieces as _pieces
 
     table = "\n".join(["|" * 21, "|" + "---|" * 20] + ["|" * 21] * 1500)
     for piece, html in _pieces(table):

@@ -1,22 +1,42 @@
-"""A clock for scheduler tests: time moves only when the test says so."""
+"""A clock for tests: time moves only when the test says so.
+
+It implements ``gateway.ports.Clock``; sleepers are visible, so a test can wait until the
+scheduler is idle until a given instant, and ``sleep`` returns once the test has moved time far
+enough (or at once with ``instant_sleep``, for backoff that should not cost a test real time).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 
 class FakeClock:
-    """Time moves only when the test says so; sleepers are visible, so a test can wait until
-    the scheduler is idle until a given instant."""
-
-    def __init__(self, start: datetime) -> None:
-        self._now = start
+    def __init__(self, start: datetime | None = None, *, instant_sleep: bool = False) -> None:
+        self._now = start or datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+        self._origin = self._now
         self._changed = asyncio.Condition()
+        self.instant_sleep = instant_sleep
         self.sleeping_until: datetime | None = None
+        self.slept: list[float] = []  # every sleep(seconds) asked for
 
     def now(self) -> datetime:
         return self._now
+
+    def monotonic(self) -> float:
+        return (self._now - self._origin).total_seconds()
+
+    def tick(self, seconds: float) -> None:
+        """Move time forward now (from synchronous test code, with no sleeper to wake)."""
+        self._now += timedelta(seconds=seconds)
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        if self.instant_sleep:
+            self._now += timedelta(seconds=max(0.0, seconds))
+            await asyncio.sleep(0)
+            return
+        await self.sleep_until(self._now + timedelta(seconds=seconds))
 
     async def sleep_until(self, when: datetime) -> None:
         async with self._changed:

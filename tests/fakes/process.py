@@ -67,7 +67,7 @@ async def corvid_process(
     env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, **secrets}
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.cli", "run", *args, env=env,
+        sys.executable, "-m", "gateway.ops.cli", "run", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     running = CorvidProcess(proc, watch)

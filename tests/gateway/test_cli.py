@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from gateway.cli import main
+from gateway.ops.cli import main
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
 from tests.fakes.process import API_KEY, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
@@ -66,7 +66,7 @@ async def test_chat_over_a_pipe_holds_a_conversation_with_tool_use(tmp_path: Pat
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "gateway.cli",
+            "gateway.ops.cli",
             "chat",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,

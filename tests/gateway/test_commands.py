@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gateway import commands
-from gateway.commands import Command, parse_command
+from gateway.events import Command, parse_command
+from gateway.runtime import commands
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
 
@@ -40,7 +40,7 @@ async def test_status_reports_model_session_context_and_turns(start_gateway, fak
     await asyncio.wait_for(chan.push("hello"), 5)
     await asyncio.wait_for(chan.push("/status"), 5)
     status = chan.texts()[-1]
-    state = gateway.agent.peek(PRIVATE)
+    state = gateway.agent.sessions.peek(PRIVATE)
     assert state is not None and state.context_tokens > 0
     assert "Model: claude-sonnet-5-5" in status
     assert f"Session: {PRIVATE} (private)" in status
@@ -138,10 +138,11 @@ async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
     assert chan.texts()[0].startswith("Model: ")
 
 
-def test_every_advertised_command_is_handled():
+async def test_every_advertised_command_is_handled(start_gateway):
     from gateway.events import CHAT_COMMANDS
 
+    app, _chan = await start_gateway()
     for name, description in CHAT_COMMANDS:
-        assert name in commands.ORDERED | commands.IMMEDIATE, name
+        assert app.gateway.commands.get(name) is not None, name
         assert f"/{name}" in commands.HELP
         assert 0 < len(description) <= 256

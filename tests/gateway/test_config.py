@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import DEFAULT_MODEL, Secret, load_config, parse_config
+from gateway.config import DEFAULT_MODEL, load_config, parse_config
 from gateway.errors import ConfigError
 from gateway.home import init_home
+from gateway.ports import Secret
 
 
 def _parse(raw, environ=None):

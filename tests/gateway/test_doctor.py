@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.cli import main
-from gateway.config import load_config
-from gateway.control import ControlServer
-from gateway.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks, secret_keys
-from gateway.jobs import JobStore
-from gateway.scheduler import Job, Ledger
+from gateway.config import Config, load_config
+from gateway.config_build import secret_keys
+from gateway.ops.cli import main
+from gateway.ops.control import ControlServer
+from gateway.ops.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks
+from gateway.scheduling.jobs import Job
+from gateway.scheduling.ledger import Ledger
+from gateway.scheduling.reminders import JobStore
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import OWNER_ID, FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -403,7 +405,10 @@ async def test_alive_asks_the_control_socket(home: Path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("FAIL  gateway: not running")
 
-    server = ControlServer(home / "state" / "control.sock", gateway=None)  # type: ignore[arg-type]
+    async def no_job(job_id: str) -> tuple[str | None, str | None]:
+        return None, "no jobs here"
+
+    server = ControlServer(home / "state" / "control.sock", status=dict, run_job=no_job)
     await server.start()
     try:
         assert await doctor_cli("--alive", "--home", str(home), env={}) == 0
@@ -413,7 +418,7 @@ async def test_alive_asks_the_control_socket(home: Path, capsys):
 
 
 def test_the_secret_options_are_found_from_the_config_classes():
-    assert set(secret_keys()) == {
+    assert set(secret_keys(Config)) == {
         "llm.api_key",
         "channels.telegram.token",
         "channels.telegram.webhook.secret_token",

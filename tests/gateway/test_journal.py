@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent.transcript import SessionStore
-from gateway.app import UNCERTAIN_NOTE
 from gateway.events import InboundMessage, OutboundMessage
-from gateway.journal import Journal
+from gateway.runtime.delivery import UNCERTAIN_NOTE
+from gateway.runtime.journal import Journal
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, last_user_text, tool_results
 

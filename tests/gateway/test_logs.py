@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from gateway import logs
+from gateway import logcontext
+from gateway.ops import logs
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
 from tests.fakes.process import API_KEY, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
@@ -30,7 +31,7 @@ def test_json_lines_carry_the_turn_and_mask_secrets(captured):
     secret = 'tok"en\\with-quotes-123'
     logs.setup_logging("INFO", [secret], "json", captured)
     log = logging.getLogger("corvid.test")
-    with logs.turn_scope("telegram:private:42") as turn:
+    with logcontext.turn_scope("telegram:private:42") as turn:
         log.info("calling with %s", secret, extra={"fields": {"event": "turn", "ms": 12}})
     log.warning("outside a turn, token %s", secret)
     first, second = (json.loads(line) for line in captured.getvalue().splitlines())
@@ -45,7 +46,7 @@ def test_json_lines_carry_the_turn_and_mask_secrets(captured):
 
 def test_text_lines_name_the_turn(captured):
     logs.setup_logging("INFO", ["supersecret"], "text", captured)
-    with logs.turn_scope("discord:dm:7") as turn:
+    with logcontext.turn_scope("discord:dm:7") as turn:
         logging.getLogger("x").info("supersecret step")
     line = captured.getvalue().strip()
     assert line.endswith(f"x: *** step [turn {turn}]")

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gateway.events import InboundMessage, SessionKey
-from gateway.router import Router, RouterClosed
+from gateway.runtime.router import Router, RouterClosed
 
 A = SessionKey("t", "private", "a")
 B = SessionKey("t", "private", "b")

@@ -9,7 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.scheduler import Job, Ledger, Scheduler
+from gateway.scheduling.jobs import Job, JobKind
+from gateway.scheduling.ledger import Ledger
+from gateway.scheduling.scheduler import Scheduler
 from tests.fakes.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -22,7 +24,7 @@ def local(y, mo, d, h=0, mi=0) -> datetime:
 def daily(hour: int = 21, minute: int = 0, grace_hours: float = 12) -> Job:
     return Job(
         id="daily-summary",
-        kind="cron",
+        kind=JobKind.CRON,
         spec=f"{minute} {hour} * * *",
         timezone="Europe/Berlin",
         target="telegram:private:42",
@@ -61,8 +63,8 @@ def ledger(tmp_path):
 async def test_the_daily_job_fires_at_21_berlin_time_once(ledger):
     clock = FakeClock(local(2026, 11, 21, 20, 0))
     runs = Runs()
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([daily()])
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
     await clock.idle_until(local(2026, 11, 21, 21, 0))
     assert runs.slots == []
     await clock.set(local(2026, 11, 21, 21, 0))
@@ -79,16 +81,16 @@ async def test_a_crash_between_claim_and_send_sends_once_after_restart(ledger):
     assert ledger.claim(job, "2026-11-21T21:00", fire, fire)  # then the process died
     clock = FakeClock(local(2026, 11, 21, 21, 5))
     runs = Runs()
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([job])
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
     await runs.wait(1)
     await clock.idle_until(local(2026, 11, 22, 21, 0))
     await sched.stop()
     assert runs.slots == ["2026-11-21T21:00"]
     # A second restart the same evening sends nothing more.
     again = Runs()
-    sched = Scheduler(ledger, clock, again)
-    sched.start([job])
+    sched = Scheduler(ledger, clock)
+    sched.start([job], again)
     await clock.idle_until(local(2026, 11, 22, 21, 0))
     await sched.stop()
     assert again.slots == []
@@ -100,8 +102,8 @@ async def test_downtime_across_21_gives_one_catch_up_on_start(ledger):
     ledger.settle(job, job.slot(yesterday), yesterday, "sent", yesterday)
     clock = FakeClock(local(2026, 11, 21, 23, 30))  # was down from 20:00 to 23:30
     runs = Runs()
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([job])
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
     await runs.wait(1)
     await clock.idle_until(local(2026, 11, 22, 21, 0))
     await sched.stop()
@@ -114,8 +116,8 @@ async def test_runs_missed_beyond_the_grace_period_are_recorded_not_sent(ledger)
     ledger.settle(job, job.slot(long_ago), long_ago, "sent", long_ago)
     clock = FakeClock(local(2026, 11, 21, 10, 0))  # down for days
     runs = Runs()
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([job])
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
     await clock.idle_until(local(2026, 11, 21, 21, 0))
     await sched.stop()
     assert runs.slots == []
@@ -136,8 +138,8 @@ async def test_a_dst_week_neither_skips_nor_doubles_a_day(ledger, start, hour, m
     job = daily(hour, minute)
     clock = FakeClock(start)
     runs = Runs()
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([job])
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
     while await clock.next_wake() < start + timedelta(days=7):
         await clock.advance()
     await sched.stop()
@@ -150,8 +152,8 @@ async def test_a_dst_week_neither_skips_nor_doubles_a_day(ledger, start, hour, m
 async def test_a_failing_run_is_retried_then_recorded(ledger):
     clock = FakeClock(local(2026, 11, 21, 21, 0))
     runs = Runs(fail=2)
-    sched = Scheduler(ledger, clock, runs)
-    sched.start([daily()])
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
     await runs.wait(1)
     await clock.advance()  # first retry, after 30 s
     await clock.advance()  # second retry, after 2 min

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from gateway import logs
-from gateway.cli import main
 from gateway.events import OutboundMessage
-from gateway.journal import FAILED, Journal
+from gateway.ops import logs
+from gateway.ops.cli import main
+from gateway.runtime.journal import Journal, SendStatus
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Reply
 
@@ -65,7 +65,7 @@ async def _status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
 def test_status_without_a_running_gateway_reads_the_files(home, capsys):
     journal = Journal(home / "state" / "gateway.sqlite")
     oid = journal.queue(OutboundMessage(PRIVATE, "Your reminder: call the bank " * 5))
-    journal.settle(oid, FAILED, "Forbidden: bot was blocked by the user")
+    journal.settle(oid, SendStatus.FAILED, "Forbidden: bot was blocked by the user")
     journal.close()
     from agent.transcript import SessionStore
 

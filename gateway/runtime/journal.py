@@ -26,13 +26,25 @@ import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey
+from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
+from gateway.ports import Clock, SystemClock
 
-PENDING, SENDING, SENT, FAILED, UNCERTAIN = "pending", "sending", "sent", "failed", "uncertain"
+
+class SendStatus(StrEnum):
+    """Where an outbox message is: pending → sending → sent, or failed / uncertain."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"  # interrupted while sending, on a platform that cannot deduplicate
+
+
 KEEP_SENT = timedelta(days=7)
 KEEP_SEEN = timedelta(days=2)
 
@@ -69,21 +81,18 @@ CREATE TABLE IF NOT EXISTS seen (
 class Outgoing:
     id: int
     out: OutboundMessage
-    status: str
+    status: SendStatus
     attempts: int
     error: str
     origin: str | None
     updated: str
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
 class Journal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Clock | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
+        self.clock = clock or SystemClock()
         # Written from the event loop only; short statements, so blocking is not a concern.
         self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -102,6 +111,9 @@ class Journal:
     def close(self) -> None:
         self.db.close()
 
+    def _now(self) -> str:
+        return self.clock.now().isoformat(timespec="milliseconds")
+
     # -- inbound ------------------------------------------------------------------------------
 
     def first_time(self, msg: InboundMessage) -> bool:
@@ -110,7 +122,7 @@ class Journal:
             return True
         cur = self.db.execute(
             "INSERT OR IGNORE INTO seen (key, message_id, at) VALUES (?, ?, ?)",
-            (str(msg.key), msg.message_id, _now()),
+            (str(msg.key), msg.message_id, self._now()),
         )
         return cur.rowcount == 1
 
@@ -118,7 +130,7 @@ class Journal:
         """Record an accepted message; returns it with its journal sequence number set."""
         cur = self.db.execute(
             "INSERT INTO inbound (key, payload, created) VALUES (?, ?, ?)",
-            (str(msg.key), json.dumps(_dump(msg), ensure_ascii=False), _now()),
+            (str(msg.key), json.dumps(_dump(msg), ensure_ascii=False), self._now()),
         )
         return replace(msg, seq=cur.lastrowid)
 
@@ -153,7 +165,8 @@ class Journal:
     def unsettled(self) -> list[Outgoing]:
         """Messages a crash left ``pending`` or ``sending``, oldest first."""
         rows = self.db.execute(
-            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id", (PENDING, SENDING)
+            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id",
+            (SendStatus.PENDING, SendStatus.SENDING),
         ).fetchall()
         return [_outgoing(r) for r in rows]
 
@@ -161,37 +174,39 @@ class Journal:
         """The most recent messages that failed, or may not have arrived; newest first."""
         rows = self.db.execute(
             f"{_SELECT} WHERE status IN (?, ?) ORDER BY id DESC LIMIT ?",
-            (FAILED, UNCERTAIN, limit),
+            (SendStatus.FAILED, SendStatus.UNCERTAIN, limit),
         ).fetchall()
         return [_outgoing(r) for r in rows]
 
     def sending(self, oid: int) -> None:
         self.db.execute(
             "UPDATE outbox SET status = ?, attempts = attempts + 1, updated = ? WHERE id = ?",
-            (SENDING, _now(), oid),
+            (SendStatus.SENDING, self._now(), oid),
         )
 
-    def settle(self, oid: int, status: str, error: str = "") -> None:
+    def settle(self, oid: int, status: SendStatus, error: str = "") -> None:
         self.db.execute(
             "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
-            (status, error, _now(), oid),
+            (status, error, self._now(), oid),
         )
 
     def prune(self, now: datetime | None = None) -> None:
         """Drop delivered messages older than a week (failed ones stay for ``corvid status``)
         and message ids too old to be delivered again."""
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         sent_before = (now - KEEP_SENT).isoformat(timespec="milliseconds")
-        self.db.execute("DELETE FROM outbox WHERE status = ? AND updated < ?", (SENT, sent_before))
+        self.db.execute(
+            "DELETE FROM outbox WHERE status = ? AND updated < ?", (SendStatus.SENT, sent_before)
+        )
         seen_before = (now - KEEP_SEEN).isoformat(timespec="milliseconds")
         self.db.execute("DELETE FROM seen WHERE at < ?", (seen_before,))
 
     def _insert(self, out: OutboundMessage, origin: str | None) -> int:
-        now = _now()
+        now = self._now()
         cur = self.db.execute(
             "INSERT INTO outbox (key, text, reply_to, origin, status, created, updated) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (str(out.key), out.text, out.reply_to, origin, PENDING, now, now),
+            (str(out.key), out.text, out.reply_to, origin, SendStatus.PENDING, now, now),
         )
         assert cur.lastrowid is not None
         return cur.lastrowid
@@ -213,7 +228,7 @@ _SELECT = "SELECT id, key, text, reply_to, status, attempts, error, origin, upda
 def _outgoing(row: tuple[Any, ...]) -> Outgoing:
     oid, key, text, reply_to, status, attempts, error, origin, updated = row
     out = OutboundMessage(SessionKey.parse(key), text, reply_to=reply_to, ident=f"c{oid}")
-    return Outgoing(oid, out, status, attempts, error, origin, updated)
+    return Outgoing(oid, out, SendStatus(status), attempts, error, origin, updated)
 
 
 def _dump(msg: InboundMessage) -> dict[str, Any]:
@@ -257,4 +272,5 @@ def _load(d: dict[str, Any]) -> InboundMessage:
             for a in d["attachments"]
         ),
         context=tuple(d["context"]),
+        command=parse_command(d["text"]),
     )

@@ -10,22 +10,27 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gateway.app import Gateway
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 # Unix socket paths are limited to about 108 bytes.
 MAX_SOCKET_PATH = 100
 
+StatusReport = Callable[[], dict[str, Any]]
+RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
+
 
 class ControlServer:
-    def __init__(self, path: Path, gateway: Gateway) -> None:
+    """Answers ``ping``, ``status`` (from ``status()``) and ``run_job`` (through ``run_job``,
+    which returns the recorded status, None for no such job, and the error)."""
+
+    def __init__(self, path: Path, *, status: StatusReport, run_job: RunJob) -> None:
         self.path = path
-        self.gateway = gateway
+        self._status = status
+        self._run_job = run_job
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -63,19 +68,15 @@ class ControlServer:
                 await writer.wait_closed()
 
     async def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        if request.get("cmd") == "ping":  # `corvid doctor`: is a gateway running here?
+        cmd = request.get("cmd")
+        if cmd == "ping":  # `corvid doctor`: is a gateway running here?
             return {"ok": True, "pid": os.getpid()}
-        if request.get("cmd") == "status":
-            from gateway.status import report
-
-            return {"ok": True, "report": report(self.gateway.config, self.gateway)}
-        if request.get("cmd") == "run_job":
-            scheduler = self.gateway.scheduler
-            if scheduler is None:
-                return {"ok": False, "error": "the scheduler is not running"}
-            status, error = await scheduler.run_now(str(request["id"]))
-            return {"ok": status == "sent", "status": status, "error": error}
-        return {"ok": False, "error": f"unknown command {request.get('cmd')!r}"}
+        if cmd == "status":
+            return {"ok": True, "report": self._status()}
+        if cmd == "run_job":
+            status, error = await self._run_job(str(request["id"]))
+            return {"ok": status == "sent", "status": status or "unknown", "error": error}
+        return {"ok": False, "error": f"unknown command {cmd!r}"}
 
 
 async def ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
@@ -89,8 +90,11 @@ async def ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
         writer.write(json.dumps(request).encode() + b"\n")
         await writer.drain()
         line = await reader.readline()
-        return json.loads(line)
+        answer = json.loads(line)
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+    if not isinstance(answer, dict):
+        raise ValueError("the control socket answered something other than an object")
+    return answer

@@ -27,7 +27,16 @@ from channels.access import Access, Arrival, Fetched
 from channels.base import Channel, ChannelStartError
 from channels.inbox import Intake
 from channels.markdown import split_markdown
-from gateway.events import CHAT_COMMANDS, Attachment, OutboundMessage, SessionKey
+from gateway.events import (
+    CHAT_COMMANDS,
+    Attachment,
+    OutboundMessage,
+    SessionKey,
+    discord_channel,
+    discord_dm,
+    discord_thread,
+)
+from gateway.ports import Check, Clock
 
 if TYPE_CHECKING:
     import discord
@@ -56,8 +65,9 @@ class DiscordChannel(Channel):
         gateway_url: str = "wss://gateway.discord.gg/",
         ready_timeout: float = 60.0,
         guild_ready_timeout: float = 2.0,
+        clock: Clock | None = None,
     ) -> None:
-        super().__init__(access)
+        super().__init__(access, clock)
         self._token = token
         self.intake = intake
         self.api_base_url = api_base_url.rstrip("/")
@@ -165,6 +175,11 @@ class DiscordChannel(Channel):
             _connection_problem(exc) if exc is not None else "the Discord connection was closed"
         )
 
+    async def probe(self, limit: float, token_source: str) -> Check:
+        from channels.discord.probe import probe
+
+        return await probe(self._token, self.api_base_url, limit=limit, token_source=token_source)
+
     # -- inbound --------------------------------------------------------------------------------
 
     def _where(self, channel: Any, user: Any) -> tuple[SessionKey, tuple[str, ...]]:
@@ -175,11 +190,11 @@ class DiscordChannel(Channel):
             if not isinstance(channel, discord.DMChannel):
                 # A guild channel that is not cached: never guess it is a private chat.
                 raise LookupError(f"cannot place channel {getattr(channel, 'id', '?')}")
-            return SessionKey("discord", "dm", str(user.id)), ()
+            return discord_dm(user.id), ()
         if isinstance(channel, discord.Thread):
             ids = (str(channel.id), str(channel.parent_id), str(guild.id))
-            return SessionKey("discord", "thread", str(channel.id)), ids
-        return SessionKey("discord", "channel", str(channel.id)), (str(channel.id), str(guild.id))
+            return discord_thread(channel.id), ids
+        return discord_channel(channel.id), (str(channel.id), str(guild.id))
 
     async def _on_message(self, message: discord.Message) -> None:
         client = self._client
@@ -272,7 +287,7 @@ class DiscordChannel(Channel):
 
         user = interaction.user
         if interaction.guild_id is None:
-            key, group_ids = SessionKey("discord", "dm", str(user.id)), ()
+            key, group_ids = discord_dm(user.id), ()
         elif interaction.channel is None or getattr(interaction.channel, "guild", None) is None:
             return  # a guild channel we cannot place: never guess it is a private chat
         else:
@@ -322,7 +337,7 @@ class DiscordChannel(Channel):
         client = self._client
         if client is None:
             raise RuntimeError("the Discord channel is not running")
-        if key.scope in ("dm", "guest"):
+        if key.scope.direct:
             user = client.get_user(int(key.id)) or await client.fetch_user(int(key.id))
             return user.dm_channel or await user.create_dm()
         return client.get_channel(int(key.id)) or await client.fetch_channel(int(key.id))

@@ -1,21 +1,20 @@
 """Logging set-up for the CLI: one handler, text or JSON lines, secrets masked in every line.
 
-Lines written during a turn carry its session key and turn id (set with ``turn_scope``), so a
-turn can be followed through the log; the line that ends a turn carries its timings as fields.
+Lines written during a turn carry its session key and turn id (``gateway/logcontext.py``), so
+a turn can be followed through the log; the line that ends a turn carries its timings as fields.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import secrets as random
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import IO, Any
+
+from gateway.logcontext import ContextFilter
 
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s%(turn_suffix)s"
 FORMATS = ("text", "json")
@@ -33,30 +32,6 @@ _CHATTY = (
     "discord.webhook",
     "apscheduler.executors",
 )
-
-_SESSION: ContextVar[str | None] = ContextVar("log_session", default=None)
-_TURN: ContextVar[str | None] = ContextVar("log_turn", default=None)
-
-
-@contextlib.contextmanager
-def turn_scope(session: object) -> Iterator[str]:
-    """Log lines written inside (and in tasks started inside) name this session and a new
-    turn id, which is returned."""
-    turn = random.token_hex(4)
-    tokens = (_SESSION.set(str(session)), _TURN.set(turn))
-    try:
-        yield turn
-    finally:
-        _TURN.reset(tokens[1])
-        _SESSION.reset(tokens[0])
-
-
-class _Context(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.session = _SESSION.get()
-        record.turn = _TURN.get()
-        record.turn_suffix = f" [turn {record.turn}]" if record.turn else ""
-        return True
 
 
 class Masker:
@@ -114,7 +89,7 @@ class JsonFormatter(RedactingFormatter):
         return json.dumps(_redact_all(entry, self.redact), ensure_ascii=False, default=str)
 
 
-def _redact_all(value: Any, redact: Any) -> Any:
+def _redact_all(value: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
@@ -156,7 +131,7 @@ def setup_logging(
     formatter = JsonFormatter(secrets) if fmt == "json" else RedactingFormatter(FORMAT, secrets)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(formatter)
-    handler.addFilter(_Context())
+    handler.addFilter(ContextFilter())
     RECENT = RecentProblems(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):

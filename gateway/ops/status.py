@@ -1,34 +1,46 @@
 """``corvid status``: sessions and their context use, recent problems, undelivered messages.
 
 The running gateway builds the report (asked over the control socket), so it includes what only
-the process knows: turns running, messages queued, the last warnings. Without a running gateway
-the report comes from the files in ``state/`` alone.
+the process knows (``Live``): turns running, messages queued, the last warnings. Without a
+running gateway the report comes from the files in ``state/`` alone.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent.transcript import SessionStore
-from gateway import logs
+from agent.transcript import SessionState, SessionStore
 from gateway.config import Config
-from gateway.journal import Journal
-
-if TYPE_CHECKING:
-    from gateway.app import Gateway
+from gateway.events import SessionKey
+from gateway.ops import logs
+from gateway.runtime.journal import Journal
 
 MAX_SESSIONS = 20
 PREVIEW_CHARS = 60
 
 
-def report(config: Config, gateway: Gateway | None = None) -> dict[str, Any]:
-    store = gateway.agent.store if gateway is not None else SessionStore(config.state / "sessions")
+@dataclass(frozen=True)
+class Live:
+    """What only the running process knows."""
+
+    pid: int
+    uptime_seconds: int
+    channels: list[dict[str, str]]
+    loaded: Callable[[SessionKey], SessionState | None]
+    busy: Callable[[SessionKey], bool]
+    queued: Callable[[SessionKey], int]
+
+
+def report(
+    config: Config, store: SessionStore, journal: Journal | None, live: Live | None = None
+) -> dict[str, Any]:
     window = config.llm.context_window
     sessions = []
     for key in store.session_keys():
-        state = gateway.agent.loaded(key) if gateway is not None else None
+        state = live.loaded(key) if live is not None else None
         state = state or store.read(key)
         if state is None:
             continue
@@ -46,13 +58,13 @@ def report(config: Config, gateway: Gateway | None = None) -> dict[str, Any]:
                 "context_pct": round(100 * used / window, 1),
                 "compactions": state.compactions,
                 "last_active": _iso(active),
-                "running": gateway.router.busy(key) if gateway is not None else False,
-                "queued": gateway.router.queued(key) if gateway is not None else 0,
+                "running": live.busy(key) if live is not None else False,
+                "queued": live.queued(key) if live is not None else 0,
             }
         )
-    sessions.sort(key=lambda s: s["last_active"], reverse=True)
+    sessions.sort(key=lambda s: str(s["last_active"]), reverse=True)
     out: dict[str, Any] = {
-        "running": gateway is not None,
+        "running": live is not None,
         "model": config.llm.model,
         "context_window": window,
         "sessions_total": len(sessions),
@@ -61,7 +73,6 @@ def report(config: Config, gateway: Gateway | None = None) -> dict[str, Any]:
         "undelivered": [],
         "problems": [],
     }
-    journal = gateway.journal if gateway is not None else _open_journal(config)
     if journal is not None:
         out["unanswered"] = len(journal.unanswered())
         out["undelivered"] = [
@@ -74,14 +85,23 @@ def report(config: Config, gateway: Gateway | None = None) -> dict[str, Any]:
             }
             for row in journal.undelivered(10)
         ]
-        if gateway is None:
-            journal.close()
-    if gateway is not None:
-        out["pid"] = gateway.pid
-        out["uptime_seconds"] = round(time.monotonic() - gateway.started_at)
-        out["channels"] = gateway.channel_states()
+    if live is not None:
+        out["pid"] = live.pid
+        out["uptime_seconds"] = live.uptime_seconds
+        out["channels"] = live.channels
         out["problems"] = list(logs.RECENT.records) if logs.RECENT is not None else []
     return out
+
+
+def report_from_files(config: Config) -> dict[str, Any]:
+    """The report without a running gateway: read only, nothing repaired or moved."""
+    path = config.state / "gateway.sqlite"
+    journal = Journal(path) if path.exists() else None
+    try:
+        return report(config, SessionStore(config.state / "sessions"), journal)
+    finally:
+        if journal is not None:
+            journal.close()
 
 
 def render(r: dict[str, Any]) -> str:
@@ -117,11 +137,6 @@ def render(r: dict[str, Any]) -> str:
         for p in r["problems"][-10:]:
             lines.append(f"  {p['ts'][:19].replace('T', ' ')} {p['level']} {p['msg']}")
     return "\n".join(lines)
-
-
-def _open_journal(config: Config) -> Journal | None:
-    path = config.state / "gateway.sqlite"
-    return Journal(path) if path.exists() else None
 
 
 def _preview(text: str) -> str:

@@ -1,0 +1,57 @@
+"""The agent's settings: the model, the turn, memory and compaction. The agent owns them; the
+gateway's config loader reads them from ``config.yaml`` (sections ``llm``, ``agent``, ``memory``,
+``compaction``) and hands them in.
+
+``setting()`` declares an option with its default and the bounds the loader checks, so a bad
+value names its key instead of failing later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.ports import Secret
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+
+def setting(default: Any, minimum: float | None = None, choices: tuple[str, ...] = ()) -> Any:
+    """A dataclass field with the bounds ``config.yaml`` is checked against."""
+    return field(default=default, metadata={"min": minimum, "choices": choices})
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    api_key: Secret | None = None
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    max_tokens: int = setting(8192, minimum=1)
+    context_window: int = setting(200_000, minimum=1000)
+    timeout: float = setting(120.0, minimum=1)
+    retries: int = setting(2, minimum=0)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_iterations: int = setting(25, minimum=1)
+    bootstrap_max_chars: int = setting(20_000, minimum=100)
+    bootstrap_total_max_chars: int = setting(60_000, minimum=100)
+    max_input_chars: int = setting(32_000, minimum=100)
+    tool_output_max_chars: int = setting(50_000, minimum=1000)
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    daily_log_max_chars: int = setting(12_000, minimum=500)
+    long_term_max_chars: int = setting(20_000, minimum=500)
+    search_max_results: int = setting(8, minimum=1)
+    chunk_lines: int = setting(30, minimum=4)
+    chunk_overlap_lines: int = setting(6, minimum=0)
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    reserve_tokens: int = setting(20_000, minimum=0)
+    soft_threshold_tokens: int = setting(4_000, minimum=0)
+    keep_recent_tokens: int = setting(20_000, minimum=500)

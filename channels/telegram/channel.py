@@ -1,0 +1,322 @@
+"""The Telegram adapter: long polling (or a webhook) in, replies out, through python-telegram-bot.
+
+Polling is Corvid's own loop over ``getUpdates`` rather than PTB's Updater: it stops the channel
+when the token is revoked or another process keeps polling the same bot (instead of retrying
+forever), and it confirms an update to Telegram only once the gateway has it, so an update still
+being downloaded at a crash comes again. Updates run in order within a chat and independently
+across chats. How messages are read is in ``inbound``, how replies are written in ``replies``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from channels.access import Access
+from channels.base import Channel, ChannelStartError
+from channels.inbox import Intake
+from channels.telegram import replies
+from channels.telegram.api import call, retry_after_seconds
+from channels.telegram.inbound import Reader
+from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
+from gateway.ports import Check, Clock
+
+if TYPE_CHECKING:
+    from telegram import Update
+    from telegram.ext import Application
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CONFLICTS_BEFORE_GIVING_UP = 4
+
+
+@dataclass(frozen=True)
+class Webhook:
+    url: str
+    listen: str
+    port: int
+    path: str
+    secret_token: str
+
+
+class TelegramChannel(Channel):
+    name = "telegram"
+
+    def __init__(
+        self,
+        token: str,
+        access: Access,
+        *,
+        intake: Intake,
+        base_url: str = "https://api.telegram.org/bot",
+        base_file_url: str = "https://api.telegram.org/file/bot",
+        poll_timeout: float = 30,
+        webhook: Webhook | None = None,
+        retry_backoff: float = 1.0,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(access, clock)
+        self._token = token
+        self.intake = intake
+        self._reader = Reader(intake, self.clock, retry_backoff)
+        self.base_url = base_url
+        self.base_file_url = base_file_url
+        self.poll_timeout = poll_timeout
+        self.webhook = webhook
+        self.retry_backoff = retry_backoff
+        self.bot_id = 0
+        self._app: Application | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._offset: int | None = None
+        # Updates still being taken in (a download, say), by update id. Telegram is not told
+        # they were received until the gateway has them, so a crash meanwhile loses none.
+        self._taking: dict[int, asyncio.Task[None]] = {}
+        self._next_update = 0  # updates below this were dispatched by this process
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from telegram import BotCommand, Update
+        from telegram.error import InvalidToken, TelegramError
+        from telegram.ext import ApplicationBuilder, TypeHandler
+        from telegram.request import HTTPXRequest
+
+        requests = (
+            HTTPXRequest(connection_pool_size=32, read_timeout=30, write_timeout=30),
+            HTTPXRequest(read_timeout=self.poll_timeout + 10),
+        )
+        app = (
+            ApplicationBuilder()
+            .token(self._token)
+            .base_url(self.base_url)
+            .base_file_url(self.base_file_url)
+            .request(requests[0])
+            .get_updates_request(requests[1])
+            .build()
+        )
+        app.add_handler(TypeHandler(Update, self._on_webhook_update))
+        app.add_error_handler(self._on_handler_error)
+        try:
+            await app.initialize()  # getMe
+        except TelegramError as exc:
+            # Not initialised, so app.shutdown() would do nothing: close the clients here.
+            await asyncio.gather(*(r.shutdown() for r in requests))
+            if isinstance(exc, InvalidToken):
+                raise ChannelStartError(
+                    "Telegram rejected the bot token (channels.telegram.token). Check it with "
+                    "@BotFather (/token) and set it again."
+                ) from None
+            raise ChannelStartError(
+                f"could not reach the Telegram Bot API at {self.base_url} ({exc}); check the "
+                "network or channels.telegram.base_url"
+            ) from None
+        self._app = app
+        self.bot_username = app.bot.username or ""
+        self.bot_id = app.bot.id
+        self._reader.bot = app.bot
+        self._reader.username = self.bot_username
+        self._reader.bot_id = self.bot_id
+        self._reader.backoff = self.retry_backoff
+        # The command menu is not needed to receive messages; set it while polling starts.
+        self._spawn(self._set_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS]))
+        await app.start()
+        assert app.updater is not None
+        try:
+            if self.webhook is not None:
+                await app.updater.start_webhook(
+                    listen=self.webhook.listen,
+                    port=self.webhook.port,
+                    url_path=self.webhook.path,
+                    webhook_url=self.webhook.url,
+                    secret_token=self.webhook.secret_token,
+                    allowed_updates=["message"],
+                )
+            else:
+                # getUpdates is refused while a webhook is set (say, from an earlier setup).
+                await self._call(lambda: app.bot.delete_webhook())
+                self._poller = asyncio.create_task(self._poll(), name="telegram-poll")
+        except (TelegramError, OSError) as exc:
+            await self.stop()
+            how = "set the webhook" if self.webhook is not None else "start polling"
+            raise ChannelStartError(f"could not {how} on Telegram: {exc}") from None
+        log.info(
+            "telegram: @%s is %s",
+            self.bot_username,
+            "receiving by webhook" if self.webhook is not None else "polling",
+        )
+
+    async def _set_commands(self, commands: list[Any]) -> None:
+        from telegram.error import TelegramError
+
+        assert self._app is not None
+        bot = self._app.bot
+        try:
+            await self._call(lambda: bot.set_my_commands(commands))
+        except TelegramError as exc:
+            log.warning("telegram: could not register the command menu: %s", exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _poll(self) -> None:
+        """Long polling. Unlike PTB's Updater, it stops the channel when the token is revoked
+        or another process keeps polling the same bot, instead of retrying forever."""
+        from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError, TimedOut
+
+        assert self._app is not None
+        bot = self._app.bot
+        failures = conflicts = 0
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=self._offset,
+                    timeout=dt.timedelta(seconds=self.poll_timeout),
+                    allowed_updates=["message"],
+                )
+            except InvalidToken:
+                self.fail(
+                    "Telegram no longer accepts the bot token (revoked or changed in "
+                    "@BotFather); put the new one in channels.telegram.token"
+                )
+                return
+            except Conflict:
+                # Right after a restart the previous process's poll may still be open for a
+                # moment; only a conflict that persists means a second instance.
+                conflicts += 1
+                if conflicts >= CONFLICTS_BEFORE_GIVING_UP:
+                    self.fail(
+                        "another program is receiving updates for this Telegram bot token (409 "
+                        "Conflict): stop the other Corvid instance, or give each one its own "
+                        "bot token"
+                    )
+                    return
+                await self.clock.sleep(self.retry_backoff * 2 ** (conflicts - 1))
+                continue
+            except RetryAfter as exc:
+                await self.clock.sleep(retry_after_seconds(exc))
+                continue
+            except TimedOut:
+                continue  # a long poll that outlived the read timeout: just poll again
+            except TelegramError as exc:
+                failures += 1
+                wait = min(30.0, self.retry_backoff * 2 ** min(failures - 1, 5))
+                log.warning("telegram: polling failed (%s); retrying in %.0f s", exc, wait)
+                await self.clock.sleep(wait)
+                continue
+            failures = conflicts = 0
+            fresh = [u for u in updates if u.update_id >= self._next_update]
+            for update in fresh:
+                self._next_update = update.update_id + 1
+                task = self._dispatch(update)
+                if task is not None:
+                    self._taking[update.update_id] = task
+            # One pass of the loop lets plain messages, which need no I/O, reach the gateway,
+            # so the next poll confirms them instead of receiving them again.
+            await asyncio.sleep(0)
+            self._offset = self._confirmable()
+            if updates and not fresh and self._taking:
+                # All Telegram returned is still being taken in: asking again now would only
+                # return the same updates, so wait for one of them to be done.
+                await asyncio.wait(list(self._taking.values()), return_when=asyncio.FIRST_COMPLETED)
+                self._offset = self._confirmable()
+
+    def _confirmable(self) -> int | None:
+        """The offset that confirms every update the gateway has (or has turned away). An
+        intake cancelled by stop() stays unconfirmed, for the next start to receive."""
+        for uid, task in list(self._taking.items()):
+            if task.done() and not task.cancelled():
+                del self._taking[uid]
+        if self._taking:
+            return min(self._taking)
+        return self._next_update or self._offset
+
+    def _dispatch(self, update: Update) -> asyncio.Task[None] | None:
+        msg = update.message
+        if msg is None:
+            return None
+        return self.in_order(msg.chat_id, self._on_update(update))
+
+    async def stop(self) -> None:
+        app, self._app = self._app, None
+        if app is None:
+            return
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.wait([self._poller])
+            self._poller = None
+        await self.cancel_pending()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        self._offset = self._confirmable()
+        if self.webhook is None and self._offset is not None:
+            # Confirm what the gateway has, so a restart does not receive it again. Updates
+            # whose intake was cut short stay unconfirmed and come again after the restart.
+            with contextlib.suppress(Exception):
+                await app.bot.get_updates(offset=self._offset, timeout=dt.timedelta(0))
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+
+    async def _on_webhook_update(self, update: Update, context: Any) -> None:
+        self._dispatch(update)
+
+    async def _on_handler_error(self, update: object, context: Any) -> None:
+        log.error("telegram: handling an update failed", exc_info=context.error)
+
+    # -- inbound --------------------------------------------------------------------------------
+
+    async def _on_update(self, update: Update) -> None:
+        msg = update.message  # edits, channel posts and the rest are not for us
+        if msg is None or msg.from_user is None or msg.from_user.is_bot:
+            return
+        arrival = self._reader.arrival(msg)
+        if arrival is not None:
+            await self.admit(arrival)
+
+    # -- outbound -------------------------------------------------------------------------------
+
+    async def send(self, msg: OutboundMessage) -> None:
+        if self._app is None:
+            raise RuntimeError("the Telegram channel is not running")
+        await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
+
+    @contextlib.asynccontextmanager
+    async def typing(self, key: SessionKey) -> AsyncIterator[None]:
+        task = asyncio.create_task(replies.keep_typing(self._app.bot, key)) if self._app else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def probe(self, limit: float, token_source: str) -> Check:
+        from channels.telegram.probe import probe
+
+        return await probe(
+            self._token,
+            self.base_url,
+            self.base_file_url,
+            has_groups=bool(self.access is not None and self.access.groups),
+            limit=limit,
+            token_source=token_source,
+        )
+
+    async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        return await call(request, self.clock, self.retry_backoff)

@@ -1,0 +1,174 @@
+"""Telegram messages as the access policy sees them (``Arrival``), and their files.
+
+Private chats are ``telegram:private:<user_id>``, groups ``telegram:group:<chat_id>`` (plus
+``:topic:<id>`` in forum topics). In a group, a message is addressed to the bot when it mentions
+it (``@username`` or a text mention), replies to it, or is a command for it. Photos become
+images for the model; other files are saved to the inbox, once the message is let through.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from channels import inbox
+from channels.access import Arrival, Fetched
+from channels.inbox import Intake
+from channels.telegram.api import call
+from gateway.events import CHAT_COMMANDS, Attachment, SessionKey, telegram_group, telegram_private
+from gateway.ports import Clock
+
+if TYPE_CHECKING:
+    from telegram import Bot, Message
+
+log = logging.getLogger(__name__)
+
+_UNSUPPORTED = (
+    ("voice", "voice messages"),
+    ("video_note", "video messages"),
+    ("audio", "audio files"),
+    ("video", "videos"),
+    ("animation", "GIFs"),
+    ("sticker", "stickers"),
+    ("location", "locations"),
+    ("venue", "locations"),
+    ("contact", "contacts"),
+    ("poll", "polls"),
+    ("dice", "dice"),
+    ("game", "games"),
+    ("story", "stories"),
+)
+_OUR_COMMANDS = frozenset(name for name, _ in CHAT_COMMANDS) | {"start"}
+
+
+@dataclass
+class Reader:
+    """Reads messages for one bot (``username``, ``bot_id`` once known from getMe)."""
+
+    intake: Intake
+    clock: Clock
+    backoff: float = 1.0
+    bot: Bot | None = None
+    username: str = ""
+    bot_id: int = 0
+
+    def arrival(self, msg: Message) -> Arrival | None:
+        chat = msg.chat
+        user = msg.from_user
+        assert user is not None
+        if chat.type == "private":
+            key = telegram_private(user.id)
+        elif chat.type in ("group", "supergroup"):
+            topic = msg.message_thread_id if msg.is_topic_message else None
+            key = telegram_group(chat.id, topic or None)
+        else:
+            return None
+        text = msg.text or msg.caption or ""
+        entities = msg.parse_entities() if msg.text else msg.parse_caption_entities()
+        command = self._command(entities)
+        if command is False:
+            return None  # a command for another bot
+        unsupported = next((label for attr, label in _UNSUPPORTED if getattr(msg, attr, None)), "")
+        has_file = bool(msg.photo or msg.document)
+        if not text and not has_file and not unsupported:
+            return None  # service messages: joins, pins, topic changes...
+        if unsupported and text:
+            text += f"\n[Something I cannot open ({unsupported}) came with this message.]"
+            unsupported = ""
+        return Arrival(
+            key=key,
+            sender_id=str(user.id),
+            sender_name=user.full_name,
+            text=text,
+            message_id=str(msg.message_id),
+            addressed=bool(command) or self._mentions_me(msg, entities),
+            is_command=bool(command),
+            group_ids=(str(chat.id),),
+            unsupported=unsupported,
+            fetch=(lambda final_key: self.fetch(msg, final_key)) if has_file else None,
+        )
+
+    def _command(self, entities: dict[Any, str]) -> bool | None:
+        """True: a command for us; False: a command for another bot; None: not a command."""
+        for entity, value in entities.items():
+            if entity.type == "bot_command" and entity.offset == 0:
+                name, _, target = value[1:].partition("@")
+                if target:
+                    return target.casefold() == self.username.casefold()
+                return name.casefold() in _OUR_COMMANDS or None
+        return None
+
+    def _mentions_me(self, msg: Message, entities: dict[Any, str]) -> bool:
+        me = "@" + self.username.casefold()
+        for entity, value in entities.items():
+            if entity.type == "mention" and value.casefold() == me:
+                return True
+            if entity.type == "text_mention" and entity.user and entity.user.id == self.bot_id:
+                return True
+        reply = msg.reply_to_message
+        # In forum topics every message "replies" to the topic's opening service message.
+        return bool(
+            reply is not None
+            and reply.from_user is not None
+            and reply.from_user.id == self.bot_id
+            and reply.forum_topic_created is None
+        )
+
+    async def fetch(self, msg: Message, key: SessionKey) -> Fetched:
+        attachments: list[Attachment] = []
+        notes: list[str] = []
+        try:
+            if msg.photo:
+                await self._fetch_photo(msg, attachments, notes)
+            if msg.document:
+                await self._fetch_document(msg, key, attachments, notes)
+        except Exception as exc:
+            from telegram.error import TelegramError
+
+            if not isinstance(exc, TelegramError | OSError):
+                raise
+            log.warning("%s: could not download a file: %s", key, exc)
+            notes.append("[A file came with this message, but downloading it failed.]")
+        return tuple(attachments), tuple(notes)
+
+    async def _download(self, file_id: str) -> bytes:
+        bot = self.bot
+        assert bot is not None
+        file = await call(lambda: bot.get_file(file_id), self.clock, self.backoff)
+        return bytes(await call(file.download_as_bytearray, self.clock, self.backoff))
+
+    async def _fetch_photo(
+        self, msg: Message, attachments: list[Attachment], notes: list[str]
+    ) -> None:
+        fitting = [p for p in msg.photo if (p.file_size or 0) <= self.intake.max_image_bytes]
+        if not fitting:
+            notes.append(
+                "[A photo came with this message but is larger than "
+                f"{inbox.mb(self.intake.max_image_bytes)}, so I cannot see it.]"
+            )
+            return
+        best = max(fitting, key=lambda p: p.width * p.height)
+        data = await self._download(best.file_id)
+        mime = inbox.sniff_image(data)
+        if mime is None or len(data) > self.intake.max_image_bytes:
+            notes.append("[A photo came with this message, but it could not be read as an image.]")
+            return
+        attachments.append(Attachment("image", mime, name="photo", data=data))
+
+    async def _fetch_document(
+        self, msg: Message, key: SessionKey, attachments: list[Attachment], notes: list[str]
+    ) -> None:
+        doc = msg.document
+        assert doc is not None
+        got = await self.intake.take(
+            key,
+            doc.file_name or "file",
+            doc.mime_type or "",
+            doc.file_size or 0,
+            lambda: self._download(doc.file_id),
+        )
+        if isinstance(got, Attachment):
+            attachments.append(got)
+        else:
+            notes.append(got)

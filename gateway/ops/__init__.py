@@ -1,0 +1,1 @@
+"""Operations: the corvid command line, doctor and its probes, status, the control socket, logs."""

@@ -1,0 +1,251 @@
+"""The ``corvid`` command: parses arguments, then calls into Corvid. No wiring lives here.
+
+``run`` and ``chat`` start Corvid (through ``gateway.app.build_app``); the commands that look at
+or change a home (memory, pairing, jobs, status, doctor) are in ``ops/commands.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from gateway.config import Config
+from gateway.errors import ConfigError
+from gateway.home import init_home, resolve_home
+from gateway.ops import commands
+from gateway.ops.commands import EXIT_CONFIG, prepare
+from gateway.ops.logs import setup_logging
+
+log = logging.getLogger(__name__)
+
+Command = Callable[[argparse.Namespace, Path, Mapping[str, str]], int]
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    args = _parser().parse_args(argv)
+    home = resolve_home(args.home or args.home_first, environ)
+    try:
+        func: Command = args.func
+        return int(func(args, home, environ) or 0)
+    except ConfigError as exc:
+        print(f"corvid: configuration error in {home / 'config.yaml'}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130
+
+
+class _Commands:
+    """Adds subcommands that all take ``--home`` (argparse would let a subcommand's default
+    overwrite a dest shared with the top level, hence the top level's second name)."""
+
+    def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        self.sub = sub
+        self.common = argparse.ArgumentParser(add_help=False)
+        self.common.add_argument("--home", dest="home", help=HOME_HELP)
+
+    def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
+        parser = self.sub.add_parser(name, parents=[self.common], help=help)
+        if func is not None:
+            parser.set_defaults(func=func)
+        return parser
+
+    def group(self, parser: argparse.ArgumentParser, dest: str, required: bool) -> _Commands:
+        inner = _Commands(parser.add_subparsers(dest=dest, required=required, metavar="ACTION"))
+        inner.common = self.common
+        return inner
+
+
+HOME_HELP = "Corvid's home folder (default: $CORVID_HOME or ~/.corvid)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="corvid", description="A self-hosted personal assistant for your chat apps."
+    )
+    p.add_argument("--home", dest="home_first", help=HOME_HELP)
+    top = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    top.add("init", "create the home folder (never overwrites)", cmd_init)
+    run = top.add("run", "start the gateway with every enabled channel", cmd_run)
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        help="log lines as text or as one JSON object each (default: logging.format)",
+    )
+    top.add("status", "sessions, context use, errors and undelivered messages", commands.status)
+    top.add("chat", "talk to the assistant in this terminal", cmd_chat)
+    memory = top.group(
+        top.add("memory", "search or rebuild the memory index"), "memory_command", True
+    )
+    search = memory.add("search", "search MEMORY.md and the logs", commands.memory_search)
+    search.add_argument("query", nargs="+")
+    search.add_argument("-n", "--max-results", type=int, default=8)
+    memory.add(
+        "reindex", "rebuild the search index from the Markdown files", commands.memory_reindex
+    )
+    jobs_parser = top.add(
+        "jobs", "scheduled jobs: next run, last run, status, last error", commands.jobs
+    )
+    jobs = top.group(jobs_parser, "jobs_command", False)
+    jobs.add("run", "run a job now, in the running gateway", commands.jobs_run).add_argument(
+        "job_id"
+    )
+    pairing = top.group(
+        top.add("pairing", "let someone new talk to the bot (pairing codes)"),
+        "pairing_command",
+        True,
+    )
+    pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
+    pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
+    revoke = pairing.add(
+        "revoke", "take back an approval (allow_from is in config.yaml)", commands.pairing_revoke
+    )
+    revoke.add_argument("channel", choices=("telegram", "discord"))
+    revoke.add_argument("user_id")
+    doctor = top.add(
+        "doctor", "check config, permissions, tokens and the schedule", commands.doctor
+    )
+    doctor.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds for each network check (default 10)"
+    )
+    doctor.add_argument(
+        "--alive",
+        action="store_true",
+        help="only check that a running gateway answers (for health checks)",
+    )
+    return p
+
+
+def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    created = init_home(home, environ)
+    if created:
+        print(f"Set up {home}:")
+        for path in created:
+            print(f"  created {path}")
+    else:
+        print(f"{home} is already set up; nothing was changed.")
+    print(
+        f"Next: edit {home / 'config.yaml'}, set ANTHROPIC_API_KEY, "
+        "then `corvid chat` or `corvid run`."
+    )
+    return 0
+
+
+def _missing_llm(config: Config) -> list[str]:
+    if config.llm.api_key is None:
+        return [config.missing("llm.api_key", "your Anthropic API key")]
+    return []
+
+
+def _missing_for_run(config: Config) -> list[str]:
+    """What keeps ``corvid run`` from starting; warns about what only looks wrong."""
+    problems = _missing_llm(config)
+    tg, dc = config.channels.telegram, config.channels.discord
+    if tg.enabled:
+        if tg.token is None:
+            problems.append(config.missing("channels.telegram.token", "the bot token"))
+        if tg.webhook.url and tg.webhook.secret_token is None:
+            problems.append(
+                config.missing(
+                    "channels.telegram.webhook.secret_token",
+                    "a secret Telegram sends with every update, so forged posts are refused",
+                )
+            )
+    if dc.enabled and dc.token is None:
+        problems.append(config.missing("channels.discord.token", "the bot token"))
+    for name, cfg in (("telegram", tg), ("discord", dc)):
+        if cfg.enabled and not cfg.allow_from:
+            log.warning(
+                "channels.%s.allow_from is empty: everyone who writes will get a pairing "
+                "code; put your own %s user id there to be let in directly",
+                name,
+                name.capitalize(),
+            )
+    if not (tg.enabled or dc.enabled):
+        problems.append(
+            "no chat channel is enabled: set channels.telegram.enabled or "
+            f"channels.discord.enabled to true in {config.home / 'config.yaml'}, or talk to "
+            "Corvid locally with `corvid chat`"
+        )
+    return problems
+
+
+def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    config = prepare(home, environ)
+    setup_logging(config.logging.level, config.secrets(), args.log_format or config.logging.format)
+    problems = _missing_for_run(config)
+    if problems:
+        print("corvid: cannot start:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: Config) -> int:
+    from channels.base import ChannelStartError
+    from gateway.app import build_app, build_channels
+
+    app = build_app(config, build_channels(config))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await app.start()
+    except ChannelStartError as exc:
+        await app.stop(grace=0)
+        print(f"corvid: cannot start: {exc}", file=sys.stderr)
+        return 1
+    log.info("Corvid is running; Ctrl-C to stop")
+    stopped = asyncio.ensure_future(stop.wait())
+    failed = asyncio.ensure_future(app.wait_failed())
+    await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    failed.cancel()
+    log.info("shutting down")
+    await app.stop()
+    if failed.done() and not failed.cancelled():
+        print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    config = prepare(home, environ)
+    level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
+    setup_logging(level, config.secrets())
+    problems = _missing_llm(config)
+    if problems:
+        print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_chat(config))
+
+
+async def _chat(config: Config) -> int:
+    from channels.terminal import TerminalChannel
+    from gateway.app import build_app
+
+    terminal = TerminalChannel()
+    # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
+    app = build_app(config, [terminal], with_scheduler=False)
+    await app.start()
+    try:
+        await terminal.run()
+    except asyncio.CancelledError:
+        # Ctrl-C: the person is right here and wants out now; the running turn is recorded
+        # as cancelled and their message stays in the transcript.
+        await app.stop(grace=0)
+        raise
+    await app.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

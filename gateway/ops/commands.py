@@ -1,0 +1,225 @@
+"""The ``corvid`` subcommands that look at or change a home: memory, pairing, jobs, status and
+doctor. Each takes the parsed arguments, the home and the environment, and returns the exit
+status."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from gateway.config import Config, load_config
+from gateway.home import init_home
+
+if TYPE_CHECKING:
+    from agent.memory_index import MemoryIndex
+    from channels.pairing import PairingStore
+
+EXIT_CONFIG = 2
+
+
+def prepare(home: Path, environ: Mapping[str, str]) -> Config:
+    """The home's configuration; the home is created first if it does not exist."""
+    created = init_home(home, environ)
+    if created:
+        print(f"First run: created {home} (config.yaml, workspace/, state/).", file=sys.stderr)
+    return load_config(home, environ)
+
+
+def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:
+    from agent.memory_index import MemoryIndex
+
+    config = prepare(home, environ)
+    m = config.memory
+    return MemoryIndex(
+        config.state / "index.sqlite",
+        config.workspace.resolve(),
+        chunk_size=m.chunk_lines,
+        overlap=m.chunk_overlap_lines,
+    )
+
+
+def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    index = _open_index(home, environ)
+    try:
+        started = time.perf_counter()
+        files = index.rebuild()
+        chunks = index.chunk_count
+    finally:
+        index.close()
+    print(
+        f"Indexed {files} file(s) into {chunks} chunk(s) in {time.perf_counter() - started:.2f} s."
+    )
+    return 0
+
+
+def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    index = _open_index(home, environ)
+    try:
+        hits = index.search(" ".join(args.query), max(1, args.max_results), include_long_term=True)
+    finally:
+        index.close()
+    if not hits:
+        print("No matches.")
+        return 1
+    for hit in hits:
+        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score})")
+        print("    " + hit.snippet.replace("\n", "\n    "))
+    return 0
+
+
+def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
+    from channels.pairing import PairingStore
+
+    return PairingStore(prepare(home, environ).state / "pairing.json")
+
+
+def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    store = _pairing(home, environ)
+    pending = store.pending()
+    now = store.now()
+    if pending:
+        print("Pending (approve with `corvid pairing approve CODE`):")
+        for req in pending:
+            left = max(1, round((req.expires - now) / 60))
+            who = f"{req.name} " if req.name else ""
+            print(f"  {req.code}  {req.channel} user {who}(id {req.user_id}), {left} min left")
+    else:
+        print("No pending pairing codes.")
+    approved = store.approved()
+    if any(approved.values()):
+        print("Approved:")
+        for channel, users in sorted(approved.items()):
+            for uid, info in sorted(users.items()):
+                name = info.get("name") or ""
+                print(f"  {channel} user {name + ' ' if name else ''}(id {uid})")
+    return 0
+
+
+def pairing_approve(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    store = _pairing(home, environ)
+    try:
+        req = store.approve(args.code)
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    who = f"{req.name} (id {req.user_id})" if req.name else f"id {req.user_id}"
+    print(
+        f"Approved {req.channel} user {who}. Their next message will be answered, in a chat of "
+        "their own that does not see your long-term memory (MEMORY.md). To give someone the "
+        f"owner's access instead, add their id to channels.{req.channel}.allow_from."
+    )
+    return 0
+
+
+def pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    store = _pairing(home, environ)
+    try:
+        removed = store.revoke(args.channel, args.user_id)
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    if not removed:
+        print(
+            f"{args.channel} user {args.user_id} was not approved by pairing "
+            "(users in allow_from are removed by editing config.yaml).",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Revoked {args.channel} user {args.user_id}.")
+    return 0
+
+
+def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.ports import SystemClock
+    from gateway.scheduling.ledger import Ledger
+    from gateway.scheduling.plan import job_states, planned_jobs
+    from gateway.scheduling.reminders import JobStore
+
+    config = prepare(home, environ)
+    clock = SystemClock()
+    planned = planned_jobs(config, JobStore(config.state / "jobs.json"), clock.now())
+    if not planned:
+        print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
+        return 0
+    ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
+    try:
+        states = job_states(planned, ledger, clock)
+    finally:
+        ledger.close()
+    for state in states:
+        job, nxt, row = state.job, state.next_run, state.last
+        tz = ZoneInfo(job.timezone)
+        print(f"{job.id}  → {job.target}")
+        print(f"  schedule: {job.describe()}")
+        if job.instruction:
+            print(f"  does: {job.instruction}")
+        if state.problem:
+            print(f"  cannot be scheduled: {state.problem}")
+            continue
+        print(f"  next run: {nxt.astimezone(tz):%Y-%m-%d %H:%M %Z}" if nxt else "  next run: —")
+        if row is None:
+            print("  last run: never")
+            continue
+        print(
+            f"  last run: {row['slot'].replace('T', ' ')}: {row['status']}"
+            f" (attempts {row['attempts']})"
+        )
+        if row["error"]:
+            print(f"  last error: {row['error']}")
+    return 0
+
+
+def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.ops.control import ask
+    from gateway.ops.status import render, report_from_files
+
+    config = prepare(home, environ)
+
+    async def live() -> dict[str, Any]:
+        async with asyncio.timeout(10):
+            return await ask(config.state / "control.sock", {"cmd": "status"})
+
+    try:
+        data = asyncio.run(live())["report"]
+    except (ConnectionError, TimeoutError, KeyError):
+        data = report_from_files(config)
+    print(render(data))
+    return 0
+
+
+def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.ops.control import ask
+
+    config = prepare(home, environ)
+
+    async def run() -> dict[str, Any]:
+        async with asyncio.timeout(900):  # a turn, with the model's own retries
+            return await ask(config.state / "control.sock", {"cmd": "run_job", "id": args.job_id})
+
+    try:
+        answer = asyncio.run(run())
+    except ConnectionError:
+        print(
+            "corvid: Corvid is not running here; jobs run inside the gateway (`corvid run`).",
+            file=sys.stderr,
+        )
+        return 1
+    status, error = answer.get("status"), answer.get("error")
+    print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
+    return 0 if answer.get("ok") else 1
+
+
+def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.ops.doctor import doctor
+
+    return doctor(home, environ, timeout=max(0.1, args.timeout), alive_only=args.alive)

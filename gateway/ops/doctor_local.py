@@ -1,0 +1,245 @@
+"""The checks of ``corvid doctor`` that need no network: the home folder, ``config.yaml`` (it
+parses and validates; its mode when it holds secrets inline), the workspace, ``state/`` and its
+private files, and the channel settings ``corvid run`` would refuse or warn about."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.config import Config, load_config
+from gateway.config_build import ENV_REF, secret_keys
+from gateway.errors import ConfigError
+from gateway.ports import Check, Status
+
+OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
+
+
+def q(path: Path | str) -> str:
+    """A path quoted for a shell command in a fix."""
+    return shlex.quote(str(path))
+
+
+def env_ref(value: Any) -> str | None:
+    """The variable name if ``value`` is exactly ``${VAR}``."""
+    m = ENV_REF.fullmatch(value.strip()) if isinstance(value, str) else None
+    return m[1] if m else None
+
+
+def lookup(raw: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key of the YAML as written, or None."""
+    node: Any = raw
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def local_checks(
+    home: Path, environ: Mapping[str, str]
+) -> tuple[list[Check], Config | None, Mapping[str, Any]]:
+    """The checks that need no network: the folders, the files and the configuration."""
+    if not home.is_dir():
+        what = "is not a folder" if home.exists() else "does not exist"
+        return [Check(FAIL, "home", f"{home} {what}", f"corvid init --home {q(home)}")], None, {}
+    raw = read_raw(home)
+    config_check, config = _load(home, environ)
+    checks = [
+        _check_dir("home", home, private=False),
+        config_check,
+        _check_config_file(home, raw),
+        _check_dir("workspace", home / "workspace", private=False),
+        _check_dir("state", home / "state", private=True),
+        *_check_state_files(home / "state"),
+    ]
+    return checks, config, raw
+
+
+def read_raw(home: Path) -> Mapping[str, Any]:
+    try:
+        raw = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _load(home: Path, environ: Mapping[str, str]) -> tuple[Check, Config | None]:
+    """``load_config``, the loader ``corvid run`` uses; a ConfigError names the key."""
+    path = home / "config.yaml"
+    try:
+        config = load_config(home, environ)
+    except ConfigError as exc:
+        return Check(FAIL, "config", f"{path}: {exc}", f"edit {q(path)}"), None
+    if not path.exists():
+        return Check(
+            WARN,
+            "config",
+            f"{path} does not exist; every option is at its default",
+            f"corvid init --home {q(home)} writes one with every option explained",
+        ), config
+    return Check(OK, "config", f"{path} is valid"), config
+
+
+def _check_config_file(home: Path, raw: Mapping[str, Any]) -> Check:
+    path = home / "config.yaml"
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return Check(OK, "config.yaml", "no file, so no secrets in it")
+    except OSError as exc:
+        return Check(FAIL, "config.yaml", f"cannot look at {path}: {exc.strerror}")
+    inline = [
+        k for k in secret_keys(Config) if (v := lookup(raw, k)) not in (None, "") and not env_ref(v)
+    ]
+    if mode & stat.S_IWOTH:
+        return Check(
+            FAIL,
+            "config.yaml",
+            f"{path} is writable by every user (mode {mode:04o}): "
+            "anyone could point llm.base_url elsewhere and collect your API key",
+            f"chmod 600 {q(path)}",
+        )
+    if inline and mode & 0o044:
+        who = "every user" if mode & stat.S_IROTH else "its group"
+        return Check(
+            FAIL,
+            "config.yaml",
+            f"{path} holds {', '.join(inline)} inline and is readable by {who} (mode {mode:04o})",
+            f"chmod 600 {q(path)} (or write the secrets as ${{ENV_VAR}} references "
+            "and set them in the environment)",
+        )
+    if mode & stat.S_IWGRP:
+        return Check(
+            WARN,
+            "config.yaml",
+            f"{path} is writable by its group (mode {mode:04o})",
+            f"chmod g-w {q(path)}",
+        )
+    where = f"{', '.join(inline)} inline, " if inline else "secrets from the environment, "
+    return Check(OK, "config.yaml", f"{where}mode {mode:04o}")
+
+
+def _check_dir(name: str, path: Path, *, private: bool) -> Check:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        home = path.parent if name != "home" else path
+        return Check(FAIL, name, f"{path} does not exist", f"corvid init --home {q(home)}")
+    except OSError as exc:
+        return Check(FAIL, name, f"cannot look at {path}: {exc.strerror}")
+    if not stat.S_ISDIR(st.st_mode):
+        return Check(FAIL, name, f"{path} is not a folder", "move it away, then corvid init")
+    mode = stat.S_IMODE(st.st_mode)
+    if private and mode & 0o077:
+        return Check(
+            FAIL,
+            name,
+            f"{path} is open to other users (mode {mode:04o}); it holds "
+            "transcripts and pairing approvals",
+            f"chmod 700 {q(path)}",
+        )
+    if mode & stat.S_IWOTH:
+        return Check(
+            FAIL,
+            name,
+            f"{path} is writable by every user (mode {mode:04o})",
+            f"chmod o-w {q(path)}",
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        return Check(
+            FAIL,
+            name,
+            f"{path} is not writable by this user (uid {os.geteuid()})",
+            f"run Corvid as its owner (uid {st.st_uid}), or chown -R {os.geteuid()} {q(path)}",
+        )
+    if mode & stat.S_IWGRP:
+        return Check(
+            WARN,
+            name,
+            f"{path} is writable by its group (mode {mode:04o})",
+            f"chmod g-w {q(path)}",
+        )
+    if st.st_uid != os.geteuid():
+        return Check(
+            WARN,
+            name,
+            f"{path} belongs to uid {st.st_uid}, not to you "
+            f"(uid {os.geteuid()}); Corvid should run as its owner",
+        )
+    return Check(OK, name, f"{path} (mode {mode:04o})")
+
+
+def _check_state_files(state: Path) -> list[Check]:
+    """Files Corvid writes as 0600 (and sessions/ as 0700). ``state/`` being 0700 already keeps
+    them private, so a loose mode here is a warning, not a failure."""
+    if not state.is_dir():
+        return []
+    paths = [state / "pairing.json", state / "jobs.json", state / "sessions"]
+    sessions = state / "sessions"
+    try:
+        if sessions.is_dir():
+            paths.extend(sorted(sessions.glob("*.jsonl")))
+    except OSError:
+        pass
+    loose: list[str] = []
+    for path in paths:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            continue
+        if mode & 0o077:
+            loose.append(f"{path.relative_to(state)} ({mode:04o})")
+    if not loose:
+        return []
+    shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+    return [
+        Check(
+            WARN, "state files", f"readable by other users: {shown}", f"chmod -R go-rwx {q(state)}"
+        )
+    ]
+
+
+def channel_setup(config: Config) -> list[Check]:
+    """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
+    tg, dc = config.channels.telegram, config.channels.discord
+    checks: list[Check] = []
+    if not (tg.enabled or dc.enabled):
+        checks.append(
+            Check(
+                FAIL,
+                "channels",
+                "no chat channel is enabled, so corvid run will not start",
+                f"set channels.telegram.enabled or "
+                f"channels.discord.enabled to true in {q(config.home / 'config.yaml')}"
+                " (corvid chat works without)",
+            )
+        )
+    if tg.enabled and tg.webhook.url and tg.webhook.secret_token is None:
+        checks.append(
+            Check(
+                FAIL,
+                "telegram webhook",
+                config.missing(
+                    "channels.telegram.webhook.secret_token",
+                    "a secret Telegram sends with every update, so forged posts are refused",
+                ),
+            )
+        )
+    for name, cfg in (("telegram", tg), ("discord", dc)):
+        if cfg.enabled and cfg.token is not None and not cfg.allow_from:
+            checks.append(
+                Check(
+                    WARN,
+                    f"{name} access",
+                    "allow_from is empty: everyone who writes gets a pairing code, you included",
+                    f"put your own {name} user id in channels.{name}.allow_from",
+                )
+            )
+    return checks

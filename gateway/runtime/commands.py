@@ -1,0 +1,135 @@
+"""Chat commands, answered by the gateway before the agent: one table of name → handler.
+
+A message is a command when ``InboundMessage.command`` is set (parsed once, when the channel
+admitted it). *Ordered* commands change the session, so they take their place in its queue
+behind the messages sent before them; the others are answered at once, even while a turn runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agent.loop import Agent
+from agent.transcript import SessionState
+from gateway.errors import LLMError
+from gateway.events import InboundMessage, SessionKey
+from gateway.runtime.router import Router
+
+log = logging.getLogger(__name__)
+
+HELP = """Commands:
+/new or /reset — start a fresh session (the old transcript stays on disk)
+/status — model, session, context use and turns
+/compact — summarise the conversation so far to free up context
+/stop — cancel the reply in progress
+/help — this list
+
+Anything else you write goes to the assistant."""
+
+
+@dataclass(frozen=True)
+class ChatCommand:
+    name: str
+    ordered: bool  # waits for its turn in the session's queue
+    run: Callable[[InboundMessage], Awaitable[str]]  # returns the answer
+
+
+class ChatCommands:
+    def __init__(self, agent: Agent, router: Router) -> None:
+        self.agent = agent
+        self.router = router
+        self.table = {
+            c.name: c
+            for c in (
+                ChatCommand("new", True, self._new),
+                ChatCommand("reset", True, self._new),
+                ChatCommand("compact", True, self._compact),
+                ChatCommand("status", False, self._status),
+                ChatCommand("help", False, self._help),
+                ChatCommand("start", False, self._help),  # what Telegram sends first
+                ChatCommand("stop", False, self._stop),
+            )
+        }
+
+    def get(self, name: str) -> ChatCommand | None:
+        return self.table.get(name)
+
+    async def _help(self, msg: InboundMessage) -> str:
+        return HELP
+
+    async def _stop(self, msg: InboundMessage) -> str:
+        return "Stopped." if self.router.stop_turn(msg.key) else "Nothing is running."
+
+    async def _status(self, msg: InboundMessage) -> str:
+        key = msg.key
+        return status_text(
+            model=self.agent.llm.model,
+            context_window=self.agent.llm.context_window,
+            state=self.agent.sessions.peek(key),
+            key=key,
+            running=self.router.busy(key),
+            queued=self.router.queued(key),
+        )
+
+    async def _new(self, msg: InboundMessage) -> str:
+        key = msg.key
+        note = ""
+        try:
+            if await self.agent.maintenance.end_session(key):
+                note = " A summary of it is in today's log."
+        except LLMError as exc:
+            log.warning("%s: could not summarise the ending session: %s", key, exc)
+            note = " (I couldn't save a summary of it to the log this time.)"
+        archived = self.agent.sessions.reset(key)
+        kept = " The previous conversation is kept on disk." if archived else ""
+        return "Started a new session." + kept + note
+
+    async def _compact(self, msg: InboundMessage) -> str:
+        key = msg.key
+        state = self.agent.sessions.peek(key)
+        if state is None:
+            return "Nothing to compact yet."
+        try:
+            done = await self.agent.maintenance.compact(state, self.agent.context(key), True)
+        except LLMError as exc:
+            return "Compaction failed: " + exc.user_message()
+        if done is None:
+            return "Nothing to compact yet: the conversation is all recent."
+        return (
+            f"Compacted: {done.summarised} older messages replaced by a summary, "
+            f"{done.kept} recent ones kept. Context ~{done.tokens_before:,} → "
+            f"~{done.tokens_after:,} tokens."
+        )
+
+
+def status_text(
+    *,
+    model: str,
+    context_window: int,
+    state: SessionState | None,
+    key: SessionKey,
+    running: bool,
+    queued: int,
+) -> str:
+    kind = "private" if key.private else "shared"
+    lines = [f"Model: {model}", f"Session: {key} ({kind})"]
+    if state is None:
+        lines.append("No conversation yet in this session.")
+        return "\n".join(lines)
+    used = state.context_tokens
+    pct = 100 * used / context_window if context_window else 0
+    lines.append(f"Context: {used:,} / {context_window:,} tokens ({pct:.0f}%)")
+    lines.append(f"Turns: {state.turns} since {state.created[:16].replace('T', ' ')} UTC")
+    u = state.usage_total
+    total_in = u.input + u.cache_read + u.cache_write
+    if total_in:
+        lines.append(
+            f"Tokens used: {total_in:,} in ({100 * u.cache_read / total_in:.0f}% from cache), "
+            f"{u.output:,} out"
+        )
+    lines.append(
+        "Now: " + ("answering" if running else "idle") + (f", {queued} queued" if queued else "")
+    )
+    return "\n".join(lines)

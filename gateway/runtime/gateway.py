@@ -1,0 +1,219 @@
+"""The gateway: channels in, one turn at a time per session, replies out.
+
+``handle`` is the one entry point for channels: it drops repeats, answers chat commands that need
+no turn at once, refuses what is too long, writes the rest to the journal and queues it with the
+router. The router runs ``Turns`` per session; replies leave through ``Delivery``. The gateway
+also serves scheduled jobs (``scheduling.host.JobHost``): isolated turns and confirmed delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+from agent.loop import Agent
+from channels.base import Channel
+from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.ports import Clock
+from gateway.runtime.commands import ChatCommands
+from gateway.runtime.delivery import Delivery
+from gateway.runtime.router import Router, RouterClosed
+from gateway.runtime.turns import Turns
+
+log = logging.getLogger(__name__)
+
+
+class Gateway:
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        channels: Mapping[str, Channel],
+        delivery: Delivery,
+        clock: Clock,
+        max_input_chars: int,
+        shutdown_grace: float,
+    ) -> None:
+        self.agent = agent
+        self.channels = channels
+        self.delivery = delivery
+        self.max_input_chars = max_input_chars
+        self.shutdown_grace = shutdown_grace
+        self.router = Router(
+            self._run_batch, self._run_ordered, self._unanswered, max_batch_chars=max_input_chars
+        )
+        self.commands = ChatCommands(agent, self.router)
+        self.turns = Turns(agent, delivery, channels, clock, closing=lambda: self.router.closed)
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._started: list[Channel] = []
+        self._stack = contextlib.AsyncExitStack()
+        # Turns wait for this, so work recovered from the journal runs once channels are up.
+        self._ready = asyncio.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for channel in self.channels.values():
+            channel.bind(self.handle)
+        # Queued before any channel receives, so what a crash left is answered first, in order.
+        self._requeue()
+        outgoing = self.delivery.recover()
+        for channel in self.channels.values():
+            await self._stack.enter_async_context(channel)
+            self._started.append(channel)
+            log.info("channel %s started", channel.name)
+        self._ready.set()
+        for row in outgoing:
+            self._spawn(self.delivery.send(row.out, row.id))
+        warm_up = getattr(self.agent.llm, "warm_up", None)
+        if warm_up is not None:
+            self._spawn(warm_up())
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Finish (or cancel and record) turns in flight, then close the channels.
+
+        ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
+        """
+        await self.router.drain(self.shutdown_grace if grace is None else grace)
+        for task in list(self._side_tasks):
+            task.cancel()
+        if self._side_tasks:
+            await asyncio.wait(self._side_tasks, timeout=5)
+        self._started.clear()
+        await self._stack.aclose()  # every channel's stop, in reverse order
+
+    async def wait_failed(self) -> str:
+        """Wait until a channel reports that it cannot go on; returns its reason."""
+        failures = [c.failure for c in self._started if c.failure is not None]
+        if not failures:
+            await asyncio.Event().wait()  # nothing can fail: wait until cancelled
+        done, _ = await asyncio.wait(failures, return_when=asyncio.FIRST_COMPLETED)
+        return next(iter(done)).result()
+
+    def channel_states(self) -> list[dict[str, str]]:
+        states = []
+        for name, channel in self.channels.items():
+            failure = channel.failure
+            if failure is not None and failure.done():
+                state = "stopped: " + failure.result()
+            elif channel in self._started:
+                state = "connected"
+            else:
+                state = "not started"
+            states.append({"name": name, "state": state})
+        return states
+
+    def _requeue(self) -> None:
+        """Queue the messages a crash (or a restart) left unanswered, for channels this process
+        runs."""
+        journal = self.delivery.journal
+        if journal is None:
+            return
+        journal.prune()
+        resumed = 0
+        for msg in journal.unanswered():
+            if self.delivery.durable(msg.key):
+                self.router.submit(msg, ordered_command=msg.command is not None)
+                resumed += 1
+        if resumed:
+            log.warning("answering %d message(s) left unanswered by the last run", resumed)
+
+    # -- inbound ------------------------------------------------------------------------------
+
+    def handle(self, msg: InboundMessage) -> asyncio.Future[None]:
+        """Entry point for channels. Returns a future that resolves when ``msg`` is answered.
+
+        A message for the agent is in the journal before this returns, so from then on it is
+        owed an answer, whatever happens to the process.
+        """
+        journal = self.delivery.journal if self.delivery.durable(msg.key) else None
+        if journal is not None and not journal.first_time(msg):
+            log.info("%s: message %s came again; ignored", msg.key, msg.message_id)
+            return _answered()
+        cmd = msg.command
+        channel = self.channels.get(msg.key.channel)
+        own_name = channel.bot_username if channel is not None else ""
+        if cmd and cmd.target and own_name and cmd.target.casefold() != own_name.casefold():
+            return _answered()  # addressed to another bot in the same group
+        command = self.commands.get(cmd.name) if cmd is not None else None
+        if command is not None and not command.ordered:
+            return self._spawn(self.turns.ordered(msg.key, msg, command))
+        if cmd is not None and command is None:
+            return self._spawn(
+                self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list.")
+            )
+        if cmd is None and len(msg.text) > self.max_input_chars:
+            return self._spawn(self._reply(msg, _too_long(len(msg.text), self.max_input_chars)))
+        if journal is not None:
+            msg = journal.take(msg)
+        try:
+            return self.router.submit(msg, ordered_command=cmd is not None)
+        except RouterClosed:
+            text = (
+                "I'm restarting right now; I'll answer this as soon as I'm back."
+                if msg.seq is not None
+                else "I'm restarting right now. Please send that again in a minute."
+            )
+            return self._spawn(self.delivery.send(OutboundMessage(msg.key, text, msg.message_id)))
+
+    async def _reply(self, msg: InboundMessage, text: str) -> None:
+        await self.delivery.answer([msg], OutboundMessage(msg.key, text, reply_to=msg.message_id))
+
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> asyncio.Future[None]:
+        async def run() -> None:
+            await coro
+
+        task = asyncio.ensure_future(run())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+        return task
+
+    # -- what the router runs -----------------------------------------------------------------
+
+    async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+        await self._ready.wait()
+        await self.turns.batch(key, batch)
+
+    async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
+        await self._ready.wait()
+        command = self.commands.get(msg.command.name) if msg.command is not None else None
+        assert command is not None, "only known commands are queued as ordered"
+        await self.turns.ordered(key, msg, command)
+
+    def _unanswered(self, key: SessionKey, msgs: list[InboundMessage]) -> None:
+        self.turns.unanswered(key, msgs)
+
+    # -- for scheduled jobs (scheduling.host.JobHost) -----------------------------------------
+
+    async def isolated_turn(self, key: SessionKey, prompt: str) -> str:
+        self.agent.sessions.reset(key)  # each run starts afresh
+        outcome = await self.agent.run_turn(
+            key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
+        )
+        return outcome.text.strip()
+
+    async def deliver(self, out: OutboundMessage, origin: str | None = None) -> None:
+        await self.delivery.deliver(out, origin)
+
+    async def finish_delivery(self, origin: str) -> bool:
+        return await self.delivery.finish(origin)
+
+    def busy(self, key: SessionKey) -> bool:
+        return self.router.busy(key)
+
+
+def _too_long(length: int, limit: int) -> str:
+    return (
+        f"That message is too long for me ({length:,} characters; the limit is {limit:,}). "
+        "Send it in parts, or as a file."
+    )
+
+
+def _answered() -> asyncio.Future[None]:
+    """A future already resolved: the message needs nothing more."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done

@@ -1,0 +1,147 @@
+"""What the router runs for a session: a turn over a batch of messages, or an ordered chat
+command; each answered through delivery, and logged with its timings in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+
+from agent.loop import Agent, TurnOutcome
+from agent.transcript import Usage
+from channels.base import Channel
+from gateway.errors import LLMError
+from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.logcontext import turn_scope
+from gateway.ports import Clock
+from gateway.runtime.commands import ChatCommand
+from gateway.runtime.delivery import Delivery
+
+log = logging.getLogger(__name__)
+
+NO_REPLY = "NO_REPLY"
+INTERNAL_ERROR = (
+    "Something went wrong on my side while answering. Your message is saved; please try again."
+)
+
+
+class Turns:
+    def __init__(
+        self,
+        agent: Agent,
+        delivery: Delivery,
+        channels: Mapping[str, Channel],
+        clock: Clock,
+        closing: Callable[[], bool],
+    ) -> None:
+        self.agent = agent
+        self.delivery = delivery
+        self.channels = channels
+        self.clock = clock
+        # Shutting down: a turn cancelled now is owed an answer after the restart, while one
+        # cancelled by /stop is not.
+        self.closing = closing
+
+    async def batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+        with turn_scope(key):
+            await self._turn(key, batch)
+        await self._maintain(key)
+
+    async def ordered(self, key: SessionKey, msg: InboundMessage, command: ChatCommand) -> None:
+        with turn_scope(key):
+            try:
+                text = await command.run(msg)
+            except asyncio.CancelledError:
+                self._forget([msg])
+                raise
+            except Exception:
+                log.exception("%s: /%s failed", key, command.name)
+                text = "That command failed on my side; the details are in the log."
+            await self.delivery.answer([msg], OutboundMessage(key, text, reply_to=msg.message_id))
+
+    def unanswered(self, key: SessionKey, msgs: list[InboundMessage]) -> None:
+        if all(m.seq is not None for m in msgs):
+            log.warning("%s: shutting down; %d message(s) to answer on restart", key, len(msgs))
+            return
+        self.agent.record_unanswered(key, msgs)
+        log.warning("%s: shutting down; %d message(s) saved without an answer", key, len(msgs))
+
+    def _forget(self, msgs: list[InboundMessage]) -> None:
+        """/stop: the person asked for no answer, so the journal owes them none."""
+        journal = self.delivery.journal
+        if not self.closing() and journal is not None:
+            journal.drop(msgs)
+
+    async def _turn(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+        channel = self.channels[key.channel]
+        began = self.clock.monotonic()
+        queued = max(0.0, (self.clock.now() - batch[0].received_at).total_seconds())
+        outcome: TurnOutcome | None = None
+        try:
+            async with channel.typing(key):
+                outcome = await self.agent.run_turn(key, batch)
+            text, status = outcome.text, str(outcome.status)
+        except LLMError as exc:
+            text, status = exc.user_message(), f"error:{exc.kind}"
+        except asyncio.CancelledError:
+            log.info("%s: turn cancelled", key)
+            self._forget(batch)
+            raise
+        except Exception:
+            log.exception("%s: turn failed", key)
+            text, status = INTERNAL_ERROR, "error:internal"
+        out = None
+        if not text or text.strip() == NO_REPLY:
+            status += ":no-reply"
+        else:
+            out = OutboundMessage(key, text, reply_to=batch[-1].message_id)
+        answered = self.clock.monotonic()
+        delivered = await self.delivery.answer(batch, out)
+        if delivered is False:
+            status += ":undelivered"
+        timings = (began, answered, self.clock.monotonic(), queued)
+        _log_turn(key, status, len(batch), outcome, timings)
+
+    async def _maintain(self, key: SessionKey) -> None:
+        """Silent flush and compaction, after the reply is out; never visible in the chat."""
+        try:
+            await self.agent.maintenance.after_turn(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: flush/compaction failed; will try again after the next turn", key)
+
+
+def _log_turn(
+    key: SessionKey,
+    status: str,
+    messages: int,
+    outcome: TurnOutcome | None,
+    timings: tuple[float, float, float, float],
+) -> None:
+    """The one line that ends a turn, with its timings and tokens as fields for JSON logs."""
+    began, answered, done, queued = timings
+    usage = outcome.usage if outcome is not None else Usage()
+    fields = {
+        "event": "turn",
+        "status": status,
+        "messages": messages,
+        "queued_ms": round(queued * 1000),
+        "turn_ms": round((done - began) * 1000),
+        "model_ms": round(outcome.model_seconds * 1000) if outcome else 0,
+        "send_ms": round((done - answered) * 1000),
+        "model_calls": outcome.calls if outcome else 0,
+        "tool_calls": outcome.tool_calls if outcome else 0,
+        "tokens_in": usage.input,
+        "tokens_cache_read": usage.cache_read,
+        "tokens_cache_write": usage.cache_write,
+        "tokens_out": usage.output,
+    }
+    log.info(
+        "%s: turn %s: %d message(s), %d ms (model %d ms in %d call(s), %d tool call(s), "
+        "send %d ms), tokens in %d + cached %d, out %d",
+        key, status, messages, fields["turn_ms"], fields["model_ms"], fields["model_calls"],
+        fields["tool_calls"], fields["send_ms"], usage.input + usage.cache_write,
+        usage.cache_read, usage.output,
+        extra={"fields": fields},
+    )  # fmt: skip

@@ -1,0 +1,1 @@
+"""Scheduled jobs: the scheduler and its ledger, the one plan, and what each kind of job does."""

@@ -1,0 +1,71 @@
+"""The heartbeat: every few minutes within active hours, an isolated turn goes through
+``HEARTBEAT.md`` and messages the owner only when something there needs them. An empty checklist
+costs no model call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, time
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from gateway.events import OutboundMessage, SessionKey, job_key
+from gateway.scheduling.host import JobHost
+from gateway.scheduling.jobs import Job, Skip, run_origin
+
+HEARTBEAT_OK = "HEARTBEAT_OK"
+HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
+act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
+Otherwise write the message to send them.
+
+{checklist}"""
+_EMPTY_LINE = re.compile(r"^\s*(#.*|[-*+]\s*\[\s?\]\s*|[-*+]\s*)?$")
+
+
+def has_real_content(text: str) -> bool:
+    """Anything besides headings, blank lines, HTML comments and empty checkboxes?"""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return any(not _EMPTY_LINE.match(line) for line in text.splitlines())
+
+
+def strip_heartbeat_ok(text: str) -> str:
+    """The message without a HEARTBEAT_OK at its start or end ("" if that was all)."""
+    text = text.strip()
+    found = False
+    if text.startswith(HEARTBEAT_OK):
+        text, found = text[len(HEARTBEAT_OK) :], True
+    if text.endswith(HEARTBEAT_OK):
+        text, found = text[: -len(HEARTBEAT_OK)], True
+    return text.strip(" \n.,:;-—") if found else text
+
+
+def in_active_hours(active: str, local: datetime) -> bool:
+    start, end = (time.fromisoformat(h.strip().zfill(5)) for h in active.split("-"))
+    now = local.time()
+    return start <= now < end if start <= end else (now >= start or now < end)
+
+
+@dataclass
+class Heartbeat:
+    host: JobHost
+    workspace: Path
+    active_hours: str  # HH:MM-HH:MM, local
+
+    async def __call__(self, job: Job, slot: str) -> None:
+        tz = ZoneInfo(job.timezone)
+        if not in_active_hours(self.active_hours, datetime.fromisoformat(slot).replace(tzinfo=tz)):
+            raise Skip("outside active hours")
+        path = self.workspace / "HEARTBEAT.md"
+        checklist = path.read_text(encoding="utf-8") if path.exists() else ""
+        if not has_real_content(checklist):
+            raise Skip("HEARTBEAT.md has nothing to check")
+        target = SessionKey.parse(job.target)
+        if self.host.busy(target):
+            raise Skip("the owner's chat is mid-turn")
+        prompt = HEARTBEAT_PROMPT.format(when=slot.replace("T", " "), checklist=checklist.strip())
+        text = strip_heartbeat_ok(await self.host.isolated_turn(job_key(job.id, target), prompt))
+        if not text or text == "NO_REPLY":
+            raise Skip("nothing needs the owner")
+        await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -1,0 +1,99 @@
+"""The scheduler's ledger (``state/scheduler.sqlite``): one row per job and slot, claimed before
+a run starts and settled after it. SQLite, so a claim survives a crash and two claims of one slot
+cannot both win; this is what makes a run exactly-once where APScheduler alone is at-most-once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gateway.scheduling.jobs import Job, RunStatus
+
+
+class Ledger:
+    """Runs per job and slot: claimed → sent, or failed / missed. SQLite, so a claim survives
+    a crash and two claims of one slot cannot both win."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        if read_only:
+            # For looking only (`corvid doctor`): nothing is claimed, and no file is created,
+            # since a -wal or -shm made by another user (root) would lock the gateway out. While
+            # a gateway has the database open its -shm exists and is shared; without one the
+            # WAL has been folded into the file, which can then be read as immutable.
+            wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+            uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+            self.db = sqlite3.connect(uri if path.exists() else ":memory:", uri=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT,"
+            " status TEXT, attempts INTEGER DEFAULT 0, error TEXT, updated TEXT,"
+            " PRIMARY KEY (job, slot))"
+        )
+
+    def close(self) -> None:
+        self.db.close()
+
+    def status(self, job: str, slot: str) -> RunStatus | None:
+        row = self.db.execute(
+            "SELECT status FROM runs WHERE job = ? AND slot = ?", (job, slot)
+        ).fetchone()
+        return RunStatus(row[0]) if row else None
+
+    def claim(self, job: Job, slot: str, fire: datetime, now: datetime) -> bool:
+        """True if this slot should run now: new, or claimed/failed earlier and never sent
+        (a crash between claim and send must not lose the run)."""
+        with self.db:
+            row = self.db.execute(
+                "SELECT status FROM runs WHERE job = ? AND slot = ?", (job.id, slot)
+            ).fetchone()
+            if row is not None and RunStatus(row[0]).final:
+                return False
+            self.db.execute(
+                "INSERT INTO runs (job, slot, fire, target, status, attempts, updated)"
+                " VALUES (?, ?, ?, ?, ?, 1, ?)"
+                " ON CONFLICT (job, slot) DO UPDATE SET status = excluded.status,"
+                " attempts = attempts + 1, updated = excluded.updated",
+                (job.id, slot, _utc(fire), job.target, RunStatus.CLAIMED, _utc(now)),
+            )
+        return True
+
+    def settle(self, job: Job, slot: str, fire: datetime, status: RunStatus, now: datetime,
+               error: str | None = None) -> None:  # fmt: skip
+        self.db.execute(
+            "INSERT INTO runs (job, slot, fire, target, status, error, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (job, slot) DO UPDATE SET status = excluded.status,"
+            " error = excluded.error, updated = excluded.updated",
+            (job.id, slot, _utc(fire), job.target, status, error, _utc(now)),
+        )
+
+    def last_fire(self, job: str) -> datetime | None:
+        """The newest slot that is settled or in progress: where the job resumes from."""
+        row = self.db.execute(
+            "SELECT MAX(fire) FROM runs WHERE job = ? AND slot NOT LIKE 'manual %'", (job,)
+        ).fetchone()
+        return datetime.fromisoformat(str(row[0])) if row and row[0] else None
+
+    def history(
+        self, job: str, limit: int = 1, scheduled_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """Newest first; ``scheduled_only`` leaves out runs started by hand."""
+        extra = " AND slot NOT LIKE 'manual %'" if scheduled_only else ""
+        cur = self.db.execute(
+            "SELECT slot, fire, target, status, attempts, error, updated FROM runs"
+            f" WHERE job = ?{extra} ORDER BY fire DESC LIMIT ?",
+            (job, limit),
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _utc(when: datetime) -> str:
+    """Stored as UTC ISO text, so that MAX() over the column is the latest instant."""
+    return when.astimezone(UTC).isoformat()

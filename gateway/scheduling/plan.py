@@ -1,0 +1,83 @@
+"""The one plan of scheduled jobs: what the configuration asks for plus the jobs made in chat.
+
+``corvid run``, ``corvid jobs`` and ``corvid doctor`` all list jobs from ``planned_jobs`` (and
+the last two show them through ``job_states``), so they cannot disagree about what is scheduled
+or when it last ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from gateway.config import Config
+from gateway.ports import Clock
+from gateway.scheduling.jobs import Job, JobKind
+from gateway.scheduling.ledger import Ledger
+from gateway.scheduling.reminders import JobStore
+from gateway.scheduling.scheduler import Scheduler
+
+DAILY_SUMMARY = "daily-summary"
+HEARTBEAT = "heartbeat"
+
+
+def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
+    """Every scheduled job, the configured ones first. ``now`` anchors the heartbeat's
+    interval. Raises what reading ``state/jobs.json`` raises (OSError, ValueError...)."""
+    jobs: list[Job] = []
+    ds = config.schedule.daily_summary
+    if ds.enabled and ds.target:
+        hour, minute = ds.time.split(":")
+        jobs.append(
+            Job(
+                id=DAILY_SUMMARY,
+                kind=JobKind.CRON,
+                spec=f"{int(minute)} {int(hour)} * * *",
+                timezone=ds.timezone or config.timezone,
+                target=ds.target,
+                created=now,
+                grace=timedelta(hours=ds.grace_hours),
+            )
+        )
+    hb = config.schedule.heartbeat
+    if hb.enabled and hb.target:
+        jobs.append(
+            Job(
+                id=HEARTBEAT,
+                kind=JobKind.INTERVAL,
+                spec=str(hb.every_minutes * 60),
+                timezone=config.timezone,
+                target=hb.target,
+                created=now,
+                # A heartbeat is only worth it on time: missed beats are not caught up.
+                grace=timedelta(minutes=min(hb.every_minutes, 5)),
+            )
+        )
+    jobs.extend(store.load())
+    return jobs
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A planned job as ``corvid jobs`` and ``corvid doctor`` show it."""
+
+    job: Job
+    next_run: datetime | None
+    last: dict[str, Any] | None  # the newest ledger row, runs started by hand included
+    problem: str | None = None  # why it cannot be scheduled (a hand-edited jobs.json)
+
+
+def job_states(jobs: list[Job], ledger: Ledger, clock: Clock) -> list[JobState]:
+    """Each job's next run and last run, from the ledger, without claiming anything."""
+    scheduler = Scheduler(ledger, clock)
+    states: list[JobState] = []
+    for job in jobs:
+        try:
+            nxt = scheduler.next_run(job)
+        except (ValueError, TypeError) as exc:
+            states.append(JobState(job, None, None, str(exc)))
+            continue
+        last = ledger.history(job.id)
+        states.append(JobState(job, nxt, last[0] if last else None))
+    return states

@@ -1,0 +1,241 @@
+"""Jobs made in chat: reminders and recurring tasks, and the tools the model makes them with.
+
+``schedule`` / ``list_schedules`` / ``cancel_schedule`` act on the jobs of the chat they are
+called from. The jobs are kept in ``state/jobs.json`` (written atomically; the file is the
+truth) and survive restarts. When one fires, the model carries out its instruction in an
+isolated turn and the result is posted in the chat that made it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Annotated, NotRequired, TypedDict
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from agent.tools import Tool, TurnContext
+from gateway.errors import ToolError
+from gateway.events import OutboundMessage, SessionKey, job_key
+from gateway.scheduling.host import JobHost
+from gateway.scheduling.jobs import Job, JobKind, Skip, next_fire, run_origin
+from gateway.scheduling.scheduler import Scheduler
+
+REMINDER_GRACE = timedelta(hours=1)
+MAX_JOBS_PER_SESSION = 50
+
+REMINDER_PROMPT = """A job you scheduled in this chat is due now ({when}). Its instruction:
+
+{instruction}
+
+Carry it out and write the message to send to the chat now, addressed to the people there. \
+Write it directly, with no preamble about being a scheduled job."""
+
+
+class JobStore:
+    """Jobs made in chat, in ``state/jobs.json``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> list[Job]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+        return [Job.from_dict(d) for d in data.get("jobs", [])]
+
+    def _save(self, jobs: list[Job]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".jobs.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"jobs": [j.to_dict() for j in jobs]}, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def add(self, job: Job) -> None:
+        self._save([*self.load(), job])
+
+    def remove(self, job_id: str) -> bool:
+        jobs = self.load()
+        kept = [j for j in jobs if j.id != job_id]
+        if len(kept) != len(jobs):
+            self._save(kept)
+        return len(kept) != len(jobs)
+
+    def forget(self, job: Job) -> None:
+        """For the scheduler: a job that will never run again (a one-shot that ran)."""
+        self.remove(job.id)
+
+
+@dataclass
+class Reminder:
+    """Runs a job made in chat: an isolated turn with its instruction, posted to its chat."""
+
+    host: JobHost
+
+    async def __call__(self, job: Job, slot: str) -> None:
+        target = SessionKey.parse(job.target)
+        prompt = REMINDER_PROMPT.format(when=slot.replace("T", " "), instruction=job.instruction)
+        text = await self.host.isolated_turn(job_key(job.id, target), prompt)
+        if not text or text == "NO_REPLY":
+            raise Skip("the model had nothing to send")
+        await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
+
+
+# -- the tools ----------------------------------------------------------------------------------
+
+
+class ScheduleArgs(TypedDict):
+    instruction: Annotated[
+        str, "What to do or say when it fires, e.g. 'Remind Ada to call the bank'."
+    ]
+    at: NotRequired[Annotated[str, "Local time: YYYY-MM-DD HH:MM."]]
+    every_minutes: NotRequired[float]
+    cron: NotRequired[str]
+    timezone: NotRequired[Annotated[str, "IANA zone; defaults to the owner's."]]
+
+
+class NoArgs(TypedDict):
+    pass
+
+
+class CancelArgs(TypedDict):
+    id: str
+
+
+SCHEDULE_HELP = (
+    "Schedule something to happen later in this chat: a reminder or a recurring task. "
+    "Exactly one of: at (a local date and time, e.g. '2026-11-22 09:00' — work it out from the "
+    "current date and time at the top of the message), every_minutes, or cron (5 fields: minute "
+    "hour day month weekday). When it fires you get the instruction and your reply is posted "
+    "here."
+)
+
+
+def _zone(args: ScheduleArgs, ctx: TurnContext) -> ZoneInfo:
+    name = str(args.get("timezone") or ctx.tz.key)
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolError(f"Unknown time zone {name!r}; use an IANA name.") from None
+
+
+def _given(args: ScheduleArgs) -> str:
+    """Which one of at, every_minutes and cron the model gave."""
+    given = [k for k in ("at", "every_minutes", "cron") if args.get(k) not in (None, "")]
+    if len(given) != 1:
+        raise ToolError("Give exactly one of: at, every_minutes, cron.")
+    return given[0]
+
+
+def _when(given: str, args: ScheduleArgs, tz: ZoneInfo, now: datetime) -> tuple[JobKind, str]:
+    """The job's kind and spec."""
+    if given == "every_minutes":
+        minutes = float(args["every_minutes"])
+        if minutes < 1:
+            raise ToolError("every_minutes must be at least 1.")
+        return JobKind.INTERVAL, str(minutes * 60)
+    if given == "cron":
+        return JobKind.CRON, str(args["cron"]).strip()
+    try:
+        when = datetime.fromisoformat(str(args["at"]).strip().replace(" ", "T", 1))
+    except ValueError:
+        raise ToolError("at must look like 2026-11-22 09:00 (local time).") from None
+    when = when.replace(tzinfo=tz) if when.tzinfo is None else when.astimezone(tz)
+    if when <= now:
+        raise ToolError(
+            f"{when:%Y-%m-%d %H:%M} is in the past (now: {now.astimezone(tz):%Y-%m-%d %H:%M})."
+        )
+    return JobKind.ONCE, when.isoformat()
+
+
+def reminder_tools(
+    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+) -> tuple[Tool, ...]:
+    def mine(ctx: TurnContext) -> list[Job]:
+        return [j for j in scheduler.jobs() if j.target == str(ctx.key)]
+
+    def schedule(ctx: TurnContext, args: ScheduleArgs) -> str:
+        if ctx.key.channel == "cron":
+            raise ToolError("Scheduled jobs cannot schedule further jobs.")
+        if not scheduler.running:
+            raise ToolError(
+                "Scheduling works in the chats Corvid serves as a bot (`corvid run`), not in "
+                "this terminal chat."
+            )
+        instruction = str(args.get("instruction", "")).strip()
+        if not instruction:
+            raise ToolError("instruction is required: what should happen when it fires.")
+        tz = _zone(args, ctx)
+        given = _given(args)
+        if len(mine(ctx)) >= MAX_JOBS_PER_SESSION:
+            raise ToolError(f"This chat already has {len(mine(ctx))} jobs; cancel some first.")
+        now = clock()
+        kind, spec = _when(given, args, tz, now)
+        job = Job(
+            id="job-" + secrets.token_hex(3),
+            kind=kind,
+            spec=spec,
+            timezone=tz.key,
+            target=str(ctx.key),
+            created=now,
+            grace=REMINDER_GRACE,
+            instruction=instruction,
+        )
+        try:
+            first = next_fire(job.trigger(), None, now)
+        except ValueError as exc:
+            raise ToolError(f"Not a valid schedule: {exc}") from None
+        if first is None:
+            raise ToolError("That schedule never fires.")
+        store.add(job)
+        scheduler.add(job)
+        return (
+            f"Scheduled {job.id}: {job.describe()}; first run "
+            f"{first.astimezone(tz):%a %Y-%m-%d %H:%M %Z}. It will post in this chat."
+        )
+
+    def list_jobs(ctx: TurnContext, args: NoArgs) -> str:
+        if not mine(ctx):
+            return "No jobs are scheduled in this chat."
+        lines = []
+        for j in mine(ctx):
+            nxt = scheduler.next_run(j)
+            when = f"{nxt.astimezone(ZoneInfo(j.timezone)):%Y-%m-%d %H:%M}" if nxt else "none"
+            lines.append(f"{j.id}: {j.describe()}; next {when}; {j.instruction}")
+        return "\n".join(lines)
+
+    def cancel(ctx: TurnContext, args: CancelArgs) -> str:
+        job_id = str(args.get("id", "")).strip()
+        if not any(j.id == job_id for j in mine(ctx)):
+            raise ToolError(f"No job {job_id!r} in this chat (list_schedules shows them).")
+        scheduler.remove(job_id)
+        store.remove(job_id)
+        return f"Cancelled {job_id}."
+
+    return (
+        Tool.typed("schedule", SCHEDULE_HELP, ScheduleArgs, schedule),
+        Tool.typed(
+            "list_schedules",
+            "List the jobs scheduled in this chat, with their next run.",
+            NoArgs,
+            list_jobs,
+        ),
+        Tool.typed(
+            "cancel_schedule",
+            "Cancel a job scheduled in this chat, by its id (from list_schedules).",
+            CancelArgs,
+            cancel,
+        ),
+    )
