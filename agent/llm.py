@@ -319,7 +319,7 @@ def _map_error(sdk: Any, exc: Exception) -> LLMError:
     err_type = ""
     message = ""
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        err: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else body
         err_type = str(err.get("type", ""))
         message = str(err.get("message", ""))
     detail = f"{type(exc).__name__} status={status} type={err_type}"

@@ -101,7 +101,7 @@ class MemoryIndex:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._folder_mtime = -2
         self._last_full_scan = 0.0
-        self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     @property
     def chunk_count(self) -> int:

@@ -75,6 +75,8 @@ class PairingStore:
         except (OSError, ValueError) as exc:
             # Never silently start from scratch: that would forget who was approved.
             raise PairingError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        if not isinstance(data, dict):
+            raise PairingError(f"{self.path} is not a JSON object; fix or remove it")
         data.setdefault("pending", [])
         data.setdefault("approved", {})
         return data
@@ -94,7 +96,8 @@ class PairingStore:
         return user_id in self._approved.get(channel, {})
 
     def approved(self) -> dict[str, dict[str, Any]]:
-        return self._read()["approved"]
+        approved: dict[str, dict[str, Any]] = self._read()["approved"]
+        return approved
 
     def pending(self) -> list[PairingRequest]:
         now = self.now()

@@ -45,6 +45,9 @@ class TerminalChannel(Channel):
     async def stop(self) -> None:
         self._running = False
 
+    def running(self) -> bool:
+        return self._running
+
     async def send(self, msg: OutboundMessage) -> None:
         if self.interactive:
             body = msg.text.replace("\n", "\n        ")
@@ -82,7 +85,7 @@ class TerminalChannel(Channel):
                 continue
             if text in QUIT:
                 return
-            if not self._running:
+            if not self.running():  # stopped while waiting for the line
                 return
             self._counter += 1
             answered = await self.admit(

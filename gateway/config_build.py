@@ -118,15 +118,15 @@ def _number(tp: type, value: Any, key: str, meta: Mapping[str, Any]) -> int | fl
 def _string(value: Any, key: str, meta: Mapping[str, Any]) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ConfigError(key, f"expected a string, got {kind(value)}")
-    value = str(value)
+    text = str(value)
     choices = meta.get("choices")
     if choices:
         # Matched without regard to case, and given back as the choice is spelled.
-        spelled = {c.casefold(): c for c in choices}.get(value.casefold())
+        spelled = {str(c).casefold(): str(c) for c in choices}.get(text.casefold())
         if spelled is None:
-            raise ConfigError(key, f"expected one of {', '.join(choices)}, got {value!r}")
+            raise ConfigError(key, f"expected one of {', '.join(choices)}, got {text!r}")
         return spelled
-    return value
+    return text
 
 
 def secret_keys(cls: type, prefix: str = "") -> Iterator[str]:

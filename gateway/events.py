@@ -56,11 +56,12 @@ class SessionKey:
     topic: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.scope, Scope):  # a plain string from a test or a caller
+        given: object = self.scope
+        if not isinstance(given, Scope):  # a plain string from a test or a caller
             try:
-                object.__setattr__(self, "scope", Scope(self.scope))
+                object.__setattr__(self, "scope", Scope(str(given)))
             except ValueError:
-                raise ValueError(f"invalid session key scope {self.scope!r}") from None
+                raise ValueError(f"invalid session key scope {given!r}") from None
         for name in ("channel", "id"):
             value = getattr(self, name)
             if not value or not _PART.match(value):

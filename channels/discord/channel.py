@@ -286,6 +286,7 @@ class DiscordChannel(Channel):
         import discord
 
         user = interaction.user
+        group_ids: tuple[str, ...]
         if interaction.guild_id is None:
             key, group_ids = discord_dm(user.id), ()
         elif interaction.channel is None or getattr(interaction.channel, "guild", None) is None:

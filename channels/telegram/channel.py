@@ -72,7 +72,7 @@ class TelegramChannel(Channel):
         self.webhook = webhook
         self.retry_backoff = retry_backoff
         self.bot_id = 0
-        self._app: Application | None = None
+        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None
         # Updates still being taken in (a download, say), by update id. Telegram is not told

@@ -140,9 +140,8 @@ class Router:
                     for item in items:
                         if not item.done.done():
                             item.done.set_result(None)
-                if not turn.cancelled() and turn.exception() is not None:
-                    exc = turn.exception()
-                    log.error("%s: turn failed", key, exc_info=(type(exc), exc, exc.__traceback__))
+                if not turn.cancelled() and (exc := turn.exception()) is not None:
+                    log.error("%s: turn failed", key, exc_info=exc)
         finally:
             worker.task = None
             if worker.pending:  # only when this worker was cancelled (shutdown)
