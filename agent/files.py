@@ -12,7 +12,7 @@ import os
 import tempfile
 import unicodedata
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from agent.tools import Tool, TurnContext
 from gateway.errors import PathRefused, ToolError
@@ -142,7 +142,7 @@ def _read_text(path: Path, raw: str) -> str:
         raise ToolError(f"{raw!r} is not a UTF-8 text file.") from None
 
 
-def list_files(ctx: TurnContext, args: dict[str, Any]) -> str:
+def list_files(ctx: TurnContext, args: ListArgs) -> str:
     raw = args.get("path", ".")
     base = resolve_in_workspace(ctx, raw)
     if not base.is_dir():
@@ -183,7 +183,7 @@ def _walk(base: Path, recursive: bool) -> list[Path]:
     return sorted(out)
 
 
-def read_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     lines = _read_text(path, args["path"]).splitlines()
     offset = max(1, int(args.get("offset", 1)))
@@ -199,7 +199,7 @@ def read_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     return header + "\n" + "\n".join(window)
 
 
-def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+def write_file(ctx: TurnContext, args: WriteArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     check_writable(ctx, path)
     content: str = args["content"]
@@ -215,7 +215,7 @@ def write_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     return f"{verb} {_rel(ctx, path)} ({len(content)} characters)."
 
 
-def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
+def edit_file(ctx: TurnContext, args: EditArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     check_writable(ctx, path)
     old, new = args["old_text"], args["new_text"]
@@ -244,64 +244,48 @@ def edit_file(ctx: TurnContext, args: dict[str, Any]) -> str:
     return f"Edited {_rel(ctx, path)}: {count} replacement(s)."
 
 
-def _path_prop(desc: str) -> dict[str, str]:
-    return {"type": "string", "description": desc}
+class ListArgs(TypedDict):
+    path: NotRequired[Annotated[str, "Folder relative to the workspace; default '.'."]]
+    recursive: NotRequired[Annotated[bool, "Include subfolders."]]
+
+
+class ReadArgs(TypedDict):
+    path: Annotated[str, "File path relative to the workspace."]
+    offset: NotRequired[Annotated[int, "First line to read (1-based)."]]
+    limit: NotRequired[Annotated[int, "Number of lines to read."]]
+
+
+class WriteArgs(TypedDict):
+    path: Annotated[str, "File path relative to the workspace."]
+    content: Annotated[str, "The whole new content."]
+
+
+class EditArgs(TypedDict):
+    path: Annotated[str, "File path relative to the workspace."]
+    old_text: Annotated[str, "Exact text to find."]
+    new_text: Annotated[str, "Replacement text."]
+    replace_all: NotRequired[Annotated[bool, "Replace every occurrence."]]
 
 
 FILE_TOOLS = (
-    Tool(
-        "list_files",
-        "List files and folders in the workspace.",
-        {
-            "type": "object",
-            "properties": {
-                "path": _path_prop("Folder relative to the workspace; default '.'."),
-                "recursive": {"type": "boolean", "description": "Include subfolders."},
-            },
-        },
-        list_files,
-    ),
-    Tool(
+    Tool.typed("list_files", "List files and folders in the workspace.", ListArgs, list_files),
+    Tool.typed(
         "read_file",
         "Read a text file from the workspace. Long files are returned in windows of lines.",
-        {
-            "type": "object",
-            "properties": {
-                "path": _path_prop("File path relative to the workspace."),
-                "offset": {"type": "integer", "description": "First line to read (1-based)."},
-                "limit": {"type": "integer", "description": "Number of lines to read."},
-            },
-            "required": ["path"],
-        },
+        ReadArgs,
         read_file,
     ),
-    Tool(
+    Tool.typed(
         "write_file",
         "Create or replace a text file in the workspace. Folders are created as needed.",
-        {
-            "type": "object",
-            "properties": {
-                "path": _path_prop("File path relative to the workspace."),
-                "content": {"type": "string", "description": "The whole new content."},
-            },
-            "required": ["path", "content"],
-        },
+        WriteArgs,
         write_file,
     ),
-    Tool(
+    Tool.typed(
         "edit_file",
         "Replace an exact piece of text in a workspace file. old_text must match exactly once "
         "unless replace_all is true.",
-        {
-            "type": "object",
-            "properties": {
-                "path": _path_prop("File path relative to the workspace."),
-                "old_text": {"type": "string", "description": "Exact text to find."},
-                "new_text": {"type": "string", "description": "Replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
-            },
-            "required": ["path", "old_text", "new_text"],
-        },
+        EditArgs,
         edit_file,
     ),
 )

@@ -1,27 +1,22 @@
 """Memory as files: daily logs in ``memory/YYYY-MM-DD.md`` and the curated ``MEMORY.md``.
 
 The session snapshot (today's and yesterday's logs, plus ``MEMORY.md`` in private sessions
-only) is built here, each part capped. The memory tools are here too; ``MEMORY.md`` is refused
-to shared sessions by code, whatever the model asks for.
+only) is built here, each part capped; the tools the model reads and writes memory with are in
+``memory_tools.py``. ``MEMORY.md`` is refused to shared sessions by code, whatever the model
+asks for.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from datetime import date, datetime, timedelta
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
-from agent.files import MAX_WRITE_CHARS, atomic_write, is_long_term, resolve_in_workspace
+from agent.files import MAX_WRITE_CHARS, atomic_write, is_long_term
 from agent.memory_index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
-from agent.tools import Tool, TurnContext
 from gateway.errors import PathRefused, ToolError
 from gateway.events import SessionKey
-
-MAX_ENTRY_CHARS = 8000
-MAX_QUERY_CHARS = 1000
 
 
 class Memory:
@@ -70,7 +65,7 @@ class Memory:
         path = self._inside(rel)
         if path is None or (not private and is_long_term(self.workspace, path)):
             return ""
-        return _read(path)
+        return read_text(path)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -97,7 +92,7 @@ class Memory:
 
     def update_long_term(self, action: str, text: str, old_text: str = "") -> str:
         path = self.workspace / LONG_TERM
-        current = _read(path)
+        current = read_text(path)
         if action == "append":
             if not text.strip():
                 raise ToolError("text must not be empty.")
@@ -118,7 +113,7 @@ class Memory:
         return f"MEMORY.md updated ({action}); it now has {len(new)} characters."
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     if path.exists() and not path.is_file():  # a FIFO would block the process on open
         return ""
     try:
@@ -168,128 +163,4 @@ def cap_head(text: str, limit: int, rel: str) -> str:
     return (
         text[:cut].strip() + f"\n\n[{rel} continues: {len(text) - cut} more characters from line "
         f'{next_line}. Use memory_search, or memory_get(path="{rel}", from={next_line}).]'
-    )
-
-
-def _memory_path(ctx: TurnContext, raw: Any) -> Path:
-    path = resolve_in_workspace(ctx, raw)
-    rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-    if not (
-        rel == PurePosixPath(LONG_TERM) or (rel.parts[:1] == ("memory",) and rel.suffix == ".md")
-    ):
-        raise PathRefused("memory_get reads MEMORY.md and memory/*.md; use read_file for others.")
-    return path
-
-
-def memory_tools(memory: Memory) -> tuple[Tool, ...]:
-    async def search(ctx: TurnContext, args: dict[str, Any]) -> str:
-        query = args["query"].strip()
-        if not query:
-            raise ToolError("query must not be empty.")
-        if len(query) > MAX_QUERY_CHARS:
-            # Every word costs a lookup, under the index lock every session shares.
-            raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
-        limit = max(1, min(int(args.get("max_results", memory.cfg.search_max_results)), 50))
-        hits = await asyncio.to_thread(
-            memory.index.search, query, limit, include_long_term=ctx.private
-        )
-        if not hits:
-            return "Nothing in memory matches that query."
-        out = []
-        for n, h in enumerate(hits, 1):
-            snippet = h.snippet.replace("\n", "\n   ")
-            out.append(
-                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score})\n   {snippet}"
-            )
-        return "\n".join(out)
-
-    def get(ctx: TurnContext, args: dict[str, Any]) -> str:
-        path = _memory_path(ctx, args["path"])
-        if not path.is_file():
-            raise ToolError(f"{args['path']!r} does not exist.")
-        lines = _read(path).splitlines()
-        start = max(1, int(args.get("from", 1)))
-        count = max(1, min(int(args.get("lines", 200)), 1000))
-        window = lines[start - 1 : start - 1 + count]
-        end = start - 1 + len(window)
-        rel = path.relative_to(ctx.workspace).as_posix()
-        return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + "\n".join(window)
-
-    def append(ctx: TurnContext, args: dict[str, Any]) -> str:
-        text = args["text"]
-        if not text.strip():
-            raise ToolError("text must not be empty.")
-        if len(text) > MAX_ENTRY_CHARS:
-            raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
-        source = "" if ctx.private else str(ctx.key)
-        rel = memory.append(text, ctx.now, source)
-        return f"Appended to {rel}."
-
-    def update(ctx: TurnContext, args: dict[str, Any]) -> str:
-        if not ctx.private:
-            raise ToolError(
-                "memory_update works only in a private chat with the owner. In a shared chat, "
-                "use memory_append (today's log) for what should be kept."
-            )
-        return memory.update_long_term(
-            args["action"], args.get("text", ""), args.get("old_text", "")
-        )
-
-    return (
-        Tool(
-            "memory_search",
-            "Search your memory (daily logs, and MEMORY.md in private chats) by keywords. Use it "
-            "before answering about past events, people, preferences or decisions.",
-            {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Keywords to look for."},
-                    "max_results": {"type": "integer", "description": "At most this many hits."},
-                },
-                "required": ["query"],
-            },
-            search,
-        ),
-        Tool(
-            "memory_get",
-            "Read lines of a memory file (MEMORY.md or memory/YYYY-MM-DD.md), e.g. around a "
-            "memory_search hit.",
-            {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "MEMORY.md or memory/<date>.md"},
-                    "from": {"type": "integer", "description": "First line (1-based)."},
-                    "lines": {"type": "integer", "description": "How many lines (default 200)."},
-                },
-                "required": ["path"],
-            },
-            get,
-        ),
-        Tool(
-            "memory_append",
-            "Append an entry to today's daily log (memory/YYYY-MM-DD.md) with a time heading: "
-            "events, decisions, promises, things to remember. Daily logs are visible in group "
-            "chats too.",
-            {
-                "type": "object",
-                "properties": {"text": {"type": "string", "description": "The entry, Markdown."}},
-                "required": ["text"],
-            },
-            append,
-        ),
-        Tool(
-            "memory_update",
-            "Edit MEMORY.md, the curated long-term memory (private chats only): append a fact, "
-            "or replace/remove an exact passage that is out of date.",
-            {
-                "type": "object",
-                "properties": {
-                    "action": {"type": "string", "enum": ["append", "replace", "remove"]},
-                    "text": {"type": "string", "description": "New text (append, replace)."},
-                    "old_text": {"type": "string", "description": "Exact passage to change."},
-                },
-                "required": ["action"],
-            },
-            update,
-        ),
     )

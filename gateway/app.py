@@ -18,12 +18,16 @@ from typing import Any, Self
 from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
-from agent.memory import Memory, memory_tools
+from agent.memory import Memory
 from agent.memory_index import MemoryIndex
+from agent.memory_tools import memory_tools
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
+from channels.access import Access
 from channels.base import Channel
-from gateway.config import ChannelConfig, Config
+from channels.inbox import Intake
+from channels.pairing import PairingStore
+from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage
 from gateway.ops.control import ControlServer
@@ -152,75 +156,78 @@ def build_channels(
 ) -> list[Channel]:
     """The adapters for every enabled chat platform (of ``only``, if given), sharing one
     pairing store."""
-    from channels.access import Access
-    from channels.inbox import Intake
-    from channels.pairing import PairingStore
-
     clock = clock or SystemClock()
     pairing = PairingStore(config.state / "pairing.json", clock=clock)
-
-    def intake(cfg: ChannelConfig) -> Intake:
-        return Intake(
-            config.workspace.resolve(),
-            cfg.max_image_bytes,
-            cfg.max_file_bytes,
-            today=lambda: clock.now().astimezone(config.tz).date(),
-        )
-
-    def access(name: str, cfg: ChannelConfig) -> Access:
-        return Access(
-            name,
-            allow_from=cfg.allow_from,
-            groups=cfg.groups,
-            pairing=pairing,
-            context_messages=cfg.group_context_messages,
-            clock=clock,
-        )
-
     channels: list[Channel] = []
-    tg = config.channels.telegram
+    tg, dc = config.channels.telegram, config.channels.discord
     if tg.enabled and (only is None or "telegram" in only):
-        from channels.telegram.channel import TelegramChannel, Webhook
-
-        if tg.token is None:
-            raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
-        hook = tg.webhook
-        webhook = None
-        if hook.url:
-            if hook.secret_token is None:
-                raise ConfigError(
-                    "channels.telegram.webhook.secret_token", "required when webhook.url is set"
-                )
-            webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
-        channels.append(
-            TelegramChannel(
-                tg.token.value,
-                access("telegram", tg),
-                intake=intake(tg),
-                base_url=tg.base_url,
-                base_file_url=tg.base_file_url,
-                poll_timeout=tg.poll_timeout,
-                webhook=webhook,
-                clock=clock,
-            )
-        )
-    dc = config.channels.discord
+        channels.append(_telegram(config, tg, pairing, clock))
     if dc.enabled and (only is None or "discord" in only):
-        from channels.discord.channel import DiscordChannel
-
-        if dc.token is None:
-            raise ConfigError("channels.discord.token", "required when Discord is enabled")
-        channels.append(
-            DiscordChannel(
-                dc.token.value,
-                access("discord", dc),
-                intake=intake(dc),
-                api_base_url=dc.api_base_url,
-                gateway_url=dc.gateway_url,
-                clock=clock,
-            )
-        )
+        channels.append(_discord(config, dc, pairing, clock))
     return channels
+
+
+def _policy(
+    config: Config, name: str, cfg: ChannelConfig, pairing: PairingStore, clock: Clock
+) -> tuple[Access, Intake]:
+    """A channel's access policy and where its files go."""
+    access = Access(
+        name,
+        allow_from=cfg.allow_from,
+        groups=cfg.groups,
+        pairing=pairing,
+        context_messages=cfg.group_context_messages,
+        clock=clock,
+    )
+    intake = Intake(
+        config.workspace.resolve(),
+        cfg.max_image_bytes,
+        cfg.max_file_bytes,
+        today=lambda: clock.now().astimezone(config.tz).date(),
+    )
+    return access, intake
+
+
+def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:
+    from channels.telegram.channel import TelegramChannel, Webhook
+
+    if tg.token is None:
+        raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
+    hook = tg.webhook
+    webhook = None
+    if hook.url:
+        if hook.secret_token is None:
+            raise ConfigError(
+                "channels.telegram.webhook.secret_token", "required when webhook.url is set"
+            )
+        webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
+    access, intake = _policy(config, "telegram", tg, pairing, clock)
+    return TelegramChannel(
+        tg.token.value,
+        access,
+        intake=intake,
+        base_url=tg.base_url,
+        base_file_url=tg.base_file_url,
+        poll_timeout=tg.poll_timeout,
+        webhook=webhook,
+        clock=clock,
+    )
+
+
+def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Clock) -> Channel:
+    from channels.discord.channel import DiscordChannel
+
+    if dc.token is None:
+        raise ConfigError("channels.discord.token", "required when Discord is enabled")
+    access, intake = _policy(config, "discord", dc, pairing, clock)
+    return DiscordChannel(
+        dc.token.value,
+        access,
+        intake=intake,
+        api_base_url=dc.api_base_url,
+        gateway_url=dc.gateway_url,
+        clock=clock,
+    )
 
 
 def build_app(
@@ -236,38 +243,24 @@ def build_app(
     scheduled jobs run in one process only."""
     clock = clock or SystemClock()
     resources = contextlib.AsyncExitStack()
-    workspace = config.workspace.resolve()
-    m = config.memory
-    index = MemoryIndex(
-        config.state / "index.sqlite",
-        workspace,
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
-    resources.callback(index.close)
-    memory = Memory(workspace, index, m)
+    memory = _memory(config, resources)
     jobs = JobStore(config.state / "jobs.json")
     ledger = Ledger(config.state / "scheduler.sqlite")
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=jobs.forget)
     tools = ToolRegistry(
-        (
-            *FILE_TOOLS,
-            *memory_tools(memory),
-            *reminder_tools(jobs, scheduler, clock.now),
-        ),
+        (*FILE_TOOLS, *memory_tools(memory), *reminder_tools(jobs, scheduler, clock.now)),
         max_output_chars=config.agent.tool_output_max_chars,
     )
     model = llm or AnthropicLLM(config.llm)
     resources.push_async_callback(_close, model)
-    store = SessionStore(config.state / "sessions", clock)
     agent = Agent(
         llm=model,
         tools=tools,
-        store=store,
+        store=SessionStore(config.state / "sessions", clock),
         settings=config.agent,
         compaction=config.compaction,
-        workspace=workspace,
+        workspace=memory.workspace,
         tz=config.tz,
         memory=memory,
         clock=clock,
@@ -283,24 +276,38 @@ def build_app(
         max_input_chars=config.agent.max_input_chars,
         shutdown_grace=config.gateway.shutdown_grace,
     )
-    schedule = config.schedule
-    runner = JobRunner(
-        gateway,
-        {
-            DAILY_SUMMARY: DailySummary(
-                gateway, memory, store.dir, schedule.daily_summary.skip_inactive
-            ),
-            HEARTBEAT: Heartbeat(gateway, workspace, schedule.heartbeat.active_hours),
-        },
-        default=Reminder(gateway),
-    )
     return App(
         config,
         gateway,
         scheduler=scheduler if with_scheduler else None,
-        runner=runner,
+        runner=_job_runner(config, gateway),
         jobs=jobs,
         resources=resources,
+    )
+
+
+def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
+    workspace = config.workspace.resolve()
+    m = config.memory
+    index = MemoryIndex(
+        config.state / "index.sqlite",
+        workspace,
+        chunk_size=m.chunk_lines,
+        overlap=m.chunk_overlap_lines,
+    )
+    resources.callback(index.close)
+    return Memory(workspace, index, m)
+
+
+def _job_runner(config: Config, gateway: Gateway) -> JobRunner:
+    """What each scheduled job does: by id for the configured ones, reminders for the rest."""
+    agent, schedule = gateway.agent, config.schedule
+    summary = DailySummary(
+        gateway, agent.memory, agent.store.dir, schedule.daily_summary.skip_inactive
+    )
+    heartbeat = Heartbeat(gateway, agent.workspace, schedule.heartbeat.active_hours)
+    return JobRunner(
+        gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
     )
 
 

@@ -28,8 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.files import FILE_TOOLS, MAX_WRITE_CHARS
-from agent.memory import Memory, memory_tools
+from agent.memory import Memory
 from agent.memory_index import MemoryIndex
+from agent.memory_tools import memory_tools
 from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, ToolResult, TurnContext
 from gateway.app import App, build_app

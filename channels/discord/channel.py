@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from channels import inbox
 from channels.access import Access, Arrival, Fetched
 from channels.base import Channel, ChannelStartError
+from channels.discord import replies
 from channels.inbox import Intake
-from channels.markdown import split_markdown
 from gateway.events import (
     CHAT_COMMANDS,
     Attachment,
@@ -40,10 +40,10 @@ from gateway.ports import Check, Clock
 
 if TYPE_CHECKING:
     import discord
+    from discord import app_commands
 
 log = logging.getLogger(__name__)
 
-TEXT_LIMIT = 2000
 INTENT_HELP = (
     "Discord refused the connection because the Message Content intent is not enabled for this "
     "bot: open the Developer Portal → your application → Bot → Privileged Gateway Intents, turn "
@@ -85,36 +85,8 @@ class DiscordChannel(Channel):
     async def start(self) -> None:
         import aiohttp
         import discord
-        import yarl
-        from discord import app_commands
 
-        # discord.py has no per-client base URL: these are the places it reads them from.
-        discord.http.Route.BASE = self.api_base_url
-        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
-
-        # Corvid has no voice: skip discord.py's start-up warnings about voice libraries.
-        discord.VoiceClient.warn_nacl = False
-        discord.VoiceClient.warn_dave = False
-        intents = discord.Intents.none()
-        intents.guilds = True
-        intents.guild_messages = True
-        intents.dm_messages = True
-        intents.message_content = True
-        client = discord.Client(
-            intents=intents,
-            allowed_mentions=discord.AllowedMentions.none(),
-            chunk_guilds_at_startup=False,
-            guild_ready_timeout=self.guild_ready_timeout,
-            max_messages=200,
-        )
-        client.on_message = self._on_message  # type: ignore[attr-defined]
-        tree = app_commands.CommandTree(client)
-        for name, description in CHAT_COMMANDS:
-            tree.add_command(
-                app_commands.Command(
-                    name=name, description=description, callback=self._command_callback(name)
-                )
-            )
+        client, tree = self._make_client()
         try:
             await client.login(self._token)
         except discord.LoginFailure:
@@ -144,6 +116,39 @@ class DiscordChannel(Channel):
             raise
         self._runner.add_done_callback(self._on_runner_done)
         log.info("discord: %s is connected to %d guild(s)", client.user, len(client.guilds))
+
+    def _make_client(self) -> tuple[discord.Client, app_commands.CommandTree[discord.Client]]:
+        """The client, with the intents Corvid needs and the chat commands as slash commands."""
+        import discord
+        import yarl
+        from discord import app_commands
+
+        # discord.py has no per-client base URL: these are the places it reads them from.
+        discord.http.Route.BASE = self.api_base_url
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
+        # Corvid has no voice: skip discord.py's start-up warnings about voice libraries.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
+        intents = discord.Intents.none()
+        intents.guilds = True
+        intents.guild_messages = True
+        intents.dm_messages = True
+        intents.message_content = True
+        client = discord.Client(
+            intents=intents,
+            allowed_mentions=discord.AllowedMentions.none(),
+            chunk_guilds_at_startup=False,
+            guild_ready_timeout=self.guild_ready_timeout,
+            max_messages=200,
+        )
+        client.on_message = self._on_message  # type: ignore[attr-defined]  # the event hook
+        tree = app_commands.CommandTree(client)
+        for name, description in CHAT_COMMANDS:
+            callback = self._command_callback(name)
+            tree.add_command(
+                app_commands.Command(name=name, description=description, callback=callback)
+            )
+        return client, tree
 
     async def _await_ready(self, client: discord.Client, runner: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())
@@ -344,38 +349,8 @@ class DiscordChannel(Channel):
         return client.get_channel(int(key.id)) or await client.fetch_channel(int(key.id))
 
     async def send(self, msg: OutboundMessage) -> None:
-        import discord
-
-        pieces = split_markdown(msg.text, TEXT_LIMIT) or [msg.text.strip() or "…"]
-        total = len(pieces)
-        none = discord.AllowedMentions.none()
         interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
-        if interaction is not None:
-            try:
-                for piece in pieces:
-                    await interaction.followup.send(piece, allowed_mentions=none)
-                    pieces = pieces[1:]
-                return
-            except discord.NotFound:
-                # The interaction expired (15 minutes) while the command waited its turn:
-                # post the rest in the channel instead.
-                log.info("%s: interaction expired; answering in the channel", msg.key)
-        channel = await self._resolve(msg.key)
-        ref = None
-        if msg.reply_to and msg.reply_to.isdigit():
-            ref = discord.MessageReference(
-                message_id=int(msg.reply_to), channel_id=channel.id, fail_if_not_exists=False
-            )
-        first = total - len(pieces)  # pieces already sent as interaction follow-ups
-        for number, piece in enumerate(pieces, first):
-            # A nonce stable across restarts: Discord returns the existing message instead of
-            # posting it again, so a send cut off by a crash can be repeated safely.
-            nonce = f"{msg.ident}.{number}" if msg.ident else None
-            if nonce is None:
-                await channel.send(piece, reference=ref, allowed_mentions=none)
-            else:
-                await channel.send(piece, reference=ref, allowed_mentions=none, nonce=nonce)
-            ref = None  # only the first piece points at the message it answers
+        await replies.send(msg, interaction, self._resolve)
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:

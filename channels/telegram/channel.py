@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -84,7 +84,45 @@ class TelegramChannel(Channel):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from telegram import BotCommand, Update
+        from telegram import BotCommand
+        from telegram.error import TelegramError
+
+        app = await self._initialized_app()
+        self._app = app
+        self.bot_username = app.bot.username or ""
+        self.bot_id = app.bot.id
+        self._reader.bot = app.bot
+        self._reader.username = self.bot_username
+        self._reader.bot_id = self.bot_id
+        self._reader.backoff = self.retry_backoff
+        # The command menu is not needed to receive messages; set it while polling starts.
+        self._spawn(self._set_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS]))
+        await app.start()
+        assert app.updater is not None
+        try:
+            if self.webhook is not None:
+                await app.updater.start_webhook(
+                    listen=self.webhook.listen,
+                    port=self.webhook.port,
+                    url_path=self.webhook.path,
+                    webhook_url=self.webhook.url,
+                    secret_token=self.webhook.secret_token,
+                    allowed_updates=["message"],
+                )
+            else:
+                # getUpdates is refused while a webhook is set (say, from an earlier setup).
+                await self._call(lambda: app.bot.delete_webhook())
+                self._poller = asyncio.create_task(self._poll(), name="telegram-poll")
+        except (TelegramError, OSError) as exc:
+            await self.stop()
+            how = "set the webhook" if self.webhook is not None else "start polling"
+            raise ChannelStartError(f"could not {how} on Telegram: {exc}") from None
+        how = "receiving by webhook" if self.webhook is not None else "polling"
+        log.info("telegram: @%s is %s", self.bot_username, how)
+
+    async def _initialized_app(self) -> Application[Any, Any, Any, Any, Any, Any]:
+        """The PTB application, initialised (``getMe``); start errors say what to fix."""
+        from telegram import Update
         from telegram.error import InvalidToken, TelegramError
         from telegram.ext import ApplicationBuilder, TypeHandler
         from telegram.request import HTTPXRequest
@@ -118,40 +156,7 @@ class TelegramChannel(Channel):
                 f"could not reach the Telegram Bot API at {self.base_url} ({exc}); check the "
                 "network or channels.telegram.base_url"
             ) from None
-        self._app = app
-        self.bot_username = app.bot.username or ""
-        self.bot_id = app.bot.id
-        self._reader.bot = app.bot
-        self._reader.username = self.bot_username
-        self._reader.bot_id = self.bot_id
-        self._reader.backoff = self.retry_backoff
-        # The command menu is not needed to receive messages; set it while polling starts.
-        self._spawn(self._set_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS]))
-        await app.start()
-        assert app.updater is not None
-        try:
-            if self.webhook is not None:
-                await app.updater.start_webhook(
-                    listen=self.webhook.listen,
-                    port=self.webhook.port,
-                    url_path=self.webhook.path,
-                    webhook_url=self.webhook.url,
-                    secret_token=self.webhook.secret_token,
-                    allowed_updates=["message"],
-                )
-            else:
-                # getUpdates is refused while a webhook is set (say, from an earlier setup).
-                await self._call(lambda: app.bot.delete_webhook())
-                self._poller = asyncio.create_task(self._poll(), name="telegram-poll")
-        except (TelegramError, OSError) as exc:
-            await self.stop()
-            how = "set the webhook" if self.webhook is not None else "start polling"
-            raise ChannelStartError(f"could not {how} on Telegram: {exc}") from None
-        log.info(
-            "telegram: @%s is %s",
-            self.bot_username,
-            "receiving by webhook" if self.webhook is not None else "polling",
-        )
+        return app
 
     async def _set_commands(self, commands: list[Any]) -> None:
         from telegram.error import TelegramError
@@ -215,21 +220,26 @@ class TelegramChannel(Channel):
                 await self.clock.sleep(wait)
                 continue
             failures = conflicts = 0
-            fresh = [u for u in updates if u.update_id >= self._next_update]
-            for update in fresh:
-                self._next_update = update.update_id + 1
-                task = self._dispatch(update)
-                if task is not None:
-                    self._taking[update.update_id] = task
-            # One pass of the loop lets plain messages, which need no I/O, reach the gateway,
-            # so the next poll confirms them instead of receiving them again.
-            await asyncio.sleep(0)
+            await self._take(updates)
+
+    async def _take(self, updates: Sequence[Update]) -> None:
+        """Hand a batch from getUpdates to the chats' lanes, then move the offset past what
+        the gateway has."""
+        fresh = [u for u in updates if u.update_id >= self._next_update]
+        for update in fresh:
+            self._next_update = update.update_id + 1
+            task = self._dispatch(update)
+            if task is not None:
+                self._taking[update.update_id] = task
+        # One pass of the loop lets plain messages, which need no I/O, reach the gateway,
+        # so the next poll confirms them instead of receiving them again.
+        await asyncio.sleep(0)
+        self._offset = self._confirmable()
+        if updates and not fresh and self._taking:
+            # All Telegram returned is still being taken in: asking again now would only
+            # return the same updates, so wait for one of them to be done.
+            await asyncio.wait(list(self._taking.values()), return_when=asyncio.FIRST_COMPLETED)
             self._offset = self._confirmable()
-            if updates and not fresh and self._taking:
-                # All Telegram returned is still being taken in: asking again now would only
-                # return the same updates, so wait for one of them to be done.
-                await asyncio.wait(list(self._taking.values()), return_when=asyncio.FIRST_COMPLETED)
-                self._offset = self._confirmable()
 
     def _confirmable(self) -> int | None:
         """The offset that confirms every update the gateway has (or has turned away). An

@@ -30,13 +30,7 @@ async def probe(
 
     name, t = "telegram", limit
     requests = [
-        HTTPXRequest(
-            connection_pool_size=1,
-            read_timeout=t,
-            write_timeout=t,
-            connect_timeout=t,
-            pool_timeout=t,
-        )
+        HTTPXRequest(1, read_timeout=t, write_timeout=t, connect_timeout=t, pool_timeout=t)
         for _ in range(2)
     ]
     bot = Bot(

@@ -9,8 +9,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from channels.markdown import split_markdown, to_telegram_html, utf16_len, visible_text
+from channels.markdown import split_markdown, utf16_len
 from channels.telegram.api import call
+from channels.telegram.html import to_telegram_html, visible_text
 from gateway.events import OutboundMessage, Scope, SessionKey
 from gateway.ports import Clock
 

@@ -160,16 +160,23 @@ def _when(given: str, args: ScheduleArgs, tz: ZoneInfo, now: datetime) -> tuple[
     return JobKind.ONCE, when.isoformat()
 
 
-def reminder_tools(
-    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
-) -> tuple[Tool, ...]:
-    def mine(ctx: TurnContext) -> list[Job]:
-        return [j for j in scheduler.jobs() if j.target == str(ctx.key)]
+class ReminderTools:
+    """The tools, acting on the jobs of the chat they are called from."""
 
-    def schedule(ctx: TurnContext, args: ScheduleArgs) -> str:
+    def __init__(
+        self, store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+    ) -> None:
+        self.store = store
+        self.scheduler = scheduler
+        self.clock = clock
+
+    def _mine(self, ctx: TurnContext) -> list[Job]:
+        return [j for j in self.scheduler.jobs() if j.target == str(ctx.key)]
+
+    def schedule(self, ctx: TurnContext, args: ScheduleArgs) -> str:
         if ctx.key.channel == "cron":
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
-        if not scheduler.running:
+        if not self.scheduler.running:
             raise ToolError(
                 "Scheduling works in the chats Corvid serves as a bot (`corvid run`), not in "
                 "this terminal chat."
@@ -179,9 +186,11 @@ def reminder_tools(
             raise ToolError("instruction is required: what should happen when it fires.")
         tz = _zone(args, ctx)
         given = _given(args)
-        if len(mine(ctx)) >= MAX_JOBS_PER_SESSION:
-            raise ToolError(f"This chat already has {len(mine(ctx))} jobs; cancel some first.")
-        now = clock()
+        if len(self._mine(ctx)) >= MAX_JOBS_PER_SESSION:
+            raise ToolError(
+                f"This chat already has {len(self._mine(ctx))} jobs; cancel some first."
+            )
+        now = self.clock()
         kind, spec = _when(given, args, tz, now)
         job = Job(
             id="job-" + secrets.token_hex(3),
@@ -199,43 +208,49 @@ def reminder_tools(
             raise ToolError(f"Not a valid schedule: {exc}") from None
         if first is None:
             raise ToolError("That schedule never fires.")
-        store.add(job)
-        scheduler.add(job)
+        self.store.add(job)
+        self.scheduler.add(job)
         return (
             f"Scheduled {job.id}: {job.describe()}; first run "
             f"{first.astimezone(tz):%a %Y-%m-%d %H:%M %Z}. It will post in this chat."
         )
 
-    def list_jobs(ctx: TurnContext, args: NoArgs) -> str:
-        if not mine(ctx):
+    def list_jobs(self, ctx: TurnContext, args: NoArgs) -> str:
+        mine = self._mine(ctx)
+        if not mine:
             return "No jobs are scheduled in this chat."
         lines = []
-        for j in mine(ctx):
-            nxt = scheduler.next_run(j)
+        for j in mine:
+            nxt = self.scheduler.next_run(j)
             when = f"{nxt.astimezone(ZoneInfo(j.timezone)):%Y-%m-%d %H:%M}" if nxt else "none"
             lines.append(f"{j.id}: {j.describe()}; next {when}; {j.instruction}")
         return "\n".join(lines)
 
-    def cancel(ctx: TurnContext, args: CancelArgs) -> str:
+    def cancel(self, ctx: TurnContext, args: CancelArgs) -> str:
         job_id = str(args.get("id", "")).strip()
-        if not any(j.id == job_id for j in mine(ctx)):
+        if not any(j.id == job_id for j in self._mine(ctx)):
             raise ToolError(f"No job {job_id!r} in this chat (list_schedules shows them).")
-        scheduler.remove(job_id)
-        store.remove(job_id)
+        self.scheduler.remove(job_id)
+        self.store.remove(job_id)
         return f"Cancelled {job_id}."
 
+
+def reminder_tools(
+    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+) -> tuple[Tool, ...]:
+    tools = ReminderTools(store, scheduler, clock)
     return (
-        Tool.typed("schedule", SCHEDULE_HELP, ScheduleArgs, schedule),
+        Tool.typed("schedule", SCHEDULE_HELP, ScheduleArgs, tools.schedule),
         Tool.typed(
             "list_schedules",
             "List the jobs scheduled in this chat, with their next run.",
             NoArgs,
-            list_jobs,
+            tools.list_jobs,
         ),
         Tool.typed(
             "cancel_schedule",
             "Cancel a job scheduled in this chat, by its id (from list_schedules).",
             CancelArgs,
-            cancel,
+            tools.cancel,
         ),
     )

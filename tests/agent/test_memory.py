@@ -7,8 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.memory import Memory, cap_head, cap_log, memory_tools
+from agent.memory import Memory, cap_head, cap_log
 from agent.memory_index import MemoryIndex
+from agent.memory_tools import memory_tools
 from agent.prompt import build_system_prompt
 from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, TurnContext

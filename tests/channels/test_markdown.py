@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels.markdown import split_markdown, to_telegram_html, utf16_len, visible_text
+from channels.markdown import split_markdown, utf16_len
+from channels.telegram.html import to_telegram_html, visible_text
 from tests.fakes.telegram_api import check_telegram_html
 
 

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from channels.base import ChannelStartError
-from channels.markdown import visible_text
+from channels.telegram.html import visible_text
 from gateway.ops.cli import main
 from tests.conftest import OWNER, TG_GROUP
 from tests.fakes.anthropic_api import Reply, last_user_text

@@ -1,0 +1,147 @@
+"""The memory tools: search, read, append to today's log, and edit ``MEMORY.md`` (private chats
+only, refused in code to every shared session)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from agent.files import resolve_in_workspace
+from agent.memory import Memory, read_text
+from agent.memory_index import LONG_TERM
+from agent.tools import Tool, TurnContext
+from gateway.errors import PathRefused, ToolError
+
+MAX_ENTRY_CHARS = 8000
+MAX_QUERY_CHARS = 1000
+
+
+class SearchArgs(TypedDict):
+    query: Annotated[str, "Keywords to look for."]
+    max_results: NotRequired[Annotated[int, "At most this many hits."]]
+
+
+# Functional syntax: "from" is a keyword.
+GetArgs = TypedDict(
+    "GetArgs",
+    {
+        "path": Annotated[str, "MEMORY.md or memory/<date>.md"],
+        "from": NotRequired[Annotated[int, "First line (1-based)."]],
+        "lines": NotRequired[Annotated[int, "How many lines (default 200)."]],
+    },
+)
+
+
+class AppendArgs(TypedDict):
+    text: Annotated[str, "The entry, Markdown."]
+
+
+class UpdateArgs(TypedDict):
+    action: Literal["append", "replace", "remove"]
+    text: NotRequired[Annotated[str, "New text (append, replace)."]]
+    old_text: NotRequired[Annotated[str, "Exact passage to change."]]
+
+
+def _memory_path(ctx: TurnContext, raw: Any) -> Path:
+    path = resolve_in_workspace(ctx, raw)
+    rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+    if not (
+        rel == PurePosixPath(LONG_TERM) or (rel.parts[:1] == ("memory",) and rel.suffix == ".md")
+    ):
+        raise PathRefused("memory_get reads MEMORY.md and memory/*.md; use read_file for others.")
+    return path
+
+
+class MemoryTools:
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    async def search(self, ctx: TurnContext, args: SearchArgs) -> str:
+        query = args["query"].strip()
+        if not query:
+            raise ToolError("query must not be empty.")
+        if len(query) > MAX_QUERY_CHARS:
+            # Every word costs a lookup, under the index lock every session shares.
+            raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
+        wanted = args.get("max_results", self.memory.cfg.search_max_results)
+        limit = max(1, min(int(wanted), 50))
+        hits = await asyncio.to_thread(
+            self.memory.index.search, query, limit, include_long_term=ctx.private
+        )
+        if not hits:
+            return "Nothing in memory matches that query."
+        out = []
+        for n, h in enumerate(hits, 1):
+            snippet = h.snippet.replace("\n", "\n   ")
+            out.append(
+                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score})\n   {snippet}"
+            )
+        return "\n".join(out)
+
+    def get(self, ctx: TurnContext, args: GetArgs) -> str:
+        path = _memory_path(ctx, args["path"])
+        if not path.is_file():
+            raise ToolError(f"{args['path']!r} does not exist.")
+        lines = read_text(path).splitlines()
+        start = max(1, int(args.get("from", 1)))
+        count = max(1, min(int(args.get("lines", 200)), 1000))
+        window = lines[start - 1 : start - 1 + count]
+        end = start - 1 + len(window)
+        rel = path.relative_to(ctx.workspace).as_posix()
+        return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + "\n".join(window)
+
+    def append(self, ctx: TurnContext, args: AppendArgs) -> str:
+        text = args["text"]
+        if not text.strip():
+            raise ToolError("text must not be empty.")
+        if len(text) > MAX_ENTRY_CHARS:
+            raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
+        source = "" if ctx.private else str(ctx.key)
+        rel = self.memory.append(text, ctx.now, source)
+        return f"Appended to {rel}."
+
+    def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
+        if not ctx.private:
+            raise ToolError(
+                "memory_update works only in a private chat with the owner. In a shared chat, "
+                "use memory_append (today's log) for what should be kept."
+            )
+        return self.memory.update_long_term(
+            args["action"], args.get("text", ""), args.get("old_text", "")
+        )
+
+
+def memory_tools(memory: Memory) -> tuple[Tool, ...]:
+    tools = MemoryTools(memory)
+    return (
+        Tool.typed(
+            "memory_search",
+            "Search your memory (daily logs, and MEMORY.md in private chats) by keywords. Use it "
+            "before answering about past events, people, preferences or decisions.",
+            SearchArgs,
+            tools.search,
+        ),
+        Tool.typed(
+            "memory_get",
+            "Read lines of a memory file (MEMORY.md or memory/YYYY-MM-DD.md), e.g. around a "
+            "memory_search hit.",
+            GetArgs,
+            tools.get,
+        ),
+        Tool.typed(
+            "memory_append",
+            "Append an entry to today's daily log (memory/YYYY-MM-DD.md) with a time heading: "
+            "events, decisions, promises, things to remember. Daily logs are visible in group "
+            "chats too.",
+            AppendArgs,
+            tools.append,
+        ),
+        Tool.typed(
+            "memory_update",
+            "Edit MEMORY.md, the curated long-term memory (private chats only): append a fact, "
+            "or replace/remove an exact passage that is out of date.",
+            UpdateArgs,
+            tools.update,
+        ),
+    )

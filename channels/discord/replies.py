@@ -1,0 +1,57 @@
+"""Replies on Discord: Discord renders Markdown itself, so a reply is only split under its
+2000-character limit, without breaking code blocks. Every piece is sent with mentions disabled,
+so nothing the model writes can ping @everyone, a role or a user, and carries a nonce stable
+across restarts, so a send cut off by a crash can be repeated without posting twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.markdown import split_markdown
+from gateway.events import OutboundMessage, SessionKey
+
+log = logging.getLogger(__name__)
+
+TEXT_LIMIT = 2000
+
+
+async def send(
+    msg: OutboundMessage,
+    interaction: Any | None,
+    resolve: Callable[[SessionKey], Awaitable[Any]],
+) -> None:
+    """Send ``msg``: as follow-ups to the slash command it answers (``interaction``), else in
+    its channel (``resolve``), replying to the message it answers."""
+    import discord
+
+    pieces = split_markdown(msg.text, TEXT_LIMIT) or [msg.text.strip() or "…"]
+    total = len(pieces)
+    none = discord.AllowedMentions.none()
+    if interaction is not None:
+        try:
+            for piece in pieces:
+                await interaction.followup.send(piece, allowed_mentions=none)
+                pieces = pieces[1:]
+            return
+        except discord.NotFound:
+            # The interaction expired (15 minutes) while the command waited its turn:
+            # post the rest in the channel instead.
+            log.info("%s: interaction expired; answering in the channel", msg.key)
+    channel = await resolve(msg.key)
+    ref = None
+    if msg.reply_to and msg.reply_to.isdigit():
+        ref = discord.MessageReference(
+            message_id=int(msg.reply_to), channel_id=channel.id, fail_if_not_exists=False
+        )
+    first = total - len(pieces)  # pieces already sent as interaction follow-ups
+    for number, piece in enumerate(pieces, first):
+        # Discord returns the existing message for a nonce it has seen (enforce_nonce).
+        nonce = f"{msg.ident}.{number}" if msg.ident else None
+        if nonce is None:
+            await channel.send(piece, reference=ref, allowed_mentions=none)
+        else:
+            await channel.send(piece, reference=ref, allowed_mentions=none, nonce=nonce)
+        ref = None  # only the first piece points at the message it answers
