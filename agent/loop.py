@@ -189,12 +189,13 @@ class Agent:
                 )
             except LLMError as exc:
                 # Too large for the API: compaction folds older messages (and their images)
-                # into a summary, so one retry may fit.
+                # into a summary, so one retry may fit. No flush first: it would not fit either,
+                # and its exchange would land after the message being answered.
                 if not exc.kind.fits_after_compaction or tally.retried_overflow:
                     raise
                 tally.retried_overflow = True
                 log.warning("%s: context overflow reported by the API; compacting", state.key)
-                await self.maintenance.compact(state, ctx, flush_first=system_note is None)
+                await self.maintenance.compact(state, ctx, flush_first=False)
                 continue
             tally.calls += 1
             tally.waited += self.clock.monotonic() - began

@@ -66,3 +66,82 @@ def test_render_leaves_out_the_silent_flush_exchange():
         {"role": "assistant", "content": [{"type": "text", "text": NO_REPLY}]},
     ]
     assert render(messages, 10_000) == "User: real talk"
+
+
+# -- Maintenance on a scripted model ------------------------------------------------------------
+
+
+def _agent(tmp_path, model, **compaction):
+    from zoneinfo import ZoneInfo
+
+    from agent.loop import Agent
+    from agent.settings import AgentSettings, CompactionSettings
+    from agent.tools import ToolRegistry
+    from agent.transcript import SessionStore
+    from tests.fakes.clock import FakeClock
+
+    return Agent(
+        llm=model,
+        tools=ToolRegistry([]),
+        store=SessionStore(tmp_path / "sessions"),
+        settings=AgentSettings(),
+        compaction=CompactionSettings(**compaction),
+        workspace=tmp_path,
+        tz=ZoneInfo("UTC"),
+        clock=FakeClock(),
+    )
+
+
+async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
+    from agent.compaction import FLUSH_NOTE
+    from agent.transcript import Usage
+    from gateway.events import InboundMessage, SessionKey
+    from tests.fakes.scripted_model import ScriptedModel, text
+
+    key = SessionKey("test", "private", "1")
+    model = ScriptedModel(context_window=10_000)
+    agent = _agent(tmp_path, model, reserve_tokens=2000, soft_threshold_tokens=1000)
+    # soft = 10000 - 2000 - 1000 = 7000 tokens of context; hard = 8000.
+    model.enqueue(text("short", Usage(6000, 0, 0, 10)))
+    await agent.run_turn(key, [InboundMessage(key, "hi", "1")])
+    await agent.maintenance.after_turn(key)
+    assert len(model.calls) == 1  # below the soft threshold: nothing
+    model.enqueue(text("longer", Usage(7100, 0, 0, 10)))
+    await agent.run_turn(key, [InboundMessage(key, "more", "1")])
+    model.enqueue(text("NO_REPLY", Usage(7200, 0, 0, 5)))
+    await agent.maintenance.after_turn(key)
+    assert [c.system_note for c in model.calls[2:]] == [FLUSH_NOTE]
+    model.enqueue(text("again", Usage(7300, 0, 0, 10)))
+    await agent.run_turn(key, [InboundMessage(key, "still", "1")])
+    await agent.maintenance.after_turn(key)
+    assert len(model.calls) == 4  # flushed already in this cycle: no second flush
+
+
+async def test_compaction_keeps_exactly_the_recent_messages_it_reports(tmp_path):
+    import json
+
+    from agent.transcript import SUMMARY_PREFIX
+    from gateway.events import SessionKey
+    from tests.fakes.scripted_model import ScriptedModel, text
+
+    key = SessionKey("test", "private", "1")
+    model = ScriptedModel(text("the gist"))
+    agent = _agent(tmp_path, model, keep_recent_tokens=500)
+    state = agent.sessions.get(key)
+    for i in range(6):
+        agent.store.append_message(state, user(f"question {i} " + "q" * 800))
+        agent.store.append_message(
+            state, {"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]}
+        )
+    before = [json.dumps(m) for m in state.messages]
+    split = choose_split(state.messages, 500)
+    assert split == 8  # two exchanges of ~220 tokens fit in 500; a third would not
+    done = await agent.maintenance.compact(state, agent.context(key), flush_first=False)
+    assert done is not None and (done.summarised, done.kept) == (split, len(before) - split)
+    assert state.messages[0]["content"][0]["text"] == SUMMARY_PREFIX + "the gist"
+    assert [json.dumps(m) for m in state.messages[1:]] == before[split:]
+    # The boundary message is the first kept one, a user message that starts an exchange.
+    assert starts_exchange(state.messages[1]) and "question 4" in json.dumps(state.messages[1])
+    reloaded = agent.store.load(key)
+    assert reloaded is not None
+    assert [json.dumps(m) for m in reloaded.messages[1:]] == before[split:]

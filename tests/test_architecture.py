@@ -1,0 +1,159 @@
+"""The shape of the code, as the README's Architecture section draws it: who may import whom, no
+import circles, and modules and functions small enough to read."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("gateway", "channels", "agent")
+# The contract: leaf modules every package may import.
+CONTRACT = frozenset({"gateway.events", "gateway.errors", "gateway.ports"})
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+# A longer function says why in a comment on the line above its ``def``.
+LONG_MARKER = "# long:"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _ours(name: str) -> str | None:
+    """The module of ours that an import names (``gateway.events.SessionKey`` → its module)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(path: Path, *, top_level_only: bool) -> Iterator[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if top_level_only and isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks count
+            stack.extend(node.body)
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        for name in names:
+            ours = _ours(name)
+            if ours is not None:
+                yield ours
+
+
+def _graph(top_level_only: bool) -> dict[str, set[str]]:
+    return {
+        name: set(_imports(path, top_level_only=top_level_only)) - {name}
+        for name, path in MODULES.items()
+    }
+
+
+def test_the_tree_was_found():
+    assert {"gateway.events", "gateway.app", "agent.loop", "channels.base"} <= set(MODULES)
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    circles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return circles
+
+
+def test_no_import_circles_at_module_level():
+    assert _circles(_graph(top_level_only=True)) == []
+
+
+def test_the_circle_finder_finds_circles():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def _allowed(module: str, target: str) -> bool:
+    if module in CONTRACT:
+        return False  # leaves import nothing of ours
+    top, target_top = module.split(".")[0], target.split(".")[0]
+    if top in ("agent", "channels"):
+        return target_top == top or target in CONTRACT
+    if module.startswith(("gateway.runtime", "gateway.scheduling")):
+        # The runtime and the schedule never reach into operations or the composition root.
+        return not target.startswith(("gateway.ops", "gateway.app"))
+    return True
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_packages_import_only_what_the_layering_allows(package):
+    # Imports inside functions count too: a lazy import is still a dependency.
+    graph = _graph(top_level_only=False)
+    wrong = sorted(
+        f"{module} → {target}"
+        for module, targets in graph.items()
+        if module.split(".")[0] == package
+        for target in targets
+        if not _allowed(module, target)
+    )
+    assert wrong == []
+
+
+def test_the_layering_rule_itself_refuses_the_edges_it_must():
+    assert not _allowed("agent.loop", "channels.base")
+    assert not _allowed("channels.telegram.channel", "agent.loop")
+    assert not _allowed("agent.compaction", "gateway.config")
+    assert not _allowed("gateway.events", "gateway.errors")
+    assert not _allowed("gateway.runtime.gateway", "gateway.ops.logs")
+    assert _allowed("agent.loop", "gateway.events") and _allowed("gateway.app", "agent.loop")
+
+
+def test_modules_stay_readable():
+    long = {
+        name: n
+        for name, path in MODULES.items()
+        if (n := path.read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_functions_stay_short_or_say_why():
+    long = []
+    for name, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            above = lines[first - 2].strip() if first >= 2 else ""
+            if length > MAX_FUNCTION_LINES and not above.startswith(LONG_MARKER):
+                long.append(f"{name}.{node.name}: {length} lines")
+    assert long == []
