@@ -1,10 +1,12 @@
 """Every number to compare with other assistants, in one run: ``python bench/run.py``.
 
 Prints the machine, then one Markdown table: metric, Corvid's value, the target and whether it
-is met. Targets come from /work/shared/BENCHMARKS.md where it has one; those marked † are the
-bench modules' own. The measurements are the functions of telegram_bench.py (``corvid run`` as
-a process against fake Telegram, Discord and Anthropic servers), gateway_bench.py (the gateway
-in this process) and memory_bench.py (the search index).
+is met. The targets are written into this file: most are what Corvid must do better than (the
+numbers of the best-known Python assistant of this kind, measured on a machine like ours);
+those marked † are the bench modules' own. The measurements are the functions of
+telegram_bench.py (``corvid run`` as a process against fake Telegram, Discord and Anthropic
+servers), gateway_bench.py (the gateway in this process) and memory_bench.py (the search
+index).
 
 ``--quick`` runs small sizes (a smoke check that every row is produced, in about 20 s); its
 numbers are not the ones to compare.
@@ -307,7 +309,8 @@ async def main() -> None:
     print("\n".join(table(rows)))
     print()
     print(
-        "Targets from /work/shared/BENCHMARKS.md; † marks the bench modules' own. Model calls "
+        "Targets: what Corvid must beat, measured for other assistants on a machine like this "
+        "one; † marks the bench modules' own. Model calls "
         "go through the anthropic SDK to a fake Messages API on loopback; the bare client sends "
         "the same request Corvid sends for a new chat (system prompt, tools). The cache numbers "
         "are the fake's prompt-cache simulation (caching from 1,024 tokens, like the API) over "

@@ -210,7 +210,7 @@ async def running(config: Config, clock: Any) -> AsyncIterator[App]:
     """A gateway with the configured channels, its scheduler on ``clock``; stopped after."""
     from gateway.app import build_channels
 
-    gateway = build_app(config, build_channels(config), clock=clock)
+    gateway = build_app(config, build_channels(config, clock), clock=clock)
     await gateway.start()
     try:
         yield gateway

@@ -3,7 +3,7 @@ anthropic ↔ fake Messages API."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from tests.conftest import OWNER, make_config, running
@@ -11,6 +11,8 @@ from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
+# A fixed day: every part of Corvid reads the time from the injected clock.
+TODAY = date(2026, 3, 12)
 
 
 def _config(home, fake_api, fake_telegram):
@@ -26,7 +28,7 @@ def _config(home, fake_api, fake_telegram):
 async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
     home, fake_api, fake_telegram
 ):
-    today = datetime.now(BERLIN).date()
+    today = TODAY
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
     clock = FakeClock(nine - timedelta(minutes=30))
     config = _config(home, fake_api, fake_telegram)
@@ -60,7 +62,7 @@ async def test_the_summary_reaches_the_chat_once_and_goes_into_the_log(
 
 
 async def test_a_quiet_day_sends_nothing(home, fake_api, fake_telegram):
-    today = datetime.now(BERLIN).date()
+    today = TODAY
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
     clock = FakeClock(nine)
     async with running(_config(home, fake_api, fake_telegram), clock) as gateway:
@@ -76,7 +78,7 @@ async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
     from gateway.scheduling.jobs import Job
     from gateway.scheduling.ledger import Ledger
 
-    today = datetime.now(BERLIN).date()
+    today = TODAY
     nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
     config = _config(home, fake_api, fake_telegram)
     # Earlier that day there was a conversation...

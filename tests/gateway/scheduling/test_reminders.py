@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from gateway.app import build_app
@@ -14,6 +14,8 @@ from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
+# A fixed day: every part of Corvid reads the time from the injected clock.
+TODAY = date(2026, 3, 12)
 
 
 def _config(home, fake_api, fake_telegram):
@@ -21,8 +23,8 @@ def _config(home, fake_api, fake_telegram):
     return make_config(home, fake_api.base_url, channels={"telegram": tg})
 
 
-def _today_at(hour: int, days: int = 0) -> datetime:
-    today = datetime.now(BERLIN).date() + timedelta(days=days)
+def _today_at(hour: int, days: int = 0, base: date = TODAY) -> datetime:
+    today = base + timedelta(days=days)
     return datetime(today.year, today.month, today.day, hour, 0, tzinfo=BERLIN)
 
 
@@ -96,9 +98,12 @@ async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_ap
 async def test_corvid_jobs_lists_next_and_last_runs(home, fake_api, fake_telegram, capsys):
     from gateway.ops.cli import main
 
-    nine = _today_at(9, days=1)
+    # `corvid jobs` is its own process and reads the real clock: the reminder is set for
+    # tomorrow as the real calendar has it.
+    real_today = datetime.now(BERLIN).date()
+    nine = _today_at(9, days=1, base=real_today)
     config = _config(home, fake_api, fake_telegram)
-    clock = FakeClock(_today_at(20))
+    clock = FakeClock(_today_at(20, base=real_today))
     async with running(config, clock):
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
     capsys.readouterr()
