@@ -12,16 +12,25 @@ import importlib
 import logging
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from agent.settings import LLMSettings
 from agent.transcript import Usage
 from gateway.errors import LLMError, LLMErrorKind
 from gateway.ports import Check, Status
 
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from anthropic.types import (
+        CacheControlEphemeralParam,
+        MessageParam,
+        TextBlockParam,
+        ToolParam,
+    )
+
 log = logging.getLogger(__name__)
 
-EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +126,20 @@ def with_cache_breakpoints(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Mark the stable prefix (tools, system) and the newest message for prompt caching.
+) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
+    """The request's system blocks, messages and tools, in the SDK's parameter types, with the
+    stable prefix (tools, system) and the newest message marked for prompt caching.
 
     Three of the API's four breakpoints. The stored messages are not modified: the newest one
-    is copied before it is marked.
+    is copied before it is marked. Stored messages are plain JSON (they come from the
+    transcript), so they are the SDK's types by construction rather than by checking.
     """
-    cached_tools = list(tools)
+    cached_tools = [cast("ToolParam", dict(t)) for t in tools]
     if cached_tools:
-        cached_tools[-1] = {**cached_tools[-1], "cache_control": EPHEMERAL}
-    sys_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+        cached_tools[-1]["cache_control"] = EPHEMERAL
+    sys_blocks: list[TextBlockParam] = [
+        {"type": "text", "text": system, "cache_control": EPHEMERAL}
+    ]
     if system_note:
         sys_blocks.append({"type": "text", "text": system_note})
     msgs = normalize_messages(messages)
@@ -135,7 +148,7 @@ def with_cache_breakpoints(
         blocks = list(last["content"])
         blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
         msgs[-1] = {"role": last["role"], "content": blocks}
-    return sys_blocks, msgs, cached_tools
+    return sys_blocks, cast("list[MessageParam]", msgs), cached_tools
 
 
 def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
@@ -162,15 +175,15 @@ class AnthropicLLM:
         self.cfg = cfg
         self.model = cfg.model
         self.context_window = cfg.context_window
-        self._client: Any = None
-        self._sdk: Any = None
+        self._client: AsyncAnthropic | None = None
+        self._sdk: Any = None  # the anthropic module, imported lazily
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
         if self._sdk is None:
             self._sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> AsyncAnthropic:
         if self._client is None:
             if self._sdk is None:
                 self._sdk = importlib.import_module("anthropic")
@@ -237,16 +250,14 @@ class AnthropicLLM:
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
             system, messages, tools, system_note
         )
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.cfg.max_tokens,
-            "system": sys_blocks,
-            "messages": msgs,
-        }
-        if cached_tools:
-            params["tools"] = cached_tools
         try:
-            async with client.messages.stream(**params) as stream:
+            async with client.messages.stream(
+                model=self.model,
+                max_tokens=self.cfg.max_tokens,
+                system=sys_blocks,
+                messages=msgs,
+                tools=cached_tools if cached_tools else self._sdk.omit,
+            ) as stream:
                 msg = await stream.get_final_message()
         except self._sdk.APIError as exc:
             raise _map_error(self._sdk, exc) from None
