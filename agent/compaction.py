@@ -21,7 +21,7 @@ from agent.sessions import Sessions
 from agent.settings import CompactionSettings
 from agent.tools import TurnContext
 from agent.transcript import SessionState, estimate_tokens
-from gateway.errors import LLMError, PathRefused
+from gateway.errors import LLMError
 from gateway.events import SessionKey
 
 log = logging.getLogger(__name__)
@@ -36,10 +36,10 @@ FLUSH_NOTE = (
 FLUSH_PROMPT = (
     "[memory flush] Before the conversation is compacted, save what must not be lost. Use "
     "memory_append to add durable facts from this conversation that are not written down yet "
-    "(decisions, promises, open tasks, facts about people and plans) to today's log. Daily logs "
-    "are visible in group chats too, so keep private matters out of them; in a private chat, "
-    "use memory_update for lasting personal facts that belong in MEMORY.md. When done, or if "
-    "there is nothing to save, answer exactly NO_REPLY."
+    "(decisions, promises, open tasks, facts about people and plans) to today's log of this "
+    "chat; in a private chat, use memory_update for lasting personal facts that belong in "
+    "MEMORY.md. Only the memory tools work in this turn. When done, or if there is nothing to "
+    "save, answer exactly NO_REPLY."
 )
 SUMMARY_SYSTEM = (
     "You condense chat transcripts for a personal assistant, who will continue the "
@@ -52,9 +52,8 @@ COMPACTION_PROMPT = (
 )
 SESSION_END_PROMPT = (
     "The conversation below is ending. Write a short entry for today's log: what was "
-    "discussed, decided and promised, and any open to-dos, in at most 120 words. The log is "
-    "visible in group chats, so leave out anything private or sensitive. If nothing worth "
-    "keeping happened, answer exactly NO_REPLY."
+    "discussed, decided and promised, and any open to-dos, in at most 120 words. If nothing "
+    "worth keeping happened, answer exactly NO_REPLY."
 )
 
 
@@ -231,8 +230,8 @@ class Maintenance:
         ctx = self.context(key)
         source = "session summary" if key.private else f"session summary · {key}"
         try:
-            memory.append(summary, ctx.now, source)
-        except PathRefused as exc:  # a link where today's log should be; /new goes on
+            memory.append(summary, ctx.now, ctx.audience, source)
+        except OSError as exc:  # a full disk, say; /new goes on
             log.warning("%s: session summary not saved: %s", key, exc)
             return False
         return True

@@ -1,8 +1,9 @@
 """Workspace file tools (list, read, write, edit), confined to the workspace by construction.
 
 Every path goes through ``resolve_in_workspace``: absolute paths, ``..`` components and symbolic
-links that lead outside are refused, and in shared sessions ``MEMORY.md`` and ``inbox/private/``
-do not exist.
+links that lead outside are refused, and what a session may reach follows from its audience
+(``agent/audience.py``): a shared chat sees the bootstrap files and its own places, nothing of
+the owner's, nothing of another chat's, and writes only in its own ``chats/<chat>/`` folder.
 """
 
 from __future__ import annotations
@@ -14,33 +15,38 @@ import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from agent.audience import (
+    EVERYONE,
+    area,
+    chat_of,
+    files_folder,
+    on_the_way,
+    readable,
+    untrusted,
+    writable,
+)
 from agent.tools import Tool, TurnContext
 from gateway.errors import PathRefused, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 500
 DEFAULT_READ_LINES = 400
-# Files at the workspace root that only private sessions may see (compared case-insensitively).
-PRIVATE_FILES = frozenset({"memory.md"})
-# Files at the workspace root that shared sessions may read but not change.
-PROTECTED_IN_SHARED = frozenset(
-    {"agents.md", "soul.md", "identity.md", "user.md", "tools.md", "heartbeat.md"}
-)
-
-
-# Folders only private sessions may see: files people sent in private chats.
-PRIVATE_DIRS = (("inbox", "private"),)
-
-
-def is_private_path(rel: PurePosixPath | Path) -> bool:
-    parts = tuple(p.casefold() for p in rel.parts)
-    if len(parts) == 1 and parts[0] in PRIVATE_FILES:
-        return True
-    return any(parts[: len(d)] == d for d in PRIVATE_DIRS)
+# Private files and folders are created readable by the owner's user alone.
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
 
 
 def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
-    """Map a model-supplied relative path to a real path inside the workspace, or refuse."""
+    """Map a model-supplied relative path to a real path inside the workspace that this
+    session may read, or refuse."""
+    resolved = _resolve(ctx, raw)
+    rel = PurePosixPath(resolved.relative_to(ctx.workspace).as_posix())
+    if not readable(ctx.audience, rel):
+        raise PathRefused(_not_yours(raw, rel))
+    return resolved
+
+
+def _resolve(ctx: TurnContext, raw: Any) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise ToolError("A path is required, relative to the workspace (e.g. notes/todo.md).")
     text = unicodedata.normalize("NFC", raw.strip())
@@ -63,61 +69,83 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
         resolved = root.joinpath(*pure.parts).resolve()
     except RuntimeError:  # a loop of links (Python < 3.13); its message names host paths
         raise PathRefused(f"{raw!r} goes through a loop of symbolic links.") from None
+    # is_relative_to compares path parts, so a sibling named like the workspace
+    # (workspace-old/) is outside, as it should be.
     if resolved != root and not resolved.is_relative_to(root):
         raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
-    if not ctx.private and is_long_term(root, resolved):
-        raise PathRefused(
-            f"{raw!r} is only available in private chats with the owner (MEMORY.md and files "
-            "sent in private chats)."
-        )
     return resolved
 
 
-def _long_term_ids(root: Path) -> set[tuple[int, int]]:
-    """(device, inode) of MEMORY.md under any spelling at the workspace root."""
-    ids: set[tuple[int, int]] = set()
-    for name in os.listdir(root):
-        if name.casefold() in PRIVATE_FILES:
-            with contextlib.suppress(OSError):
-                st = (root / name).stat()
-                ids.add((st.st_dev, st.st_ino))
-    return ids
-
-
-def is_long_term(root: Path, resolved: Path) -> bool:
-    """By name, and by identity: another name for the same file (a file system that folds
-    case or ignores some characters, a hard link) is MEMORY.md too."""
-    if is_private_path(resolved.relative_to(root)):
-        return True
-    try:
-        st = resolved.stat()
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) in _long_term_ids(root)
+def _not_yours(raw: Any, rel: PurePosixPath) -> str:
+    where = area(rel)
+    if where is EVERYONE or getattr(where, "chat", None) is None:
+        return (
+            f"{raw!r} is only available in private chats with the owner (their memory, logs and "
+            "files stay out of shared chats)."
+        )
+    return f"{raw!r} belongs to another chat; each chat sees only its own files and notes."
 
 
 def check_writable(ctx: TurnContext, path: Path) -> None:
-    """Shared chats may not rewrite the files that shape every private session's prompt."""
-    rel = path.relative_to(ctx.workspace)
-    if not ctx.private and len(rel.parts) == 1 and rel.parts[0].casefold() in PROTECTED_IN_SHARED:
+    """Nothing written for one audience may land where another reads: a shared chat writes
+    only in its own folder; the owner's sessions never write into a shared chat's places."""
+    rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+    if writable(ctx.audience, rel):
+        return
+    folder = files_folder(ctx.audience)
+    if folder is not None:
+        if area(rel) is EVERYONE:
+            raise PathRefused(
+                f"{rel} can only be changed from a private chat with the owner, not from a group."
+            )
         raise PathRefused(
-            f"{rel} can only be changed from a private chat with the owner, not from a group."
+            f"In this chat, files can be written only in {folder}/ (e.g. {folder}/notes.md); "
+            "notes for later go in this chat's log with memory_append."
         )
+    raise PathRefused(
+        f"{rel} is a shared chat's place; private chats do not write there, so nothing private "
+        "can reach that chat."
+    )
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def check_single_name(ctx: TurnContext, path: Path) -> None:
+    """In a shared chat, a file with another name elsewhere (a hard link) is refused: the
+    other name may be one of the owner's files."""
+    if ctx.private:
+        return
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if st.st_nlink > 1 and not path.is_dir():
+        raise PathRefused(f"{path.name} has other names (hard links); not readable here.")
+
+
+def ensure_dir(path: Path) -> None:
+    """Create a folder and any missing parents, each readable by the owner's user alone."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+        folder.chmod(PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask
+
+
+def atomic_write(
+    path: Path, text: str, mode: int = PRIVATE_FILE_MODE, *, keep_mode: bool = True
+) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a file. A new
+    file gets ``mode``; a replaced one keeps its own unless ``keep_mode`` is off."""
+    ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
+        os.chmod(tmp, path.stat().st_mode & 0o777 if keep_mode and path.exists() else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -144,30 +172,54 @@ def _read_text(path: Path, raw: str) -> str:
 
 def list_files(ctx: TurnContext, args: ListArgs) -> str:
     raw = args.get("path", ".")
-    base = resolve_in_workspace(ctx, raw)
+    base = _resolve(ctx, raw)
+    if not (_may_read(ctx, base) or _leads_to_own(ctx, base)):
+        raise PathRefused(_not_yours(raw, _relpath(ctx, base)))
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
-    # Looked up once for the whole listing, not once per entry.
-    hidden = set() if ctx.private else _long_term_ids(ctx.workspace)
     lines: list[str] = []
     for entry in _walk(base, bool(args.get("recursive"))):
-        rel = entry.relative_to(ctx.workspace)
-        if not ctx.private and is_private_path(rel):
-            continue
-        try:
-            st = entry.stat()
-        except OSError:
-            st = None
-        if st is not None and (st.st_dev, st.st_ino) in hidden:
+        line = _listed(ctx, entry)
+        if line is None:
             continue
         if len(lines) >= MAX_LIST_ENTRIES:
             lines.append("[... more entries not shown; list a subfolder]")
             break
-        if st is None:  # a dangling link: show it, do not fail the whole listing
-            lines.append(f"{rel}  (broken link)")
-        else:
-            lines.append(f"{rel}/" if entry.is_dir() else f"{rel}  ({st.st_size} bytes)")
+        lines.append(line)
     return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
+
+
+def _relpath(ctx: TurnContext, path: Path) -> PurePosixPath:
+    return PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+
+
+def _may_read(ctx: TurnContext, path: Path) -> bool:
+    return path.is_relative_to(ctx.workspace) and readable(ctx.audience, _relpath(ctx, path))
+
+
+def _leads_to_own(ctx: TurnContext, path: Path) -> bool:
+    return path.is_relative_to(ctx.workspace) and on_the_way(ctx.audience, _relpath(ctx, path))
+
+
+def _listed(ctx: TurnContext, entry: Path) -> str | None:
+    """How an entry shows in a listing, or None when this session may not see it."""
+    rel = entry.relative_to(ctx.workspace)
+    if not ctx.private:
+        try:
+            target = entry.resolve()
+        except (OSError, RuntimeError):
+            return None
+        if not (_may_read(ctx, entry) and _may_read(ctx, target)):
+            return f"{rel}/" if entry.is_dir() and _leads_to_own(ctx, entry) else None
+    try:
+        st = entry.stat()
+    except OSError:  # a dangling link: show it, do not fail the whole listing
+        return f"{rel}  (broken link)"
+    if entry.is_dir():
+        return f"{rel}/"
+    if not ctx.private and st.st_nlink > 1:
+        return None  # another name of a file that may be the owner's
+    return f"{rel}  ({st.st_size} bytes)"
 
 
 def _walk(base: Path, recursive: bool) -> list[Path]:
@@ -185,23 +237,36 @@ def _walk(base: Path, recursive: bool) -> list[Path]:
 
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
+    check_single_name(ctx, path)
     lines = _read_text(path, args["path"]).splitlines()
     offset = max(1, int(args.get("offset", 1)))
     limit = max(1, int(args.get("limit", DEFAULT_READ_LINES)))
     window = lines[offset - 1 : offset - 1 + limit]
     if not lines:
         return f"{_rel(ctx, path)} is empty."
+    body = "\n".join(window)
+    chat = chat_of(_relpath(ctx, path))
+    if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
+        body = untrusted(f"chats/{chat}", body)
     if offset == 1 and len(window) == len(lines):
-        return "\n".join(window)
+        return body
     end = offset - 1 + len(window)
     header = f"[{_rel(ctx, path)}: lines {offset}-{end} of {len(lines)}"
     header += "; use offset to read more]" if end < len(lines) else "]"
-    return header + "\n" + "\n".join(window)
+    return header + "\n" + body
+
+
+def _writable_path(ctx: TurnContext, raw: Any) -> Path:
+    """A path this session's file tools may write at (which it may also read)."""
+    path = _resolve(ctx, raw)
+    check_writable(ctx, path)
+    path = resolve_in_workspace(ctx, raw)
+    check_single_name(ctx, path)  # an edit would read the other name's content
+    return path
 
 
 def write_file(ctx: TurnContext, args: WriteArgs) -> str:
-    path = resolve_in_workspace(ctx, args["path"])
-    check_writable(ctx, path)
+    path = _writable_path(ctx, args["path"])
     content: str = args["content"]
     if len(content) > MAX_WRITE_CHARS:
         raise ToolError(
@@ -216,8 +281,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
 
 
 def edit_file(ctx: TurnContext, args: EditArgs) -> str:
-    path = resolve_in_workspace(ctx, args["path"])
-    check_writable(ctx, path)
+    path = _writable_path(ctx, args["path"])
     old, new = args["old_text"], args["new_text"]
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
@@ -268,12 +332,19 @@ class EditArgs(TypedDict):
 
 
 FILE_TOOLS = (
-    Tool.typed("list_files", "List files and folders in the workspace.", ListArgs, list_files),
+    Tool.typed(
+        "list_files",
+        "List files and folders in the workspace.",
+        ListArgs,
+        list_files,
+        in_silent_turns=True,
+    ),
     Tool.typed(
         "read_file",
         "Read a text file from the workspace. Long files are returned in windows of lines.",
         ReadArgs,
         read_file,
+        in_silent_turns=True,
     ),
     Tool.typed(
         "write_file",

@@ -11,7 +11,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -176,7 +176,8 @@ class Agent:
         )
 
     async def _silent_turn(self, state: SessionState, ctx: TurnContext, note: str) -> str:
-        return (await self.loop(state, ctx, system_note=note)).text
+        # Nobody watches this turn: only the memory tools run in it (TurnContext.silent).
+        return (await self.loop(state, replace(ctx, silent=True), system_note=note)).text
 
     async def _call_model(
         self, state: SessionState, ctx: TurnContext, system_note: str | None, tally: _Tally

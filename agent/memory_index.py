@@ -23,7 +23,10 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from agent.audience import chat_of
+from gateway.events import Audience
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +43,14 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha256 TEXT, day TEXT);
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER, end_line INTEGER,
-    day TEXT, text TEXT);
+    day TEXT, text TEXT, chat TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_by_chat ON chunks(chat);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, kind, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,7 @@ class Hit:
     end_line: int
     score: float
     snippet: str
+    chat: str = ""  # the shared chat whose log this is; "" for the owner's memory
 
 
 def _fold(text: str) -> str:
@@ -135,11 +140,14 @@ class MemoryIndex:
                     elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         with contextlib.suppress(OSError):
                             st = entry.stat(follow_symlinks=False)
-                            # A hard link to MEMORY.md is MEMORY.md, not a log shared
-                            # sessions may search.
-                            if (st.st_dev, st.st_ino) == long_term:
-                                continue
                             rel = Path(entry.path).relative_to(self.workspace).as_posix()
+                            # A file with another name in a chat's log folder may be one of
+                            # the owner's (a hard link to MEMORY.md is MEMORY.md): it is not
+                            # that chat's to search.
+                            if (st.st_dev, st.st_ino) == long_term or (
+                                st.st_nlink > 1 and _chat_of(rel)
+                            ):
+                                continue
                             found[rel] = st
         return found
 
@@ -242,10 +250,12 @@ class MemoryIndex:
             "INSERT INTO files(path, mtime_ns, size, sha256, day) VALUES (?,?,?,?,?)",
             (rel, st.st_mtime_ns, st.st_size, digest, day),
         )
+        chat = _chat_of(rel)
         for start, end, chunk in chunk_lines(text, self.chunk_size, self.overlap):
             cur = self._db.execute(
-                "INSERT INTO chunks(path, start_line, end_line, day, text) VALUES (?,?,?,?,?)",
-                (rel, start, end, day, chunk),
+                "INSERT INTO chunks(path, start_line, end_line, day, text, chat) "
+                "VALUES (?,?,?,?,?,?)",
+                (rel, start, end, day, chunk, chat),
             )
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
@@ -254,35 +264,42 @@ class MemoryIndex:
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(self, query: str, max_results: int = 8, *, include_long_term: bool) -> list[Hit]:
-        """BM25-ranked hits, newest daily logs first on ties. MEMORY.md only when allowed."""
+    def search(self, query: str, max_results: int = 8, *, audience: Audience) -> list[Hit]:
+        """BM25-ranked hits, newest daily logs first on ties. The owner searches everything;
+        a shared chat only its own log."""
         terms = _QUERY_PART.findall(query)
         if not terms:
             return []
+        expr = f"body : ({self._plan_locked(terms)})"
+        only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
+        args: tuple[object, ...] = (expr, max_results * 3)
+        if audience.chat is not None:
+            args = (expr, audience.chat, max_results * 3)
         with self._lock:
-            self._sync(full=False)
-            expr = f"body : ({self._plan(terms)})"
-            if not include_long_term:
-                expr += " NOT kind : longterm"
             rows = self._db.execute(
-                """
-                SELECT c.path, c.start_line, c.end_line, -f.rank, c.text, c.day
-                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?
+                f"""
+                SELECT c.path, c.start_line, c.end_line, -f.rank, c.text, c.day, c.chat
+                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {only}
                       ORDER BY rank LIMIT ?) AS f
                 JOIN chunks c ON c.id = f.rowid
                 """,
-                (expr, max_results * 3),
+                args,
             ).fetchall()
-        if not include_long_term:  # the MATCH already excludes it; this says so twice
-            rows = [r for r in rows if r[0] != LONG_TERM]
+        if audience.chat is not None:  # the query already keeps to the chat; this says so twice
+            rows = [r for r in rows if r[6] == audience.chat]
         # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
         rows.sort(key=lambda r: (r[0], r[1]))
         rows.sort(key=lambda r: r[5], reverse=True)
         rows.sort(key=lambda r: round(r[3], 6), reverse=True)
         return [
-            Hit(p, s, e, round(score, 3), _snippet(text, terms))
-            for p, s, e, score, text, _ in rows[:max_results]
+            Hit(p, s, e, round(score, 3), _snippet(text, terms), chat)
+            for p, s, e, score, text, _, chat in rows[:max_results]
         ]
+
+    def _plan_locked(self, terms: list[str]) -> str:
+        with self._lock:
+            self._sync(full=False)
+            return self._plan(terms)
 
     def _plan(self, terms: list[str]) -> str:
         """Quote every term (no FTS syntax from the query survives) and leave out terms found in
@@ -307,6 +324,11 @@ class MemoryIndex:
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative)
         return " OR ".join(p for p, _ in parts)
+
+
+def _chat_of(rel: str) -> str:
+    """The shared chat a memory file belongs to, or "" for the owner's."""
+    return chat_of(PurePosixPath(rel)) or ""
 
 
 def _strip_accents(text: str) -> str:

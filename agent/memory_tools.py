@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.files import resolve_in_workspace
+from agent.files import check_single_name, resolve_in_workspace
 from agent.memory import Memory, read_text
 from agent.memory_index import LONG_TERM
 from agent.tools import Tool, TurnContext
@@ -67,15 +67,18 @@ class MemoryTools:
         wanted = args.get("max_results", self.memory.cfg.search_max_results)
         limit = max(1, min(int(wanted), 50))
         hits = await asyncio.to_thread(
-            self.memory.index.search, query, limit, include_long_term=ctx.private
+            self.memory.index.search, query, limit, audience=ctx.audience
         )
         if not hits:
             return "Nothing in memory matches that query."
         out = []
         for n, h in enumerate(hits, 1):
             snippet = h.snippet.replace("\n", "\n   ")
+            # In the owner's chats, a hit from a shared chat's log is what others wrote.
+            whose = f", written in the shared chat {h.chat}: untrusted" if h.chat else ""
             out.append(
-                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score})\n   {snippet}"
+                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
+                f"   {snippet}"
             )
         return "\n".join(out)
 
@@ -83,13 +86,15 @@ class MemoryTools:
         path = _memory_path(ctx, args["path"])
         if not path.is_file():
             raise ToolError(f"{args['path']!r} does not exist.")
+        check_single_name(ctx, path)
         lines = read_text(path).splitlines()
         start = max(1, int(args.get("from", 1)))
         count = max(1, min(int(args.get("lines", 200)), 1000))
         window = lines[start - 1 : start - 1 + count]
         end = start - 1 + len(window)
         rel = path.relative_to(ctx.workspace).as_posix()
-        return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + "\n".join(window)
+        body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
+        return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
 
     def append(self, ctx: TurnContext, args: AppendArgs) -> str:
         text = args["text"]
@@ -98,7 +103,7 @@ class MemoryTools:
         if len(text) > MAX_ENTRY_CHARS:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
-        rel = self.memory.append(text, ctx.now, source)
+        rel = self.memory.append(text, ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
@@ -117,25 +122,29 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
     return (
         Tool.typed(
             "memory_search",
-            "Search your memory (daily logs, and MEMORY.md in private chats) by keywords. Use it "
-            "before answering about past events, people, preferences or decisions.",
+            "Search your memory by keywords: in a private chat MEMORY.md and every log; in a "
+            "shared chat that chat's own log. Use it before answering about past events, people, "
+            "preferences or decisions.",
             SearchArgs,
             tools.search,
+            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_get",
-            "Read lines of a memory file (MEMORY.md or memory/YYYY-MM-DD.md), e.g. around a "
-            "memory_search hit.",
+            "Read lines of a memory file (MEMORY.md, memory/YYYY-MM-DD.md, or a chat's log in "
+            "memory/chats/), e.g. around a memory_search hit.",
             GetArgs,
             tools.get,
+            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_append",
-            "Append an entry to today's daily log (memory/YYYY-MM-DD.md) with a time heading: "
-            "events, decisions, promises, things to remember. Daily logs are visible in group "
-            "chats too.",
+            "Append an entry to today's log of this chat's audience, with a time heading: events, "
+            "decisions, promises, things to remember. In a private chat it goes to the owner's "
+            "log; in a shared chat to that chat's own log, which only it and the owner read.",
             AppendArgs,
             tools.append,
+            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_update",
@@ -143,5 +152,6 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "or replace/remove an exact passage that is out of date.",
             UpdateArgs,
             tools.update,
+            in_silent_turns=True,
         ),
     )

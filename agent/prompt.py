@@ -11,14 +11,13 @@ import logging
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from agent.audience import BOOTSTRAP_FILES, files_folder, log_folder
 from agent.memory import Memory
 from agent.settings import AgentSettings
-from gateway.events import Scope, SessionKey
+from gateway.events import Scope, SessionKey, audience_of
 from gateway.ports import Clock
 
 log = logging.getLogger(__name__)
-
-BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
 
 
 def cap_text(text: str, limit: int, name: str) -> str:
@@ -33,6 +32,22 @@ def cap_text(text: str, limit: int, name: str) -> str:
         f"read the file with read_file to see all of it ...]\n\n"
     )
     return text[:head] + marker + text[len(text) - tail :]
+
+
+def _places(key: SessionKey) -> str:
+    """Where this session's notes and files go, as the code enforces it."""
+    audience = audience_of(key)
+    if audience.private:
+        return (
+            "\n- Private matters go in MEMORY.md or your own log (memory_append); the shared "
+            "chats' places (chats/, memory/chats/, inbox/chats/) are theirs, and you do not "
+            "write there."
+        )
+    return (
+        f"\n- This chat's notes: memory_append adds to its log in {log_folder(audience)}/. "
+        f"Its files: {files_folder(audience)}/ (the only place you can write files here). "
+        "The owner's memory and other chats' notes are not available here."
+    )
 
 
 def build_system_prompt(
@@ -55,7 +70,8 @@ def build_system_prompt(
         "and how you work.",
         f"## This session\n- Session: {key}\n- Setting: {where}\n- Owner's time zone: {timezone}\n"
         "- Each user message starts with a bracketed line giving the local date and time"
-        + (" and the sender's name." if not key.private else "."),
+        + (" and the sender's name." if not key.private else ".")
+        + _places(key),
     ]
     budget = total_chars
     for name in BOOTSTRAP_FILES:
@@ -103,7 +119,11 @@ class SystemPrompts:
     def __call__(self, key: SessionKey) -> str:
         extra: tuple[str, ...] = ()
         if self.memory is not None:
-            extra = (self.memory.snapshot(key, self.clock.now().astimezone(self.tz)),)
+            now = self.clock.now().astimezone(self.tz)
+            # Scheduled jobs run unattended and may read what shared chats wrote: they get no
+            # MEMORY.md in their prompt (a private one can still look things up).
+            long_term = key.channel != "cron"
+            extra = (self.memory.snapshot(audience_of(key), now, long_term=long_term),)
         return build_system_prompt(
             self.workspace,
             key,

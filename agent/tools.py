@@ -20,7 +20,7 @@ from typing import Any, Literal, NotRequired, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
 from gateway.errors import ToolError
-from gateway.events import SessionKey
+from gateway.events import Audience, SessionKey, audience_of
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,12 @@ class TurnContext:
     workspace: Path  # resolved, absolute
     now: datetime  # aware, in the owner's time zone
     tz: ZoneInfo
+    # The silent memory flush: only tools marked ``in_silent_turns`` may run.
+    silent: bool = False
+
+    @property
+    def audience(self) -> Audience:
+        return audience_of(self.key)
 
     @property
     def private(self) -> bool:
@@ -100,11 +106,22 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: Handler
+    # May run in the silent memory flush, which nobody watches: reading and writing memory
+    # yes; files, schedules and anything else that acts on the world, no.
+    in_silent_turns: bool = False
 
     @classmethod
-    def typed(cls, name: str, description: str, args: type, handler: Handler) -> Tool:
+    def typed(
+        cls,
+        name: str,
+        description: str,
+        args: type,
+        handler: Handler,
+        *,
+        in_silent_turns: bool = False,
+    ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
-        return cls(name, description, schema_of(args), handler)
+        return cls(name, description, schema_of(args), handler, in_silent_turns)
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -147,6 +164,11 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"Unknown tool {name!r}. Available: {', '.join(self._tools)}", True)
+        if ctx.silent and not tool.in_silent_turns:
+            log.info("tool %s refused in the silent flush of %s", name, ctx.key)
+            return ToolResult(
+                f"{name} cannot be used in the memory flush; only the memory tools can.", True
+            )
         try:
             _check_args(tool.input_schema, args)
             out = tool.handler(ctx, args)

@@ -24,7 +24,7 @@ from agent.memory import Memory
 from agent.memory_index import MemoryIndex, chunk_lines
 from agent.prompt import build_system_prompt
 from agent.settings import AgentSettings, MemorySettings
-from gateway.events import SessionKey
+from gateway.events import OWNER, SessionKey, audience_of
 from gateway.home import init_home
 
 FUNCTION_WORDS = (
@@ -93,7 +93,7 @@ def bench_search(
         for i in range(queries):
             query = make_query(i)
             t0 = time.perf_counter()
-            idx.search(query, 8, include_long_term=True)
+            idx.search(query, 8, audience=OWNER)
             times.append((time.perf_counter() - t0) * 1000)
         return times
 
@@ -118,7 +118,7 @@ def system_prompt_chars(ws: Path, idx: MemoryIndex, key: SessionKey) -> int:
         timezone="UTC",
         per_file_chars=a.bootstrap_max_chars,
         total_chars=a.bootstrap_total_max_chars,
-        extra_sections=(memory.snapshot(key, now),),
+        extra_sections=(memory.snapshot(audience_of(key), now, long_term=True),),
     )
     return len(prompt)
 

@@ -1,22 +1,28 @@
 """Files people send land in the workspace's ``inbox/``, where the agent's file tools can read them.
 
-Files from private chats go to ``inbox/private/``, which shared sessions cannot see (like
-``MEMORY.md``); files from groups go to ``inbox/shared/``. Names are made safe for every file
-system and for the file tools (no hidden names, no path separators), and never overwrite.
+Which folder a chat's files go to is the workspace's audience rule, handed in by the
+composition root (``Intake.folder``): the owner's chats to ``inbox/private/<date>/``, each shared
+chat to its own ``inbox/chats/<chat>/<date>/``, which no other chat can see. Names are made safe
+for every file system and for the file tools (no hidden names, no path separators), never
+overwrite, and are created readable by the owner's user alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
+import secrets
 import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from gateway.events import Attachment, SessionKey
+
+log = logging.getLogger(__name__)
 
 # Media types the model reads as images.
 MODEL_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -55,11 +61,11 @@ def safe_name(name: str, fallback: str = "file") -> str:
     return name or fallback
 
 
-def save(workspace: Path, data: bytes, name: str, *, private: bool, day: date) -> str:
-    """Write ``data`` under the inbox and return its workspace-relative path."""
-    folder = Path("inbox") / ("private" if private else "shared") / day.isoformat()
-    target_dir = workspace / folder
-    target_dir.mkdir(parents=True, exist_ok=True)
+def save(workspace: Path, data: bytes, name: str, folder: str) -> str:
+    """Write ``data`` in the workspace folder ``folder`` and return its workspace-relative
+    path. Anything planted on the way (a file where a folder belongs, a link) is moved
+    aside first, so the upload is saved, and only there."""
+    target_dir = _clear_way(workspace, PurePosixPath(folder))
     base = safe_name(name)
     stem, dot, ext = base.rpartition(".")
     if not dot:
@@ -67,13 +73,29 @@ def save(workspace: Path, data: bytes, name: str, *, private: bool, day: date) -
     for n in range(1, 1000):
         candidate = base if n == 1 else f"{stem} ({n}){dot}{ext}"
         try:
-            fd = os.open(target_dir / candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(target_dir / candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        return str(folder / candidate)
+        return f"{folder}/{candidate}"
     raise FileExistsError(f"too many files named {base!r} in {folder}")
+
+
+def _clear_way(workspace: Path, folder: PurePosixPath) -> Path:
+    """``workspace / folder`` as real folders (mode 0700 when made here): a file or link
+    planted where one of them belongs is moved aside, and logged."""
+    path = workspace
+    for part in folder.parts:
+        path = path / part
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            aside = path.with_name(f"{path.name}.moved-{secrets.token_hex(3)}")
+            os.rename(path, aside)
+            log.warning("inbox: %s was not a folder; moved aside to %s", path.name, aside.name)
+        if not path.exists():
+            path.mkdir(mode=0o700)
+            path.chmod(0o700)
+    return path
 
 
 def mb(n: int) -> str:
@@ -88,6 +110,8 @@ class Intake:
     max_image_bytes: int
     max_file_bytes: int
     today: Callable[[], date]
+    # The workspace folder a chat's files go to on a day (the audience rule).
+    folder: Callable[[SessionKey, date], str]
 
     async def take(
         self,
@@ -112,9 +136,8 @@ class Intake:
             data = await read()
         if len(data) > self.max_file_bytes:
             return self._too_large(name, len(data))
-        path = await asyncio.to_thread(
-            save, self.workspace, data, name, private=key.private, day=self.today()
-        )
+        folder = self.folder(key, self.today())
+        path = await asyncio.to_thread(save, self.workspace, data, name, folder)
         return Attachment("document", mime or "application/octet-stream", name, path=path)
 
     def _too_large(self, name: str, size: int) -> str:

@@ -15,10 +15,11 @@ from collections.abc import Collection, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from agent.audience import inbox_folder
 from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
-from agent.memory import Memory
+from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
 from agent.tools import ToolRegistry
@@ -29,7 +30,7 @@ from channels.inbox import Intake
 from channels.pairing import PairingStore
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, audience_of
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
 from gateway.ops.status import Live, report
@@ -184,6 +185,7 @@ def _policy(
         cfg.max_image_bytes,
         cfg.max_file_bytes,
         today=lambda: clock.now().astimezone(config.tz).date(),
+        folder=lambda key, day: inbox_folder(audience_of(key), day),
     )
     return access, intake
 
@@ -296,6 +298,7 @@ def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
         overlap=m.chunk_overlap_lines,
     )
     resources.callback(index.close)
+    migrate_shared_entries(workspace)
     return Memory(workspace, index, m)
 
 

@@ -121,8 +121,46 @@ def guest_of(key: SessionKey) -> SessionKey:
 
 
 def job_key(job_id: str, target: SessionKey) -> SessionKey:
-    """The session a scheduled job's turns run in: as private as the chat it reports to."""
-    return SessionKey("cron", Scope.PRIVATE if target.private else Scope.SHARED, job_id)
+    """The session a scheduled job's turns run in, with the audience of the chat it reports to:
+    ``cron:private:<job>`` for the owner, ``cron:shared:<job>@<chat>`` for a shared chat."""
+    if target.private:
+        return SessionKey("cron", Scope.PRIVATE, job_id)
+    return SessionKey("cron", Scope.SHARED, f"{job_id}@{audience_of(target).chat}")
+
+
+# -- audiences ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Audience:
+    """Who is in a session, which decides what of the memory it may read and where what it
+    writes goes: the owner alone (``chat`` is None), or the people of one shared chat.
+
+    The owner is in every chat, so the owner's private sessions may read everything; a shared
+    chat reads only what was written for its own audience."""
+
+    chat: str | None = None  # a shared chat's name, e.g. "telegram-group--1001234567"
+
+    @property
+    def private(self) -> bool:
+        return self.chat is None
+
+    def __str__(self) -> str:
+        return "the owner" if self.chat is None else f"chat {self.chat}"
+
+
+OWNER = Audience()
+
+
+def audience_of(key: SessionKey) -> Audience:
+    """The audience of a session, from its key alone. A forum topic's audience is its group
+    (the same people); a Discord thread is a chat apart (it may have fewer members)."""
+    if key.private:
+        return OWNER
+    if key.channel == "cron":  # cron:shared:<job>@<chat>
+        job, _, chat = key.id.partition("@")
+        return Audience(chat or f"cron-{job}")
+    return Audience(f"{key.channel}-{key.scope}-{key.id}")
 
 
 # -- messages -------------------------------------------------------------------------------------

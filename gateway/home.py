@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agent.audience import BOOTSTRAP_FILES
 from gateway.config import DEFAULT_MODEL
 
 
@@ -36,15 +37,20 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
         created.append(str(config))
 
     workspace = home / "workspace"
-    workspace.mkdir(exist_ok=True)
+    if not workspace.exists():
+        # Everything in it is the owner's to read: kept from other users of the machine.
+        workspace.mkdir(mode=0o700)
+        workspace.chmod(0o700)
     for entry in sorted(template_dir().glob("*.md")):
         target = workspace / entry.name
         if not target.exists():
-            _write_new(target, entry.read_text("utf-8"))
+            private = entry.name not in BOOTSTRAP_FILES  # MEMORY.md, HEARTBEAT.md
+            _write_new(target, entry.read_text("utf-8"), mode=0o600 if private else 0o644)
             created.append(str(target))
     for sub in ("memory", "inbox"):
         if not (workspace / sub).exists():
-            (workspace / sub).mkdir()
+            (workspace / sub).mkdir(mode=0o700)
+            (workspace / sub).chmod(0o700)
             created.append(str(workspace / sub))
 
     state = home / "state"

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.audience import BOOTSTRAP_FILES, log_path
 from agent.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.memory import Memory
 from agent.memory_index import MemoryIndex
@@ -35,7 +36,8 @@ from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, ToolResult, TurnContext
 from gateway.app import App, build_app
 from gateway.config import parse_config
-from gateway.events import SessionKey
+from gateway.events import OWNER as OWNER_AUDIENCE
+from gateway.events import SessionKey, audience_of
 from gateway.home import init_home
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.jobs import Job
@@ -56,6 +58,9 @@ STATE_CANARY = "CANARY-state-dir-0f62"
 TRANSCRIPT_CANARY = "CANARY-transcript-7a18"
 MEMORY_CANARY = "CANARY-long-term-b21c"
 INBOX_CANARY = "CANARY-private-inbox-6d3e"
+OWNER_LOG_CANARY = "CANARY-owner-log-3f0a"
+NOTES_CANARY = "CANARY-owner-notes-9c41"
+OTHER_CHAT_CANARY = "CANARY-other-chat-77d2"
 ENV_CANARY = "CANARY-env-api-key-48fa"
 PASSWD_MARK = "root:x:0:"  # the first line of /etc/passwd
 OUTSIDE_CANARIES = (
@@ -66,11 +71,27 @@ OUTSIDE_CANARIES = (
     TRANSCRIPT_CANARY,
     PASSWD_MARK,
 )
-PRIVATE_CANARIES = (MEMORY_CANARY, INBOX_CANARY)
+# What a shared chat must never see: the owner's memory, log, notes and files, and other chats'.
+PRIVATE_CANARIES = (
+    MEMORY_CANARY,
+    INBOX_CANARY,
+    OWNER_LOG_CANARY,
+    NOTES_CANARY,
+    OTHER_CHAT_CANARY,
+)
 HOSTILE_WRITE = "written by a hostile tool call"
 PATH_TOOLS = ("list_files", "read_file", "write_file", "edit_file", "memory_get")
 INBOX_FILE = "inbox/private/2026-01-01/passport.md"
 TRANSCRIPT_NAME = f"{PRIVATE}.jsonl"
+CHAT = "test-group-2"  # SHARED's audience
+GUEST_CHAT = "test-guest-3"
+OTHER_CHAT = "test-group-9"
+GROUP_CHAT = "test-group-100"  # conftest's GROUP
+OWN_PLACES = tuple(
+    f"{top}/{chat}"
+    for top in ("chats", "memory/chats", "inbox/chats")
+    for chat in (CHAT, GUEST_CHAT)
+)
 
 
 # -- a Corvid home with secrets around its workspace ------------------------------------------
@@ -121,10 +142,21 @@ def plant(root: Path) -> tuple[Path, Path]:
     (ws / INBOX_FILE).parent.mkdir(parents=True)
     (ws / INBOX_FILE).write_text(f"passport number {INBOX_CANARY}\n")
     (ws / "notes").mkdir()
-    (ws / "notes" / "a.md").write_text("an ordinary note\n")
+    (ws / "notes" / "a.md").write_text(f"an ordinary note {NOTES_CANARY}\n")
     (ws / "memory" / "2020-01-01.md").write_text(
-        "# 2020-01-01\n\n## 10:00\n\nThe team drinks tea.\n"
+        f"# 2020-01-01\n\n## 10:00\n\nThe door code is {OWNER_LOG_CANARY}.\n"
     )
+    own_log = ws / "memory" / "chats" / CHAT
+    own_log.mkdir(parents=True)
+    (own_log / "2020-01-01.md").write_text("# 2020-01-01\n\n## 10:00\n\nThe team drinks tea.\n")
+    other = ws / "memory" / "chats" / OTHER_CHAT
+    other.mkdir(parents=True)
+    (other / "2020-01-01.md").write_text(f"## 10:00\n\nOther group's plan {OTHER_CHAT_CANARY}\n")
+    (ws / "chats" / OTHER_CHAT).mkdir(parents=True)
+    (ws / "chats" / OTHER_CHAT / "plan.md").write_text(f"{OTHER_CHAT_CANARY}\n")
+    own_files = ws / "chats" / CHAT
+    own_files.mkdir(parents=True)
+    (own_files / "list.md").write_text("milk, eggs\n")
     # Links leading out of the workspace.
     (ws / "escape_state").symlink_to(state)
     (ws / "sessions").symlink_to(state / "sessions")
@@ -143,6 +175,11 @@ def plant(root: Path) -> tuple[Path, Path]:
     os.link(ws / "MEMORY.md", ws / "memory" / "mem-hard.md")
     (ws / "privlink").symlink_to("inbox/private")
     (ws / "notes" / "inbox-link.md").symlink_to(ws / INBOX_FILE)
+    # Other names for private files inside the group's own folder.
+    os.link(ws / "MEMORY.md", own_files / "mem-hard.md")
+    (own_files / "to-memory.md").symlink_to("../../MEMORY.md")
+    (own_files / "to-owner-log.md").symlink_to("../../memory/2020-01-01.md")
+    (own_files / "to-other").symlink_to(f"../{OTHER_CHAT}")
     return home, ws
 
 
@@ -160,13 +197,14 @@ def world(base: Path) -> Iterator[World]:
             index.close()
 
 
-def snapshot(top: Path, skip: Path | None = None) -> dict[str, tuple[Any, ...]]:
-    """Every entry under ``top`` (links not followed) with its type, target or content hash."""
+def snapshot(top: Path, skip: Path | tuple[Path, ...] = ()) -> dict[str, tuple[Any, ...]]:
+    """Every entry under ``top`` (links not followed) with its type, target or content hash,
+    leaving out the folders in ``skip``."""
+    skipped = (skip,) if isinstance(skip, Path) else skip
     out: dict[str, tuple[Any, ...]] = {}
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         here = Path(dirpath)
-        if skip is not None:
-            dirnames[:] = [d for d in dirnames if here / d != skip]
+        dirnames[:] = [d for d in dirnames if here / d not in skipped]
         for name in dirnames + filenames:
             path = here / name
             st = path.lstat()
@@ -185,10 +223,8 @@ def system_files() -> bytes:
 
 
 def private_area(w: World) -> dict[str, tuple[Any, ...]]:
-    return {
-        "MEMORY.md": ("file", (w.ws / "MEMORY.md").read_bytes()),
-        **snapshot(w.ws / "inbox" / "private"),
-    }
+    """The whole workspace but the attacking chats' own places (which they may change)."""
+    return snapshot(w.ws, skip=tuple(w.ws / p for p in OWN_PLACES))
 
 
 @contextlib.contextmanager
@@ -378,6 +414,19 @@ PRIVATE_SPELLINGS = [
     "privlink/2026-01-01/passport.md",
     "notes/inbox-link.md",
     "up/corvid/workspace/" + INBOX_FILE,
+    "memory/2020-01-01.md",
+    "MEMORY/2020-01-01.md",
+    "notes/a.md",
+    "notes",
+    f"memory/chats/{OTHER_CHAT}/2020-01-01.md",
+    f"memory/chats/{OTHER_CHAT.upper()}/2020-01-01.md",
+    f"chats/{OTHER_CHAT}/plan.md",
+    f"CHATS/{OTHER_CHAT}/plan.md",
+    f"chats/{CHAT}/mem-hard.md",
+    f"chats/{CHAT}/to-memory.md",
+    f"chats/{CHAT}/to-owner-log.md",
+    f"chats/{CHAT}/to-other/plan.md",
+    f"chats/{CHAT}/../{OTHER_CHAT}/plan.md",
 ]
 WEIRD_CHARS = ["\x00", "\u202e", "\u200d", "\u0301", "\ufeff", "\u00a0", "\t", "\n", "\u2028"]
 SWAPS = [
@@ -500,20 +549,32 @@ async def test_every_spelling_of_a_private_file_is_refused_to_shared_sessions(tm
         assert not bugs
 
 
-async def test_shared_listings_hide_private_files_under_every_name(tmp_path):
+async def test_shared_listings_show_only_the_way_to_the_chats_own_places(tmp_path):
     with world(tmp_path) as w:
-        for path in (".", "notes", "memory", "inbox"):
+        for path in (".", "memory", "inbox", "chats", f"chats/{CHAT}"):
             result = await w.tools.call(
                 "list_files", {"path": path, "recursive": True}, w.ctx(SHARED)
             )
             assert not result.is_error, result.text
-            names = [line.split("  (")[0] for line in result.text.splitlines()]
-            for hidden in ("MEMORY.md", "mem-link.md", "notes/mem-hard.md", "memory/mem-hard.md"):
-                assert hidden not in names, (path, result.text)
-            assert not any(n.startswith("inbox/private") for n in names), result.text
-            assert "passport" not in result.text
+            if result.text.endswith(" is empty."):
+                continue
+            names = [line.split("  (")[0].rstrip("/") for line in result.text.splitlines()]
+            for name in names:
+                mine = any(name == p or name.startswith(p + "/") for p in OWN_PLACES)
+                way = any(p.startswith(name + "/") for p in OWN_PLACES)
+                assert mine or way or name in BOOTSTRAP_FILES, (path, name)
+            for hidden in ("mem-hard.md", "to-memory.md", "to-owner-log.md", OTHER_CHAT):
+                assert not any(hidden in n for n in names), (path, result.text)
+        assert (
+            f"chats/{CHAT}/list.md"
+            in (await w.tools.call("list_files", {"recursive": True}, w.ctx(SHARED))).text
+        )
+        for refused in ("notes", f"chats/{OTHER_CHAT}", "inbox/private", "memory/chats/x"):
+            result = await w.tools.call("list_files", {"path": refused}, w.ctx(SHARED))
+            assert result.is_error, (refused, result.text)
         owner = await w.tools.call("list_files", {"recursive": True}, w.ctx(OWNER))
         assert "MEMORY.md  (" in owner.text and "passport.md" in owner.text
+        assert f"chats/{OTHER_CHAT}/plan.md" in owner.text
 
 
 async def test_a_link_loop_is_refused_without_showing_host_paths(tmp_path):
@@ -537,30 +598,39 @@ async def test_memory_get_of_the_workspace_root_is_a_refusal_not_a_crash(tmp_pat
 # -- the fixed memory paths, when a link sits where a daily log should be ---------------------
 
 
-async def test_links_at_daily_log_paths_reach_neither_outside_nor_memory_md(tmp_path):
-    """Today's and yesterday's logs are opened by name (the session snapshot, memory_append);
-    a link planted there must lead nowhere a path given to a file tool could."""
+async def test_what_is_planted_at_a_daily_log_path_is_moved_aside_and_reaches_nothing(tmp_path):
+    """Logs are opened by name (the session snapshot, memory_append). A link or a folder
+    planted where one belongs leads nowhere a path given to a file tool could: it is read as
+    nothing, and the next entry moves it aside and starts a plain log."""
     with world(tmp_path) as w, tool_bugs() as bugs:
-        today = w.ws / w.memory.log_rel(NOW.date())
-        yesterday = w.ws / w.memory.log_rel(NOW.date() - timedelta(days=1))
-        today.symlink_to(w.state / "canary.txt")
-        os.link(w.ws / "MEMORY.md", yesterday)
+        owner_today = w.ws / log_path(OWNER_AUDIENCE, NOW.date())
+        owner_yesterday = w.ws / log_path(OWNER_AUDIENCE, NOW.date() - timedelta(days=1))
+        chat_today = w.ws / log_path(audience_of(SHARED), NOW.date())
+        chat_yesterday = w.ws / log_path(audience_of(SHARED), NOW.date() - timedelta(days=1))
+        owner_today.symlink_to(w.state / "canary.txt")
+        os.link(w.ws / "MEMORY.md", owner_yesterday)
+        chat_today.symlink_to(w.ws / "MEMORY.md")
+        os.link(w.ws / "MEMORY.md", chat_yesterday)
         outside = snapshot(w.root, skip=w.ws)
         for key in (SHARED, OWNER):
-            text = w.memory.snapshot(key, NOW)
+            text = w.memory.snapshot(audience_of(key), NOW, long_term=key.private)
             assert STATE_CANARY not in text
             if not key.private:
                 assert MEMORY_CANARY not in text
-        assert MEMORY_CANARY in w.memory.snapshot(OWNER, NOW)  # the owner's has MEMORY.md
         for key in (SHARED, OWNER):
             result = await w.tools.call("memory_append", {"text": HOSTILE_WRITE}, w.ctx(key))
-            assert result.is_error, result.text
+            assert not result.is_error, result.text
+        for log in (owner_today, chat_today):
+            assert not log.is_symlink() and log.read_text().endswith(f"{HOSTILE_WRITE}\n\n")
+            assert any(p.name.startswith(log.name + ".moved-") for p in log.parent.iterdir())
         assert snapshot(w.root, skip=w.ws) == outside
-        today.unlink()
-        today.symlink_to(w.state / "new-log.md")  # dangling: an append would create it
-        result = await w.tools.call("memory_append", {"text": HOSTILE_WRITE}, w.ctx(SHARED))
-        assert result.is_error and not (w.state / "new-log.md").exists()
         assert HOSTILE_WRITE not in (w.ws / "MEMORY.md").read_text()
+        assert (w.state / "canary.txt").read_text() == f"{STATE_CANARY}\n"
+        chat_today.unlink()
+        chat_today.mkdir()  # a folder where the log should be
+        (chat_today / "x.md").write_text("planted")
+        result = await w.tools.call("memory_append", {"text": "after"}, w.ctx(SHARED))
+        assert not result.is_error and chat_today.read_text().endswith("after\n\n")
         assert not bugs
 
 
@@ -572,22 +642,29 @@ async def test_memory_search_in_shared_sessions_never_returns_memory_md(tmp_path
                 assert not leaked(result.text, private=False), (query, result.text)
                 assert "prefers" not in result.text
         shared = await w.tools.call("memory_search", {"query": "tea"}, w.ctx(SHARED))
-        assert "memory/2020-01-01.md" in shared.text  # the search itself works
+        assert f"memory/chats/{CHAT}/2020-01-01.md" in shared.text  # the search itself works
+        for query in ("door code", "plan", OWNER_LOG_CANARY, OTHER_CHAT_CANARY):
+            result = await w.tools.call("memory_search", {"query": query}, w.ctx(SHARED))
+            assert not leaked(result.text, private=False), (query, result.text)
         owner = await w.tools.call("memory_search", {"query": "prefers tea"}, w.ctx(OWNER))
         assert MEMORY_CANARY in owner.text
 
 
 async def test_a_group_daily_summary_reads_no_log_through_a_link(start_gateway, fake_api, home):
     """The daily summary reads the day's log by name and writes to it after sending; a link
-    there brings neither MEMORY.md nor an outside file into a group's summary, and a refused
-    log entry does not fail a run that was already sent (a retry would send it twice)."""
+    there brings neither MEMORY.md nor an outside file into a group's summary, and a log
+    entry that cannot go where the link points does not fail a run that was already sent (a
+    retry would send it twice)."""
     ws = home / "workspace"
     (ws / "MEMORY.md").write_text(f"- {MEMORY_CANARY}: prefers tea\n")
     (home / "secret.txt").write_text(f"{SECRET_CANARY}\n")
     plain, outside, hard = date(2026, 3, 12), date(2026, 3, 13), date(2026, 3, 14)
-    (ws / "memory" / f"{plain}.md").write_text("# log\n\nThe team drinks tea.\n")
-    (ws / "memory" / f"{outside}.md").symlink_to(home / "secret.txt")
-    os.link(ws / "MEMORY.md", ws / "memory" / f"{hard}.md")
+    group_logs = ws / log_path(audience_of(GROUP), plain).rpartition("/")[0]
+    group_logs.mkdir(parents=True)
+    (group_logs / f"{plain}.md").write_text("# log\n\nThe team drinks tea.\n")
+    (group_logs / f"{outside}.md").symlink_to(home / "secret.txt")
+    os.link(ws / "MEMORY.md", group_logs / f"{hard}.md")
+    (ws / "memory" / f"{plain}.md").write_text(f"The owner's day: {OWNER_LOG_CANARY}\n")
     fake_api.brain = lambda body: Reply("Nothing much today.")
     gateway, chan = await start_gateway()
     job = Job("daily-summary", "cron", "0 21 * * *", "Europe/Berlin", str(GROUP), NOW)
@@ -597,14 +674,16 @@ async def test_a_group_daily_summary_reads_no_log_through_a_link(start_gateway, 
         )
         await asyncio.wait_for(summary(job, f"{day}T21:00"), 10)
     first, *linked = fake_api.message_requests
-    assert "The team drinks tea." in first.raw  # the log does reach the summary
+    assert "The team drinks tea." in first.raw  # the group's log does reach its summary
+    assert OWNER_LOG_CANARY not in first.raw  # the owner's log does not
     assert len(linked) == 2
     for request in linked:
         assert SECRET_CANARY not in request.raw and MEMORY_CANARY not in request.raw
     assert chan.texts(GROUP) == ["Nothing much today."] * 3
     assert (home / "secret.txt").read_text() == f"{SECRET_CANARY}\n"
     assert "Daily summary" not in (ws / "MEMORY.md").read_text()
-    assert "Daily summary" in (ws / "memory" / f"{plain}.md").read_text()
+    assert "Daily summary" in (group_logs / f"{plain}.md").read_text()
+    assert "Daily summary" not in (ws / "memory" / f"{plain}.md").read_text()
 
 
 async def test_new_with_a_link_at_todays_log_starts_afresh_and_writes_nothing_outside(
@@ -613,8 +692,10 @@ async def test_new_with_a_link_at_todays_log_starts_afresh_and_writes_nothing_ou
     ws = home / "workspace"
     target = home / "state" / "log-target.md"  # dangling: an append would create it
     today = datetime.now(TZ).date()
+    logs = ws / log_path(audience_of(GROUP), today).rpartition("/")[0]
+    logs.mkdir(parents=True)
     for day in (today - timedelta(days=1), today, today + timedelta(days=1)):  # midnight
-        (ws / "memory" / f"{day}.md").symlink_to(target)
+        (logs / f"{day}.md").symlink_to(target)
 
     def brain(body: dict[str, Any]) -> Reply:
         return Reply("Talked about tea." if request_kind(body) == "summary" else "Hello.")
@@ -625,10 +706,13 @@ async def test_new_with_a_link_at_todays_log_starts_afresh_and_writes_nothing_ou
     await asyncio.wait_for(chan.push("/new", key=GROUP), 10)
     assert chan.texts(GROUP) == [
         "Hello.",
-        "Started a new session. The previous conversation is kept on disk.",
+        "Started a new session. The previous conversation is kept on disk. A summary of it "
+        "is in today's log.",
     ]
     assert [request_kind(r.body) for r in fake_api.message_requests] == ["chat", "summary"]
     assert not target.exists()
+    written = [p for p in logs.iterdir() if not p.is_symlink() and p.suffix == ".md"]
+    assert len(written) == 1 and "Talked about tea." in written[0].read_text()
 
 
 # -- a group model that does whatever the attacker asks, end to end ---------------------------
@@ -683,6 +767,13 @@ def attacks(home: Path) -> list[tuple[str, dict[str, Any]]]:
         ("read_file", {"path": INBOX_FILE}),
         ("list_files", {"path": "inbox/private"}),
         ("read_file", {"path": "privlink/2026-01-01/passport.md"}),
+        ("read_file", {"path": "memory/2020-01-01.md"}),
+        ("memory_get", {"path": "memory/2020-01-01.md"}),
+        ("read_file", {"path": "notes/a.md"}),
+        ("read_file", {"path": f"memory/chats/{OTHER_CHAT}/2020-01-01.md"}),
+        ("write_file", {"path": f"memory/chats/{GROUP_CHAT}/2020-01-01.md", "content": "x"}),
+        ("write_file", {"path": "memory/2099-01-01.md/planted.md", "content": "x"}),
+        ("write_file", {"path": f"inbox/chats/{GROUP_CHAT}/2099-01-01", "content": "x"}),
     ]
 
 
@@ -745,13 +836,18 @@ async def test_a_group_model_that_obeys_the_attacker_gets_nothing(home, fake_api
     (ws / "MEMORY.md").write_text(f"# Long-term memory\n\n- {MEMORY_CANARY}: prefers tea\n")
     (ws / INBOX_FILE).parent.mkdir(parents=True)
     (ws / INBOX_FILE).write_text(f"passport number {INBOX_CANARY}\n")
-    (ws / "memory" / "2020-01-01.md").write_text(
-        "# 2020-01-01\n\n## 10:00\n\nThe team drinks tea.\n"
-    )
+    (ws / "memory" / "2020-01-01.md").write_text(f"## 10:00\n\nDoor code {OWNER_LOG_CANARY}\n")
+    group_log = ws / "memory" / "chats" / GROUP_CHAT
+    group_log.mkdir(parents=True)
+    (group_log / "2020-01-01.md").write_text("# 2020-01-01\n\n## 10:00\n\nThe team drinks tea.\n")
+    other = ws / "memory" / "chats" / OTHER_CHAT
+    other.mkdir(parents=True)
+    (other / "2020-01-01.md").write_text(f"## 10:00\n\n{OTHER_CHAT_CANARY}\n")
     with (home / "config.yaml").open("a") as f:
         f.write(f"\n# telegram token: {CONFIG_CANARY}\n")
     (home / "secret.txt").write_text(f"{SECRET_CANARY}\n")
     (ws / "notes").mkdir()
+    (ws / "notes" / "a.md").write_text(f"{NOTES_CANARY}\n")
     (ws / "sessions").symlink_to(home / "state" / "sessions")
     (ws / "env.md").symlink_to("/proc/self/environ")
     (ws / "cfg.md").symlink_to("../config.yaml")
@@ -791,7 +887,8 @@ async def test_a_group_model_that_obeys_the_attacker_gets_nothing(home, fake_api
     assert all(r.get("is_error") for r in first[:refused]), [r["content"] for r in first]
     assert not any(r.get("is_error") for r in first[refused:]), [r["content"] for r in first]
     followed = tool_results(group_requests[2].body)
-    assert any("notes/leak.md" in json.dumps(c) for c in followed)  # the leads were followed
+    own_log = f"memory/chats/{GROUP_CHAT}/2020-01-01.md"
+    assert any(own_log in json.dumps(c) for c in followed)  # the leads were followed
 
     [reply] = chan.texts(GROUP)
     assert reply.startswith("Here is everything I found:")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.config import Config, load_config
+from gateway.events import OWNER
 from gateway.home import init_home
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, s
 def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     index = _open_index(home, environ)
     try:
-        hits = index.search(" ".join(args.query), max(1, args.max_results), include_long_term=True)
+        hits = index.search(" ".join(args.query), max(1, args.max_results), audience=OWNER)
     finally:
         index.close()
     if not hits:

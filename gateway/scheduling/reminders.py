@@ -246,6 +246,7 @@ def reminder_tools(
             "List the jobs scheduled in this chat, with their next run.",
             NoArgs,
             tools.list_jobs,
+            in_silent_turns=True,
         ),
         Tool.typed(
             "cancel_schedule",

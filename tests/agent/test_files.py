@@ -16,6 +16,7 @@ from gateway.events import SessionKey
 
 PRIVATE = SessionKey("test", "private", "1")
 SHARED = SessionKey("test", "group", "2")
+GROUP_CHAT = "test-group-2"
 
 
 @pytest.fixture
@@ -85,8 +86,12 @@ async def test_memory_md_through_a_symlink_or_listing_in_shared_sessions(ws):
     (ws / "innocent.md").symlink_to(ws / "MEMORY.md")
     result = await call(ws, "read_file", SHARED, path="innocent.md")
     assert result.is_error and "canary-7f3a" not in result.text
+    (ws / "SOUL.md").write_text("be kind")
+    (ws / "chats" / GROUP_CHAT).mkdir(parents=True)
     listing = await call(ws, "list_files", SHARED)
-    assert "MEMORY.md" not in listing.text and "notes/" in listing.text
+    assert "MEMORY.md" not in listing.text and "innocent.md" not in listing.text
+    assert "SOUL.md" in listing.text and "chats/" in listing.text
+    assert "notes/" not in listing.text  # the owner's notes are the owner's
     assert "MEMORY.md" in (await call(ws, "list_files", PRIVATE)).text
     assert "canary-7f3a" in (await call(ws, "read_file", PRIVATE, path="MEMORY.md")).text
 
@@ -153,7 +158,10 @@ async def test_shared_sessions_cannot_rewrite_the_bootstrap_files(ws):
     assert (ws / "SOUL.md").read_text() == "be kind"
     assert (await call(ws, "read_file", SHARED, path="SOUL.md")).text == "be kind"
     assert not (await call(ws, "write_file", PRIVATE, path="SOUL.md", content="x")).is_error
-    assert not (await call(ws, "write_file", SHARED, path="notes/group.md", content="x")).is_error
+    elsewhere = await call(ws, "write_file", SHARED, path="notes/group.md", content="x")
+    assert elsewhere.is_error and f"chats/{GROUP_CHAT}/" in elsewhere.text
+    own = await call(ws, "write_file", SHARED, path=f"chats/{GROUP_CHAT}/g.md", content="x")
+    assert not own.is_error
 
 
 async def test_listing_survives_broken_links_and_never_follows_links_out(ws):
@@ -177,8 +185,9 @@ async def test_files_sent_in_private_chats_are_invisible_to_shared_sessions(ws):
     private_dir = ws / "inbox" / "private" / "2026-11-21"
     private_dir.mkdir(parents=True)
     (private_dir / "bank.pdf").write_text("account 123")
-    (ws / "inbox" / "shared").mkdir()
-    (ws / "inbox" / "shared" / "menu.txt").write_text("pizza")
+    theirs = ws / "inbox" / "chats" / GROUP_CHAT / "2026-11-21"
+    theirs.mkdir(parents=True)
+    (theirs / "menu.txt").write_text("pizza")
     (ws / "alias").symlink_to(private_dir)
     for path in (
         "inbox/private/2026-11-21/bank.pdf",

@@ -13,10 +13,11 @@ from agent.memory_tools import memory_tools
 from agent.prompt import build_system_prompt
 from agent.settings import MemorySettings
 from agent.tools import ToolRegistry, TurnContext
-from gateway.events import SessionKey
+from gateway.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")
 SHARED = SessionKey("test", "group", "2")
+GROUP_CHAT = "test-group-2"
 TZ = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 11, 21, 14, 30, tzinfo=TZ)
 CANARY = "canary-3b9e-MEMORY"
@@ -40,16 +41,26 @@ async def call(memory: Memory, key: SessionKey, name: str, **args):
     return await ToolRegistry(memory_tools(memory)).call(name, args, ctx(memory, key))
 
 
-def test_snapshot_has_logs_everywhere_and_long_term_only_in_private(memory):
-    (memory.workspace / "memory" / "2026-11-21.md").write_text("## 09:00\n\ntoday thing\n")
-    (memory.workspace / "memory" / "2026-11-20.md").write_text("## 09:00\n\nyesterday thing\n")
-    (memory.workspace / "memory" / "2026-11-19.md").write_text("## 09:00\n\nolder thing\n")
-    private = memory.snapshot(PRIVATE, NOW)
-    shared = memory.snapshot(SHARED, NOW)
-    for snap in (private, shared):
-        assert "today thing" in snap and "yesterday thing" in snap and "older thing" not in snap
-        assert "2026-11-21 14:30 CET" in snap
-    assert CANARY in private and CANARY not in shared
+def test_each_audience_gets_its_own_logs_and_long_term_only_in_private(memory):
+    own = memory.workspace / "memory"
+    chat = own / "chats" / GROUP_CHAT
+    chat.mkdir(parents=True)
+    (own / "2026-11-21.md").write_text("## 09:00\n\ntoday thing\n")
+    (own / "2026-11-20.md").write_text("## 09:00\n\nyesterday thing\n")
+    (own / "2026-11-19.md").write_text("## 09:00\n\nolder thing\n")
+    (chat / "2026-11-21.md").write_text("## 10:00 · test:group:2\n\ngroup thing\n")
+    private = memory.snapshot(audience_of(PRIVATE), NOW, long_term=True)
+    shared = memory.snapshot(audience_of(SHARED), NOW, long_term=True)
+    assert "today thing" in private and "yesterday thing" in private
+    assert "older thing" not in private and "2026-11-21 14:30 CET" in private
+    assert CANARY in private
+    # The owner's private snapshot names the group's log but does not carry its words.
+    assert f"memory/chats/{GROUP_CHAT}/2026-11-21.md" in private and "group thing" not in private
+    assert "group thing" in shared
+    for secret in ("today thing", "yesterday thing", CANARY):
+        assert secret not in shared
+    job = memory.snapshot(audience_of(PRIVATE), NOW, long_term=False)
+    assert CANARY not in job and "today thing" in job
 
 
 def test_log_cap_keeps_newest_entries_and_says_how_to_read_the_rest():
@@ -87,7 +98,7 @@ def test_prompt_stays_bounded_with_a_year_of_logs_and_a_200kb_memory(memory, tmp
         timezone="Europe/Berlin",
         per_file_chars=20_000,
         total_chars=60_000,
-        extra_sections=(memory.snapshot(PRIVATE, NOW),),
+        extra_sections=(memory.snapshot(audience_of(PRIVATE), NOW, long_term=True),),
     )
     bound = 60_000 + 2 * cfg.daily_log_max_chars + cfg.long_term_max_chars + 2_000
     assert len(prompt) < bound
@@ -111,20 +122,24 @@ async def test_memory_tools_refuse_long_term_in_shared_sessions(memory):
     assert other.is_error and "memory_get reads MEMORY.md" in other.text
 
 
-async def test_append_writes_timestamped_entries_in_the_owners_time_zone(memory):
+async def test_append_goes_to_the_log_of_the_audience_in_the_owners_time_zone(memory):
     assert (await call(memory, PRIVATE, "memory_append", text="Bought a bike")).text == (
         "Appended to memory/2026-11-21.md."
     )
-    await call(memory, SHARED, "memory_append", text="Group agreed on Sunday")
-    text = (memory.workspace / "memory" / "2026-11-21.md").read_text()
-    assert text == (
-        "# 2026-11-21\n\n## 14:30\n\nBought a bike\n\n"
-        "## 14:30 · test:group:2\n\nGroup agreed on Sunday\n\n"
-    )
-    hits = await call(memory, SHARED, "memory_search", query="bike")
-    assert "memory/2026-11-21.md lines 1-" in hits.text
+    group = await call(memory, SHARED, "memory_append", text="Group agreed on Sunday")
+    assert group.text == f"Appended to memory/chats/{GROUP_CHAT}/2026-11-21.md."
+    own = (memory.workspace / "memory" / "2026-11-21.md").read_text()
+    assert own == "# 2026-11-21\n\n## 14:30\n\nBought a bike\n\n"
+    theirs = (memory.workspace / "memory" / "chats" / GROUP_CHAT / "2026-11-21.md").read_text()
+    assert theirs == "# 2026-11-21\n\n## 14:30 · test:group:2\n\nGroup agreed on Sunday\n\n"
+    assert "bike" not in (await call(memory, SHARED, "memory_search", query="bike")).text
+    found = await call(memory, SHARED, "memory_search", query="Sunday")
+    assert f"memory/chats/{GROUP_CHAT}/2026-11-21.md lines 1-" in found.text
+    # In the owner's chat the group's words come back marked as the group's, untrusted.
+    owner_view = await call(memory, PRIVATE, "memory_search", query="Sunday")
+    assert f"written in the shared chat {GROUP_CHAT}: untrusted" in owner_view.text
     late = datetime(2026, 11, 21, 23, 30, tzinfo=UTC)  # already the 22nd in Berlin
-    assert memory.append("after midnight", late.astimezone(TZ)) == "memory/2026-11-22.md"
+    assert memory.append("after midnight", late.astimezone(TZ), OWNER) == "memory/2026-11-22.md"
 
 
 async def test_update_edits_long_term_atomically(memory):

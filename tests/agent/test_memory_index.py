@@ -7,6 +7,7 @@ import os
 import pytest
 
 from agent.memory_index import MemoryIndex, chunk_lines
+from gateway.events import OWNER, Audience
 
 
 @pytest.fixture
@@ -33,9 +34,9 @@ def test_query_terms_are_quoted_so_fts_syntax_cannot_break_it(ws, tmp_path):
     idx = index(ws, tmp_path)
     assert idx._plan(["NEAR", "a", "OR", "x"]) == '"NEAR"* OR "a" OR "OR" OR "x"'
     for query in ('NEAR(a b) OR "x" -- *', "kind : longterm", "body:(", "!!!", "^river"):
-        idx.search(query, include_long_term=False)  # must not raise
-    assert idx.search("!!!", include_long_term=False) == []
-    assert idx.search("kind : longterm", include_long_term=False)[0].path.startswith("memory/")
+        idx.search(query, audience=OWNER)  # must not raise
+    assert idx.search("!!!", audience=OWNER) == []
+    assert idx.search("kind : longterm", audience=OWNER)[0].path.startswith("memory/")
 
 
 def test_terms_in_most_chunks_are_left_out_when_rarer_ones_remain(ws, tmp_path):
@@ -46,7 +47,7 @@ def test_terms_in_most_chunks_are_left_out_when_rarer_ones_remain(ws, tmp_path):
     idx.sync()
     assert idx._plan(["the", "meeting", "zeppelin"]) == '"zeppelin"*'
     assert idx._plan(["the", "meeting"]) == '"the"* OR "meeting"*'
-    assert [h.path for h in idx.search("the meeting zeppelin", include_long_term=False)] == [
+    assert [h.path for h in idx.search("the meeting zeppelin", audience=OWNER)] == [
         "memory/2026-10-20.md"
     ]
 
@@ -56,27 +57,37 @@ def test_search_ranks_finds_multiple_scripts_and_hides_long_term(ws, tmp_path):
     (ws / "memory" / "2026-11-02.md").write_text("## 10:00\n\nВстреча с Иваном в понедельник\n")
     (ws / "memory" / "2026-11-03.md").write_text("## 11:00\n\n下周一和王经理开会讨论预算\n")
     (ws / "MEMORY.md").write_text("Allergic to penicillin. Dentist is Dr. Kim.\n")
+    chat = ws / "memory" / "chats" / "telegram-group--5"
+    chat.mkdir(parents=True)
+    (chat / "2026-11-01.md").write_text("## 12:00 · telegram:group:-5\n\nDentist jokes\n")
     idx = index(ws, tmp_path)
-    hits = idx.search("dentist", include_long_term=True)
-    assert {h.path for h in hits} == {"memory/2026-11-01.md", "MEMORY.md"}
-    assert all(h.score >= 0 for h in hits)
-    assert [h.path for h in idx.search("dentist", include_long_term=False)] == [
-        "memory/2026-11-01.md"
+    hits = idx.search("dentist", audience=OWNER)
+    assert {h.path for h in hits} == {
+        "memory/2026-11-01.md",
+        "MEMORY.md",
+        "memory/chats/telegram-group--5/2026-11-01.md",
+    }
+    # A shared chat finds its own log only: not MEMORY.md, not the owner's log.
+    shared = idx.search("dentist", audience=Audience("telegram-group--5"))
+    assert [(h.path, h.chat) for h in shared] == [
+        ("memory/chats/telegram-group--5/2026-11-01.md", "telegram-group--5")
     ]
-    [ru] = idx.search("понедельник", include_long_term=False)
+    assert idx.search("dentist", audience=Audience("telegram-group--6")) == []
+    assert all(h.score >= 0 for h in hits)
+    [ru] = idx.search("понедельник", audience=OWNER)
     assert ru.path == "memory/2026-11-02.md" and "Иваном" in ru.snippet
-    assert idx.search("ИВАНОМ", include_long_term=False)[0].path == "memory/2026-11-02.md"
-    [zh] = idx.search("开会", include_long_term=False)
+    assert idx.search("ИВАНОМ", audience=OWNER)[0].path == "memory/2026-11-02.md"
+    [zh] = idx.search("开会", audience=OWNER)
     assert zh.path == "memory/2026-11-03.md" and (zh.start_line, zh.end_line) == (1, 3)
-    assert idx.search("预算 王经理", include_long_term=False)[0].path == "memory/2026-11-03.md"
-    assert idx.search("会开", include_long_term=False) == []  # characters must be adjacent
-    assert idx.search("penicillin", include_long_term=False) == []
+    assert idx.search("预算 王经理", audience=OWNER)[0].path == "memory/2026-11-03.md"
+    assert idx.search("会开", audience=OWNER) == []  # characters must be adjacent
+    assert idx.search("penicillin", audience=Audience("telegram-group--5")) == []
 
 
 def test_newest_log_first_on_equal_scores(ws, tmp_path):
     for day in ("2026-01-05", "2026-03-01", "2026-02-10"):
         (ws / "memory" / f"{day}.md").write_text("bought oat milk\n")
-    hits = index(ws, tmp_path).search("oat milk", include_long_term=False)
+    hits = index(ws, tmp_path).search("oat milk", audience=OWNER)
     assert [h.path for h in hits] == [
         "memory/2026-03-01.md",
         "memory/2026-02-10.md",
@@ -91,15 +102,15 @@ def test_incremental_updates_edits_deletes_and_rebuild(ws, tmp_path):
     assert idx.sync() == 1 and idx.sync() == 0
     with log.open("a") as f:
         f.write("bravo\n")
-    assert idx.search("bravo", include_long_term=False)[0].path == "memory/2026-11-01.md"
+    assert idx.search("bravo", audience=OWNER)[0].path == "memory/2026-11-01.md"
     st = log.stat()
     os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000))  # touched, same content
     assert idx.sync() == 0
     log.unlink()
-    assert idx.search("alpha", include_long_term=False) == []
+    assert idx.search("alpha", audience=OWNER) == []
     (ws / "memory" / "2026-11-02.md").write_text("charlie\n")
     assert idx.rebuild() == 1
-    assert idx.search("charlie", include_long_term=False)[0].path == "memory/2026-11-02.md"
+    assert idx.search("charlie", audience=OWNER)[0].path == "memory/2026-11-02.md"
     idx.close()
     reopened = index(ws, tmp_path)
     assert reopened.sync() == 0
@@ -113,6 +124,6 @@ def test_bm25_prefers_the_more_relevant_chunk(ws, tmp_path):
         "lunch, then a word about falcon and many other "
         "things that filled a long and busy afternoon\n"
     )
-    hits = index(ws, tmp_path).search("falcon", include_long_term=False)
+    hits = index(ws, tmp_path).search("falcon", audience=OWNER)
     assert [h.path for h in hits] == ["memory/2026-09-01.md", "memory/2026-09-02.md"]
     assert hits[0].score > hits[1].score > 0

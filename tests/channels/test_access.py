@@ -153,27 +153,6 @@ def test_pairing_state_is_plain_json(store):
     assert data["pending"][0]["code"] == req.code
 
 
-def test_inbox_names_are_safe_and_fit_the_file_system(tmp_path):
-    from datetime import date
-
-    from channels.inbox import safe_name, save
-
-    assert safe_name("../../etc/passwd") == "passwd"
-    assert safe_name(".bashrc") == "bashrc"
-    assert safe_name("a\u202egnp.exe") == "agnp.exe"
-    assert safe_name("...") == "file"
-    long = "文" * 100 + ".pdf"
-    name = safe_name(long)
-    assert name.endswith(".pdf") and len(name.encode()) <= 200
-    day = date(2026, 11, 21)
-    first = save(tmp_path, b"one", long, private=True, day=day)
-    second = save(tmp_path, b"two", long, private=True, day=day)
-    assert first != second and second.endswith(" (2).pdf")
-    assert first.startswith("inbox/private/2026-11-21/")
-    assert (tmp_path / second).read_bytes() == b"two"
-    assert save(tmp_path, b"x", "m.txt", private=False, day=day).startswith("inbox/shared/")
-
-
 def test_a_revocation_is_seen_even_within_one_clock_tick(store):
     req, _ = store.request("x", "7", "Eve")
     store.approve(req.code)

@@ -36,7 +36,22 @@ def test_only_the_owners_direct_chats_are_private():
 def test_a_job_is_as_private_as_the_chat_it_reports_to():
     assert events.job_key("daily-summary", events.telegram_private(1)).private
     shared = events.job_key("r1", events.telegram_group(-5))
-    assert not shared.private and str(shared) == "cron:shared:r1"
+    assert not shared.private and str(shared) == "cron:shared:r1@telegram-group--5"
+    assert events.audience_of(shared) == events.audience_of(events.telegram_group(-5))
+
+
+def test_the_audience_follows_from_the_key():
+    group = events.audience_of(events.telegram_group(-5))
+    assert group.chat == "telegram-group--5" and not group.private
+    # A forum topic is the same people as its group; a thread is a chat apart.
+    assert events.audience_of(events.telegram_group(-5, 9)) == group
+    assert events.audience_of(events.discord_thread(7)) != events.audience_of(
+        events.discord_channel(7)
+    )
+    guest = events.audience_of(events.guest_of(events.telegram_private(5)))
+    assert guest.chat == "telegram-guest-5"
+    for key in (events.telegram_private(1), events.discord_dm(1), events.TERMINAL):
+        assert events.audience_of(key) is events.OWNER or events.audience_of(key).private
 
 
 @pytest.mark.parametrize(
