@@ -43,7 +43,7 @@ from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs
-from gateway.scheduling.reminders import JobStore, Reminder, reminder_tools
+from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 
@@ -109,6 +109,7 @@ class App:
             self.config.state / "control.sock",
             status=self._status,
             run_job=self.scheduler.run_now,
+            cancel_job=self.cancel_job,
         )
         try:
             await self.control.start()
@@ -138,6 +139,13 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    def cancel_job(self, job_id: str) -> str | None:
+        """Cancel a job made in chat; None when done, else why not."""
+        problem = cancellable(self.jobs, job_id)
+        if problem is None and self.scheduler is not None:
+            self.scheduler.remove(job_id)
+        return problem
 
     def _status(self) -> dict[str, Any]:
         gw = self.gateway
@@ -251,7 +259,11 @@ def build_app(
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=jobs.forget)
     tools = ToolRegistry(
-        (*FILE_TOOLS, *memory_tools(memory), *reminder_tools(jobs, scheduler, clock.now)),
+        (
+            *FILE_TOOLS,
+            *memory_tools(memory),
+            *reminder_tools(jobs, scheduler, clock.now, config.schedule),
+        ),
         max_output_chars=config.agent.tool_output_max_chars,
     )
     model = llm or AnthropicLLM(config.llm)

@@ -114,6 +114,12 @@ class HeartbeatConfig:
 class ScheduleConfig:
     daily_summary: DailySummaryConfig = field(default_factory=DailySummaryConfig)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    # Reminders and recurring jobs made in chat: only from the owner's private chats unless
+    # this is on (then also from the groups, channels and guests Corvid serves).
+    allow_shared: bool = False
+    max_jobs: int = setting(100, minimum=1)  # made in chat, all chats together
+    max_jobs_per_chat: int = setting(20, minimum=1)
+    min_interval_minutes: float = setting(5.0, minimum=1)  # how often a job may fire at most
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add("run", "run a job now, in the running gateway", commands.jobs_run).add_argument(
         "job_id"
     )
+    jobs.add(
+        "cancel", "cancel a reminder or recurring job made in chat", commands.jobs_cancel
+    ).add_argument("job_id")
     pairing = top.group(
         top.add("pairing", "let someone new talk to the bot (pairing codes)"),
         "pairing_command",

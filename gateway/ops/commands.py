@@ -220,6 +220,30 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     return 0 if answer.get("ok") else 1
 
 
+def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    """In the running gateway if there is one (it stops scheduling the job at once), else in
+    ``state/jobs.json``."""
+    from gateway.ops.control import ask
+    from gateway.scheduling.reminders import JobStore, cancellable
+
+    config = prepare(home, environ)
+    request = {"cmd": "cancel_job", "id": args.job_id}
+
+    async def cancel() -> dict[str, Any]:
+        async with asyncio.timeout(10):
+            return await ask(config.state / "control.sock", request)
+
+    try:
+        problem = asyncio.run(cancel()).get("error")
+    except (ConnectionError, TimeoutError):
+        problem = cancellable(JobStore(config.state / "jobs.json"), args.job_id)
+    if problem:
+        print(f"corvid: {problem}", file=sys.stderr)
+        return 1
+    print(f"Cancelled {args.job_id}.")
+    return 0
+
+
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.ops.doctor import doctor
 

@@ -21,16 +21,21 @@ MAX_SOCKET_PATH = 100
 
 StatusReport = Callable[[], dict[str, Any]]
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
+CancelJob = Callable[[str], str | None]
 
 
 class ControlServer:
-    """Answers ``ping``, ``status`` (from ``status()``) and ``run_job`` (through ``run_job``,
-    which returns the recorded status, None for no such job, and the error)."""
+    """Answers ``ping``, ``status`` (from ``status()``), ``run_job`` (through ``run_job``,
+    which returns the recorded status, None for no such job, and the error) and
+    ``cancel_job`` (through ``cancel_job``, which returns None or why it could not)."""
 
-    def __init__(self, path: Path, *, status: StatusReport, run_job: RunJob) -> None:
+    def __init__(
+        self, path: Path, *, status: StatusReport, run_job: RunJob, cancel_job: CancelJob
+    ) -> None:
         self.path = path
         self._status = status
         self._run_job = run_job
+        self._cancel_job = cancel_job
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -76,6 +81,9 @@ class ControlServer:
         if cmd == "run_job":
             status, error = await self._run_job(str(request["id"]))
             return {"ok": status == "sent", "status": status or "unknown", "error": error}
+        if cmd == "cancel_job":
+            problem = self._cancel_job(str(request["id"]))
+            return {"ok": problem is None, "error": problem}
         return {"ok": False, "error": f"unknown command {cmd!r}"}
 
 

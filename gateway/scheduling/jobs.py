@@ -15,6 +15,11 @@ from enum import StrEnum
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+# The jobs the configuration makes (schedule: in config.yaml); the others are made in chat.
+DAILY_SUMMARY = "daily-summary"
+HEARTBEAT = "heartbeat"
+CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT})
+
 
 class JobKind(StrEnum):
     CRON = "cron"  # spec: a 5-field cron expression

@@ -13,13 +13,12 @@ from typing import Any
 
 from gateway.config import Config
 from gateway.ports import Clock
-from gateway.scheduling.jobs import Job, JobKind
+from gateway.scheduling.jobs import DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 
-DAILY_SUMMARY = "daily-summary"
-HEARTBEAT = "heartbeat"
+__all__ = ["DAILY_SUMMARY", "HEARTBEAT", "JobState", "job_states", "planned_jobs"]
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:

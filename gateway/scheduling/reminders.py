@@ -20,14 +20,14 @@ from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.tools import Tool, TurnContext
+from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
 from gateway.events import OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
-from gateway.scheduling.jobs import Job, JobKind, Skip, next_fire, run_origin
+from gateway.scheduling.jobs import CONFIGURED, Job, JobKind, Skip, next_fire, run_origin
 from gateway.scheduling.scheduler import Scheduler
 
 REMINDER_GRACE = timedelta(hours=1)
-MAX_JOBS_PER_SESSION = 50
 
 REMINDER_PROMPT = """A job you scheduled in this chat is due now ({when}). Its instruction:
 
@@ -76,6 +76,16 @@ class JobStore:
     def forget(self, job: Job) -> None:
         """For the scheduler: a job that will never run again (a one-shot that ran)."""
         self.remove(job.id)
+
+
+def cancellable(store: JobStore, job_id: str) -> str | None:
+    """Remove a job made in chat from ``store``; None when done, else why not (the scheduler,
+    if running, must drop it too)."""
+    if job_id in CONFIGURED:
+        return f"{job_id} is set up in config.yaml (schedule:); turn it off there."
+    if not store.remove(job_id):
+        return f"no job {job_id!r} (see `corvid jobs`)"
+    return None
 
 
 @dataclass
@@ -142,10 +152,7 @@ def _given(args: ScheduleArgs) -> str:
 def _when(given: str, args: ScheduleArgs, tz: ZoneInfo, now: datetime) -> tuple[JobKind, str]:
     """The job's kind and spec."""
     if given == "every_minutes":
-        minutes = float(args["every_minutes"])
-        if minutes < 1:
-            raise ToolError("every_minutes must be at least 1.")
-        return JobKind.INTERVAL, str(minutes * 60)
+        return JobKind.INTERVAL, str(float(args["every_minutes"]) * 60)
     if given == "cron":
         return JobKind.CRON, str(args["cron"]).strip()
     try:
@@ -164,16 +171,21 @@ class ReminderTools:
     """The tools, acting on the jobs of the chat they are called from."""
 
     def __init__(
-        self, store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+        self,
+        store: JobStore,
+        scheduler: Scheduler,
+        clock: Callable[[], datetime],
+        rules: ScheduleConfig,
     ) -> None:
         self.store = store
         self.scheduler = scheduler
         self.clock = clock
+        self.rules = rules
 
     def _mine(self, ctx: TurnContext) -> list[Job]:
         return [j for j in self.scheduler.jobs() if j.target == str(ctx.key)]
 
-    def schedule(self, ctx: TurnContext, args: ScheduleArgs) -> str:
+    def _may_schedule(self, ctx: TurnContext) -> None:
         if ctx.key.channel == "cron":
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
         if not self.scheduler.running:
@@ -181,15 +193,44 @@ class ReminderTools:
                 "Scheduling works in the chats Corvid serves as a bot (`corvid run`), not in "
                 "this terminal chat."
             )
+        if not ctx.private and not self.rules.allow_shared:
+            raise ToolError(
+                "Only the owner schedules reminders and recurring jobs, from their private chat "
+                "(the owner can allow it here with schedule.allow_shared in config.yaml)."
+            )
+        made = [j for j in self.scheduler.jobs() if j.instruction]
+        if len(made) >= self.rules.max_jobs:
+            raise ToolError(f"There are {len(made)} scheduled jobs already; cancel some first.")
+        if len(self._mine(ctx)) >= self.rules.max_jobs_per_chat:
+            raise ToolError(
+                f"This chat already has {len(self._mine(ctx))} jobs; cancel some first."
+            )
+
+    def _check_often(self, job: Job, now: datetime) -> datetime:
+        """The first run; a job that would fire more often than allowed is refused."""
+        try:
+            trigger = job.trigger()
+            first = next_fire(trigger, None, now)
+            second = next_fire(trigger, first, now) if first is not None else None
+        except ValueError as exc:
+            raise ToolError(f"Not a valid schedule: {exc}") from None
+        if first is None:
+            raise ToolError("That schedule never fires.")
+        least = timedelta(minutes=self.rules.min_interval_minutes)
+        if second is not None and second - first < least:
+            raise ToolError(
+                f"That would run more often than every {self.rules.min_interval_minutes:g} "
+                "minutes; choose a longer interval."
+            )
+        return first
+
+    def schedule(self, ctx: TurnContext, args: ScheduleArgs) -> str:
+        self._may_schedule(ctx)
         instruction = str(args.get("instruction", "")).strip()
         if not instruction:
             raise ToolError("instruction is required: what should happen when it fires.")
         tz = _zone(args, ctx)
         given = _given(args)
-        if len(self._mine(ctx)) >= MAX_JOBS_PER_SESSION:
-            raise ToolError(
-                f"This chat already has {len(self._mine(ctx))} jobs; cancel some first."
-            )
         now = self.clock()
         kind, spec = _when(given, args, tz, now)
         job = Job(
@@ -202,12 +243,7 @@ class ReminderTools:
             grace=REMINDER_GRACE,
             instruction=instruction,
         )
-        try:
-            first = next_fire(job.trigger(), None, now)
-        except ValueError as exc:
-            raise ToolError(f"Not a valid schedule: {exc}") from None
-        if first is None:
-            raise ToolError("That schedule never fires.")
+        first = self._check_often(job, now)
         self.store.add(job)
         self.scheduler.add(job)
         return (
@@ -236,9 +272,9 @@ class ReminderTools:
 
 
 def reminder_tools(
-    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime]
+    store: JobStore, scheduler: Scheduler, clock: Callable[[], datetime], rules: ScheduleConfig
 ) -> tuple[Tool, ...]:
-    tools = ReminderTools(store, scheduler, clock)
+    tools = ReminderTools(store, scheduler, clock, rules)
     return (
         Tool.typed("schedule", SCHEDULE_HELP, ScheduleArgs, tools.schedule),
         Tool.typed(

@@ -6,9 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from agent.tools import ToolRegistry, TurnContext
 from gateway.app import build_app
+from gateway.config import ScheduleConfig
+from gateway.events import telegram_group, telegram_private
+from gateway.scheduling.ledger import Ledger
+from gateway.scheduling.reminders import JobStore, reminder_tools
+from gateway.scheduling.scheduler import Scheduler
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
@@ -161,3 +168,90 @@ async def test_a_chat_beside_the_bot_does_not_run_jobs(home, fake_api):
     )
     assert not (home / "state" / "control.sock").exists()
     assert not (home / "state" / "jobs.json").exists()
+
+
+# -- who may schedule, how much, how often ------------------------------------------------------
+
+
+class _Tools:
+    """The schedule tools on a started scheduler (its runs never come: the clock stands)."""
+
+    def __init__(self, tmp_path, **rules):
+        self.clock = FakeClock(_today_at(20))
+        self.store = JobStore(tmp_path / "jobs.json")
+        self.ledger = Ledger(tmp_path / "scheduler.sqlite")
+        self.scheduler = Scheduler(self.ledger, self.clock)
+        tools = reminder_tools(self.store, self.scheduler, self.clock.now, ScheduleConfig(**rules))
+        self.registry = ToolRegistry(tools)
+
+    async def call(self, key, silent=False, **args):
+        ctx = TurnContext(key, Path("/nonexistent"), self.clock.now(), BERLIN, silent=silent)
+        return await self.registry.call("schedule", args, ctx)
+
+
+async def _started(tools: _Tools):
+    async def never(job, slot):  # pragma: no cover - the fake clock never reaches a run
+        raise AssertionError("no run expected")
+
+    tools.scheduler.start([], never)
+
+
+async def test_only_the_owner_schedules_unless_shared_chats_are_allowed(tmp_path):
+    tools = _Tools(tmp_path)
+    await _started(tools)
+    at = f"{_today_at(9, days=1):%Y-%m-%d %H:%M}"
+    refused = await tools.call(telegram_group(-5), instruction="spam", at=at)
+    assert refused.is_error and "Only the owner schedules" in refused.text
+    assert not (await tools.call(telegram_private(42), instruction="tea", at=at)).is_error
+    # Nothing the silent memory flush can do: it could post later, unseen.
+    flush = await tools.call(telegram_private(42), silent=True, instruction="x", at=at)
+    assert flush.is_error and "memory flush" in flush.text
+    await tools.scheduler.stop()
+    tools.ledger.close()
+
+    allowed = _Tools(tmp_path / "allowed", allow_shared=True)
+    await _started(allowed)
+    made = await allowed.call(telegram_group(-5), instruction="standup", at=at)
+    assert not made.is_error and "post in this chat" in made.text
+    [job] = allowed.store.load()
+    assert job.target == "telegram:group:-5"  # it runs in, and posts to, that chat
+    await allowed.scheduler.stop()
+    allowed.ledger.close()
+
+
+async def test_jobs_are_capped_and_never_fire_too_often(tmp_path):
+    tools = _Tools(tmp_path, max_jobs=3, max_jobs_per_chat=2, min_interval_minutes=10)
+    await _started(tools)
+    me, other = telegram_private(1), telegram_private(2)
+    for args in ({"every_minutes": 5}, {"cron": "* * * * *"}, {"cron": "*/5 * * * *"}):
+        too_often = await tools.call(me, instruction="ping", **args)
+        assert too_often.is_error and "more often than every 10 minutes" in too_often.text
+    assert not (await tools.call(me, instruction="a", every_minutes=10)).is_error
+    assert not (await tools.call(me, instruction="b", cron="0 9 * * *")).is_error
+    per_chat = await tools.call(me, instruction="c", every_minutes=60)
+    assert per_chat.is_error and "This chat already has 2 jobs" in per_chat.text
+    assert not (await tools.call(other, instruction="d", every_minutes=60)).is_error
+    total = await tools.call(telegram_private(3), instruction="e", every_minutes=60)
+    assert total.is_error and "There are 3 scheduled jobs already" in total.text
+    assert len(tools.store.load()) == 3
+    await tools.scheduler.stop()
+    tools.ledger.close()
+
+
+async def test_corvid_jobs_cancel_removes_a_job_made_in_chat(home, fake_api, fake_telegram, capsys):
+    from gateway.ops.cli import main
+
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(_today_at(20))
+    async with running(config, clock) as gateway:
+        await _ask_for_a_reminder(fake_api, fake_telegram, _today_at(9, days=1))
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        capsys.readouterr()
+        rc = await asyncio.to_thread(main, ["jobs", "cancel", job_id, "--home", str(home)], {})
+        assert rc == 0 and f"Cancelled {job_id}." in capsys.readouterr().out
+        assert gateway.scheduler.jobs() == []  # the running gateway stopped scheduling it
+    assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
+    rc = await asyncio.to_thread(main, ["jobs", "cancel", "daily-summary", "--home", str(home)], {})
+    assert rc == 1 and "turn it off there" in capsys.readouterr().err
+    rc = await asyncio.to_thread(main, ["jobs", "cancel", job_id, "--home", str(home)], {})
+    assert rc == 1 and "no job" in capsys.readouterr().err
