@@ -1,8 +1,10 @@
 """Pairing: how someone not on a channel's allowlist asks for access, and the owner grants it.
 
 A direct message from an unknown user gets a one-time code (8 characters from an alphabet
-without look-alikes, valid for an hour, a few pending per channel at most). The owner runs
-``corvid pairing approve CODE`` on the machine, which moves that user to the approved list.
+without look-alikes, valid for an hour; one per person, so a few strangers cannot take every
+place, and at most ``MAX_PENDING`` waiting per channel). The owner runs
+``corvid pairing approve CODE`` on the machine, which moves that user to the approved list, or
+``deny CODE`` / ``clear`` to drop requests.
 
 State lives in ``state/pairing.json``, written atomically under an exclusive lock, because the
 running gateway (issuing codes) and the CLI (approving them) are separate processes. The gateway
@@ -28,7 +30,7 @@ from gateway.ports import Clock, SystemClock
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_TTL = 3600.0
-MAX_PENDING = 3
+MAX_PENDING = 50  # per channel: bounds the file, while one stranger holds one code at most
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,23 @@ class PairingStore:
             f"{int(self.ttl // 60)} minutes) or been used; `corvid pairing list` shows the "
             "pending ones"
         )
+
+    def deny(self, code: str) -> PairingRequest:
+        """Drop one pending request; its code no longer works."""
+        wanted = normalize_code(code)
+        with self._locked() as data:
+            for p in data["pending"]:
+                if p["code"] == wanted:
+                    data["pending"].remove(p)
+                    return PairingRequest(**p)
+        raise PairingError(f"no pending pairing code {wanted!r}; `corvid pairing list` shows them")
+
+    def clear(self) -> int:
+        """Drop every pending request; returns how many there were."""
+        with self._locked() as data:
+            dropped = len(data["pending"])
+            data["pending"] = []
+            return dropped
 
     def revoke(self, channel: str, user_id: str) -> bool:
         with self._locked() as data:

@@ -106,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
     pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
+    pairing.add("deny", "drop a pending pairing code", commands.pairing_deny).add_argument("code")
+    pairing.add("clear", "drop every pending pairing code", commands.pairing_clear)
     revoke = pairing.add(
         "revoke", "take back an approval (allow_from is in config.yaml)", commands.pairing_revoke
     )

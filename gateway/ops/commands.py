@@ -88,8 +88,9 @@ def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str
         print("Pending (approve with `corvid pairing approve CODE`):")
         for req in pending:
             left = max(1, round((req.expires - now) / 60))
-            who = f"{req.name} " if req.name else ""
+            who = f"{shown(req.name)} " if req.name else ""
             print(f"  {req.code}  {req.channel} user {who}(id {req.user_id}), {left} min left")
+        print("(deny one with `corvid pairing deny CODE`, all with `corvid pairing clear`)")
     else:
         print("No pending pairing codes.")
     approved = store.approved()
@@ -97,8 +98,39 @@ def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str
         print("Approved:")
         for channel, users in sorted(approved.items()):
             for uid, info in sorted(users.items()):
-                name = info.get("name") or ""
+                name = shown(str(info.get("name") or ""))
                 print(f"  {channel} user {name + ' ' if name else ''}(id {uid})")
+    return 0
+
+
+def shown(name: str, limit: int = 64) -> str:
+    """A display name a stranger chose, safe for a terminal: control characters (escape
+    sequences, line breaks, direction marks) spelled out, and not too long."""
+    safe = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
+    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
+
+
+def pairing_deny(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    try:
+        req = _pairing(home, environ).deny(args.code)
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    print(f"Denied {req.code} ({req.channel} user {shown(req.name)}, id {req.user_id}).")
+    return 0
+
+
+def pairing_clear(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
+    try:
+        dropped = _pairing(home, environ).clear()
+    except PairingError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
+    print(f"Dropped {dropped} pending pairing request(s).")
     return 0
 
 
@@ -111,7 +143,7 @@ def pairing_approve(args: argparse.Namespace, home: Path, environ: Mapping[str, 
     except PairingError as exc:
         print(f"corvid: {exc}", file=sys.stderr)
         return 1
-    who = f"{req.name} (id {req.user_id})" if req.name else f"id {req.user_id}"
+    who = f"{shown(req.name)} (id {req.user_id})" if req.name else f"id {req.user_id}"
     print(
         f"Approved {req.channel} user {who}. Their next message will be answered, in a chat of "
         "their own that does not see your long-term memory (MEMORY.md). To give someone the "

@@ -42,14 +42,33 @@ def test_codes_are_eight_unambiguous_characters_and_one_per_user(store):
     assert not created and again == req
 
 
-def test_a_few_pending_at_most_and_codes_expire(store, clock):
-    for uid in ("a", "b", "c"):
-        assert store.request("x", uid, "")[0] is not None
-    assert store.request("x", "d", "") == (None, False)
-    assert store.request("other", "d", "")[0] is not None  # per channel
+def test_one_code_per_stranger_many_strangers_bounded_and_codes_expire(store, clock):
+    from channels.pairing import MAX_PENDING
+
+    first, created = store.request("x", "a", "")
+    again, created_again = store.request("x", "a", "")
+    assert created and not created_again and again == first  # one place per stranger
+    # A few strangers cannot take every place: many can wait, up to a bound on the file.
+    for uid in range(1, MAX_PENDING):
+        assert store.request("x", f"s{uid}", "")[0] is not None
+    assert store.request("x", "late", "") == (None, False)
+    assert store.request("other", "late", "")[0] is not None  # per channel
     clock.tick(3601)
     assert store.pending() == []
-    assert store.request("x", "d", "")[0] is not None
+    assert store.request("x", "late", "")[0] is not None
+
+
+def test_the_owner_can_deny_one_request_or_clear_them_all(store):
+    a, _ = store.request("x", "a", "Eve")
+    b, _ = store.request("x", "b", "Mallory")
+    assert a is not None and b is not None
+    assert store.deny(a.code.lower()).user_id == "a"
+    with pytest.raises(PairingError):
+        store.approve(a.code)  # a denied code no longer works
+    assert [p.user_id for p in store.pending()] == ["b"]
+    assert store.clear() == 1 and store.pending() == []
+    with pytest.raises(PairingError, match="no pending pairing code"):
+        store.deny(b.code)
 
 
 def test_approve_moves_the_user_to_the_approved_list(store, tmp_path):
