@@ -275,6 +275,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
     if path.is_dir():
         raise ToolError(f"{args['path']!r} is a folder.")
     existed = path.exists()
+    ctx.check_room(len(content.encode()) - (path.stat().st_size if existed else 0))
     atomic_write(path, content)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {_rel(ctx, path)} ({len(content)} characters)."
@@ -304,7 +305,9 @@ def edit_file(ctx: TurnContext, args: EditArgs) -> str:
             f"old_text occurs {count} times in {_rel(ctx, path)}; include more surrounding text "
             "to make it unique, or set replace_all."
         )
-    atomic_write(path, text.replace(old, new))
+    edited = text.replace(old, new)
+    ctx.check_room(len(edited.encode()) - len(text.encode()))
+    atomic_write(path, edited)
     return f"Edited {_rel(ctx, path)}: {count} replacement(s)."
 
 

@@ -268,6 +268,14 @@ class AnthropicLLM:
             if type(exc).__module__.startswith(("httpx", "httpcore")):
                 raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
             raise
+        log.debug(
+            "model call %s: %d message(s), %d tool(s), %d characters of system prompt; stop %s",
+            msg.id,
+            len(msgs),
+            len(cached_tools),
+            sum(len(b["text"]) for b in sys_blocks),
+            msg.stop_reason,
+        )
         u = msg.usage
         usage = Usage(
             input=u.input_tokens or 0,

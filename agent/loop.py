@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from agent.compaction import Maintenance
 from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
 from agent.prompt import SystemPrompts
+from agent.quota import Quota
 from agent.sessions import Sessions
 from agent.settings import AgentSettings, CompactionSettings
 from agent.tools import ToolRegistry, TurnContext
@@ -75,6 +77,7 @@ class Agent:
         tz: ZoneInfo,
         memory: Memory | None = None,
         clock: Clock | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.llm = llm
         self.tools = tools
@@ -83,6 +86,7 @@ class Agent:
         self.tz = tz
         self.memory = memory
         self.clock = clock or SystemClock()
+        self.quota = quota
         self.prompts = SystemPrompts(self.workspace, settings, tz, memory, self.clock)
         self.sessions = Sessions(store, self.prompts)
         self.maintenance = Maintenance(
@@ -100,9 +104,8 @@ class Agent:
         return self.sessions.store
 
     def context(self, key: SessionKey) -> TurnContext:
-        return TurnContext(
-            key=key, workspace=self.workspace, now=self.clock.now().astimezone(self.tz), tz=self.tz
-        )
+        now = self.clock.now().astimezone(self.tz)
+        return TurnContext(key, self.workspace, now, self.tz, quota=self.quota)
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -254,7 +257,7 @@ def user_content(
                     }
                 )
             elif att.path:
-                text += f"\n[file received: {att.name or att.path}, saved at {att.path}]"
+                text += f"\n[file received: {_quoted(att.name or att.path)}, saved at {att.path}]"
         if msg.context:
             header = (
                 "[Earlier in this chat, not addressed to you]\n"
@@ -264,6 +267,15 @@ def user_content(
             )
         blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
     return blocks
+
+
+def _quoted(name: str, limit: int = 120) -> str:
+    """A file name a sender chose, as one quoted line: no line breaks or control characters
+    that could pass for text of ours (a forged "saved at")."""
+    clean = "".join(c if c.isprintable() else " " for c in name).strip()
+    if len(clean) > limit:
+        clean = clean[: limit - 1] + "…"
+    return json.dumps(clean, ensure_ascii=False)
 
 
 def _written_reply(state: SessionState) -> str | None:

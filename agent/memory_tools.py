@@ -103,6 +103,7 @@ class MemoryTools:
         if len(text) > MAX_ENTRY_CHARS:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
+        ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
         rel = self.memory.append(text, ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 

@@ -39,6 +39,10 @@ class AgentSettings:
     bootstrap_total_max_chars: int = setting(60_000, minimum=100)
     max_input_chars: int = setting(32_000, minimum=100)
     tool_output_max_chars: int = setting(50_000, minimum=1000)
+    # What shared chats may store (their files, log and uploads): each, and all together.
+    chat_quota_mb: float = setting(50.0, minimum=0.1)
+    chat_max_files: int = setting(2000, minimum=10)
+    all_chats_quota_mb: float = setting(500.0, minimum=0.1)
 
 
 @dataclass(frozen=True)

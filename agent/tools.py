@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
+from agent.quota import Quota
 from gateway.errors import ToolError
 from gateway.events import Audience, SessionKey, audience_of
 
@@ -48,6 +49,15 @@ class TurnContext:
     tz: ZoneInfo
     # The silent memory flush: only tools marked ``in_silent_turns`` may run.
     silent: bool = False
+    # What shared chats may store; None: no limit (tests, the owner's own tools).
+    quota: Quota | None = None
+
+    def check_room(self, adding: int) -> None:
+        """Refuse a write that would take this chat past its share of the disk."""
+        if self.quota is not None and adding > 0:
+            problem = self.quota.refusal(self.audience, adding)
+            if problem is not None:
+                raise ToolError(problem)
 
     @property
     def audience(self) -> Audience:

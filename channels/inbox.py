@@ -112,6 +112,8 @@ class Intake:
     today: Callable[[], date]
     # The workspace folder a chat's files go to on a day (the audience rule).
     folder: Callable[[SessionKey, date], str]
+    # Why a chat may not store ``size`` more bytes (its share of the disk), or None.
+    room: Callable[[SessionKey, int], str | None] = lambda key, size: None
 
     async def take(
         self,
@@ -133,9 +135,14 @@ class Intake:
         elif size > self.max_file_bytes:
             return self._too_large(name, size)
         else:
+            if (full := self.room(key, size)) is not None:  # before downloading it
+                return f"[The file {safe_name(name)} was not saved: {full}]"
             data = await read()
         if len(data) > self.max_file_bytes:
             return self._too_large(name, len(data))
+        full = self.room(key, len(data))
+        if full is not None:
+            return f"[The file {safe_name(name)} was not saved: {full}]"
         folder = self.folder(key, self.today())
         path = await asyncio.to_thread(save, self.workspace, data, name, folder)
         return Attachment("document", mime or "application/octet-stream", name, path=path)

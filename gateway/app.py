@@ -22,6 +22,7 @@ from agent.loop import Agent
 from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
+from agent.quota import Quota
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.access import Access
@@ -176,10 +177,22 @@ def build_channels(
     return channels
 
 
+def quota(config: Config) -> Quota:
+    """What shared chats may store, as configured."""
+    a = config.agent
+    return Quota(
+        config.workspace.resolve(),
+        chat_bytes=int(a.chat_quota_mb * 1_000_000),
+        all_chats_bytes=int(a.all_chats_quota_mb * 1_000_000),
+        chat_files=a.chat_max_files,
+    )
+
+
 def _policy(
     config: Config, name: str, cfg: ChannelConfig, pairing: PairingStore, clock: Clock
 ) -> tuple[Access, Intake]:
     """A channel's access policy and where its files go."""
+    limits = quota(config)
     access = Access(
         name,
         allow_from=cfg.allow_from,
@@ -194,6 +207,7 @@ def _policy(
         cfg.max_file_bytes,
         today=lambda: clock.now().astimezone(config.tz).date(),
         folder=lambda key, day: inbox_folder(audience_of(key), day),
+        room=lambda key, size: limits.refusal(audience_of(key), size),
     )
     return access, intake
 
@@ -278,6 +292,7 @@ def build_app(
         tz=config.tz,
         memory=memory,
         clock=clock,
+        quota=quota(config),
     )
     journal = Journal(config.state / "gateway.sqlite", clock)
     resources.callback(journal.close)

@@ -131,6 +131,9 @@ class GatewayConfig:
 class LoggingConfig:
     level: str = setting("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("text", choices=("text", "json"))  # json: one object per line
+    # At DEBUG, also the libraries' own lines with whole request bodies: private chats and
+    # MEMORY.md included. Off, DEBUG shows sizes and ids only.
+    log_bodies: bool = False
 
 
 @dataclass(frozen=True)

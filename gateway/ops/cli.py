@@ -183,7 +183,12 @@ def _missing_for_run(config: Config) -> list[str]:
 
 def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     config = prepare(home, environ)
-    setup_logging(config.logging.level, config.secrets(), args.log_format or config.logging.format)
+    setup_logging(
+        config.logging.level,
+        config.secrets(),
+        args.log_format or config.logging.format,
+        log_bodies=config.logging.log_bodies,
+    )
     problems = _missing_for_run(config)
     if problems:
         print("corvid: cannot start:", file=sys.stderr)
@@ -225,7 +230,7 @@ async def _serve(config: Config) -> int:
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     config = prepare(home, environ)
     level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
-    setup_logging(level, config.secrets())
+    setup_logging(level, config.secrets(), log_bodies=config.logging.log_bodies)
     problems = _missing_llm(config)
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)

@@ -20,6 +20,8 @@ FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s%(turn_suffix)s"
 FORMATS = ("text", "json")
 # Libraries that log request URLs at INFO; the Telegram Bot API puts the token in the URL.
 _CHATTY = (
+    # The SDK logs each request's options at DEBUG: the whole prompt, MEMORY.md included.
+    "anthropic",
     "httpx",
     "httpcore",
     "httpx2",
@@ -123,9 +125,16 @@ RECENT: RecentProblems | None = None
 
 
 def setup_logging(
-    level: str, secrets: Iterable[str] = (), fmt: str = "text", stream: IO[str] | None = None
+    level: str,
+    secrets: Iterable[str] = (),
+    fmt: str = "text",
+    stream: IO[str] | None = None,
+    *,
+    log_bodies: bool = False,
 ) -> None:
-    """One handler on ``stream`` (standard error by default) for the whole process."""
+    """One handler on ``stream`` (standard error by default) for the whole process. The
+    libraries that log request bodies or URLs with tokens stay at WARNING unless
+    ``log_bodies`` (``logging.log_bodies``) lets them follow ``level``."""
     global RECENT
     secrets = list(secrets)
     formatter = JsonFormatter(secrets) if fmt == "json" else RedactingFormatter(FORMAT, secrets)
@@ -140,4 +149,5 @@ def setup_logging(
     root.addHandler(RECENT)
     root.setLevel(level)
     for name in _CHATTY:
-        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+        floor = logging.getLevelName(level) if log_bodies else logging.WARNING
+        logging.getLogger(name).setLevel(max(floor, logging.getLevelName(level)))

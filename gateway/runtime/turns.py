@@ -20,6 +20,10 @@ from gateway.runtime.delivery import Delivery
 log = logging.getLogger(__name__)
 
 NO_REPLY = "NO_REPLY"
+BLANK_ANSWER = (
+    "I came back with an empty answer to that, which is on my side. Please ask again, perhaps "
+    "in other words."
+)
 INTERNAL_ERROR = (
     "Something went wrong on my side while answering. Your message is saved; please try again."
 )
@@ -91,9 +95,13 @@ class Turns:
             log.exception("%s: turn failed", key)
             text, status = INTERNAL_ERROR, "error:internal"
         out = None
-        if not text or text.strip() == NO_REPLY:
+        if text.strip() == NO_REPLY:
             status += ":no-reply"
         else:
+            if not text.strip():
+                # The person would hear nothing and not know why.
+                log.warning("%s: the model answered with nothing; saying so", key)
+                text, status = BLANK_ANSWER, status + ":blank"
             out = OutboundMessage(key, text, reply_to=batch[-1].message_id)
         answered = self.clock.monotonic()
         delivered = await self.delivery.answer(batch, out)

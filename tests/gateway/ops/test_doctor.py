@@ -408,7 +408,9 @@ async def test_alive_asks_the_control_socket(home: Path, capsys):
     async def no_job(job_id: str) -> tuple[str | None, str | None]:
         return None, "no jobs here"
 
-    server = ControlServer(home / "state" / "control.sock", status=dict, run_job=no_job)
+    server = ControlServer(
+        home / "state" / "control.sock", status=dict, run_job=no_job, cancel_job=lambda _: None
+    )
     await server.start()
     try:
         assert await doctor_cli("--alive", "--home", str(home), env={}) == 0

@@ -21,10 +21,36 @@ def captured():
     """A stream for ``setup_logging``; the test's logging set-up is undone afterwards."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    chatty = {name: logging.getLogger(name).level for name in ("anthropic", "httpx")}
     yield io.StringIO()
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name, old in chatty.items():
+        logging.getLogger(name).setLevel(old)
     logs.RECENT = None
+
+
+@pytest.mark.parametrize("log_bodies", [False, True])
+async def test_debug_logs_carry_no_prompt_unless_bodies_are_asked_for(
+    captured, home, fake_api, log_bodies
+):
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    canary = "CANARY-memory-in-a-debug-log-41e2"
+    (home / "workspace" / "MEMORY.md").write_text(f"- {canary}\n")
+    logs.setup_logging("DEBUG", ["sk-test-0123456789"], stream=captured, log_bodies=log_bodies)
+    channel = RecordingChannel()
+    app = build_app(make_config(home, fake_api.base_url), [channel])
+    await app.start()
+    try:
+        await channel.push("hello")
+    finally:
+        await app.stop()
+    text = captured.getvalue()
+    assert "model call msg_" in text  # Corvid's own line: sizes and the message id
+    assert (canary in text) is log_bodies
+    assert "sk-test-0123456789" not in text
 
 
 def test_json_lines_carry_the_turn_and_mask_secrets(captured):
