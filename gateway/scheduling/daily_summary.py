@@ -23,7 +23,7 @@ from agent.audience import log_path, untrusted
 from agent.memory import Memory, cap_log
 from gateway.events import Audience, OutboundMessage, SessionKey, audience_of, job_key
 from gateway.scheduling.host import JobHost
-from gateway.scheduling.jobs import Job, Skip, run_origin
+from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,8 @@ class DailySummary:
         target = SessionKey.parse(job.target)
         audience = audience_of(target)
         tz = ZoneInfo(job.timezone)
-        day = date.fromisoformat(slot[:10])
+        when = slot_time(slot, tz)
+        day = when.date()
         logs = self._logs(audience, day)
         convo = conversations(self.sessions, day, tz, audience)
         if self.skip_inactive and not logs.strip() and not convo:
@@ -148,7 +149,6 @@ class DailySummary:
         if self.memory is not None:
             # Into the log of the day it summarises, even when sent after midnight, and of the
             # audience it was written for.
-            when = datetime.fromisoformat(slot).replace(tzinfo=tz)
             entry = f"Daily summary sent to {target}:\n\n{text}"
             try:
                 self.memory.append(entry, when, audience, source=job.id)

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from gateway.events import OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
-from gateway.scheduling.jobs import Job, Skip, run_origin
+from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
@@ -55,7 +55,7 @@ class Heartbeat:
 
     async def __call__(self, job: Job, slot: str) -> None:
         tz = ZoneInfo(job.timezone)
-        if not in_active_hours(self.active_hours, datetime.fromisoformat(slot).replace(tzinfo=tz)):
+        if not in_active_hours(self.active_hours, slot_time(slot, tz)):
             raise Skip("outside active hours")
         path = self.workspace / "HEARTBEAT.md"
         checklist = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -64,7 +64,8 @@ class Heartbeat:
         target = SessionKey.parse(job.target)
         if self.host.busy(target):
             raise Skip("the owner's chat is mid-turn")
-        prompt = HEARTBEAT_PROMPT.format(when=slot.replace("T", " "), checklist=checklist.strip())
+        when = f"{slot_time(slot, tz):%Y-%m-%d %H:%M}"
+        prompt = HEARTBEAT_PROMPT.format(when=when, checklist=checklist.strip())
         text = strip_heartbeat_ok(await self.host.isolated_turn(job_key(job.id, target), prompt))
         if not text or text == "NO_REPLY":
             raise Skip("nothing needs the owner")

@@ -121,6 +121,12 @@ class Job:
         return f"cron '{self.spec}' ({self.timezone})"
 
 
+def slot_time(slot: str, tz: ZoneInfo) -> datetime:
+    """The local time a slot names. A run started by hand (``manual 2026-11-22T10:15:03``, from
+    ``corvid jobs run``) names the moment it was started."""
+    return datetime.fromisoformat(slot.removeprefix("manual ")).replace(tzinfo=tz)
+
+
 def run_origin(job: Job, slot: str) -> str:
     """The name a run's message is kept under in the outbox, so that a run claimed again after
     a crash finds the message it wrote instead of writing another."""

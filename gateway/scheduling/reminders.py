@@ -24,7 +24,15 @@ from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
 from gateway.events import OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
-from gateway.scheduling.jobs import CONFIGURED, Job, JobKind, Skip, next_fire, run_origin
+from gateway.scheduling.jobs import (
+    CONFIGURED,
+    Job,
+    JobKind,
+    Skip,
+    next_fire,
+    run_origin,
+    slot_time,
+)
 from gateway.scheduling.scheduler import Scheduler
 
 REMINDER_GRACE = timedelta(hours=1)
@@ -96,7 +104,8 @@ class Reminder:
 
     async def __call__(self, job: Job, slot: str) -> None:
         target = SessionKey.parse(job.target)
-        prompt = REMINDER_PROMPT.format(when=slot.replace("T", " "), instruction=job.instruction)
+        when = f"{slot_time(slot, ZoneInfo(job.timezone)):%Y-%m-%d %H:%M}"
+        prompt = REMINDER_PROMPT.format(when=when, instruction=job.instruction)
         text = await self.host.isolated_turn(job_key(job.id, target), prompt)
         if not text or text == "NO_REPLY":
             raise Skip("the model had nothing to send")
