@@ -55,7 +55,7 @@ def local_checks(
         _check_dir("home", home, private=False),
         config_check,
         _check_config_file(home, raw),
-        _check_dir("workspace", home / "workspace", private=False),
+        _check_workspace(home / "workspace"),
         _check_dir("state", home / "state", private=True),
         *_check_state_files(home / "state"),
     ]
@@ -124,6 +124,25 @@ def _check_config_file(home: Path, raw: Mapping[str, Any]) -> Check:
         )
     where = f"{', '.join(inline)} inline, " if inline else "secrets from the environment, "
     return Check(OK, "config.yaml", f"{where}mode {mode:04o}")
+
+
+def _check_workspace(path: Path) -> Check:
+    """Like any folder; and one other users of the machine can read is worth a warning: it
+    holds MEMORY.md, the logs and the files sent in private chats."""
+    check = _check_dir("workspace", path, private=False)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return check
+    if check.status is OK and mode & 0o077:
+        return Check(
+            WARN,
+            "workspace",
+            f"{path} can be read by other users of this machine (mode {mode:04o}); it holds "
+            "your long-term memory, logs and files",
+            f"chmod 700 {q(path)}",
+        )
+    return check
 
 
 def _check_dir(name: str, path: Path, *, private: bool) -> Check:

@@ -273,6 +273,15 @@ async def test_a_server_that_never_answers_is_given_up_on_in_time(home: Path):
     assert time.monotonic() - started < 5  # bounded by the limit, not by the SDK's defaults
 
 
+async def test_a_workspace_other_users_can_read_is_a_warning(home: Path, api: FakeAnthropic):
+    env = setup_home(home, api.base_url)
+    assert by_name(await run_checks(home, env, limit=5))["workspace"].status == OK
+    (home / "workspace").chmod(0o755)  # as an older Corvid made it
+    workspace = by_name(await run_checks(home, env, limit=5))["workspace"]
+    assert workspace.status == WARN and "long-term memory" in workspace.message
+    assert workspace.fix == f"chmod 700 {home / 'workspace'}"
+
+
 async def test_an_open_state_folder_fails_with_the_chmod_that_fixes_it(
     home: Path, api: FakeAnthropic
 ):
