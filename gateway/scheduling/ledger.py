@@ -12,6 +12,12 @@ from typing import Any
 
 from gateway.scheduling.jobs import Job, RunStatus
 
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT, status TEXT,
+    attempts INTEGER DEFAULT 0, error TEXT, updated TEXT, PRIMARY KEY (job, slot));
+CREATE TABLE IF NOT EXISTS planned (job TEXT PRIMARY KEY, first TEXT NOT NULL);
+"""
+
 
 class Ledger:
     """Runs per job and slot: claimed → sent, or failed / missed. SQLite, so a claim survives
@@ -30,14 +36,31 @@ class Ledger:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT,"
-            " status TEXT, attempts INTEGER DEFAULT 0, error TEXT, updated TEXT,"
-            " PRIMARY KEY (job, slot))"
-        )
+        self.read_only = read_only
+        try:
+            self.db.executescript(_SCHEMA)
+        except sqlite3.OperationalError:
+            if not read_only:
+                raise  # read only: an older ledger without a table is read as far as it goes
 
     def close(self) -> None:
         self.db.close()
+
+    def first_planned(self, job: Job) -> datetime:
+        """When a job was first planned (the scheduler's first sight of it, or when it says it
+        was made, whichever is earlier): a slot after that and within the grace period is owed
+        even if no run of the job was ever recorded. Read only, nothing is recorded."""
+        if not self.read_only:
+            self.db.execute(
+                "INSERT OR IGNORE INTO planned (job, first) VALUES (?, ?)",
+                (job.id, _utc(job.created)),
+            )
+        try:
+            row = self.db.execute("SELECT first FROM planned WHERE job = ?", (job.id,)).fetchone()
+        except sqlite3.OperationalError:  # an older ledger, read only
+            row = None
+        first = datetime.fromisoformat(str(row[0])) if row else job.created
+        return min(first, job.created)
 
     def status(self, job: str, slot: str) -> RunStatus | None:
         row = self.db.execute(

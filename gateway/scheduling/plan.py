@@ -8,7 +8,7 @@ or when it last ran.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gateway.config import Config
@@ -22,8 +22,13 @@ __all__ = ["DAILY_SUMMARY", "HEARTBEAT", "JobState", "job_states", "planned_jobs
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
-    """Every scheduled job, the configured ones first. ``now`` anchors the heartbeat's
-    interval. Raises what reading ``state/jobs.json`` raises (OSError, ValueError...)."""
+    """Every scheduled job, the configured ones first, each made when ``config.yaml`` last
+    changed (at the latest ``now``). Raises what reading ``state/jobs.json`` raises."""
+    try:
+        changed = datetime.fromtimestamp((config.home / "config.yaml").stat().st_mtime, UTC)
+    except OSError:
+        changed = now
+    now = min(now, changed)
     jobs: list[Job] = []
     ds = config.schedule.daily_summary
     if ds.enabled and ds.target:

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from gateway.ports import Clock
-from gateway.scheduling.jobs import Job, RunStatus, Skip, Trigger, next_fire
+from gateway.scheduling.jobs import Job, JobKind, RunStatus, Skip, Trigger, next_fire
 from gateway.scheduling.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,7 @@ class Scheduler:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.ledger.settle(job, slot, now, RunStatus.FAILED, self.clock.now(), error)
+            log.warning("job %s: the run started by hand failed: %s", job.id, error)
             return RunStatus.FAILED, error
         self.ledger.settle(job, slot, now, RunStatus.SENT, self.clock.now())
         return RunStatus.SENT, None
@@ -113,14 +114,27 @@ class Scheduler:
 
     def next_run(self, job: Job) -> datetime | None:
         now = self.clock.now()
-        fire = next_fire(job.trigger(), self.ledger.last_fire(job.id), now)
+        fire = next_fire(job.trigger(), self._resume_after(job, now), now)
         while fire is not None and fire < now - job.grace:
             fire = next_fire(job.trigger(), fire, now)
         return fire
 
+    def _resume_after(self, job: Job, now: datetime) -> datetime:
+        """Where a job's slots resume: after its newest recorded run; with none, from when it
+        was first planned (so a first slot missed while Corvid was down is still owed). A
+        recurring job looks no further back than its grace period (older slots were missed
+        anyway, and a heartbeat would record thousands); a one-shot has one slot to settle."""
+        last = self.ledger.last_fire(job.id)
+        if last is not None:
+            return last
+        start = self.ledger.first_planned(job)
+        if job.kind != JobKind.ONCE:
+            start = max(start, now - job.grace)
+        return start - timedelta(seconds=1)  # next_fire looks from a second after this
+
     async def _drive(self, job: Job) -> None:
-        after = self.ledger.last_fire(job.id)
-        await self._finish_claimed(job, after)
+        after: datetime | None = self._resume_after(job, self.clock.now())
+        await self._finish_claimed(job, self.ledger.last_fire(job.id))
         trigger = job.trigger()
         while True:
             now = self.clock.now()

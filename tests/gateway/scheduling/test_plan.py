@@ -14,7 +14,8 @@ from gateway.ops.doctor import run_checks
 from gateway.scheduling.jobs import Job, JobKind
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT
 from gateway.scheduling.reminders import JobStore
-from tests.conftest import OWNER, running
+from tests.conftest import OWNER, make_config, running
+from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.clock import FakeClock
 
 
@@ -51,3 +52,38 @@ async def test_the_gateway_corvid_jobs_and_doctor_list_the_same_jobs(
     checks = {c.name: c for c in await run_checks(home, {}, limit=5)}
     assert {line.split(" → ")[0] for line in checks["jobs"].details} == expected
     assert checks["jobs"].message.startswith("3 scheduled")
+
+
+async def test_corvid_jobs_run_works_for_every_kind_of_job(home, fake_api, fake_telegram, capsys):
+    """The obvious way to try a new summary: run it by hand. A slot named 'manual ...' must
+    reach every kind of job as a time, and a failure must be logged and said."""
+    target = f"telegram:private:{OWNER}"
+    config = make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": fake_telegram.channel_config(allow_from=[str(OWNER)])},
+        schedule={
+            "daily_summary": {"enabled": True, "target": target, "skip_inactive": False},
+            "heartbeat": {"enabled": True, "target": target, "active_hours": "00:00-23:59"},
+        },
+    )
+    (home / "workspace" / "HEARTBEAT.md").write_text("# Checks\n\n- [ ] water the plants\n")
+    now = datetime(2026, 3, 12, 10, 0, tzinfo=UTC)
+    JobStore(config.state / "jobs.json").add(
+        Job("job-abc123", JobKind.ONCE, (now + timedelta(days=1)).isoformat(), "UTC", target, now,
+            instruction="call the bank")
+    )  # fmt: skip
+    answers = {  # what each job's prompt says → what the model answers
+        "daily summary": (DAILY_SUMMARY, "Today: a quiet day."),
+        "Heartbeat check": (HEARTBEAT, "Water the plants."),
+        "A job you scheduled": ("job-abc123", "Call the bank now."),
+    }
+    fake_api.brain = lambda body: Reply(
+        next(a for k, (_, a) in answers.items() if k in last_user_text(body))
+    )
+    async with running(config, FakeClock(now)):
+        for job_id, answer in answers.values():
+            capsys.readouterr()
+            rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
+            assert (rc, capsys.readouterr().out.strip()) == (0, f"{job_id}: sent")
+            assert fake_telegram.sent[-1]["shown"] == answer

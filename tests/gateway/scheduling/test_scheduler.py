@@ -21,14 +21,19 @@ def local(y, mo, d, h=0, mi=0) -> datetime:
     return datetime(y, mo, d, h, mi, tzinfo=BERLIN)
 
 
-def daily(hour: int = 21, minute: int = 0, grace_hours: float = 12) -> Job:
+def daily(
+    hour: int = 21,
+    minute: int = 0,
+    grace_hours: float = 12,
+    created: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+) -> Job:
     return Job(
         id="daily-summary",
         kind=JobKind.CRON,
         spec=f"{minute} {hour} * * *",
         timezone="Europe/Berlin",
         target="telegram:private:42",
-        created=datetime(2026, 1, 1, tzinfo=UTC),
+        created=created,
         grace=timedelta(hours=grace_hours),
     )
 
@@ -135,7 +140,7 @@ async def test_runs_missed_beyond_the_grace_period_are_recorded_not_sent(ledger)
     ],
 )
 async def test_a_dst_week_neither_skips_nor_doubles_a_day(ledger, start, hour, minute):
-    job = daily(hour, minute)
+    job = daily(hour, minute, created=start)  # set up as the week starts: nothing owed yet
     clock = FakeClock(start)
     runs = Runs()
     sched = Scheduler(ledger, clock)
@@ -162,3 +167,52 @@ async def test_a_failing_run_is_retried_then_recorded(ledger):
     assert runs.slots == ["2026-11-21T21:00"] * 3
     last = ledger.history("daily-summary")[0]
     assert last["status"] == "sent" and last["attempts"] == 3
+
+
+async def test_the_first_slot_is_caught_up_when_corvid_was_down_at_that_time(ledger):
+    """Set up at 20:00, down at 21:00, up again at 21:00:05 with no run ever recorded: the
+    missed summary is owed, once."""
+    clock = FakeClock(local(2026, 11, 21, 21, 0) + timedelta(seconds=5))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily(created=local(2026, 11, 21, 20, 0))], runs)
+    await runs.wait(1)
+    await clock.idle_until(local(2026, 11, 22, 21, 0))  # then waits for tomorrow
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"]
+
+
+async def test_a_job_is_owed_from_its_first_sighting_not_from_a_later_change(ledger):
+    """The ledger keeps when a job was first planned: a later restart that says the job was
+    made just now (config.yaml edited at 21:00:02) still owes the 21:00 slot."""
+    first = FakeClock(local(2026, 11, 21, 20, 0))
+    sched = Scheduler(ledger, first)
+    sched.start([daily(created=local(2026, 11, 21, 20, 0))], Runs())
+    await first.idle_until(local(2026, 11, 21, 21, 0))
+    await sched.stop()  # down before 21:00
+    clock = FakeClock(
+        local(
+            2026,
+            11,
+            21,
+            21,
+            0,
+        )
+        + timedelta(seconds=5)
+    )
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily(created=local(2026, 11, 21, 21, 0) + timedelta(seconds=2))], runs)
+    await runs.wait(1)
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"]
+
+
+async def test_a_job_never_set_up_before_its_slot_owes_nothing(ledger):
+    clock = FakeClock(local(2026, 11, 21, 21, 30))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily(created=local(2026, 11, 21, 21, 10))], runs)  # made after 21:00
+    await clock.idle_until(local(2026, 11, 22, 21, 0))
+    await sched.stop()
+    assert runs.slots == []
