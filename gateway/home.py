@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 from collections.abc import Mapping
@@ -12,6 +13,28 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.audience import BOOTSTRAP_FILES
 from gateway.config import DEFAULT_MODEL
+
+
+class AlreadyRunning(Exception):
+    """Another ``corvid run`` holds this home; the message names its pid."""
+
+
+def lock_home(home: Path) -> int:
+    """Take this home for one ``corvid run`` (two would fight over Telegram's updates and each
+    other's control socket). Returns the lock's file descriptor, held until the process ends;
+    raises ``AlreadyRunning`` if another process holds it."""
+    state = home / "state"
+    state.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(state / "run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise AlreadyRunning(f"already running for this home (pid {holder})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def resolve_home(cli_home: str | None, environ: Mapping[str, str]) -> Path:

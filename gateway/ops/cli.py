@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gateway.config import Config
 from gateway.errors import ConfigError
-from gateway.home import init_home, resolve_home
+from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
 from gateway.ops import commands
 from gateway.ops.commands import EXIT_CONFIG, prepare
 from gateway.ops.logs import setup_logging
@@ -195,6 +195,11 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         for problem in problems:
             print(f"  - {problem}", file=sys.stderr)
         return EXIT_CONFIG
+    try:
+        lock_home(home)  # held until the process ends
+    except AlreadyRunning as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
     return asyncio.run(_serve(config))
 
 

@@ -37,6 +37,7 @@ class ControlServer:
         self._run_job = run_job
         self._cancel_job = cancel_job
         self._server: asyncio.Server | None = None
+        self._inode: tuple[int, int] | None = None  # of the socket file this server made
 
     async def start(self) -> None:
         if len(str(self.path).encode()) > MAX_SOCKET_PATH:
@@ -46,14 +47,19 @@ class ControlServer:
             self.path.unlink()  # left over from a process that was killed
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
         os.chmod(self.path, 0o600)
+        st = self.path.stat()
+        self._inode = (st.st_dev, st.st_ino)
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+            # Only the socket this server made: another process's may be there now.
             with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+                st = self.path.stat()
+                if (st.st_dev, st.st_ino) == self._inode:
+                    self.path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -181,3 +181,41 @@ async def test_run_serves_discord(tmp_path: Path):
         await api.close()
     assert proc.returncode == 0, err.decode()
     assert dc.token.encode() not in out + err
+
+
+async def test_a_second_run_on_the_same_home_refuses_and_the_first_keeps_serving(tmp_path: Path):
+    async with _corvid_run(tmp_path) as (first, tg):
+        home = tmp_path / "h"
+        await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}) as second:
+            _out, err = await asyncio.wait_for(second.proc.communicate(), 30)
+        assert second.proc.returncode == 1
+        assert f"corvid: already running for this home (pid {first.pid})" in err.decode()
+        # The first is untouched: its control socket still answers (the Docker health check).
+        alive = await asyncio.to_thread(main, ["doctor", "--alive", "--home", str(home)], {})
+        assert alive == 0 and (home / "state" / "control.sock").exists()
+        tg.text("still there?")
+        assert (await tg.wait_sent(1, timeout=30))[0]["shown"] == "echo: still there?"
+        first.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(first.communicate(), 30)
+    assert first.returncode == 0
+
+
+def test_the_control_socket_is_removed_only_by_the_server_that_made_it(tmp_path: Path):
+    from gateway.ops.control import ControlServer
+
+    async def scenario() -> bool:
+        async def run_job(job_id: str) -> tuple[str | None, str | None]:
+            return None, None
+
+        path = tmp_path / "control.sock"
+        old = ControlServer(path, status=dict, run_job=run_job, cancel_job=lambda _: None)
+        await old.start()
+        new = ControlServer(path, status=dict, run_job=run_job, cancel_job=lambda _: None)
+        await new.start()  # took the path over (the old one was, say, stuck)
+        await old.stop()
+        kept = path.exists()
+        await new.stop()
+        return kept and not path.exists()
+
+    assert asyncio.run(scenario())
