@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,20 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}
     return parse_config(raw, home=home, environ={})
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Some tests run the CLI, whose logging set-up changes the root logger's level and
+    handlers for the whole process; later tests must not inherit it."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name, old in levels.items():
+        logging.getLogger(name).setLevel(old)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from gateway.config import Config
 from gateway.errors import ConfigError
 from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
 from gateway.ops import commands
-from gateway.ops.commands import EXIT_CONFIG, prepare
+from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.ops.logs import setup_logging
 
 log = logging.getLogger(__name__)
@@ -30,25 +30,34 @@ Command = Callable[[argparse.Namespace, Path, Mapping[str, str]], int]
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     args = _parser().parse_args(argv)
-    home = resolve_home(args.home or args.home_first, environ)
+    home = resolve_home(getattr(args, "home", None), environ)
     try:
         func: Command = args.func
-        return int(func(args, home, environ) or 0)
+        status = int(func(args, home, environ) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
     except ConfigError as exc:
         print(f"corvid: configuration error in {home / 'config.yaml'}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except NoHome as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except BrokenPipeError:
+        # `corvid status | head`: the reader has all it wanted.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         return 130
 
 
 class _Commands:
-    """Adds subcommands that all take ``--home`` (argparse would let a subcommand's default
-    overwrite a dest shared with the top level, hence the top level's second name)."""
+    """Adds subcommands that all take ``--home``, anywhere on the line: given twice, the last
+    wins; not given, it is not set at all (so a later level cannot erase an earlier one)."""
 
     def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         self.sub = sub
         self.common = argparse.ArgumentParser(add_help=False)
-        self.common.add_argument("--home", dest="home", help=HOME_HELP)
+        self.common.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
 
     def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
         parser = self.sub.add_parser(name, parents=[self.common], help=help)
@@ -69,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="corvid", description="A self-hosted personal assistant for your chat apps."
     )
-    p.add_argument("--home", dest="home_first", help=HOME_HELP)
+    p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
     top = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     run = top.add("run", "start the gateway with every enabled channel", cmd_run)
@@ -128,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    if home.exists() and not home.is_dir():
+        raise NoHome(f"{home} is a file, not a folder; give another --home")
     created = init_home(home, environ)
     if created:
         print(f"Set up {home}:")
@@ -182,7 +193,7 @@ def _missing_for_run(config: Config) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    config = prepare(home, environ)
+    config = prepare(home, environ, create=True)
     setup_logging(
         config.logging.level,
         config.secrets(),
@@ -233,7 +244,7 @@ async def _serve(config: Config) -> int:
 
 
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    config = prepare(home, environ)
+    config = prepare(home, environ, create=True)
     level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
     setup_logging(level, config.secrets(), log_bodies=config.logging.log_bodies)
     problems = _missing_llm(config)

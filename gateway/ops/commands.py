@@ -24,12 +24,34 @@ if TYPE_CHECKING:
 EXIT_CONFIG = 2
 
 
-def prepare(home: Path, environ: Mapping[str, str]) -> Config:
-    """The home's configuration; the home is created first if it does not exist."""
-    created = init_home(home, environ)
-    if created:
-        print(f"First run: created {home} (config.yaml, workspace/, state/).", file=sys.stderr)
+class NoHome(Exception):
+    """The home folder a command looks at does not exist (a mistyped --home, say)."""
+
+
+def prepare(home: Path, environ: Mapping[str, str], *, create: bool = False) -> Config:
+    """The home's configuration. With ``create`` (``run``, ``chat``) what is missing of the
+    home is made first, and said; without, a home that does not exist is an error, not a new
+    empty one."""
+    if home.exists() and not home.is_dir():
+        raise NoHome(f"{home} is a file, not a folder; give another --home")
+    if create:
+        created = init_home(home, environ)
+        if created:
+            print(
+                f"Set up {home}: created " + ", ".join(_short(home, p) for p in created),
+                file=sys.stderr,
+            )
+    elif not (home / "config.yaml").exists() and not (home / "state").is_dir():
+        raise NoHome(
+            f"there is no Corvid home at {home}; create one with `corvid init --home {home}`, "
+            "or give the right one with --home (or CORVID_HOME)"
+        )
     return load_config(home, environ)
+
+
+def _short(home: Path, path: str) -> str:
+    p = Path(path)
+    return str(p.relative_to(home)) if p.is_relative_to(home) else str(p)
 
 
 def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:

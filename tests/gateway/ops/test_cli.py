@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gateway.ops.cli import main
@@ -219,3 +221,66 @@ def test_the_control_socket_is_removed_only_by_the_server_that_made_it(tmp_path:
         return kept and not path.exists()
 
     assert asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pairing", "--home", "{H}", "list"],
+        ["pairing", "list", "--home", "{H}"],
+        ["--home", "{H}", "pairing", "list"],
+        ["memory", "--home", "{H}", "search", "bank"],
+        ["jobs", "--home", "{H}"],
+    ],
+)
+def test_home_is_taken_wherever_it_is_written(tmp_path: Path, capsys, argv):
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    (home / "workspace" / "memory" / "2026-11-20.md").write_text("## 10:00\n\nCall the bank\n")
+    capsys.readouterr()
+    elsewhere = {"CORVID_HOME": str(tmp_path / "default-home")}
+    status = main([a.replace("{H}", str(home)) for a in argv], environ=elsewhere)
+    captured = capsys.readouterr()
+    assert "there is no Corvid home" not in captured.err, captured.err
+    assert status in (0, 1)  # found or not found, but in the home that was named
+    assert not (tmp_path / "default-home").exists()
+
+
+@pytest.mark.parametrize(
+    "argv", [["status"], ["jobs"], ["pairing", "list"], ["memory", "search", "x"]]
+)
+def test_read_only_commands_do_not_make_a_home_at_a_mistyped_path(tmp_path, capsys, argv):
+    typo = tmp_path / "corivd"
+    assert main([*argv, "--home", str(typo)], environ={}) == 2
+    assert f"there is no Corvid home at {typo}" in capsys.readouterr().err
+    assert not typo.exists()
+
+
+def test_init_or_run_on_a_file_says_so_without_a_traceback(tmp_path: Path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    for argv in (["init"], ["run"], ["status"]):
+        assert main([*argv, "--home", str(a_file)], environ={}) == 2
+        err = capsys.readouterr().err
+        assert "is a file, not a folder" in err and "Traceback" not in err
+    assert a_file.read_text() == "mine"
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path):
+    """`corvid memory search ... | head`: the reader leaves early; no traceback follows."""
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    for day in range(1, 29):
+        log = home / "workspace" / "memory" / f"2026-02-{day:02d}.md"
+        log.write_text(f"## 10:00\n\nThe bank called again about the loan {day}\n" * 3)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.ops.cli", "memory", "search", "bank", "-n", "50",
+         "--home", str(home)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `head` does once it has its lines
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
