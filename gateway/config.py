@@ -181,11 +181,11 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
     raw: Any = {}
     if path.exists():
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ConfigError("", f"not valid YAML{where}") from None
+            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader) or {}
+        except yaml.MarkedYAMLError as exc:
+            raise ConfigError("", yaml_problem(exc)) from None
+        except yaml.YAMLError:
+            raise ConfigError("", "not valid YAML") from None
         except UnicodeDecodeError:
             raise ConfigError("", "the file is not UTF-8 text") from None
         except RecursionError:
@@ -198,11 +198,79 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
         raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
 
 
+def yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """Where a YAML problem starts and what it is: a bracket opened on line 15 and never
+    closed is reported at line 15, and a tab is called a tab."""
+    problem = exc.problem or "not valid YAML"
+    mark = exc.problem_mark
+    if "'\\t'" in problem and mark is not None:
+        return (
+            f"a tab character at line {mark.line + 1}, column {mark.column + 1}: YAML indents "
+            "with spaces, not tabs"
+        )
+    start = exc.context_mark or mark
+    if start is None:
+        return f"not valid YAML: {problem}"
+    where = f"line {start.line + 1}, column {start.column + 1}"
+    if exc.context and exc.context_mark is not None and mark is not None:
+        opened = exc.context.removeprefix("while parsing ").removeprefix("while scanning ")
+        return (
+            f"not valid YAML at {where}: {opened} is not closed ({problem} at line {mark.line + 1})"
+        )
+    return f"not valid YAML at {where}: {problem}"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML, but a key given twice in one mapping is an error (YAML would silently keep
+    the last one: a pasted snippet would override what is above it)."""
+
+
+def _unique_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(
+                str(key), f"given twice, on lines {seen[key]} and {line}; keep one of them"
+            )
+        seen[key] = line
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+# Secrets that, unless config.yaml says otherwise, come from these environment variables.
+ENV_DEFAULTS = {
+    ("llm", "api_key"): "${ANTHROPIC_API_KEY}",
+    ("channels", "telegram", "token"): "${TELEGRAM_BOT_TOKEN}",
+    ("channels", "discord", "token"): "${DISCORD_BOT_TOKEN}",
+}
+
+
+def _with_env_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with the secrets it leaves out read from their usual environment variables."""
+    out = dict(raw)
+    for path, ref in ENV_DEFAULTS.items():
+        node = out
+        for part in path[:-1]:
+            child = node.get(part, {})
+            if child is None:
+                child = {}
+            if not isinstance(child, dict):
+                break  # a wrong type: the loader names it
+            node[part] = child = dict(child)
+            node = child
+        else:
+            node.setdefault(path[-1], ref)
+    return out
+
+
 def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError("", f"expected a mapping at the top level, got {kind(raw)}")
     missing: dict[str, str] = {}
-    resolved = substitute(raw, "", environ, missing)
+    resolved = substitute(_with_env_defaults(raw), "", environ, missing)
     values = build_fields(Config, resolved, "", skip=frozenset({"home", "missing_env"}))
     timezone = values.get("timezone", "UTC")
     try:

@@ -157,3 +157,54 @@ def test_choices_ignore_case_and_a_bad_one_is_named(tmp_path):
     (home / "config.yaml").write_text(raw.replace("format: text", "format: xml"))
     with pytest.raises(ConfigError, match=r"logging\.format: expected one of text, json"):
         load_config(home, {})
+
+
+def test_secrets_default_to_their_usual_environment_variables(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.yaml").write_text("channels:\n  telegram:\n    enabled: true\n")
+    env = {
+        "ANTHROPIC_API_KEY": "sk-from-env",
+        "TELEGRAM_BOT_TOKEN": "1:tg",
+        "DISCORD_BOT_TOKEN": "dc",
+    }
+    config = load_config(home, env)
+    assert config.llm.api_key == Secret("sk-from-env")
+    assert config.channels.telegram.token == Secret("1:tg")
+    assert config.channels.discord.token == Secret("dc")
+    bare = load_config(home, {})
+    assert bare.llm.api_key is None
+    assert "set the environment variable ANTHROPIC_API_KEY" in bare.missing("llm.api_key", "key")
+    (home / "config.yaml").write_text("llm:\n  api_key: ${MY_KEY}\n")
+    assert load_config(home, {**env, "MY_KEY": "sk-mine"}).llm.api_key == Secret("sk-mine")
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        "timezone: Europe/Berlin\nllm:\n  model: claude-a\n  timeout: 30\n  model: claude-b\n"
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_config(home, {})
+    assert str(raised.value) == "model: given twice, on lines 3 and 5; keep one of them"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "timezone: UTC\nllm:\nx: [1, 2,\n  3\ny: 4\n",
+            "not valid YAML at line 3, column 4: a flow sequence is not closed",
+        ),
+        ("llm:\n\tmodel: x\n", "a tab character at line 2, column 1: YAML indents with spaces"),
+        ("llm: {model: x\n", "not valid YAML at line 1, column 6: a flow mapping is not closed"),
+    ],
+)
+def test_yaml_errors_say_where_the_problem_starts_and_what_it_is(tmp_path, text, expected):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(home, {})
+    assert str(raised.value).startswith(expected), str(raised.value)
