@@ -246,6 +246,24 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None = None,
     ) -> LLMResponse:
+        try:
+            return await self._complete(system, messages, tools, system_note)
+        except _BadToolJSON as exc:
+            # The model wrote a tool call whose input is not JSON: say so, and ask once more.
+            log.warning("the model wrote a tool call that is not valid JSON; asking again")
+            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+            try:
+                return await self._complete(system, messages, tools, note)
+            except _BadToolJSON:
+                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+
+    async def _complete(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None,
+    ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
             system, messages, tools, system_note
@@ -263,6 +281,11 @@ class AnthropicLLM:
             raise _map_error(self._sdk, exc) from None
         except (OSError, EOFError) as exc:
             raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
+        except ValueError as exc:
+            # What the SDK raises when a streamed tool input does not parse as JSON.
+            if "tool parameter JSON" in str(exc):
+                raise _BadToolJSON(str(exc)) from None
+            raise
         except Exception as exc:
             # httpx transport errors (a stream cut mid-reply) are not APIError subclasses.
             if type(exc).__module__.startswith(("httpx", "httpcore")):
@@ -284,6 +307,16 @@ class AnthropicLLM:
             output=u.output_tokens or 0,
         )
         return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+
+
+class _BadToolJSON(Exception):
+    pass
+
+
+BAD_TOOL_JSON_NOTE = (
+    "Your previous answer to this request contained a tool call whose input was not valid "
+    "JSON, so it could not run. Answer again; write tool inputs as valid JSON objects."
+)
 
 
 def _probe_failure(

@@ -93,20 +93,48 @@ class MemoryIndex:
         self.overlap = overlap
         # Searches run in worker threads; one connection, one lock.
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            # Derived data: an index from another version is simply rebuilt.
-            self._db.executescript(
-                "DROP TABLE IF EXISTS chunks_vocab; DROP TABLE IF EXISTS chunks_fts; "
-                "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS files;"
-            )
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            self._db = self._start_over(exc)
         self._folder_mtime = -2
         self._last_full_scan = 0.0
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                # Derived data: an index from another version is simply rebuilt.
+                db.executescript(
+                    "DROP TABLE IF EXISTS chunks_vocab; DROP TABLE IF EXISTS chunks_fts; "
+                    "DROP TABLE IF EXISTS chunks; DROP TABLE IF EXISTS files;"
+                )
+                db.executescript(_SCHEMA)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("SELECT count(*) FROM chunks").fetchone()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def _start_over(self, exc: sqlite3.DatabaseError) -> sqlite3.Connection:
+        """The index is derived from the Markdown files: a damaged one is deleted and made
+        anew (the next search fills it), and that is logged."""
+        log.warning("the search index could not be read (%s); rebuilding it from the files", exc)
+        for end in ("", "-wal", "-shm"):
+            Path(f"{self.db_path}{end}").unlink(missing_ok=True)
+        return self._connect()
+
+    def _repaired(self, exc: sqlite3.DatabaseError) -> None:
+        """After an error in use: reconnect to a new, empty index (held lock)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        self._db = self._start_over(exc)
+        self._folder_mtime = -2
+        self._chunk_count = 0
 
     @property
     def chunk_count(self) -> int:
@@ -158,7 +186,12 @@ class MemoryIndex:
 
     def rebuild(self) -> int:
         with self._lock:
-            self._db.executescript("DELETE FROM files; DELETE FROM chunks; DELETE FROM chunks_fts;")
+            try:
+                self._db.executescript(
+                    "DELETE FROM files; DELETE FROM chunks; DELETE FROM chunks_fts;"
+                )
+            except sqlite3.DatabaseError as exc:
+                self._repaired(exc)
             return self._sync(full=True)
 
     def _due_for_full_scan(self) -> bool:
@@ -298,7 +331,11 @@ class MemoryIndex:
 
     def _plan_locked(self, terms: list[str]) -> str:
         with self._lock:
-            self._sync(full=False)
+            try:
+                self._sync(full=False)
+            except sqlite3.DatabaseError as exc:
+                self._repaired(exc)
+                self._sync(full=True)
             return self._plan(terms)
 
     def _plan(self, terms: list[str]) -> str:

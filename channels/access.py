@@ -17,6 +17,7 @@ this policy on it, so no adapter can skip it.
 from __future__ import annotations
 
 import enum
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from channels.pairing import PairingError, PairingStore
 from gateway.events import Attachment, SessionKey, guest_of, parse_command
 from gateway.ports import Clock, SystemClock
+
+log = logging.getLogger(__name__)
 
 # What downloading a message's files yields: the attachments, and notes for the model about
 # files that could not be taken (too large, download failed).
@@ -96,7 +99,8 @@ class Access:
     def is_guest(self, user_id: str) -> bool:
         try:
             return self.pairing.is_approved(self.channel, user_id)
-        except PairingError:
+        except PairingError as exc:  # nobody is let in on a file that cannot be read
+            log.error("pairing: %s", exc)
             return False
 
     def allowed(self, user_id: str) -> bool:
@@ -121,7 +125,8 @@ class Access:
             return Verdict(Action.DROP)
         try:
             req, _ = self.pairing.request(self.channel, a.sender_id, a.sender_name)
-        except PairingError:
+        except PairingError as exc:
+            log.error("pairing: %s", exc)
             req = None
         if req is None:
             return Verdict(

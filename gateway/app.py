@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -28,7 +29,7 @@ from agent.transcript import SessionStore
 from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
-from channels.pairing import PairingStore
+from channels.pairing import PairingError, PairingStore
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, audience_of
@@ -47,6 +48,7 @@ from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
+from gateway.statefiles import set_aside
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +104,10 @@ class App:
 
     async def start(self) -> None:
         await self.gateway.start()
+        _repair_pairing(self.config.state / "pairing.json")
         if self.scheduler is None:
             return
+        self.jobs.repair()
         plan = planned_jobs(self.config, self.jobs, self.scheduler.clock.now())
         self.scheduler.start(plan, self.runner)
         self.control = ControlServer(
@@ -159,6 +163,16 @@ class App:
             queued=self.router.queued,
         )
         return report(self.config, self.agent.store, self.journal, live)
+
+
+def _repair_pairing(path: Path) -> None:
+    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
+    is moved aside (and logged) so pairing works again; approvals must be given anew."""
+    try:
+        PairingStore(path).approved()
+    except PairingError as exc:
+        if path.exists():
+            set_aside(path, str(exc), "guests approved before must be approved again")
 
 
 def build_channels(

@@ -51,6 +51,7 @@ class LLMErrorKind(StrEnum):
     BAD_REQUEST = "bad_request"
     TOO_LARGE = "too_large"
     CONTEXT_OVERFLOW = "context_overflow"
+    MALFORMED = "malformed"  # the model's answer could not be read (a tool call's bad JSON)
     OTHER = "other"
 
     @property
@@ -88,5 +89,6 @@ _USER_MESSAGES = {
     "afresh.",
     LLMErrorKind.CONTEXT_OVERFLOW: "This conversation has grown too long for the model. "
     "Send /new to start a fresh session.",
+    LLMErrorKind.MALFORMED: f"My answer came back garbled. {_SAVED}.",
     LLMErrorKind.OTHER: f"Something went wrong while I was answering. {_SAVED}.",
 }

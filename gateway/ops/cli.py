@@ -48,6 +48,16 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # Never a traceback at the person: one line, and how to get the details.
+        if environ.get("CORVID_DEBUG"):
+            raise
+        print(
+            f"corvid: unexpected error: {type(exc).__name__}: {exc} "
+            "(run again with CORVID_DEBUG=1 for the details, and please report it)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 class _Commands:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping
@@ -103,8 +104,15 @@ def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.pairing import PairingError
+
     store = _pairing(home, environ)
-    pending = store.pending()
+    try:
+        pending = store.pending()
+        approved = store.approved()
+    except PairingError as exc:
+        print(f"corvid: {exc} (corvid run moves it aside when it starts)", file=sys.stderr)
+        return 1
     now = store.now()
     if pending:
         print("Pending (approve with `corvid pairing approve CODE`):")
@@ -115,7 +123,6 @@ def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str
         print("(deny one with `corvid pairing deny CODE`, all with `corvid pairing clear`)")
     else:
         print("No pending pairing codes.")
-    approved = store.approved()
     if any(approved.values()):
         print("Approved:")
         for channel, users in sorted(approved.items()):
@@ -202,18 +209,34 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
 
     config = prepare(home, environ)
     clock = SystemClock()
-    planned = planned_jobs(config, JobStore(config.state / "jobs.json"), clock.now())
+    store = JobStore(config.state / "jobs.json")
+    try:
+        planned = planned_jobs(config, store, clock.now())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(
+            f"corvid: {store.path} cannot be read ({type(exc).__name__}: {exc}); corvid run "
+            "moves it aside when it starts, or restore it from a backup",
+            file=sys.stderr,
+        )
+        return 1
     if not planned:
         print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
         return 0
-    ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
     try:
-        states = job_states(planned, ledger, clock)
-    finally:
-        ledger.close()
+        ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
+        try:
+            states = job_states(planned, ledger, clock)
+        finally:
+            ledger.close()
+    except sqlite3.DatabaseError as exc:
+        print(
+            f"corvid: state/scheduler.sqlite cannot be read ({exc}); corvid run moves it aside "
+            "when it starts",
+            file=sys.stderr,
+        )
+        return 1
     for state in states:
         job, nxt, row = state.job, state.next_run, state.last
-        tz = ZoneInfo(job.timezone)
         print(f"{job.id}  → {job.target}")
         print(f"  schedule: {job.describe()}")
         if job.instruction:
@@ -221,7 +244,8 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
         if state.problem:
             print(f"  cannot be scheduled: {state.problem}")
             continue
-        print(f"  next run: {nxt.astimezone(tz):%Y-%m-%d %H:%M %Z}" if nxt else "  next run: —")
+        when = f"{nxt.astimezone(ZoneInfo(job.timezone)):%Y-%m-%d %H:%M %Z}" if nxt else "—"
+        print(f"  next run: {when}")
         if row is None:
             print("  last run: never")
             continue

@@ -4,8 +4,10 @@ private files, and the channel settings ``corvid run`` would refuse or warn abou
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import sqlite3
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,6 +60,7 @@ def local_checks(
         _check_workspace(home / "workspace"),
         _check_dir("state", home / "state", private=True),
         *_check_state_files(home / "state"),
+        *_check_state_data(home / "state"),
     ]
     return checks, config, raw
 
@@ -223,6 +226,54 @@ def _check_state_files(state: Path) -> list[Check]:
             WARN, "state files", f"readable by other users: {shown}", f"chmod -R go-rwx {q(state)}"
         )
     ]
+
+
+def _sqlite_problem(path: Path) -> str | None:
+    """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
+    if not path.exists():
+        return None
+    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+    try:
+        db = sqlite3.connect(uri, uri=True)
+        try:
+            found = db.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if found == "ok" else f"damaged: {found}"
+
+
+def _json_problem(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if isinstance(data, dict) else "not a JSON object"
+
+
+def _check_state_data(state: Path) -> list[Check]:
+    """Every state file opened (read only): what cannot be read, what that means, the fix."""
+    if not state.is_dir():
+        return []
+    moves = "corvid run moves it aside when it starts and goes on with a new one"
+    files = [
+        ("gateway.sqlite", _sqlite_problem, FAIL, "messages owed an answer", moves),
+        ("scheduler.sqlite", _sqlite_problem, FAIL, "which runs were sent", moves),
+        ("jobs.json", _json_problem, FAIL, "the reminders made in chat", moves),
+        ("pairing.json", _json_problem, FAIL, "guests' approvals", moves),
+        ("index.sqlite", _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
+    ]
+    checks = []
+    for name, probe, status, holds, fix in files:
+        problem = probe(state / name)
+        if problem is not None:
+            message = f"state/{name} cannot be read ({problem}); it holds {holds}"
+            checks.append(Check(status, name, message, fix))
+    return checks
 
 
 def channel_setup(config: Config) -> list[Check]:

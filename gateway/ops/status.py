@@ -7,6 +7,7 @@ running gateway the report comes from the files in ``state/`` alone.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -96,7 +97,20 @@ def report(
 def report_from_files(config: Config) -> dict[str, Any]:
     """The report without a running gateway: read only, nothing repaired or moved."""
     path = config.state / "gateway.sqlite"
-    journal = Journal(path) if path.exists() else None
+    try:
+        journal = Journal(path, repair=False) if path.exists() else None
+    except sqlite3.DatabaseError as exc:
+        out = report(config, SessionStore(config.state / "sessions"), None)
+        out["problems"] = [
+            {
+                "ts": "",
+                "level": "ERROR",
+                "logger": "status",
+                "msg": f"state/gateway.sqlite cannot be read ({exc}); corvid run moves it "
+                "aside when it starts",
+            }
+        ]
+        return out
     try:
         return report(config, SessionStore(config.state / "sessions"), journal)
     finally:
@@ -132,10 +146,11 @@ def render(r: dict[str, Any]) -> str:
         why = u["error"] or u["status"]
         lines.append(f"  {u['when'][:16].replace('T', ' ')} {u['key']}: {why}")
         lines.append(f"    {u['text']!r}")
-    if r["running"]:
+    if r["running"] or r["problems"]:
         lines += ["", f"Recent warnings and errors: {len(r['problems'])}"]
         for p in r["problems"][-10:]:
-            lines.append(f"  {p['ts'][:19].replace('T', ' ')} {p['level']} {p['msg']}")
+            when = p["ts"][:19].replace("T", " ")
+            lines.append(f"  {when + ' ' if when else ''}{p['level']} {p['msg']}")
     return "\n".join(lines)
 
 

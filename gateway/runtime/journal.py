@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,9 @@ from typing import Any
 
 from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
 from gateway.ports import Clock, SystemClock
+from gateway.statefiles import set_aside
+
+log = logging.getLogger(__name__)
 
 
 class SendStatus(StrEnum):
@@ -89,15 +93,23 @@ class Outgoing:
 
 
 class Journal:
-    def __init__(self, path: Path, clock: Clock | None = None) -> None:
+    def __init__(self, path: Path, clock: Clock | None = None, *, repair: bool = True) -> None:
+        """``repair``: a file that cannot be read is moved aside (and logged) and a new one
+        started; without, the error is raised (``corvid status`` only looks)."""
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self.clock = clock or SystemClock()
-        # Written from the event loop only; short statements, so blocking is not a concern.
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=10)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db = _open(path)
+        except sqlite3.DatabaseError as exc:
+            if not repair:
+                raise
+            set_aside(
+                path,
+                str(exc),
+                "messages owed an answer and replies not confirmed as sent are in the old copy",
+            )
+            self.db = _open(path)
         seeded = "SELECT 1 FROM sqlite_sequence WHERE name = 'inbound'"
         if self.db.execute(seeded).fetchone() is None:
             # Numbers are never reused (AUTOINCREMENT), and a new journal starts at a random
@@ -135,9 +147,17 @@ class Journal:
         return replace(msg, seq=cur.lastrowid)
 
     def unanswered(self) -> list[InboundMessage]:
-        """Messages left without an answer, oldest first."""
+        """Messages left without an answer, oldest first. A row that cannot be read (a disk
+        error, a hand edit) is reported and dropped: it could never be answered."""
         rows = self.db.execute("SELECT id, payload FROM inbound ORDER BY id").fetchall()
-        return [replace(_load(json.loads(payload)), seq=seq) for seq, payload in rows]
+        found = []
+        for seq, payload in rows:
+            try:
+                found.append(replace(_load(json.loads(payload)), seq=seq))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("journal: message %d cannot be read (%s); dropped", seq, exc)
+                self.db.execute("DELETE FROM inbound WHERE id = ?", (seq,))
+        return found
 
     def drop(self, msgs: Sequence[InboundMessage]) -> None:
         """Forget messages that need no answer (a stopped turn, NO_REPLY)."""
@@ -220,6 +240,21 @@ class Journal:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    # Written from the event loop only; short statements, so blocking is not a concern.
+    db = sqlite3.connect(path, isolation_level=None, timeout=10)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise sqlite3.DatabaseError(f"damaged: {check}")
+        db.executescript(_SCHEMA)
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    return db
 
 
 _SELECT = "SELECT id, key, text, reply_to, status, attempts, error, origin, updated FROM outbox"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.scheduling.jobs import Job, RunStatus
+from gateway.statefiles import set_aside
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT, status TEXT,
@@ -34,8 +35,16 @@ class Ledger:
             self.db = sqlite3.connect(uri if path.exists() else ":memory:", uri=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
+            try:
+                self.db = _open(path)
+            except sqlite3.DatabaseError as exc:
+                set_aside(
+                    path,
+                    str(exc),
+                    "which runs were already sent is in the old copy: a run missed within its "
+                    "grace period may be sent again",
+                )
+                self.db = _open(path)
         self.read_only = read_only
         try:
             self.db.executescript(_SCHEMA)
@@ -45,6 +54,11 @@ class Ledger:
 
     def close(self) -> None:
         self.db.close()
+
+    def check(self) -> None:
+        """Raise ``sqlite3.DatabaseError`` if the ledger is damaged (for ``corvid doctor``)."""
+        if (found := self.db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise sqlite3.DatabaseError(f"damaged: {found}")
 
     def first_planned(self, job: Job) -> datetime:
         """When a job was first planned (the scheduler's first sight of it, or when it says it
@@ -115,6 +129,18 @@ class Ledger:
         )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        if (found := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise sqlite3.DatabaseError(f"damaged: {found}")
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    return db
 
 
 def _utc(when: datetime) -> str:

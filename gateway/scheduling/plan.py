@@ -79,8 +79,8 @@ def job_states(jobs: list[Job], ledger: Ledger, clock: Clock) -> list[JobState]:
     for job in jobs:
         try:
             nxt = scheduler.next_run(job)
-        except (ValueError, TypeError) as exc:
-            states.append(JobState(job, None, None, str(exc)))
+        except (ValueError, KeyError, TypeError) as exc:  # KeyError: an unknown time zone
+            states.append(JobState(job, None, None, f"{type(exc).__name__}: {exc}"))
             continue
         last = ledger.history(job.id)
         states.append(JobState(job, nxt, last[0] if last else None))

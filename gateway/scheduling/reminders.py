@@ -34,6 +34,7 @@ from gateway.scheduling.jobs import (
     slot_time,
 )
 from gateway.scheduling.scheduler import Scheduler
+from gateway.statefiles import set_aside
 
 REMINDER_GRACE = timedelta(hours=1)
 
@@ -80,6 +81,19 @@ class JobStore:
         if len(kept) != len(jobs):
             self._save(kept)
         return len(kept) != len(jobs)
+
+    def repair(self) -> None:
+        """At start: a file that cannot be read is moved aside (and logged), so the configured
+        jobs still run and new reminders can be made."""
+        try:
+            self.load()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if self.path.exists():
+                set_aside(
+                    self.path,
+                    f"{type(exc).__name__}: {exc}",
+                    "the reminders made in chat are in the old copy",
+                )
 
     def forget(self, job: Job) -> None:
         """For the scheduler: a job that will never run again (a one-shot that ran)."""

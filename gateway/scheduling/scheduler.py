@@ -55,6 +55,11 @@ class Scheduler:
         return list(self._jobs.values())
 
     def add(self, job: Job) -> None:
+        try:
+            job.trigger()  # a hand-edited jobs.json: a bad cron expression or time zone
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("job %s cannot be scheduled (%s); it is left out", job.id, exc)
+            return
         self._jobs[job.id] = job
         if job.id in self._tasks:
             self._tasks.pop(job.id).cancel()

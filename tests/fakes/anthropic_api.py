@@ -27,6 +27,8 @@ class Reply:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     stop_reason: str | None = None
     delay: float = 0.0
+    # Streamed as the tool calls' input instead of their JSON (a model that writes bad JSON).
+    raw_tool_input: str | None = None
 
 
 @dataclass
@@ -297,7 +299,11 @@ class FakeAnthropic:
                         "index": i,
                         "delta": {
                             "type": "input_json_delta",
-                            "partial_json": json.dumps(block["input"]),
+                            "partial_json": (
+                                action.raw_tool_input
+                                if isinstance(action, Reply) and action.raw_tool_input is not None
+                                else json.dumps(block["input"])
+                            ),
                         },
                     },
                 )

@@ -404,7 +404,7 @@ async def test_a_job_that_cannot_be_scheduled_is_named(home: Path, api: FakeAnth
     assert jobs.status == WARN
     assert jobs.message.startswith("2 scheduled; broken cannot be scheduled")
     assert jobs.details[0] == (
-        "broken → telegram:private:42: cannot be scheduled: unknown job kind 'weekly'"
+        "broken → telegram:private:42: cannot be scheduled: ValueError: unknown job kind 'weekly'"
     )
     assert jobs.details[1].startswith("water → telegram:private:42: every 60 minutes; next run")
 

@@ -1,0 +1,36 @@
+"""What to do with a state file that cannot be read: it is never overwritten or deleted.
+
+A file that holds data (the journal, the scheduler's ledger, the chat-made jobs, pairing
+approvals) is moved aside under a name with the time, the reason is logged with what may have
+been lost and where the old copy is, and Corvid goes on with a fresh one. (A derived file, the
+search index, is simply rebuilt: ``agent/memory_index.py``.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def set_aside(path: Path, problem: str, lost: str) -> Path:
+    """Move ``path`` (and SQLite's -wal and -shm beside it) to ``<name>.unreadable-<time>``;
+    log what happened. Returns where the old copy is."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    os.replace(path, aside)
+    for end in ("-wal", "-shm"):
+        extra = Path(f"{path}{end}")
+        if extra.exists():
+            os.replace(extra, Path(f"{aside}{end}"))
+    log.error(
+        "%s could not be read (%s) and was moved aside to %s; %s. Corvid goes on with a new one.",
+        path.name,
+        problem,
+        aside.name,
+        lost,
+    )
+    return aside
