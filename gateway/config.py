@@ -11,6 +11,7 @@ variable is missing for an enabled one.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -282,7 +283,32 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
     config = Config(home=home, missing_env=missing, **values)
     _check_channels(config)
     _check_schedule(config)
-    return config
+    return _fit_compaction(config, resolved.get("compaction"))
+
+
+_COMPACTION_KEYS = ("reserve_tokens", "soft_threshold_tokens", "keep_recent_tokens")
+
+
+def _fit_compaction(config: Config, given: Any) -> Config:
+    """Compaction must be able to free something: what it reserves, its flush margin and what
+    it keeps must fit in the window together. Left at their defaults they are sized to a
+    small window (a local model behind base_url); set by hand, a misfit is an error."""
+    window, c = config.llm.context_window, config.compaction
+    needed = c.reserve_tokens + c.soft_threshold_tokens + c.keep_recent_tokens
+    if needed < window:
+        return config
+    if isinstance(given, dict) and any(k in given for k in _COMPACTION_KEYS):
+        raise ConfigError(
+            "compaction",
+            f"reserve_tokens + soft_threshold_tokens + keep_recent_tokens ({needed:,}) must be "
+            f"less than llm.context_window ({window:,}), or compaction can never free anything",
+        )
+    fitted = CompactionSettings(
+        reserve_tokens=window // 10,
+        soft_threshold_tokens=window // 50,
+        keep_recent_tokens=max(500, window // 10),
+    )
+    return dataclasses.replace(config, compaction=fitted)
 
 
 _HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")

@@ -189,3 +189,18 @@ async def test_a_request_too_large_compacts_retries_once_then_says_why(start_gat
     kinds = [request_kind(r.body) for r in fake_api.message_requests[before:]]
     assert kinds.count("chat") == 2 and "summary" in kinds  # compacted between the tries
     assert chan.texts()[-1].startswith("That was more than the AI service takes in one request")
+
+
+async def test_a_small_window_with_default_compaction_settings_still_compacts(
+    start_gateway, fake_api
+):
+    """A small or local model (6,000 tokens) with compaction left at its defaults: the
+    defaults are sized to the window, so the conversation is compacted instead of growing
+    until the API refuses it."""
+    counts: dict = {}
+    fake_api.brain = long_chat_brain(counts)
+    _gateway, chan = await start_gateway(llm={"context_window": 6000})
+    for i in range(12):
+        await asyncio.wait_for(chan.push(f"part {i} " + "sails " * 150), 10)
+    assert counts.get("summary", 0) >= 1
+    assert chan.texts()[-1] == f"ack {counts['chat']}"

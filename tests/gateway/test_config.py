@@ -208,3 +208,19 @@ def test_yaml_errors_say_where_the_problem_starts_and_what_it_is(tmp_path, text,
     with pytest.raises(ConfigError) as raised:
         load_config(home, {})
     assert str(raised.value).startswith(expected), str(raised.value)
+
+
+def test_compaction_is_sized_to_a_small_window_or_refused_when_set_to_misfit(tmp_path):
+    small = parse_config({"llm": {"context_window": 6000}}, home=tmp_path, environ={})
+    c = small.compaction
+    assert c.reserve_tokens + c.soft_threshold_tokens + c.keep_recent_tokens < 6000
+    assert c.keep_recent_tokens >= 500
+    default = parse_config({}, home=tmp_path, environ={}).compaction
+    assert (default.reserve_tokens, default.keep_recent_tokens) == (20_000, 20_000)
+    with pytest.raises(ConfigError) as raised:
+        parse_config(
+            {"llm": {"context_window": 6000}, "compaction": {"keep_recent_tokens": 5000}},
+            home=tmp_path,
+            environ={},
+        )
+    assert raised.value.key == "compaction" and "llm.context_window (6,000)" in str(raised.value)
