@@ -111,6 +111,7 @@ class Agent:
 
     async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
         state = self.sessions.get(key)
+        state.turn_start = len(state.messages)
         # Messages already in the transcript come from a turn a crash or restart cut short:
         # they are answered now, not recorded again.
         fresh = [m for m in inbound if m.seq is None or m.seq not in state.seqs]
@@ -129,7 +130,15 @@ class Agent:
                 self.store.end_turn(state, TurnEnd.OK, "resumed")
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
+            state.turn_start = _request_start(state.messages)
         return await self.loop(state, self.context(key))
+
+    def withdraw_turn(self, key: SessionKey) -> None:
+        """/stop: the stopped turn's messages leave the conversation, so the request is not
+        asked again with the next message."""
+        state = self.sessions.loaded(key)
+        if state is not None:
+            self.store.withdraw(state, len(state.messages) - state.turn_start)
 
     def record_unanswered(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> None:
         """Keep messages that shutdown left unanswered; the next turn sees them in context."""
@@ -222,6 +231,17 @@ class Agent:
                 block["is_error"] = True
             results.append(block)
         return results
+
+
+def _request_start(messages: list[dict[str, Any]]) -> int:
+    """Where the turn being resumed began: its request, the last user message that is not a
+    tool result."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        blocks = msg["content"] if isinstance(msg["content"], list) else []
+        if msg["role"] == "user" and not any(b.get("type") == "tool_result" for b in blocks):
+            return i
+    return len(messages)
 
 
 def reply_text(content: list[dict[str, Any]]) -> str:

@@ -2,7 +2,8 @@
 
 Line types (field ``t``): ``session`` (header with the system-prompt snapshot), ``msg`` (an API
 message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended), ``flush`` (the
-silent memory flush ran), ``compaction`` (older messages replaced by a summary from here on, with
+silent memory flush ran), ``withdrawn`` (the last messages leave the conversation: a turn
+stopped with /stop), ``compaction`` (older messages replaced by a summary from here on, with
 a fresh snapshot). A line torn by a crash is cut off on load; the file is otherwise never
 rewritten, so the full history stays on disk. ``/new`` archives the file under a timestamped
 name.
@@ -91,6 +92,8 @@ class SessionState:
     # Journal numbers of the inbound messages in this transcript: a turn resumed after a crash
     # must not record them a second time.
     seqs: set[int] = field(default_factory=set)
+    # Where the current turn's messages begin (what /stop withdraws).
+    turn_start: int = 0
 
     @property
     def context_tokens(self) -> int:
@@ -204,6 +207,15 @@ class SessionStore:
         self._write(state.key, entry)
         state.turns += 1
 
+    def withdraw(self, state: SessionState, count: int) -> None:
+        """The last ``count`` messages leave the conversation (a turn stopped with /stop: the
+        person asked for no answer, so the request must not come back with the next one).
+        They stay in the file, above the line that withdraws them."""
+        if count <= 0:
+            return
+        self._write(state.key, {"t": "withdrawn", "ts": self._now(), "count": count})
+        _withdraw(state, count)
+
     def mark_flushed(self, state: SessionState) -> None:
         self._write(state.key, {"t": "flush", "ts": self._now()})
         state.flushed = True
@@ -291,6 +303,8 @@ def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionS
         state.turns += 1
     elif kind == "flush":
         state.flushed = True
+    elif kind == "withdrawn":
+        _withdraw(state, int(entry["count"]))
     elif kind == "compaction":
         _apply_compaction(state, str(entry["summary"]), int(entry["keep"]), str(entry["system"]))
     return state
@@ -326,9 +340,19 @@ def _check_message(msg: Any) -> None:
                 raise ValueError(f"a {block['type']} block without a valid {name}")
 
 
+def _withdraw(state: SessionState, count: int) -> None:
+    del state.messages[max(0, len(state.messages) - count) :]
+    state.added_tokens = sum(estimate_tokens(m["content"]) for m in state.messages)
+    state.last_usage = None
+
+
 def _apply_compaction(state: SessionState, summary: str, keep: int, system: str) -> None:
+    in_turn = len(state.messages) - state.turn_start
     kept = state.messages[len(state.messages) - keep :] if keep else []
     state.messages = [summary_message(summary), *kept]
+    # A compaction in the middle of a turn (the API said the context was too long) keeps the
+    # turn's messages that were not folded into the summary withdrawable by /stop.
+    state.turn_start = max(1, len(state.messages) - in_turn)
     state.system = system
     state.flushed = False
     state.compactions += 1

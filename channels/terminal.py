@@ -1,8 +1,9 @@
 """A local chat in the terminal (``corvid chat``): the private session ``terminal:private:local``.
 
-Interactive on a TTY (a prompt, replies set off by a label); when stdin is a pipe it reads one
-message per line and prints each reply followed by a blank line, so it can be scripted. Each
-message is answered before the next is read.
+Interactive on a TTY (a prompt, replies set off by a label; what is typed while a reply is
+being written is read at once, so /stop works); when stdin is a pipe it reads one message per
+line and prints each reply followed by a blank line, so it can be scripted, each message
+answered before the next is read.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ class TerminalChannel(Channel):
             answered = await self.admit(
                 Arrival(KEY, "local", "you", text, message_id=str(self._counter))
             )
-            if answered is not None:
+            # At a keyboard the next line is read while the reply is written, so /stop can
+            # stop it; from a pipe each message is answered before the next is read.
+            if answered is not None and not self.interactive:
                 await answered
 
 

@@ -231,8 +231,27 @@ async def _serve(config: Config) -> int:
     app = build_app(config, build_channels(config))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    signals = 0
+
+    def on_signal() -> None:
+        # The first asks for a clean stop; during the shutdown grace the second says what is
+        # being waited for, and the third stops the replies still running.
+        nonlocal signals
+        signals += 1
+        stop.set()
+        if signals == 2:
+            turns = app.router.running_turns()
+            print(
+                f"corvid: waiting for {turns} reply(ies) to finish (up to "
+                f"{config.gateway.shutdown_grace:g} s); press Ctrl-C again to stop them now",
+                file=sys.stderr,
+            )
+        elif signals >= 3:
+            print("corvid: stopping the replies still running", file=sys.stderr)
+            app.router.force()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     try:
         await app.start()
     except ChannelStartError as exc:

@@ -63,6 +63,7 @@ class Router:
         self._unanswered = unanswered
         self._workers: dict[SessionKey, _Worker] = {}
         self._closed = False
+        self._forced = asyncio.Event()
 
     def submit(self, msg: InboundMessage, ordered_command: bool = False) -> asyncio.Future[None]:
         """Queue a message; the future resolves when the turn that answers it has finished."""
@@ -169,13 +170,26 @@ class Router:
         except Exception:
             log.exception("%s: could not record %d unanswered message(s)", key, len(msgs))
 
+    def running_turns(self) -> int:
+        return sum(1 for w in self._workers.values() if w.turn is not None)
+
+    def force(self) -> None:
+        """End a ``drain`` now: the turns still running are cancelled (a third Ctrl-C)."""
+        self._forced.set()
+
     async def drain(self, grace: float) -> None:
-        """Stop taking messages, let running turns finish for ``grace`` seconds, cancel the rest."""
+        """Stop taking messages, let running turns finish for ``grace`` seconds (or until
+        ``force``), cancel the rest."""
         self._closed = True
         tasks = [w.task for w in self._workers.values() if w.task is not None]
         if not tasks:
             return
-        _, still = await asyncio.wait(tasks, timeout=grace)
+        finished = asyncio.ensure_future(asyncio.wait(tasks))
+        forced = asyncio.ensure_future(self._forced.wait())
+        await asyncio.wait((finished, forced), timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in (finished, forced):
+            waiter.cancel()
+        still = {t for t in tasks if not t.done()}
         if still:
             # At grace 0 (Ctrl-C in a terminal chat) cancelling is what was asked for.
             log.log(

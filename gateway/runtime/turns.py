@@ -89,6 +89,8 @@ class Turns:
             text, status = exc.user_message(), f"error:{exc.kind}"
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
+            if not self.closing():  # /stop, not a shutdown (which answers after the restart)
+                self.agent.withdraw_turn(key)
             self._forget(batch)
             raise
         except Exception:

@@ -96,3 +96,20 @@ def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch):
     assert store.path(KEY).stat().st_size == size
     store.append_message(state, {"role": "user", "content": "after"})
     assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+
+
+def test_a_withdrawn_turn_stays_on_disk_but_leaves_the_conversation(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    store.append_message(state, {"role": "assistant", "content": "answer"})
+    state.turn_start = len(state.messages)
+    store.append_message(state, {"role": "user", "content": "stopped request"})
+    store.append_message(state, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "x"}}
+    ]})  # fmt: skip
+    store.withdraw(state, len(state.messages) - state.turn_start)
+    assert [m["content"] for m in state.messages] == ["kept", "answer"]
+    again = store.load(KEY)
+    assert again is not None and again.messages == state.messages
+    assert "stopped request" in store.path(KEY).read_text()  # the history keeps it

@@ -162,6 +162,27 @@ async def test_commands(telegram_gateway, fake_telegram, fake_api):
     assert fake_api.message_requests == []
 
 
+async def test_a_stopped_request_is_not_asked_again_with_the_next_message(
+    telegram_gateway, fake_telegram, fake_api
+):
+    never = asyncio.Event()
+
+    async def hang(body):
+        await never.wait()
+
+    await telegram_gateway()
+    fake_api.brain = hang
+    fake_telegram.text("long task please")
+    await fake_api.wait_for_requests(1)
+    fake_telegram.text("/stop")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "Stopped."
+    fake_api.brain = lambda body: Reply("echo: " + json.dumps(body["messages"]))
+    fake_telegram.text("first")
+    sent = await fake_telegram.wait_sent(2)
+    assert "first" in sent[1]["shown"] and "long task please" not in sent[1]["shown"]
+
+
 async def test_refused_html_is_sent_again_as_plain_text(telegram_gateway, fake_telegram, fake_api):
     await telegram_gateway()
     fake_api.enqueue(Reply("Here is **bold** and `code`."))

@@ -139,6 +139,39 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
     assert b"is polling" in err
 
 
+async def test_ctrl_c_twice_says_what_is_awaited_and_three_times_stops_it(tmp_path: Path):
+    never = asyncio.Event()
+
+    async def hang(body):
+        await never.wait()
+
+    api, tg = FakeAnthropic(brain=hang), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config.setdefault("gateway", {})["shutdown_grace"] = 600
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True) as run:
+            await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
+            tg.text("a reply that never ends")
+            await api.wait_for_requests(1)
+            # One signal at a time: the kernel merges a signal sent before the last was taken.
+            run.proc.send_signal(signal.SIGINT)
+            await run.wait_line("shutting down")
+            run.proc.send_signal(signal.SIGINT)
+            await run.wait_line(r"waiting for 1 reply\(ies\) to finish \(up to 600 s\)")
+            run.proc.send_signal(signal.SIGINT)
+            code = await asyncio.wait_for(run.proc.wait(), 30)  # not the 600 s grace
+            await run.wait_line("stopping the replies still running")
+    finally:
+        await tg.close()
+        await api.close()
+    assert code == 0
+
+
 async def test_run_stops_with_a_clear_reason_when_another_instance_polls(tmp_path: Path):
     conflict = TgFault(409, "Conflict: terminated by other getUpdates request")
     async with _corvid_run(tmp_path, faults=(conflict,) * 4) as (proc, _):

@@ -113,10 +113,15 @@ async def test_stop_cancels_the_running_turn_and_the_session_goes_on(start_gatew
     await asyncio.wait_for(chan.push("/stop"), 5)
     assert chan.texts()[-1] == "Nothing is running."
     lines = (home / "state" / "sessions" / f"{PRIVATE}.jsonl").read_text().splitlines()
-    assert json.loads(lines[-1]) == {**json.loads(lines[-1]), "t": "turn", "status": "cancelled"}
+    ended, withdrawn = (json.loads(line) for line in lines[-2:])
+    assert (ended["t"], ended["status"]) == ("turn", "cancelled")
+    assert (withdrawn["t"], withdrawn["count"]) == ("withdrawn", 1)  # the stopped request
     fake_api.brain = lambda body: Reply("here again")
     await asyncio.wait_for(chan.push("hello?"), 5)
     assert chan.texts()[-1] == "here again"
+    # The stopped request is not asked again with the next message.
+    sent = json.dumps(fake_api.message_requests[-1].body["messages"])
+    assert "write me an essay" not in sent and "hello?" in sent
 
 
 async def test_over_long_message_is_refused_without_a_model_call(start_gateway, fake_api):
