@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingStore
-from gateway.events import Attachment, SessionKey, guest_of, parse_command
+from gateway.events import Attachment, SessionKey, guest_of, parse_command, scrub
 from gateway.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,11 @@ class Arrival:
     # Downloads the message's files; called only once the message is let through, with the
     # key of the session it goes to (which decides where files are kept).
     fetch: Callable[[SessionKey], Awaitable[Fetched]] | None = None
+
+    def __post_init__(self) -> None:
+        # Platforms' JSON can carry a lone surrogate, which no file or database takes.
+        object.__setattr__(self, "text", scrub(self.text))
+        object.__setattr__(self, "sender_name", scrub(self.sender_name))
 
 
 class Action(enum.Enum):

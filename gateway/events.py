@@ -9,6 +9,7 @@ else, so whether a session is private is decided in one place.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -232,6 +233,28 @@ class OutboundMessage:
     text: str
     reply_to: str | None = None
     ident: str | None = None
+
+    def __post_init__(self) -> None:
+        # No platform accepts a lone surrogate (a model can emit one as a JSON escape).
+        object.__setattr__(self, "text", scrub(self.text))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Letters that show as nothing (fillers); other invisible characters are found by category.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def scrub(text: str) -> str:
+    """``text`` with lone surrogates (which no encoder or platform takes) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def blank(text: str) -> bool:
+    """Would a reader see nothing: only whitespace, zero-width and other format characters?"""
+    return all(
+        ch.isspace() or ch in _BLANK_LETTERS or unicodedata.category(ch) in ("Cc", "Cf", "Zs")
+        for ch in text
+    )
 
 
 # The chat commands every channel offers (name, short description), e.g. for a platform's

@@ -1,21 +1,25 @@
 """Replies on Discord: Discord renders Markdown itself, so a reply is only split under its
 2000-character limit, without breaking code blocks. Every piece is sent with mentions disabled,
 so nothing the model writes can ping @everyone, a role or a user, and carries a nonce stable
-across restarts, so a send cut off by a crash can be repeated without posting twice.
+across restarts, so a send cut off by a crash can be repeated without posting twice. A piece
+Discord refuses is replaced by a short notice, and the rest of the reply still goes out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.markdown import split_markdown
-from gateway.events import OutboundMessage, SessionKey
+from gateway.events import OutboundMessage, SessionKey, blank
 
 log = logging.getLogger(__name__)
 
 TEXT_LIMIT = 2000
+LONG = 20_000  # characters: replies longer than this are split off the event loop
+UNSENDABLE = "(Discord refused part of this reply, so it is left out here.)"
 
 
 async def send(
@@ -27,7 +31,12 @@ async def send(
     its channel (``resolve``), replying to the message it answers."""
     import discord
 
-    pieces = split_markdown(msg.text, TEXT_LIMIT) or [msg.text.strip() or "…"]
+    # A very long reply takes a while to parse: not on the loop every chat shares.
+    if len(msg.text) > LONG:
+        split = await asyncio.to_thread(split_markdown, msg.text, TEXT_LIMIT)
+    else:
+        split = split_markdown(msg.text, TEXT_LIMIT)
+    pieces = [p for p in split if not blank(p)] or ["…"]
     total = len(pieces)
     none = discord.AllowedMentions.none()
     if interaction is not None:
@@ -50,8 +59,12 @@ async def send(
     for number, piece in enumerate(pieces, first):
         # Discord returns the existing message for a nonce it has seen (enforce_nonce).
         nonce = f"{msg.ident}.{number}" if msg.ident else None
-        if nonce is None:
-            await channel.send(piece, reference=ref, allowed_mentions=none)
-        else:
-            await channel.send(piece, reference=ref, allowed_mentions=none, nonce=nonce)
+        extra: dict[str, Any] = {"nonce": nonce} if nonce is not None else {}
+        try:
+            await channel.send(piece, reference=ref, allowed_mentions=none, **extra)
+        except discord.HTTPException as exc:
+            if exc.status != 400:
+                raise
+            log.warning("%s: Discord refused a piece (%s); sending a notice instead", msg.key, exc)
+            await channel.send(UNSENDABLE, reference=ref, allowed_mentions=none, **extra)
         ref = None  # only the first piece points at the message it answers

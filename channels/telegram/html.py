@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from functools import cache
 from typing import TYPE_CHECKING
 
+from channels.markdown import parse, too_deep
+
 if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 MAX_INDENT_LEVELS = 3
@@ -23,13 +23,8 @@ MAX_INDENT_LEVELS = 3
 _SAFE_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _LANG = re.compile(r"^[A-Za-z0-9_+#.-]{1,32}$")
 _INLINE_TAGS = {"strong": "b", "em": "i", "s": "s"}
-
-
-@cache
-def _parser() -> MarkdownIt:
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+# Escapes that are LaTeX rather than Markdown (``\(x\)``, ``\{``): shown with their backslash.
+_KEPT_ESCAPES = frozenset({"\\(", "\\)", "\\{", "\\}"})
 
 
 def _esc(text: str) -> str:
@@ -67,7 +62,7 @@ class _HTMLWriter:
             self.request("\n\n")
         elif t in ("bullet_list_open", "ordered_list_open"):
             self.request("\n")
-            start = int(tok.attrs.get("start", 1) or 1) if t == "ordered_list_open" else None
+            start = int(tok.attrs.get("start", 1)) if t == "ordered_list_open" else None
             self.lists.append([start])
         elif t in ("bullet_list_close", "ordered_list_close"):
             self.lists.pop()
@@ -162,8 +157,13 @@ class _HTMLWriter:
                 return
 
     def code(self, content: str) -> None:
-        # Telegram's code entities cannot sit inside bold, italic or links: step out, and back in
-        # only if more text follows.
+        if any(n == "a" for n, _ in self.inline):
+            # Telegram's links cannot hold code: inside link text it is shown as text, so the
+            # link keeps its target.
+            self.text(_esc(content))
+            return
+        # Telegram's code entities cannot sit inside bold or italic: step out, and back in only
+        # if more text follows.
         self.close_all()
         self.suspended = bool(self.inline)
         self.emit(f"<code>{_esc(content)}</code>")
@@ -177,6 +177,9 @@ class _HTMLWriter:
             if t == "text":
                 if tok.content:
                     self.text(_esc(tok.content))
+            elif t == "text_special":  # an escape or an entity
+                kept = tok.info == "escape" and tok.markup in _KEPT_ESCAPES
+                self.text(_esc(tok.markup if kept else tok.content))
             elif t in ("softbreak", "hardbreak"):
                 self.text("\n")
             elif t == "code_inline":
@@ -200,7 +203,7 @@ class _HTMLWriter:
                 elif shown:
                     self.text(_esc(f" ({shown})"))
             elif t == "image":
-                alt = tok.content or "image"
+                alt = "".join(c.content for c in tok.children or ()) or "image"
                 src = str(tok.attrs.get("src", ""))
                 if src.startswith(_SAFE_SCHEMES) and not any(n == "a" for n, _ in self.inline):
                     self.text(f'<a href="{html.escape(src, quote=True)}">{_esc(alt)}</a>')
@@ -229,8 +232,12 @@ class _HTMLWriter:
 
 
 def to_telegram_html(markdown: str) -> str:
-    """Render Markdown as Telegram's HTML subset; ``<``, ``>`` and ``&`` always escaped."""
-    return _HTMLWriter().render(_parser().parse(markdown))
+    """Render Markdown as Telegram's HTML subset; ``<``, ``>`` and ``&`` always escaped.
+    Text nested deeper than the parser follows is sent as it was written, not cut short."""
+    tokens = parse(markdown)
+    if too_deep(tokens):
+        return _esc(markdown.strip("\n"))
+    return _HTMLWriter().render(tokens)
 
 
 _TAG = re.compile(r"<[^>]*>")

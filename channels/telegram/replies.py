@@ -1,18 +1,21 @@
 """Replies on Telegram: the model's Markdown split under Telegram's limit and rendered as
-Telegram HTML; if Telegram refuses a piece's HTML, the same piece goes out as plain text. In
-groups the first piece quotes the message it answers; in forum topics replies stay in the topic.
+Telegram HTML. If Telegram refuses a piece's HTML, the same piece goes out as plain text; if it
+refuses that too, a short notice takes its place, and the pieces after it are sent all the
+same. In groups the first piece quotes the message it answers; in forum topics replies stay in
+the topic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from channels.markdown import split_markdown, utf16_len
 from channels.telegram.api import call
 from channels.telegram.html import to_telegram_html, visible_text
-from gateway.events import OutboundMessage, Scope, SessionKey
+from gateway.events import OutboundMessage, Scope, SessionKey, blank
 from gateway.ports import Clock
 
 if TYPE_CHECKING:
@@ -24,6 +27,10 @@ TEXT_LIMIT = 4096
 # Pieces are cut a little under the limit: rendering can add a character here and there.
 SPLIT_AT = 4000
 TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 seconds per action
+LONG = 20_000  # characters: replies longer than this are split off the event loop
+UNSENDABLE = "(Telegram refused part of this reply, so it is left out here.)"
+# What Telegram says when it refuses a message for its text, not for where it was going.
+_TEXT_REFUSALS = ("parse entities", "text is empty", "too long", "utf-8", "text must be")
 
 
 def target(key: SessionKey) -> tuple[int, int | None]:
@@ -34,7 +41,9 @@ def target(key: SessionKey) -> tuple[int, int | None]:
 async def send(bot: Bot, msg: OutboundMessage, clock: Clock, backoff: float) -> None:
     chat_id, thread = target(msg.key)
     quote = int(msg.reply_to) if msg.reply_to and msg.key.scope is Scope.GROUP else None
-    for piece, html in pieces(msg.text):
+    # A very long reply takes a while to parse: not on the loop every chat shares.
+    cut = await asyncio.to_thread(pieces, msg.text) if len(msg.text) > LONG else pieces(msg.text)
+    for piece, html in cut:
         await _send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff)
         quote = None  # only the first piece quotes the message it answers
 
@@ -48,37 +57,42 @@ async def _send_piece(
     clock: Clock,
     backoff: float,
 ) -> None:
+    """The piece as HTML, else as plain text, else a notice in its place: a refused piece
+    never stops the rest of the reply."""
     from telegram import ReplyParameters
     from telegram.constants import ParseMode
     from telegram.error import BadRequest
 
     chat_id, thread = where
     reply = ReplyParameters(quote, allow_sending_without_reply=True) if quote else None
-    if html is not None:
+    attempts: list[tuple[str, str | None]] = [(html, ParseMode.HTML)] if html is not None else []
+    attempts += [(piece, None), (UNSENDABLE, None)]
+    for number, (text, mode) in enumerate(attempts, 1):
         try:
-            await call(
-                lambda: bot.send_message(
-                    chat_id,
-                    html,
-                    parse_mode=ParseMode.HTML,
-                    reply_parameters=reply,
-                    message_thread_id=thread,
-                ),
-                clock,
-                backoff,
+            send = partial(
+                bot.send_message,
+                chat_id,
+                text,
+                parse_mode=mode,
+                reply_parameters=reply,
+                message_thread_id=thread,
             )
+            await call(send, clock, backoff)
             return
         except BadRequest as exc:
-            if "parse entities" not in str(exc).lower():
+            if number == len(attempts) or not _refused_text(exc):
                 raise
             log.warning(
-                "telegram:%s: Telegram refused the HTML (%s); sending plain text", chat_id, exc
+                "telegram:%s: Telegram refused a piece as %s (%s); trying %s",
+                chat_id,
+                "HTML" if mode else "text",
+                exc,
+                "plain text" if attempts[number][0] == piece else "a notice",
             )
-    await call(
-        lambda: bot.send_message(chat_id, piece, reply_parameters=reply, message_thread_id=thread),
-        clock,
-        backoff,
-    )
+
+
+def _refused_text(exc: Exception) -> bool:
+    return any(part in str(exc).lower() for part in _TEXT_REFUSALS)
 
 
 async def keep_typing(bot: Bot, key: SessionKey) -> None:
@@ -101,21 +115,22 @@ def pieces(text: str) -> list[tuple[str, str | None]]:
     """(Markdown, its Telegram HTML) pieces that fit Telegram's limit; the HTML is None when
     the piece is best sent as plain text."""
     out: list[tuple[str, str | None]] = []
-    for piece in split_markdown(text, SPLIT_AT):
-        _fit(piece, SPLIT_AT, out)
+    for piece in split_markdown(text, SPLIT_AT, carry_references=True):
+        if not blank(piece):  # Telegram refuses a message that shows nothing
+            _fit(piece, SPLIT_AT, out)
     return out
 
 
 def _fit(piece: str, limit: int, out: list[tuple[str, str | None]]) -> None:
     html = to_telegram_html(piece)
     shown = visible_text(html)
-    if not shown.strip():
+    if blank(shown):
         # Renders to nothing (only link definitions, an empty quote): the source is the text.
         out.append((piece, None))
     elif utf16_len(shown) <= TEXT_LIMIT:
         out.append((piece, html))
     elif limit >= 400:  # rendering made it longer (deeply nested lists): cut it finer
-        for sub in split_markdown(piece, limit // 2):
+        for sub in split_markdown(piece, limit // 2, carry_references=True):
             _fit(sub, limit // 2, out)
     else:  # the source itself is short enough
         out.append((piece, None))

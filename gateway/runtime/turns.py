@@ -11,7 +11,7 @@ from agent.loop import Agent, TurnOutcome
 from agent.transcript import Usage
 from channels.base import Channel
 from gateway.errors import LLMError
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.events import InboundMessage, OutboundMessage, SessionKey, blank
 from gateway.logcontext import turn_scope
 from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommand
@@ -100,8 +100,9 @@ class Turns:
         if text.strip() == NO_REPLY:
             status += ":no-reply"
         else:
-            if not text.strip():
-                # The person would hear nothing and not know why.
+            if blank(text):
+                # The person would hear nothing and not know why (an answer of only spaces or
+                # zero-width characters shows as nothing, or is refused by the platform).
                 log.warning("%s: the model answered with nothing; saying so", key)
                 text, status = BLANK_ANSWER, status + ":blank"
             out = OutboundMessage(key, text, reply_to=batch[-1].message_id)

@@ -635,6 +635,8 @@ class FakeDiscord(Observed):
         self, body: dict[str, Any], files: list[dict[str, Any]]
     ) -> web.Response | None:
         content = body.get("content")
+        if content is not None and any(0xD800 <= ord(ch) <= 0xDFFF for ch in str(content)):
+            return _form_error("content", "STRING_TYPE_INVALID", "Invalid UTF-8 string.")
         if content is not None and len(str(content)) > MAX_CONTENT:
             return _form_error(
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
@@ -974,6 +976,8 @@ class FakeDiscord(Observed):
             return _error(403, "Cannot edit a message authored by another user", 50005)
         body: dict[str, Any] = request[_BODY] or {}
         content = body.get("content")
+        if content is not None and any(0xD800 <= ord(ch) <= 0xDFFF for ch in str(content)):
+            return _form_error("content", "STRING_TYPE_INVALID", "Invalid UTF-8 string.")
         if content is not None and len(str(content)) > MAX_CONTENT:
             return _form_error(
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
@@ -1118,6 +1122,8 @@ class FakeDiscord(Observed):
             return _no_content()
         body: dict[str, Any] = request[_BODY] or {}
         content = body.get("content")
+        if content is not None and any(0xD800 <= ord(ch) <= 0xDFFF for ch in str(content)):
+            return _form_error("content", "STRING_TYPE_INVALID", "Invalid UTF-8 string.")
         if content is not None and len(str(content)) > MAX_CONTENT:
             return _form_error(
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."

@@ -15,6 +15,7 @@ import itertools
 import json
 import re
 import time
+import unicodedata
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,8 +327,11 @@ class FakeTelegram(Observed):
             problem = check_telegram_html(text)
             if problem is not None:
                 return _error(400, f"Bad Request: can't parse entities: {problem}")
+        if re.search("[\ud800-\udfff]", text):
+            return _error(400, "Bad Request: text must be encoded in UTF-8")
         shown = visible(text, mode)
-        if not shown.strip():
+        if all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in shown):
+            # Zero-width characters alone count as empty, as they do on Telegram.
             return _error(400, "Bad Request: message text is empty")
         if utf16(shown) > 4096:
             return _error(400, "Bad Request: message is too long")

@@ -168,6 +168,40 @@ async def test_a_6000_character_reply_is_split_cleanly(discord_gateway, fake_dis
     assert [bool(s.get("message_reference")) for s in fake_discord.sent].count(True) == 1
 
 
+async def test_a_ten_kilobyte_code_line_is_a_handful_of_messages(
+    discord_gateway, fake_discord, fake_api
+):
+    await discord_gateway()
+    line = "".join(f"{i:04d};" for i in range(2000))  # 10,000 characters, no newline
+    fake_api.enqueue(Reply("```js\n" + line + "\n```"))
+    fake_discord.message("one long line", guild=False)
+    await fake_discord.wait_for(lambda: "1999;" in "".join(s["content"] for s in fake_discord.sent))
+    assert len(fake_discord.sent) <= 6
+    bodies = [s["content"] for s in fake_discord.sent]
+    assert all(b.startswith("```js\n") and b.endswith("\n```") for b in bodies)
+    assert "".join(b[len("```js\n") : -len("\n```")].replace("\n", "") for b in bodies) == line
+
+
+async def test_a_refused_piece_becomes_a_notice_and_a_lone_surrogate_is_replaced(
+    discord_gateway, fake_discord, fake_api
+):
+    from channels.discord.replies import UNSENDABLE
+    from tests.fakes.discord_api import Fault, dm_channel_id
+
+    await discord_gateway()
+    fake_api.enqueue(Reply("half an emoji: \ud83d " + "and more words. " * 150 + "\n\nThe end."))
+    path = f"/channels/{dm_channel_id(OWNER_ID)}/messages"
+    fake_discord.fail("POST", path, Fault(400, {"message": "Cannot send", "code": 50006}))
+    fake_discord.message("hi", guild=False)
+    sent = await fake_discord.wait_sent(2)
+    assert sent[0]["content"] == UNSENDABLE
+    assert sent[1]["content"].endswith("The end.")
+    fake_api.enqueue(Reply("half an emoji: \ud83d and on"))
+    fake_discord.message("again", guild=False)
+    sent = await fake_discord.wait_sent(3)
+    assert sent[2]["content"] == "half an emoji: \ufffd and on"
+
+
 async def test_everyone_in_the_model_text_pings_nobody(discord_gateway, fake_discord, fake_api):
     await discord_gateway()
     fake_api.enqueue(Reply(f"Hey @everyone and @here, <@&{ROLE_ID}> and <@{OWNER_ID}>!"))

@@ -198,6 +198,68 @@ async def test_refused_html_is_sent_again_as_plain_text(telegram_gateway, fake_t
     assert sent[0]["text"] == "Here is **bold** and `code`."
 
 
+async def test_a_piece_refused_even_as_text_becomes_a_notice_and_the_rest_is_sent(
+    telegram_gateway, fake_telegram, fake_api
+):
+    from channels.telegram.replies import UNSENDABLE
+
+    await telegram_gateway()
+    fake_api.enqueue(Reply("First part. " * 400 + "\n\nSecond part, which must arrive."))
+    refused = Fault(400, "Bad Request: message text is empty")
+    fake_telegram.fail("sendMessage", refused, refused)
+    fake_telegram.text("two parts please")
+    sent = await fake_telegram.wait_sent(2)
+    assert sent[0]["shown"] == UNSENDABLE
+    assert sent[1]["shown"].endswith("Second part, which must arrive.")
+
+
+async def test_a_lone_surrogate_from_the_model_is_replaced_not_fatal(
+    telegram_gateway, fake_telegram, fake_api, home
+):
+    await telegram_gateway()
+    fake_api.enqueue(Reply("half an emoji: \ud83d and on"))
+    fake_telegram.text("hi")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "half an emoji: \ufffd and on"
+    transcript = (home / "state" / "sessions" / "telegram:private:42.jsonl").read_text()
+    assert "half an emoji: \ufffd and on" in transcript
+
+
+async def test_a_reply_of_only_zero_width_characters_is_said_to_be_empty(
+    telegram_gateway, fake_telegram, fake_api
+):
+    from gateway.runtime.turns import BLANK_ANSWER
+
+    await telegram_gateway()
+    fake_api.enqueue(Reply("\u200b\u200d\ufeff"))
+    fake_telegram.text("say nothing")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == BLANK_ANSWER
+
+
+async def test_a_six_kilobyte_code_line_goes_out_in_two_pieces(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    line = "".join(f"{i:05d}," for i in range(1000))  # 6,000 characters, no newline
+    fake_api.enqueue(Reply("```\n" + line + "\n```"))
+    fake_telegram.text("one long line")
+    await fake_telegram.wait_for(
+        lambda: "".join(s["shown"] for s in fake_telegram.sent).count("00999,") == 1
+    )
+    assert len(fake_telegram.sent) == 2
+    assert all("<pre>" in s["text"] for s in fake_telegram.sent)
+    assert "".join(s["shown"] for s in fake_telegram.sent).replace("\n", "") == line
+
+
+async def test_a_link_with_code_text_keeps_its_target(telegram_gateway, fake_telegram, fake_api):
+    await telegram_gateway()
+    fake_api.enqueue(Reply("Try [`httpx`](https://www.python-httpx.org)."))
+    fake_telegram.text("which library?")
+    sent = await fake_telegram.wait_sent(1)
+    assert '<a href="https://www.python-httpx.org">httpx</a>' in sent[0]["text"]
+
+
 async def test_a_ten_thousand_character_reply_with_code_is_split_cleanly(
     telegram_gateway, fake_telegram, fake_api
 ):

@@ -56,6 +56,30 @@ def test_output_is_always_html_telegram_accepts(md):
     assert check_telegram_html(out) is None, out
 
 
+def test_a_link_whose_text_is_code_keeps_its_target():
+    out = to_telegram_html(
+        "Use [`httpx`](https://www.python-httpx.org) or **[`a` b](https://b.example)**"
+    )
+    assert '<a href="https://www.python-httpx.org">httpx</a>' in out
+    assert '<b><a href="https://b.example">a b</a></b>' in out
+    assert check_telegram_html(out) is None
+
+
+def test_deep_lists_zero_starts_image_alts_and_latex_escapes():
+    deep = "\n".join("  " * i + f"- level {i}" for i in range(12))
+    assert all(f"level {i}" in to_telegram_html(deep) for i in range(12))
+    deeper = "\n".join("  " * i + f"- level {i}" for i in range(150))
+    assert visible_text(to_telegram_html(deeper)).count("level") == 150  # shown as written
+    assert to_telegram_html("0. zero\n1. one") == "0. zero\n1. one"
+    assert to_telegram_html("![a *tiny* `cat`](https://c.example/cat.png)") == (
+        '<a href="https://c.example/cat.png">a tiny cat</a>'
+    )
+    assert (
+        to_telegram_html(r"\(x^2\) and \{a\} but \*not bold\*")
+        == r"\(x^2\) and \{a\} but *not bold*"
+    )
+
+
 def test_unsafe_link_schemes_are_not_links():
     out = to_telegram_html("[x](ftp://files.example/a)")
     assert "<a" not in out

@@ -1,0 +1,106 @@
+"""Messages between the transcript and the Messages API: a stored history made valid to send
+(whatever a crash or cancellation left behind), and the model's content blocks made plain
+dicts fit to store and send back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.events import scrub
+
+
+def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make a stored history valid for the API, whatever a crash or cancellation left behind.
+
+    Blank text blocks are dropped (the API refuses them, and models do emit them); consecutive
+    messages of one role are merged (a turn that failed leaves a user message with no answer);
+    a tool_use without a result gets an error result; an orphaned tool_result is dropped. The
+    stored transcript itself is never changed.
+    """
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        content = [b for b in _blocks(msg["content"]) if not _blank(b)]
+        if not content and msg["role"] == "assistant":
+            continue
+        if out and out[-1]["role"] == msg["role"]:
+            out[-1] = {"role": msg["role"], "content": out[-1]["content"] + content}
+        else:
+            out.append({"role": msg["role"], "content": content})
+    fixed: list[dict[str, Any]] = []
+    for i, msg in enumerate(out):
+        if msg["role"] == "user":
+            prev = fixed[-1] if fixed else None
+            wanted = _tool_use_ids(prev) if prev and prev["role"] == "assistant" else []
+            results = [b for b in msg["content"] if b.get("type") == "tool_result"]
+            others = [b for b in msg["content"] if b.get("type") != "tool_result"]
+            have = {b["tool_use_id"] for b in results}
+            results = [b for b in results if b["tool_use_id"] in wanted]
+            results += [_interrupted(tid) for tid in wanted if tid not in have]
+            content = results + others
+            if not content:
+                content = [{"type": "text", "text": "(no content)"}]
+            fixed.append({"role": "user", "content": content})
+        else:
+            if not fixed:
+                fixed.append({"role": "user", "content": [{"type": "text", "text": "(start)"}]})
+            fixed.append(msg)
+            nxt = out[i + 1] if i + 1 < len(out) else None
+            if nxt is None and _tool_use_ids(msg):
+                fixed.append(
+                    {"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]}
+                )
+    return fixed
+
+
+def _blank(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _tool_use_ids(msg: dict[str, Any]) -> list[str]:
+    return [b["id"] for b in msg["content"] if b.get("type") == "tool_use"]
+
+
+def _interrupted(tool_use_id: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "is_error": True,
+        "content": "Interrupted before this tool finished; no result.",
+    }
+
+
+def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
+    """SDK content blocks to plain dicts holding only what the API accepts back as input."""
+    out: list[dict[str, Any]] = []
+    for b in blocks:
+        kind = b.type
+        if kind == "text":
+            if b.text.strip():  # the API refuses blank text blocks when they are sent back
+                out.append({"type": "text", "text": b.text})
+        elif kind == "tool_use":
+            out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+        elif kind == "thinking":
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif kind == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": b.data})
+        else:
+            out.append(b.model_dump(mode="json", exclude_none=True))
+    return [_scrubbed(block) for block in out]
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` with lone surrogates replaced in every string: the model can send one as a
+    JSON escape, and neither the transcript's UTF-8 nor any platform takes it."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
