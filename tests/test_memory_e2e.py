@@ -120,6 +120,102 @@ async def test_long_conversation_flushes_once_then_compacts(start_gateway, fake_
     assert "message 0: " not in json.dumps(reloaded.messages)
 
 
+async def test_one_message_past_the_hard_limit_is_still_flushed_before_compaction(
+    start_gateway, fake_api, home
+):
+    counts: dict = {}
+    fake_api.brain = long_chat_brain(counts)
+    _gateway, chan = await start_gateway(
+        llm={"context_window": 9000},
+        compaction={
+            "reserve_tokens": 2000,
+            "soft_threshold_tokens": 1500,
+            "keep_recent_tokens": 1200,
+        },
+    )  # soft limit 5,500 tokens, hard limit 7,000
+    await asyncio.wait_for(chan.push("a short hello"), 10)
+    # From far below the soft limit to past the hard one in a single message.
+    await asyncio.wait_for(chan.push("a long one: " + "sailing " * 3500), 10)
+    kinds = [request_kind(r.body) for r in fake_api.message_requests]
+    assert kinds == ["chat", "chat", "flush", "flush", "summary"]
+    [log] = (home / "workspace" / "memory").glob("*.md")
+    assert "FLUSHED-FACT: loves sailing" in log.read_text()
+
+
+async def test_a_flush_survives_a_restart_and_is_not_run_again_in_its_cycle(
+    start_gateway, fake_api, home
+):
+    counts: dict = {}
+    fake_api.brain = long_chat_brain(counts)
+    settings = {
+        "llm": {"context_window": 9000},
+        "compaction": {
+            "reserve_tokens": 2000,
+            "soft_threshold_tokens": 1500,
+            "keep_recent_tokens": 1200,
+        },
+    }  # soft limit 5,500 tokens, hard limit 7,000
+    gateway, chan = await start_gateway(**settings)
+    sent = 0
+    while not counts.get("flush") and sent < 10:
+        await asyncio.wait_for(chan.push(f"message {sent}: " + "sailing " * 450), 10)
+        sent += 1
+    assert counts.get("flush") == 2 and not counts.get("summary")
+    await gateway.stop()
+    _gateway, chan = await start_gateway(**settings)
+    await asyncio.wait_for(chan.push("one more, short"), 10)
+    assert chan.texts()[-1].startswith("ack")
+    assert counts.get("flush") == 2 and not counts.get("summary")  # no second flush
+
+
+async def test_a_long_daily_log_in_the_prompt_keeps_its_newest_entries(fake_api, home):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+    from tests.fakes.clock import FakeClock
+
+    now = datetime(2026, 3, 12, 20, 30, tzinfo=ZoneInfo("Europe/Berlin"))
+    entries = "".join(f"## {h:02d}:00\n\nENTRY-{h:02d} " + "x" * 400 + "\n\n" for h in range(20))
+    (home / "workspace" / "memory" / "2026-03-12.md").write_text("# 2026-03-12\n\n" + entries)
+    config = make_config(home, fake_api.base_url, memory={"daily_log_max_chars": 2000})
+    channel = RecordingChannel()
+    app = build_app(config, [channel], clock=FakeClock(now))
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("what did I do today?"), 10)
+    finally:
+        await app.stop()
+    system = fake_api.message_requests[0].body["system"][0]["text"]
+    assert "ENTRY-19" in system and "ENTRY-18" in system  # the newest
+    assert "ENTRY-00" not in system and "ENTRY-05" not in system  # the oldest, left out
+    assert 'memory_get(path="memory/2026-03-12.md"' in system  # and how to read them
+
+
+async def test_a_note_at_2330_utc_lands_in_the_next_berlin_day_at_0030(fake_api, home):
+    from datetime import UTC, datetime
+
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+    from tests.fakes.clock import FakeClock
+
+    fake_api.enqueue(
+        Reply(tool_calls=[("memory_append", {"text": "Locked the bike"})]), Reply("Noted.")
+    )
+    config = make_config(home, fake_api.base_url)  # timezone: Europe/Berlin
+    channel = RecordingChannel()
+    app = build_app(config, [channel], clock=FakeClock(datetime(2026, 11, 21, 23, 30, tzinfo=UTC)))
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("note that I locked the bike"), 10)
+    finally:
+        await app.stop()
+    logs = home / "workspace" / "memory"
+    assert not (logs / "2026-11-21.md").exists()
+    assert (logs / "2026-11-22.md").read_text() == "# 2026-11-22\n\n## 00:30\n\nLocked the bike\n\n"
+
+
 async def test_context_overflow_from_the_api_compacts_and_retries_once(start_gateway, fake_api):
     counts: dict = {}
     brain = long_chat_brain(counts)

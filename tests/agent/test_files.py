@@ -213,3 +213,51 @@ async def test_a_fifo_is_refused_rather_than_blocking_the_process(ws):
     assert result.is_error and "not a regular file" in result.text
     result = await call(ws, "edit_file", path="pipe.md", old_text="a", new_text="b")
     assert result.is_error and "not a regular file" in result.text
+
+
+@pytest.mark.parametrize("sibling", ["workspace-old", "workspace2", "workspace.bak"])
+async def test_a_link_to_a_sibling_named_like_the_workspace_is_outside(ws, sibling):
+    # The inside-the-workspace check compares path parts, not strings: "<ws>-old" starts with
+    # "<ws>" as a string and is still outside.
+    other = ws.parent / sibling
+    other.mkdir()
+    (other / "secret.md").write_text("sibling secret")
+    (ws / "notes" / "old").symlink_to(other, target_is_directory=True)
+    for name, args in [
+        ("read_file", {"path": "notes/old/secret.md"}),
+        ("write_file", {"path": "notes/old/new.md", "content": "x"}),
+        ("edit_file", {"path": "notes/old/secret.md", "old_text": "sibling", "new_text": "x"}),
+        ("list_files", {"path": "notes/old"}),
+    ]:
+        result = await call(ws, name, **args)
+        assert result.is_error, (name, result.text)
+        assert "sibling secret" not in result.text
+    assert sorted(p.name for p in other.iterdir()) == ["secret.md"]
+    assert (other / "secret.md").read_text() == "sibling secret"
+
+
+async def test_state_is_unreachable_from_every_file_tool(ws):
+    state = ws.parent / "state"
+    state.mkdir()
+    (state / "pairing.json").write_text('{"secret": "state canary"}')
+    (ws / "st").symlink_to(state, target_is_directory=True)
+    attempts = [
+        ("read_file", {"path": "../state/pairing.json"}),
+        ("read_file", {"path": str(state / "pairing.json")}),
+        ("read_file", {"path": "st/pairing.json"}),
+        ("write_file", {"path": "st/pairing.json", "content": "{}"}),
+        ("write_file", {"path": "../state/new.json", "content": "{}"}),
+        ("edit_file", {"path": "st/pairing.json", "old_text": "state", "new_text": "x"}),
+        ("list_files", {"path": "st"}),
+        ("list_files", {"path": "../state"}),
+    ]
+    for name, args in attempts:
+        result = await call(ws, name, **args)
+        assert result.is_error, (name, args)
+        assert "state canary" not in result.text
+        if not args["path"].startswith("/"):  # no host path the model did not give itself
+            assert str(state) not in result.text
+    listing = await call(ws, "list_files", path=".", recursive=True)
+    assert "pairing.json" not in listing.text
+    assert (state / "pairing.json").read_text() == '{"secret": "state canary"}'
+    assert sorted(p.name for p in state.iterdir()) == ["pairing.json"]

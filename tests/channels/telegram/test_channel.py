@@ -115,6 +115,22 @@ async def test_group_without_mention_is_silent_but_kept_as_context(
     assert len(fake_telegram.sent) == 1
 
 
+async def test_a_mention_of_someone_else_in_a_group_is_context_not_a_question(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    group = {"chat": TG_GROUP, "chat_type": "supergroup"}
+    fake_telegram.text("@alice what do you think?", user=5, first_name="Bob", **group)
+    fake_telegram.text(f"@{BOT_USERNAME} and what do you think?", user=6, first_name="Cy", **group)
+    sent = await fake_telegram.wait_sent(1)
+    # The first reply answers Cy (a turn for Bob's message would have come first, in order).
+    assert sent[0]["shown"].endswith("and what do you think?")
+    # One turn, for the message addressed to the bot; Bob's question to Alice came with it.
+    assert len(fake_api.message_requests) == 1
+    assert "Bob: @alice what do you think?" in last_user_text(fake_api.message_requests[0].body)
+    assert len(fake_telegram.sent) == 1
+
+
 async def test_reply_to_the_bot_in_a_group_is_answered_with_a_quote(
     telegram_gateway, fake_telegram
 ):
