@@ -179,6 +179,17 @@ class Channel(ABC):
         return task
 
     @final
+    def taking_in(self) -> bool:
+        """Are messages still being taken in (downloaded, checked, passed on)?"""
+        return bool(self._lane_tasks)
+
+    @final
+    async def settled(self) -> None:
+        """Return once every message taken in so far has been handled (passed on or not)."""
+        while self._lane_tasks:
+            await asyncio.wait(list(self._lane_tasks))
+
+    @final
     async def cancel_pending(self) -> None:
         """Cancel messages still being taken in (on stop)."""
         for task in list(self._lane_tasks):

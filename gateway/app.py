@@ -99,6 +99,15 @@ class App:
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
         return self.gateway.delivery.undelivered(limit)
 
+    async def idle(self) -> None:
+        """Return once nothing is in progress: every message taken in by a channel has been
+        handled, and no session has a turn running or a message waiting."""
+        channels = list(self.gateway.channels.values())
+        while any(c.taking_in() for c in channels) or self.router.active_sessions():
+            for channel in channels:
+                await channel.settled()
+            await self.router.idle()
+
     async def wait_failed(self) -> str:
         return await self.gateway.wait_failed()
 

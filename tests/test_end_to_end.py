@@ -180,19 +180,24 @@ async def test_rapid_messages_are_answered_in_order_in_one_follow_up_turn(start_
 
 
 async def test_sessions_run_concurrently(start_gateway, fake_api):
-    both_arrived = asyncio.Event()
+    both_in_flight = asyncio.Event()
+    in_flight: set[str] = set()
 
     async def brain(body):
-        # Neither request is answered until both have arrived: serial sessions would deadlock.
-        if len(fake_api.message_requests) >= 2:
-            both_arrived.set()
-        await asyncio.wait_for(both_arrived.wait(), 5)
+        # Each request is held until requests from both sessions are at the fake at once:
+        # sessions run one at a time would never get there (and a retry of the same request
+        # does not count, it is the same text).
+        in_flight.add(last_user_text(body))
+        if len(in_flight) == 2:
+            both_in_flight.set()
+        await both_in_flight.wait()
         return Reply("ok " + last_user_text(body).split("\n", 1)[1])
 
     fake_api.brain = brain
     _gateway, chan = await start_gateway()
     await asyncio.wait_for(asyncio.gather(chan.push("one"), chan.push("two", key=GROUP)), 10)
     assert sorted(chan.texts()) == ["ok one", "ok two"]
+    assert len(fake_api.message_requests) == 2  # no retries were needed
 
 
 async def test_prompt_cache_prefix_is_stable_and_read_from_cache(start_gateway, fake_api, home):

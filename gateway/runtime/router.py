@@ -96,6 +96,11 @@ class Router:
     def active_sessions(self) -> list[SessionKey]:
         return [k for k, w in self._workers.items() if w.task is not None]
 
+    async def idle(self) -> None:
+        """Return once no session has a turn running or a message waiting."""
+        while tasks := [w.task for w in self._workers.values() if w.task is not None]:
+            await asyncio.wait(tasks)
+
     def stop_turn(self, key: SessionKey) -> bool:
         """Cancel the turn running in this session, if any. Queued messages are kept."""
         worker = self._workers.get(key)

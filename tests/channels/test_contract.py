@@ -3,6 +3,7 @@ and fake platform: same inbound cases, same expected outbound behaviour."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ class Driver:
     name: str
     fake: Any
     limit: int
+    app: Any
 
     def dm(self, text: str, user: int | None = None) -> None:
         if self.name == "telegram":
@@ -49,6 +51,10 @@ class Driver:
         await self.fake.wait_sent(n)
         return self.replies()
 
+    async def idle(self) -> None:
+        """Until every session is done: a turn started by mistake has reached the model."""
+        await asyncio.wait_for(self.app.idle(), 10)
+
     @property
     def _owner(self) -> int:
         from tests.fakes.discord_api import OWNER_ID
@@ -62,10 +68,8 @@ async def adapter(
 ) -> Driver:
     # Both fakes run (they are cheap); only the adapter under test is started.
     if request.param == "telegram":
-        await telegram_gateway()
-        return Driver("telegram", fake_telegram, 4096)
-    await discord_gateway()
-    return Driver("discord", fake_discord, 2000)
+        return Driver("telegram", fake_telegram, 4096, await telegram_gateway())
+    return Driver("discord", fake_discord, 2000, await discord_gateway())
 
 
 async def test_the_owner_is_answered_in_a_direct_chat(adapter, fake_api):
@@ -78,7 +82,9 @@ async def test_a_stranger_gets_a_pairing_code_and_nothing_else(adapter, fake_api
     adapter.dm("let me in", user=77)
     replies = await adapter.wait_replies(1)
     assert re.search(r"pairing code: [A-Z2-9]{8}", replies[0])
+    await adapter.idle()
     assert fake_api.message_requests == []
+    assert len(adapter.replies()) == 1
 
 
 async def test_groups_answer_only_when_addressed_and_keep_the_rest(adapter, fake_api):

@@ -564,11 +564,32 @@ async def test_a_reply_that_renders_to_nothing_goes_out_as_text(
     assert "parse_mode" not in sent[0]
 
 
+TELEGRAM_LIMIT = 4096  # Telegram's own number, in UTF-16 code units after entity parsing
+
+
 def test_pieces_that_render_longer_are_cut_again():
-    from channels.telegram.replies import TEXT_LIMIT
     from channels.telegram.replies import pieces as _pieces
 
     table = "\n".join(["|" * 21, "|" + "---|" * 20] + ["|" * 21] * 1500)
     for piece, html in _pieces(table):
         shown = piece if html is None else visible_text(html)
-        assert len(shown.encode("utf-16-le")) // 2 <= TEXT_LIMIT
+        assert len(shown.encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT
+
+
+async def test_an_emoji_heavy_nested_list_never_yields_a_piece_over_the_limit(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    # Each emoji is two UTF-16 units; nesting adds indentation the source does not have.
+    reply = "\n".join("  " * (i % 4) + "- " + "😀" * 40 + f" item {i}" for i in range(300))
+    fake_api.enqueue(Reply(reply))
+    fake_telegram.text("emoji list please")
+    await fake_telegram.wait_for(lambda: any("item 299" in s["shown"] for s in fake_telegram.sent))
+    sent = fake_telegram.sent
+    assert len(sent) > 6
+    # Every piece was accepted as HTML the first time (the fake refuses over 4096 units).
+    assert all(s.get("parse_mode") == "HTML" for s in sent)
+    assert len(fake_telegram.calls_to("sendMessage")) == len(sent)
+    assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
+    shown = "\n".join(s["shown"] for s in sent)
+    assert all(f"item {i}\n" in shown + "\n" for i in range(300))

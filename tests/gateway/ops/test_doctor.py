@@ -441,3 +441,54 @@ def test_a_missing_home_is_one_failure(tmp_path: Path):
     checks = asyncio.run(run_checks(tmp_path / "nowhere", {}))
     assert [(c.status, c.name) for c in checks] == [(FAIL, "home")]
     assert checks[0].fix == f"corvid init --home {tmp_path / 'nowhere'}"
+
+
+def _set(tree: dict[str, Any], dotted: str, value: str) -> None:
+    *path, last = dotted.split(".")
+    for part in path:
+        tree = tree.setdefault(part, {})
+    tree[last] = value
+
+
+async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
+    home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram, fake_discord: FakeDiscord, capsys
+):
+    """Enumerated from the config classes: a secret option added later without masking fails
+    here. The fakes expect other tokens, so every probe fails and says why, the way a real
+    mistake would."""
+    import io
+
+    from gateway.ops.logs import setup_logging
+
+    setup_home(home, api.base_url, fake_telegram, fake_discord)
+    raw = yaml.safe_load((home / "config.yaml").read_text())
+    canaries = {key: f"canary{i}-{key.replace('.', '-')}-7e1d" for i, key in
+                enumerate(sorted(secret_keys(Config)))}  # fmt: skip
+    for key, value in canaries.items():
+        _set(raw, key, value)
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+
+    config = load_config(home, {})
+    assert sorted(config.secrets()) == sorted(canaries.values())  # the masking list
+
+    stream = io.StringIO()
+    setup_logging("DEBUG", config.secrets(), "text", stream)
+    try:
+        for key, value in canaries.items():
+            logging.getLogger("corvid.test").warning(
+                "%s is %s (url /bot%s/getMe)", key, value, value
+            )
+    finally:
+        setup_logging("WARNING")
+    logged = stream.getvalue()
+    assert logged.count("***") >= 2 * len(canaries)
+
+    capsys.readouterr()
+    await doctor_cli("--home", str(home), "--timeout", "5", env={})
+    assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
+    assert await asyncio.to_thread(main, ["jobs", "--home", str(home)], {}) == 0
+    out, err = capsys.readouterr()
+    for value in canaries.values():
+        for where, text in (("logs", logged), ("output", out), ("errors", err)):
+            assert value not in text, (value, where)
+    assert "FAIL" in out  # the probes did run, and failed on the wrong tokens

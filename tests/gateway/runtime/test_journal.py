@@ -152,3 +152,33 @@ async def test_a_stopped_turn_is_not_answered_after_a_restart(fake_api, start_ga
     _gateway2, chan2 = await start_gateway()
     await asyncio.wait_for(chan2.push("next"), 10)
     assert chan2.texts()[-1].endswith("next") and len(chan2.texts()) == 1
+
+
+async def test_answering_a_batch_clears_every_message_of_it_from_the_journal(
+    fake_api, start_gateway
+):
+    release = asyncio.Event()
+
+    async def brain(body):
+        await release.wait()
+        return Reply("re: " + last_user_text(body))
+
+    fake_api.brain = brain
+    gateway, chan = await start_gateway()
+    first = chan.push("first")
+    await fake_api.wait_for_requests(1)
+    # Sent while the first is being answered: collected into one batch for the next turn.
+    batch = [chan.push(f"more {i}") for i in range(3)]
+    assert gateway.journal is not None
+    assert len(gateway.journal.unanswered()) == 4
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, *batch), 10)
+    assert len(fake_api.message_requests) == 2  # the three came as one batch
+    assert all(f"more {i}" in fake_api.message_requests[1].raw for i in range(3))
+    assert gateway.journal.unanswered() == []
+    await gateway.stop()
+    # Nothing is owed after a restart: no turn runs until a new message arrives.
+    _gateway2, chan2 = await start_gateway()
+    await asyncio.wait_for(chan2.push("new"), 10)
+    assert len(fake_api.message_requests) == 3
+    assert len(chan2.texts()) == 1 and chan2.texts()[0].endswith("\nnew")

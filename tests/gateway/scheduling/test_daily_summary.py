@@ -100,3 +100,30 @@ async def test_a_crash_between_claim_and_send_gives_one_message_after_restart(
             await clock.idle_until(nine + timedelta(days=1))
     summaries = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
     assert len(summaries) == 1
+
+
+async def test_a_summary_the_platform_refuses_is_failed_and_retried_never_sent(
+    home, fake_api, fake_telegram
+):
+    from tests.fakes.telegram_api import Fault
+
+    nine = datetime(TODAY.year, TODAY.month, TODAY.day, 21, 0, tzinfo=BERLIN)
+    clock = FakeClock(nine - timedelta(minutes=30))
+    async with running(_config(home, fake_api, fake_telegram), clock) as gateway:
+        fake_telegram.text("I promised to send Bob the slides")
+        await fake_telegram.wait_sent(1)
+        blocked = Fault(403, "Forbidden: bot was blocked by the user")
+        fake_telegram.fail("sendMessage", *[blocked] * 5)
+        fake_api.brain = lambda body: Reply("Promised: send Bob the slides.")
+        await clock.set(nine)
+        ledger = gateway.scheduler.ledger
+        await clock.idle_until(nine + timedelta(seconds=30))  # a retry is scheduled
+        first = ledger.history("daily-summary")[0]
+        assert first["status"] != "sent" and first["attempts"] == 1
+        # The retries (30 s, 2, 10 and 30 min) are refused too: the run ends failed, not sent.
+        for _ in range(4):
+            await clock.advance()
+        await clock.idle_until(nine + timedelta(days=1))
+        last = ledger.history("daily-summary")[0]
+        assert last["status"] == "failed" and last["attempts"] == 5
+    assert len(fake_telegram.sent) == 1  # only the answer to the owner's message
