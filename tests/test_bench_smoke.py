@@ -61,3 +61,21 @@ def test_quick_bench_prints_every_row_with_a_number():
         metric, value, _target, result = found[0]
         assert NUMBER.match(value), f"{metric}: {value!r} is not a number"
         assert result in ("pass", "miss", "—"), f"{metric}: result {result!r}"
+
+
+def test_the_mutation_run_finds_mutants_that_compile_and_change_the_module():
+    import ast
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import mutation
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    for module in mutation.TARGETS:
+        found = mutation.mutants(module)
+        assert len(found) >= 20, module
+        original = ast.dump(ast.parse((ROOT / module).read_text()))
+        for mutant in found[:: max(1, len(found) // 10)]:
+            source = mutation.mutated_source(mutant)
+            assert ast.dump(ast.parse(source)) != original, mutant
+    assert all(Path(ROOT, test).exists() for tests in mutation.TARGETS.values() for test in tests)

@@ -11,6 +11,16 @@ from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Fault, Reply, last_user_text, request_kind, tool_results
 
 CANARY = "canary-51c0-long-term-secret"
+# A small window, so a few long messages reach the limits: flush at 5,500 tokens of context,
+# compaction at 7,000, the newest 1,200 kept verbatim.
+SMALL_WINDOW: dict = {
+    "llm": {"context_window": 9000},
+    "compaction": {
+        "reserve_tokens": 2000,
+        "soft_threshold_tokens": 1500,
+        "keep_recent_tokens": 1200,
+    },
+}
 
 
 def plant_canary(home) -> None:
@@ -76,14 +86,7 @@ def long_chat_brain(state: dict):
 async def test_long_conversation_flushes_once_then_compacts(start_gateway, fake_api, home):
     counts: dict = {}
     fake_api.brain = long_chat_brain(counts)
-    _gateway, chan = await start_gateway(
-        llm={"context_window": 9000},
-        compaction={
-            "reserve_tokens": 2000,
-            "soft_threshold_tokens": 1500,
-            "keep_recent_tokens": 1200,
-        },
-    )
+    _gateway, chan = await start_gateway(**SMALL_WINDOW)
     store = SessionStore(home / "state" / "sessions")
     sent = 0
     while counts.get("summary", 0) == 0 and sent < 15:
@@ -125,14 +128,7 @@ async def test_one_message_past_the_hard_limit_is_still_flushed_before_compactio
 ):
     counts: dict = {}
     fake_api.brain = long_chat_brain(counts)
-    _gateway, chan = await start_gateway(
-        llm={"context_window": 9000},
-        compaction={
-            "reserve_tokens": 2000,
-            "soft_threshold_tokens": 1500,
-            "keep_recent_tokens": 1200,
-        },
-    )  # soft limit 5,500 tokens, hard limit 7,000
+    _gateway, chan = await start_gateway(**SMALL_WINDOW)
     await asyncio.wait_for(chan.push("a short hello"), 10)
     # From far below the soft limit to past the hard one in a single message.
     await asyncio.wait_for(chan.push("a long one: " + "sailing " * 3500), 10)
@@ -147,22 +143,14 @@ async def test_a_flush_survives_a_restart_and_is_not_run_again_in_its_cycle(
 ):
     counts: dict = {}
     fake_api.brain = long_chat_brain(counts)
-    settings = {
-        "llm": {"context_window": 9000},
-        "compaction": {
-            "reserve_tokens": 2000,
-            "soft_threshold_tokens": 1500,
-            "keep_recent_tokens": 1200,
-        },
-    }  # soft limit 5,500 tokens, hard limit 7,000
-    gateway, chan = await start_gateway(**settings)
+    gateway, chan = await start_gateway(**SMALL_WINDOW)
     sent = 0
     while not counts.get("flush") and sent < 10:
         await asyncio.wait_for(chan.push(f"message {sent}: " + "sailing " * 450), 10)
         sent += 1
     assert counts.get("flush") == 2 and not counts.get("summary")
     await gateway.stop()
-    _gateway, chan = await start_gateway(**settings)
+    _gateway, chan = await start_gateway(**SMALL_WINDOW)
     await asyncio.wait_for(chan.push("one more, short"), 10)
     assert chan.texts()[-1].startswith("ack")
     assert counts.get("flush") == 2 and not counts.get("summary")  # no second flush

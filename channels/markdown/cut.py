@@ -21,8 +21,9 @@ Measure = Callable[[str], int]
 
 # Prefer a cut that leaves at least this share of the limit in the piece before it.
 MIN_SHARE = 0.4
-# Candidate cuts tried against the parser before settling for a plain one.
-_TRIES = 64
+# Candidate cuts of each kind tried against the parser before settling for a plain one.
+_TRIES = 32
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _OPENING = 400
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"')\]»”’]*$")
 
@@ -114,31 +115,60 @@ def _cut_once(
         taken = _clean(head, tail, whole, env) if head and tail else None
         if taken is not None:
             return head, tail, taken
-    # No clean place: the last whitespace in reach, else between characters.
+    # No clean place (formatting that runs longer than a piece, a word longer than one): the
+    # last whitespace in reach, else between characters.
     space = next((i for i in range(end, 0, -1) if text[i].isspace() and text[:i].strip()), None)
     if space is not None and space >= end * MIN_SHARE:
-        return text[:space].rstrip(), text[space:].lstrip(), None
-    n = max(1, boundary(text, end))
-    return text[:n], text[n:], None
+        head, tail = text[:space].rstrip(), text[space:].lstrip()
+        if _odd_backslashes(head):  # a hard line break: the piece ends there anyway
+            head = head[:-1]
+    else:
+        n = max(1, boundary(text, end))
+        head, tail = text[:n], text[n:]
+        if _odd_backslashes(head) and n > 1:  # an escape stays with what it escapes
+            head, tail = head[:-1], "\\" + tail
+    tail = _as_paragraph(tail, env)
+    return head, tail, _clean(head, tail, whole, env)
+
+
+def _odd_backslashes(text: str) -> bool:
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
+
+
+def _as_paragraph(tail: str, env: dict[str, Any]) -> str:
+    """``tail`` kept from starting a block of another kind (a quote, a list item, a heading)
+    by escaping the character that would start it."""
+    if _opens_paragraph(tail, env):
+        return tail
+    m = re.match(r"[0-9]{1,9}(?=[.)])", tail)
+    if m is not None:
+        return tail[: m.end()] + "\\" + tail[m.end() :]
+    return "\\" + tail if tail[:1] in _PUNCTUATION else tail
+
+
+def _opens_paragraph(tail: str, env: dict[str, Any]) -> bool:
+    """Do the first lines of ``tail`` still read as a paragraph? (Their starts are enough, and
+    a long tail is not parsed whole.)"""
+    opening = "\n".join(line[:_OPENING] for line in tail.split("\n", 2)[:2])
+    tokens = parse(opening, {"references": dict(env.get("references", {}))})
+    return bool(tokens) and tokens[0].type == "paragraph_open"
 
 
 def _candidates(text: str, end: int) -> Iterator[int]:
     """Places to cut (whitespace at or before ``end``), best first: after a sentence, at a line
-    break, between words, within the preferred share of the limit; then any earlier space."""
+    break, between words, within the preferred share of the limit; then earlier spaces, a
+    sample of them spread over the whole piece (formatting may run for most of it)."""
     floor = int(end * MIN_SHARE)
     spaces = [i for i in range(min(end, len(text) - 1), 0, -1) if text[i].isspace()]
     near = [i for i in spaces if i >= floor]
     sentences = [i for i in near if _SENTENCE_END.search(text[max(0, i - 4) : i])]
     lines = [i for i in near if text[i] == "\n"]
+    spread = spaces[:: max(1, len(spaces) // _TRIES)]
     seen: set[int] = set()
-    tried = 0
-    for group in (sentences, lines, spaces):
+    for group in (sentences[:_TRIES], lines[:_TRIES], near[:_TRIES], spread):
         for i in group:
             if i not in seen:
                 seen.add(i)
-                tried += 1
-                if tried > _TRIES:
-                    return
                 yield i
 
 
@@ -149,8 +179,5 @@ def _clean(head: str, tail: str, whole: list[Styled] | None, env: dict[str, Any]
     shown = paragraph_chars(head, env)
     if shown is None or shown != whole[: len(shown)]:
         return None
-    # The rest must stay a paragraph: not become a list item, heading, quote or code (its
-    # first two lines decide; their starts are enough, and a long tail is not parsed whole).
-    opening = "\n".join(line[:_OPENING] for line in tail.split("\n", 2)[:2])
-    tokens = parse(opening, {"references": dict(env.get("references", {}))})
-    return len(shown) if tokens and tokens[0].type == "paragraph_open" else None
+    # The rest must stay a paragraph: not become a list item, heading, quote or code.
+    return len(shown) if _opens_paragraph(tail, env) else None

@@ -45,7 +45,7 @@ def split_markdown(
     definition appended, since the definition may be in another piece."""
     if limit < 100:
         raise ValueError("limit too small to split Markdown sensibly")
-    text = text.replace("\r\n", "\n").strip("\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     if not text.strip():
         return []
     refs = references(text)
@@ -55,7 +55,10 @@ def split_markdown(
     # Each piece is measured with the definitions it will carry.
     carrying = _wrapped(measure, lambda piece: _with_definitions(piece, refs))
     pieces = _split(text, limit, carrying, env)
-    return [_with_definitions(p.strip("\n"), refs) for p in pieces if p.strip()]
+    # The definitions go with the pieces that use them: on their own they would be sent as
+    # text, since they render to nothing.
+    kept = [p.strip("\n") for p in pieces if p.strip() and not _only_definitions(p)]
+    return [_with_definitions(p, refs) for p in kept]
 
 
 def _split(text: str, limit: int, measure: Measure, env: dict[str, Any]) -> list[str]:
@@ -104,27 +107,37 @@ class _Splitter:
         self.measure = measure
         self.env = env
 
-    def pack(self, units: list[_Unit], items: bool = False) -> list[str]:
-        """Units together while they fit; one too big alone split on its own structure.
-        Blocks are joined by a blank line; list items as they were (a tight list stays so)."""
+    def pack(self, units: list[_Unit], numbers: dict[int, int] | None = None) -> list[str]:
+        """Units together while they fit; one too big alone split on its own structure, and
+        nothing joined after its last part (which may be contents now outside their list).
+        Blocks are joined by a blank line; list items (``numbers``: an ordered list's item
+        numbers by first line) as they were, and a piece that starts with an ordered item
+        starts at that item's number."""
         pieces: list[str] = []
         current: str | None = None
         last_end = 0
-        was_split = False  # the current text ends with part of a unit, outside its list
         for unit in units:
             body = self.body(unit)
             if current is not None:
                 between = self.lines[last_end - 1 : unit.start + 1]
-                loose = not items or was_split or any(not line.strip() for line in between)
+                loose = numbers is None or any(not line.strip() for line in between)
                 joined = current + ("\n\n" if loose else "\n") + body
                 if self.measure(joined) <= self.limit:
                     current, last_end = joined, unit.end
                     continue
                 pieces.append(current)
-            was_split = self.measure(body) > self.limit
-            parts = self.oversized(unit, body) if was_split else [body]
-            pieces.extend(parts[:-1])
-            current, last_end = (parts[-1] if parts else None), unit.end
+            number = (numbers or {}).get(unit.start)
+            if number is not None:
+                body = _renumber(body, number)
+            if self.measure(body) <= self.limit:
+                current, last_end = body, unit.end
+                continue
+            parts = self.oversized(unit, body)
+            if parts and number is not None:
+                renumbered = _renumber(parts[0], number)  # a wider number may not fit
+                parts[0] = renumbered if self.measure(renumbered) <= self.limit else parts[0]
+            pieces.extend(parts)
+            current = None
         if current is not None:
             pieces.append(current)
         return pieces
@@ -164,7 +177,9 @@ class _Splitter:
             assert unit.token is not None
             items = _units(self.tokens, self.lines, tok.level + 1)
             inside = [u for u in items if u.token is not None and unit.start <= u.start < unit.end]
-            return self.pack(inside, items=True)
+            start = int(tok.attrs.get("start", 1)) if kind == "ordered_list_open" else None
+            numbers = {u.start: (start or 0) + i for i, u in enumerate(inside)}
+            return self.pack(inside, numbers if start is not None else {})
         if kind == "list_item_open":
             return _item(lines, self.limit, self.measure, self.env)
         if kind == "blockquote_open":
@@ -182,6 +197,7 @@ def _item(lines: list[str], limit: int, measure: Measure, env: dict[str, Any]) -
     """A list item too big for a piece: its contents split on their own. The first piece keeps
     the marker; the later ones are the contents as they would read outside the list, rather
     than indented lines that would turn into code."""
+    lines = [_expand_indent(line) for line in lines]
     first = lines[0]
     m = _ITEM.match(first)
     if m is None:
@@ -197,15 +213,54 @@ def _item(lines: list[str], limit: int, measure: Measure, env: dict[str, Any]) -
     parts = _split("\n".join(inner), limit, _wrapped(measure, indent), env)
     if not parts:
         return []
-    return [first[:width] + indent(parts[0])[width:], *parts[1:]]
+    return [first[:width].ljust(width) + indent(parts[0])[width:], *parts[1:]]
 
 
 def _dedent(line: str, width: int) -> str:
-    return line[width:] if not line[:width].strip() else line.lstrip()
+    # A line indented less than the contents is a lazy continuation of a paragraph.
+    return line[width:] if not line[:width].strip() else _lazy(line.lstrip())
+
+
+def _lazy(line: str) -> str:
+    """A paragraph's lazy continuation line moved into a new context (out of its item, or
+    into a ``>`` of its own) must not become a heading underline or a table row there."""
+    return "\\" + line if line[:1] in ("=", "-", "|", ":") else line
+
+
+def _expand_indent(line: str) -> str:
+    """Tabs in a line's indentation (and quote markers) as the spaces they stand for, so that
+    moving the line to another column keeps its meaning (CommonMark's tab stops are 4)."""
+    lead = len(line) - len(line.lstrip(" \t>"))
+    return line[:lead].expandtabs(4) + line[lead:] if "\t" in line[:lead] else line
+
+
+def _renumber(body: str, number: int) -> str:
+    """An ordered item made to start a piece at its number in the whole list (CommonMark
+    numbers a list from its first item); continuation lines follow a wider or narrower
+    marker."""
+    first, _, rest = body.partition("\n")
+    m = _ITEM.match(first)
+    if m is None or not m.group(2)[:-1].isdigit():
+        return body
+    marker = f"{number}{m.group(2)[-1]}"
+    shift = len(marker) - len(m.group(2))
+    if shift == 0:
+        return m.group(1) + marker + first[m.end(2) :] + ("\n" + rest if rest else "")
+    moved = []
+    for line in rest.split("\n") if rest else []:
+        if shift > 0 and line.startswith(" "):
+            line = " " * shift + line
+        elif shift < 0 and line.startswith(" " * -shift):
+            line = line[-shift:]
+        moved.append(line)
+    return "\n".join([m.group(1) + marker + first[m.end(2) :], *moved])
 
 
 def _quote(lines: list[str], limit: int, measure: Measure, env: dict[str, Any]) -> list[str]:
-    inner = [_QUOTE.sub("", line, count=1) for line in lines]
+    inner = [
+        _QUOTE.sub("", line, count=1) if _QUOTE.match(line) else _lazy(line)
+        for line in map(_expand_indent, lines)
+    ]
 
     def quote(text: str) -> str:
         return "\n".join("> " + line if line else ">" for line in text.split("\n"))
@@ -223,14 +278,17 @@ def _table(lines: list[str], limit: int, measure: Measure) -> list[str]:
     for row in lines[2:]:
         if measure(current + "\n" + row) <= limit:
             current += "\n" + row
-        elif current != head:
+            continue
+        if current != head:
             pieces.append(current)
+            current = head
+        if measure(head + "\n" + row) <= limit:
             current = head + "\n" + row
         else:  # one row longer than a piece: it goes out as text
             pieces.extend(hard_cut(row, limit, measure))
     if current != head:
         pieces.append(current)
-    return [p for p in pieces if measure(p) <= limit] or _plain(lines, limit, measure)
+    return pieces
 
 
 def _code(tok: Token, lines: list[str], limit: int, measure: Measure) -> list[str]:
@@ -283,6 +341,11 @@ def _plain(lines: list[str], limit: int, measure: Measure) -> list[str]:
     return pieces
 
 
+def _only_definitions(piece: str) -> bool:
+    env: dict[str, Any] = {}
+    return not parse_blocks(piece, env) and bool(env.get("references"))
+
+
 def _with_definitions(piece: str, refs: dict[str, dict[str, str]]) -> str:
     """``piece`` with the definitions of the reference links it uses that it lacks."""
     from markdown_it.common.utils import normalizeReference
@@ -299,6 +362,7 @@ def _with_definitions(piece: str, refs: dict[str, dict[str, str]]) -> str:
     lines = []
     for label, ref in wanted:
         title = ref.get("title") or ""
-        quoted = ' "' + title.replace('"', '\\"') + '"' if title else ""
+        escaped = title.replace("\\", "\\\\").replace('"', '\\"')
+        quoted = f' "{escaped}"' if title else ""
         lines.append(f"[{label}]: <{ref['href']}>{quoted}")
     return piece + "\n\n" + "\n".join(lines)

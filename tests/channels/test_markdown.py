@@ -160,6 +160,55 @@ def test_limit_counts_utf16_units():
     assert "".join(pieces) == "😀" * 3000
 
 
+W = " ".join(["word"] * 30)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("-\n  " + W, 100),  # the marker alone on its line
+        ("- intro " + W + "\n\n\t\tcode", 100),  # tabs for indentation
+        ("  > " + W + "\n  >\n  > \tcode", 100),
+        ("> " + W + "\n===", 100),  # lazy continuation lines
+        ("- " + W + "\n===", 100),
+        ("> " + W + "\nfoo | bar\n--|--", 100),
+        ("word " * 700 + "**" + "bold " * 150 + "end** tail " + "word " * 300, 4000),
+        (">w " * 60, 100),  # no clean cut: the rest must not become a quote
+        ("```\rx\r```\r\rafter " + W, 100),  # old Mac line ends
+        ('[x]: /u "C:\\\\"\n\n[x] ' + W, 100),  # a title ending in a backslash
+    ],
+)
+def test_structure_survives_awkward_input(text, limit):
+    _check(text, limit)
+
+
+def test_a_table_row_longer_than_a_piece_is_sent_as_text_not_dropped():
+    text = "| a | b |\n|---|---|\n| x | y |\n| " + "long cell text " * 20 + "| z |"
+    pieces = split_markdown(text, 200)
+    assert "".join(pieces).count("long cell text") == 20
+
+
+def test_list_numbers_stay_what_they_were_in_every_piece():
+    def numbers(piece: str) -> list[str]:
+        return re.findall(r"<ol(?: start=\"(\d+)\")?>", _JUDGE.render(piece))
+
+    same = "\n".join("1. " + " ".join(["word"] * 12) for _ in range(6))
+    starts = [numbers(p)[0] or "1" for p in split_markdown(same, 150)]
+    assert starts == ["1", "3", "5"]
+    nested = "1. Step\n\n" + "".join(
+        f"   {i}. sub " + " ".join(["w"] * 15) + "\n" for i in (1, 2, 3)
+    )
+    last = split_markdown(nested + "2. Next", 100)[-1]
+    assert last.endswith("2. Next") and numbers(last)[-1] == "2"
+
+
+def test_link_definitions_alone_are_not_a_piece():
+    text = "Intro [1].\n\n" + "Words go here. " * 266 + "\n\n[1]: https://example.com/a"
+    pieces = split_markdown(text, 4000, carry_references=True)
+    assert all(not p.startswith("[1]:") for p in pieces)
+    assert "[1]: <https://example.com/a>" in pieces[0]  # carried where it is used
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
