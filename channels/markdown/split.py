@@ -58,6 +58,8 @@ def split_markdown(
     # The definitions go with the pieces that use them: on their own they would be sent as
     # text, since they render to nothing.
     kept = [p.strip("\n") for p in pieces if p.strip() and not _only_definitions(p)]
+    if not kept:  # nothing else: the definitions are the reply
+        return [p.strip("\n") for p in pieces if p.strip()]
     return [_with_definitions(p, refs) for p in kept]
 
 
@@ -109,7 +111,8 @@ class _Splitter:
 
     def pack(self, units: list[_Unit], numbers: dict[int, int] | None = None) -> list[str]:
         """Units together while they fit; one too big alone split on its own structure, and
-        nothing joined after its last part (which may be contents now outside their list).
+        nothing joined after the last part of a split list or quote (it may be contents now
+        outside their list, which what follows would join).
         Blocks are joined by a blank line; list items (``numbers``: an ordered list's item
         numbers by first line) as they were, and a piece that starts with an ordered item
         starts at that item's number."""
@@ -136,11 +139,19 @@ class _Splitter:
             if parts and number is not None:
                 renumbered = _renumber(parts[0], number)  # a wider number may not fit
                 parts[0] = renumbered if self.measure(renumbered) <= self.limit else parts[0]
-            pieces.extend(parts)
-            current = None
+            if self._leaf(unit) and parts:  # its last part is still a block of its own
+                pieces.extend(parts[:-1])
+                current, last_end = parts[-1], unit.end
+            else:
+                pieces.extend(parts)
+                current = None
         if current is not None:
             pieces.append(current)
         return pieces
+
+    def _leaf(self, unit: _Unit) -> bool:
+        kind = self.tokens[unit.token].type if unit.token is not None else ""
+        return kind in ("paragraph_open", "heading_open", "fence", "code_block", "table_open")
 
     def body(self, unit: _Unit) -> str:
         """The unit's text; a code fence left open is closed, as it was by the end of its list
