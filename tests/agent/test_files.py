@@ -261,3 +261,11 @@ async def test_state_is_unreachable_from_every_file_tool(ws):
     assert "pairing.json" not in listing.text
     assert (state / "pairing.json").read_text() == '{"secret": "state canary"}'
     assert sorted(p.name for p in state.iterdir()) == ["pairing.json"]
+
+
+async def test_a_shared_chat_cannot_write_a_file_in_place_of_its_own_folder(ws):
+    result = await call(ws, "write_file", SHARED, path=f"chats/{GROUP_CHAT}", content="x")
+    assert result.is_error
+    assert not (ws / "chats" / GROUP_CHAT).is_file()
+    ok = await call(ws, "write_file", SHARED, path=f"chats/{GROUP_CHAT}/notes.md", content="x")
+    assert not ok.is_error and (ws / "chats" / GROUP_CHAT / "notes.md").read_text() == "x"

@@ -187,3 +187,149 @@ def test_a_revocation_is_seen_even_within_one_clock_tick(store):
     assert store.path.stat().st_size == st.st_size
     assert not store.is_approved("x", "7")
     assert store.is_approved("x", "8")
+
+
+# -- boundaries and failures ---------------------------------------------------------------------
+
+
+def _dm(user: str, text: str = "hi", **kw) -> Arrival:
+    return Arrival(SessionKey("x", "private", user), user, f"user{user}", text, **kw)
+
+
+def test_a_stranger_is_told_once_a_minute_at_most(store, clock):
+    access = _access(store, clock)
+    assert access.decide(_dm("7")).action is Action.REPLY
+    clock.tick(59.9)
+    assert access.decide(_dm("7")).action is Action.DROP
+    clock.tick(0.1)  # a full minute since the last notice
+    again = access.decide(_dm("7"))
+    assert again.action is Action.REPLY and "60 minutes" not in again.text
+    assert "within 59 minutes" in again.text  # the same code, a minute older
+
+
+def test_when_no_code_can_be_given_the_stranger_is_told_so(store, clock, tmp_path):
+    full = PairingStore(tmp_path / "full.json", clock=clock, max_pending=1)
+    access = _access(full, clock)
+    assert "Your pairing code" in access.decide(_dm("7")).text
+    verdict = access.decide(_dm("8"))
+    assert verdict.action is Action.REPLY
+    assert "can't take new pairing requests right now" in verdict.text
+    (tmp_path / "full.json").write_text("[]")  # damaged: the same answer, not a crash
+    assert "can't take new pairing requests" in access.decide(_dm("9")).text
+
+
+def test_guests_and_the_owner_get_the_unsupported_notice_strangers_a_code(store, clock):
+    req, _ = store.request("x", "8", "Gus")
+    assert req is not None
+    store.approve(req.code)
+    access = _access(store, clock)
+    for user in ("1", "8"):
+        verdict = access.decide(_dm(user, "", unsupported="voice messages"))
+        assert verdict.action is Action.REPLY and "can't read voice messages" in verdict.text
+    assert "pairing code" in access.decide(_dm("7", "", unsupported="voice messages")).text
+
+
+def test_an_unreadable_pairing_file_lets_no_guest_in(store, clock):
+    req, _ = store.request("x", "8", "Gus")
+    assert req is not None
+    store.approve(req.code)
+    access = _access(store, clock)
+    assert access.decide(_dm("8")).action is Action.DELIVER
+    store.path.write_text("{broken")
+    assert access.is_guest("8") is False
+    assert access.decide(_dm("1")).action is Action.DELIVER  # the owner is still let in
+
+
+def test_group_context_lines_are_capped_at_500_characters(store, clock):
+    access = _access(store, clock, context_messages=2)
+    group = {"group_ids": ("-100",)}
+    access.remember(Arrival(GROUP, "5", "Bob", "x" * 500, **group))
+    access.remember(Arrival(GROUP, "5", "Bob", "y" * 501, **group))
+    first, second = access.take_context(GROUP)
+    assert first == "Bob: " + "x" * 500
+    assert second == "Bob: " + "y" * 499 + "…"
+    silent = _access(store, clock, context_messages=0)
+    silent.remember(Arrival(GROUP, "5", "Bob", "hello", **group))
+    assert silent.take_context(GROUP) == ()
+
+
+def test_notices_are_remembered_within_bounds(store, clock):
+    access = _access(store, clock)
+    for i in range(10_001):
+        access._may_notice("group", str(i))
+    clock.tick(61)
+    assert access._may_notice("group", "new")  # the old ones are dropped once past the bound
+    assert len(access._noticed) == 1
+    assert access._may_notice("group", "0")  # and a minute has passed for them anyway
+
+
+# -- the pairing file ----------------------------------------------------------------------------
+
+
+def test_codes_expire_exactly_at_their_time_and_say_how_long_they_last(store, clock):
+    req, _ = store.request("x", "7", "Eve")
+    assert req is not None and req.expires - req.created == 3600
+    clock.tick(3599)
+    assert [p.code for p in store.pending()] == [req.code]
+    clock.tick(1)
+    assert store.pending() == []
+    with pytest.raises(PairingError, match="codes last 60 minutes"):
+        store.approve(req.code)
+
+
+def test_fifty_strangers_get_codes_the_fifty_first_waits(store):
+    for user in range(50):
+        assert store.request("x", str(user), "someone")[0] is not None
+    assert store.request("x", "50", "one too many") == (None, False)
+    assert store.request("y", "50", "another channel")[0] is not None
+
+
+def test_a_pairing_file_that_is_not_an_object_is_an_error_and_a_partial_one_is_fine(store):
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    store.path.write_text("[]")
+    with pytest.raises(PairingError, match="not a JSON object"):
+        store.pending()
+    store.path.write_text("{}")
+    assert store.pending() == [] and store.approved() == {}
+    req, _ = store.request("x", "7", "Eve")
+    assert req is not None
+    store.approve(req.code)
+    assert store.approved() == {"x": {"7": {"name": "Eve", "approved_at": store.now()}}}
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(store, monkeypatch):
+    store.request("x", "7", "Eve")
+    before = store.path.read_text()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        store.request("x", "8", "Gus")
+    monkeypatch.undo()
+    assert store.path.read_text() == before
+    assert sorted(p.name for p in store.path.parent.iterdir()) == ["pairing.json", "pairing.lock"]
+
+
+def test_requests_from_several_processes_at_once_are_all_kept(tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "pairing.json"
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_ask_for_codes, args=(str(path), n)) for n in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    users = {p.user_id for p in PairingStore(path).pending()}
+    assert users == {f"{n}-{i}" for n in range(4) for i in range(10)}
+
+
+def _ask_for_codes(path: str, worker: int) -> None:
+    from pathlib import Path
+
+    store = PairingStore(Path(path))
+    for i in range(10):
+        store.request("x", f"{worker}-{i}", "someone")

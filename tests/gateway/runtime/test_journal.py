@@ -4,11 +4,14 @@ each state a crash can leave is set up on disk, then a gateway starts on it."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from agent.transcript import SessionStore
-from gateway.events import InboundMessage, OutboundMessage
+from gateway.events import Attachment, InboundMessage, OutboundMessage
 from gateway.runtime.delivery import UNCERTAIN_NOTE
 from gateway.runtime.journal import Journal
 from tests.conftest import PRIVATE
@@ -182,3 +185,116 @@ async def test_answering_a_batch_clears_every_message_of_it_from_the_journal(
     await asyncio.wait_for(chan2.push("new"), 10)
     assert len(fake_api.message_requests) == 3
     assert len(chan2.texts()) == 1 and chan2.texts()[0].endswith("\nnew")
+
+
+# -- the journal file itself ----------------------------------------------------------------------
+
+
+def test_a_new_journal_is_private_in_a_private_folder_and_opens_again(tmp_path):
+    path = tmp_path / "state" / "gateway.sqlite"
+    Journal(path).close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    again = Journal(path)  # the folder exists now: no error
+    assert again.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_sent_replies_are_kept_a_week_and_failed_ones_until_seen(tmp_path):
+    from gateway.runtime.journal import SendStatus
+
+    journal = Journal(tmp_path / "g.sqlite")
+    ids = [journal.queue(OutboundMessage(PRIVATE, f"reply {i}")) for i in range(3)]
+    journal.settle(ids[0], SendStatus.SENT)
+    journal.settle(ids[1], SendStatus.FAILED, "refused")
+    journal.settle(ids[2], SendStatus.SENT)
+
+    def left() -> list[int]:
+        return [r[0] for r in journal.db.execute("SELECT id FROM outbox ORDER BY id")]
+
+    now = datetime.now(UTC)
+    journal.prune(now + timedelta(days=6, hours=23))
+    assert left() == ids
+    journal.prune(now + timedelta(days=7, hours=1))
+    assert left() == [ids[1]]  # the failed one stays for `corvid status`
+
+
+def test_message_ids_are_remembered_two_days(tmp_path):
+    journal = Journal(tmp_path / "g.sqlite")
+    assert journal.first_time(_msg("a", "m-1"))
+    now = datetime.now(UTC)
+    journal.prune(now + timedelta(days=1, hours=23))
+    assert not journal.first_time(_msg("a", "m-1"))
+    journal.prune(now + timedelta(days=2, hours=1))
+    assert journal.first_time(_msg("a", "m-1"))
+
+
+def test_undelivered_lists_the_newest_twenty(tmp_path):
+    from gateway.runtime.journal import SendStatus
+
+    journal = Journal(tmp_path / "g.sqlite")
+    for i in range(25):
+        journal.settle(journal.queue(OutboundMessage(PRIVATE, f"lost {i}")), SendStatus.FAILED)
+    shown = journal.undelivered()
+    assert [o.out.text for o in shown] == [f"lost {i}" for i in range(24, 4, -1)]
+
+
+def test_an_answer_that_cannot_be_queued_leaves_the_messages_owed(tmp_path, monkeypatch):
+    journal = Journal(tmp_path / "g.sqlite")
+    taken = [journal.take(_msg(t, t)) for t in ("a", "b")]
+
+    def broken(*args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(journal, "_insert", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        journal.answer(taken, OutboundMessage(PRIVATE, "reply"))
+    assert [m.text for m in journal.unanswered()] == ["a", "b"]  # rolled back, not half done
+    monkeypatch.undo()
+    journal.answer(taken, OutboundMessage(PRIVATE, "reply"))
+    assert journal.unanswered() == []
+
+
+def test_a_row_that_cannot_be_read_is_dropped_once(tmp_path, caplog):
+    journal = Journal(tmp_path / "g.sqlite")
+    journal.take(_msg("fine", "1"))
+    journal.db.execute(
+        "INSERT INTO inbound (key, payload, created) VALUES ('x', '{not json', '2026-01-01')"
+    )
+    assert [m.text for m in journal.unanswered()] == ["fine"]
+    assert journal.db.execute("SELECT count(*) FROM inbound").fetchone()[0] == 1
+    assert [m.text for m in journal.unanswered()] == ["fine"]
+    assert sum("cannot be read" in r.message for r in caplog.records) == 1
+
+
+def test_messages_come_back_whole_with_their_files(tmp_path):
+    journal = Journal(tmp_path / "g.sqlite")
+    photo = Attachment("image", "image/png", "p.png", data=b"\x89PNG")
+    saved = Attachment("document", "text/plain", "a.txt", path="inbox/private/2026-11-22/a.txt")
+    msg = InboundMessage(
+        PRIVATE,
+        "/new fresh start",
+        sender_id="1",
+        sender_name="Ada",
+        message_id="9",
+        attachments=(photo, saved),
+        context=("Bob: earlier",),
+    )
+    journal.take(msg)
+    [back] = Journal(tmp_path / "g.sqlite").unanswered()
+    assert back.attachments == (photo, saved)
+    assert (back.text, back.sender_name, back.message_id, back.context) == (
+        "/new fresh start",
+        "Ada",
+        "9",
+        ("Bob: earlier",),
+    )
+    assert back.received_at == msg.received_at
+    assert back.command is not None and back.command.name == "new"
+
+
+def test_a_damaged_journal_is_an_error_when_only_looking(tmp_path):
+    path = tmp_path / "g.sqlite"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    with pytest.raises(sqlite3.DatabaseError):
+        Journal(path, repair=False)
+    assert path.read_bytes().startswith(b"SQLite format 3")  # left where it was

@@ -216,3 +216,135 @@ async def test_a_job_never_set_up_before_its_slot_owes_nothing(ledger):
     await clock.idle_until(local(2026, 11, 22, 21, 0))
     await sched.stop()
     assert runs.slots == []
+
+
+# -- running by hand, adding and removing, one-shots, the edges of grace -------------------------
+
+
+class Outcome:
+    """A job run that does what it is told: succeed, skip or fail."""
+
+    def __init__(self) -> None:
+        self.next = "sent"
+
+    async def __call__(self, job: Job, slot: str) -> None:
+        from gateway.scheduling.jobs import Skip
+
+        if self.next == "skip":
+            raise Skip("a quiet day")
+        if self.next == "fail":
+            raise ConnectionError("channel down")
+
+
+async def test_a_run_by_hand_records_what_happened_and_leaves_the_schedule(ledger):
+    from gateway.scheduling.jobs import RunStatus
+
+    clock = FakeClock(local(2026, 11, 21, 10, 0))
+    outcome = Outcome()
+    sched = Scheduler(ledger, clock)
+    assert await sched.run_now("daily-summary") == (
+        None,
+        "no job 'daily-summary' (see `corvid jobs`)",
+    )
+    sched.start([daily()], outcome)
+    assert await sched.run_now("nothing-like-it") == (
+        None,
+        "no job 'nothing-like-it' (see `corvid jobs`)",
+    )
+    results = []
+    for what in ("sent", "skip", "fail"):
+        outcome.next = what
+        results.append(await sched.run_now("daily-summary"))
+        clock.tick(1)
+    assert results == [
+        (RunStatus.SENT, None),
+        (RunStatus.SKIPPED, "a quiet day"),
+        (RunStatus.FAILED, "ConnectionError: channel down"),
+    ]
+    history = ledger.history("daily-summary", limit=5)
+    assert [h["status"] for h in history] == ["failed", "skipped", "sent"]
+    assert all(h["slot"].startswith("manual 2026-11-21T10:00:0") for h in history)
+    assert ledger.history("daily-summary", scheduled_only=True) == []
+    assert sched.next_run(daily()) == local(2026, 11, 21, 21, 0)
+    await sched.stop()
+
+
+async def test_a_job_that_cannot_be_scheduled_is_left_out_and_the_rest_run(ledger):
+    clock = FakeClock(local(2026, 11, 21, 20, 0))
+    broken = Job("broken", "weekly", "mon", "UTC", "telegram:private:42", clock.now())  # type: ignore[arg-type]
+    bad_zone = Job(
+        "zone", JobKind.CRON, "0 9 * * *", "Mars/Olympus", "telegram:private:42", clock.now()
+    )
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([broken, bad_zone, daily()], runs)
+    assert [j.id for j in sched.jobs()] == ["daily-summary"]
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    await clock.advance()
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"]
+
+
+async def test_a_removed_job_no_longer_runs_and_a_stopped_scheduler_runs_nothing(ledger):
+    clock = FakeClock(local(2026, 11, 21, 20, 0))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    sched.remove("daily-summary")
+    assert sched.jobs() == []
+    await clock.set(local(2026, 11, 21, 21, 0))
+    sched.add(daily(hour=22))
+    await clock.idle_until(local(2026, 11, 21, 22, 0))
+    await sched.stop()
+    assert sched.running is False
+    await clock.set(local(2026, 11, 21, 22, 0))
+    await asyncio.sleep(0)  # a task left running would wake now
+    assert runs.slots == []
+
+
+async def test_a_one_shot_runs_once_and_is_then_finished(ledger):
+    clock = FakeClock(local(2026, 11, 21, 8, 0))
+    done: list[str] = []
+    at = local(2026, 11, 21, 9, 0)
+    job = Job("job-once", JobKind.ONCE, at.isoformat(), "Europe/Berlin", "telegram:private:42",
+              clock.now())  # fmt: skip
+    runs = Runs()
+    sched = Scheduler(ledger, clock, finished=lambda j: done.append(j.id))
+    sched.start([job], runs)
+    await clock.idle_until(at)
+    await clock.set(at)
+    await asyncio.wait_for(sched.join("job-once"), 5)
+    assert runs.slots == ["2026-11-21T09:00"] and done == ["job-once"]
+    assert sched.jobs() == []
+    await sched.stop()
+
+
+async def test_a_slot_exactly_at_the_end_of_its_grace_still_runs(ledger):
+    # Down from before 21:00 until exactly 12 hours later: the slot is still owed.
+    clock = FakeClock(local(2026, 11, 21, 21, 0) + timedelta(hours=12))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily(created=local(2026, 11, 20, 12, 0))], runs)
+    await runs.wait(1)
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"]
+    assert sched.next_run(daily()) is not None
+
+
+async def test_no_retry_is_scheduled_past_the_grace_period(ledger):
+    # Failing 11 h 59 min into a 12-hour grace: the next retry (30 s) still fits, the one after
+    # (2 min) would not; the run then ends failed.
+    start = local(2026, 11, 21, 21, 0) + timedelta(hours=11, minutes=59)
+    clock = FakeClock(start)
+    runs = Runs(fail=5)
+    sched = Scheduler(ledger, clock)
+    sched.start([daily(created=local(2026, 11, 20, 12, 0))], runs)
+    await runs.wait(1)
+    await clock.idle_until(start + timedelta(seconds=30))
+    await clock.advance()
+    await clock.idle_until(local(2026, 11, 22, 21, 0))
+    await sched.stop()
+    assert len(runs.slots) == 2
+    last = ledger.history("daily-summary")[0]
+    assert last["status"] == "failed" and last["attempts"] == 2
