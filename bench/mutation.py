@@ -66,6 +66,7 @@ class Mutant:
     line: int
     what: str
     lines: tuple[int, int] = (0, 0)  # the source lines whose running means the change runs
+    on_import: bool = False  # module or class level: it runs when the module is imported
 
 
 def _quiet(node: ast.AST) -> bool:
@@ -196,25 +197,35 @@ class _Remove(ast.NodeTransformer):
         return super().visit(node)
 
 
-def _statements(tree: ast.Module) -> dict[int, ast.stmt]:
-    """Each node's innermost enclosing statement."""
+def _statements(tree: ast.Module) -> tuple[dict[int, ast.stmt], set[int]]:
+    """Each node's innermost enclosing statement, and the nodes that run on import (outside
+    any function)."""
     owner: dict[int, ast.stmt] = {}
+    on_import: set[int] = set()
 
-    def visit(node: ast.AST, stmt: ast.stmt | None) -> None:
+    def visit(node: ast.AST, stmt: ast.stmt | None, in_function: bool) -> None:
         if isinstance(node, ast.stmt):
             stmt = node
         if stmt is not None:
             owner[id(node)] = stmt
+        if not in_function:
+            on_import.add(id(node))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not in_function:
+            # defaults, decorators and annotations run on import; only the body waits
+            body = {id(s) for s in node.body}
+            for child in ast.iter_child_nodes(node):
+                visit(child, stmt, id(child) in body)
+            return
         for child in ast.iter_child_nodes(node):
-            visit(child, stmt)
+            visit(child, stmt, in_function)
 
-    visit(tree, None)
-    return owner
+    visit(tree, None, False)
+    return owner, on_import
 
 
 def mutants(module: str) -> list[Mutant]:
     tree = ast.parse((ROOT / module).read_text())
-    owner = _statements(tree)
+    owner, on_import = _statements(tree)
     out = []
     for index, (node, kind, variant) in enumerate(_points(tree)):
         what = _apply(copy.deepcopy(node), kind, variant)
@@ -222,7 +233,7 @@ def mutants(module: str) -> list[Mutant]:
         stmt = owner.get(id(node))
         first = min(line, stmt.lineno) if stmt is not None else line
         last = getattr(node, "end_lineno", None) or line
-        out.append(Mutant(module, index, line, what, (first, last)))
+        out.append(Mutant(module, index, line, what, (first, last), id(node) in on_import))
     return out
 
 
@@ -270,7 +281,11 @@ def trace(project: Path, modules: list[str]) -> dict[str, set[str]]:
 
 
 def covering(mutant: Mutant, traced: dict[str, set[str]]) -> list[str]:
-    """The tests that run the mutated lines (in suite order)."""
+    """The tests that run the mutated lines (in suite order); for a change that runs on
+    import (a constant, a default), every test that runs any of the module."""
+    if mutant.on_import:
+        prefix = mutant.module + ":"
+        return [t for t, lines in traced.items() if any(x.startswith(prefix) for x in lines)]
     first, last = mutant.lines
     wanted = {f"{mutant.module}:{n}" for n in range(first, last + 1)}
     return [test for test, lines in traced.items() if lines & wanted]

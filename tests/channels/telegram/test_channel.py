@@ -353,6 +353,28 @@ async def test_documents_go_to_the_inbox_private_ones_out_of_groups_reach(
     assert "was not saved" in last_user_text(fake_api.message_requests[1].body)
 
 
+async def test_a_document_sent_in_a_group_is_kept_in_that_groups_inbox(
+    telegram_gateway, fake_telegram, fake_api, home
+):
+    await telegram_gateway()
+    file_id, uid = fake_telegram.add_file(b"team plan")
+    doc = {"file_id": file_id, "file_unique_id": uid, "file_name": "plan.txt",
+           "mime_type": "text/plain", "file_size": 9}  # fmt: skip
+    from tests.fakes.telegram_api import auto_entities
+
+    caption = f"@{BOT_USERNAME} keep this"
+    fake_telegram.text("", caption=caption, caption_entities=auto_entities(caption), document=doc,
+                       user=5, chat=TG_GROUP, chat_type="supergroup")  # fmt: skip
+    await fake_telegram.wait_sent(1)
+    chat = f"telegram-group-{TG_GROUP}"
+    [saved] = [p for p in (home / "workspace" / "inbox" / "chats" / chat).rglob("*") if p.is_file()]
+    assert saved.read_bytes() == b"team plan" and saved.parent.parent.name == chat
+    assert not (home / "workspace" / "inbox" / "private").exists() or not any(
+        p.is_file() for p in (home / "workspace" / "inbox" / "private").rglob("*")
+    )
+    assert f"inbox/chats/{chat}/" in last_user_text(fake_api.message_requests[0].body)
+
+
 async def test_voice_gets_a_short_reply_and_no_model_call(
     telegram_gateway, fake_telegram, fake_api
 ):
