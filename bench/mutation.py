@@ -237,8 +237,10 @@ def mutants(module: str) -> list[Mutant]:
     return out
 
 
-def mutated_source(mutant: Mutant) -> str:
-    tree = ast.parse((ROOT / mutant.module).read_text())
+def mutated_source(mutant: Mutant, source: str | None = None) -> str:
+    """The module's source with the change made (``source``: the text the mutants were found
+    in, when the working copy may have changed since)."""
+    tree = ast.parse(source if source is not None else (ROOT / mutant.module).read_text())
     node, kind, variant = list(_points(tree))[mutant.index]
     _apply(node, kind, variant)
     if kind == "remove":
@@ -322,7 +324,7 @@ def main() -> int:
             path = project / mutant.module
             original = path.read_text()
             try:
-                path.write_text(mutated_source(mutant))
+                path.write_text(mutated_source(mutant, original))
                 return mutant, _pytest(project, ["-x", *tests], 3 * took + 60)
             finally:
                 path.write_text(original)
