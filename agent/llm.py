@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from agent.settings import LLMSettings
+from agent.stream import Deltas
 from agent.transcript import Usage
 from agent.wire import content_to_dicts, normalize_messages
 from gateway.errors import LLMError, LLMErrorKind
@@ -51,8 +52,10 @@ class LLM(Protocol):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
+        deltas: Deltas | None = None,
     ) -> LLMResponse:
-        """One model call. ``system_note`` is an extra system block after the cached prompt."""
+        """One model call. ``system_note`` is an extra system block after the cached prompt;
+        ``deltas``, when given, hears the answer's text as it is written."""
         ...
 
 
@@ -161,15 +164,18 @@ class AnthropicLLM:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
+        deltas: Deltas | None = None,
     ) -> LLMResponse:
         try:
-            return await self._complete(system, messages, tools, system_note)
+            return await self._complete(system, messages, tools, system_note, deltas)
         except _BadToolJSON as exc:
             # The model wrote a tool call whose input is not JSON: say so, and ask once more.
             log.warning("the model wrote a tool call that is not valid JSON; asking again")
             note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+            if deltas is not None:
+                deltas.restart()
             try:
-                return await self._complete(system, messages, tools, note)
+                return await self._complete(system, messages, tools, note, deltas)
             except _BadToolJSON:
                 raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
@@ -179,6 +185,7 @@ class AnthropicLLM:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
+        deltas: Deltas | None = None,
     ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
@@ -192,6 +199,10 @@ class AnthropicLLM:
                 messages=msgs,
                 tools=cached_tools if cached_tools else self._sdk.omit,
             ) as stream:
+                if deltas is not None:
+                    async for event in stream:
+                        if event.type == "text":
+                            deltas.text(event.text)
                 msg = await stream.get_final_message()
         except self._sdk.APIError as exc:
             raise _map_error(self._sdk, exc) from None

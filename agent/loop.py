@@ -25,6 +25,7 @@ from agent.prompt import SystemPrompts
 from agent.quota import Quota
 from agent.sessions import Sessions
 from agent.settings import AgentSettings, CompactionSettings
+from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools import ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
 from gateway.errors import LLMError
@@ -48,6 +49,14 @@ class TurnOutcome:
     status: TurnStatus = TurnStatus.OK
     model_seconds: float = 0.0  # waiting for the model, all calls together
     tool_calls: int = 0
+    # Text the model wrote before its tool calls: finished pieces of the answer, in order.
+    # ``text`` is the final reply alone; a listener heard each of these as it was finished.
+    earlier: tuple[str, ...] = ()
+
+    @property
+    def full_text(self) -> str:
+        """The whole answer: the earlier pieces and the final reply."""
+        return "\n\n".join(t for t in (*self.earlier, self.text) if t)
 
 
 @dataclass(slots=True)
@@ -59,9 +68,12 @@ class _Tally:
     tool_calls: int = 0
     waited: float = 0.0
     retried_overflow: bool = False
+    earlier: list[str] = field(default_factory=list)
 
     def outcome(self, text: str, status: TurnStatus = TurnStatus.OK) -> TurnOutcome:
-        return TurnOutcome(text, self.usage, self.calls, status, self.waited, self.tool_calls)
+        return TurnOutcome(
+            text, self.usage, self.calls, status, self.waited, self.tool_calls, tuple(self.earlier)
+        )
 
 
 class Agent:
@@ -109,7 +121,10 @@ class Agent:
 
     # -- turns --------------------------------------------------------------------------------
 
-    async def run_turn(self, key: SessionKey, inbound: Sequence[InboundMessage]) -> TurnOutcome:
+    async def run_turn(
+        self, key: SessionKey, inbound: Sequence[InboundMessage], listen: Listener | None = None
+    ) -> TurnOutcome:
+        """Answer ``inbound``; ``listen`` hears the answer as it is written (``agent.stream``)."""
         state = self.sessions.get(key)
         state.turn_start = len(state.messages)
         # Messages already in the transcript come from a turn a crash or restart cut short:
@@ -131,7 +146,7 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        return await self.loop(state, self.context(key))
+        return await self.loop(state, self.context(key), listen=listen)
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not
@@ -148,7 +163,11 @@ class Agent:
         self.store.end_turn(state, TurnEnd.UNANSWERED)
 
     async def loop(
-        self, state: SessionState, ctx: TurnContext, system_note: str | None = None
+        self,
+        state: SessionState,
+        ctx: TurnContext,
+        system_note: str | None = None,
+        listen: Listener | None = None,
     ) -> TurnOutcome:
         """Model ⇄ tools until a final answer or the iteration cap; records how the turn ended.
 
@@ -157,7 +176,7 @@ class Agent:
         tally = _Tally()
         try:
             while tally.calls < self.settings.max_iterations:
-                resp = await self._call_model(state, ctx, system_note, tally)
+                resp = await self._call_model(state, ctx, (system_note, listen), tally)
                 if resp.content:
                     self.store.append_message(state, {"role": "assistant", "content": resp.content})
                 tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
@@ -166,8 +185,13 @@ class Agent:
                     # Nothing awaits after this line, so a turn is recorded as ended once.
                     self.store.end_turn(state, TurnEnd.OK)
                     return tally.outcome(reply_text(resp.content))
+                piece = reply_text(resp.content)
+                if piece:
+                    tally.earlier.append(piece)
+                    if listen is not None:
+                        listen(TextDone(piece))
                 tally.tool_calls += len(tool_uses)
-                results = await self._run_tools(tool_uses, ctx)
+                results = await self._run_tools(tool_uses, ctx, listen)
                 self.store.append_message(state, {"role": "user", "content": results})
         except LLMError as exc:
             log.warning("%s: model call failed: %s", state.key, exc)
@@ -192,13 +216,19 @@ class Agent:
         return (await self.loop(state, replace(ctx, silent=True), system_note=note)).text
 
     async def _call_model(
-        self, state: SessionState, ctx: TurnContext, system_note: str | None, tally: _Tally
+        self,
+        state: SessionState,
+        ctx: TurnContext,
+        note_and_listener: tuple[str | None, Listener | None],
+        tally: _Tally,
     ) -> LLMResponse:
+        system_note, listen = note_and_listener
+        deltas = ToListener(listen) if listen is not None else None
         while True:
             began = self.clock.monotonic()
             try:
                 resp = await self.llm.complete(
-                    state.system, state.messages, self.tools.schemas(), system_note
+                    state.system, state.messages, self.tools.schemas(), system_note, deltas=deltas
                 )
             except LLMError as exc:
                 # Too large for the API: compaction folds older messages (and their images)
@@ -217,11 +247,15 @@ class Agent:
             return resp
 
     async def _run_tools(
-        self, tool_uses: list[dict[str, Any]], ctx: TurnContext
+        self, tool_uses: list[dict[str, Any]], ctx: TurnContext, listen: Listener | None
     ) -> list[dict[str, Any]]:
         results: list[dict[str, Any]] = []
         for use in tool_uses:
+            if listen is not None:
+                listen(ToolStarted(use["name"], progress_summary(use["name"], use.get("input"))))
             result = await self.tools.call(use["name"], use.get("input"), ctx)
+            if listen is not None:
+                listen(ToolFinished(use["name"], not result.is_error))
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": use["id"],

@@ -48,10 +48,12 @@ class InProcessLLM:
         self.latency = latency
         self.calls: list[list[dict[str, Any]]] = []
 
-    async def complete(self, system, messages, tools, system_note=None) -> LLMResponse:
+    async def complete(self, system, messages, tools, system_note=None, deltas=None) -> LLMResponse:
         self.calls.append(messages[-1]["content"])
         if self.latency:
             await asyncio.sleep(self.latency)
+        if deltas is not None:
+            deltas.text("ok")
         return LLMResponse([{"type": "text", "text": "ok"}], "end_turn", Usage(100, 0, 0, 5))
 
 

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self, final
 
 from channels.access import Access, Action, Arrival
+from channels.live import LiveReply
 from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
 from gateway.ports import Check, Clock, SystemClock
 
@@ -86,6 +87,23 @@ class Channel(ABC):
 
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None: ...
+
+    # -- streamed replies ------------------------------------------------------------------------
+
+    # Set from the channel's config: show replies while they are written, and which tools run.
+    streaming: bool = True
+    show_tool_progress: bool = True
+
+    def live(
+        self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
+    ) -> LiveReply[Any] | None:
+        """A reply to show while it is written, or None where this chat gets whole replies."""
+        return None
+
+    async def take_back(self, key: SessionKey, ref: str) -> None:
+        """A streamed message a crash left half-written: remove it (the answer comes again).
+        A channel that never streams has none to take back."""
+        return None
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import sys
 import threading
-from collections.abc import AsyncIterator
-from typing import TextIO
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TextIO
 
 from channels.access import Arrival
 from channels.base import Channel
+from channels.live import LiveReply
 from gateway.events import TERMINAL, OutboundMessage, SessionKey
 
 KEY = TERMINAL
@@ -39,6 +40,12 @@ class TerminalChannel(Channel):
         self.interactive = self.stdin.isatty() if interactive is None else interactive
         self._running = False
         self._counter = 0
+        self.writing = False  # a streamed reply is being printed: the status line is its own
+
+    def live(
+        self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
+    ) -> LiveReply[Any] | None:
+        return TerminalLive(self, key) if self.streaming else None
 
     async def start(self) -> None:
         self._running = True
@@ -50,11 +57,22 @@ class TerminalChannel(Channel):
         return self._running
 
     async def send(self, msg: OutboundMessage) -> None:
+        self.write(msg.text, "", end=True)
+
+    def write(self, text: str, shown: str, *, end: bool = False) -> None:
+        """Print ``text`` where ``shown`` of it is printed already (a streamed reply); ``end``:
+        the reply is complete. Text that does not continue what is printed starts afresh."""
+        if shown and not text.startswith(shown):
+            self.stdout.write("\n")
+            shown = ""
         if self.interactive:
-            body = msg.text.replace("\n", "\n        ")
-            self.stdout.write(f"\r\x1b[K\x1b[1;36mcorvid>\x1b[0m {body}\n")
+            new = text[len(shown) :].replace("\n", "\n        ")
+            head = "" if shown else "\r\x1b[K\x1b[1;36mcorvid>\x1b[0m "
+            self.stdout.write(head + new + ("\n" if end else ""))
         else:
-            self.stdout.write(msg.text.rstrip("\n") + "\n\n")
+            new = text[len(shown) :]
+            self.stdout.write(new.rstrip("\n") + "\n\n" if end else new)
+        self.writing = not end
         self.stdout.flush()
 
     @contextlib.asynccontextmanager
@@ -65,7 +83,7 @@ class TerminalChannel(Channel):
         try:
             yield
         finally:
-            if self.interactive:
+            if self.interactive and not self.writing:
                 self.stdout.write("\r\x1b[K")
                 self.stdout.flush()
 
@@ -96,6 +114,54 @@ class TerminalChannel(Channel):
             # stop it; from a pipe each message is answered before the next is read.
             if answered is not None and not self.interactive:
                 await answered
+
+
+class TerminalLive(LiveReply[str]):
+    """A reply printed as it is written: each frame prints what is new since the last one."""
+
+    every = 0.05
+    first_chars = 1
+
+    def __init__(self, terminal: TerminalChannel, key: SessionKey) -> None:
+        super().__init__(key, None, lambda ref: None)
+        self.terminal = terminal
+        self._printed = ""
+
+    @property
+    def started(self) -> bool:
+        return bool(self._printed)
+
+    async def show(self, text: str) -> None:
+        self.terminal.write(text, self._printed)
+        self._printed = text
+
+    async def progress(self, note: str) -> None:
+        if self.terminal.interactive and not self._printed:
+            self.terminal.stdout.write(f"\r\x1b[K\x1b[2m{note}\x1b[0m")
+            self.terminal.stdout.flush()
+
+    async def finish(self, msg: OutboundMessage) -> None:
+        self.terminal.write(msg.text, self._printed, end=True)
+        self._printed = ""
+
+    async def take_back(self) -> None:
+        if self._printed:
+            self.terminal.stdout.write("\n")
+            self.terminal.writing = False
+            self._printed = ""
+
+    # Printed text is not a list of platform messages: the methods above replace the cut.
+    async def cut(self, text: str) -> list[str]:
+        return [text]
+
+    async def post(self, piece: str, first: bool) -> str:
+        raise NotImplementedError
+
+    async def edit(self, ref: str, piece: str) -> None:
+        raise NotImplementedError
+
+    async def delete(self, ref: str) -> None:
+        raise NotImplementedError
 
 
 class _LineReader:

@@ -197,6 +197,9 @@ def build_channels(
         channels.append(_telegram(config, tg, pairing, clock))
     if dc.enabled and (only is None or "discord" in only):
         channels.append(_discord(config, dc, pairing, clock))
+    for channel in channels:
+        cfg: ChannelConfig = tg if channel.name == "telegram" else dc
+        channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
     return channels
 
 

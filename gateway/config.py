@@ -55,6 +55,9 @@ class ChannelConfig:
     # not saved to the inbox.
     max_image_bytes: int = setting(5_000_000, minimum=1)
     max_file_bytes: int = setting(20_000_000, minimum=1)
+    # Replies show while they are written (``on``/``off``), and so does which tool is running.
+    streaming: bool = True
+    show_tool_progress: bool = True
 
 
 @dataclass(frozen=True)

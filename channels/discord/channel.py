@@ -26,7 +26,9 @@ from channels import inbox
 from channels.access import Access, Arrival, Fetched
 from channels.base import Channel, ChannelStartError
 from channels.discord import replies
+from channels.discord.live import DiscordLive, take_back
 from channels.inbox import Intake
+from channels.live import LiveReply
 from gateway.events import (
     CHAT_COMMANDS,
     Attachment,
@@ -351,6 +353,18 @@ class DiscordChannel(Channel):
     async def send(self, msg: OutboundMessage) -> None:
         interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
         await replies.send(msg, interaction, self._resolve)
+
+    def live(
+        self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
+    ) -> LiveReply[Any] | None:
+        if self._client is None or not self.streaming:
+            return None
+        if reply_to is not None and reply_to in self._interactions:
+            return None  # a slash command is answered by follow-ups, whole
+        return DiscordLive(self._resolve, key, reply_to, placed)
+
+    async def take_back(self, key: SessionKey, ref: str) -> None:
+        await take_back(self._resolve, key, ref)
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:

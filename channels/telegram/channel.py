@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from channels.access import Access
 from channels.base import Channel, ChannelStartError
 from channels.inbox import Intake
+from channels.live import LiveReply
 from channels.telegram import replies
 from channels.telegram.api import call, retry_after_seconds
 from channels.telegram.inbound import Reader
+from channels.telegram.live import TelegramLive, take_back
 from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
 from gateway.ports import Check, Clock
 
@@ -304,6 +306,17 @@ class TelegramChannel(Channel):
         if self._app is None:
             raise RuntimeError("the Telegram channel is not running")
         await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
+
+    def live(
+        self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
+    ) -> LiveReply[Any] | None:
+        if self._app is None or not self.streaming:
+            return None
+        return TelegramLive(self._app.bot, key, reply_to, placed, self.clock, self.retry_backoff)
+
+    async def take_back(self, key: SessionKey, ref: str) -> None:
+        if self._app is not None:
+            await take_back(self._app.bot, key, ref, self.clock, self.retry_backoff)
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:

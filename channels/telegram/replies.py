@@ -44,11 +44,11 @@ async def send(bot: Bot, msg: OutboundMessage, clock: Clock, backoff: float) -> 
     # A very long reply takes a while to parse: not on the loop every chat shares.
     cut = await asyncio.to_thread(pieces, msg.text) if len(msg.text) > LONG else pieces(msg.text)
     for piece, html in cut:
-        await _send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff)
+        await send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff)
         quote = None  # only the first piece quotes the message it answers
 
 
-async def _send_piece(
+async def send_piece(
     bot: Bot,
     where: tuple[int, int | None],
     piece: str,
@@ -56,9 +56,9 @@ async def _send_piece(
     quote: int | None,
     clock: Clock,
     backoff: float,
-) -> None:
+) -> int:
     """The piece as HTML, else as plain text, else a notice in its place: a refused piece
-    never stops the rest of the reply."""
+    never stops the rest of the reply. Returns the message's id."""
     from telegram import ReplyParameters
     from telegram.constants import ParseMode
     from telegram.error import BadRequest
@@ -77,10 +77,10 @@ async def _send_piece(
                 reply_parameters=reply,
                 message_thread_id=thread,
             )
-            await call(send, clock, backoff)
-            return
+            sent = await call(send, clock, backoff)
+            return sent.message_id
         except BadRequest as exc:
-            if number == len(attempts) or not _refused_text(exc):
+            if number == len(attempts) or not refused_text(exc):
                 raise
             log.warning(
                 "telegram:%s: Telegram refused a piece as %s (%s); trying %s",
@@ -89,9 +89,10 @@ async def _send_piece(
                 exc,
                 "plain text" if attempts[number][0] == piece else "a notice",
             )
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _refused_text(exc: Exception) -> bool:
+def refused_text(exc: Exception) -> bool:
     return any(part in str(exc).lower() for part in _TEXT_REFUSALS)
 
 

@@ -14,8 +14,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from channels.base import Channel
+from channels.live import LiveReply
 from gateway.errors import DeliveryError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.runtime.journal import Journal, Outgoing, SendStatus
@@ -45,22 +47,28 @@ class Delivery:
         return self.journal is not None and channel is not None and channel.journaled
 
     async def answer(
-        self, msgs: Sequence[InboundMessage], out: OutboundMessage | None
+        self,
+        msgs: Sequence[InboundMessage],
+        out: OutboundMessage | None,
+        live: LiveReply[Any] | None = None,
     ) -> bool | None:
-        """The messages are answered with ``out`` (None: no reply), durably, then it is sent.
-        Returns whether it was delivered (None when there was nothing to send)."""
+        """The messages are answered with ``out`` (None: no reply), durably, then it is sent
+        (``live``: it finishes the reply shown while it was written). Returns whether it was
+        delivered (None when there was nothing to send)."""
         key = out.key if out is not None else msgs[0].key
         if self.journal is None or not self.durable(key):
-            return None if out is None else await self.send(out)
+            return None if out is None else await self.send(out, live=live)
         oid = self.journal.answer(msgs, out)
         if out is None or oid is None:
             return None
-        return await self.send(out, oid)
+        return await self.send(out, oid, live)
 
-    async def send(self, out: OutboundMessage, oid: int | None = None) -> bool:
+    async def send(
+        self, out: OutboundMessage, oid: int | None = None, live: LiveReply[Any] | None = None
+    ) -> bool:
         """Send; a failure is logged and kept for ``corvid status``, never raised."""
         try:
-            await self._push(out, oid)
+            await self._push(out, oid, live)
         except DeliveryError as exc:
             log.error("%s: could not deliver %d characters: %s", out.key, len(out.text), exc)
             return False
@@ -84,6 +92,36 @@ class Delivery:
         if row.status not in (SendStatus.SENT, SendStatus.UNCERTAIN):
             await self._push(row.out, row.id)
         return True
+
+    async def finish_live(self, live: LiveReply[Any], out: OutboundMessage) -> bool:
+        """A piece of a streamed reply is final: journaled and sent like any message."""
+        oid = (
+            self.journal.queue(out) if self.journal is not None and self.durable(out.key) else None
+        )
+        return await self.send(out, oid, live)
+
+    def placed(self, key: SessionKey) -> Callable[[str], None]:
+        """What a streamed reply of ``key`` calls with each message it posts: recorded, so a
+        crash mid-stream leaves word of the half-written message."""
+        journal = self.journal if self.durable(key) else None
+        if journal is None:
+            return lambda ref: None
+        return lambda ref: journal.placed(key, ref)
+
+    async def take_back(self) -> None:
+        """Remove the half-written messages a crash left mid-stream; the answers they began
+        are still owed and come again whole."""
+        if self.journal is None:
+            return
+        for key, ref in self.journal.half_written():
+            channel = self.channels.get(key.channel)
+            if channel is None:
+                continue
+            try:
+                await channel.take_back(key, ref)
+            except Exception as exc:
+                log.warning("%s: could not take back a half-written reply: %s", key, exc)
+            self.journal.finished(key, [ref])
 
     def recover(self) -> list[Outgoing]:
         """The replies a crash left unsent, to send once the channels are up. A send cut off
@@ -113,7 +151,9 @@ class Delivery:
         """Recent messages that failed or may not have arrived, newest first."""
         return self.journal.undelivered(limit) if self.journal is not None else []
 
-    async def _push(self, out: OutboundMessage, oid: int | None) -> None:
+    async def _push(
+        self, out: OutboundMessage, oid: int | None, live: LiveReply[Any] | None = None
+    ) -> None:
         channel = self.channels.get(out.key.channel)
         journal = self.journal if oid is not None else None
         if channel is None:
@@ -125,7 +165,10 @@ class Delivery:
             out = replace(out, ident=f"c{oid}")
             journal.sending(oid)
         try:
-            await channel.send(out)
+            if live is not None:
+                await live.finish(out)
+            else:
+                await channel.send(out)
         except asyncio.CancelledError:
             raise  # stays "sending": after a restart it counts as possibly delivered
         except Exception as exc:
@@ -134,4 +177,4 @@ class Delivery:
                 journal.settle(oid, SendStatus.FAILED, error)
             raise DeliveryError(error) from exc
         if journal is not None and oid is not None:
-            journal.settle(oid, SendStatus.SENT)
+            journal.settle(oid, SendStatus.SENT, live=live.refs if live is not None else ())

@@ -65,6 +65,8 @@ class Gateway:
             await self._stack.enter_async_context(channel)
             self._started.append(channel)
             log.info("channel %s started", channel.name)
+        # Replies a crash cut off mid-stream go before the answers owed come again.
+        await self.delivery.take_back()
         self._ready.set()
         for row in outgoing:
             self._spawn(self.delivery.send(row.out, row.id))

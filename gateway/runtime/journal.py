@@ -13,6 +13,10 @@ platforms that deduplicate (Discord's nonce) get it again, the others get a shor
 a possible duplicate (``uncertain``). ``origin`` names the scheduled run that produced a message,
 so a run claimed again after a crash finds its message instead of writing another.
 
+``live``: the platform messages a streamed reply has put in a chat and not yet finished. A crash
+mid-stream leaves them half-written; on start they are taken back (deleted, or marked where they
+cannot be), and the answer, still owed, comes once as a new reply.
+
 WAL with ``synchronous=NORMAL``: a committed row survives the process being killed; a power cut
 may lose the last commits.
 """
@@ -77,6 +81,12 @@ CREATE TABLE IF NOT EXISTS seen (
     message_id TEXT NOT NULL,
     at TEXT NOT NULL,
     PRIMARY KEY (key, message_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS live (
+    key TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (key, ref)
 ) WITHOUT ROWID;
 """
 
@@ -204,11 +214,42 @@ class Journal:
             (SendStatus.SENDING, self._now(), oid),
         )
 
-    def settle(self, oid: int, status: SendStatus, error: str = "") -> None:
+    def settle(
+        self, oid: int, status: SendStatus, error: str = "", live: Sequence[str] = ()
+    ) -> None:
+        """``live``: the streamed messages this one finished, no longer half-written (in the
+        same transaction, so a finished reply is never taken back as unfinished)."""
+        with self._transaction():
+            self.db.execute(
+                "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
+                (status, error, self._now(), oid),
+            )
+            if live:
+                row = self.db.execute("SELECT key FROM outbox WHERE id = ?", (oid,)).fetchone()
+                if row is not None:
+                    self.db.executemany(
+                        "DELETE FROM live WHERE key = ? AND ref = ?", [(row[0], r) for r in live]
+                    )
+
+    # -- streamed messages not yet finished ----------------------------------------------------
+
+    def placed(self, key: SessionKey, ref: str) -> None:
+        """A streamed reply put a message (``ref``, the platform's id) in the chat."""
         self.db.execute(
-            "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
-            (status, error, self._now(), oid),
+            "INSERT OR IGNORE INTO live (key, ref, created) VALUES (?, ?, ?)",
+            (str(key), ref, self._now()),
         )
+
+    def finished(self, key: SessionKey, refs: Sequence[str]) -> None:
+        """These streamed messages are finished (or taken back): nothing to clean up."""
+        self.db.executemany(
+            "DELETE FROM live WHERE key = ? AND ref = ?", [(str(key), r) for r in refs]
+        )
+
+    def half_written(self) -> list[tuple[SessionKey, str]]:
+        """Streamed messages a crash left unfinished, oldest first."""
+        rows = self.db.execute("SELECT key, ref FROM live ORDER BY created").fetchall()
+        return [(SessionKey.parse(k), ref) for k, ref in rows]
 
     def prune(self, now: datetime | None = None) -> None:
         """Drop delivered messages older than a week (failed ones stay for ``corvid status``)

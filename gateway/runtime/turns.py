@@ -16,10 +16,10 @@ from gateway.logcontext import turn_scope
 from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommand
 from gateway.runtime.delivery import Delivery
+from gateway.runtime.streaming import NO_REPLY, ReplyStream
 
 log = logging.getLogger(__name__)
 
-NO_REPLY = "NO_REPLY"
 BLANK_ANSWER = (
     "I came back with an empty answer to that, which is on my side. Please ask again, perhaps "
     "in other words."
@@ -76,29 +76,55 @@ class Turns:
         if not self.closing() and journal is not None:
             journal.drop(msgs)
 
-    async def _turn(self, key: SessionKey, batch: list[InboundMessage]) -> None:
+    def _stream(self, channel: Channel, key: SessionKey, reply_to: str | None) -> ReplyStream:
+        stream = ReplyStream(
+            channel,
+            key,
+            reply_to,
+            self.clock,
+            self.delivery.finish_live,
+            self.delivery.placed(key),
+        )
+        stream.start()
+        return stream
+
+    async def _turn(self, key: SessionKey, batch: list[InboundMessage]) -> None:  # long: one turn
         channel = self.channels[key.channel]
         began = self.clock.monotonic()
         queued = max(0.0, (self.clock.now() - batch[0].received_at).total_seconds())
         outcome: TurnOutcome | None = None
+        stream = self._stream(channel, key, batch[-1].message_id) if channel.streaming else None
+        listen = stream.listen if stream is not None and stream.streaming else None
         try:
             async with channel.typing(key):
-                outcome = await self.agent.run_turn(key, batch)
-            text, status = outcome.text, str(outcome.status)
+                outcome = await self.agent.run_turn(key, batch, listen)
+            # Streamed, the pieces before the tools went out as they were finished.
+            text = outcome.text if listen is not None else outcome.full_text
+            status = str(outcome.status)
         except LLMError as exc:
             text, status = exc.user_message(), f"error:{exc.kind}"
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
             if not self.closing():  # /stop, not a shutdown (which answers after the restart)
                 self.agent.withdraw_turn(key)
+                if stream is not None:
+                    await stream.stop()
+            elif stream is not None:
+                stream.abandon()
             self._forget(batch)
             raise
         except Exception:
             log.exception("%s: turn failed", key)
             text, status = INTERNAL_ERROR, "error:internal"
+        live = await stream.close() if stream is not None else None
         out = None
         if text.strip() == NO_REPLY:
             status += ":no-reply"
+            if live is not None and live.started:
+                try:
+                    await live.take_back()
+                except Exception as exc:
+                    log.warning("%s: could not take back a streamed reply: %s", key, exc)
         else:
             if blank(text):
                 # The person would hear nothing and not know why (an answer of only spaces or
@@ -107,7 +133,7 @@ class Turns:
                 text, status = BLANK_ANSWER, status + ":blank"
             out = OutboundMessage(key, text, reply_to=batch[-1].message_id)
         answered = self.clock.monotonic()
-        delivered = await self.delivery.answer(batch, out)
+        delivered = await self.delivery.answer(batch, out, live)
         if delivered is False:
             status += ":undelivered"
         timings = (began, answered, self.clock.monotonic(), queued)

@@ -90,3 +90,18 @@ async def test_end_of_input_ends_the_chat(chat):
     keyboard.close()
     await asyncio.wait_for(reading, 10)
     assert "type a message" in screen.getvalue()
+
+
+async def test_a_reply_is_printed_as_it_is_written(chat, fake_api: FakeAnthropic):
+    keyboard, screen, _reading = chat
+    release = asyncio.Event()
+    fake_api.enqueue(
+        Reply("The first half, then the second half.", hold=release, hold_after=15, chunk=15)
+    )
+    keyboard.type("tell me")
+    # The start of the reply is on the screen while the model is still writing the rest.
+    await screen.wait_for(lambda s: "The first half," in s)
+    assert "second half" not in screen.getvalue()
+    release.set()
+    out = await screen.wait_for(lambda s: "the second half.\n" in s)
+    assert out.count("The first half") == 1  # printed once, continued in place

@@ -29,6 +29,10 @@ class Reply:
     delay: float = 0.0
     # Streamed as the tool calls' input instead of their JSON (a model that writes bad JSON).
     raw_tool_input: str | None = None
+    # The stream pauses once this many characters of text are out, until ``hold`` is set.
+    hold: asyncio.Event | None = None
+    hold_after: int = 0
+    chunk: int = 40  # characters per text delta
 
 
 @dataclass
@@ -277,7 +281,12 @@ class FakeAnthropic:
                     },
                 )
                 text = block["text"]
-                for part in [text[j : j + 40] for j in range(0, len(text), 40)]:
+                size = action.chunk if isinstance(action, Reply) else 40
+                for j in range(0, len(text), size):
+                    part = text[j : j + size]
+                    held = isinstance(action, Reply) and action.hold is not None
+                    if held and j >= action.hold_after:  # type: ignore[union-attr]
+                        await action.hold.wait()  # type: ignore[union-attr]
                     await send(
                         "content_block_delta",
                         {

@@ -134,6 +134,7 @@ class FakeDiscord(Observed):
         self.gateway_url = ""
         self.calls: list[Call] = []
         # self.sent (from Observed): accepted POST /channels/{id}/messages
+        self.edits: list[dict[str, Any]] = []  # accepted message edits, with their bodies
         self.interaction_responses: list[dict[str, Any]] = []
         self.followups: list[dict[str, Any]] = []
         self.typing: list[int] = []
@@ -177,6 +178,8 @@ class FakeDiscord(Observed):
             "groups": [str(CHANNEL_ID)],
             "api_base_url": f"{self.base_url}/api/v10",
             "gateway_url": self.gateway_url,
+            # Whole replies unless a test is about streaming: then it passes streaming=True.
+            "streaming": False,
             **extra,
         }
 
@@ -983,6 +986,7 @@ class FakeDiscord(Observed):
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
             )
         msg.update({k: v for k, v in body.items() if k in ("content", "embeds", "flags")})
+        self.edits.append({**body, "message_id": int(msg["id"])})
         msg["edited_timestamp"] = _now()
         self._notify()
         return _json(msg)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.llm import LLMResponse
+from agent.stream import Deltas
 from agent.transcript import Usage
 from gateway.errors import LLMError
 
@@ -55,6 +56,7 @@ class ScriptedModel:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
+        deltas: Deltas | None = None,
     ) -> LLMResponse:
         call = Call(system, copy.deepcopy(messages), tools, system_note)
         self.calls.append(call)
@@ -63,6 +65,10 @@ class ScriptedModel:
         step = self.script.popleft()
         if isinstance(step, LLMError):
             raise step
-        if callable(step):
-            return step(call)
-        return step
+        reply = step(call) if callable(step) else step
+        if deltas is not None:  # streamed as the real client does, a few characters at a time
+            for block in reply.content:
+                if block.get("type") == "text":
+                    for i in range(0, len(block["text"]), 16):
+                        deltas.text(block["text"][i : i + 16])
+        return reply

@@ -110,6 +110,9 @@ class FakeTelegram(Observed):
         self.calls: list[Call] = []
         # self.sent (from Observed): accepted sendMessage calls, with message_id
         self.files: dict[str, bytes] = {}
+        self.chat: dict[tuple[int, int], str] = {}  # (chat, message id) → what it shows now
+        self.edits: list[dict[str, Any]] = []  # accepted editMessageText calls
+        self.drafts: list[dict[str, Any]] = []  # accepted sendMessageDraft calls
         self._held: dict[str, asyncio.Event] = {}
         self.webhook_url = ""
         self._faults: dict[str, deque[Fault]] = {}
@@ -162,6 +165,8 @@ class FakeTelegram(Observed):
             "base_url": f"{self.base_url}/bot",
             "base_file_url": f"{self.base_url}/file/bot",
             "poll_timeout": 1,
+            # Whole replies unless a test is about streaming: then it passes streaming=True.
+            "streaming": False,
             **extra,
         }
 
@@ -320,7 +325,8 @@ class FakeTelegram(Observed):
                 pass
         return _ok(list(self._updates[:100]))
 
-    async def _m_sendMessage(self, params: dict[str, Any]) -> web.Response:
+    def _check_text(self, params: dict[str, Any]) -> web.Response | str:
+        """What a message with these parameters shows, or Telegram's refusal."""
         text = str(params.get("text", ""))
         mode = params.get("parse_mode")
         if mode == "HTML":
@@ -335,6 +341,12 @@ class FakeTelegram(Observed):
             return _error(400, "Bad Request: message text is empty")
         if utf16(shown) > 4096:
             return _error(400, "Bad Request: message is too long")
+        return shown
+
+    async def _m_sendMessage(self, params: dict[str, Any]) -> web.Response:
+        shown = self._check_text(params)
+        if isinstance(shown, web.Response):
+            return shown
         chat_id = int(params["chat_id"])
         message = {
             "message_id": next(self._message_ids),
@@ -344,8 +356,54 @@ class FakeTelegram(Observed):
             "text": shown,
         }
         self.sent.append({**params, "message_id": message["message_id"], "shown": shown})
+        self.chat[(chat_id, message["message_id"])] = shown
         self._notify()
         return _ok(message)
+
+    async def _m_editMessageText(self, params: dict[str, Any]) -> web.Response:
+        where = (int(params["chat_id"]), int(params["message_id"]))
+        if where not in self.chat:
+            return _error(400, "Bad Request: message to edit not found")
+        shown = self._check_text(params)
+        if isinstance(shown, web.Response):
+            return shown
+        if self.chat[where] == shown:
+            return _error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply "
+                "markup are exactly the same as a current content and reply markup of the message",
+            )
+        self.chat[where] = shown
+        self.edits.append({**params, "shown": shown})
+        self._notify()
+        chat = {"id": where[0], "type": "private" if where[0] > 0 else "supergroup"}
+        bot = {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"}
+        edited = {"message_id": where[1], "chat": chat, "from": bot, "date": 0, "text": shown}
+        return _ok({**edited, "edit_date": int(time.time())})
+
+    async def _m_deleteMessage(self, params: dict[str, Any]) -> web.Response:
+        where = (int(params["chat_id"]), int(params["message_id"]))
+        if self.chat.pop(where, None) is None:
+            return _error(400, "Bad Request: message to delete not found")
+        self._notify()
+        return _ok(True)
+
+    async def _m_sendMessageDraft(self, params: dict[str, Any]) -> web.Response:
+        if int(params["chat_id"]) < 0:
+            return _error(400, "Bad Request: drafts can be sent only to private chats")
+        if not int(params.get("draft_id") or 0):
+            return _error(400, "Bad Request: draft_id must be non-zero")
+        shown = self._check_text(params)
+        if isinstance(shown, web.Response):
+            return shown
+        self.drafts.append({**params, "shown": shown})
+        self._notify()
+        return _ok(True)
+
+    def shows(self, chat_id: int) -> list[str]:
+        """What the chat shows of the bot's messages now, oldest first (edits applied,
+        deleted ones gone)."""
+        return [text for (chat, _), text in sorted(self.chat.items()) if chat == chat_id]
 
     async def _m_getFile(self, params: dict[str, Any]) -> web.Response:
         file_id = params.get("file_id", "")
