@@ -54,7 +54,9 @@ class Turns:
     async def ordered(self, key: SessionKey, msg: InboundMessage, command: ChatCommand) -> None:
         with turn_scope(key):
             try:
-                text = await command.run(msg)
+                # /new and /compact ask the model for a summary: show that work is under way.
+                async with self.channels[key.channel].typing(key):
+                    text = await command.run(msg)
             except asyncio.CancelledError:
                 self._forget([msg])
                 raise

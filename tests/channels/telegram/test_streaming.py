@@ -215,3 +215,21 @@ async def test_a_restart_mid_stream_replaces_the_half_written_reply(
     deleted = fake_telegram.calls_to("deleteMessage")
     assert [int(c.params["message_id"]) for c in deleted] == [half["message_id"]]
     assert len(fake_telegram.sent) == 2  # the half-written one (taken back), then the answer
+
+
+async def test_new_shows_typing_while_the_session_is_summarised(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway(streaming=True)
+    fake_api.enqueue(Reply("Hello."))
+    fake_telegram.text("hi")
+    await fake_telegram.wait_sent(1)
+    release = asyncio.Event()
+    fake_api.enqueue(Reply("- said hello", hold=release, hold_after=0))  # the /new summary
+    before = len(fake_telegram.calls_to("sendChatAction"))
+    fake_telegram.text("/new")
+    await fake_api.wait_for_requests(2)
+    # The summary is being written: "typing…" shows meanwhile.
+    await fake_telegram.wait_for(lambda: len(fake_telegram.calls_to("sendChatAction")) > before)
+    release.set()
+    await fake_telegram.wait_sent(2)
