@@ -333,3 +333,18 @@ def _ask_for_codes(path: str, worker: int) -> None:
     store = PairingStore(Path(path))
     for i in range(10):
         store.request("x", f"{worker}-{i}", "someone")
+
+
+def test_one_context_message_is_kept_when_one_is_configured(store, clock):
+    access = _access(store, clock, context_messages=1)
+    group = {"group_ids": ("-100",)}
+    access.remember(Arrival(GROUP, "5", "Bob", "first", **group))
+    access.remember(Arrival(GROUP, "5", "Bob", "second", **group))
+    assert access.take_context(GROUP) == ("Bob: second",)
+
+
+def test_arrivals_carry_no_lone_surrogates():
+    # A platform's JSON can carry half a surrogate pair; no file or database would take it.
+    a = Arrival(DM, "7", "Eve\ud800", "hi \udc00 there")
+    assert a.text == "hi \ufffd there" and a.sender_name == "Eve\ufffd"
+    a.text.encode()  # would raise UnicodeEncodeError with the surrogate left in
