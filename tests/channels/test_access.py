@@ -348,3 +348,25 @@ def test_arrivals_carry_no_lone_surrogates():
     a = Arrival(DM, "7", "Eve\ud800", "hi \udc00 there")
     assert a.text == "hi \ufffd there" and a.sender_name == "Eve\ufffd"
     a.text.encode()  # would raise UnicodeEncodeError with the surrogate left in
+
+
+def test_a_notice_waits_a_minute_from_the_last_one_whenever_the_clock_started(store, clock):
+    access = _access(store, clock)
+    clock.tick(100)  # the monotonic clock is not at zero in a running process
+    assert access._may_notice("group", "5")
+    clock.tick(30)
+    assert not access._may_notice("group", "5")
+    # Pruning a full table keeps the notices still within their minute.
+    for i in range(10_001):
+        access._noticed[("group", f"x{i}")] = clock.monotonic()
+    assert not access._may_notice("group", "5")
+    clock.tick(31)
+    assert access._may_notice("group", "5")
+
+
+def test_the_pairing_notice_names_the_minutes_left(store, clock):
+    access = _access(store, clock)
+    verdict = access.decide(_dm("7"))
+    assert "within 60 minutes" in verdict.text
+    clock.tick(45 * 60)  # the same code, asked about again: a quarter of an hour is left
+    assert "within 15 minutes" in access.decide(_dm("7")).text
