@@ -32,6 +32,8 @@ class LiveReply(ABC, Generic[P]):
     # The first frame waits for this many characters, or for ``first_after`` seconds.
     first_chars: int = 40
     first_after: float = 1.5
+    # The last piece of a frame is shown as a draft (an ephemeral preview), not posted.
+    drafts: bool = False
 
     def __init__(self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]):
         self.key = key
@@ -89,8 +91,6 @@ class LiveReply(ABC, Generic[P]):
             self._shown.pop()
 
     # -- the platform --------------------------------------------------------------------------
-
-    drafts: bool = False  # the last piece of a frame is shown as a draft, not posted
 
     @abstractmethod
     async def cut(self, text: str) -> list[P]:

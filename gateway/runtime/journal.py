@@ -219,17 +219,16 @@ class Journal:
     ) -> None:
         """``live``: the streamed messages this one finished, no longer half-written (in the
         same transaction, so a finished reply is never taken back as unfinished)."""
+        update = "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?"
+        if not live:  # the common case: one statement, no transaction to open
+            self.db.execute(update, (status, error, self._now(), oid))
+            return
         with self._transaction():
-            self.db.execute(
-                "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
-                (status, error, self._now(), oid),
+            self.db.execute(update, (status, error, self._now(), oid))
+            self.db.executemany(
+                "DELETE FROM live WHERE key = (SELECT key FROM outbox WHERE id = ?) AND ref = ?",
+                [(oid, r) for r in live],
             )
-            if live:
-                row = self.db.execute("SELECT key FROM outbox WHERE id = ?", (oid,)).fetchone()
-                if row is not None:
-                    self.db.executemany(
-                        "DELETE FROM live WHERE key = ? AND ref = ?", [(row[0], r) for r in live]
-                    )
 
     # -- streamed messages not yet finished ----------------------------------------------------
 

@@ -298,3 +298,19 @@ def test_a_damaged_journal_is_an_error_when_only_looking(tmp_path):
     with pytest.raises(sqlite3.DatabaseError):
         Journal(path, repair=False)
     assert path.read_bytes().startswith(b"SQLite format 3")  # left where it was
+
+
+def test_a_finished_stream_leaves_nothing_to_take_back(tmp_path):
+    from gateway.events import SessionKey
+    from gateway.runtime.journal import SendStatus
+
+    journal = Journal(tmp_path / "g.sqlite")
+    other = SessionKey.parse("telegram:group:-5")
+    for ref in ("10", "11"):
+        journal.placed(PRIVATE, ref)
+    journal.placed(other, "10")  # the same id in another chat is another message
+    oid = journal.queue(OutboundMessage(PRIVATE, "the whole answer"))
+    journal.settle(oid, SendStatus.SENT, live=["10", "11"])
+    assert journal.half_written() == [(other, "10")]
+    journal.finished(other, ["10"])
+    assert journal.half_written() == []
