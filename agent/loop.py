@@ -23,7 +23,7 @@ from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
 from agent.prompt import SystemPrompts
 from agent.quota import Quota
-from agent.sessions import Sessions
+from agent.sessions import HandEdits, Sessions
 from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools import ToolRegistry, TurnContext
@@ -90,6 +90,7 @@ class Agent:
         memory: Memory | None = None,
         clock: Clock | None = None,
         quota: Quota | None = None,
+        edits: HandEdits | None = None,
     ) -> None:
         self.llm = llm
         self.tools = tools
@@ -100,7 +101,7 @@ class Agent:
         self.clock = clock or SystemClock()
         self.quota = quota
         self.prompts = SystemPrompts(self.workspace, settings, tz, memory, self.clock)
-        self.sessions = Sessions(store, self.prompts)
+        self.sessions = Sessions(store, self.prompts, edits)
         self.maintenance = Maintenance(
             llm=llm,
             sessions=self.sessions,

@@ -3,12 +3,20 @@
 A session is loaded from its transcript the first time it is needed, or started with a fresh
 prompt snapshot; from then on it lives in memory, touched only by its own turn (the gateway
 runs one turn at a time per session).
+
+A snapshot is kept until compaction, so the cached prompt prefix stays valid, with one
+exception: when the owner edits the files it is made of by hand (on the control page),
+``HandEdits`` records when, and a session whose snapshot is older takes a fresh one the next
+time it is used, so the assistant works from what the owner wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from agent.transcript import SessionState, SessionStore
@@ -17,10 +25,51 @@ from gateway.events import SessionKey
 log = logging.getLogger(__name__)
 
 
+class HandEdits:
+    """When the owner last edited the workspace by hand, in a file that outlives restarts."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen: tuple[int, datetime | None] = (-1, None)
+
+    def mark(self, when: datetime) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(when.isoformat(timespec="milliseconds") + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def last(self) -> datetime | None:
+        """The last edit's time; read again only when the file changed."""
+        try:
+            mtime = self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        if mtime != self._seen[0]:
+            when = None
+            with contextlib.suppress(OSError, ValueError):
+                when = datetime.fromisoformat(self.path.read_text(encoding="utf-8").strip())
+            self._seen = (mtime, when)
+        return self._seen[1]
+
+    def outdated(self, state: SessionState) -> bool:
+        last = self.last()
+        if last is None or not state.snapshot_at:
+            return False
+        try:
+            return datetime.fromisoformat(state.snapshot_at) < last
+        except ValueError:
+            return False
+
+
 class Sessions:
-    def __init__(self, store: SessionStore, prompt: Callable[[SessionKey], str]) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        prompt: Callable[[SessionKey], str],
+        edits: HandEdits | None = None,
+    ) -> None:
         self.store = store
         self._prompt = prompt
+        self.edits = edits
         self._loaded: dict[SessionKey, SessionState] = {}
 
     def get(self, key: SessionKey) -> SessionState:
@@ -32,6 +81,9 @@ class Sessions:
                 state = self.store.create(key, self._prompt(key))
                 log.info("%s: new session %s", key, state.session_id)
             self._loaded[key] = state
+        if self.edits is not None and self.edits.outdated(state):
+            self.store.renew_prompt(state, self._prompt(key))
+            log.info("%s: fresh prompt snapshot after a hand edit", key)
         return state
 
     def loaded(self, key: SessionKey) -> SessionState | None:

@@ -4,9 +4,9 @@ Line types (field ``t``): ``session`` (header with the system-prompt snapshot), 
 message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended), ``flush`` (the
 silent memory flush ran), ``withdrawn`` (the last messages leave the conversation: a turn
 stopped with /stop), ``compaction`` (older messages replaced by a summary from here on, with
-a fresh snapshot). A line torn by a crash is cut off on load; the file is otherwise never
-rewritten, so the full history stays on disk. ``/new`` archives the file under a timestamped
-name.
+a fresh snapshot), ``prompt`` (a fresh snapshot from here on: the owner edited its files). A
+line torn by a crash is cut off on load; the file is otherwise never rewritten, so the full
+history stays on disk. ``/new`` archives the file under a timestamped name.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from agent.wire import check_message
 from gateway.events import SessionKey
 from gateway.ports import Clock, SystemClock
 
@@ -94,6 +95,8 @@ class SessionState:
     seqs: set[int] = field(default_factory=set)
     # Where the current turn's messages begin (what /stop withdraws).
     turn_start: int = 0
+    # When ``system`` was taken (ISO): at creation, then at each compaction or renewal.
+    snapshot_at: str = ""
 
     @property
     def context_tokens(self) -> int:
@@ -119,7 +122,8 @@ class SessionStore:
         return self.dir / f"{key}.jsonl"
 
     def create(self, key: SessionKey, system: str) -> SessionState:
-        state = SessionState(key, uuid.uuid4().hex, self._now(), system)
+        now = self._now()
+        state = SessionState(key, uuid.uuid4().hex, now, system, snapshot_at=now)
         header = {
             "t": "session",
             "id": state.session_id,
@@ -223,15 +227,23 @@ class SessionStore:
     def compact(self, state: SessionState, summary: str, keep: int, system: str) -> None:
         """Record a compaction: from here on the session is the summary plus the last ``keep``
         messages, under a fresh system-prompt snapshot. Earlier lines stay in the file."""
+        now = self._now()
         entry = {
             "t": "compaction",
-            "ts": self._now(),
+            "ts": now,
             "summary": summary,
             "keep": keep,
             "system": system,
         }
         self._write(state.key, entry)
         _apply_compaction(state, summary, keep, system)
+        state.snapshot_at = now
+
+    def renew_prompt(self, state: SessionState, system: str) -> None:
+        """Record a fresh system-prompt snapshot; the conversation goes on under it."""
+        now = self._now()
+        self._write(state.key, {"t": "prompt", "ts": now, "system": system})
+        state.system, state.snapshot_at = system, now
 
     def archive(self, key: SessionKey) -> Path | None:
         """Move the current transcript aside (kept on disk); the next turn starts afresh."""
@@ -279,12 +291,14 @@ def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionS
     """Apply one transcript line to the state being rebuilt; raises on a malformed line."""
     kind = entry["t"]
     if kind == "session":
-        return SessionState(key, entry["id"], entry["created"], str(entry.get("system", "")))
+        created = entry["created"]
+        system = str(entry.get("system", ""))
+        return SessionState(key, entry["id"], created, system, snapshot_at=created)
     if state is None:
         return None
     if kind == "msg":
         msg = entry["msg"]
-        _check_message(msg)
+        check_message(msg)
         state.messages.append(msg)
         state.seqs.update(int(s) for s in entry.get("in", ()))
         if msg["role"] == "user":
@@ -307,37 +321,10 @@ def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionS
         _withdraw(state, int(entry["count"]))
     elif kind == "compaction":
         _apply_compaction(state, str(entry["summary"]), int(entry["keep"]), str(entry["system"]))
+        state.snapshot_at = str(entry["ts"])
+    elif kind == "prompt":
+        state.system, state.snapshot_at = str(entry["system"]), str(entry["ts"])
     return state
-
-
-# The fields each kind of content block must have, and their types.
-_BLOCK_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "text": {"text": str},
-    "image": {"source": dict},
-    "tool_use": {"id": str, "name": str, "input": dict},
-    "tool_result": {"tool_use_id": str, "content": (str, list)},
-    "thinking": {"thinking": str, "signature": str},
-    "redacted_thinking": {"data": str},
-}
-
-
-def _check_message(msg: Any) -> None:
-    """A line that is JSON but not a message the API takes (a hand edit, a bug) is refused
-    here, so the load skips it and says so, instead of every later turn failing on it."""
-    if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
-        raise ValueError("not a message")
-    content = msg.get("content")
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise ValueError("a message's content is text or a list of blocks")
-    for block in content:
-        fields = _BLOCK_FIELDS.get(str(block.get("type"))) if isinstance(block, dict) else None
-        if fields is None:
-            raise ValueError(f"not a content block: {str(block)[:80]}")
-        for name, kind in fields.items():
-            if not isinstance(block.get(name), kind):
-                raise ValueError(f"a {block['type']} block without a valid {name}")
 
 
 def _withdraw(state: SessionState, count: int) -> None:

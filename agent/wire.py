@@ -104,3 +104,33 @@ def _scrubbed(value: Any) -> Any:
     if isinstance(value, list):
         return [_scrubbed(v) for v in value]
     return value
+
+
+# The fields each kind of content block must have, and their types.
+_BLOCK_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "text": {"text": str},
+    "image": {"source": dict},
+    "tool_use": {"id": str, "name": str, "input": dict},
+    "tool_result": {"tool_use_id": str, "content": (str, list)},
+    "thinking": {"thinking": str, "signature": str},
+    "redacted_thinking": {"data": str},
+}
+
+
+def check_message(msg: Any) -> None:
+    """A line that is JSON but not a message the API takes (a hand edit, a bug) is refused
+    here, so the load skips it and says so, instead of every later turn failing on it."""
+    if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+        raise ValueError("not a message")
+    content = msg.get("content")
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise ValueError("a message's content is text or a list of blocks")
+    for block in content:
+        fields = _BLOCK_FIELDS.get(str(block.get("type"))) if isinstance(block, dict) else None
+        if fields is None:
+            raise ValueError(f"not a content block: {str(block)[:80]}")
+        for name, kind in fields.items():
+            if not isinstance(block.get(name), kind):
+                raise ValueError(f"a {block['type']} block without a valid {name}")

@@ -12,7 +12,6 @@ import logging
 import os
 import time
 from collections.abc import Collection, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -24,12 +23,13 @@ from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
 from agent.quota import Quota
+from agent.sessions import HandEdits
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
-from channels.pairing import PairingError, PairingStore
+from channels.pairing import PairingStore
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, audience_of
@@ -44,11 +44,12 @@ from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planned_jobs
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
-from gateway.statefiles import set_aside
+from gateway.statefiles import repair_pairing
+from gateway.web.server import Backend, WebServer, start_web
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class App:
         self.runner = runner
         self.jobs = jobs
         self.control: ControlServer | None = None
+        self.web: WebServer | None = None
         self._resources = resources
         self.pid = os.getpid()
         self.started_at = time.monotonic()
@@ -113,7 +115,7 @@ class App:
 
     async def start(self) -> None:
         await self.gateway.start()
-        _repair_pairing(self.config.state / "pairing.json")
+        repair_pairing(self.config.state / "pairing.json")
         if self.scheduler is None:
             return
         self.jobs.repair()
@@ -129,12 +131,34 @@ class App:
             await self.control.start()
         except OSError as exc:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
+        if self.config.web.enabled:
+            self.web = await start_web(self._backend(self.scheduler))
+
+    def _backend(self, scheduler: Scheduler) -> Backend:
+        config, clock = self.config, scheduler.clock
+        edits = self.agent.sessions.edits
+        assert self.agent.memory is not None and edits is not None
+        return Backend(
+            config=config,
+            status=self._status,
+            memory=self.agent.memory,
+            pairing=PairingStore(config.state / "pairing.json", clock=clock),
+            job_states=lambda: job_states(
+                planned_jobs(config, self.jobs, clock.now()), scheduler.ledger, clock
+            ),
+            run_job=scheduler.run_now,
+            cancel_job=self.cancel_job,
+            edits=edits.mark,
+            clock=clock,
+        )
 
     async def stop(self, grace: float | None = None) -> None:
         """Finish (or cancel and record) turns in flight, then close everything.
 
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
+        if self.web is not None:
+            await self.web.stop()
         if self.control is not None:
             await self.control.stop()
         if self.scheduler is not None:
@@ -171,17 +195,10 @@ class App:
             busy=self.router.busy,
             queued=self.router.queued,
         )
-        return report(self.config, self.agent.store, self.journal, live)
-
-
-def _repair_pairing(path: Path) -> None:
-    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
-    is moved aside (and logged) so pairing works again; approvals must be given anew."""
-    try:
-        PairingStore(path).approved()
-    except PairingError as exc:
-        if path.exists():
-            set_aside(path, str(exc), "guests approved before must be approved again")
+        out = report(self.config, self.agent.store, self.journal, live)
+        if self.web is not None:
+            out["web"] = self.web.url
+        return out
 
 
 def build_channels(
@@ -319,6 +336,7 @@ def build_app(
         memory=memory,
         clock=clock,
         quota=quota(config),
+        edits=HandEdits(config.state / "hand_edited"),
     )
     journal = Journal(config.state / "gateway.sqlite", clock)
     resources.callback(journal.close)

@@ -30,6 +30,7 @@ from agent.settings import (
     setting,
 )
 from gateway.config_build import build_fields, kind, secrets_in, substitute
+from gateway.config_yaml import strict_load, yaml_problem
 from gateway.errors import ConfigError
 from gateway.events import SessionKey
 from gateway.ports import Secret
@@ -132,6 +133,21 @@ class GatewayConfig:
 
 
 @dataclass(frozen=True)
+class WebConfig:
+    """The control page ``corvid run`` serves; ``corvid web`` prints its address."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = setting(8787, minimum=0)  # 0: any free port
+    # Other names the page is reached by (a reverse proxy's), checked against the Host header.
+    hostnames: list[str] = field(default_factory=list)
+    # Listening on anything but loopback must be asked for: the page can read everything.
+    allow_remote: bool = False
+    # A reverse proxy in front serves the page over HTTPS (the cookie is then marked Secure).
+    behind_tls_proxy: bool = False
+
+
+@dataclass(frozen=True)
 class LoggingConfig:
     level: str = setting("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("text", choices=("text", "json"))  # json: one object per line
@@ -152,6 +168,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    web: WebConfig = field(default_factory=WebConfig)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 
@@ -185,7 +202,7 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
     raw: Any = {}
     if path.exists():
         try:
-            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader) or {}
+            raw = strict_load(path.read_text(encoding="utf-8")) or {}
         except yaml.MarkedYAMLError as exc:
             raise ConfigError("", yaml_problem(exc)) from None
         except yaml.YAMLError:
@@ -201,48 +218,6 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
     except RecursionError:
         raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
 
-
-def yaml_problem(exc: yaml.MarkedYAMLError) -> str:
-    """Where a YAML problem starts and what it is: a bracket opened on line 15 and never
-    closed is reported at line 15, and a tab is called a tab."""
-    problem = exc.problem or "not valid YAML"
-    mark = exc.problem_mark
-    if "'\\t'" in problem and mark is not None:
-        return (
-            f"a tab character at line {mark.line + 1}, column {mark.column + 1}: YAML indents "
-            "with spaces, not tabs"
-        )
-    start = exc.context_mark or mark
-    if start is None:
-        return f"not valid YAML: {problem}"
-    where = f"line {start.line + 1}, column {start.column + 1}"
-    if exc.context and exc.context_mark is not None and mark is not None:
-        opened = exc.context.removeprefix("while parsing ").removeprefix("while scanning ")
-        return (
-            f"not valid YAML at {where}: {opened} is not closed ({problem} at line {mark.line + 1})"
-        )
-    return f"not valid YAML at {where}: {problem}"
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML, but a key given twice in one mapping is an error (YAML would silently keep
-    the last one: a pasted snippet would override what is above it)."""
-
-
-def _unique_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(
-                str(key), f"given twice, on lines {seen[key]} and {line}; keep one of them"
-            )
-        seen[key] = line
-    return loader.construct_mapping(node)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 # Secrets that, unless config.yaml says otherwise, come from these environment variables.
 ENV_DEFAULTS = {
@@ -286,6 +261,7 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
     config = Config(home=home, missing_env=missing, **values)
     _check_channels(config)
     _check_schedule(config)
+    _check_web(config.web)
     return _fit_compaction(config, resolved.get("compaction"))
 
 
@@ -398,3 +374,20 @@ def _check_channels(config: Config) -> None:
                     f"expected a numeric Discord id (a snowflake such as 80351110224678912), "
                     f"got {value!r}",
                 )
+
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def _check_web(web: WebConfig) -> None:
+    if web.port > 65535:
+        raise ConfigError("web.port", f"not a port number: {web.port}")
+    if web.host not in LOOPBACK and not web.host.startswith("127.") and not web.allow_remote:
+        raise ConfigError(
+            "web.host",
+            f"{web.host!r} is not a loopback address; the control page can read all memory, so "
+            "set web.allow_remote: true to listen there (behind a reverse proxy with TLS)",
+        )
+    for i, name in enumerate(web.hostnames):
+        if not name or any(c in name for c in "/: @"):
+            raise ConfigError(f"web.hostnames[{i}]", f"expected a host name, got {name!r}")

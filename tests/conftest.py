@@ -92,6 +92,8 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
         "timezone": "Europe/Berlin",
         "llm": {"api_key": "sk-test-0123456789", "base_url": base_url, "retries": 2, "timeout": 10},
         "gateway": {"shutdown_grace": 5},
+        # The control page only where a test is about it (then on a free port).
+        "web": {"enabled": False, "port": 0},
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}

@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add("status", "sessions, context use, errors and undelivered messages", commands.status)
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
+    web = top.add("web", "the control page's address, with its access token", commands.web)
+    web.add_argument("--open", action="store_true", help="open it in the default browser")
     memory = top.group(
         top.add("memory", "search or rebuild the memory index"), "memory_command", True
     )
@@ -118,6 +120,22 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add(
         "cancel", "cancel a reminder or recurring job made in chat", commands.jobs_cancel
     ).add_argument("job_id")
+    _pairing_commands(top)
+    doctor = top.add(
+        "doctor", "check config, permissions, tokens and the schedule", commands.doctor
+    )
+    doctor.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds for each network check (default 10)"
+    )
+    doctor.add_argument(
+        "--alive",
+        action="store_true",
+        help="only check that a running gateway answers (for health checks)",
+    )
+    return p
+
+
+def _pairing_commands(top: _Commands) -> None:
     pairing = top.group(
         top.add("pairing", "let someone new talk to the bot (pairing codes)"),
         "pairing_command",
@@ -132,18 +150,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     revoke.add_argument("channel", choices=("telegram", "discord"))
     revoke.add_argument("user_id")
-    doctor = top.add(
-        "doctor", "check config, permissions, tokens and the schedule", commands.doctor
-    )
-    doctor.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds for each network check (default 10)"
-    )
-    doctor.add_argument(
-        "--alive",
-        action="store_true",
-        help="only check that a running gateway answers (for health checks)",
-    )
-    return p
 
 
 def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

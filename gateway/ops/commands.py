@@ -276,6 +276,44 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
     return 0
 
 
+def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    """Print (or open) the control page's address with the token that signs a browser in."""
+    from gateway.ops.control import ask
+    from gateway.web.guard import load_token
+
+    config = prepare(home, environ, create=True)
+    if not config.web.enabled:
+        print(
+            "corvid: the control page is off (web.enabled: false in config.yaml)", file=sys.stderr
+        )
+        return 1
+
+    async def running() -> dict[str, Any]:
+        async with asyncio.timeout(10):
+            return await ask(config.state / "control.sock", {"cmd": "status"})
+
+    try:
+        base = asyncio.run(running())["report"].get("web")
+        note = (
+            "" if base else "Corvid is running, but its control page could not start (see its log)."
+        )
+    except (ConnectionError, TimeoutError, KeyError):
+        base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
+    host, port = config.web.host, config.web.port
+    base = base or f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    url = f"{base}login?token={load_token(config.state)}"
+    print(url)
+    if note:
+        print(note, file=sys.stderr)
+    print("Anyone with this address can read all of Corvid's memory; keep it to yourself.",
+          file=sys.stderr)  # fmt: skip
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    return 0
+
+
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.ops.control import ask
 

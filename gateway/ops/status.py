@@ -121,7 +121,7 @@ def report_from_files(config: Config) -> dict[str, Any]:
 def render(r: dict[str, Any]) -> str:
     lines = []
     if r["running"]:
-        up = _duration(r["uptime_seconds"])
+        up = duration(r["uptime_seconds"])
         lines.append(f"Corvid is running (pid {r['pid']}, up {up}), model {r['model']}.")
         for ch in r["channels"]:
             lines.append(f"  {ch['name']}: {ch['state']}")
@@ -163,7 +163,7 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-def _duration(seconds: int) -> str:
+def duration(seconds: int) -> str:
     if seconds < 120:
         return f"{seconds} s"
     if seconds < 7200:

@@ -113,3 +113,29 @@ def test_a_withdrawn_turn_stays_on_disk_but_leaves_the_conversation(tmp_path):
     again = store.load(KEY)
     assert again is not None and again.messages == state.messages
     assert "stopped request" in store.path(KEY).read_text()  # the history keeps it
+
+
+def test_a_hand_edit_renews_each_snapshot_once_across_restarts(tmp_path):
+    from agent.sessions import HandEdits, Sessions
+    from tests.fakes.clock import FakeClock
+
+    clock = FakeClock()
+    made = iter(range(100))
+    store = SessionStore(tmp_path / "sessions", clock)
+    edits = HandEdits(tmp_path / "hand_edited")
+    sessions = Sessions(store, lambda key: f"prompt {next(made)}", edits)
+    state = sessions.get(KEY)
+    assert state.system == "prompt 0"
+    clock.tick(1)
+    edits.mark(clock.now())
+    clock.tick(1)
+    # A restart before the session's next turn: the edit is on disk, so it still counts.
+    again = Sessions(SessionStore(tmp_path / "sessions", clock), sessions._prompt, HandEdits(
+        tmp_path / "hand_edited"))  # fmt: skip
+    assert again.get(KEY).system == "prompt 1"
+    assert again.get(KEY).system == "prompt 1"  # once, not at every turn
+    # What a restart after the renewal loads is the renewed snapshot, with no new one.
+    third = Sessions(SessionStore(tmp_path / "sessions", clock), sessions._prompt, edits)
+    assert third.get(KEY).system == "prompt 1"
+    # No edit file at all: nothing is renewed.
+    assert HandEdits(tmp_path / "none").outdated(third.get(KEY)) is False

@@ -1,0 +1,198 @@
+"""The memory page: the workspace's Markdown files, rendered, searchable and editable.
+
+Paths go through the file tools' own rules (``agent.files``) as a private session of the
+owner: nothing outside the workspace, no hidden files, and no writing into a shared chat's
+places (a group's log is shown, not edited, so nothing private lands where a group reads it).
+
+An edit names the version it started from (a digest of the file as it was shown). If the file
+changed meanwhile, by the assistant or by hand, nothing is written: the page comes back with
+the person's text still in the editor and the current file beside it. A saved edit marks the
+prompts stale (``HandEdits``), so each session's next turn works from the new text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+from aiohttp import web
+
+from agent.audience import BOOTSTRAP_FILES, writable
+from agent.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
+from agent.tools import TurnContext
+from gateway.errors import ToolError
+from gateway.events import OWNER, Scope, SessionKey
+from gateway.web.html import esc, markdown, notice, page, table
+from gateway.web.server import BACKEND, GUARD, Backend, html_response, see_other
+
+# The page acts as a private session of the owner, with the file tools' rules.
+WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
+FIRST = ("MEMORY.md", "USER.md", "SOUL.md")
+SEARCH_RESULTS = 20
+
+
+def routes(app: web.Application) -> None:
+    app.router.add_get("/memory", memory_index)
+    app.router.add_get("/memory/file", view_file)
+    app.router.add_get("/memory/edit", edit_form)
+    app.router.add_post("/memory/edit", save)
+
+
+def _ctx(backend: Backend) -> TurnContext:
+    cfg = backend.config
+    return TurnContext(WEB_OWNER, backend.memory.workspace, backend.clock.now(), cfg.tz)
+
+
+def version(path: Path) -> str:
+    """What the editor started from: a digest of the file, or "new" for a missing one."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "new"
+
+
+def _link(rel: str, action: str = "file") -> str:
+    return f"/memory/{action}?path={quote(rel)}"
+
+
+def listed(workspace: Path) -> tuple[list[str], list[str], list[str]]:
+    """The top-level Markdown files (the important ones first), the owner's daily logs and
+    the shared chats' logs (newest first)."""
+    top = sorted(p.name for p in workspace.glob("*.md") if p.is_file())
+    for name in (*FIRST, *BOOTSTRAP_FILES):
+        if name not in top:
+            top.append(name)  # listed even before it exists: the editor can create it
+    order = {name: i for i, name in enumerate((*FIRST, *BOOTSTRAP_FILES))}
+    top.sort(key=lambda n: (order.get(n, len(order)), n))
+    logs = sorted((p.name for p in (workspace / "memory").glob("*.md")), reverse=True)
+    chats = sorted(
+        (str(p.relative_to(workspace)) for p in (workspace / "memory" / "chats").glob("*/*.md")),
+        key=lambda rel: (PurePosixPath(rel).name, rel),
+        reverse=True,
+    )
+    return top, [f"memory/{n}" for n in logs], chats
+
+
+async def memory_index(request: web.Request) -> web.StreamResponse:
+    backend = request.app[BACKEND]
+    query = request.query.get("q", "").strip()
+    found = ""
+    if query:
+        hits = backend.memory.index.search(query, SEARCH_RESULTS, audience=OWNER)
+        found = "<h2>Found</h2>" + table(
+            ("File", "Lines", "Text"),
+            (
+                (f'<a href="{_link(h.path)}">{esc(h.path)}</a>', f"{h.start_line}–{h.end_line}",
+                 esc(h.snippet))
+                for h in hits
+            ),
+            f"Nothing matches {query!r}.",
+        )  # fmt: skip
+    top, logs, chats = listed(backend.memory.workspace)
+    files = "".join(
+        f'<li><a href="{_link(rel)}">{esc(rel)}</a>'
+        f"{'' if (backend.memory.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
+        "</li>"
+        for rel in top
+    )
+    body = (
+        '<form method="get" action="/memory" role="search"><input name="q" type="search" '
+        f'value="{esc(query)}" placeholder="Search memory and logs" aria-label="Search">'
+        f"<button>Search</button></form>{found}"
+        f"<h2>Files</h2><ul>{files}</ul>"
+        f"<h2>Daily logs</h2>{_list(logs, 'No daily logs yet.')}"
+        f"<h2>Shared chats' logs</h2>{_list(chats, 'No shared chat has a log.')}"
+    )
+    return html_response(page("Memory", body, active="/memory", csrf=request.app[GUARD].csrf))
+
+
+def _list(rels: list[str], empty: str) -> str:
+    if not rels:
+        return f'<p class="empty">{esc(empty)}</p>'
+    return "<ul>" + "".join(f'<li><a href="{_link(r)}">{esc(r)}</a></li>' for r in rels) + "</ul>"
+
+
+def _resolve(backend: Backend, raw: str) -> tuple[TurnContext, Path, str]:
+    """The file at ``raw`` as the file tools see it; a 404 page for anything they refuse."""
+    ctx = _ctx(backend)
+    try:
+        path = resolve_in_workspace(ctx, raw)
+    except ToolError as exc:
+        raise web.HTTPNotFound(text=f"{exc}\n") from None
+    if path.suffix.lower() != ".md" or path.is_dir():
+        raise web.HTTPNotFound(text="Only Markdown files (.md) are shown here.\n")
+    return ctx, path, path.relative_to(ctx.workspace).as_posix()
+
+
+async def view_file(request: web.Request) -> web.StreamResponse:
+    backend = request.app[BACKEND]
+    _, path, rel = _resolve(backend, request.query.get("path", ""))
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    saved = notice("Saved." if request.query.get("saved") else "")
+    can_edit = writable(OWNER, PurePosixPath(rel))
+    actions = f'<p><a class="button" href="{_link(rel, "edit")}">Edit</a></p>' if can_edit else ""
+    shown = markdown(text) if text.strip() else '<p class="empty">This file is empty.</p>'
+    body = f'{saved}{actions}<article class="markdown">{shown}</article>'
+    return html_response(page(rel, body, active="/memory", csrf=request.app[GUARD].csrf))
+
+
+def _editor(rel: str, text: str, ver: str, csrf: str) -> str:
+    return (
+        f'<form method="post" action="/memory/edit" class="editor">'
+        f'<input type="hidden" name="path" value="{esc(rel)}">'
+        f'<input type="hidden" name="version" value="{esc(ver)}">'
+        f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
+        f'<textarea name="text" rows="24" spellcheck="true" aria-label="{esc(rel)}">'
+        f"{esc(text)}</textarea>"
+        f'<p><button>Save</button> <a href="{_link(rel)}">Cancel</a></p></form>'
+    )
+
+
+async def edit_form(request: web.Request) -> web.StreamResponse:
+    backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    ctx, path, rel = _resolve(backend, request.query.get("path", ""))
+    try:
+        check_writable(ctx, path)
+    except ToolError as exc:
+        return html_response(page(rel, notice(str(exc), "error"), csrf=csrf), 403)
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    body = _editor(rel, text, version(path), csrf)
+    return html_response(page(f"Edit {rel}", body, active="/memory", csrf=csrf))
+
+
+async def save(request: web.Request) -> web.StreamResponse:
+    backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    form = await request.post()
+    raw, text, started = (str(form.get(k, "")) for k in ("path", "text", "version"))
+    ctx, path, rel = _resolve(backend, raw)
+    text = text.replace("\r\n", "\n")
+    try:
+        check_writable(ctx, path)
+        if len(text) > MAX_WRITE_CHARS:
+            raise ToolError(f"That is over {MAX_WRITE_CHARS:,} characters; nothing was saved.")
+    except ToolError as exc:
+        body = notice(str(exc), "error") + _editor(rel, text, started, csrf)
+        return html_response(page(f"Edit {rel}", body, csrf=csrf), 403)
+    # Checked and written with no await between: nothing else on this loop writes meanwhile.
+    current = version(path)
+    if current != started:
+        return _stale(rel, path, text, current, csrf)
+    atomic_write(path, text)
+    backend.edits(ctx.now)
+    return see_other(_link(rel) + "&saved=1")
+
+
+def _stale(rel: str, path: Path, text: str, current: str, csrf: str) -> web.Response:
+    now = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    body = (
+        notice(
+            f"{rel} changed after you opened it (the assistant or someone else wrote to it), so "
+            "nothing was saved. Your text is still in the editor; the file as it is now is "
+            "below. Bring over what you need, then save again.",
+            "error",
+        )
+        + _editor(rel, text, current, csrf)
+        + f'<h2>{esc(rel)} now</h2><article class="markdown">{markdown(now)}</article>'
+    )
+    return html_response(page(f"Edit {rel}", body, active="/memory", csrf=csrf), 409)

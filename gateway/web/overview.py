@@ -1,0 +1,117 @@
+"""The overview: what ``corvid status`` shows, kept up to date in the open page.
+
+The page is rendered whole on the server; ``/events/overview`` then streams the same fragment
+(Server-Sent Events) whenever it changes, and ``corvid.js`` swaps it in. Without JavaScript
+the page is still complete; reloading it updates it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from aiohttp import web
+
+from gateway.ops.status import duration
+from gateway.web.html import esc, page, table
+from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
+
+# How often an open overview looks for changes.
+REFRESH_SECONDS = 1.0
+
+
+def routes(app: web.Application) -> None:
+    app.router.add_get("/", overview)
+    app.router.add_get("/events/overview", overview_events)
+
+
+def fragment(r: dict[str, Any]) -> str:
+    """The live part of the overview, from a status report."""
+    if r["running"]:
+        up = duration(r["uptime_seconds"])
+        head = (
+            f"<p>Running (pid {r['pid']}, up {esc(up)}), model <code>{esc(r['model'])}</code>.</p>"
+        )
+    else:
+        head = "<p>Not running.</p>"
+    channels = table(
+        ("Channel", "State"),
+        ((esc(c["name"]), _state(c["state"])) for c in r.get("channels", [])),
+        "No chat channels are enabled.",
+    )
+    busy = [s for s in r["sessions"] if s["running"]]
+    now = table(
+        ("Session", "Queued"),
+        ((f"<code>{esc(s['key'])}</code>", esc(s["queued"])) for s in busy),
+        "Nothing is being answered right now.",
+    )
+    sessions = table(
+        ("Session", "Turns", "Context", "Last active"),
+        (
+            (
+                f"<code>{esc(s['key'])}</code>",
+                esc(s["turns"]),
+                f"{s['context_tokens']:,} tokens ({s['context_pct']:.0f}%)",
+                esc(_when(s["last_active"])),
+            )
+            for s in r["sessions"]
+        ),
+        "No conversations yet.",
+    )
+    undelivered = table(
+        ("When", "Chat", "Why", "Text"),
+        (
+            (esc(_when(u["when"])), f"<code>{esc(u['key'])}</code>", esc(u["error"] or u["status"]),
+             esc(u["text"]))
+            for u in r["undelivered"]
+        ),
+        "Every reply was delivered.",
+    )  # fmt: skip
+    problems = table(
+        ("When", "Level", "What"),
+        ((esc(_when(p["ts"])), esc(p["level"]), esc(p["msg"])) for p in r["problems"][-10:][::-1]),
+        "No warnings or errors since the start.",
+    )
+    waiting = f"<p>Messages waiting for an answer: {r['unanswered']}</p>" if r["unanswered"] else ""
+    total = r["sessions_total"]
+    return (
+        f"{head}<h2>Channels</h2>{channels}<h2>Answering now</h2>{now}{waiting}"
+        f"<h2>Sessions ({total})</h2>{sessions}"
+        f"<h2>Undelivered messages</h2>{undelivered}<h2>Recent warnings and errors</h2>{problems}"
+    )
+
+
+def _state(state: str) -> str:
+    kind = "ok" if state == "connected" else "error" if state.startswith("stopped") else "idle"
+    return f'<span class="state {kind}">{esc(state)}</span>'
+
+
+def _when(iso: str) -> str:
+    return iso[:19].replace("T", " ")
+
+
+async def overview(request: web.Request) -> web.StreamResponse:
+    backend = request.app[BACKEND]
+    body = f'<section id="live" data-live="/events/overview">{fragment(backend.status())}</section>'
+    return html_response(page("Overview", body, active="/", csrf=request.app[GUARD].csrf))
+
+
+async def overview_events(request: web.Request) -> web.StreamResponse:
+    backend, stopping = request.app[BACKEND], request.app[STOPPING]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    last = ""
+    while not stopping.is_set():
+        current = fragment(backend.status())
+        if current != last:
+            await response.write(sse("overview", current))
+            last = current
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), REFRESH_SECONDS)
+    return response
+
+
+def sse(event: str, data: str) -> bytes:
+    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+    return f"event: {event}\n{lines}\n".encode()

@@ -1,0 +1,190 @@
+"""The control page's web server: aiohttp on the gateway's own event loop.
+
+``WebServer`` is started by ``App.start`` in ``corvid run`` (not in ``corvid chat``) and
+stopped before the channels, so a browser never sees a half-stopped gateway. What the pages
+read and change comes in a ``Backend``: the same objects the gateway, the scheduler and the
+CLI use, so the page shows nothing the process does not know and changes nothing the tools
+could not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from agent.memory import Memory
+from channels.pairing import PairingStore
+from gateway.config import Config
+from gateway.ports import Clock
+from gateway.scheduling.plan import JobState
+from gateway.web.guard import Guard, load_token
+
+log = logging.getLogger(__name__)
+
+RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What the pages read and act on."""
+
+    config: Config
+    status: Callable[[], dict[str, Any]]
+    memory: Memory
+    pairing: PairingStore
+    job_states: Callable[[], list[JobState]]
+    run_job: RunJob
+    cancel_job: Callable[[str], str | None]
+    edits: Callable[[datetime], None]  # the owner changed the workspace by hand, at this time
+    clock: Clock
+
+
+BACKEND = web.AppKey("backend", Backend)
+GUARD = web.AppKey("guard", Guard)
+STOPPING = web.AppKey("stopping", asyncio.Event)
+
+STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
+
+
+class WebServer:
+    """Serves the control page on ``web.host:web.port``; ``url`` is its address once started."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.token = load_token(backend.config.state)
+        self.guard = Guard(self.token, backend.config.web)
+        self.stopping = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.backend.config.web.host
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}/"
+
+    def app(self) -> web.Application:
+        from gateway.web import admin, memory_page, overview
+
+        app = web.Application(middlewares=[self.guard.middleware], client_max_size=2 * 1024**2)
+        app[BACKEND] = self.backend
+        app[GUARD] = self.guard
+        app[STOPPING] = self.stopping
+        app.router.add_get("/login", login_form)
+        app.router.add_post("/login", login)
+        app.router.add_get("/static/{name}", static)
+        overview.routes(app)
+        memory_page.routes(app)
+        admin.routes(app)
+        return app
+
+    async def start(self) -> None:
+        cfg = self.backend.config.web
+        # No access log: a login address carries the token in its query.
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=2)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, cfg.host, cfg.port)
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else cfg.port
+        log.info("control page at %s (`corvid web` prints the address to sign in)", self.url)
+
+    async def stop(self) -> None:
+        self.stopping.set()  # live pages end their streams
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await self._runner.cleanup()
+            self._runner = None
+
+
+async def start_web(backend: Backend) -> WebServer | None:
+    """The control page, started; None (and a warning) when it cannot listen. Chats matter
+    more than the page, so the gateway runs on without it."""
+    server = WebServer(backend)
+    cfg = backend.config.web
+    try:
+        await server.start()
+    except OSError as exc:
+        log.warning(
+            "control page unavailable: cannot listen on %s:%s (%s); set web.port to a free "
+            "port, or web.enabled: false",
+            cfg.host,
+            cfg.port,
+            exc.strerror or exc,
+        )
+        return None
+    return server
+
+
+async def login_form(request: web.Request) -> web.StreamResponse:
+    guard = request.app[GUARD]
+    token = request.query.get("token")
+    if token is not None:
+        if guard.token_ok(token):
+            return signed_in(guard)
+        return _login_page("That token is not right; copy the address `corvid web` prints.", 403)
+    if guard.signed_in(request):
+        return web.Response(status=303, headers={"Location": "/"})
+    return _login_page("", 200)
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    guard = request.app[GUARD]
+    form = await request.post()
+    token = form.get("token")
+    if isinstance(token, str) and guard.token_ok(token):
+        return signed_in(guard)
+    return _login_page("That token is not right; copy the address `corvid web` prints.", 403)
+
+
+def signed_in(guard: Guard) -> web.StreamResponse:
+    response = web.Response(status=303, headers={"Location": "/"})
+    guard.sign_in(response)
+    return response
+
+
+def _login_page(problem: str, status: int) -> web.Response:
+    from gateway.web.html import notice, page
+
+    body = (
+        notice(problem, "error")
+        + "<p>Open the address <code>corvid web</code> prints, or paste the access token "
+        "(in <code>state/web_token</code>) here.</p>"
+        '<form method="post" action="/login"><label>Access token '
+        '<input name="token" type="password" autocomplete="current-password" required></label>'
+        "<button>Sign in</button></form>"
+    )
+    return html_response(page("Sign in", body, signed_in=False), status)
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    if "/" in name or suffix not in STATIC_TYPES:
+        raise web.HTTPNotFound()
+    try:
+        data = resources.files("gateway.web").joinpath("static", name).read_bytes()
+    except FileNotFoundError:
+        raise web.HTTPNotFound() from None
+    return web.Response(body=data, content_type=STATIC_TYPES[suffix], charset="utf-8")
+
+
+def html_response(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+
+
+def see_other(location: str) -> web.Response:
+    return web.Response(status=303, headers={"Location": location})

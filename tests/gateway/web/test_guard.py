@@ -1,0 +1,156 @@
+"""Who may use the control page: the token, the cookie, the Host header, CSRF."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+
+import pytest
+
+from gateway.config import parse_config
+from gateway.errors import ConfigError
+from gateway.web.guard import COOKIE, TOKEN_FILE
+from tests.gateway.web.conftest import WEB, ControlClient
+
+PAGES = ("/", "/memory", "/memory/file?path=MEMORY.md", "/jobs", "/pairing", "/config")
+
+
+async def test_no_page_without_signing_in(control):
+    app, _, signed_in = control
+    stranger = ControlClient(app.web.url, "wrong")
+    try:
+        for path in PAGES:
+            status, _, r = await stranger.get(path)
+            assert (status, r.headers["Location"]) == (303, "/login"), path
+        status, text, _ = await stranger.get("/events/overview")
+        assert status == 401
+        status, _, _ = await stranger.post("/pairing/approve", {"code": "X"}, csrf=False)
+        assert status == 401
+        status, text, _ = await stranger.get("/login", params={"token": "not-the-token"})
+        assert status == 403 and "not right" in text
+        assert not stranger.http.cookie_jar.filter_cookies(app.web.url)
+        # The same pages open once signed in.
+        for path in PAGES:
+            status, _, _ = await signed_in.get(path)
+            assert status == 200, path
+    finally:
+        await stranger.close()
+
+
+async def test_signing_in_sets_a_strict_http_only_cookie_and_drops_the_token(control):
+    app, _, _ = control
+    client = ControlClient(app.web.url, app.web.token)
+    try:
+        async with client.http.get(f"{client.base}/login", params={"token": app.web.token},
+                                   allow_redirects=False) as r:  # fmt: skip
+            assert r.status == 303 and r.headers["Location"] == "/"
+            cookie = r.cookies[COOKIE]
+        assert cookie["httponly"] and cookie["samesite"] == "Strict"
+        assert app.web.token not in cookie.value  # derived, not the token itself
+        # The login form takes the token too.
+        other = ControlClient(app.web.url, app.web.token)
+        status, _, r = await other.post("/login", {"token": app.web.token}, csrf=False)
+        assert status == 303 and COOKIE in r.cookies
+        await other.close()
+    finally:
+        await client.close()
+
+
+async def test_the_token_is_private_and_survives_a_restart(home, start_gateway):
+    app, _ = await start_gateway(web=WEB)
+    path = home / "state" / TOKEN_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text().strip() == app.web.token and len(app.web.token) >= 40
+    await app.stop()
+    again, _ = await start_gateway(web=WEB)
+    assert again.web.token == app.web.token
+
+
+async def test_another_host_name_is_refused(control):
+    """DNS rebinding: a page on evil.example whose name now points at 127.0.0.1."""
+    _, _, client = control
+    status, _, _ = await client.get("/", headers={"Host": "evil.example"})
+    assert status == 421
+    status, _, _ = await client.get("/", headers={"Host": "localhost:1234"})
+    assert status == 200
+
+
+async def test_changes_need_the_csrf_token_and_our_origin(control):
+    app, _, client = control
+    store = app.web.backend.pairing
+    req, _ = store.request("telegram", "777", "Mallory")
+    assert req is not None
+    status, _, _ = await client.post("/pairing/approve", {"code": req.code}, csrf=False)
+    assert status == 403
+    wrong = {"code": req.code, "csrf": "0" * 64}
+    status, _, _ = await client.post("/pairing/approve", wrong, csrf=False)
+    assert status == 403
+    for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        status, text, _ = await client.post("/pairing/approve", {"code": req.code}, headers=headers)
+        assert status == 403 and "another site" in text
+    assert not store.is_approved("telegram", "777")
+    status, _, _ = await client.post(
+        "/pairing/approve", {"code": req.code}, headers={"Origin": client.base}
+    )
+    assert status == 303 and store.is_approved("telegram", "777")
+
+
+async def test_every_answer_carries_the_security_headers(control):
+    _, _, client = control
+    for path in ("/", "/login", "/static/corvid.css"):
+        _, _, r = await client.get(path)
+        assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"], path
+        assert r.headers["X-Frame-Options"] == "DENY"
+        assert r.headers["Referrer-Policy"] == "no-referrer"
+
+
+async def test_a_busy_port_leaves_the_gateway_running(start_gateway, caplog):
+    first, _ = await start_gateway(web=WEB)
+    second, channel = await start_gateway(web={"enabled": True, "port": first.web.port})
+    assert second.web is None
+    assert "control page unavailable" in caplog.text and "web.port" in caplog.text
+    channel.push("still here?")
+    sent = await channel.wait_sent(1)
+    assert sent[0].text == "echo: still here?"
+
+
+@pytest.mark.parametrize(
+    ("web", "key"),
+    [
+        ({"host": "0.0.0.0"}, "web.host"),
+        ({"host": "192.168.1.5"}, "web.host"),
+        ({"port": 70000}, "web.port"),
+        ({"hostnames": ["bad/name"]}, "web.hostnames[0]"),
+    ],
+)
+def test_config_refuses_an_exposed_or_malformed_page(tmp_path, web, key):
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"web": web}, home=tmp_path, environ={})
+    assert caught.value.key == key
+
+
+def test_listening_beyond_loopback_must_be_asked_for(tmp_path):
+    config = parse_config(
+        {"web": {"host": "0.0.0.0", "allow_remote": True}}, home=tmp_path, environ={}
+    )
+    assert config.web.host == "0.0.0.0"
+
+
+async def test_corvid_web_prints_the_address_that_signs_in(home, start_gateway, capsys):
+    from gateway.ops.cli import main
+
+    app, _ = await start_gateway(web=WEB)
+    assert await asyncio.to_thread(main, ["web", "--home", str(home)], {}) == 0
+    url = capsys.readouterr().out.strip()
+    assert url == f"{app.web.url}login?token={app.web.token}"
+    client = ControlClient(app.web.url, "")
+    try:
+        async with client.http.get(url, allow_redirects=False) as r:
+            assert r.status == 303 and COOKIE in r.cookies
+    finally:
+        await client.close()
+    await app.stop()
+    assert await asyncio.to_thread(main, ["web", "--home", str(home)], {}) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == f"http://127.0.0.1:8787/login?token={app.web.token}"
+    assert "not running" in err

@@ -1,0 +1,258 @@
+"""The control page's pages over HTTP: overview, memory, jobs, pairing, config."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from urllib.parse import unquote
+
+import aiohttp
+
+from gateway.web.memory_page import version
+from tests.conftest import PRIVATE
+from tests.fakes.anthropic_api import Reply
+
+
+def _system(body) -> str:
+    system = body["system"]
+    return system if isinstance(system, str) else "".join(b["text"] for b in system)
+
+
+async def _events(client, path: str, until, timeout: float = 10.0) -> str:
+    """Read the event stream until ``until(data)`` holds for one event's data."""
+    async with asyncio.timeout(timeout), client.http.get(client.base + path) as r:
+        assert r.status == 200 and r.headers["Content-Type"].startswith("text/event-stream")
+        data: list[str] = []
+        async for raw in r.content:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("data: "):
+                data.append(line[6:])
+            elif not line and data:
+                text = "\n".join(data)
+                if until(text):
+                    return text
+                data = []
+    raise AssertionError("the stream ended")
+
+
+async def test_the_overview_shows_a_new_conversation_as_it_happens(control):
+    _, channel, client = control
+    status, text, _ = await client.get("/")
+    assert status == 200 and "No conversations yet." in text
+    first = await _events(client, "/events/overview", lambda d: "Sessions (0)" in d)
+    assert "Channels" in first
+    channel.push("hello there")
+    await channel.wait_sent(1)
+    later = await _events(client, "/events/overview", lambda d: "Sessions (1)" in d)
+    assert str(PRIVATE) in later
+
+
+async def test_memory_files_are_listed_rendered_and_escaped(control, home):
+    _, _, client = control
+    ws = home / "workspace"
+    (ws / "MEMORY.md").write_text("# Facts\n\n- likes **tea**\n\n<script>alert(1)</script>\n")
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / "memory" / "2026-11-20.md").write_text("- 09:00 walked the dog\n")
+    status, text, _ = await client.get("/memory")
+    assert status == 200
+    assert "memory/2026-11-20.md" in text and "MEMORY.md" in text
+    status, text, _ = await client.get("/memory/file?path=MEMORY.md")
+    assert status == 200 and "<strong>tea</strong>" in text
+    assert "<script>alert(1)</script>" not in text and "&lt;script&gt;" in text
+
+
+async def test_paths_outside_the_workspace_are_refused(control, home):
+    _, _, client = control
+    (home / "workspace-old").mkdir()
+    (home / "workspace-old" / "secret.md").write_text("old secret")
+    (home / "workspace" / "old.md").symlink_to(home / "workspace-old" / "secret.md")
+    for path in ("../config.yaml", "/etc/passwd", "../state/web_token", "old.md", ".hidden.md"):
+        for page in ("/memory/file", "/memory/edit"):
+            status, text, _ = await client.get(page, params={"path": path})
+            assert status == 404, (page, path)
+            assert "old secret" not in text
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "../notes.md", "text": "x", "version": "new"}
+    )
+    assert status == 404 and not (home / "notes.md").exists()
+
+
+async def test_a_shared_chats_log_is_shown_but_not_edited(control, home):
+    _, _, client = control
+    log = home / "workspace" / "memory" / "chats" / "telegram-group-1" / "2026-11-20.md"
+    log.parent.mkdir(parents=True)
+    log.write_text("- group note\n")
+    rel = "memory/chats/telegram-group-1/2026-11-20.md"
+    status, text, _ = await client.get("/memory/file", params={"path": rel})
+    assert status == 200 and "group note" in text and "/memory/edit" not in text
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": rel, "text": "private!", "version": version(log)}
+    )
+    assert status == 403 and log.read_text() == "- group note\n"
+
+
+async def test_an_edit_reaches_the_next_turns_prompt(control, home, fake_api):
+    """A session that started before the edit works from the edited text at its next turn."""
+    _, channel, client = control
+    channel.push("first")
+    await channel.wait_sent(1)
+    memory = home / "workspace" / "MEMORY.md"
+    status, text, _ = await client.get("/memory/edit?path=MEMORY.md")
+    assert status == 200
+    started = re.search(r'name="version" value="([^"]+)"', text).group(1)
+    status, _, r = await client.post(
+        "/memory/edit",
+        {"path": "MEMORY.md", "text": "# Memory\r\n\r\n- The cat is called Miso.\r\n",
+         "version": started},
+    )  # fmt: skip
+    assert status == 303 and "saved=1" in r.headers["Location"]
+    assert memory.read_text() == "# Memory\n\n- The cat is called Miso.\n"
+    assert "The cat is called Miso" not in _system(fake_api.message_requests[-1].body)
+    channel.push("what is the cat called?")
+    await channel.wait_sent(2)
+    assert "The cat is called Miso" in _system(fake_api.message_requests[-1].body)
+    # Once: the turn after that keeps the same snapshot (the cached prefix stays valid).
+    transcript = home / "state" / "sessions" / f"{PRIVATE}.jsonl"
+
+    def renewals() -> int:
+        lines = transcript.read_text().splitlines()
+        return sum(json.loads(line)["t"] == "prompt" for line in lines)
+
+    assert renewals() == 1
+    channel.push("thanks")
+    await channel.wait_sent(3)
+    assert renewals() == 1
+
+
+async def test_a_stale_edit_is_refused_and_loses_nothing(control, home):
+    _, _, client = control
+    memory = home / "workspace" / "MEMORY.md"
+    memory.write_text("- old fact\n")
+    _, text, _ = await client.get("/memory/edit?path=MEMORY.md")
+    started = re.search(r'name="version" value="([^"]+)"', text).group(1)
+    memory.write_text("- old fact\n- the assistant wrote this meanwhile\n")
+    mine = "- old fact\n- my own edit\n"
+    status, text, _ = await client.post(
+        "/memory/edit", {"path": "MEMORY.md", "text": mine, "version": started}
+    )
+    assert status == 409 and "changed after you opened it" in text
+    assert memory.read_text() == "- old fact\n- the assistant wrote this meanwhile\n"
+    assert "- my own edit" in text and "the assistant wrote this meanwhile" in text
+    # The editor now carries the current version: saving again goes through.
+    fresh = re.search(r'name="version" value="([^"]+)"', text).group(1)
+    assert fresh == version(memory)
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "MEMORY.md", "text": mine, "version": fresh}
+    )
+    assert status == 303 and memory.read_text() == mine
+
+
+async def test_a_new_file_is_created_only_if_still_missing(control, home):
+    _, _, client = control
+    path = home / "workspace" / "notes.md"
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "notes.md", "text": "- one\n", "version": "new"}
+    )
+    assert status == 303 and path.read_text() == "- one\n"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "notes.md", "text": "- two\n", "version": "new"}
+    )
+    assert status == 409 and path.read_text() == "- one\n"
+
+
+async def test_search_uses_the_memory_index(control, home):
+    _, _, client = control
+    (home / "workspace" / "MEMORY.md").write_text("- Ada's birthday is on 3 March\n")
+    status, text, _ = await client.get("/memory", params={"q": "birthday"})
+    assert status == 200 and "3 March" in text and "/memory/file?path=MEMORY.md" in text
+    status, text, _ = await client.get("/memory", params={"q": "zeppelin"})
+    assert "Nothing matches" in text
+
+
+async def test_pairing_is_approved_denied_and_revoked(control):
+    app, _, client = control
+    store = app.web.backend.pairing
+    one, _ = store.request("telegram", "501", "<b>Eve</b>")
+    two, _ = store.request("discord", "502", "Bob")
+    status, text, _ = await client.get("/pairing")
+    assert one.code in text and two.code in text
+    assert "&lt;b&gt;Eve&lt;/b&gt;" in text and "<b>Eve</b>" not in text
+    status, _, r = await client.post("/pairing/approve", {"code": one.code})
+    assert status == 303 and "Approved" in unquote(r.headers["Location"])
+    await client.post("/pairing/deny", {"code": two.code})
+    assert store.is_approved("telegram", "501") and store.pending() == []
+    _, text, _ = await client.get("/pairing")
+    assert "Revoke" in text and "501" in text
+    await client.post("/pairing/revoke", {"channel": "telegram", "user_id": "501"})
+    assert not store.is_approved("telegram", "501")
+    status, _, r = await client.post("/pairing/approve", {"code": one.code})
+    assert "no pending pairing code" in unquote(r.headers["Location"])
+
+
+async def test_jobs_are_listed_run_and_cancelled(home, start_gateway, fake_api):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    target = str(PRIVATE)
+    app, channel = await start_gateway(
+        web=WEB, schedule={"daily_summary": {"enabled": True, "target": target}}
+    )
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        fake_api.enqueue(
+            Reply(tool_calls=[("schedule", {"instruction": "call mum", "every_minutes": 60})]),
+            Reply("Done."),
+        )
+        channel.push("remind me hourly to call mum")
+        await channel.wait_sent(1)
+        status, text, _ = await client.get("/jobs")
+        assert status == 200 and "daily-summary" in text and "call mum" in text
+        reminder = re.search(r'name="id" value="([^"]+)"><input type="hidden" name="csrf"'
+                             r'[^>]*><button>Cancel', text).group(1)  # fmt: skip
+        status, _, r = await client.post("/jobs/cancel", {"id": reminder})
+        assert status == 303 and "Cancelled" in unquote(r.headers["Location"])
+        _, text, _ = await client.get("/jobs")
+        assert "call mum" not in text
+        fake_api.enqueue(Reply("Today: a quiet day."))
+        status, _, r = await client.post("/jobs/run", {"id": "daily-summary"})
+        where = unquote(r.headers["Location"])
+        assert "daily-summary ran" in where, where
+        assert channel.texts()[-1] == "Today: a quiet day."
+        _, _, r = await client.post("/jobs/run", {"id": "nope"})
+        assert "no job" in unquote(r.headers["Location"])
+    finally:
+        await client.close()
+
+
+async def test_config_shows_no_secret_and_names_a_broken_file(control, home):
+    app, _, client = control
+    status, text, _ = await client.get("/config")
+    assert status == 200 and "config.yaml on disk is valid" in text
+    for secret in app.config.secrets():
+        assert secret not in text
+    assert "(set, hidden)" in text and "api_key" in text
+    (home / "config.yaml").write_text("llm:\n  timeout: soon\n")
+    _, text, _ = await client.get("/config")
+    assert "has an error" in text and "llm.timeout" in text
+
+
+async def test_the_live_stream_ends_when_the_gateway_stops(home, start_gateway):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    app, _ = await start_gateway(web=WEB)
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        async with asyncio.timeout(10), client.http.get(client.base + "/events/overview") as r:
+            await r.content.readline()
+            await app.stop()
+            try:
+                while await r.content.readline():
+                    pass
+            except aiohttp.ClientPayloadError:
+                pass  # cut at shutdown: ended all the same
+    finally:
+        await client.close()
