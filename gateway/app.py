@@ -49,6 +49,7 @@ from gateway.scheduling.reminders import JobStore, Reminder, cancellable, remind
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.statefiles import repair_pairing
+from gateway.web.chat import web_chat
 from gateway.web.server import Backend, WebServer, start_web
 
 log = logging.getLogger(__name__)
@@ -136,19 +137,16 @@ class App:
 
     def _backend(self, scheduler: Scheduler) -> Backend:
         config, clock = self.config, scheduler.clock
-        edits = self.agent.sessions.edits
-        assert self.agent.memory is not None and edits is not None
         return Backend(
             config=config,
+            gateway=self.gateway,
             status=self._status,
-            memory=self.agent.memory,
             pairing=PairingStore(config.state / "pairing.json", clock=clock),
             job_states=lambda: job_states(
                 planned_jobs(config, self.jobs, clock.now()), scheduler.ledger, clock
             ),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
-            edits=edits.mark,
             clock=clock,
         )
 
@@ -297,6 +295,7 @@ def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Cl
     )
 
 
+# long: the whole object graph in one place, read top to bottom
 def build_app(
     config: Config,
     channels: Sequence[Channel],
@@ -309,6 +308,8 @@ def build_app(
     ``with_scheduler=False`` for a second process beside ``corvid run`` (``corvid chat``):
     scheduled jobs run in one process only."""
     clock = clock or SystemClock()
+    if with_scheduler and config.web.enabled:  # the control page's chat, with the page
+        channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
     memory = _memory(config, resources)
     jobs = JobStore(config.state / "jobs.json")

@@ -179,7 +179,7 @@ async def save(request: web.Request) -> web.StreamResponse:
     if current != started:
         return _stale(rel, path, text, current, csrf)
     atomic_write(path, text)
-    backend.edits(ctx.now)
+    backend.edited(ctx.now)
     return see_other(_link(rel) + "&saved=1")
 
 

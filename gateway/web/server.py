@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,10 +23,12 @@ from aiohttp import web
 
 from agent.memory import Memory
 from channels.pairing import PairingStore
-from gateway.config import Config
+from gateway.config import ChannelConfig, Config
 from gateway.ports import Clock
+from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.web.guard import Guard, load_token
+from gateway.web.summaries import Summaries
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +40,37 @@ class Backend:
     """What the pages read and act on."""
 
     config: Config
+    gateway: Gateway
     status: Callable[[], dict[str, Any]]
-    memory: Memory
     pairing: PairingStore
     job_states: Callable[[], list[JobState]]
     run_job: RunJob
     cancel_job: Callable[[str], str | None]
-    edits: Callable[[datetime], None]  # the owner changed the workspace by hand, at this time
     clock: Clock
+
+    @property
+    def memory(self) -> Memory:
+        memory = self.gateway.agent.memory
+        assert memory is not None  # build_app always gives the agent its memory
+        return memory
+
+    def edited(self, when: datetime) -> None:
+        """The owner changed the workspace by hand: prompts made before are stale."""
+        edits = self.gateway.agent.sessions.edits
+        if edits is not None:
+            edits.mark(when)
+
+    @functools.cached_property
+    def summaries(self) -> Summaries:
+        return Summaries(self.gateway.agent.store)
 
 
 BACKEND = web.AppKey("backend", Backend)
 GUARD = web.AppKey("guard", Guard)
 STOPPING = web.AppKey("stopping", asyncio.Event)
 
+# The largest request: a file sent on the chat page (the chat platforms' default limit).
+MAX_BODY = ChannelConfig().max_file_bytes + 1024**2
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
 
 
@@ -72,9 +92,9 @@ class WebServer:
         return f"http://{shown}:{self.port}/"
 
     def app(self) -> web.Application:
-        from gateway.web import admin, memory_page, overview
+        from gateway.web import admin, chat, memory_page, overview, sessions_page
 
-        app = web.Application(middlewares=[self.guard.middleware], client_max_size=2 * 1024**2)
+        app = web.Application(middlewares=[self.guard.middleware], client_max_size=MAX_BODY)
         app[BACKEND] = self.backend
         app[GUARD] = self.guard
         app[STOPPING] = self.stopping
@@ -84,6 +104,8 @@ class WebServer:
         overview.routes(app)
         memory_page.routes(app)
         admin.routes(app)
+        sessions_page.routes(app)
+        chat.routes(app)
         return app
 
     async def start(self) -> None:
