@@ -26,7 +26,14 @@ from zoneinfo import ZoneInfo
 from gateway.config import Config
 from gateway.config_build import ENV_REF, secret_keys
 from gateway.events import SessionKey
-from gateway.ops.doctor_local import channel_setup, env_ref, local_checks, lookup, read_raw
+from gateway.ops.doctor_local import (
+    channel_setup,
+    env_ref,
+    local_checks,
+    lookup,
+    read_raw,
+    web_setup,
+)
 from gateway.ops.logs import Masker
 from gateway.ports import Check, Status, SystemClock
 
@@ -85,6 +92,7 @@ async def run_checks(
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
     checks.extend(channel_setup(config))
+    checks.extend(web_setup(config))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:

@@ -313,3 +313,24 @@ def channel_setup(config: Config) -> list[Check]:
                 )
             )
     return checks
+
+
+def web_setup(config: Config) -> list[Check]:
+    """The control page can read all memory: listening beyond loopback is worth a warning
+    unless a reverse proxy serves it over TLS."""
+    web = config.web
+    if not web.enabled:
+        return [Check(OK, "control page", "off (web.enabled: false)")]
+    where = f"{web.host}:{web.port}"
+    if web.allow_remote and not web.behind_tls_proxy:
+        return [
+            Check(
+                WARN,
+                "control page",
+                f"listens on {where} beyond loopback without TLS: the access token and all "
+                "memory cross the network in the clear",
+                "put a reverse proxy with TLS in front and set web.behind_tls_proxy: true, or "
+                "set web.host back to 127.0.0.1",
+            )
+        ]
+    return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 from aiohttp import web
 
@@ -32,6 +34,9 @@ from gateway.web.sessions_page import message_html
 
 WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 HISTORY = 60  # messages shown when the page opens (the sessions page has the rest)
+
+# The bracketed line each message starts with in the transcript ("[Sun 2026-11-22 10:00 CET]").
+HEADER = re.compile(r"^\[[^\]\n]*\]\n?")
 
 Event = tuple[str, str]  # (event name, HTML or text)
 
@@ -203,7 +208,8 @@ async def chat_page(request: web.Request) -> web.StreamResponse:
     state = backend.gateway.agent.sessions.loaded(WEB_CHAT) or backend.gateway.agent.store.read(
         WEB_CHAT
     )
-    history = "".join(message_html(m) for m in (state.messages[-HISTORY:] if state else []))
+    recent = state.messages[-HISTORY:] if state else []
+    history = "".join(message_html(_as_written(m)) for m in recent)
     if not history:
         history = '<p class="empty">Write below to talk to the assistant, as in a private chat.</p>'
     body = (
@@ -218,6 +224,20 @@ async def chat_page(request: web.Request) -> web.StreamResponse:
         "<button>Send</button></p></form>"
     )
     return html_response(page("Chat", body, active="/chat", csrf=csrf))
+
+
+def _as_written(msg: dict[str, Any]) -> dict[str, Any]:
+    """A message as the owner wrote it: without the time header the model sees."""
+    content = msg.get("content")
+    if msg.get("role") != "user" or not isinstance(content, list):
+        return msg
+    blocks = [
+        {**b, "text": HEADER.sub("", str(b.get("text", "")), count=1)} if b.get("type") == "text"
+        else b
+        for b in content
+        if isinstance(b, dict)
+    ]  # fmt: skip
+    return {**msg, "content": blocks}
 
 
 async def chat_post(request: web.Request) -> web.StreamResponse:

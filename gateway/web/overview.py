@@ -88,7 +88,7 @@ def _state(state: str) -> str:
 
 
 def _when(iso: str) -> str:
-    return iso[:19].replace("T", " ")
+    return iso[:19].replace("T", " ") + " UTC" if iso else ""
 
 
 async def overview(request: web.Request) -> web.StreamResponse:

@@ -139,6 +139,7 @@ async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
         (OK, "anthropic"),
         (OK, "telegram"),
         (OK, "discord"),
+        (OK, "control page"),
         (OK, "jobs"),
         (OK, "gateway"),
     ], report(checks, env)
@@ -492,3 +493,18 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
         for where, text in (("logs", logged), ("output", out), ("errors", err)):
             assert value not in text, (value, where)
     assert "FAIL" in out  # the probes did run, and failed on the wrong tokens
+
+
+def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
+    from gateway.config import parse_config
+    from gateway.ops.doctor_local import web_setup
+
+    def check(**web):
+        (found,) = web_setup(parse_config({"web": web}, home=home, environ={}))
+        return found
+
+    assert check().status == OK and "127.0.0.1:8787" in check().message
+    exposed = check(host="0.0.0.0", allow_remote=True)
+    assert exposed.status == WARN and "without TLS" in exposed.message
+    assert check(host="0.0.0.0", allow_remote=True, behind_tls_proxy=True).status == OK
+    assert "off" in check(enabled=False).message

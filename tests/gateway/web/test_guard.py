@@ -101,7 +101,7 @@ async def test_every_answer_carries_the_security_headers(control):
         _, _, r = await client.get(path)
         assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"], path
         assert r.headers["X-Frame-Options"] == "DENY"
-        assert r.headers["Referrer-Policy"] == "no-referrer"
+        assert r.headers["Referrer-Policy"] == "same-origin"
 
 
 async def test_a_busy_port_leaves_the_gateway_running(start_gateway, caplog):

@@ -1,0 +1,222 @@
+"""The control page in a real browser: headless Chromium (Debian's package) driven by
+Playwright, against a real gateway whose Telegram channel talks to the fake Bot API.
+
+Chromium is found as ``chromium`` on the PATH (or at ``$CORVID_CHROMIUM``); without it these
+tests are skipped with a message saying how to install it (``.ci/run`` installs it). With
+``CORVID_SCREENSHOTS=<folder>`` set, each page is photographed into that folder (the README's
+pictures come from ``CORVID_SCREENSHOTS=docs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from gateway.app import build_app, build_channels
+from tests.conftest import OWNER, make_config
+from tests.fakes.anthropic_api import Reply
+
+CHROMIUM = os.environ.get("CORVID_CHROMIUM") or shutil.which("chromium")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium for the browser tests: install Debian's (apt-get install chromium) or "
+    "set CORVID_CHROMIUM to a Chromium binary",
+)
+SHOTS = os.environ.get("CORVID_SCREENSHOTS")
+WAIT_MS = 10_000  # every wait on the page is bounded by this
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        # No sandbox: CI runs as root, where Chromium's sandbox cannot start.
+        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        await chromium.close()
+
+
+@pytest.fixture
+async def corvid(home, fake_api, fake_telegram) -> AsyncIterator[Any]:
+    """``corvid run`` as built for real: Telegram (against the fake) and the control page."""
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)], streaming=True)
+    config = make_config(home, fake_api.base_url, channels={"telegram": tg},
+                         web={"enabled": True, "port": 0})  # fmt: skip
+    app = build_app(config, build_channels(config))
+    await app.start()
+    assert app.web is not None
+    yield app
+    await app.stop()
+
+
+async def _signed_in(browser, app) -> Any:
+    page = await browser.new_page(viewport={"width": 1100, "height": 760})
+    page.set_default_timeout(WAIT_MS)
+    await page.goto(f"{app.web.url}login?token={app.web.token}")
+    await page.get_by_role("heading", name="Overview").wait_for()
+    assert "token" not in page.url  # sent on, without the token in the address bar
+    return page
+
+
+def _shot_path(name: str) -> str:
+    assert SHOTS
+    Path(SHOTS).mkdir(parents=True, exist_ok=True)
+    return str(Path(SHOTS) / f"control-{name}.png")
+
+
+async def _shot(page, name: str) -> None:
+    if SHOTS:
+        await page.screenshot(path=_shot_path(name), full_page=True)
+
+
+async def test_no_page_without_the_token_then_sign_in(browser, corvid):
+    page = await browser.new_page()
+    page.set_default_timeout(WAIT_MS)
+    for path in ("", "memory", "pairing", "chat", "config"):
+        await page.goto(corvid.web.url + path)
+        await page.get_by_role("heading", name="Sign in").wait_for()
+        assert page.url.endswith("/login")
+    await page.get_by_label("Access token").fill("not the token")
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_text("That token is not right").wait_for()
+    await page.get_by_label("Access token").fill(corvid.web.token)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("heading", name="Overview").wait_for()
+    await page.goto(corvid.web.url + "config")
+    text = await page.content()
+    assert corvid.config.channels.telegram.token.value not in text
+    await _shot(page, "config")
+
+
+async def test_a_telegram_message_shows_up_on_the_open_overview(browser, corvid, fake_telegram):
+    page = await _signed_in(browser, corvid)
+    await page.get_by_text("No conversations yet.").wait_for()
+    fake_telegram.text("hello from Telegram")
+    await fake_telegram.wait_sent(1)
+    # No reload: the overview's event stream brings the new session in.
+    await page.get_by_text(f"telegram:private:{OWNER}").first.wait_for()
+    await page.get_by_text("Sessions (1)").wait_for()
+    await page.get_by_role("row", name="telegram connected").wait_for()
+    await _shot(page, "overview")
+    await page.goto(corvid.web.url + "sessions")
+    await page.get_by_role("link", name=f"telegram:private:{OWNER}").click()
+    await page.get_by_text("echo: hello from Telegram").wait_for()
+    await _shot(page, "sessions")
+
+
+async def test_an_edit_on_the_memory_page_reaches_the_next_private_turn(
+    browser, corvid, fake_telegram, fake_api, home
+):
+    fake_telegram.text("first message")
+    await fake_telegram.wait_sent(1)
+    page = await _signed_in(browser, corvid)
+    await page.get_by_role("link", name="Memory").click()
+    await page.get_by_role("link", name="MEMORY.md", exact=True).click()
+    await page.get_by_role("link", name="Edit").click()
+    editor = page.get_by_label("MEMORY.md")
+    await editor.fill("# Memory\n\n- The owner's cat is called Miso.\n")
+    await page.get_by_role("button", name="Save").click()
+    await page.get_by_text("Saved.").wait_for()
+    await page.get_by_text("The owner's cat is called Miso.").wait_for()
+    await _shot(page, "memory")
+    assert (home / "workspace" / "MEMORY.md").read_text().endswith("called Miso.\n")
+    fake_telegram.text("what is my cat called?")
+    await fake_telegram.wait_sent(2)
+    system = fake_api.message_requests[-1].body["system"]
+    assert "The owner's cat is called Miso." in "".join(b["text"] for b in system)
+
+
+async def test_a_stale_edit_is_refused_and_the_text_kept(browser, corvid, home):
+    memory = home / "workspace" / "MEMORY.md"
+    memory.write_text("- before\n")
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "memory/edit?path=MEMORY.md")
+    memory.write_text("- before\n- written by the assistant meanwhile\n")
+    await page.get_by_label("MEMORY.md").fill("- before\n- my edit\n")
+    await page.get_by_role("button", name="Save").click()
+    await page.get_by_text("changed after you opened it").wait_for()
+    assert await page.get_by_label("MEMORY.md").input_value() == "- before\n- my edit\n"
+    assert memory.read_text() == "- before\n- written by the assistant meanwhile\n"
+
+
+async def test_a_pairing_code_is_approved_and_the_stranger_served(browser, corvid, fake_telegram):
+    fake_telegram.text("hi, may I talk to you?", user=77, first_name="Eve")
+    sent = await fake_telegram.wait_sent(1)
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["shown"]).group(1)
+    page = await _signed_in(browser, corvid)
+    await page.get_by_role("link", name="Pairing").click()
+    await page.get_by_text(code).wait_for()
+    await _shot(page, "pairing")
+    await page.get_by_role("button", name="Approve").click()
+    await page.get_by_text("Approved telegram user Eve").wait_for()
+    fake_telegram.text("thanks!", user=77, first_name="Eve")
+    sent = await fake_telegram.wait_sent(2)
+    assert sent[1]["chat_id"] == "77" and sent[1]["shown"] == "echo: thanks!"
+
+
+async def test_chat_in_the_browser(browser, corvid, fake_api):
+    fake_api.enqueue(Reply("Hello! Here is a **list**:\n\n- one\n- two"))
+    page = await _signed_in(browser, corvid)
+    await page.get_by_role("link", name="Chat").click()
+    await page.get_by_label("Message").fill("hi from the browser")
+    await page.get_by_label("Message").press("Enter")
+    await page.get_by_text("hi from the browser").wait_for()
+    await page.locator("#chat strong", has_text="list").wait_for()
+    assert await page.get_by_label("Message").input_value() == ""
+    await _shot(page, "chat")
+    assert "hi from the browser" in fake_api.message_requests[-1].raw
+    # The history is the session's: it is there after a reload.
+    await page.reload()
+    await page.locator("#chat strong", has_text="list").wait_for()
+
+
+@contextlib.asynccontextmanager
+async def _other_site(target: str, code: str) -> AsyncIterator[str]:
+    """A page on another origin that posts a form to the control page as soon as it opens."""
+
+    async def evil(request: web.Request) -> web.Response:
+        return web.Response(
+            content_type="text/html",
+            text=f'<form id="f" method="post" action="{target}pairing/approve">'
+            f'<input name="code" value="{code}"></form>'
+            "<script>document.getElementById('f').submit()</script>",
+        )
+
+    app = web.Application()
+    app.router.add_get("/", evil)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_cross_site_post_is_refused(browser, corvid, fake_telegram):
+    fake_telegram.text("let me in", user=78, first_name="Mallory")
+    await fake_telegram.wait_sent(1)
+    (pending,) = corvid.web.backend.pairing.pending()
+    page = await _signed_in(browser, corvid)  # the cookie is there: only CSRF defences remain
+    async with _other_site(corvid.web.url, pending.code) as evil:
+        await page.goto(evil)
+        await page.get_by_text("Refused").wait_for()
+    assert not corvid.web.backend.pairing.is_approved("telegram", "78")
+    assert [r.code for r in corvid.web.backend.pairing.pending()] == [pending.code]
+
+
+async def test_screenshots_of_the_jobs_page(browser, corvid):
+    page = await _signed_in(browser, corvid)
+    await page.get_by_role("link", name="Jobs").click()
+    await page.get_by_text("No scheduled jobs.").wait_for()
+    await _shot(page, "jobs")
