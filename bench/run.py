@@ -5,8 +5,8 @@ is met. The targets are written into this file: most are what Corvid must do bet
 numbers of the best-known Python assistant of this kind, measured on a machine like ours);
 those marked † are the bench modules' own. The measurements are the functions of
 telegram_bench.py (``corvid run`` as a process against fake Telegram, Discord and Anthropic
-servers), gateway_bench.py (the gateway in this process) and memory_bench.py (the search
-index).
+servers), gateway_bench.py (the gateway in this process), memory_bench.py (the search
+index) and web_bench.py (the control page).
 
 ``--quick`` runs small sizes (a smoke check that every row is produced, in about 20 s); its
 numbers are not the ones to compare.
@@ -35,6 +35,7 @@ sys.path.insert(0, str(BENCH))
 import gateway_bench
 import memory_bench
 import telegram_bench
+import web_bench
 
 from agent.settings import AgentSettings, MemorySettings
 
@@ -53,6 +54,9 @@ class Sizes:
     turns: int  # turns of the prompt-cache chat
     chunks: int  # memory index size
     queries: int  # memory searches timed
+    web_sessions: int  # sessions behind the control page
+    web_lines: int  # lines of the long transcript it opens
+    web_repeats: int  # fetches of each page timed
 
 
 FULL = Sizes(
@@ -68,6 +72,9 @@ FULL = Sizes(
     turns=20,
     chunks=10_000,
     queries=300,
+    web_sessions=1000,
+    web_lines=10_000,
+    web_repeats=20,
 )
 QUICK = Sizes(
     starts=2,
@@ -82,6 +89,9 @@ QUICK = Sizes(
     turns=5,
     chunks=1_000,
     queries=30,
+    web_sessions=50,
+    web_lines=400,
+    web_repeats=3,
 )
 
 
@@ -276,6 +286,30 @@ async def measure(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[
             at_most(caps),
         ),
     ]
+    rows += await _web_rows(s, tmp, progress)
+    return rows
+
+
+async def _web_rows(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[Row]:
+    progress("control page")
+    pages = await web_bench.bench_pages(tmp, s.web_sessions, s.web_lines, s.web_repeats)
+    n, lines = pages["count"], pages["long_lines"]
+    limit = f"≤ {web_bench.PAGE_MS:g} ms"
+    rows = [
+        row(f"control page: overview, {n:,} sessions, median of {s.web_repeats}",
+            pages["overview"][1], "{:.1f} ms", limit, at_most(web_bench.PAGE_MS)),
+        row(f"control page: sessions list, {n:,} sessions", pages["sessions"][1], "{:.1f} ms",
+            limit, at_most(web_bench.PAGE_MS)),
+        row(f"control page: first page of a {lines:,}-line transcript",
+            pages["transcript"][1], "{:.1f} ms", limit, at_most(web_bench.PAGE_MS)),
+    ]  # fmt: skip
+    progress("control page: what it costs `corvid run`")
+    cost = await web_bench.bench_cost(tmp, 1 if s.rounds == 1 else 3, s.idle, s.steady)
+    added = cost["rss_on"] - cost["rss_off"]
+    rows.append(
+        row("control page: idle RSS it adds (on − off)", added, "{:.1f} MiB",
+            f"≤ {web_bench.RSS_MIB:g} MiB", at_most(web_bench.RSS_MIB))
+    )  # fmt: skip
     return rows
 
 

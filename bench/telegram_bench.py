@@ -46,6 +46,7 @@ def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram, discord: Any = N
     tg.write_corvid_config(home, api.base_url, poll_timeout=10)
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["logging"]["level"] = "WARNING"
+    config["web"]["port"] = 0  # the control page on any free port: never a clash
     if discord is not None:
         section = discord.channel_config()
         del section["token"]  # from the environment

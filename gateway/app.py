@@ -11,31 +11,27 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from agent.audience import inbox_folder
 from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
 from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
-from agent.quota import Quota
 from agent.sessions import HandEdits
 from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
-from channels.access import Access
 from channels.base import Channel
-from channels.inbox import Intake
 from channels.pairing import PairingStore
-from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
-from gateway.errors import ConfigError
-from gateway.events import InboundMessage, audience_of
+from gateway.channel_setup import quota
+from gateway.config import Config
+from gateway.events import InboundMessage
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
-from gateway.ops.status import Live, report
+from gateway.ops.status import Live, SessionFigures, report
 from gateway.ports import Clock, SystemClock
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
@@ -49,8 +45,9 @@ from gateway.scheduling.reminders import JobStore, Reminder, cancellable, remind
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.statefiles import repair_pairing
-from gateway.web.chat import web_chat
-from gateway.web.server import Backend, WebServer, start_web
+
+if TYPE_CHECKING:  # the control page is imported only when it is on
+    from gateway.web.server import Backend, WebServer
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +72,7 @@ class App:
         self.jobs = jobs
         self.control: ControlServer | None = None
         self.web: WebServer | None = None
+        self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self.pid = os.getpid()
         self.started_at = time.monotonic()
@@ -133,14 +131,19 @@ class App:
         except OSError as exc:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
         if self.config.web.enabled:
+            from gateway.web.server import start_web
+
             self.web = await start_web(self._backend(self.scheduler))
 
     def _backend(self, scheduler: Scheduler) -> Backend:
+        from gateway.web.server import Backend
+
         config, clock = self.config, scheduler.clock
         return Backend(
             config=config,
             gateway=self.gateway,
             status=self._status,
+            figures=self.figures,
             pairing=PairingStore(config.state / "pairing.json", clock=clock),
             job_states=lambda: job_states(
                 planned_jobs(config, self.jobs, clock.now()), scheduler.ledger, clock
@@ -193,106 +196,10 @@ class App:
             busy=self.router.busy,
             queued=self.router.queued,
         )
-        out = report(self.config, self.agent.store, self.journal, live)
+        out = report(self.config, self.agent.store, self.journal, live, self.figures)
         if self.web is not None:
             out["web"] = self.web.url
         return out
-
-
-def build_channels(
-    config: Config, clock: Clock | None = None, only: Collection[str] | None = None
-) -> list[Channel]:
-    """The adapters for every enabled chat platform (of ``only``, if given), sharing one
-    pairing store."""
-    clock = clock or SystemClock()
-    pairing = PairingStore(config.state / "pairing.json", clock=clock)
-    channels: list[Channel] = []
-    tg, dc = config.channels.telegram, config.channels.discord
-    if tg.enabled and (only is None or "telegram" in only):
-        channels.append(_telegram(config, tg, pairing, clock))
-    if dc.enabled and (only is None or "discord" in only):
-        channels.append(_discord(config, dc, pairing, clock))
-    for channel in channels:
-        cfg: ChannelConfig = tg if channel.name == "telegram" else dc
-        channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
-    return channels
-
-
-def quota(config: Config) -> Quota:
-    """What shared chats may store, as configured."""
-    a = config.agent
-    return Quota(
-        config.workspace.resolve(),
-        chat_bytes=int(a.chat_quota_mb * 1_000_000),
-        all_chats_bytes=int(a.all_chats_quota_mb * 1_000_000),
-        chat_files=a.chat_max_files,
-    )
-
-
-def _policy(
-    config: Config, name: str, cfg: ChannelConfig, pairing: PairingStore, clock: Clock
-) -> tuple[Access, Intake]:
-    """A channel's access policy and where its files go."""
-    limits = quota(config)
-    access = Access(
-        name,
-        allow_from=cfg.allow_from,
-        groups=cfg.groups,
-        pairing=pairing,
-        context_messages=cfg.group_context_messages,
-        clock=clock,
-    )
-    intake = Intake(
-        config.workspace.resolve(),
-        cfg.max_image_bytes,
-        cfg.max_file_bytes,
-        today=lambda: clock.now().astimezone(config.tz).date(),
-        folder=lambda key, day: inbox_folder(audience_of(key), day),
-        room=lambda key, size: limits.refusal(audience_of(key), size),
-    )
-    return access, intake
-
-
-def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:
-    from channels.telegram.channel import TelegramChannel, Webhook
-
-    if tg.token is None:
-        raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
-    hook = tg.webhook
-    webhook = None
-    if hook.url:
-        if hook.secret_token is None:
-            raise ConfigError(
-                "channels.telegram.webhook.secret_token", "required when webhook.url is set"
-            )
-        webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
-    access, intake = _policy(config, "telegram", tg, pairing, clock)
-    return TelegramChannel(
-        tg.token.value,
-        access,
-        intake=intake,
-        base_url=tg.base_url,
-        base_file_url=tg.base_file_url,
-        poll_timeout=tg.poll_timeout,
-        webhook=webhook,
-        clock=clock,
-    )
-
-
-def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Clock) -> Channel:
-    from channels.discord.channel import DiscordChannel
-
-    if dc.token is None:
-        raise ConfigError("channels.discord.token", "required when Discord is enabled")
-    access, intake = _policy(config, "discord", dc, pairing, clock)
-    return DiscordChannel(
-        dc.token.value,
-        access,
-        intake=intake,
-        api_base_url=dc.api_base_url,
-        gateway_url=dc.gateway_url,
-        clock=clock,
-    )
 
 
 # long: the whole object graph in one place, read top to bottom
@@ -309,6 +216,8 @@ def build_app(
     scheduled jobs run in one process only."""
     clock = clock or SystemClock()
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
+        from gateway.web.chat import web_chat
+
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
     memory = _memory(config, resources)

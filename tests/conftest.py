@@ -163,7 +163,7 @@ async def _serve_channel(
 ) -> App:
     """A gateway with one real channel adapter built from config; ``attrs`` are set on the
     adapter (short timeouts for the tests)."""
-    from gateway.app import build_channels
+    from gateway.channel_setup import build_channels
 
     config = make_config(home, fake_api.base_url, channels={name: section})
     channels = build_channels(config)
@@ -225,7 +225,7 @@ async def discord_gateway(home: Path, fake_api: FakeAnthropic, fake_discord):
 @contextlib.asynccontextmanager
 async def running(config: Config, clock: Any) -> AsyncIterator[App]:
     """A gateway with the configured channels, its scheduler on ``clock``; stopped after."""
-    from gateway.app import build_channels
+    from gateway.channel_setup import build_channels
 
     gateway = build_app(config, build_channels(config, clock), clock=clock)
     await gateway.start()

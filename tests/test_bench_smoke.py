@@ -34,8 +34,12 @@ ROWS = (
     "chunks, topic queries",
     "memory_search p95, every query word in most chunks",
     "system prompt of a private chat",
+    "control page: overview",
+    "control page: sessions list",
+    "-line transcript",
+    "control page: idle RSS it adds",
 )
-NUMBER = re.compile(r"\d[\d,]*(\.\d+)?( |$)")
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?( |$)")
 
 
 def test_quick_bench_prints_every_row_with_a_number():

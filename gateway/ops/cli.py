@@ -232,7 +232,8 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
 
 async def _serve(config: Config) -> int:
     from channels.base import ChannelStartError
-    from gateway.app import build_app, build_channels
+    from gateway.app import build_app
+    from gateway.channel_setup import build_channels
 
     app = build_app(config, build_channels(config))
     stop = asyncio.Event()

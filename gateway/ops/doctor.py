@@ -174,7 +174,7 @@ async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> C
 
 
 async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit: float) -> Check:
-    from gateway.app import build_channels
+    from gateway.channel_setup import build_channels
 
     key = f"channels.{name}.token"
     if getattr(config.channels, name).token is None:

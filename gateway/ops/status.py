@@ -23,6 +23,58 @@ MAX_SESSIONS = 20
 PREVIEW_CHARS = 60
 
 
+Loaded = Callable[[SessionKey], SessionState | None]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One session as the status report and the control page show it."""
+
+    key: SessionKey
+    turns: int
+    context_tokens: int
+    compactions: int
+    cache_share: float | None  # of all input tokens, the share read from the prompt cache
+    last_active: float  # the transcript's modification time
+
+
+class SessionFigures:
+    """Each session's figures, read from its transcript once per change of the file (its size
+    and modification time), so a report stays cheap however many sessions there are."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self._seen: dict[SessionKey, tuple[tuple[int, int], Figures | None]] = {}
+
+    def all(
+        self, loaded: Callable[[SessionKey], SessionState | None] | None = None
+    ) -> list[Figures]:
+        """Newest first; ``loaded`` gives the sessions the running process holds."""
+        out = []
+        for key in self.store.session_keys():
+            try:
+                st = self.store.path(key).stat()
+            except FileNotFoundError:  # moved aside by /new meanwhile
+                continue
+            stamp = (st.st_size, st.st_mtime_ns)
+            seen = self._seen.get(key)
+            if seen is None or seen[0] != stamp:
+                state = (loaded(key) if loaded is not None else None) or self.store.read(key)
+                seen = (stamp, None if state is None else _figures(state, st.st_mtime))
+                self._seen[key] = seen
+            if seen[1] is not None:
+                out.append(seen[1])
+        out.sort(key=lambda f: f.last_active, reverse=True)
+        return out
+
+
+def _figures(state: SessionState, mtime: float) -> Figures:
+    u = state.usage_total
+    total = u.input + u.cache_read + u.cache_write
+    share = u.cache_read / total if total else None
+    return Figures(state.key, state.turns, state.context_tokens, state.compactions, share, mtime)
+
+
 @dataclass(frozen=True)
 class Live:
     """What only the running process knows."""
@@ -36,40 +88,35 @@ class Live:
 
 
 def report(
-    config: Config, store: SessionStore, journal: Journal | None, live: Live | None = None
+    config: Config,
+    store: SessionStore,
+    journal: Journal | None,
+    live: Live | None = None,
+    figures: SessionFigures | None = None,
 ) -> dict[str, Any]:
     window = config.llm.context_window
-    sessions = []
-    for key in store.session_keys():
-        state = live.loaded(key) if live is not None else None
-        state = state or store.read(key)
-        if state is None:
-            continue
-        try:
-            active = store.path(key).stat().st_mtime
-        except FileNotFoundError:  # moved aside by /new meanwhile
-            continue
-        used = state.context_tokens
-        sessions.append(
-            {
-                "key": str(key),
-                "private": key.private,
-                "turns": state.turns,
-                "context_tokens": used,
-                "context_pct": round(100 * used / window, 1),
-                "compactions": state.compactions,
-                "last_active": _iso(active),
-                "running": live.busy(key) if live is not None else False,
-                "queued": live.queued(key) if live is not None else 0,
-            }
-        )
-    sessions.sort(key=lambda s: str(s["last_active"]), reverse=True)
+    figures = figures or SessionFigures(store)
+    found = figures.all(live.loaded if live is not None else None)
+    sessions = [
+        {
+            "key": str(f.key),
+            "private": f.key.private,
+            "turns": f.turns,
+            "context_tokens": f.context_tokens,
+            "context_pct": round(100 * f.context_tokens / window, 1),
+            "compactions": f.compactions,
+            "last_active": _iso(f.last_active),
+            "running": live.busy(f.key) if live is not None else False,
+            "queued": live.queued(f.key) if live is not None else 0,
+        }
+        for f in found[:MAX_SESSIONS]
+    ]
     out: dict[str, Any] = {
         "running": live is not None,
         "model": config.llm.model,
         "context_window": window,
-        "sessions_total": len(sessions),
-        "sessions": sessions[:MAX_SESSIONS],
+        "sessions_total": len(found),
+        "sessions": sessions,
         "unanswered": 0,
         "undelivered": [],
         "problems": [],

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,11 +23,11 @@ from aiohttp import web
 from agent.memory import Memory
 from channels.pairing import PairingStore
 from gateway.config import ChannelConfig, Config
+from gateway.ops.status import SessionFigures
 from gateway.ports import Clock
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.web.guard import Guard, load_token
-from gateway.web.summaries import Summaries
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +41,7 @@ class Backend:
     config: Config
     gateway: Gateway
     status: Callable[[], dict[str, Any]]
+    figures: SessionFigures  # the sessions' figures, shared with the status report
     pairing: PairingStore
     job_states: Callable[[], list[JobState]]
     run_job: RunJob
@@ -59,10 +59,6 @@ class Backend:
         edits = self.gateway.agent.sessions.edits
         if edits is not None:
             edits.mark(when)
-
-    @functools.cached_property
-    def summaries(self) -> Summaries:
-        return Summaries(self.gateway.agent.store)
 
 
 BACKEND = web.AppKey("backend", Backend)

@@ -1,7 +1,7 @@
 """The sessions page: every conversation with its scope, activity, context and cache use; a
 transcript viewer that pages through long transcripts; and a fresh start for a session.
 
-The list comes from ``Summaries`` (read once per change of a transcript). The viewer reads the
+The list comes from ``SessionFigures`` (read once per change of a transcript). The viewer reads the
 transcript's lines but decodes only the page it shows. Summaries, tool calls, tool results and
 the system prompt are folded (``<details>``).
 """
@@ -42,7 +42,7 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     window = backend.config.llm.context_window
     rows = []
     router = backend.gateway.router
-    for s in backend.summaries.all(backend.gateway.agent.sessions.loaded):
+    for s in backend.figures.all(backend.gateway.agent.sessions.loaded):
         link = f'<a href="/sessions/view?key={quote(str(s.key))}"><code>{esc(s.key)}</code></a>'
         now = "answering" if router.busy(s.key) else ""
         if queued := router.queued(s.key):
@@ -76,7 +76,7 @@ def _key(raw: str) -> SessionKey:
 async def transcript_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
-    path = backend.summaries.store.path(key)
+    path = backend.gateway.agent.store.path(key)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:

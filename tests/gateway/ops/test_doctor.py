@@ -112,7 +112,8 @@ SUMMARY = {"daily_summary": {"enabled": True, "time": "21:00", "target": "telegr
 async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
     home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram, fake_discord: FakeDiscord, capsys
 ):
-    from gateway.app import build_app, build_channels
+    from gateway.app import build_app
+    from gateway.channel_setup import build_channels
 
     env = setup_home(home, api.base_url, fake_telegram, fake_discord, schedule=SUMMARY)
     config = load_config(home, env)

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.app import build_app, build_channels
+from gateway.app import build_app
+from gateway.channel_setup import build_channels
 from tests.conftest import OWNER, make_config
 from tests.fakes.anthropic_api import Reply
 

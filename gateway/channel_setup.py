@@ -1,0 +1,113 @@
+"""The chat platforms' adapters, built from the configuration: each with its access policy,
+its inbox (where files sent in a chat go) and the pairing store they share."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from agent.audience import inbox_folder
+from agent.quota import Quota
+from channels.access import Access
+from channels.base import Channel
+from channels.inbox import Intake
+from channels.pairing import PairingStore
+from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
+from gateway.errors import ConfigError
+from gateway.events import audience_of
+from gateway.ports import Clock, SystemClock
+
+
+def build_channels(
+    config: Config, clock: Clock | None = None, only: Collection[str] | None = None
+) -> list[Channel]:
+    """The adapters for every enabled chat platform (of ``only``, if given), sharing one
+    pairing store."""
+    clock = clock or SystemClock()
+    pairing = PairingStore(config.state / "pairing.json", clock=clock)
+    channels: list[Channel] = []
+    tg, dc = config.channels.telegram, config.channels.discord
+    if tg.enabled and (only is None or "telegram" in only):
+        channels.append(_telegram(config, tg, pairing, clock))
+    if dc.enabled and (only is None or "discord" in only):
+        channels.append(_discord(config, dc, pairing, clock))
+    for channel in channels:
+        cfg: ChannelConfig = tg if channel.name == "telegram" else dc
+        channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+    return channels
+
+
+def quota(config: Config) -> Quota:
+    """What shared chats may store, as configured."""
+    a = config.agent
+    return Quota(
+        config.workspace.resolve(),
+        chat_bytes=int(a.chat_quota_mb * 1_000_000),
+        all_chats_bytes=int(a.all_chats_quota_mb * 1_000_000),
+        chat_files=a.chat_max_files,
+    )
+
+
+def _policy(
+    config: Config, name: str, cfg: ChannelConfig, pairing: PairingStore, clock: Clock
+) -> tuple[Access, Intake]:
+    """A channel's access policy and where its files go."""
+    limits = quota(config)
+    access = Access(
+        name,
+        allow_from=cfg.allow_from,
+        groups=cfg.groups,
+        pairing=pairing,
+        context_messages=cfg.group_context_messages,
+        clock=clock,
+    )
+    intake = Intake(
+        config.workspace.resolve(),
+        cfg.max_image_bytes,
+        cfg.max_file_bytes,
+        today=lambda: clock.now().astimezone(config.tz).date(),
+        folder=lambda key, day: inbox_folder(audience_of(key), day),
+        room=lambda key, size: limits.refusal(audience_of(key), size),
+    )
+    return access, intake
+
+
+def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:
+    from channels.telegram.channel import TelegramChannel, Webhook
+
+    if tg.token is None:
+        raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
+    hook = tg.webhook
+    webhook = None
+    if hook.url:
+        if hook.secret_token is None:
+            raise ConfigError(
+                "channels.telegram.webhook.secret_token", "required when webhook.url is set"
+            )
+        webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
+    access, intake = _policy(config, "telegram", tg, pairing, clock)
+    return TelegramChannel(
+        tg.token.value,
+        access,
+        intake=intake,
+        base_url=tg.base_url,
+        base_file_url=tg.base_file_url,
+        poll_timeout=tg.poll_timeout,
+        webhook=webhook,
+        clock=clock,
+    )
+
+
+def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Clock) -> Channel:
+    from channels.discord.channel import DiscordChannel
+
+    if dc.token is None:
+        raise ConfigError("channels.discord.token", "required when Discord is enabled")
+    access, intake = _policy(config, "discord", dc, pairing, clock)
+    return DiscordChannel(
+        dc.token.value,
+        access,
+        intake=intake,
+        api_base_url=dc.api_base_url,
+        gateway_url=dc.gateway_url,
+        clock=clock,
+    )
