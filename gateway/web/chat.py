@@ -3,20 +3,19 @@
 ``WebChannel`` is a channel like Telegram's: the page's form becomes an ``Arrival`` (no access
 policy: only the signed-in owner reaches the page), and replies, typing and the streamed reply
 go out as events to every open chat page (``/events/chat``). The conversation itself is the
-session's transcript, so the page shows the same history after a reload or a restart.
+session's transcript; what is sent to the chat is also kept in ``state/web_chat.jsonl``, so a
+reminder that fires while no page is open is there when one opens (``chat_page.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import re
+import json
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
-
-from aiohttp import web
+from pathlib import Path
 
 from agent.audience import inbox_folder
 from channels.access import Arrival, Fetched
@@ -26,17 +25,10 @@ from channels.live import LiveReply
 from gateway.config import ChannelConfig, Config
 from gateway.events import Attachment, OutboundMessage, Scope, SessionKey, audience_of
 from gateway.ports import Clock
-from gateway.web.guard import CSRF_HEADER
-from gateway.web.html import esc, markdown, page
-from gateway.web.overview import sse
-from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
+from gateway.web.html import esc, markdown
 from gateway.web.sessions_page import message_html
 
 WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
-HISTORY = 60  # messages shown when the page opens (the sessions page has the rest)
-
-# The bracketed line each message starts with in the transcript ("[Sun 2026-11-22 10:00 CET]").
-HEADER = re.compile(r"^\[[^\]\n]*\]\n?")
 
 Event = tuple[str, str]  # (event name, HTML or text)
 
@@ -52,7 +44,23 @@ def web_chat(config: Config, clock: Clock) -> WebChannel:
         today=lambda: clock.now().astimezone(config.tz).date(),
         folder=lambda key, day: inbox_folder(audience_of(key), day),
     )
-    return WebChannel(intake, clock)
+    return WebChannel(intake, clock, config.state / "web_chat.jsonl")
+
+
+# The outbox keeps the newest messages sent to the web chat, no more than this many.
+OUTBOX_KEEP = 500
+
+
+def keep(path: Path, entry: dict[str, str]) -> None:
+    """Append ``entry`` to the outbox; past twice ``OUTBOX_KEEP`` lines, the older half goes."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    if path.stat().st_size > 4096 * OUTBOX_KEEP:  # cheap test first: long files only
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if len(lines) > 2 * OUTBOX_KEEP:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(lines[-OUTBOX_KEEP:]), encoding="utf-8")
+            os.replace(tmp, path)
 
 
 class WebChannel(Channel):
@@ -60,11 +68,13 @@ class WebChannel(Channel):
 
     name = "web"
 
-    def __init__(self, intake: Intake | None = None, clock: Clock | None = None) -> None:
+    def __init__(
+        self, intake: Intake | None = None, clock: Clock | None = None, outbox: Path | None = None
+    ) -> None:
         super().__init__(None, clock)
         self.intake = intake
+        self.outbox = outbox
         self._listeners: set[asyncio.Queue[Event]] = set()
-        self._ids = itertools.count(1)
 
     async def start(self) -> None:
         return None
@@ -86,6 +96,10 @@ class WebChannel(Channel):
             self._listeners.discard(queue)
 
     async def send(self, msg: OutboundMessage) -> None:
+        """Shown on the open pages, and kept: a reminder that fires while no page is open is
+        on the page the next time it opens (replies are in the transcript as well)."""
+        if self.outbox is not None:
+            keep(self.outbox, {"ts": self.clock.now().isoformat(), "text": msg.text})
         self.publish("message", message_html({"role": "assistant", "content": msg.text}))
 
     @contextlib.asynccontextmanager
@@ -184,98 +198,3 @@ class WebLive(LiveReply[str]):
 
     async def delete(self, ref: str) -> None:
         raise NotImplementedError
-
-
-# -- the page -----------------------------------------------------------------------------------
-
-
-def routes(app: web.Application) -> None:
-    app.router.add_get("/chat", chat_page)
-    app.router.add_post("/chat", chat_post)
-    app.router.add_get("/events/chat", chat_events)
-
-
-def _channel(request: web.Request) -> WebChannel:
-    channel = request.app[BACKEND].gateway.channels.get("web")
-    if not isinstance(channel, WebChannel):
-        raise web.HTTPNotFound(text="The web chat is not running in this process.\n")
-    return channel
-
-
-async def chat_page(request: web.Request) -> web.StreamResponse:
-    backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
-    _channel(request)
-    state = backend.gateway.agent.sessions.loaded(WEB_CHAT) or backend.gateway.agent.store.read(
-        WEB_CHAT
-    )
-    recent = state.messages[-HISTORY:] if state else []
-    history = "".join(message_html(_as_written(m)) for m in recent)
-    if not history:
-        history = '<p class="empty">Write below to talk to the assistant, as in a private chat.</p>'
-    body = (
-        f'<div id="chat" class="transcript" data-chat="/events/chat">{history}'
-        '<div id="draft" class="entry assistant" hidden></div></div>'
-        '<p id="typing" class="empty" hidden>The assistant is writing…</p>'
-        '<form id="say" method="post" action="/chat" enctype="multipart/form-data">'
-        f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
-        '<textarea name="text" rows="3" placeholder="Message (Enter sends, Shift+Enter for a new '
-        'line; paste or attach images)" aria-label="Message"></textarea>'
-        '<p><input type="file" name="file" multiple aria-label="Attach files"> '
-        "<button>Send</button></p></form>"
-    )
-    return html_response(page("Chat", body, active="/chat", csrf=csrf))
-
-
-def _as_written(msg: dict[str, Any]) -> dict[str, Any]:
-    """A message as the owner wrote it: without the time header the model sees."""
-    content = msg.get("content")
-    if msg.get("role") != "user" or not isinstance(content, list):
-        return msg
-    blocks = [
-        {**b, "text": HEADER.sub("", str(b.get("text", "")), count=1)} if b.get("type") == "text"
-        else b
-        for b in content
-        if isinstance(b, dict)
-    ]  # fmt: skip
-    return {**msg, "content": blocks}
-
-
-async def chat_post(request: web.Request) -> web.StreamResponse:
-    channel = _channel(request)
-    form = await request.post()  # read (and kept) by the guard's CSRF check already
-    text = str(form.get("text", "")).replace("\r\n", "\n").strip()
-    files = [
-        (f.filename, f.content_type, f.file.read())
-        for f in form.getall("file", [])
-        if isinstance(f, web.FileField) and f.filename
-    ]
-    if text or files:
-        await channel.say(text, files)
-    if request.headers.get(CSRF_HEADER):  # sent by the page's script: it shows the reply
-        return web.Response(status=204)
-    return see_other("/chat")
-
-
-async def chat_events(request: web.Request) -> web.StreamResponse:
-    channel, stopping = _channel(request), request.app[STOPPING]
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    await response.write(b": open\n\n")
-    with channel.listen() as queue:
-        stop = asyncio.ensure_future(stopping.wait())
-        try:
-            while True:
-                got = asyncio.ensure_future(queue.get())
-                await asyncio.wait((got, stop), return_when=asyncio.FIRST_COMPLETED)
-                if not got.done():
-                    got.cancel()
-                    break
-                event, data = got.result()
-                if event == "closed":
-                    break
-                await response.write(sse(event, data))
-        except ConnectionResetError:
-            pass  # the page was closed
-        finally:
-            stop.cancel()
-    return response

@@ -88,7 +88,7 @@ class WebServer:
         return f"http://{shown}:{self.port}/"
 
     def app(self) -> web.Application:
-        from gateway.web import admin, chat, memory_page, overview, sessions_page
+        from gateway.web import admin, chat_page, memory_page, overview, sessions_page
 
         app = web.Application(middlewares=[self.guard.middleware], client_max_size=MAX_BODY)
         app[BACKEND] = self.backend
@@ -101,7 +101,7 @@ class WebServer:
         memory_page.routes(app)
         admin.routes(app)
         sessions_page.routes(app)
-        chat.routes(app)
+        chat_page.routes(app)
         return app
 
     async def start(self) -> None:

@@ -221,3 +221,18 @@ async def test_screenshots_of_the_jobs_page(browser, corvid):
     await page.get_by_role("link", name="Jobs").click()
     await page.get_by_text("No scheduled jobs.").wait_for()
     await _shot(page, "jobs")
+
+
+async def test_an_image_attached_in_the_browser_reaches_the_model(browser, corvid, fake_api):
+    from tests.channels.telegram.test_channel import _png
+
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "chat")
+    await page.get_by_label("Attach files").set_input_files(
+        files=[{"name": "cat.png", "mimeType": "image/png", "buffer": _png()}]
+    )
+    await page.get_by_label("Message").fill("what is in this picture?")
+    await page.get_by_role("button", name="Send").click()
+    await page.get_by_text("echo: what is in this picture?").wait_for()
+    content = fake_api.message_requests[-1].body["messages"][-1]["content"]
+    assert [b["type"] for b in content] == ["image", "text"]

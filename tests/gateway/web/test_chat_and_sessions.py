@@ -141,3 +141,31 @@ async def test_a_session_is_started_afresh_from_the_page(control, home):
     assert len(archived) == 1
     status, _, r = await client.post("/sessions/new", {"key": "discord:dm:5"})
     assert "not running here" in r.headers["Location"].replace("%20", " ")
+
+
+async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
+    home, start_gateway, fake_api
+):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    app, _ = await start_gateway(
+        web=WEB, schedule={"daily_summary": {"enabled": True, "target": str(WEB_CHAT)}}
+    )
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        await client.post("/chat", {"text": "good morning"})
+        await app.idle()
+        fake_api.enqueue(Reply("Your day: **three** meetings."))
+        _, _, r = await client.post("/jobs/run", {"id": "daily-summary"})
+        assert "daily-summary ran" in r.headers["Location"].replace("%20", " ")
+        _, text, _ = await client.get("/chat")
+    finally:
+        await client.close()
+    # In order of time, each once: the chat's turn from the transcript, the summary from the
+    # outbox (it never entered the conversation).
+    order = [
+        text.index(s) for s in ("good morning", "echo: good morning", "<strong>three</strong>")
+    ]
+    assert order == sorted(order)
+    assert text.count("echo: good morning") == 1

@@ -1,0 +1,162 @@
+"""The chat page: the web chat's history, the form that sends to it, and its event stream.
+
+The history is what the owner saw: their messages and the replies from the session's
+transcript, and messages sent to the chat outside a conversation (a reminder, a daily summary)
+from the channel's outbox, in order of time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from gateway.web.chat import WEB_CHAT, WebChannel
+from gateway.web.guard import CSRF_HEADER
+from gateway.web.html import esc, page
+from gateway.web.overview import sse
+from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
+from gateway.web.sessions_page import message_html
+
+HISTORY = 60  # messages shown when the page opens (the sessions page has the whole transcript)
+# The bracketed line each message starts with in the transcript ("[Sun 2026-11-22 10:00 CET]").
+HEADER = re.compile(r"^\[[^\]\n]*\]\n?")
+
+
+def routes(app: web.Application) -> None:
+    app.router.add_get("/chat", chat_page)
+    app.router.add_post("/chat", chat_post)
+    app.router.add_get("/events/chat", chat_events)
+
+
+def _channel(request: web.Request) -> WebChannel:
+    channel = request.app[BACKEND].gateway.channels.get("web")
+    if not isinstance(channel, WebChannel):
+        raise web.HTTPNotFound(text="The web chat is not running in this process.\n")
+    return channel
+
+
+async def chat_page(request: web.Request) -> web.StreamResponse:
+    backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    channel = _channel(request)
+    transcript = backend.gateway.agent.store.path(WEB_CHAT)
+    shown = "".join(message_html(m) for m in history(transcript, channel.outbox, HISTORY))
+    if not shown:
+        shown = '<p class="empty">Write below to talk to the assistant, as in a private chat.</p>'
+    body = (
+        f'<div id="chat" class="transcript" data-chat="/events/chat">{shown}'
+        '<div id="draft" class="entry assistant" hidden></div></div>'
+        '<p id="typing" class="empty" hidden>The assistant is writing…</p>'
+        '<form id="say" method="post" action="/chat" enctype="multipart/form-data">'
+        f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
+        '<textarea name="text" rows="3" placeholder="Message (Enter sends, Shift+Enter for a new '
+        'line; paste or attach images)" aria-label="Message"></textarea>'
+        '<p><input type="file" name="file" multiple aria-label="Attach files"> '
+        "<button>Send</button></p></form>"
+    )
+    return html_response(page("Chat", body, active="/chat", csrf=csrf))
+
+
+def history(transcript: Path, outbox: Path | None, limit: int) -> list[dict[str, Any]]:
+    """The chat as the owner saw it, oldest first: what they wrote and the replies (from the
+    transcript), and messages sent to the chat outside a conversation, such as reminders
+    (from the outbox), in order of time."""
+    said: set[str] = set()
+    timed: list[tuple[datetime, dict[str, Any]]] = []
+    for entry in _lines(transcript):
+        if entry.get("t") != "msg" or not isinstance(entry.get("msg"), dict):
+            continue
+        msg, text = entry["msg"], _text(entry["msg"])
+        if text:
+            if msg.get("role") == "assistant":
+                said.add(text.strip())
+            else:
+                text = HEADER.sub("", text, count=1)
+            timed.append((_when(entry.get("ts")), {"role": msg.get("role"), "content": text}))
+    for entry in _lines(outbox) if outbox is not None else []:
+        text = str(entry.get("text", ""))
+        if text.strip() not in said:
+            timed.append((_when(entry.get("ts")), {"role": "assistant", "content": text}))
+    timed.sort(key=lambda pair: pair[0])
+    return [msg for _, msg in timed[-limit:]]
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    try:
+        raw = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw:
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict):
+                out.append(entry)
+    return out
+
+
+def _text(msg: dict[str, Any]) -> str:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = [
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    ]
+    return "\n\n".join(t for t in texts if t.strip())
+
+
+def _when(ts: object) -> datetime:
+    try:
+        when = datetime.fromisoformat(str(ts))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+async def chat_post(request: web.Request) -> web.StreamResponse:
+    channel = _channel(request)
+    form = await request.post()  # read (and kept) by the guard's CSRF check already
+    text = str(form.get("text", "")).replace("\r\n", "\n").strip()
+    files = [
+        (f.filename, f.content_type, f.file.read())
+        for f in form.getall("file", [])
+        if isinstance(f, web.FileField) and f.filename
+    ]
+    if text or files:
+        await channel.say(text, files)
+    if request.headers.get(CSRF_HEADER):  # sent by the page's script: it shows the reply
+        return web.Response(status=204)
+    return see_other("/chat")
+
+
+async def chat_events(request: web.Request) -> web.StreamResponse:
+    channel, stopping = _channel(request), request.app[STOPPING]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(b": open\n\n")
+    with channel.listen() as queue:
+        stop = asyncio.ensure_future(stopping.wait())
+        try:
+            while True:
+                got = asyncio.ensure_future(queue.get())
+                await asyncio.wait((got, stop), return_when=asyncio.FIRST_COMPLETED)
+                if not got.done():
+                    got.cancel()
+                    break
+                event, data = got.result()
+                if event == "closed":
+                    break
+                await response.write(sse(event, data))
+        except ConnectionResetError:
+            pass  # the page was closed
+        finally:
+            stop.cancel()
+    return response
