@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ from pathlib import Path
 from gateway.config import Config
 from gateway.errors import ConfigError
 from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
-from gateway.ops import commands
+from gateway.ops import commands, jobs_cli
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.ops.logs import setup_logging
 
@@ -89,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="corvid", description="A self-hosted personal assistant for your chat apps."
     )
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
+    p.add_argument("--version", action="version", version=f"corvid {_version()}")
     top = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     run = top.add("run", "start the gateway with every enabled channel", cmd_run)
@@ -97,7 +99,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=("text", "json"),
         help="log lines as text or as one JSON object each (default: logging.format)",
     )
-    top.add("status", "sessions, context use, errors and undelivered messages", commands.status)
+    status = top.add(
+        "status", "sessions, context use, errors and undelivered messages", commands.status
+    )
+    status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
@@ -111,14 +116,15 @@ def _parser() -> argparse.ArgumentParser:
         "reindex", "rebuild the search index from the Markdown files", commands.memory_reindex
     )
     jobs_parser = top.add(
-        "jobs", "scheduled jobs: next run, last run, status, last error", commands.jobs
+        "jobs", "scheduled jobs: next run, last run, status, last error", jobs_cli.jobs
     )
+    jobs_parser.add_argument("--json", action="store_true", help="the jobs as JSON, for scripts")
     jobs = top.group(jobs_parser, "jobs_command", False)
-    jobs.add("run", "run a job now, in the running gateway", commands.jobs_run).add_argument(
+    jobs.add("run", "run a job now, in the running gateway", jobs_cli.jobs_run).add_argument(
         "job_id"
     )
     jobs.add(
-        "cancel", "cancel a reminder or recurring job made in chat", commands.jobs_cancel
+        "cancel", "cancel a reminder or recurring job made in chat", jobs_cli.jobs_cancel
     ).add_argument("job_id")
     _pairing_commands(top)
     doctor = top.add(
@@ -133,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
         help="only check that a running gateway answers (for health checks)",
     )
     return p
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("corvid")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "(not installed)"
 
 
 def _pairing_commands(top: _Commands) -> None:

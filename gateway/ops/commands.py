@@ -1,18 +1,17 @@
-"""The ``corvid`` subcommands that look at or change a home: memory, pairing, jobs, status and
-doctor. Each takes the parsed arguments, the home and the environment, and returns the exit
-status."""
+"""The ``corvid`` subcommands that look at or change a home: memory, pairing, status, web and
+doctor (``jobs`` is in ``jobs_cli.py``). Each takes the parsed arguments, the home and the
+environment, and returns the exit status."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
+import json
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from gateway.config import Config, load_config
 from gateway.events import OWNER
@@ -201,63 +200,6 @@ def pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, s
     return 0
 
 
-def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ports import SystemClock
-    from gateway.scheduling.ledger import Ledger
-    from gateway.scheduling.plan import job_states, planned_jobs
-    from gateway.scheduling.reminders import JobStore
-
-    config = prepare(home, environ)
-    clock = SystemClock()
-    store = JobStore(config.state / "jobs.json")
-    try:
-        planned = planned_jobs(config, store, clock.now())
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(
-            f"corvid: {store.path} cannot be read ({type(exc).__name__}: {exc}); corvid run "
-            "moves it aside when it starts, or restore it from a backup",
-            file=sys.stderr,
-        )
-        return 1
-    if not planned:
-        print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
-        return 0
-    try:
-        ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
-        try:
-            states = job_states(planned, ledger, clock)
-        finally:
-            ledger.close()
-    except sqlite3.DatabaseError as exc:
-        print(
-            f"corvid: state/scheduler.sqlite cannot be read ({exc}); corvid run moves it aside "
-            "when it starts",
-            file=sys.stderr,
-        )
-        return 1
-    for state in states:
-        job, nxt, row = state.job, state.next_run, state.last
-        print(f"{job.id}  → {job.target}")
-        print(f"  schedule: {job.describe()}")
-        if job.instruction:
-            print(f"  does: {job.instruction}")
-        if state.problem:
-            print(f"  cannot be scheduled: {state.problem}")
-            continue
-        when = f"{nxt.astimezone(ZoneInfo(job.timezone)):%Y-%m-%d %H:%M %Z}" if nxt else "—"
-        print(f"  next run: {when}")
-        if row is None:
-            print("  last run: never")
-            continue
-        print(
-            f"  last run: {row['slot'].replace('T', ' ')}: {row['status']}"
-            f" (attempts {row['attempts']})"
-        )
-        if row["error"]:
-            print(f"  last error: {row['error']}")
-    return 0
-
-
 def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.ops.control import ask
     from gateway.ops.status import render, report_from_files
@@ -272,7 +214,10 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         data = asyncio.run(live())["report"]
     except (ConnectionError, TimeoutError, KeyError):
         data = report_from_files(config)
-    print(render(data))
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(render(data))
     return 0
 
 
@@ -311,52 +256,6 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         import webbrowser
 
         webbrowser.open(url)
-    return 0
-
-
-def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask
-
-    config = prepare(home, environ)
-
-    async def run() -> dict[str, Any]:
-        async with asyncio.timeout(900):  # a turn, with the model's own retries
-            return await ask(config.state / "control.sock", {"cmd": "run_job", "id": args.job_id})
-
-    try:
-        answer = asyncio.run(run())
-    except ConnectionError:
-        print(
-            "corvid: Corvid is not running here; jobs run inside the gateway (`corvid run`).",
-            file=sys.stderr,
-        )
-        return 1
-    status, error = answer.get("status"), answer.get("error")
-    print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
-    return 0 if answer.get("ok") else 1
-
-
-def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    """In the running gateway if there is one (it stops scheduling the job at once), else in
-    ``state/jobs.json``."""
-    from gateway.ops.control import ask
-    from gateway.scheduling.reminders import JobStore, cancellable
-
-    config = prepare(home, environ)
-    request = {"cmd": "cancel_job", "id": args.job_id}
-
-    async def cancel() -> dict[str, Any]:
-        async with asyncio.timeout(10):
-            return await ask(config.state / "control.sock", request)
-
-    try:
-        problem = asyncio.run(cancel()).get("error")
-    except (ConnectionError, TimeoutError):
-        problem = cancellable(JobStore(config.state / "jobs.json"), args.job_id)
-    if problem:
-        print(f"corvid: {problem}", file=sys.stderr)
-        return 1
-    print(f"Cancelled {args.job_id}.")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -317,3 +318,20 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path):
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_version_and_jobs_as_json(tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("corvid ")
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["schedule"]["daily_summary"].update(enabled=True, target="telegram:private:42")
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert main(["jobs", "--json", "--home", str(home)], environ={}) == 0
+    (job,) = json.loads(capsys.readouterr().out)
+    assert job["id"] == "daily-summary" and job["target"] == "telegram:private:42"
+    assert job["next_run"].endswith(("+01:00", "+02:00", "+00:00")) and job["last_run"] is None

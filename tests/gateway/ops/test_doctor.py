@@ -489,6 +489,8 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
     await doctor_cli("--home", str(home), "--timeout", "5", env={})
     assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
     assert await asyncio.to_thread(main, ["jobs", "--home", str(home)], {}) == 0
+    for argv in (["status", "--json"], ["jobs", "--json"]):
+        assert await asyncio.to_thread(main, [*argv, "--home", str(home)], {}) == 0
     out, err = capsys.readouterr()
     for value in canaries.values():
         for where, text in (("logs", logged), ("output", out), ("errors", err)):

@@ -4,6 +4,7 @@ from the files alone when none runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from gateway.events import OutboundMessage
@@ -45,10 +46,16 @@ async def _status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
     capsys.readouterr()
     try:
         rc = await asyncio.to_thread(main, ["status", "--home", str(home)], {})
+        out = capsys.readouterr().out
+        # The same report for scripts.
+        assert await asyncio.to_thread(main, ["status", "--json", "--home", str(home)], {}) == 0
+        data = json.loads(capsys.readouterr().out)
     finally:
         release.set()
         await asyncio.wait_for(busy, 10)
-    out = capsys.readouterr().out
+    assert data["running"] and data["sessions_total"] == 2
+    assert {s["key"]: s["queued"] for s in data["sessions"]}[str(PRIVATE)] == 1
+    assert "sk-test-0123456789" not in json.dumps(data)
     assert rc == 0
     assert out.startswith("Corvid is running (pid ")
     assert "test: connected" in out
