@@ -137,26 +137,56 @@ class AnthropicLLM:
         ``key_source`` says where the key comes from, for the fix."""
         import anthropic
 
-        name, cfg = "anthropic", self.cfg
-        client = anthropic.AsyncAnthropic(
+        client = self._probe_client(limit)
+        where = str(client.base_url).rstrip("/")
+        try:
+            await self._count_one(client, limit)
+        except anthropic.APIError as exc:
+            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+        except TimeoutError:
+            return Check.no_answer("anthropic", where, limit)
+        finally:
+            await client.close()
+        return Check(Status.OK, "anthropic", f"API key accepted by {where}; model {self.model}")
+
+    async def refused(self, limit: float, key_source: str) -> Check | None:
+        """The same call at start-up (``corvid run``): what the API refused (the key, its
+        permissions, the model), or None when it accepted or could not be asked (busy or
+        unreachable: turns retry, and say so if they must)."""
+        import anthropic
+
+        client = self._probe_client(limit)
+        where = str(client.base_url).rstrip("/")
+        try:
+            await self._count_one(client, limit)
+        except (
+            anthropic.AuthenticationError,
+            anthropic.PermissionDeniedError,
+            anthropic.NotFoundError,
+        ) as exc:
+            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+        except (anthropic.APIError, TimeoutError) as exc:
+            log.warning("could not check the API key at start (%s); going on", type(exc).__name__)
+        finally:
+            await client.close()
+        return None
+
+    def _probe_client(self, limit: float) -> Any:
+        import anthropic
+
+        cfg = self.cfg
+        return anthropic.AsyncAnthropic(
             api_key=cfg.api_key.value if cfg.api_key else None,
             base_url=cfg.base_url or None,
             timeout=limit,
             max_retries=0,
         )
-        where = str(client.base_url).rstrip("/")
-        try:
-            async with asyncio.timeout(limit):
-                await client.messages.count_tokens(
-                    model=self.model, messages=[{"role": "user", "content": "ping"}]
-                )
-        except anthropic.APIError as exc:
-            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
-        except TimeoutError:
-            return Check.no_answer(name, where, limit)
-        finally:
-            await client.close()
-        return Check(Status.OK, name, f"API key accepted by {where}; model {self.model}")
+
+    async def _count_one(self, client: Any, limit: float) -> None:
+        async with asyncio.timeout(limit):
+            await client.messages.count_tokens(
+                model=self.model, messages=[{"role": "user", "content": "ping"}]
+            )
 
     async def complete(
         self,

@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.config import Config
 from gateway.errors import ConfigError
@@ -22,6 +23,9 @@ from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
 from gateway.ops import commands, jobs_cli
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.ops.logs import setup_logging
+
+if TYPE_CHECKING:
+    from gateway.app import App
 
 log = logging.getLogger(__name__)
 
@@ -281,15 +285,35 @@ async def _serve(config: Config) -> int:
     log.info("Corvid is running; Ctrl-C to stop")
     stopped = asyncio.ensure_future(stop.wait())
     failed = asyncio.ensure_future(app.wait_failed())
-    await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    failed.cancel()
+    refused = asyncio.ensure_future(_key_refused(app, config))
+    await asyncio.wait((stopped, failed, refused), return_when=asyncio.FIRST_COMPLETED)
+    for task in (stopped, failed, refused):
+        task.cancel()
     log.info("shutting down")
     await app.stop()
+    if refused.done() and not refused.cancelled():
+        print(f"corvid: cannot start: {refused.result()}", file=sys.stderr)
+        return EXIT_CONFIG
     if failed.done() and not failed.cancelled():
         print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _key_refused(app: App, config: Config) -> str:
+    """Ask the API once, at start, whether it takes the key and the model: a refusal then
+    stops Corvid here, not at the first person who writes. Returns only for a refusal."""
+    from agent.llm import AnthropicLLM
+    from gateway.ops.doctor import key_source
+    from gateway.ops.doctor_local import read_raw
+
+    llm = app.agent.llm
+    if isinstance(llm, AnthropicLLM):
+        refused = await llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
+        if refused is not None:
+            return refused.message + (f" — fix: {refused.fix}" if refused.fix else "")
+    await asyncio.Event().wait()  # accepted (or not asked): nothing to say, ever
+    raise AssertionError("unreachable")
 
 
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

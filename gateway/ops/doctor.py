@@ -159,7 +159,7 @@ def preload(config: Config) -> None:
         import discord  # noqa: F401
 
 
-def _source(raw: Mapping[str, Any], key: str) -> str:
+def key_source(raw: Mapping[str, Any], key: str) -> str:
     var = env_ref(lookup(raw, key))
     return f"{key} (the environment variable {var})" if var else key
 
@@ -170,7 +170,7 @@ async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> C
     if config.llm.api_key is None:
         return Check(FAIL, "anthropic", config.missing("llm.api_key", "your Anthropic API key"))
     async with AnthropicLLM(config.llm) as model:
-        return await model.probe(limit, _source(raw, "llm.api_key"))
+        return await model.probe(limit, key_source(raw, "llm.api_key"))
 
 
 async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit: float) -> Check:
@@ -180,7 +180,7 @@ async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit
     if getattr(config.channels, name).token is None:
         return Check(FAIL, name, config.missing(key, "the bot token"))
     (channel,) = build_channels(config, only={name})
-    return await channel.probe(limit, _source(raw, key))
+    return await channel.probe(limit, key_source(raw, key))
 
 
 async def check_gateway(home: Path, limit: float, *, required: bool = False) -> Check:

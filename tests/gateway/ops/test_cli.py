@@ -189,6 +189,26 @@ async def test_run_with_a_rejected_token_exits_with_the_cause(tmp_path: Path):
     assert b"wrong-token" not in err
 
 
+async def test_run_with_an_api_key_the_api_rejects_says_so_at_start(tmp_path: Path):
+    """Nobody has written yet: the key is checked once at start, and a refusal stops Corvid
+    with the cause (exit 2, like any other setting that keeps it from working)."""
+    api, tg = FakeAnthropic(api_key="the-right-key"), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    try:
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}) as running:
+            _out, err = await asyncio.wait_for(running.proc.communicate(), 60)
+    finally:
+        await tg.close()
+        await api.close()
+    assert running.proc.returncode == 2
+    assert b"cannot start: API key rejected by" in err and b"ANTHROPIC_API_KEY" in err
+    assert API_KEY.encode() not in err
+    assert api.message_requests == [] and tg.sent == []
+
+
 async def test_run_serves_discord(tmp_path: Path):
     from tests.fakes.discord_api import FakeDiscord
 
