@@ -12,6 +12,7 @@ variable is missing for an enabled one.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -379,10 +380,20 @@ def _check_channels(config: Config) -> None:
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
+def loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (a name that merely starts with 127. is not)."""
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _check_web(web: WebConfig) -> None:
     if web.port > 65535:
         raise ConfigError("web.port", f"not a port number: {web.port}")
-    if web.host not in LOOPBACK and not web.host.startswith("127.") and not web.allow_remote:
+    if not loopback(web.host) and not web.allow_remote:
         raise ConfigError(
             "web.host",
             f"{web.host!r} is not a loopback address; the control page can read all memory, so "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -224,7 +225,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
     from gateway.ops.control import ask
-    from gateway.web.guard import load_token
+    from gateway.web.guard import address, load_token
 
     config = prepare(home, environ, create=True)
     if not config.web.enabled:
@@ -244,8 +245,7 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         )
     except (ConnectionError, TimeoutError, KeyError):
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
-    host, port = config.web.host, config.web.port
-    base = base or f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    base = base or address(config.web.host, config.web.port)
     url = f"{base}login?token={load_token(config.state)}"
     print(url)
     if note:
@@ -253,10 +253,20 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
     print("Anyone with this address can read all of Corvid's memory; keep it to yourself.",
           file=sys.stderr)  # fmt: skip
     if args.open:
-        import webbrowser
-
-        webbrowser.open(url)
+        _open_in_browser(config.state / "web_open.html", url)
     return 0
+
+
+def _open_in_browser(page: Path, url: str) -> None:
+    """Open ``url`` through a local page that forwards to it, so the token is not on the
+    browser's command line (which other users of the machine can read)."""
+    import html
+    import webbrowser
+
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f'<meta http-equiv="refresh" content="0;url={html.escape(url)}">\n')
+    webbrowser.open(page.as_uri())
 
 
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

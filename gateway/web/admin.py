@@ -210,5 +210,8 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     body = (
         f"{check}<p>What this process runs with (secrets are never shown). Change it in "
         f"<code>{esc(config.home / 'config.yaml')}</code> and restart.</p><pre>{esc(text)}</pre>"
+        "<h2>Browsers</h2><p>Every browser signed in to this page stays signed in for "
+        "two weeks. If this page was opened somewhere it should not have been:</p>"
+        + form("/logout", csrf, "Sign out every browser", {"everywhere": "1"})
     )
     return html_response(page("Config", body, active="/config", csrf=csrf))

@@ -31,6 +31,8 @@ from gateway.web.sessions_page import message_html
 WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 
 Event = tuple[str, str]  # (event name, HTML or text)
+# Events queued for one open page; one that falls further behind is told to reload.
+LISTENER_BACKLOG = 200
 
 
 def web_chat(config: Config, clock: Clock) -> WebChannel:
@@ -82,13 +84,25 @@ class WebChannel(Channel):
     async def stop(self) -> None:
         self.publish("closed", "")
 
+    @property
+    def listening(self) -> bool:
+        """A chat page is open (drafts are rendered only for someone to see them)."""
+        return bool(self._listeners)
+
     def publish(self, event: str, data: str) -> None:
         for queue in self._listeners:
-            queue.put_nowait((event, data))
+            try:
+                queue.put_nowait((event, data))
+            except asyncio.QueueFull:
+                # A page that does not keep up is told to reload (and so to read the chat
+                # from the transcript) instead of having everything queued for it.
+                while not queue.empty():
+                    queue.get_nowait()
+                queue.put_nowait(("reload", ""))
 
     @contextlib.contextmanager
     def listen(self) -> Iterator[asyncio.Queue[Event]]:
-        queue: asyncio.Queue[Event] = asyncio.Queue()
+        queue: asyncio.Queue[Event] = asyncio.Queue(LISTENER_BACKLOG)
         self._listeners.add(queue)
         try:
             yield queue
@@ -169,7 +183,8 @@ class WebLive(LiveReply[str]):
         return self._showing
 
     async def show(self, text: str) -> None:
-        self.channel.publish("draft", markdown(text))
+        if self.channel.listening:
+            self.channel.publish("draft", markdown(text))
         self._showing = True
 
     async def progress(self, note: str) -> None:

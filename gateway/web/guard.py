@@ -4,11 +4,14 @@
   ``corvid web`` prints the address with it; opening that address (or pasting the token into
   the login form) sets the session cookie and sends the browser on without the token in the
   address bar.
-- **The session cookie** is derived from the token (an HMAC), so it survives restarts and a new
-  token (delete the file) signs everyone out. It is HttpOnly, SameSite=Strict, and Secure
-  behind a TLS proxy.
-- **The Host header** must name this page (loopback, or a configured host name): a page on
-  another site that rebinds its DNS name to 127.0.0.1 is refused.
+- **The session cookie** holds a random session id, kept with its expiry in
+  ``state/web_sessions.json`` (0600), so it survives restarts and *Sign out* (this browser, or
+  every browser) ends it on the server. It is HttpOnly, SameSite=Strict, and Secure behind a
+  TLS proxy. Browsers send a cookie to every port of a host, so another service on 127.0.0.1
+  would receive it too: a leaked session can be ended without a new token.
+- **The Host header** must name this page exactly (a loopback address, ``localhost``, or a
+  configured host name): a page on another site that rebinds its DNS name to 127.0.0.1 is
+  refused.
 - **Changes** (every POST) need the CSRF token from the page's forms, and a cross-site
   ``Origin`` or ``Sec-Fetch-Site`` is refused outright.
 """
@@ -18,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import ipaddress
+import json
 import os
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -31,9 +37,11 @@ COOKIE = "corvid_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "X-CSRF-Token"
 TOKEN_FILE = "web_token"
-COOKIE_MAX_AGE = 30 * 24 * 3600
+SESSIONS_FILE = "web_sessions.json"
+SESSION_DAYS = 14
 # Reachable without the cookie: the login form and what it needs to look right.
 OPEN_PATHS = frozenset({"/login", "/static/corvid.css"})
+LOGIN_MAX_BYTES = 4096  # a sign-in form is read only up to this size
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -66,46 +74,88 @@ def load_token(state: Path) -> str:
     return token
 
 
+class SignedIn:
+    """The browsers signed in: random session ids and when each expires, in a file (0600)."""
+
+    def __init__(self, path: Path, now: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._now = now
+        self._ids: dict[str, float] = {}
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            self._ids = {str(k): float(v) for k, v in loaded.items()}
+
+    def new(self) -> str:
+        sid = secrets.token_urlsafe(32)
+        self._ids = {k: v for k, v in self._ids.items() if v > self._now()}
+        self._ids[sid] = self._now() + SESSION_DAYS * 86400
+        self._save()
+        return sid
+
+    def valid(self, sid: str) -> bool:
+        # compare_digest over every id, so the answer takes as long whichever one matched
+        hits = [hmac.compare_digest(sid.encode(), k.encode()) for k in self._ids]
+        return any(hits) and self._ids.get(sid, 0) > self._now()
+
+    def end(self, sid: str | None) -> None:
+        """Sign one browser out, or (None) every browser."""
+        self._ids = {} if sid is None else {k: v for k, v in self._ids.items() if k != sid}
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(self._ids, f)
+        os.replace(tmp, self.path)
+
+
 class Guard:
     """Checks a request's host, session and CSRF token; see the module's docstring."""
 
-    def __init__(self, token: str, web_config: WebConfig) -> None:
+    def __init__(self, token: str, web_config: WebConfig, signed_in: SignedIn) -> None:
         self._token = token
-        self.session = self._derive("session")
-        self.csrf = self._derive("csrf")
+        self.sessions = signed_in
+        self.csrf = hmac.new(token.encode(), b"csrf", hashlib.sha256).hexdigest()
         self.secure = web_config.behind_tls_proxy
-        hosts = set(LOOPBACK) | {"[::1]"} | {h.lower() for h in web_config.hostnames}
-        if web_config.host not in ("0.0.0.0", "::", ""):
+        hosts = set(LOOPBACK) | {h.lower().rstrip(".") for h in web_config.hostnames}
+        if not _wildcard(web_config.host):
             hosts.add(web_config.host.lower())
         self.hosts = frozenset(hosts)
-
-    def _derive(self, purpose: str) -> str:
-        return hmac.new(self._token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
     def token_ok(self, given: str) -> bool:
         return hmac.compare_digest(given.strip().encode(), self._token.encode())
 
     def signed_in(self, request: web.Request) -> bool:
-        return hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), self.session.encode())
+        return self.sessions.valid(request.cookies.get(COOKIE, ""))
 
     def sign_in(self, response: web.StreamResponse) -> None:
         response.set_cookie(
             COOKIE,
-            self.session,
-            max_age=COOKIE_MAX_AGE,
+            self.sessions.new(),
+            max_age=SESSION_DAYS * 86400,
             path="/",
             httponly=True,
             samesite="Strict",
             secure=self.secure,
         )
 
+    def sign_out(
+        self, request: web.Request, response: web.StreamResponse, everywhere: bool
+    ) -> None:
+        self.sessions.end(None if everywhere else request.cookies.get(COOKIE, ""))
+        response.del_cookie(COOKIE, path="/")
+
     def host_ok(self, request: web.Request) -> bool:
-        host = request.host.lower()
-        if host.startswith("["):  # [::1]:8787
-            name = host.partition("]")[0] + "]"
-        else:
-            name = host.rpartition(":")[0] if host.count(":") == 1 else host
-        return name in self.hosts or name.startswith("127.")
+        name = host_name(request.headers.get("Host", ""))
+        if name is None:
+            return False
+        if name in self.hosts:
+            return True
+        try:
+            return ipaddress.ip_address(name).is_loopback
+        except ValueError:  # a name, not an address: only the configured ones
+            return False
 
     def cross_site(self, request: web.Request) -> bool:
         """Sent by a page on another site: the browser says so, or the Origin is not ours."""
@@ -130,11 +180,6 @@ class Guard:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await self._checked(request, handler)
-        response.headers.update(HEADERS)
-        return response
-
-    async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not self.host_ok(request):
             return web.Response(status=421, text="This page is not served under that name.\n")
         changing = request.method not in ("GET", "HEAD")
@@ -144,6 +189,38 @@ class Guard:
             if changing or request.path.startswith("/events"):
                 return web.Response(status=401, text="Sign in first.\n")
             return web.Response(status=303, headers={"Location": "/login"})
+        if request.path == "/login" and (request.content_length or 0) > LOGIN_MAX_BYTES:
+            return web.Response(status=413, text="That is not a sign-in form.\n")
         if changing and request.path != "/login" and not await self.csrf_ok(request):
             return web.Response(status=403, text="Refused: the form's CSRF token is missing.\n")
         return await handler(request)
+
+
+async def add_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer carries the security headers, errors and redirects included."""
+    response.headers.update(HEADERS)
+
+
+def host_name(host: str) -> str | None:
+    """The name in a Host header (``name``, ``name:port``, ``[v6]`` or ``[v6]:port``),
+    lower-cased and without a trailing dot; None for anything else."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        inside, sep, rest = host[1:].partition("]")
+        if not sep or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return inside
+    name, sep, port = host.partition(":")
+    if sep and not port.isdigit():
+        return None
+    return name.rstrip(".") or None
+
+
+def _wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")
+
+
+def address(host: str, port: int | None) -> str:
+    """The page's base address: a wildcard host is reached on loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"

@@ -38,7 +38,11 @@ def page(title: str, body: str, *, active: str = "", csrf: str = "", signed_in: 
             f'<a href="{href}"{" aria-current=page" if href == active else ""}>{esc(name)}</a>'
             for href, name in NAV
         )
-        nav = f'<nav><span class="brand">Corvid</span>{links}</nav>'
+        out = (
+            f'<form method="post" action="/logout" class="inline signout">'
+            f'<input type="hidden" name="csrf" value="{esc(csrf)}"><button>Sign out</button></form>'
+        )
+        nav = f'<nav><span class="brand">Corvid</span>{links}{out}</nav>'
     meta = f'<meta name="csrf" content="{esc(csrf)}">' if csrf else ""
     return (
         "<!doctype html>\n"

@@ -12,6 +12,7 @@ prompts stale (``HandEdits``), so each session's next turn works from the new te
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
@@ -59,15 +60,21 @@ def _link(rel: str, action: str = "file") -> str:
 def listed(workspace: Path) -> tuple[list[str], list[str], list[str]]:
     """The top-level Markdown files (the important ones first), the owner's daily logs and
     the shared chats' logs (newest first)."""
-    top = sorted(p.name for p in workspace.glob("*.md") if p.is_file())
+    top = sorted(p.name for p in workspace.glob("*.md") if p.is_file() and p.name[0] != ".")
     for name in (*FIRST, *BOOTSTRAP_FILES):
         if name not in top:
             top.append(name)  # listed even before it exists: the editor can create it
     order = {name: i for i, name in enumerate((*FIRST, *BOOTSTRAP_FILES))}
     top.sort(key=lambda n: (order.get(n, len(order)), n))
-    logs = sorted((p.name for p in (workspace / "memory").glob("*.md")), reverse=True)
+    logs = sorted(
+        (p.name for p in (workspace / "memory").glob("*.md") if p.name[0] != "."), reverse=True
+    )
     chats = sorted(
-        (str(p.relative_to(workspace)) for p in (workspace / "memory" / "chats").glob("*/*.md")),
+        (
+            str(p.relative_to(workspace))
+            for p in (workspace / "memory" / "chats").glob("*/*.md")
+            if p.name[0] != "."
+        ),
         key=lambda rel: (PurePosixPath(rel).name, rel),
         reverse=True,
     )
@@ -122,17 +129,39 @@ def _resolve(backend: Backend, raw: str) -> tuple[TurnContext, Path, str]:
         raise web.HTTPNotFound(text=f"{exc}\n") from None
     if path.suffix.lower() != ".md" or path.is_dir():
         raise web.HTTPNotFound(text="Only Markdown files (.md) are shown here.\n")
+    if path.exists() and not path.is_file():  # a FIFO or a device would block on open
+        raise web.HTTPNotFound(text="That is not a regular file.\n")
     return ctx, path, path.relative_to(ctx.workspace).as_posix()
+
+
+def content(path: Path) -> str:
+    """The file's text ("" when it does not exist yet); a 415 page for what the editor cannot
+    show as it is (too large, or not UTF-8: saving it would change bytes nobody edited)."""
+    if not path.exists():
+        return ""
+    if path.stat().st_size > MAX_WRITE_CHARS:
+        raise web.HTTPUnsupportedMediaType(text="That file is too large to show here.\n")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise web.HTTPUnsupportedMediaType(
+            text="That file is not UTF-8 text; open it in a text editor instead.\n"
+        ) from None
+
+
+async def rendered(text: str) -> str:
+    """Markdown as HTML, off the event loop when it is long."""
+    return markdown(text) if len(text) < 20_000 else await asyncio.to_thread(markdown, text)
 
 
 async def view_file(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
     _, path, rel = _resolve(backend, request.query.get("path", ""))
-    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    text = content(path)
     saved = notice("Saved." if request.query.get("saved") else "")
     can_edit = writable(OWNER, PurePosixPath(rel))
     actions = f'<p><a class="button" href="{_link(rel, "edit")}">Edit</a></p>' if can_edit else ""
-    shown = markdown(text) if text.strip() else '<p class="empty">This file is empty.</p>'
+    shown = await rendered(text) if text.strip() else '<p class="empty">This file is empty.</p>'
     body = f'{saved}{actions}<article class="markdown">{shown}</article>'
     return html_response(page(rel, body, active="/memory", csrf=request.app[GUARD].csrf))
 
@@ -156,7 +185,7 @@ async def edit_form(request: web.Request) -> web.StreamResponse:
         check_writable(ctx, path)
     except ToolError as exc:
         return html_response(page(rel, notice(str(exc), "error"), csrf=csrf), 403)
-    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    text = content(path)
     body = _editor(rel, text, version(path), csrf)
     return html_response(page(f"Edit {rel}", body, active="/memory", csrf=csrf))
 
@@ -175,16 +204,17 @@ async def save(request: web.Request) -> web.StreamResponse:
         body = notice(str(exc), "error") + _editor(rel, text, started, csrf)
         return html_response(page(f"Edit {rel}", body, csrf=csrf), 403)
     # Checked and written with no await between: nothing else on this loop writes meanwhile.
+    content(path)  # what the editor could not have shown, it does not overwrite
     current = version(path)
     if current != started:
-        return _stale(rel, path, text, current, csrf)
+        return await _stale(rel, path, text, current, csrf)
     atomic_write(path, text)
     backend.edited(ctx.now)
     return see_other(_link(rel) + "&saved=1")
 
 
-def _stale(rel: str, path: Path, text: str, current: str, csrf: str) -> web.Response:
-    now = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+async def _stale(rel: str, path: Path, text: str, current: str, csrf: str) -> web.Response:
+    now = content(path)
     body = (
         notice(
             f"{rel} changed after you opened it (the assistant or someone else wrote to it), so "
@@ -193,6 +223,6 @@ def _stale(rel: str, path: Path, text: str, current: str, csrf: str) -> web.Resp
             "error",
         )
         + _editor(rel, text, current, csrf)
-        + f'<h2>{esc(rel)} now</h2><article class="markdown">{markdown(now)}</article>'
+        + f'<h2>{esc(rel)} now</h2><article class="markdown">{await rendered(now)}</article>'
     )
     return html_response(page(f"Edit {rel}", body, active="/memory", csrf=csrf), 409)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Any
 
 from aiohttp import web
@@ -113,5 +114,7 @@ async def overview_events(request: web.Request) -> web.StreamResponse:
 
 
 def sse(event: str, data: str) -> bytes:
-    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+    """One Server-Sent Event. A browser ends a line at CR, LF or CRLF alike, so each of them
+    starts a new data line: text in ``data`` cannot start a field of its own."""
+    lines = "".join(f"data: {line}\n" for line in re.split(r"\r\n|\r|\n", data))
     return f"event: {event}\n{lines}\n".encode()

@@ -27,7 +27,14 @@ from gateway.ops.status import SessionFigures
 from gateway.ports import Clock
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
-from gateway.web.guard import Guard, load_token
+from gateway.web.guard import (
+    SESSIONS_FILE,
+    Guard,
+    SignedIn,
+    add_headers,
+    address,
+    load_token,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +82,16 @@ class WebServer:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.token = load_token(backend.config.state)
-        self.guard = Guard(self.token, backend.config.web)
+        state = backend.config.state
+        self.token = load_token(state)
+        self.guard = Guard(self.token, backend.config.web, SignedIn(state / SESSIONS_FILE))
         self.stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
     @property
     def url(self) -> str:
-        host = self.backend.config.web.host
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}/"
+        return address(self.backend.config.web.host, self.port)
 
     def app(self) -> web.Application:
         from gateway.web import admin, chat_page, memory_page, overview, sessions_page
@@ -94,8 +100,10 @@ class WebServer:
         app[BACKEND] = self.backend
         app[GUARD] = self.guard
         app[STOPPING] = self.stopping
+        app.on_response_prepare.append(add_headers)
         app.router.add_get("/login", login_form)
         app.router.add_post("/login", login)
+        app.router.add_post("/logout", logout)
         app.router.add_get("/static/{name}", static)
         overview.routes(app)
         memory_page.routes(app)
@@ -166,6 +174,14 @@ async def login(request: web.Request) -> web.StreamResponse:
     if isinstance(token, str) and guard.token_ok(token):
         return signed_in(guard)
     return _login_page("That token is not right; copy the address `corvid web` prints.", 403)
+
+
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Sign this browser out, or every browser (``everywhere``)."""
+    everywhere = bool((await request.post()).get("everywhere"))
+    response = see_other("/login")
+    request.app[GUARD].sign_out(request, response, everywhere)
+    return response
 
 
 def signed_in(guard: Guard) -> web.StreamResponse:

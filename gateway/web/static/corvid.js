@@ -31,6 +31,7 @@ function chat(box) {
     draft.hidden = event.data === "";
     bottom();
   });
+  source.addEventListener("reload", () => location.reload()); // fell behind: read it anew
   source.addEventListener("typing", (event) => {
     typing.hidden = event.data !== "on";
   });

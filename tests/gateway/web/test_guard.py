@@ -6,6 +6,7 @@ import asyncio
 import stat
 
 import pytest
+from yarl import URL
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
@@ -28,7 +29,7 @@ async def test_no_page_without_signing_in(control):
         assert status == 401
         status, text, _ = await stranger.get("/login", params={"token": "not-the-token"})
         assert status == 403 and "not right" in text
-        assert not stranger.http.cookie_jar.filter_cookies(app.web.url)
+        assert not stranger.http.cookie_jar.filter_cookies(URL(app.web.url))
         # The same pages open once signed in.
         for path in PAGES:
             status, _, _ = await signed_in.get(path)
@@ -154,3 +155,89 @@ async def test_corvid_web_prints_the_address_that_signs_in(home, start_gateway, 
     out, err = capsys.readouterr()
     assert out.strip() == f"http://127.0.0.1:8787/login?token={app.web.token}"
     assert "not running" in err
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.evil.example", "127.0.0.1.nip.io", "[::1]x", "127.0.0.1:8787:9", "localhost:port",
+     "evil.example:80", ""],
+)  # fmt: skip
+async def test_only_the_pages_own_names_pass_the_host_check(control, host):
+    _, _, client = control
+    status, _, r = await client.get("/login", headers={"Host": host})
+    assert status == 421
+    assert r.headers["X-Frame-Options"] == "DENY"  # refusals carry the headers too
+
+
+@pytest.mark.parametrize("host", ["localhost.", "LOCALHOST:1", "127.0.0.2", "[::1]:80"])
+async def test_loopback_names_in_any_spelling_pass(control, host):
+    _, _, client = control
+    status, _, _ = await client.get("/", headers={"Host": host})
+    assert status == 200
+
+
+async def test_signing_out_ends_the_session_on_the_server(control, home, start_gateway):
+    app, _, client = control
+    other = ControlClient(app.web.url, app.web.token)
+    await other.sign_in()
+    try:
+        cookie = client.http.cookie_jar.filter_cookies(URL(app.web.url))[COOKIE].value
+        status, _, r = await client.post("/logout", {})
+        assert status == 303 and r.headers["Location"] == "/login"
+        # Even a copy of the old cookie (one another service on this host was sent) is dead.
+        status, _, _ = await client.get("/", cookies={COOKIE: cookie})
+        assert status == 303
+        assert (await other.get("/"))[0] == 200  # the other browser is still in
+        await other.post("/logout", {"everywhere": "1"})
+        assert (await other.get("/"))[0] == 303
+    finally:
+        await other.close()
+
+
+async def test_a_session_survives_a_restart(home, start_gateway):
+    app, _ = await start_gateway(web=WEB)
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    cookie = client.http.cookie_jar.filter_cookies(URL(app.web.url))[COOKIE].value
+    await client.close()
+    await app.stop()
+    again, _ = await start_gateway(web=WEB)
+    client = ControlClient(again.web.url, again.web.token)
+    try:
+        status, _, _ = await client.get("/", cookies={COOKIE: cookie})
+        assert status == 200
+        status, _, _ = await client.get("/", cookies={COOKIE: "made-up"})
+        assert status == 303
+    finally:
+        await client.close()
+    mode = (home / "state" / "web_sessions.json").stat().st_mode
+    assert stat.S_IMODE(mode) == 0o600
+
+
+async def test_errors_carry_the_security_headers_and_a_huge_sign_in_is_refused(control):
+    app, _, client = control
+    status, _, r = await client.get("/no/such/page")
+    assert status == 404 and "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+    stranger = ControlClient(app.web.url, "")
+    try:
+        status, _, _ = await stranger.post("/login", {"token": "x" * 10_000}, csrf=False)
+        assert status == 413
+    finally:
+        await stranger.close()
+
+
+def test_a_wildcard_host_is_reached_on_loopback():
+    from gateway.web.guard import address
+
+    assert address("0.0.0.0", 8787) == "http://127.0.0.1:8787/"
+    assert address("::", 8787) == "http://[::1]:8787/"
+    assert address("corvid.example", 443) == "http://corvid.example:443/"
+
+
+def test_an_event_cannot_start_a_field_of_its_own():
+    from gateway.web.overview import sse
+
+    raw = sse("overview", "a.png\rretry: 1\revent: x\r\ndata: y\nz")
+    assert raw == (
+        b"event: overview\ndata: a.png\ndata: retry: 1\ndata: event: x\ndata: data: y\ndata: z\n\n"
+    )

@@ -256,3 +256,32 @@ async def test_the_live_stream_ends_when_the_gateway_stops(home, start_gateway):
                 pass  # cut at shutdown: ended all the same
     finally:
         await client.close()
+
+
+async def test_a_fifo_or_a_file_that_is_not_utf8_is_never_read_or_overwritten(control, home):
+    _, _, client = control
+    ws = home / "workspace"
+    os.mkfifo(ws / "trap.md")
+    async with asyncio.timeout(10):  # a FIFO opened on the loop would hang here
+        status, _, _ = await client.get("/memory/file", params={"path": "trap.md"})
+    assert status == 404
+    latin = ws / "latin.md"
+    latin.write_bytes("- café\n".encode("latin-1"))
+    status, text, _ = await client.get("/memory/edit", params={"path": "latin.md"})
+    assert status == 415 and "not UTF-8" in text
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "latin.md", "text": "- café\n", "version": version(latin)}
+    )
+    assert status == 415 and latin.read_bytes() == "- café\n".encode("latin-1")
+
+
+def test_a_chat_page_that_falls_behind_is_told_to_reload():
+    from gateway.web.chat import LISTENER_BACKLOG, WebChannel
+
+    channel = WebChannel()
+    with channel.listen() as queue:
+        for n in range(LISTENER_BACKLOG + 5):
+            channel.publish("message", f"m{n}")
+        assert queue.qsize() < LISTENER_BACKLOG
+        assert ("reload", "") in [queue.get_nowait() for _ in range(queue.qsize())]
+    assert not channel.listening
