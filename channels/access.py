@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from channels.pairing import PairingError, PairingStore
+from channels.pairing import PairingError, PairingRequest, PairingStore
 from gateway.events import Attachment, SessionKey, guest_of, parse_command, scrub
 from gateway.ports import Clock, SystemClock
 
@@ -97,6 +97,8 @@ class Access:
         self.clock = clock or SystemClock()
         self._context: dict[SessionKey, deque[str]] = {}
         self._noticed: dict[tuple[str, str], float] = {}
+        # Told of each new pairing request (the gateway tells the owner in their chat).
+        self.on_request: Callable[[PairingRequest], None] | None = None
 
     def is_owner(self, user_id: str) -> bool:
         return user_id in self.allow_from
@@ -129,10 +131,12 @@ class Access:
         if not self._may_notice("pairing", a.sender_id):
             return Verdict(Action.DROP)
         try:
-            req, _ = self.pairing.request(self.channel, a.sender_id, a.sender_name)
+            req, created = self.pairing.request(self.channel, a.sender_id, a.sender_name)
         except PairingError as exc:
             log.error("pairing: %s", exc)
-            req = None
+            req, created = None, False
+        if req is not None and created and self.on_request is not None:
+            self.on_request(req)
         if req is None:
             return Verdict(
                 Action.REPLY,

@@ -28,7 +28,7 @@ from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota
 from gateway.config import Config
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
 from gateway.ops.status import Live, SessionFigures, report
@@ -36,6 +36,7 @@ from gateway.ports import Clock, SystemClock
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal, Outgoing
+from gateway.runtime.pairing_notices import PairingNotices
 from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
@@ -258,7 +259,9 @@ def build_app(
         clock=clock,
         max_input_chars=config.agent.max_input_chars,
         shutdown_grace=config.gateway.shutdown_grace,
+        pairing=PairingStore(config.state / "pairing.json", clock=clock),
     )
+    resources.push_async_callback(_tell_owner(config, gateway, clock).close)
     return App(
         config,
         gateway,
@@ -293,6 +296,21 @@ def _job_runner(config: Config, gateway: Gateway) -> JobRunner:
     return JobRunner(
         gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
     )
+
+
+def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
+    """Pairing requests reach the owner's private chat (the first id in allow_from)."""
+    tg, dc = config.channels.telegram, config.channels.discord
+    owners: dict[str, SessionKey] = {}
+    if tg.enabled and tg.allow_from:
+        owners["telegram"] = telegram_private(tg.allow_from[0])
+    if dc.enabled and dc.allow_from:
+        owners["discord"] = discord_dm(dc.allow_from[0])
+    notices = PairingNotices(gateway.delivery.send, owners, clock)
+    for channel in gateway.channels.values():
+        if channel.access is not None:
+            channel.access.on_request = notices.requested
+    return notices
 
 
 async def _close(model: LLM) -> None:

@@ -30,7 +30,13 @@ from agent.settings import (
     MemorySettings,
     setting,
 )
-from gateway.config_build import build_fields, kind, secrets_in, substitute
+from gateway.config_build import (
+    build_fields,
+    kind,
+    secrets_in,
+    substitute,
+    with_env_defaults,
+)
 from gateway.config_yaml import strict_load, yaml_problem
 from gateway.errors import ConfigError
 from gateway.events import SessionKey
@@ -220,37 +226,11 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
         raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
 
 
-# Secrets that, unless config.yaml says otherwise, come from these environment variables.
-ENV_DEFAULTS = {
-    ("llm", "api_key"): "${ANTHROPIC_API_KEY}",
-    ("channels", "telegram", "token"): "${TELEGRAM_BOT_TOKEN}",
-    ("channels", "discord", "token"): "${DISCORD_BOT_TOKEN}",
-}
-
-
-def _with_env_defaults(raw: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` with the secrets it leaves out read from their usual environment variables."""
-    out = dict(raw)
-    for path, ref in ENV_DEFAULTS.items():
-        node = out
-        for part in path[:-1]:
-            child = node.get(part, {})
-            if child is None:
-                child = {}
-            if not isinstance(child, dict):
-                break  # a wrong type: the loader names it
-            node[part] = child = dict(child)
-            node = child
-        else:
-            node.setdefault(path[-1], ref)
-    return out
-
-
 def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError("", f"expected a mapping at the top level, got {kind(raw)}")
     missing: dict[str, str] = {}
-    resolved = substitute(_with_env_defaults(raw), "", environ, missing)
+    resolved = substitute(with_env_defaults(raw), "", environ, missing)
     values = build_fields(Config, resolved, "", skip=frozenset({"home", "missing_env"}))
     timezone = values.get("timezone", "UTC")
     try:
@@ -382,10 +362,8 @@ LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 def loopback(host: str) -> bool:
     """``localhost`` or a loopback address (a name that merely starts with 127. is not)."""
-    if host in LOOPBACK:
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host in LOOPBACK or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
@@ -396,8 +374,8 @@ def _check_web(web: WebConfig) -> None:
     if not loopback(web.host) and not web.allow_remote:
         raise ConfigError(
             "web.host",
-            f"{web.host!r} is not a loopback address; the control page can read all memory, so "
-            "set web.allow_remote: true to listen there (behind a reverse proxy with TLS)",
+            f"{web.host!r} is not a loopback address; the control page can read all memory, "
+            "so set web.allow_remote: true to listen there (behind a reverse proxy with TLS)",
         )
     for i, name in enumerate(web.hostnames):
         if not name or any(c in name for c in "/: @"):

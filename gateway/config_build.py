@@ -173,3 +173,29 @@ def kind(value: Any) -> str:
 
 def join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
+
+
+# Secrets that, unless config.yaml says otherwise, come from these environment variables.
+ENV_DEFAULTS = {
+    ("llm", "api_key"): "${ANTHROPIC_API_KEY}",
+    ("channels", "telegram", "token"): "${TELEGRAM_BOT_TOKEN}",
+    ("channels", "discord", "token"): "${DISCORD_BOT_TOKEN}",
+}
+
+
+def with_env_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with the secrets it leaves out read from their usual environment variables."""
+    out = dict(raw)
+    for path, ref in ENV_DEFAULTS.items():
+        node = out
+        for part in path[:-1]:
+            child = node.get(part, {})
+            if child is None:
+                child = {}
+            if not isinstance(child, dict):
+                break  # a wrong type: the loader names it
+            node[part] = child = dict(child)
+            node = child
+        else:
+            node.setdefault(path[-1], ref)
+    return out

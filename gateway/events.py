@@ -233,6 +233,9 @@ class OutboundMessage:
     text: str
     reply_to: str | None = None
     ident: str | None = None
+    # Buttons under the message, as (label, chat command): pressing one sends that command
+    # from the person who pressed it. Platforms without buttons show the commands in the text.
+    buttons: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # No platform accepts a lone surrogate (a model can emit one as a JSON escape).
@@ -266,4 +269,10 @@ CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("compact", "Summarise the conversation to free context"),
     ("stop", "Cancel the reply in progress"),
     ("help", "List the commands"),
+)
+# Answering pairing requests: the owner's, in a private chat; not in the public command menus.
+OWNER_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("approve", "Let someone who asked talk to me: /approve CODE"),
+    ("deny", "Turn a pairing request down: /deny CODE"),
+    ("revoke", "Take an approval back: /revoke PLATFORM USER_ID"),
 )

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONFLICTS_BEFORE_GIVING_UP = 4
+# Messages, and presses of the buttons under the bot's own (pairing requests for the owner).
+UPDATES = ["message", "callback_query"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ class TelegramChannel(Channel):
                     url_path=self.webhook.path,
                     webhook_url=self.webhook.url,
                     secret_token=self.webhook.secret_token,
-                    allowed_updates=["message"],
+                    allowed_updates=UPDATES,
                 )
             else:
                 # getUpdates is refused while a webhook is set (say, from an earlier setup).
@@ -189,7 +191,7 @@ class TelegramChannel(Channel):
                 updates = await bot.get_updates(
                     offset=self._offset,
                     timeout=dt.timedelta(seconds=self.poll_timeout),
-                    allowed_updates=["message"],
+                    allowed_updates=UPDATES,
                 )
             except InvalidToken:
                 self.fail(
@@ -254,7 +256,11 @@ class TelegramChannel(Channel):
         return self._next_update or self._offset
 
     def _dispatch(self, update: Update) -> asyncio.Task[None] | None:
+        query = update.callback_query
         msg = update.message
+        if query is not None:  # a button press, in order with its chat's messages
+            chat = query.message.chat.id if query.message is not None else query.from_user.id
+            return self.in_order(chat, self._on_update(update))
         if msg is None:
             return None
         return self.in_order(msg.chat_id, self._on_update(update))
@@ -293,6 +299,11 @@ class TelegramChannel(Channel):
     # -- inbound --------------------------------------------------------------------------------
 
     async def _on_update(self, update: Update) -> None:
+        if update.callback_query is not None:
+            button = await self._reader.button(update.callback_query, self.access)
+            if button is not None:
+                await self.admit(button)
+            return
         msg = update.message  # edits, channel posts and the rest are not for us
         if msg is None or msg.from_user is None or msg.from_user.is_bot:
             return

@@ -8,19 +8,27 @@ images for the model; other files are saved to the inbox, once the message is le
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels import inbox
-from channels.access import Arrival, Fetched
+from channels.access import Access, Arrival, Fetched
 from channels.inbox import Intake
 from channels.telegram.api import call
-from gateway.events import CHAT_COMMANDS, Attachment, SessionKey, telegram_group, telegram_private
+from gateway.events import (
+    CHAT_COMMANDS,
+    OWNER_COMMANDS,
+    Attachment,
+    SessionKey,
+    telegram_group,
+    telegram_private,
+)
 from gateway.ports import Clock
 
 if TYPE_CHECKING:
-    from telegram import Bot, Message
+    from telegram import Bot, CallbackQuery, Message
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +47,7 @@ _UNSUPPORTED = (
     ("game", "games"),
     ("story", "stories"),
 )
-_OUR_COMMANDS = frozenset(name for name, _ in CHAT_COMMANDS) | {"start"}
+_OUR_COMMANDS = frozenset(name for name, _ in (*CHAT_COMMANDS, *OWNER_COMMANDS)) | {"start"}
 
 
 @dataclass
@@ -52,6 +60,26 @@ class Reader:
     bot: Bot | None = None
     username: str = ""
     bot_id: int = 0
+
+    async def button(self, query: CallbackQuery, access: Access | None) -> Arrival | None:
+        """A press of a button under one of the bot's messages, as the chat command it
+        carries, from the person who pressed it. Only the owner's presses, in their private
+        chat, count; anyone else's is answered with nothing."""
+        with contextlib.suppress(Exception):  # stops the button's spinner, whoever pressed it
+            await query.answer()
+        user, message, data = query.from_user, query.message, query.data or ""
+        if access is None or not access.is_owner(str(user.id)) or not data.startswith("/"):
+            return None
+        if message is None or message.chat.type != "private":
+            return None
+        return Arrival(
+            key=telegram_private(user.id),
+            sender_id=str(user.id),
+            sender_name=user.full_name,
+            text=data,
+            message_id=f"button-{query.id}",
+            is_command=True,
+        )
 
     def arrival(self, msg: Message) -> Arrival | None:
         chat = msg.chat

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from channels.markdown import split_markdown, utf16_len
 from channels.telegram.api import call
@@ -43,9 +43,20 @@ async def send(bot: Bot, msg: OutboundMessage, clock: Clock, backoff: float) -> 
     quote = int(msg.reply_to) if msg.reply_to and msg.key.scope is Scope.GROUP else None
     # A very long reply takes a while to parse: not on the loop every chat shares.
     cut = await asyncio.to_thread(pieces, msg.text) if len(msg.text) > LONG else pieces(msg.text)
-    for piece, html in cut:
-        await send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff)
+    for n, (piece, html) in enumerate(cut, 1):
+        markup = keyboard(msg.buttons) if n == len(cut) else None  # under the last piece
+        await send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff, markup)
         quote = None  # only the first piece quotes the message it answers
+
+
+def keyboard(buttons: tuple[tuple[str, str], ...]) -> Any:
+    """An inline keyboard whose buttons send their chat command back as callback data."""
+    if not buttons:
+        return None
+    from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+    row = [InlineKeyboardButton(label, callback_data=command) for label, command in buttons]
+    return InlineKeyboardMarkup([row])
 
 
 async def send_piece(
@@ -56,6 +67,7 @@ async def send_piece(
     quote: int | None,
     clock: Clock,
     backoff: float,
+    markup: Any = None,
 ) -> int:
     """The piece as HTML, else as plain text, else a notice in its place: a refused piece
     never stops the rest of the reply. Returns the message's id."""
@@ -76,6 +88,7 @@ async def send_piece(
                 parse_mode=mode,
                 reply_parameters=reply,
                 message_thread_id=thread,
+                reply_markup=markup,
             )
             sent = await call(send, clock, backoff)
             return sent.message_id

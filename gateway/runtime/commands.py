@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from agent.loop import Agent
 from agent.transcript import SessionState
+from channels.pairing import PairingError, PairingStore
 from gateway.errors import LLMError
 from gateway.events import InboundMessage, SessionKey
+from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,8 @@ HELP = """Commands:
 /compact — summarise the conversation so far to free up context
 /stop — cancel the reply in progress
 /help — this list
+/approve CODE, /deny CODE — answer a pairing request (the owner, in a private chat)
+/revoke PLATFORM USER_ID — take an approval back
 
 Anything else you write goes to the assistant."""
 
@@ -37,9 +41,10 @@ class ChatCommand:
 
 
 class ChatCommands:
-    def __init__(self, agent: Agent, router: Router) -> None:
+    def __init__(self, agent: Agent, router: Router, pairing: PairingStore | None = None) -> None:
         self.agent = agent
         self.router = router
+        self.pairing = pairing
         self.table = {
             c.name: c
             for c in (
@@ -50,6 +55,9 @@ class ChatCommands:
                 ChatCommand("help", False, self._help),
                 ChatCommand("start", False, self._help),  # what Telegram sends first
                 ChatCommand("stop", False, self._stop),
+                ChatCommand("approve", False, self._approve),
+                ChatCommand("deny", False, self._deny),
+                ChatCommand("revoke", False, self._revoke),
             )
         }
 
@@ -86,6 +94,56 @@ class ChatCommands:
         kept = " The previous conversation is kept on disk." if archived else ""
         return "Started a new session." + kept + note
 
+    # -- pairing, from the owner's private chat -----------------------------------------------
+
+    def _owners_pairing(self, msg: InboundMessage) -> PairingStore | str:
+        if not msg.key.private:
+            return "Only my owner can answer pairing requests, in a private chat with me."
+        if self.pairing is None:
+            return "Pairing is not available here."
+        return self.pairing
+
+    async def _approve(self, msg: InboundMessage) -> str:
+        store, code = self._owners_pairing(msg), _argument(msg)
+        if isinstance(store, str):
+            return store
+        if not code:
+            return "Which code? /approve CODE (the code is in the request I sent you)."
+        try:
+            req = store.approve(code)
+        except PairingError as exc:
+            return f"Not approved: {exc}."
+        return (
+            f"Approved {who(req)}: their next message will be answered, in a chat of their own "
+            f"that does not see your private memory. To undo it: /revoke {req.channel} "
+            f"{req.user_id}"
+        )
+
+    async def _deny(self, msg: InboundMessage) -> str:
+        store, code = self._owners_pairing(msg), _argument(msg)
+        if isinstance(store, str):
+            return store
+        try:
+            req = store.deny(code)
+        except PairingError as exc:
+            return f"Nothing to deny: {exc}."
+        return f"Denied {who(req)}; their code no longer works."
+
+    async def _revoke(self, msg: InboundMessage) -> str:
+        store = self._owners_pairing(msg)
+        if isinstance(store, str):
+            return store
+        platform, _, user_id = _argument(msg).partition(" ")
+        if not user_id.strip():
+            return "Whose approval? /revoke PLATFORM USER_ID (e.g. /revoke telegram 123456)."
+        try:
+            removed = store.revoke(platform.lower(), user_id.strip())
+        except PairingError as exc:
+            return f"Not revoked: {exc}."
+        if not removed:
+            return f"{platform} user {user_id.strip()} was not approved by pairing."
+        return f"Revoked {platform} user {user_id.strip()}: I no longer answer them."
+
     async def _compact(self, msg: InboundMessage) -> str:
         key = msg.key
         state = self.agent.sessions.peek(key)
@@ -102,6 +160,11 @@ class ChatCommands:
             f"{done.kept} recent ones kept. Context ~{done.tokens_before:,} → "
             f"~{done.tokens_after:,} tokens."
         )
+
+
+def _argument(msg: InboundMessage) -> str:
+    """What follows the command's name, on one line."""
+    return " ".join(msg.text.split()[1:])
 
 
 def status_text(

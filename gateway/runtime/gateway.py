@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.loop import Agent
 from channels.base import Channel
+from channels.pairing import PairingStore
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommands
@@ -36,6 +37,7 @@ class Gateway:
         clock: Clock,
         max_input_chars: int,
         shutdown_grace: float,
+        pairing: PairingStore | None = None,
     ) -> None:
         self.agent = agent
         self.channels = channels
@@ -45,7 +47,7 @@ class Gateway:
         self.router = Router(
             self._run_batch, self._run_ordered, self._unanswered, max_batch_chars=max_input_chars
         )
-        self.commands = ChatCommands(agent, self.router)
+        self.commands = ChatCommands(agent, self.router, pairing)
         self.turns = Turns(agent, delivery, channels, clock, closing=lambda: self.router.closed)
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []

@@ -80,11 +80,14 @@ async def test_the_owner_is_answered_in_a_direct_chat(adapter, fake_api):
 
 async def test_a_stranger_gets_a_pairing_code_and_nothing_else(adapter, fake_api):
     adapter.dm("let me in", user=77)
-    replies = await adapter.wait_replies(1)
-    assert re.search(r"pairing code: [A-Z2-9]{8}", replies[0])
+    # Two messages: the stranger's code, and a notice to the owner in their own chat.
+    replies = await adapter.wait_replies(2)
     await adapter.idle()
     assert fake_api.message_requests == []
-    assert len(adapter.replies()) == 1
+    assert len(adapter.replies()) == 2
+    (code,) = [r for r in replies if re.search(r"pairing code: [A-Z2-9]{8}", r)]
+    (notice,) = [r for r in replies if "wants to talk to me" in r]
+    assert re.search(r"pairing code: ([A-Z2-9]{8})", code).group(1) in notice
 
 
 async def test_groups_answer_only_when_addressed_and_keep_the_rest(adapter, fake_api):

@@ -113,6 +113,7 @@ class FakeTelegram(Observed):
         self.chat: dict[tuple[int, int], str] = {}  # (chat, message id) → what it shows now
         self.edits: list[dict[str, Any]] = []  # accepted editMessageText calls
         self.drafts: list[dict[str, Any]] = []  # accepted sendMessageDraft calls
+        self.answered: list[dict[str, Any]] = []  # answerCallbackQuery calls
         self._held: dict[str, asyncio.Event] = {}
         self.webhook_url = ""
         self._faults: dict[str, deque[Fault]] = {}
@@ -242,6 +243,32 @@ class FakeTelegram(Observed):
         if reply_to is not None:
             msg["reply_to_message"] = reply_to
         return self.push(msg)
+
+    def press(self, sent: dict[str, Any], label: str, *, user: int = 42) -> dict[str, Any]:
+        """Press the button ``label`` under a message the bot sent (``sent``, from
+        ``self.sent``): a callback_query update with that button's data."""
+        markup = sent.get("reply_markup")
+        rows = json.loads(markup)["inline_keyboard"] if isinstance(markup, str) else []
+        data = next(b["callback_data"] for row in rows for b in row if b["text"] == label)
+        chat_id = int(sent["chat_id"])
+        query = {
+            "id": str(10_000 + next(self._update_ids)),
+            "from": {"id": user, "is_bot": False, "first_name": "Ada"},
+            "chat_instance": str(chat_id),
+            "data": data,
+            "message": {
+                "message_id": sent["message_id"],
+                "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
+                "from": {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"},
+                "text": sent["shown"],
+            },
+        }
+        update = {"update_id": next(self._update_ids), "callback_query": query}
+        self._last_update_id = update["update_id"]
+        self._updates.append(update)
+        self._notify()
+        return query
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -380,6 +407,11 @@ class FakeTelegram(Observed):
         bot = {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"}
         edited = {"message_id": where[1], "chat": chat, "from": bot, "date": 0, "text": shown}
         return _ok({**edited, "edit_date": int(time.time())})
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> web.Response:
+        self.answered.append(params)
+        self._notify()
+        return _ok(True)
 
     async def _m_deleteMessage(self, params: dict[str, Any]) -> web.Response:
         where = (int(params["chat_id"]), int(params["message_id"]))

@@ -57,14 +57,24 @@ async def test_unknown_dm_gets_a_pairing_code_then_a_guest_session(
 ):
     await discord_gateway()
     fake_discord.message("hi", author=77, author_name="Eve", guild=False)
-    sent = await fake_discord.wait_sent(1)
-    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["content"]).group(1)
+    await fake_discord.wait_for(
+        lambda: any("pairing code:" in m["content"] for m in fake_discord.sent)
+    )
+    told = next(m for m in fake_discord.sent if "pairing code:" in m["content"])
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", told["content"]).group(1)
     assert fake_api.message_requests == []
     assert main(["pairing", "approve", code, "--home", str(home)], environ={}) == 0
     fake_discord.message("hi again", author=77, author_name="Eve", guild=False)
-    sent = await fake_discord.wait_sent(2)
-    assert sent[1]["content"] == "echo: hi again"
+    await fake_discord.wait_for(lambda: _said(fake_discord, "echo: hi again"))
     assert (home / "state" / "sessions" / "discord:guest:77.jsonl").exists()
+    # The owner was told in their own DM, once, with the commands to answer it.
+    told = [m for m in fake_discord.sent if "wants to talk to me" in m["content"]]
+    assert len(told) == 1 and told[0]["content"].startswith("Eve (Discord id 77)")
+    assert f"/approve {code}" in told[0]["content"]
+
+
+def _said(fake_discord, text: str) -> bool:
+    return any(m["content"] == text for m in fake_discord.sent)
 
 
 async def test_guild_messages_need_a_mention_and_others_are_context(

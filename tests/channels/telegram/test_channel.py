@@ -72,9 +72,9 @@ async def test_unknown_dm_gets_a_pairing_code_then_is_served_after_approval(
 ):
     await telegram_gateway()
     fake_telegram.text("hi, who are you?", user=77, first_name="Eve")
-    sent = await fake_telegram.wait_sent(1)
-    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["shown"]).group(1)
-    assert sent[0]["chat_id"] == "77"
+    await fake_telegram.wait_for(lambda: any(m["chat_id"] == "77" for m in fake_telegram.sent))
+    told = next(m for m in fake_telegram.sent if m["chat_id"] == "77")
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", told["shown"]).group(1)
     assert fake_api.message_requests == []  # nothing reached the model
 
     assert main(["pairing", "approve", code, "--home", str(home)], environ={}) == 0
@@ -82,9 +82,11 @@ async def test_unknown_dm_gets_a_pairing_code_then_is_served_after_approval(
     canary = "CANARY-owner-only-4b1d"
     (home / "workspace" / "MEMORY.md").write_text(f"- {canary}\n")
     fake_telegram.text("hi again", user=77, first_name="Eve")
-    sent = await fake_telegram.wait_sent(2)
-    assert sent[1]["shown"] == "echo: hi again"
-    assert sent[1]["chat_id"] == "77"
+    await fake_telegram.wait_for(
+        lambda: any(m["shown"] == "echo: hi again" for m in fake_telegram.sent)
+    )
+    answer = next(m for m in fake_telegram.sent if m["shown"] == "echo: hi again")
+    assert answer["chat_id"] == "77"
     # A paired person is a guest, not the owner: their chat never sees the owner's memory.
     assert canary not in _requests_text(fake_api)
     assert "not your owner" in fake_api.message_requests[0].raw

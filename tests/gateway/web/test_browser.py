@@ -151,8 +151,9 @@ async def test_a_stale_edit_is_refused_and_the_text_kept(browser, corvid, home):
 
 async def test_a_pairing_code_is_approved_and_the_stranger_served(browser, corvid, fake_telegram):
     fake_telegram.text("hi, may I talk to you?", user=77, first_name="Eve")
-    sent = await fake_telegram.wait_sent(1)
-    code = re.search(r"pairing code: ([A-Z0-9]{8})", sent[0]["shown"]).group(1)
+    await fake_telegram.wait_for(lambda: any(m["chat_id"] == "77" for m in fake_telegram.sent))
+    told = next(m for m in fake_telegram.sent if m["chat_id"] == "77")
+    code = re.search(r"pairing code: ([A-Z0-9]{8})", told["shown"]).group(1)
     page = await _signed_in(browser, corvid)
     await page.get_by_role("link", name="Pairing").click()
     await page.get_by_text(code).wait_for()
@@ -160,8 +161,11 @@ async def test_a_pairing_code_is_approved_and_the_stranger_served(browser, corvi
     await page.get_by_role("button", name="Approve").click()
     await page.get_by_text("Approved telegram user Eve").wait_for()
     fake_telegram.text("thanks!", user=77, first_name="Eve")
-    sent = await fake_telegram.wait_sent(2)
-    assert sent[1]["chat_id"] == "77" and sent[1]["shown"] == "echo: thanks!"
+    await fake_telegram.wait_for(
+        lambda: any(
+            m == {**m, "chat_id": "77", "shown": "echo: thanks!"} for m in fake_telegram.sent
+        )
+    )
 
 
 async def test_chat_in_the_browser(browser, corvid, fake_api):

@@ -1,0 +1,111 @@
+"""Telling the owner that someone new wants to talk to the bot, in the owner's private chat.
+
+Each new pairing request becomes a message to the owner (on the platform the stranger wrote on,
+or else the other one) saying who asked (name, id, platform) with **Approve** and **Deny**
+buttons where the platform has them, and the commands spelled out (``/approve CODE``,
+``/deny CODE``) for everywhere else. A person is announced at most once an hour; when more than
+a few strangers write within a minute, the rest are collected into one digest at the end of
+that minute, so a flood of strangers never floods the owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from channels.pairing import PairingRequest
+from gateway.events import OutboundMessage, SessionKey
+from gateway.ports import Clock
+
+log = logging.getLogger(__name__)
+
+PER_PERSON = 3600.0  # seconds between two notices about the same person
+BURST = 3  # notices within WINDOW seconds before the rest wait for the digest
+WINDOW = 60.0
+NAME_CHARS = 64
+
+Send = Callable[[OutboundMessage], Coroutine[Any, Any, Any]]
+
+
+class PairingNotices:
+    def __init__(self, send: Send, owners: Mapping[str, SessionKey], clock: Clock) -> None:
+        self._send = send
+        self._owners = dict(owners)  # platform → the owner's private chat there
+        self._clock = clock
+        self._told: dict[tuple[str, str], float] = {}
+        self._recent: deque[float] = deque()
+        self._held: list[PairingRequest] = []
+        self._digest: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def owner_chat(self, platform: str) -> SessionKey | None:
+        return self._owners.get(platform) or next(iter(self._owners.values()), None)
+
+    def requested(self, req: PairingRequest) -> None:
+        """A new request (called by the access policy): tell the owner, now or in a digest."""
+        owner = self.owner_chat(req.channel)
+        if owner is None:
+            log.info("pairing request from %s user %s; no owner chat to tell", req.channel,
+                     req.user_id)  # fmt: skip
+            return
+        now = self._clock.monotonic()
+        last = self._told.get((req.channel, req.user_id))
+        if last is not None and now - last < PER_PERSON:
+            return
+        self._told[(req.channel, req.user_id)] = now
+        while self._recent and now - self._recent[0] >= WINDOW:
+            self._recent.popleft()
+        if len(self._recent) >= BURST:
+            self._held.append(req)
+            if self._digest is None:
+                self._digest = self._spawn(self._send_digest(owner))
+            return
+        self._recent.append(now)
+        self._spawn(self._send(notice(req, owner)))
+
+    async def _send_digest(self, owner: SessionKey) -> None:
+        await self._clock.sleep(WINDOW)
+        held, self._held, self._digest = self._held, [], None
+        lines = [f"{len(held)} more people asked to talk to me in the last minute:"]
+        lines += [f"- {who(r)}: code {r.code}" for r in held]
+        lines.append("Approve one with /approve CODE, or see them all on the control page.")
+        await self._send(OutboundMessage(owner, "\n".join(lines)))
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[None]:
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("could not tell the owner about a pairing request")
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+
+
+def who(req: PairingRequest) -> str:
+    """A stranger as the owner is told of them: the name they chose (printable, not too
+    long), the platform and their id."""
+    name = "".join(c for c in req.name if c.isprintable())[:NAME_CHARS].strip()
+    platform = req.channel.capitalize()
+    return f"{name} ({platform} id {req.user_id})" if name else f"{platform} user {req.user_id}"
+
+
+def notice(req: PairingRequest, owner: SessionKey) -> OutboundMessage:
+    text = (
+        f"{who(req)} wants to talk to me. Their pairing code is {req.code}.\n\n"
+        f"Approve: /approve {req.code}\nDeny: /deny {req.code}\n\n"
+        "Approved, they get a chat of their own that does not see your private memory."
+    )
+    buttons = (("Approve", f"/approve {req.code}"), ("Deny", f"/deny {req.code}"))
+    return OutboundMessage(owner, text, buttons=buttons)
