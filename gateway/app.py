@@ -28,6 +28,7 @@ from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota
 from gateway.config import Config
+from gateway.errors import ConfigError
 from gateway.events import InboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
@@ -73,6 +74,8 @@ class App:
         self.jobs = jobs
         self.control: ControlServer | None = None
         self.web: WebServer | None = None
+        # Options changed in config.yaml by a reload that take effect at the next start.
+        self.pending_restart: list[str] = []
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self.pid = os.getpid()
@@ -126,6 +129,7 @@ class App:
             status=self._status,
             run_job=self.scheduler.run_now,
             cancel_job=self.cancel_job,
+            reload=self.reload,
         )
         try:
             await self.control.start()
@@ -151,6 +155,8 @@ class App:
             ),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
+            reload=self.reload,
+            pending_restart=lambda: self.pending_restart,
             clock=clock,
         )
 
@@ -179,6 +185,16 @@ class App:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    def reload(self) -> dict[str, Any]:
+        """Read config.yaml again (``gateway/ops/reload.py``): what changed, applied or not."""
+        from gateway.ops.reload import reload
+
+        try:
+            done = reload(self, os.environ)
+        except ConfigError as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "applied": done.applied, "restart": done.restart}
 
     def cancel_job(self, job_id: str) -> str | None:
         """Cancel a job made in chat; None when done, else why not."""
@@ -266,7 +282,7 @@ def build_app(
         config,
         gateway,
         scheduler=scheduler if with_scheduler else None,
-        runner=_job_runner(config, gateway),
+        runner=job_runner(config, gateway),
         jobs=jobs,
         resources=resources,
     )
@@ -286,7 +302,7 @@ def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
     return Memory(workspace, index, m)
 
 
-def _job_runner(config: Config, gateway: Gateway) -> JobRunner:
+def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     """What each scheduled job does: by id for the configured ones, reminders for the rest."""
     agent, schedule = gateway.agent, config.schedule
     summary = DailySummary(

@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
+    top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
     memory = top.group(
@@ -276,6 +277,7 @@ async def _serve(config: Config) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    loop.add_signal_handler(signal.SIGHUP, lambda: _reload_on_signal(app))
     try:
         await app.start()
     except ChannelStartError as exc:
@@ -298,6 +300,16 @@ async def _serve(config: Config) -> int:
         print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
         return 1
     return 0
+
+
+def _reload_on_signal(app: App) -> None:
+    """SIGHUP: config.yaml read again, as `corvid reload` does; the outcome goes to the log."""
+    answer = app.reload()
+    if not answer["ok"]:
+        log.error("config.yaml was not reloaded, so nothing changed: %s", answer["error"])
+    elif answer["restart"]:
+        log.warning("these changes take effect at the next restart: %s",
+                    ", ".join(answer["restart"]))  # fmt: skip
 
 
 async def _key_refused(app: App, config: Config) -> str:

@@ -269,6 +269,45 @@ def _open_in_browser(page: Path, url: str) -> None:
     webbrowser.open(page.as_uri())
 
 
+def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    """Ask the running gateway to read config.yaml again. It checks the file itself (with its
+    own environment, where the secrets are), so nothing is loaded here."""
+    from gateway.ops.control import ask
+
+    if not (home / "state").is_dir():
+        raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")
+
+    async def ask_reload() -> dict[str, Any]:
+        async with asyncio.timeout(30):
+            return await ask(home / "state" / "control.sock", {"cmd": "reload"})
+
+    try:
+        answer = asyncio.run(ask_reload())
+    except ConnectionError:
+        print(
+            "corvid: Corvid is not running here; `corvid run` reads config.yaml when it starts",
+            file=sys.stderr,
+        )
+        return 1
+    if not answer.get("ok"):
+        print(f"corvid: config.yaml was not reloaded, so nothing changed: {answer.get('error')}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_CONFIG
+    print(reloaded_text(answer.get("applied", []), answer.get("restart", [])))
+    return 0
+
+
+def reloaded_text(applied: list[str], restart: list[str]) -> str:
+    if not applied and not restart:
+        return "config.yaml read again: nothing changed."
+    lines = ["config.yaml read again."]
+    if applied:
+        lines.append("Changed now: " + ", ".join(applied))
+    if restart:
+        lines.append("Changed at the next restart (`corvid run`): " + ", ".join(restart))
+    return "\n".join(lines)
+
+
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.ops.doctor import doctor
 

@@ -22,18 +22,27 @@ MAX_SOCKET_PATH = 100
 StatusReport = Callable[[], dict[str, Any]]
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 CancelJob = Callable[[str], str | None]
+Reload = Callable[[], dict[str, Any]]
 
 
 class ControlServer:
     """Answers ``ping``, ``status`` (from ``status()``), ``run_job`` (through ``run_job``,
     which returns the recorded status, None for no such job, and the error) and
-    ``cancel_job`` (through ``cancel_job``, which returns None or why it could not)."""
+    ``cancel_job`` (through ``cancel_job``, which returns None or why it could not) and
+    ``reload`` (config.yaml read again: what was applied, what waits for a restart)."""
 
     def __init__(
-        self, path: Path, *, status: StatusReport, run_job: RunJob, cancel_job: CancelJob
+        self,
+        path: Path,
+        *,
+        status: StatusReport,
+        run_job: RunJob,
+        cancel_job: CancelJob,
+        reload: Reload | None = None,
     ) -> None:
         self.path = path
         self._status = status
+        self._reload = reload
         self._run_job = run_job
         self._cancel_job = cancel_job
         self._server: asyncio.Server | None = None
@@ -87,6 +96,8 @@ class ControlServer:
         if cmd == "run_job":
             status, error = await self._run_job(str(request["id"]))
             return {"ok": status == "sent", "status": status or "unknown", "error": error}
+        if cmd == "reload" and self._reload is not None:
+            return self._reload()
         if cmd == "cancel_job":
             problem = self._cancel_job(str(request["id"]))
             return {"ok": problem is None, "error": problem}

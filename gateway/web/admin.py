@@ -38,6 +38,7 @@ def routes(app: web.Application) -> None:
     app.router.add_get("/pairing", pairing_page)
     app.router.add_post("/pairing/{action:approve|deny|revoke}", pairing_action)
     app.router.add_get("/config", config_page)
+    app.router.add_post("/config/reload", reload_config)
 
 
 def _done(request: web.Request) -> str:
@@ -197,21 +198,37 @@ async def config_page(request: web.Request) -> web.StreamResponse:
             node = node[part]
         if node[last] is None:
             node[last] = "(not set)"
+    waiting = backend.pending_restart()
+    if waiting:
+        check = notice("Changed in config.yaml, in effect after a restart: " + ", ".join(waiting))
+    else:
+        check = ""
     try:
         load_config(config.home, os.environ)
-        check = notice("config.yaml on disk is valid.")
+        check += notice("config.yaml on disk is valid.")
     except ConfigError as exc:
-        check = notice(
+        check += notice(
             f"config.yaml on disk has an error (the running process keeps the configuration "
             f"it started with): {exc}",
             "error",
         )
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    reread = form("/config/reload", csrf, "Read config.yaml again")
     body = (
-        f"{check}<p>What this process runs with (secrets are never shown). Change it in "
+        f"{_done(request)}{check}<p>{reread} applies a changed file without a restart.</p>"
+        f"<p>What this process runs with (secrets are never shown). Change it in "
         f"<code>{esc(config.home / 'config.yaml')}</code> and restart.</p><pre>{esc(text)}</pre>"
         "<h2>Browsers</h2><p>Every browser signed in to this page stays signed in for "
         "two weeks. If this page was opened somewhere it should not have been:</p>"
         + form("/logout", csrf, "Sign out every browser", {"everywhere": "1"})
     )
     return html_response(page("Config", body, active="/config", csrf=csrf))
+
+
+async def reload_config(request: web.Request) -> web.StreamResponse:
+    from gateway.ops.commands import reloaded_text
+
+    answer = request.app[BACKEND].reload()
+    if not answer["ok"]:
+        return _back("/config", problem=f"Not reloaded, nothing changed: {answer['error']}")
+    return _back("/config", ok=reloaded_text(answer["applied"], answer["restart"]))

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Backend:
     """What the pages read and act on."""
 
@@ -53,6 +53,8 @@ class Backend:
     job_states: Callable[[], list[JobState]]
     run_job: RunJob
     cancel_job: Callable[[str], str | None]
+    reload: Callable[[], dict[str, Any]]  # config.yaml read again (gateway/ops/reload.py)
+    pending_restart: Callable[[], list[str]]
     clock: Clock
 
     @property

@@ -1,0 +1,153 @@
+"""corvid reload (and SIGHUP): config.yaml read again, applied whole or not at all."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+from typing import Any
+
+import yaml
+
+from gateway.app import build_app
+from gateway.channel_setup import build_channels
+from gateway.config import parse_config
+from gateway.ops.cli import main
+from tests.conftest import OWNER
+from tests.fakes.process import corvid_process
+
+
+def _raw(fake_api, fake_telegram, **telegram: Any) -> dict[str, Any]:
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)], **telegram)
+    return {
+        "timezone": "Europe/Berlin",
+        "llm": {"api_key": "sk-test-0123456789", "base_url": fake_api.base_url, "retries": 0},
+        "gateway": {"shutdown_grace": 5},
+        "web": {"enabled": False},
+        "channels": {"telegram": tg},
+    }
+
+
+@contextlib.asynccontextmanager
+async def _running(home, raw: dict[str, Any]) -> AsyncIterator[Any]:
+    """``corvid run`` as built for real, from a config.yaml that says ``raw``."""
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    config = parse_config(raw, home=home, environ={})
+    app = build_app(config, build_channels(config))
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop()
+
+
+async def _reload(home, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["reload", "--home", str(home)], {})
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_someone_added_to_allow_from_is_served_without_a_restart(
+    home, fake_api, fake_telegram, capsys
+):
+    raw = _raw(fake_api, fake_telegram)
+    async with _running(home, raw) as app:
+        fake_telegram.text("hello?", user=77, first_name="Eve")
+        await fake_telegram.wait_for(lambda: any(m["chat_id"] == "77" for m in fake_telegram.sent))
+        raw["channels"]["telegram"]["allow_from"].append("77")
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, out, _ = await _reload(home, capsys)
+        assert code == 0 and out == (
+            "config.yaml read again.\nChanged now: channels.telegram.allow_from\n"
+        )
+        fake_telegram.text("and now?", user=77, first_name="Eve")
+        await fake_telegram.wait_for(
+            lambda: any(m["shown"] == "echo: and now?" for m in fake_telegram.sent)
+        )
+        assert app.channels["telegram"].access.is_owner("77")
+
+
+async def test_an_invalid_file_changes_nothing_and_names_the_key(
+    home, fake_api, fake_telegram, capsys
+):
+    raw = _raw(fake_api, fake_telegram)
+    async with _running(home, raw) as app:
+        raw["channels"]["telegram"]["allow_from"] = ["77"]
+        raw["llm"]["timeout"] = "soon"
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, _, err = await _reload(home, capsys)
+        assert code == 2 and "llm.timeout" in err and "nothing changed" in err
+        assert app.channels["telegram"].access.allow_from == frozenset({str(OWNER)})
+
+
+async def test_what_cannot_change_live_is_named_and_the_schedule_and_model_change_live(
+    home, fake_api, fake_telegram, capsys
+):
+    raw = _raw(fake_api, fake_telegram)
+    async with _running(home, raw) as app:
+        raw["channels"]["telegram"]["poll_timeout"] = 5
+        raw["llm"]["model"] = "claude-other-1"
+        raw["schedule"] = {
+            "daily_summary": {"enabled": True, "target": f"telegram:private:{OWNER}"}
+        }
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, out, _ = await _reload(home, capsys)
+        assert code == 0
+        now, later = out.splitlines()[1:]
+        assert "llm.model" in now and "schedule.daily_summary.enabled" in now
+        assert later == "Changed at the next restart (`corvid run`): channels.telegram.poll_timeout"
+        assert "daily-summary" in [j.id for j in app.scheduler.jobs()]
+        assert app.pending_restart == ["channels.telegram.poll_timeout"]
+        fake_telegram.text("which model?")
+        await fake_telegram.wait_sent(1)
+        assert fake_api.message_requests[-1].body["model"] == "claude-other-1"
+        del raw["schedule"]
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        assert (await _reload(home, capsys))[0] == 0
+        assert "daily-summary" not in [j.id for j in app.scheduler.jobs()]
+
+
+async def test_sighup_reloads_a_running_process(tmp_path, fake_api, fake_telegram):
+    home = tmp_path / "h"
+    fake_telegram.write_corvid_config(home, fake_api.base_url)
+    raw = yaml.safe_load((home / "config.yaml").read_text())
+    raw["web"]["enabled"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    env = {"TELEGRAM_BOT_TOKEN": fake_telegram.token}
+    async with corvid_process(home, env, watch=True) as run:
+        await run.wait_line("is polling")
+        raw["channels"]["telegram"]["allow_from"] = [42, 77]
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        run.proc.send_signal(signal.SIGHUP)
+        await run.wait_line(r"config.yaml reloaded: 1 change")
+        fake_telegram.text("hi", user=77, first_name="Eve")
+        await fake_telegram.wait_for(
+            lambda: any(m["shown"] == "echo: hi" for m in fake_telegram.sent)
+        )
+        assert await run.stop() == 0
+
+
+async def test_the_control_page_reads_the_file_again(home, fake_api, fake_telegram):
+    from urllib.parse import unquote
+
+    from tests.gateway.web.conftest import ControlClient
+
+    raw = {**_raw(fake_api, fake_telegram), "web": {"enabled": True, "port": 0}}
+    async with _running(home, raw) as app:
+        client = ControlClient(app.web.url, app.web.token)
+        await client.sign_in()
+        try:
+            raw["channels"]["telegram"]["groups"] = ["-100777"]
+            raw["web"]["port"] = 9
+            (home / "config.yaml").write_text(yaml.safe_dump(raw))
+            status, _, r = await client.post("/config/reload", {})
+            said = unquote(r.headers["Location"])
+            assert status == 303 and "Changed now: channels.telegram.groups" in said
+            assert "next restart (`corvid run`): web.port" in said
+            _, text, _ = await client.get("/config")
+            assert "in effect after a restart: web.port" in text
+            assert app.channels["telegram"].access.groups == frozenset({"-100777"})
+        finally:
+            await client.close()
