@@ -11,6 +11,7 @@ from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.pairing import PairingStore
+from channels.voice import Hearing, OpenAITranscriber
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
 from gateway.events import audience_of
@@ -94,6 +95,7 @@ def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: 
         poll_timeout=tg.poll_timeout,
         webhook=webhook,
         clock=clock,
+        hearing=hearing(config),
     )
 
 
@@ -110,4 +112,15 @@ def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Cl
         api_base_url=dc.api_base_url,
         gateway_url=dc.gateway_url,
         clock=clock,
+        hearing=hearing(config),
     )
+
+
+def hearing(config: Config) -> Hearing | None:
+    """Voice notes and audio transcribed as configured (``transcription``), or None: off."""
+    t = config.transcription
+    if not t.enabled:
+        return None
+    key = t.api_key.value if t.api_key is not None else None
+    transcriber = OpenAITranscriber(t.base_url, key, t.model, t.timeout)
+    return Hearing(transcriber, t.max_bytes, t.max_seconds)

@@ -140,6 +140,20 @@ class GatewayConfig:
 
 
 @dataclass(frozen=True)
+class TranscriptionConfig:
+    """Voice notes and audio files turned into words, by any OpenAI-compatible
+    ``/audio/transcriptions`` endpoint (OpenAI, Groq, a self-hosted Whisper server)."""
+
+    enabled: bool = False
+    base_url: str = "https://api.openai.com/v1"
+    api_key: Secret | None = None
+    model: str = "whisper-1"
+    max_bytes: int = setting(20_000_000, minimum=1)  # larger recordings are kept, not heard
+    max_seconds: int = setting(900, minimum=1)
+    timeout: float = setting(120.0, minimum=1)
+
+
+@dataclass(frozen=True)
 class WebConfig:
     """The control page ``corvid run`` serves; ``corvid web`` prints its address."""
 
@@ -176,6 +190,7 @@ class Config:
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     web: WebConfig = field(default_factory=WebConfig)
+    transcription: TranscriptionConfig = field(default_factory=TranscriptionConfig)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 

@@ -22,16 +22,16 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from channels import inbox
-from channels.access import Access, Arrival, Fetched
+from channels.access import Access, Arrival
 from channels.base import Channel, ChannelStartError
 from channels.discord import replies
+from channels.discord.files import fetch
 from channels.discord.live import DiscordLive, take_back
 from channels.inbox import Intake
 from channels.live import LiveReply
+from channels.voice import Hearing
 from gateway.events import (
     CHAT_COMMANDS,
-    Attachment,
     OutboundMessage,
     SessionKey,
     discord_channel,
@@ -68,10 +68,12 @@ class DiscordChannel(Channel):
         ready_timeout: float = 60.0,
         guild_ready_timeout: float = 2.0,
         clock: Clock | None = None,
+        hearing: Hearing | None = None,
     ) -> None:
         super().__init__(access, clock)
         self._token = token
         self.intake = intake
+        self.hearing = hearing
         self.api_base_url = api_base_url.rstrip("/")
         self.gateway_url = gateway_url
         self.ready_timeout = ready_timeout
@@ -227,13 +229,14 @@ class DiscordChannel(Channel):
             return
         text = re.sub(rf"<@!?{me.id}>", f"@{me.name}", message.content)
         unsupported = ""
-        if message.flags.voice:
+        voice = bool(message.flags.voice)
+        if voice and self.hearing is None:
             unsupported = "voice messages"
         elif message.stickers and not text.strip() and not message.attachments:
             unsupported = "stickers"
         elif not text.strip() and not message.attachments:
             unsupported = "messages like that (forwards, polls and embeds)"
-        files = [a for a in message.attachments if not message.flags.voice]
+        files = [a for a in message.attachments if self.hearing is not None or not voice]
         await self.admit(
             Arrival(
                 key=key,
@@ -244,7 +247,9 @@ class DiscordChannel(Channel):
                 addressed=self._addressed(message),
                 group_ids=group_ids,
                 unsupported=unsupported,
-                fetch=(lambda final_key: self._fetch(files, final_key)) if files else None,
+                fetch=(
+                    (lambda k: fetch(files, k, self.intake, self.hearing, voice)) if files else None
+                ),
             )
         )
 
@@ -264,24 +269,6 @@ class DiscordChannel(Channel):
         ref = message.reference
         resolved = ref.resolved if ref is not None else None
         return isinstance(resolved, discord.Message) and resolved.author.id == me.id
-
-    async def _fetch(self, files: list[Any], key: SessionKey) -> Fetched:
-        import aiohttp
-        import discord
-
-        attachments: list[Attachment] = []
-        notes: list[str] = []
-        for f in files:
-            try:
-                got = await self.intake.take(key, f.filename, f.content_type or "", f.size, f.read)
-            except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
-                log.warning("%s: could not download %s: %s", key, f.filename, exc)
-                got = f"[The file {inbox.safe_name(f.filename)} could not be downloaded.]"
-            if isinstance(got, Attachment):
-                attachments.append(got)
-            else:
-                notes.append(got)
-        return tuple(attachments), tuple(notes)
 
     def _command_callback(self, name: str) -> Callable[[Any], Any]:
         async def callback(interaction):  # type: ignore[no-untyped-def]

@@ -25,6 +25,7 @@ from channels.telegram import replies
 from channels.telegram.api import call, retry_after_seconds
 from channels.telegram.inbound import Reader
 from channels.telegram.live import TelegramLive, take_back
+from channels.voice import Hearing
 from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
 from gateway.ports import Check, Clock
 
@@ -65,11 +66,12 @@ class TelegramChannel(Channel):
         webhook: Webhook | None = None,
         retry_backoff: float = 1.0,
         clock: Clock | None = None,
+        hearing: Hearing | None = None,
     ) -> None:
         super().__init__(access, clock)
         self._token = token
         self.intake = intake
-        self._reader = Reader(intake, self.clock, retry_backoff)
+        self._reader = Reader(intake, self.clock, retry_backoff, hearing=hearing)
         self.base_url = base_url
         self.base_file_url = base_file_url
         self.poll_timeout = poll_timeout

@@ -9,6 +9,7 @@ images for the model; other files are saved to the inbox, once the message is le
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from channels import inbox
 from channels.access import Access, Arrival, Fetched
 from channels.inbox import Intake
 from channels.telegram.api import call
+from channels.voice import Hearing, Recording, hear
 from gateway.events import (
     CHAT_COMMANDS,
     OWNER_COMMANDS,
@@ -57,6 +59,7 @@ class Reader:
     intake: Intake
     clock: Clock
     backoff: float = 1.0
+    hearing: Hearing | None = None  # voice notes and audio transcribed, when configured
     bot: Bot | None = None
     username: str = ""
     bot_id: int = 0
@@ -97,8 +100,13 @@ class Reader:
         command = self._command(entities)
         if command is False:
             return None  # a command for another bot
-        unsupported = next((label for attr, label in _UNSUPPORTED if getattr(msg, attr, None)), "")
-        has_file = bool(msg.photo or msg.document)
+        heard = self.hearing is not None and bool(msg.voice or msg.audio)
+        unsupported = (
+            ""
+            if heard
+            else next((label for attr, label in _UNSUPPORTED if getattr(msg, attr, None)), "")
+        )
+        has_file = bool(msg.photo or msg.document or heard)
         if not text and not has_file and not unsupported:
             return None  # service messages: joins, pins, topic changes...
         if unsupported and text:
@@ -151,6 +159,8 @@ class Reader:
                 await self._fetch_photo(msg, attachments, notes)
             if msg.document:
                 await self._fetch_document(msg, key, attachments, notes)
+            if self.hearing is not None and (msg.voice or msg.audio):
+                await self._fetch_recording(msg, key, attachments, notes)
         except Exception as exc:
             from telegram.error import TelegramError
 
@@ -184,6 +194,26 @@ class Reader:
             return
         attachments.append(Attachment("image", mime, name="photo", data=data))
 
+    async def _fetch_recording(
+        self, msg: Message, key: SessionKey, attachments: list[Attachment], notes: list[str]
+    ) -> None:
+        assert self.hearing is not None
+        media = msg.voice or msg.audio
+        assert media is not None
+        name = getattr(media, "file_name", None) or ""
+        rec = Recording(
+            "voice note" if msg.voice else "audio file",
+            name,
+            media.mime_type or "audio/ogg",
+            media.file_size or 0,
+            _seconds(media.duration),
+            lambda: self._download(media.file_id),
+        )
+        kept, words = await hear(self.hearing, self.intake, key, rec)
+        if kept is not None:
+            attachments.append(kept)
+        notes.append(words)
+
     async def _fetch_document(
         self, msg: Message, key: SessionKey, attachments: list[Attachment], notes: list[str]
     ) -> None:
@@ -200,3 +230,10 @@ class Reader:
             attachments.append(got)
         else:
             notes.append(got)
+
+
+def _seconds(length: object) -> float | None:
+    """A recording's length as PTB gives it: a timedelta (or whole seconds in older versions)."""
+    if isinstance(length, dt.timedelta):
+        return length.total_seconds()
+    return float(length) if isinstance(length, int | float) else None

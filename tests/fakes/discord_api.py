@@ -288,8 +288,10 @@ class FakeDiscord(Observed):
         reply_to: dict[str, Any] | None = None,
         attachments: Iterable[dict[str, Any]] = (),
         message_id: int | None = None,
+        flags: int = 0,
     ) -> dict[str, Any]:
-        """Queue a MESSAGE_CREATE from ``author`` (a DM when ``guild`` is false).
+        """Queue a MESSAGE_CREATE from ``author`` (a DM when ``guild`` is false); ``flags``
+        8192 makes it a voice message.
 
         Delivered as soon as the client has a session, so it may be called before connecting.
         Mentions are written into the content the way the Discord client does.
@@ -321,6 +323,8 @@ class FakeDiscord(Observed):
         msg["mentions"] = [mentioned] if mentions_bot else []
         msg["mention_roles"] = [str(r) for r in roles] if guild else []
         msg["mention_everyone"] = mention_everyone and guild
+        if flags:
+            msg["flags"] = flags
         self._push("MESSAGE_CREATE", msg)
         return msg
 

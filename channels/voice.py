@@ -1,0 +1,122 @@
+"""Voice notes and audio files, heard: kept in the inbox like any file, and their words given to
+the model as ``[voice note, 0:42] <the words>``.
+
+``Hearing`` is the policy a channel gets when transcription is configured: the transcriber and
+the caps. A recording over the caps, or one the transcriber cannot do, is still kept, and the
+model is told why it has no words for it, so it can say so: the message is never lost.
+``OpenAITranscriber`` speaks the OpenAI ``/audio/transcriptions`` API, which OpenAI, Groq and
+self-hosted Whisper servers all offer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from channels.inbox import Intake, mb, safe_name
+from gateway.events import Attachment, SessionKey
+
+log = logging.getLogger(__name__)
+
+# The file extensions transcription APIs go by when the type is vague.
+_SUFFIX = {"audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/mp4": ".m4a", "audio/wav": ".wav",
+           "audio/x-wav": ".wav", "audio/webm": ".webm", "audio/flac": ".flac"}  # fmt: skip
+
+
+class TranscriptionError(Exception):
+    """The recording could not be turned into words; the message says why, for the model."""
+
+
+class Transcriber(Protocol):
+    async def transcribe(self, data: bytes, name: str, mime: str) -> str: ...
+
+
+class OpenAITranscriber:
+    """``POST {base_url}/audio/transcriptions`` with the file and the model; the answer's
+    ``text`` is the words."""
+
+    def __init__(self, base_url: str, api_key: str | None, model: str, timeout: float) -> None:
+        self.url = base_url.rstrip("/") + "/audio/transcriptions"
+        self.api_key = api_key
+        self.model = model
+        self.timeout = timeout
+
+    async def transcribe(self, data: bytes, name: str, mime: str) -> str:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        files = {"file": (name, data, mime or "application/octet-stream")}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                answer = await client.post(
+                    self.url, headers=headers, files=files, data={"model": self.model}
+                )
+        except httpx.HTTPError as exc:
+            raise TranscriptionError(f"the transcription service did not answer ({exc})") from None
+        if answer.status_code != 200:
+            raise TranscriptionError(f"the transcription service said HTTP {answer.status_code}")
+        try:
+            text = answer.json()["text"]
+        except (ValueError, KeyError, TypeError):
+            raise TranscriptionError("the transcription service's answer had no text") from None
+        return str(text).strip()
+
+
+@dataclass(frozen=True)
+class Hearing:
+    transcriber: Transcriber
+    max_bytes: int
+    max_seconds: int
+
+
+def duration(seconds: int | float | None) -> str:
+    """``0:42``, ``1:05:09``; ``?`` when the platform did not say."""
+    if seconds is None:
+        return "?"
+    total = round(seconds)
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A voice note or audio file as a platform announces it."""
+
+    kind: str  # "voice note" or "audio file"
+    name: str
+    mime: str
+    size: int
+    seconds: float | None
+    read: Callable[[], Awaitable[bytes]]
+
+
+async def hear(
+    hearing: Hearing, intake: Intake, key: SessionKey, rec: Recording
+) -> tuple[Attachment | None, str]:
+    """The recording kept in the chat's inbox (when it fits the file limit), and what the model
+    reads of it: its words, or why there are none."""
+    head = f"[{rec.kind}, {duration(rec.seconds)}]"
+    if rec.size > hearing.max_bytes:
+        return None, f"{head} (not transcribed: larger than {mb(hearing.max_bytes)})"
+    if rec.seconds is not None and rec.seconds > hearing.max_seconds:
+        return None, f"{head} (not transcribed: longer than {duration(hearing.max_seconds)})"
+    data = await rec.read()
+    name = rec.name or "recording" + _SUFFIX.get(rec.mime.split(";")[0], ".ogg")
+
+    async def read() -> bytes:
+        return data
+
+    kept = await intake.take(key, name, rec.mime, len(data), read)
+    saved = kept if isinstance(kept, Attachment) else None
+    try:
+        words = await hearing.transcriber.transcribe(data, safe_name(name), rec.mime)
+    except TranscriptionError as exc:
+        log.warning("%s: a %s could not be transcribed: %s", key, rec.kind, exc)
+        where = f"; the recording is saved at {saved.path}" if saved is not None else ""
+        return saved, f"{head} (could not be transcribed: {exc}{where})"
+    if not words:
+        return saved, f"{head} (no words could be made out)"
+    return saved, f"{head} {words}"
