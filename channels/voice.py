@@ -116,7 +116,7 @@ async def hear(
     except TranscriptionError as exc:
         log.warning("%s: a %s could not be transcribed: %s", key, rec.kind, exc)
         where = f"; the recording is saved at {saved.path}" if saved is not None else ""
-        return saved, f"{head} (could not be transcribed: {exc}{where})"
+        return saved, f"{head} (could not be transcribed: {exc}{where}; tell them)"
     if not words:
         return saved, f"{head} (no words could be made out)"
     return saved, f"{head} {words}"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from channels.access import Access, Arrival
 from channels.base import Channel, ChannelStartError
-from channels.discord import replies
+from channels.discord import buttons, replies
 from channels.discord.files import fetch
 from channels.discord.live import DiscordLive, take_back
 from channels.inbox import Intake
@@ -146,6 +146,7 @@ class DiscordChannel(Channel):
             max_messages=200,
         )
         client.on_message = self._on_message  # type: ignore[attr-defined]  # the event hook
+        client.on_interaction = self._on_button  # type: ignore[attr-defined]
         tree = app_commands.CommandTree(client)
         for name, description in CHAT_COMMANDS:
             callback = self._command_callback(name)
@@ -252,6 +253,11 @@ class DiscordChannel(Channel):
                 ),
             )
         )
+
+    async def _on_button(self, interaction: discord.Interaction) -> None:
+        arrival = await buttons.pressed(interaction, self.access)
+        if arrival is not None:
+            await self.admit(arrival)
 
     def _addressed(self, message: discord.Message) -> bool:
         import discord

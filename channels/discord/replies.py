@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.discord import buttons
 from channels.markdown import split_markdown
 from gateway.events import OutboundMessage, SessionKey, blank
 
@@ -60,6 +61,8 @@ async def send(
         # Discord returns the existing message for a nonce it has seen (enforce_nonce).
         nonce = f"{msg.ident}.{number}" if msg.ident else None
         extra: dict[str, Any] = {"nonce": nonce} if nonce is not None else {}
+        if number == total - 1 and msg.buttons:
+            extra["view"] = buttons.view(msg.buttons)  # under the last piece
         try:
             await channel.send(piece, reference=ref, allowed_mentions=none, **extra)
         except discord.HTTPException as exc:

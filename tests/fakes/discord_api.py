@@ -389,6 +389,41 @@ class FakeDiscord(Observed):
         self._push("INTERACTION_CREATE", payload)
         return payload
 
+    def press(self, sent: dict[str, Any], label: str, *, user: int = OWNER_ID) -> dict[str, Any]:
+        """Press the button ``label`` under a message the bot sent in a DM (``sent``, from
+        ``self.sent``): an INTERACTION_CREATE for that message component."""
+        button = next(
+            c for row in sent.get("components") or [] for c in row["components"]
+            if c.get("label") == label
+        )  # fmt: skip
+        interaction_id = self._snowflake()
+        token = f"interaction-token-{next(self._tokens)}"
+        channel_id = int(sent["channel_id"])
+        payload: dict[str, Any] = {
+            "id": str(interaction_id),
+            "application_id": str(APP_ID),
+            "type": 3,
+            "data": {"custom_id": button["custom_id"], "component_type": 2},
+            "token": token,
+            "version": 1,
+            "channel_id": str(channel_id),
+            "channel": {**(self._channel(channel_id) or {}), "permissions": "0"},
+            "message": self.messages[int(sent["message_id"])],
+            "app_permissions": str(BOT_PERMISSIONS),
+            "entitlements": [],
+            "locale": "en-US",
+            "user": self.user(user, "Ada"),
+            "authorizing_integration_owners": {"0": "0"},
+            "context": 1,
+            "attachment_size_limit": 10 * 1024 * 1024,
+        }
+        self._interactions[interaction_id] = {
+            "token": token, "channel_id": channel_id, "guild": False, "acknowledged": False,
+            "original": None,
+        }  # fmt: skip
+        self._push("INTERACTION_CREATE", payload)
+        return payload
+
     async def disconnect(self, code: int = 4000) -> bool:
         """Close the live gateway socket with ``code`` (discord.py then reconnects and RESUMEs)."""
         ws, self._live = self._live, None
@@ -632,6 +667,7 @@ class FakeDiscord(Observed):
             reference=body.get("message_reference"),
         )
         msg["embeds"] = body.get("embeds") or []
+        msg["components"] = body.get("components") or []
         msg["flags"] = int(body.get("flags") or 0)
         msg.update(extra)
         if self.echo_own_messages:

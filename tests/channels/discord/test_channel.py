@@ -360,3 +360,29 @@ async def test_mentioning_some_other_role_the_bot_has_is_not_addressing_it(
     sent = await fake_discord.wait_sent(1)
     assert len(sent) == 1 and sent[0]["content"].endswith("actually, bot?")
     assert "all hands" in last_user_text(fake_api.message_requests[0].body)
+
+
+async def test_the_owner_approves_a_stranger_with_a_button(discord_gateway, fake_discord, fake_api):
+    from tests.fakes.discord_api import OWNER_ID, dm_channel_id
+
+    app = await discord_gateway()
+    fake_discord.message("hi", author=77, author_name="Eve", guild=False)
+    await fake_discord.wait_for(
+        lambda: any("wants to talk" in m["content"] for m in fake_discord.sent)
+    )
+    notice = next(m for m in fake_discord.sent if "wants to talk" in m["content"])
+    assert notice["channel_id"] == dm_channel_id(OWNER_ID)
+    labels = [c["label"] for row in notice["components"] for c in row["components"]]
+    assert labels == ["Approve", "Deny"]
+    fake_discord.press(notice, "Approve", user=99)  # not the owner: acknowledged, ignored
+    fake_discord.press(notice, "Approve")
+    await fake_discord.wait_for(lambda: _said_start(fake_discord, "Approved Eve (Discord id 77)"))
+    assert not any(r.get("type") not in (6,) for r in fake_discord.interaction_responses)
+    assert len(fake_discord.interaction_responses) == 2  # both presses acknowledged
+    fake_discord.message("hello again", author=77, author_name="Eve", guild=False)
+    await fake_discord.wait_for(lambda: _said(fake_discord, "echo: hello again"))
+    await app.idle()
+
+
+def _said_start(fake_discord, text: str) -> bool:
+    return any(m["content"].startswith(text) for m in fake_discord.sent)

@@ -1,0 +1,48 @@
+"""Buttons under the bot's messages on Discord (message components): each carries a chat
+command as its custom id, and a press becomes that command from the person who pressed it.
+Only the owner's presses in their DM count; anyone else's is acknowledged and ignored."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from channels.access import Access, Arrival
+from gateway.events import discord_dm
+
+
+def view(buttons: tuple[tuple[str, str], ...]) -> Any:
+    """A row of buttons for ``channel.send(view=...)``; None when there are none."""
+    if not buttons:
+        return None
+    import discord
+
+    row = discord.ui.View(timeout=None)
+    for n, (label, command) in enumerate(buttons):
+        style = discord.ButtonStyle.primary if n == 0 else discord.ButtonStyle.secondary
+        row.add_item(discord.ui.Button(label=label, custom_id=command[:100], style=style))
+    return row
+
+
+async def pressed(interaction: Any, access: Access | None) -> Arrival | None:
+    """The command a button press carries, if it counts; every press is acknowledged."""
+    import discord
+
+    if interaction.type is not discord.InteractionType.component:
+        return None  # slash commands are the command tree's
+    with contextlib.suppress(discord.HTTPException):
+        await interaction.response.defer()
+    command = str((interaction.data or {}).get("custom_id", ""))
+    user = interaction.user
+    if access is None or not access.is_owner(str(user.id)) or not command.startswith("/"):
+        return None
+    if interaction.guild_id is not None:
+        return None
+    return Arrival(
+        key=discord_dm(user.id),
+        sender_id=str(user.id),
+        sender_name=user.display_name,
+        text=command,
+        message_id=f"button-{interaction.id}",
+        is_command=True,
+    )
