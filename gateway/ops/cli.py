@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
     top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
+    completion = top.add("completion", "a shell completion script: eval it in your shell rc",
+                         lambda args, home, environ: _completion(p, args.shell))  # fmt: skip
+    completion.add_argument("shell", choices=("bash", "zsh"))
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
     memory = top.group(
@@ -144,6 +147,13 @@ def _parser() -> argparse.ArgumentParser:
         help="only check that a running gateway answers (for health checks)",
     )
     return p
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+    from gateway.ops.completion import script
+
+    print(script(parser, shell), end="")
+    return 0
 
 
 def _version() -> str:

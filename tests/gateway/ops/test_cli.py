@@ -355,3 +355,25 @@ def test_version_and_jobs_as_json(tmp_path, capsys):
     (job,) = json.loads(capsys.readouterr().out)
     assert job["id"] == "daily-summary" and job["target"] == "telegram:private:42"
     assert job["next_run"].endswith(("+01:00", "+02:00", "+00:00")) and job["last_run"] is None
+
+
+@pytest.mark.parametrize(
+    ("line", "offered"),
+    [
+        (["jo"], ["jobs"]),
+        (["jobs", ""], ["run", "cancel", "--help", "--home", "--json"]),
+        (["jobs", "cancel", "--h"], ["--help", "--home"]),
+        (["status", "--json", "--"], ["--help", "--home", "--json"]),
+        (["completion", "z"], ["zsh"]),
+        (["pairing", "revoke", "d"], ["discord"]),
+    ],
+)
+def test_bash_completion_offers_what_the_parser_takes(capsys, line, offered):
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    words = " ".join(["corvid", *(w or "''" for w in line)])
+    probe = (f"{script}\nCOMP_WORDS=({words}); COMP_CWORD={len(line)}; _corvid; "
+             'printf "%s\\n" "${COMPREPLY[@]}"')  # fmt: skip
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == offered
