@@ -229,7 +229,11 @@ class Agent:
             began = self.clock.monotonic()
             try:
                 resp = await self.llm.complete(
-                    state.system, state.messages, self.tools.schemas(), system_note, deltas=deltas
+                    state.system,
+                    state.messages,
+                    self.tools.schemas(ctx.private),
+                    system_note,
+                    deltas=deltas,
                 )
             except LLMError as exc:
                 # Too large for the API: compaction folds older messages (and their images)

@@ -59,3 +59,16 @@ class CompactionSettings:
     reserve_tokens: int = setting(20_000, minimum=0)
     soft_threshold_tokens: int = setting(4_000, minimum=0)
     keep_recent_tokens: int = setting(20_000, minimum=500)
+
+
+@dataclass(frozen=True)
+class WebToolSettings:
+    # web_fetch: reading a page the person points to.
+    enabled: bool = True
+    # Also in groups, guild channels and guests' chats (by default only in the owner's own).
+    shared: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    web: WebToolSettings = field(default_factory=WebToolSettings)

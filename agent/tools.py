@@ -119,6 +119,9 @@ class Tool:
     # May run in the silent memory flush, which nobody watches: reading and writing memory
     # yes; files, schedules and anything else that acts on the world, no.
     in_silent_turns: bool = False
+    # Offered only in the owner's private sessions (a tool that reaches out, unless the
+    # owner lets shared chats use it); anywhere else it is neither shown nor run.
+    private_only: bool = False
 
     @classmethod
     def typed(
@@ -129,9 +132,10 @@ class Tool:
         handler: Handler,
         *,
         in_silent_turns: bool = False,
+        private_only: bool = False,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
-        return cls(name, description, schema_of(args), handler, in_silent_turns)
+        return cls(name, description, schema_of(args), handler, in_silent_turns, private_only)
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -154,9 +158,12 @@ class ToolRegistry:
         # Built once: the tool list is the first part of every request and must stay
         # byte-identical for the prompt cache.
         self._schemas = [t.schema() for t in self._tools.values()]
+        self._shared = [t.schema() for t in self._tools.values() if not t.private_only]
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return self._schemas
+    def schemas(self, private: bool = True) -> list[dict[str, Any]]:
+        """The tools a session is offered: every one in the owner's private sessions, the
+        others in shared ones. Each list is built once, so it stays byte-identical."""
+        return self._schemas if private else self._shared
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -174,6 +181,9 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"Unknown tool {name!r}. Available: {', '.join(self._tools)}", True)
+        if tool.private_only and not ctx.private:
+            log.info("tool %s refused in shared %s: not offered there", name, ctx.key)
+            return ToolResult(f"{name} is not available in this chat.", True)
         if ctx.silent and not tool.in_silent_turns:
             log.info("tool %s refused in the silent flush of %s", name, ctx.key)
             return ToolResult(

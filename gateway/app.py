@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -22,7 +23,7 @@ from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
 from agent.sessions import HandEdits
-from agent.tools import ToolRegistry
+from agent.tools import Tool, ToolRegistry
 from agent.transcript import SessionStore
 from channels.base import Channel
 from channels.pairing import PairingStore
@@ -247,6 +248,7 @@ def build_app(
             *FILE_TOOLS,
             *memory_tools(memory),
             *reminder_tools(jobs, scheduler, clock.now, config.schedule),
+            *_web_tools(config),
         ),
         max_output_chars=config.agent.tool_output_max_chars,
     )
@@ -312,6 +314,16 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     return JobRunner(
         gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
     )
+
+
+def _web_tools(config: Config) -> tuple[Tool, ...]:
+    """web_fetch, as configured; private chats only unless ``tools.web.shared``."""
+    web = config.tools.web
+    if not web.enabled:
+        return ()
+    from agent.web import WebFetcher, web_tools
+
+    return tuple(replace(t, private_only=not web.shared) for t in web_tools(WebFetcher()))
 
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:

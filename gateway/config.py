@@ -28,6 +28,7 @@ from agent.settings import (
     CompactionSettings,
     LLMSettings,
     MemorySettings,
+    ToolSettings,
     setting,
 )
 from gateway.config_build import (
@@ -185,6 +186,7 @@ class Config:
     agent: AgentSettings = field(default_factory=AgentSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)

@@ -1,0 +1,194 @@
+"""web_fetch against pages served on loopback, and its guard against reaching what only this
+machine can (loopback, private networks, cloud metadata), on every redirect hop."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.abc import AbstractResolver
+
+from agent.web import MAX_REDIRECTS, WebFetcher, refusal
+from gateway.errors import ToolError
+
+HERE = ipaddress.ip_network("127.0.0.1/32")  # the test server: allowed in most tests
+
+ARTICLE = """<!doctype html><html><head><title>Crows</title></head><body>
+<nav><a href="/">Home</a> | <a href="/shop">Shop</a> | Subscribe now!</nav>
+<article><h1>Why crows remember faces</h1>
+<p>Crows recognise individual human faces and remember them for years. In a study in Seattle,
+researchers wore masks while trapping birds, and the crows scolded the mask years later.</p>
+<p>They also pass the warning on to other crows, who never saw the trapping.</p></article>
+<footer>Copyright 2026. Cookie settings. Advertising.</footer></body></html>"""
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[str]:
+    async def article(request: web.Request) -> web.Response:
+        return web.Response(text=ARTICLE, content_type="text/html")
+
+    async def redirect(request: web.Request) -> web.Response:
+        n = int(request.match_info["n"])
+        target = "/article" if n == 0 else f"/r/{n - 1}"
+        raise web.HTTPFound(target)
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        raise web.HTTPFound(request.query["to"])
+
+    async def huge(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        for _ in range(100):
+            await response.write(b"x" * 65536)
+        return response
+
+    done = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        await done.wait()  # no answer until the test is over: the client's time limit ends it
+        return web.Response(text="too late")
+
+    app = web.Application()
+    app.router.add_get("/article", article)
+    app.router.add_get("/r/{n}", redirect)
+    app.router.add_get("/to", elsewhere)
+    app.router.add_get("/huge", huge)
+    app.router.add_get("/slow", slow)
+
+    async def data(request: web.Request) -> web.Response:
+        return web.json_response({"crows": ["clever", "loud"]})
+
+    async def png(request: web.Request) -> web.Response:
+        return web.Response(body=b"\x89PNG", content_type="image/png")
+
+    app.router.add_get("/json", data)
+    app.router.add_get("/png", png)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    done.set()
+    await runner.cleanup()
+
+
+async def test_a_page_becomes_its_readable_text(site):
+    got = await WebFetcher(allow=[HERE]).fetch(f"{site}/article")
+    assert got["status"] == 200 and got["content_type"] == "text/html"
+    assert "remember them for years" in got["text"] and "pass the warning on" in got["text"]
+    assert "Cookie settings" not in got["text"] and "Subscribe now" not in got["text"]
+
+
+async def test_text_and_json_pass_through_and_binary_is_refused(site):
+    fetcher = WebFetcher(allow=[HERE])
+    got = await fetcher.fetch(f"{site}/json")
+    assert '"clever"' in got["text"]
+    with pytest.raises(ToolError, match="image/png, not a page"):
+        await fetcher.fetch(f"{site}/png")
+
+
+async def test_redirects_are_followed_five_times_and_no_more(site):
+    fetcher = WebFetcher(allow=[HERE])
+    got = await fetcher.fetch(f"{site}/r/{MAX_REDIRECTS - 1}")
+    assert got["url"].endswith("/article")
+    with pytest.raises(ToolError, match="more than 5 redirects"):
+        await fetcher.fetch(f"{site}/r/{MAX_REDIRECTS}")
+
+
+async def test_a_huge_body_is_cut_and_a_slow_one_times_out(site):
+    fetcher = WebFetcher(allow=[HERE], max_bytes=100_000, timeout=1)
+    got = await fetcher.fetch(f"{site}/huge")
+    assert got["truncated"] and len(got["text"]) == 100_000
+    with pytest.raises(ToolError, match="did not answer within 1 s"):
+        await fetcher.fetch(f"{site}/slow")
+
+
+async def test_the_guard_refuses_this_machine_by_address_and_by_name(site):
+    port = site.rsplit(":", 1)[1]
+    guarded = WebFetcher()  # as in production: nothing allowed beyond the public internet
+    for url in (f"{site}/article", f"http://localhost:{port}/article",
+                f"http://[::ffff:127.0.0.1]:{port}/article", f"http://[::1]:{port}/"):  # fmt: skip
+        with pytest.raises(ToolError, match="Refused"):
+            await guarded.fetch(url)
+
+
+async def test_every_redirect_hop_is_checked(site):
+    fetcher = WebFetcher(allow=[HERE])  # the first hop is allowed; where it sends is not
+    port = site.rsplit(":", 1)[1]
+    for target, why in (
+        (f"http://127.0.0.53:{port}/article", "loopback"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+        ("http://10.0.0.1/admin", "private"),
+        ("file:///etc/passwd", "Only http:// and https://"),
+    ):
+        with pytest.raises(ToolError, match=why):
+            await fetcher.fetch(f"{site}/to?to={target}")
+
+
+class _Names(AbstractResolver):
+    """A DNS that answers what the test says."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+
+    async def resolve(self, host: str, port: int = 0, family: Any = socket.AF_INET) -> Any:
+        address = self.answers[host]
+        return [{"hostname": host, "host": address, "port": port, "family": socket.AF_INET,
+                 "proto": 0, "flags": 0}]  # fmt: skip
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_name_that_resolves_to_a_private_address_is_refused():
+    fetcher = WebFetcher(resolver=_Names({"intranet.example": "192.168.1.10"}))
+    with pytest.raises(ToolError, match=r"from intranet\.example: it is a private"):
+        await fetcher.fetch("http://intranet.example/")
+
+
+@pytest.mark.parametrize(
+    ("address", "refused"),
+    [("8.8.8.8", False), ("2606:4700::1111", False), ("127.0.0.1", True), ("10.1.2.3", True),
+     ("100.64.0.1", True), ("169.254.169.254", True), ("fd00:ec2::254", True), ("::1", True),
+     ("224.0.0.1", True), ("0.0.0.0", True), ("::ffff:10.0.0.1", True), ("fe80::1%eth0", True)],
+)  # fmt: skip
+def test_which_addresses_are_on_the_public_internet(address, refused):
+    assert (refusal(address) is not None) is refused
+
+
+async def test_offered_in_private_only_and_guarded_in_production(start_gateway, fake_api, site):
+    from tests.conftest import GROUP
+    from tests.fakes.anthropic_api import Reply, tool_results
+
+    _, channel = await start_gateway()
+    fake_api.enqueue(Reply(tool_calls=[("web_fetch", {"url": f"{site}/article"})]), Reply("ok"))
+    channel.push("what does this page say?")
+    await channel.wait_sent(1)
+    first, second = fake_api.message_requests[-2:]
+    assert "web_fetch" in [t["name"] for t in first.body["tools"]]
+    (result,) = tool_results(second.body)
+    assert result["is_error"] and "this machine (loopback)" in str(result["content"])
+
+    # A group is not offered the tool, and a call made anyway is refused in code.
+    fake_api.enqueue(
+        Reply(tool_calls=[("web_fetch", {"url": "https://example.org/"})]), Reply("ok")
+    )
+    channel.push("@bot fetch it", key=GROUP)
+    await channel.wait_sent(2)
+    first, second = fake_api.message_requests[-2:]
+    assert "web_fetch" not in [t["name"] for t in first.body["tools"]]
+    (result,) = tool_results(second.body)
+    assert result["is_error"] and "not available in this chat" in str(result["content"])
+
+
+async def test_shared_chats_get_it_when_the_owner_says_so(start_gateway, fake_api):
+    from tests.conftest import GROUP
+
+    _, channel = await start_gateway(tools={"web": {"shared": True}})
+    channel.push("@bot hello", key=GROUP)
+    await channel.wait_sent(1)
+    assert "web_fetch" in [t["name"] for t in fake_api.message_requests[-1].body["tools"]]
