@@ -370,3 +370,54 @@ def test_the_pairing_notice_names_the_minutes_left(store, clock):
     assert "within 60 minutes" in verdict.text
     clock.tick(45 * 60)  # the same code, asked about again: a quarter of an hour is left
     assert "within 15 minutes" in access.decide(_dm("7")).text
+
+
+# -- what a mutation audit found no test defending ---------------------------------------------
+
+
+def test_the_last_minute_of_a_code_is_one_minute(store, clock):
+    access = _access(store, clock)
+    access.decide(_dm("7"))
+    clock.tick(60 * 60 - 30)  # half a minute left
+    assert "within 1 minutes" in access.decide(_dm("7")).text
+
+
+def test_an_addressed_message_the_bot_cannot_read_is_answered_in_a_group(store, clock):
+    access = _access(store, clock)
+    sticker = Arrival(GROUP, "5", "Bob", "", addressed=True, group_ids=("-100",),
+                      unsupported="stickers")  # fmt: skip
+    verdict = access.decide(sticker)
+    assert verdict.action is Action.REPLY and "can't read stickers" in verdict.text
+
+
+def test_the_pairing_file_and_its_lock_are_private_wherever_the_folder_is(tmp_path, clock):
+    store = PairingStore(tmp_path / "a" / "b" / "pairing.json", clock=clock)
+    store.request("x", "7", "Eve")
+    for name in ("pairing.json", "pairing.lock"):
+        assert stat.S_IMODE(os.stat(tmp_path / "a" / "b" / name).st_mode) == 0o600, name
+
+
+def test_approvals_from_two_processes_at_once_are_all_kept(tmp_path, clock):
+    """Each change reads, changes and writes the file under a lock: without it, two writers
+    at once lose each other's approvals. Threads with their own stores stand in for two
+    processes (the lock is per open file, so they exclude each other the same way)."""
+    import threading
+
+    path = tmp_path / "pairing.json"
+    codes = []
+    for n in range(40):
+        one = PairingStore(path, clock=clock, max_pending=100)
+        req, _ = one.request("x", str(100 + n), f"P{n}")
+        codes.append(req.code)
+
+    def approve(mine: list[str]) -> None:
+        store = PairingStore(path, clock=clock, max_pending=100)
+        for code in mine:
+            store.approve(code)
+
+    workers = [threading.Thread(target=approve, args=(codes[i::4],)) for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=30)
+    assert len(PairingStore(path, clock=clock).approved()["x"]) == 40

@@ -314,3 +314,39 @@ def test_a_finished_stream_leaves_nothing_to_take_back(tmp_path):
     assert journal.half_written() == [(other, "10")]
     journal.finished(other, ["10"])
     assert journal.half_written() == []
+
+
+# -- what a mutation audit found no test defending ---------------------------------------------
+
+
+def test_settling_a_message_records_how_it_went(tmp_path):
+    from gateway.runtime.journal import SendStatus
+
+    journal = Journal(tmp_path / "deep" / "er" / "gateway.sqlite")  # folders made as needed
+    sent = journal.queue(OutboundMessage(PRIVATE, "delivered"))
+    journal.sending(sent)
+    journal.settle(sent, SendStatus.SENT)
+    failed = journal.queue(OutboundMessage(PRIVATE, "refused"), origin="job:daily@1")
+    journal.sending(failed)
+    journal.settle(failed, SendStatus.FAILED, "403 Forbidden")
+    assert journal.unsettled() == []  # nothing is owed after a restart
+    (row,) = journal.undelivered()
+    assert (row.out.text, row.status, row.error) == ("refused", "failed", "403 Forbidden")
+    found = journal.by_origin("job:daily@1")
+    assert found is not None and found.out.text == "refused"
+    assert journal.by_origin("job:other@1") is None
+    journal.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed for real
+        journal.db.execute("SELECT 1")
+
+
+def test_a_failed_transaction_is_rolled_back_and_its_error_raised(tmp_path):
+    journal = Journal(tmp_path / "gateway.sqlite")
+    with pytest.raises(ValueError, match="midway"), journal._transaction():
+        journal.queue(OutboundMessage(PRIVATE, "half"))
+        raise ValueError("midway")
+    assert journal.unsettled() == []  # the insert went with the rollback
+    with journal._transaction():  # and the connection is usable again
+        journal.queue(OutboundMessage(PRIVATE, "whole"))
+    assert [r.out.text for r in journal.unsettled()] == ["whole"]
+    journal.close()

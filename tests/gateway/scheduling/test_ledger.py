@@ -85,3 +85,10 @@ def test_a_ledger_in_wal_mode_and_a_damaged_one_set_aside(tmp_path):
     assert again.history("daily-summary") == []
     aside = [p.name for p in tmp_path.iterdir() if ".unreadable-" in p.name]
     assert len(aside) == 1 and aside[0].startswith("scheduler.sqlite.unreadable-")
+
+
+def test_the_ledger_makes_the_folders_it_needs(tmp_path):
+    ledger = Ledger(tmp_path / "a" / "b" / "scheduler.sqlite")
+    ledger.settle(_job(), "s1", NOW, RunStatus.SENT, NOW)
+    assert ledger.history("daily-summary")[0]["status"] == "sent"
+    ledger.close()

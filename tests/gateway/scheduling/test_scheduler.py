@@ -348,3 +348,107 @@ async def test_no_retry_is_scheduled_past_the_grace_period(ledger):
     assert len(runs.slots) == 2
     last = ledger.history("daily-summary")[0]
     assert last["status"] == "failed" and last["attempts"] == 2
+
+
+# -- what a mutation audit found no test defending ---------------------------------------------
+
+
+def _every_minute(grace_seconds: int, created: datetime) -> Job:
+    return Job(id="pulse", kind=JobKind.CRON, spec="* * * * *", timezone="UTC",
+               target="telegram:private:42", created=created,
+               grace=timedelta(seconds=grace_seconds))  # fmt: skip
+
+
+async def test_after_a_short_downtime_only_the_newest_due_slot_runs(ledger):
+    t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    clock = FakeClock(t0 + timedelta(seconds=200))  # three slots came due while down
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([_every_minute(300, t0)], runs)
+    await runs.wait(1)
+    await clock.idle_until(t0 + timedelta(seconds=240))
+    assert runs.slots == ["2026-11-22T12:03"]
+    assert [r["status"] for r in ledger.history("pulse", limit=10)] == ["sent", *["missed"] * 3]
+    await sched.stop()
+
+
+async def test_stop_ends_every_job_and_start_schedules_them_again(ledger):
+    clock = FakeClock(local(2026, 11, 21, 20, 0))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    tasks = list(sched._tasks.values())
+    await sched.stop()
+    assert tasks and all(t.done() for t in tasks)  # stopped, not left sleeping
+    sched.start([daily()], runs)  # a second start (a reload) schedules it anew
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    await clock.set(local(2026, 11, 21, 21, 0))
+    await runs.wait(1)
+    assert runs.slots == ["2026-11-21T21:00"]
+    await sched.stop()
+
+
+async def test_a_job_added_again_replaces_the_old_one_and_runs_once(ledger):
+    clock = FakeClock(local(2026, 11, 21, 20, 0))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    sched.add(daily(hour=22))  # the time changed: the 21:00 run is gone
+    await clock.idle_until(local(2026, 11, 21, 22, 0))
+    await clock.set(local(2026, 11, 21, 22, 0))
+    await runs.wait(1)
+    await clock.idle_until(local(2026, 11, 22, 22, 0))
+    assert runs.slots == ["2026-11-21T22:00"]
+    await sched.stop()
+
+
+async def test_a_run_started_by_hand_is_recorded(ledger):
+    clock = FakeClock(local(2026, 11, 21, 10, 0))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], runs)
+    assert await sched.run_now("daily-summary") == ("sent", None)
+    (row,) = ledger.history("daily-summary")
+    assert (row["slot"], row["status"]) == ("manual 2026-11-21T10:00:00", "sent")
+    await sched.stop()
+
+
+async def test_a_claim_older_than_the_grace_period_is_settled_as_missed(ledger):
+    job = daily(grace_hours=1)
+    fire = local(2026, 11, 20, 21, 0)
+    ledger.claim(job, job.slot(fire), fire, fire)  # the process died while sending
+    clock = FakeClock(local(2026, 11, 21, 20, 0))  # a day later
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
+    await clock.idle_until(local(2026, 11, 21, 21, 0))
+    assert runs.slots == [] and ledger.status(job.id, job.slot(fire)) == "missed"
+    await sched.stop()
+
+
+async def test_next_run_never_names_a_slot_already_out_of_grace(ledger):
+    clock = FakeClock(local(2026, 11, 21, 10, 0))
+    sched = Scheduler(ledger, clock)
+    old = daily(created=datetime(2026, 11, 1, tzinfo=UTC))  # many slots ago, none recorded
+    assert sched.next_run(old) == local(2026, 11, 21, 21, 0)
+
+
+async def test_a_run_cancelled_by_stop_is_not_recorded_as_sent_or_retried(ledger):
+    clock = FakeClock(local(2026, 11, 21, 21, 0))
+    started = asyncio.Event()
+    calls = 0
+
+    async def hang(job: Job, slot: str) -> None:
+        nonlocal calls
+        calls += 1
+        started.set()
+        await asyncio.Event().wait()
+
+    sched = Scheduler(ledger, clock)
+    sched.start([daily()], hang)
+    async with asyncio.timeout(5):
+        await started.wait()
+        await sched.stop()
+    assert calls == 1 and ledger.status("daily-summary", "2026-11-21T21:00") == "claimed"
