@@ -62,11 +62,22 @@ class CompactionSettings:
 
 
 @dataclass(frozen=True)
+class WebSearchSettings:
+    # web_search, off until a provider is chosen: "brave" (an API key) or "searxng" (the
+    # address of your instance, with the JSON format allowed in its settings).
+    provider: str = setting("", choices=("", "brave", "searxng"))
+    base_url: str = ""  # default: Brave's API; required for searxng
+    api_key: Secret | None = None
+    max_results: int = setting(5, minimum=1)
+
+
+@dataclass(frozen=True)
 class WebToolSettings:
     # web_fetch: reading a page the person points to.
     enabled: bool = True
     # Also in groups, guild channels and guests' chats (by default only in the owner's own).
     shared: bool = False
+    search: WebSearchSettings = field(default_factory=WebSearchSettings)
 
 
 @dataclass(frozen=True)

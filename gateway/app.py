@@ -317,13 +317,20 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
 
 
 def _web_tools(config: Config) -> tuple[Tool, ...]:
-    """web_fetch, as configured; private chats only unless ``tools.web.shared``."""
+    """web_fetch and web_search, as configured; private chats only unless tools.web.shared."""
     web = config.tools.web
-    if not web.enabled:
-        return ()
-    from agent.web import WebFetcher, web_tools
+    tools: list[Tool] = []
+    if web.enabled:
+        from agent.web import WebFetcher, web_tools
 
-    return tuple(replace(t, private_only=not web.shared) for t in web_tools(WebFetcher()))
+        tools += web_tools(WebFetcher())
+    if web.search.provider:
+        from agent.web_search import provider_from, search_tools
+
+        provider = provider_from(web.search)
+        assert provider is not None
+        tools += search_tools(provider, web.search.max_results)
+    return tuple(replace(t, private_only=not web.shared) for t in tools)
 
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:

@@ -88,6 +88,8 @@ async def run_checks(
     for name in ("telegram", "discord"):
         if getattr(config.channels, name).enabled:
             network.append(_guarded(name, check_channel(config, raw, name, limit)))
+    if config.tools.web.search.provider:
+        network.append(_guarded("web search", check_search(config, limit)))
     network.append(_guarded("gateway", check_gateway(home, limit)))
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
@@ -171,6 +173,26 @@ async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> C
         return Check(FAIL, "anthropic", config.missing("llm.api_key", "your Anthropic API key"))
     async with AnthropicLLM(config.llm) as model:
         return await model.probe(limit, key_source(raw, "llm.api_key"))
+
+
+async def check_search(config: Config, limit: float) -> Check:
+    """One query to the configured search provider: its address and key work."""
+    from agent.web_search import provider_from
+    from gateway.errors import ConfigError, ToolError
+
+    try:
+        provider = provider_from(config.tools.web.search)
+    except ConfigError as exc:
+        return Check(FAIL, "web search", str(exc), "set it under tools.web.search in config.yaml")
+    assert provider is not None
+    try:
+        async with asyncio.timeout(limit):
+            await provider.search("corvid", 1)
+    except ToolError as exc:
+        return Check(FAIL, "web search", str(exc), "check tools.web.search in config.yaml")
+    except TimeoutError:
+        return Check(FAIL, "web search", f"{provider.name} did not answer within {limit:g} s")
+    return Check(OK, "web search", f"{provider.name} answers")
 
 
 async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit: float) -> Check:

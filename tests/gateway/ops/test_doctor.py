@@ -437,6 +437,7 @@ def test_the_secret_options_are_found_from_the_config_classes():
         "channels.telegram.webhook.secret_token",
         "channels.discord.token",
         "transcription.api_key",
+        "tools.web.search.api_key",
     }
 
 
