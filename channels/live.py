@@ -110,6 +110,24 @@ class LiveReply(ABC, Generic[P]):
         raise NotImplementedError
 
 
+class WholeText(LiveReply[str]):
+    """A reply shown as one growing text (a terminal, a web page), not as platform messages:
+    subclasses override ``show``, ``finish`` and ``take_back``, so the cut and the message
+    primitives are never used."""
+
+    async def cut(self, text: str) -> list[str]:
+        return [text]
+
+    async def post(self, piece: str, first: bool) -> str:
+        raise NotImplementedError
+
+    async def edit(self, ref: str, piece: str) -> None:
+        raise NotImplementedError
+
+    async def delete(self, ref: str) -> None:
+        raise NotImplementedError
+
+
 def escape_markdown(text: str) -> str:
     """Literal text for a Markdown renderer: every ASCII punctuation mark escaped."""
     return re.sub(r"([!-/:-@\\[-`{-~])", r"\\\1", text)

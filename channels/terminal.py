@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from channels.access import Arrival
 from channels.base import Channel
-from channels.live import LiveReply
+from channels.live import LiveReply, WholeText
 from gateway.events import TERMINAL, OutboundMessage, SessionKey
 
 KEY = TERMINAL
@@ -116,7 +116,7 @@ class TerminalChannel(Channel):
                 await answered
 
 
-class TerminalLive(LiveReply[str]):
+class TerminalLive(WholeText):
     """A reply printed as it is written: each frame prints what is new since the last one."""
 
     every = 0.05
@@ -149,19 +149,6 @@ class TerminalLive(LiveReply[str]):
             self.terminal.stdout.write("\n")
             self.terminal.writing = False
             self._printed = ""
-
-    # Printed text is not a list of platform messages: the methods above replace the cut.
-    async def cut(self, text: str) -> list[str]:
-        return [text]
-
-    async def post(self, piece: str, first: bool) -> str:
-        raise NotImplementedError
-
-    async def edit(self, ref: str, piece: str) -> None:
-        raise NotImplementedError
-
-    async def delete(self, ref: str) -> None:
-        raise NotImplementedError
 
 
 class _LineReader:

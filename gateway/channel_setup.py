@@ -3,7 +3,7 @@ its inbox (where files sent in a chat go) and the pairing store they share."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from agent.audience import inbox_folder
 from agent.quota import Quota
@@ -14,7 +14,7 @@ from channels.pairing import PairingStore
 from channels.voice import Hearing, OpenAITranscriber
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
-from gateway.events import audience_of
+from gateway.events import SessionKey, audience_of
 from gateway.ports import Clock, SystemClock
 
 
@@ -61,15 +61,26 @@ def _policy(
         context_messages=cfg.group_context_messages,
         clock=clock,
     )
-    intake = Intake(
+    return access, intake(
+        config, cfg, clock, lambda key, size: limits.refusal(audience_of(key), size)
+    )
+
+
+def intake(
+    config: Config,
+    cfg: ChannelConfig,
+    clock: Clock,
+    room: Callable[[SessionKey, int], str | None] = lambda key, size: None,
+) -> Intake:
+    """Where a channel's files go (its audience's inbox folder) and how large they may be."""
+    return Intake(
         config.workspace.resolve(),
         cfg.max_image_bytes,
         cfg.max_file_bytes,
         today=lambda: clock.now().astimezone(config.tz).date(),
         folder=lambda key, day: inbox_folder(audience_of(key), day),
-        room=lambda key, size: limits.refusal(audience_of(key), size),
+        room=room,
     )
-    return access, intake
 
 
 def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:

@@ -5,14 +5,13 @@ environment, and returns the exit status."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway.config import Config, load_config
 from gateway.events import OWNER
@@ -202,17 +201,13 @@ def pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, s
 
 
 def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask
+    from gateway.ops.control import ask_running
     from gateway.ops.status import render, report_from_files
 
     config = prepare(home, environ)
 
-    async def live() -> dict[str, Any]:
-        async with asyncio.timeout(10):
-            return await ask(config.state / "control.sock", {"cmd": "status"})
-
     try:
-        data = asyncio.run(live())["report"]
+        data = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
     except (ConnectionError, TimeoutError, KeyError):
         data = report_from_files(config)
     if getattr(args, "json", False):
@@ -224,7 +219,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.control import ask
+    from gateway.ops.control import ask_running
     from gateway.web.guard import address, load_token
 
     config = prepare(home, environ, create=True)
@@ -234,12 +229,9 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         )
         return 1
 
-    async def running() -> dict[str, Any]:
-        async with asyncio.timeout(10):
-            return await ask(config.state / "control.sock", {"cmd": "status"})
-
     try:
-        base = asyncio.run(running())["report"].get("web")
+        report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        base = report.get("web")
         note = (
             "" if base else "Corvid is running, but its control page could not start (see its log)."
         )
@@ -272,17 +264,13 @@ def _open_in_browser(page: Path, url: str) -> None:
 def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Ask the running gateway to read config.yaml again. It checks the file itself (with its
     own environment, where the secrets are), so nothing is loaded here."""
-    from gateway.ops.control import ask
+    from gateway.ops.control import ask_running
 
     if not (home / "state").is_dir():
         raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")
 
-    async def ask_reload() -> dict[str, Any]:
-        async with asyncio.timeout(30):
-            return await ask(home / "state" / "control.sock", {"cmd": "reload"})
-
     try:
-        answer = asyncio.run(ask_reload())
+        answer = ask_running(home / "state" / "control.sock", {"cmd": "reload"}, 30)
     except ConnectionError:
         print(
             "corvid: Corvid is not running here; `corvid run` reads config.yaml when it starts",

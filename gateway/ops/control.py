@@ -123,3 +123,14 @@ async def ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise ValueError("the control socket answered something other than an object")
     return answer
+
+
+def ask_running(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """``ask`` from the command line: raises ConnectionError when no gateway runs here, and
+    TimeoutError when it does not answer within ``timeout`` seconds."""
+
+    async def asking() -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            return await ask(path, request)
+
+    return asyncio.run(asking())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sqlite3
 import sys
@@ -107,16 +106,14 @@ def _print_job(state: JobState) -> None:
 
 
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask
+    from gateway.ops.control import ask_running
 
     config = prepare(home, environ)
 
-    async def run() -> dict[str, Any]:
-        async with asyncio.timeout(900):  # a turn, with the model's own retries
-            return await ask(config.state / "control.sock", {"cmd": "run_job", "id": args.job_id})
-
     try:
-        answer = asyncio.run(run())
+        request = {"cmd": "run_job", "id": args.job_id}
+        # Up to a whole turn, with the model's own retries.
+        answer = ask_running(config.state / "control.sock", request, 900)
     except ConnectionError:
         print(
             "corvid: Corvid is not running here; jobs run inside the gateway (`corvid run`).",
@@ -131,18 +128,14 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
 def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """In the running gateway if there is one (it stops scheduling the job at once), else in
     ``state/jobs.json``."""
-    from gateway.ops.control import ask
+    from gateway.ops.control import ask_running
     from gateway.scheduling.reminders import JobStore, cancellable
 
     config = prepare(home, environ)
     request = {"cmd": "cancel_job", "id": args.job_id}
 
-    async def cancel() -> dict[str, Any]:
-        async with asyncio.timeout(10):
-            return await ask(config.state / "control.sock", request)
-
     try:
-        problem = asyncio.run(cancel()).get("error")
+        problem = ask_running(config.state / "control.sock", request, 10).get("error")
     except (ConnectionError, TimeoutError):
         problem = cancellable(JobStore(config.state / "jobs.json"), args.job_id)
     if problem:

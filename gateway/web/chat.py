@@ -17,13 +17,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
-from agent.audience import inbox_folder
 from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
-from channels.live import LiveReply
+from channels.live import LiveReply, WholeText
 from gateway.config import ChannelConfig, Config
-from gateway.events import Attachment, OutboundMessage, Scope, SessionKey, audience_of
+from gateway.events import Attachment, OutboundMessage, Scope, SessionKey
 from gateway.ports import Clock
 from gateway.web.html import esc, markdown
 from gateway.web.sessions_page import message_html
@@ -38,15 +37,10 @@ LISTENER_BACKLOG = 200
 def web_chat(config: Config, clock: Clock) -> WebChannel:
     """The web chat's channel; files sent on the page go to the private inbox, within the
     default size limits of a chat platform."""
-    limits = ChannelConfig()
-    intake = Intake(
-        config.workspace.resolve(),
-        limits.max_image_bytes,
-        limits.max_file_bytes,
-        today=lambda: clock.now().astimezone(config.tz).date(),
-        folder=lambda key, day: inbox_folder(audience_of(key), day),
-    )
-    return WebChannel(intake, clock, config.state / "web_chat.jsonl")
+    from gateway.channel_setup import intake
+
+    files = intake(config, ChannelConfig(), clock)
+    return WebChannel(files, clock, config.state / "web_chat.jsonl")
 
 
 # The outbox keeps the newest messages sent to the web chat, no more than this many.
@@ -166,7 +160,7 @@ class WebChannel(Channel):
         return fetch
 
 
-class WebLive(LiveReply[str]):
+class WebLive(WholeText):
     """A reply streamed to the open chat pages: each frame replaces the draft bubble."""
 
     every = 0.2
@@ -199,17 +193,3 @@ class WebLive(LiveReply[str]):
     async def take_back(self) -> None:
         self.channel.publish("draft", "")
         self._showing = False
-
-    # The page's draft is one bubble, not a list of platform messages: the methods above
-    # replace the cut.
-    async def cut(self, text: str) -> list[str]:
-        return [text]
-
-    async def post(self, piece: str, first: bool) -> str:
-        raise NotImplementedError
-
-    async def edit(self, ref: str, piece: str) -> None:
-        raise NotImplementedError
-
-    async def delete(self, ref: str) -> None:
-        raise NotImplementedError
