@@ -2,8 +2,8 @@
 
 An HTTP(S) GET with an honest User-Agent, time limits, at most five redirects and a size cap.
 HTML becomes Markdown through trafilatura (it finds the article in a page and drops menus,
-ads and footers, and it is maintained); plain text and JSON pass through. What comes back is
-marked as untrusted: a web page informs, it never instructs.
+ads and footers, and it is maintained); plain text and JSON pass through; a PDF's text is read
+with pypdf. What comes back is marked as untrusted: a web page informs, it never instructs.
 
 **Server-side request forgery.** A page (or a prompt) must not make Corvid reach what only the
 machine can: its own services, the home network, a cloud's metadata endpoint. Every address a
@@ -161,7 +161,7 @@ async def _read(response: Any, limit: int) -> tuple[bytes, bool]:
 
 
 def _text(body: bytes, content_type: str, charset: str | None) -> str:
-    text = body.decode(charset or "utf-8", errors="replace")
+    text = "" if content_type == "application/pdf" else body.decode(charset or "utf-8", "replace")
     if content_type in ("text/html", "application/xhtml+xml"):
         return _readable(text)
     if content_type == "application/json":
@@ -171,9 +171,26 @@ def _text(body: bytes, content_type: str, charset: str | None) -> str:
             return text
     if content_type in TEXT_TYPES or content_type.startswith("text/"):
         return text
+    if content_type == "application/pdf":
+        return _pdf_text(body)
     raise ToolError(
         f"That address gives {content_type or 'something unnamed'}, not a page or text."
     )
+
+
+def _pdf_text(body: bytes) -> str:
+    """A PDF's text, page by page (pypdf: pure Python, no other dependency)."""
+    import io
+
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(body))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Exception as exc:  # pypdf raises many kinds for a broken or cut file
+        raise ToolError(f"That PDF could not be read ({type(exc).__name__}).") from None
+    text = "\n\n".join(f"[page {n}]\n{t.strip()}" for n, t in enumerate(pages, 1) if t.strip())
+    return text or "(the PDF has no text layer: it may be scanned images)"
 
 
 def _readable(page: str) -> str:

@@ -124,7 +124,8 @@ def _string(value: Any, key: str, meta: Mapping[str, Any]) -> str:
         # Matched without regard to case, and given back as the choice is spelled.
         spelled = {str(c).casefold(): str(c) for c in choices}.get(text.casefold())
         if spelled is None:
-            raise ConfigError(key, f"expected one of {', '.join(choices)}, got {text!r}")
+            shown = ", ".join(c or '"" (off)' for c in choices)
+            raise ConfigError(key, f"expected one of {shown}, got {text!r}")
         return spelled
     return text
 

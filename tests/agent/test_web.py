@@ -27,6 +27,32 @@ researchers wore masks while trapping birds, and the crows scolded the mask year
 <footer>Copyright 2026. Cookie settings. Advertising.</footer></body></html>"""
 
 
+def _pdf(text: str) -> bytes:
+    """A one-page PDF with ``text`` in Helvetica, its cross-reference table right."""
+    stream = f"BT /F1 18 Tf 20 100 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
 @pytest.fixture
 async def site() -> AsyncIterator[str]:
     async def article(request: web.Request) -> web.Response:
@@ -66,6 +92,14 @@ async def site() -> AsyncIterator[str]:
     async def png(request: web.Request) -> web.Response:
         return web.Response(body=b"\x89PNG", content_type="image/png")
 
+    async def paper(request: web.Request) -> web.Response:
+        return web.Response(body=_pdf("Crows remember faces."), content_type="application/pdf")
+
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(body=b"%PDF-1.4 not really", content_type="application/pdf")
+
+    app.router.add_get("/paper.pdf", paper)
+    app.router.add_get("/broken.pdf", broken)
     app.router.add_get("/json", data)
     app.router.add_get("/png", png)
     runner = web.AppRunner(app)
@@ -192,3 +226,11 @@ async def test_shared_chats_get_it_when_the_owner_says_so(start_gateway, fake_ap
     channel.push("@bot hello", key=GROUP)
     await channel.wait_sent(1)
     assert "web_fetch" in [t["name"] for t in fake_api.message_requests[-1].body["tools"]]
+
+
+async def test_a_pdfs_text_is_read_and_a_broken_one_refused(site):
+    fetcher = WebFetcher(allow=[HERE])
+    got = await fetcher.fetch(f"{site}/paper.pdf")
+    assert got["text"] == "[page 1]\nCrows remember faces."
+    with pytest.raises(ToolError, match="PDF could not be read"):
+        await fetcher.fetch(f"{site}/broken.pdf")

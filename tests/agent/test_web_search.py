@@ -145,3 +145,14 @@ async def test_doctor_asks_the_provider_once(search, tmp_path):
     assert bad.status == "FAIL" and "HTTP 401" in bad.message
     missing = await check_search(config(provider="searxng"), 5)
     assert missing.status == "FAIL" and "tools.web.search.base_url" in missing.message
+
+
+def test_an_unknown_provider_is_named_with_the_choices(tmp_path):
+    from gateway.config import parse_config
+
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"tools": {"web": {"search": {"provider": "bing"}}}}, home=tmp_path,
+                     environ={})  # fmt: skip
+    assert str(caught.value) == (
+        "tools.web.search.provider: expected one of \"\" (off), brave, searxng, got 'bing'"
+    )
