@@ -154,7 +154,7 @@ class ToolResult:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool], max_output_chars: int = 50_000) -> None:
         self._tools = {t.name: t for t in tools}
-        self._max = max_output_chars
+        self.max_output_chars = max_output_chars
         # Built once: the tool list is the first part of every request and must stay
         # byte-identical for the prompt cache.
         self._schemas = [t.schema() for t in self._tools.values()]
@@ -172,9 +172,10 @@ class ToolRegistry:
         result = await self._call(name, args, ctx)
         # Errors too: a refusal quotes the model's arguments, and those can be huge.
         text = result.text
-        if len(text) > self._max:
-            cut = len(text) - self._max
-            text = text[: self._max] + f"\n[... output cut: {cut} more characters not shown]"
+        limit = self.max_output_chars
+        if len(text) > limit:
+            cut = len(text) - limit
+            text = text[:limit] + f"\n[... output cut: {cut} more characters not shown]"
         return ToolResult(text, result.is_error)
 
     async def _call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:

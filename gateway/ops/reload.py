@@ -5,7 +5,8 @@ the error names the key. Then every option that differs from the running configu
 either applied at once (who may talk to the bot and where, streaming, the schedule and the
 heartbeat, the model and the caps, memory and compaction settings, the log level) or named as
 needing a restart (tokens, turning a channel on or off, the webhook, the control page's
-address, the API's address and key, the time zone). A restart drops Telegram's long poll,
+address, the API's address and key, the time zone, the shared chats' quotas, the longest
+message, how memory is cut for its index). A restart drops Telegram's long poll,
 Discord's gateway session and the turns running, so reloading is the gentler way.
 """
 
@@ -40,8 +41,13 @@ LIVE = (
     "llm.model",
     "llm.max_tokens",
     "llm.context_window",
-    "agent.",
-    "memory.",
+    "agent.max_iterations",
+    "agent.bootstrap_max_chars",
+    "agent.bootstrap_total_max_chars",
+    "agent.tool_output_max_chars",
+    "memory.daily_log_max_chars",
+    "memory.long_term_max_chars",
+    "memory.search_max_results",
     "compaction.",
     "logging.level",
     "gateway.shutdown_grace",
@@ -106,6 +112,7 @@ def _apply(app: App, new: Config, applied: list[str]) -> None:
     if isinstance(llm, AnthropicLLM):
         llm.cfg, llm.model, llm.context_window = new.llm, new.llm.model, new.llm.context_window
     agent.settings = agent.prompts.settings = new.agent
+    agent.tools.max_output_chars = new.agent.tool_output_max_chars
     agent.maintenance.cfg = new.compaction
     if agent.memory is not None:
         agent.memory.cfg = new.memory

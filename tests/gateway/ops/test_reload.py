@@ -151,3 +151,17 @@ async def test_the_control_page_reads_the_file_again(home, fake_api, fake_telegr
             assert app.channels["telegram"].access.groups == frozenset({"-100777"})
         finally:
             await client.close()
+
+
+async def test_only_what_is_read_at_use_is_called_live(home, fake_api, fake_telegram, capsys):
+    """A cap held by a part built at start (a quota, the longest message) is named as waiting
+    for a restart, not claimed as changed."""
+    raw = _raw(fake_api, fake_telegram)
+    async with _running(home, raw) as app:
+        raw["agent"] = {"tool_output_max_chars": 2000, "max_input_chars": 500}
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, out, _ = await _reload(home, capsys)
+        assert code == 0
+        assert "Changed now: agent.tool_output_max_chars" in out
+        assert "next restart (`corvid run`): agent.max_input_chars" in out
+        assert app.agent.tools.max_output_chars == 2000
