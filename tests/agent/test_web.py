@@ -145,8 +145,14 @@ async def test_the_guard_refuses_this_machine_by_address_and_by_name(site):
     port = site.rsplit(":", 1)[1]
     guarded = WebFetcher()  # as in production: nothing allowed beyond the public internet
     for url in (f"{site}/article", f"http://localhost:{port}/article",
-                f"http://[::ffff:127.0.0.1]:{port}/article", f"http://[::1]:{port}/"):  # fmt: skip
+                f"http://[::ffff:127.0.0.1]:{port}/article", f"http://[::1]:{port}/",
+                # Unicode digits and dots that the HTTP client reads as 127.0.0.1
+                f"http://\uff11\uff12\uff17.0.0.1:{port}/",
+                f"http://127\u30020\u30020\u30021:{port}/"):  # fmt: skip
         with pytest.raises(ToolError, match="Refused"):
+            await guarded.fetch(url)
+    for url in (f"http://2130706433:{port}/", f"http://0x7f.1:{port}/"):
+        with pytest.raises(ToolError, match="InvalidUrl|loopback"):  # refused or not a URL
             await guarded.fetch(url)
 
 
@@ -188,7 +194,9 @@ async def test_a_name_that_resolves_to_a_private_address_is_refused():
     ("address", "refused"),
     [("8.8.8.8", False), ("2606:4700::1111", False), ("127.0.0.1", True), ("10.1.2.3", True),
      ("100.64.0.1", True), ("169.254.169.254", True), ("fd00:ec2::254", True), ("::1", True),
-     ("224.0.0.1", True), ("0.0.0.0", True), ("::ffff:10.0.0.1", True), ("fe80::1%eth0", True)],
+     ("224.0.0.1", True), ("0.0.0.0", True), ("::ffff:10.0.0.1", True), ("fe80::1%eth0", True),
+     ("64:ff9b::7f00:1", True), ("64:ff9b::808:808", False), ("2002:7f00:1::", True),
+     ("2002:808:808::", False), ("fec0::1", True)],
 )  # fmt: skip
 def test_which_addresses_are_on_the_public_internet(address, refused):
     assert (refusal(address) is not None) is refused
