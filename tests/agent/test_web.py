@@ -152,7 +152,7 @@ async def test_the_guard_refuses_this_machine_by_address_and_by_name(site):
         with pytest.raises(ToolError, match="Refused"):
             await guarded.fetch(url)
     for url in (f"http://2130706433:{port}/", f"http://0x7f.1:{port}/"):
-        with pytest.raises(ToolError, match="InvalidUrl|loopback"):  # refused or not a URL
+        with pytest.raises(ToolError, match=r"InvalidUrl|loopback"):  # refused or not a URL
             await guarded.fetch(url)
 
 
