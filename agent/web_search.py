@@ -50,8 +50,11 @@ class _HTTPProvider:
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 answer = await client.get(self.base_url + path, params=params, headers=headers)
-        except httpx.HTTPError as exc:
-            raise ToolError(f"The search service ({self.name}) did not answer: {exc}") from None
+        except Exception as exc:
+            # Only the kind of failure: an error's text can quote the request's headers.
+            raise ToolError(
+                f"The search service ({self.name}) did not answer ({type(exc).__name__})."
+            ) from None
         if answer.status_code != 200:
             raise ToolError(f"The search service ({self.name}) said HTTP {answer.status_code}.")
         try:
@@ -68,7 +71,7 @@ class BraveSearch(_HTTPProvider):
         self.api_key = api_key
 
     async def search(self, query: str, count: int) -> list[Result]:
-        headers = {"X-Subscription-Token": self.api_key, "Accept": "application/json"}
+        headers = {"X-Subscription-Token": self.api_key.strip(), "Accept": "application/json"}
         data = await self._get("/web/search", {"q": query, "count": count}, headers)
         found = ((data or {}).get("web") or {}).get("results") or []
         return [_result(r.get("title"), r.get("url"), r.get("description")) for r in found][:count]

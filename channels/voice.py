@@ -46,15 +46,20 @@ class OpenAITranscriber:
     async def transcribe(self, data: bytes, name: str, mime: str) -> str:
         import httpx
 
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        key = (self.api_key or "").strip()  # a key read from a file often ends in a newline
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         files = {"file": (name, data, mime or "application/octet-stream")}
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 answer = await client.post(
                     self.url, headers=headers, files=files, data={"model": self.model}
                 )
-        except httpx.HTTPError as exc:
-            raise TranscriptionError(f"the transcription service did not answer ({exc})") from None
+        except Exception as exc:
+            # Only the kind of failure: an error's text can quote the request's headers.
+            log.warning("transcription request failed: %s", type(exc).__name__)
+            raise TranscriptionError(
+                f"the transcription service did not answer ({type(exc).__name__})"
+            ) from None
         if answer.status_code != 200:
             raise TranscriptionError(f"the transcription service said HTTP {answer.status_code}")
         try:
@@ -99,24 +104,37 @@ async def hear(
     """The recording kept in the chat's inbox (when it fits the file limit), and what the model
     reads of it: its words, or why there are none."""
     head = f"[{rec.kind}, {duration(rec.seconds)}]"
-    if rec.size > hearing.max_bytes:
-        return None, f"{head} (not transcribed: larger than {mb(hearing.max_bytes)})"
-    if rec.seconds is not None and rec.seconds > hearing.max_seconds:
-        return None, f"{head} (not transcribed: longer than {duration(hearing.max_seconds)})"
-    data = await rec.read()
     name = rec.name or "recording" + _SUFFIX.get(rec.mime.split(";")[0], ".ogg")
+    too_long = rec.seconds is not None and rec.seconds > hearing.max_seconds
+    if rec.size > hearing.max_bytes or too_long:
+        # Kept like any file (within the inbox's own limits), just not sent out.
+        kept = await intake.take(key, name, rec.mime, rec.size, rec.read)
+        cap = f"longer than {duration(hearing.max_seconds)}" if too_long else (
+            f"larger than {mb(hearing.max_bytes)}")  # fmt: skip
+        return _kept(kept), f"{head} (not transcribed: {cap}{_where(kept)})"
+    data = await rec.read()
 
     async def read() -> bytes:
         return data
 
     kept = await intake.take(key, name, rec.mime, len(data), read)
-    saved = kept if isinstance(kept, Attachment) else None
+    saved = _kept(kept)
     try:
         words = await hearing.transcriber.transcribe(data, safe_name(name), rec.mime)
     except TranscriptionError as exc:
         log.warning("%s: a %s could not be transcribed: %s", key, rec.kind, exc)
-        where = f"; the recording is saved at {saved.path}" if saved is not None else ""
-        return saved, f"{head} (could not be transcribed: {exc}{where}; tell them)"
+        return saved, f"{head} (could not be transcribed: {exc}{_where(kept)}; tell them)"
     if not words:
         return saved, f"{head} (no words could be made out)"
     return saved, f"{head} {words}"
+
+
+def _kept(taken: Attachment | str) -> Attachment | None:
+    return taken if isinstance(taken, Attachment) else None
+
+
+def _where(taken: Attachment | str) -> str:
+    """Where the recording is, or why it was not kept (the inbox's size limit, a full quota)."""
+    if isinstance(taken, Attachment):
+        return f"; the recording is saved at {taken.path}"
+    return f"; {taken.strip('[]')}"

@@ -90,9 +90,23 @@ async def test_recordings_over_the_caps_are_kept_but_not_sent_out(
         _voice(fake_telegram, seconds=61)
         await fake_telegram.wait_sent(1)
     assert ears.heard == []
-    assert "[voice note, 1:01] (not transcribed: longer than 1:00)" in last_user_text(
-        fake_api.message_requests[0].body
-    )
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "[voice note, 1:01] (not transcribed: longer than 1:00; the recording is saved at " \
+           "inbox/private/" in told  # fmt: skip
+    (saved,) = [p for p in (home / "workspace" / "inbox" / "private").rglob("*") if p.is_file()]
+    assert saved.read_bytes() == RECORDING
+
+
+async def test_a_key_read_from_a_file_with_its_newline_still_works(
+    home, fake_api, fake_telegram, ears
+):
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    section = ears.config(api_key=ears.api_key + "\n")
+    async with _corvid(home, fake_api, "telegram", tg, **section):
+        _voice(fake_telegram)
+        await fake_telegram.wait_sent(1)
+    assert ears.heard[0].authorization == "Bearer tr-test-key"
+    assert WORDS in last_user_text(fake_api.message_requests[0].body)
 
 
 async def test_without_transcription_a_voice_note_gets_the_old_answer(
