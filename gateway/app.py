@@ -77,6 +77,7 @@ class App:
         self.web: WebServer | None = None
         # Options changed in config.yaml by a reload that take effect at the next start.
         self.pending_restart: list[str] = []
+        self.notices: PairingNotices | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self.pid = os.getpid()
@@ -152,7 +153,7 @@ class App:
             figures=self.figures,
             pairing=PairingStore(config.state / "pairing.json", clock=clock),
             job_states=lambda: job_states(
-                planned_jobs(config, self.jobs, clock.now()), scheduler.ledger, clock
+                planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
             ),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
@@ -195,6 +196,9 @@ class App:
             done = reload(self, os.environ)
         except ConfigError as exc:
             return {"ok": False, "error": str(exc)}
+        except Exception as exc:
+            log.exception("reloading config.yaml failed")
+            return {"ok": False, "error": f"{type(exc).__name__} (see the log)"}
         return {"ok": True, "applied": done.applied, "restart": done.restart}
 
     def cancel_job(self, job_id: str) -> str | None:
@@ -279,8 +283,9 @@ def build_app(
         shutdown_grace=config.gateway.shutdown_grace,
         pairing=PairingStore(config.state / "pairing.json", clock=clock),
     )
-    resources.push_async_callback(_tell_owner(config, gateway, clock).close)
-    return App(
+    notices = _tell_owner(config, gateway, clock)
+    resources.push_async_callback(notices.close)
+    app = App(
         config,
         gateway,
         scheduler=scheduler if with_scheduler else None,
@@ -288,6 +293,8 @@ def build_app(
         jobs=jobs,
         resources=resources,
     )
+    app.notices = notices
+    return app
 
 
 def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
@@ -333,15 +340,20 @@ def _web_tools(config: Config) -> tuple[Tool, ...]:
     return tuple(replace(t, private_only=not web.shared) for t in tools)
 
 
-def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
-    """Pairing requests reach the owner's private chat (the first id in allow_from)."""
+def owner_chats(config: Config) -> dict[str, SessionKey]:
+    """The owner's private chat on each enabled platform (the first id in allow_from)."""
     tg, dc = config.channels.telegram, config.channels.discord
     owners: dict[str, SessionKey] = {}
     if tg.enabled and tg.allow_from:
         owners["telegram"] = telegram_private(tg.allow_from[0])
     if dc.enabled and dc.allow_from:
         owners["discord"] = discord_dm(dc.allow_from[0])
-    notices = PairingNotices(gateway.delivery.send, owners, clock)
+    return owners
+
+
+def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
+    """Pairing requests reach the owner's private chat."""
+    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested

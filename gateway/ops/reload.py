@@ -3,11 +3,11 @@
 ``config.yaml`` is read again and validated whole first: an invalid file changes nothing, and
 the error names the key. Then every option that differs from the running configuration is
 either applied at once (who may talk to the bot and where, streaming, the schedule and the
-heartbeat, the model and the caps, memory and compaction settings, the log level) or named as
-needing a restart (tokens, turning a channel on or off, the webhook, the control page's
+heartbeat, the model and the caps, memory and compaction settings) or named as needing a
+restart (the log level, tokens, turning a channel on or off, the webhook, the control page's
 address, the API's address and key, the time zone, the shared chats' quotas, the longest
-message, how memory is cut for its index). A restart drops Telegram's long poll,
-Discord's gateway session and the turns running, so reloading is the gentler way.
+message, how memory is cut for its index). A restart drops Telegram's long poll, Discord's
+gateway session and the turns running, so reloading is the gentler way.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.llm import AnthropicLLM
 from gateway.config import Config, load_config
+from gateway.scheduling.jobs import Job
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ LIVE = (
     "memory.long_term_max_chars",
     "memory.search_max_results",
     "compaction.",
-    "logging.level",
     "gateway.shutdown_grace",
 )  # fmt: skip
 
@@ -98,6 +98,8 @@ def _value(config: Any, key: str) -> Any:
 
 
 def _apply(app: App, new: Config, applied: list[str]) -> None:
+    from gateway.app import owner_chats
+
     agent, gateway = app.agent, app.gateway
     for name in ("telegram", "discord"):
         channel, cfg = gateway.channels.get(name), getattr(new.channels, name)
@@ -109,30 +111,51 @@ def _apply(app: App, new: Config, applied: list[str]) -> None:
             channel.access.groups = frozenset(cfg.groups)
             channel.access.context_messages = cfg.group_context_messages
     llm = agent.llm
-    if isinstance(llm, AnthropicLLM):
-        llm.cfg, llm.model, llm.context_window = new.llm, new.llm.model, new.llm.context_window
+    if isinstance(llm, AnthropicLLM):  # the live options only: the key and address wait
+        llm.cfg = dataclasses.replace(
+            llm.cfg,
+            model=new.llm.model,
+            max_tokens=new.llm.max_tokens,
+            context_window=new.llm.context_window,
+        )
+        llm.model, llm.context_window = new.llm.model, new.llm.context_window
     agent.settings = agent.prompts.settings = new.agent
     agent.tools.max_output_chars = new.agent.tool_output_max_chars
     agent.maintenance.cfg = new.compaction
     if agent.memory is not None:
         agent.memory.cfg = new.memory
     gateway.shutdown_grace = new.gateway.shutdown_grace
-    logging.getLogger().setLevel(new.logging.level)
+    if app.notices is not None:
+        app.notices.set_owners(owner_chats(new))
     if any(k.startswith("schedule.") for k in applied):
         _replan(app, new)
 
 
 def _replan(app: App, new: Config) -> None:
-    """The configured jobs (daily summary, heartbeat) as the new file plans them; reminders
-    made in chat are left as they are."""
+    """The configured jobs (daily summary, heartbeat) as the new file plans them; a job whose
+    schedule did not change is left alone (a run in progress goes on), and reminders made in
+    chat are not touched."""
     from gateway.app import job_runner
 
     scheduler = app.scheduler
     if scheduler is None:
         return
     app.runner.handlers = job_runner(new, app.gateway).handlers
-    for job_id in (DAILY_SUMMARY, HEARTBEAT):
+    now = scheduler.clock.now()
+    planned = {j.id: j for j in planned_jobs(new, app.jobs, now) if j.id in CONFIGURED}
+    running = {j.id: j for j in scheduler.jobs() if j.id in CONFIGURED}
+    for job_id in CONFIGURED:
+        old, job = running.get(job_id), planned.get(job_id)
+        if old is not None and job is not None and _same(old, job):
+            continue
         scheduler.remove(job_id)
-    for job in planned_jobs(new, app.jobs, scheduler.clock.now()):
-        if job.id in (DAILY_SUMMARY, HEARTBEAT):
+        if job is not None:
             scheduler.add(job)
+
+
+CONFIGURED = (DAILY_SUMMARY, HEARTBEAT)
+
+
+def _same(a: Job, b: Job) -> bool:
+    return (a.kind, a.spec, a.timezone, a.target, a.grace) == (
+        b.kind, b.spec, b.timezone, b.target, b.grace)  # fmt: skip

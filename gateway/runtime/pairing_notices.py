@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from channels.live import escape_markdown
 from channels.pairing import PairingRequest
 from gateway.events import OutboundMessage, SessionKey
 from gateway.ports import Clock
@@ -40,6 +41,10 @@ class PairingNotices:
         self._held: list[PairingRequest] = []
         self._digest: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def set_owners(self, owners: Mapping[str, SessionKey]) -> None:
+        """Where notices go from now on (a reload changed ``allow_from``)."""
+        self._owners = dict(owners)
 
     def owner_chat(self, platform: str) -> SessionKey | None:
         return self._owners.get(platform) or next(iter(self._owners.values()), None)
@@ -97,6 +102,8 @@ def who(req: PairingRequest) -> str:
     """A stranger as the owner is told of them: the name they chose (printable, not too
     long), the platform and their id."""
     name = "".join(c for c in req.name if c.isprintable())[:NAME_CHARS].strip()
+    # The name is the stranger's words: shown as text, never as a link or formatting.
+    name = escape_markdown(name)
     platform = req.channel.capitalize()
     return f"{name} ({platform} id {req.user_id})" if name else f"{platform} user {req.user_id}"
 

@@ -165,3 +165,26 @@ async def test_only_what_is_read_at_use_is_called_live(home, fake_api, fake_tele
         assert "Changed now: agent.tool_output_max_chars" in out
         assert "next restart (`corvid run`): agent.max_input_chars" in out
         assert app.agent.tools.max_output_chars == 2000
+
+
+async def test_a_new_owner_hears_of_strangers_and_the_key_waits(
+    home, fake_api, fake_telegram, capsys
+):
+    raw = _raw(fake_api, fake_telegram)
+    raw["schedule"] = {"daily_summary": {"enabled": True, "target": f"telegram:private:{OWNER}"}}
+    async with _running(home, raw) as app:
+        daily = app.scheduler._tasks["daily-summary"]
+        raw["channels"]["telegram"]["allow_from"] = ["99"]
+        raw["llm"]["api_key"] = "sk-another-key-000"
+        raw["schedule"]["heartbeat"] = {"enabled": True, "target": "telegram:private:99"}
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, out, _ = await _reload(home, capsys)
+        assert code == 0 and "next restart (`corvid run`): llm.api_key" in out
+        assert app.agent.llm.cfg.api_key.value == "sk-test-0123456789"  # not swapped in
+        assert app.scheduler._tasks["daily-summary"] is daily  # unchanged, left running
+        assert "heartbeat" in [j.id for j in app.scheduler.jobs()]
+        fake_telegram.text("hello", user=77, first_name="Eve")
+        await fake_telegram.wait_for(
+            lambda: any(m["chat_id"] == "99" and "wants to talk" in m["shown"]
+                        for m in fake_telegram.sent)
+        )  # fmt: skip

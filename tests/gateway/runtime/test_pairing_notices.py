@@ -73,3 +73,12 @@ async def test_one_notice_per_person_an_hour_and_none_without_an_owner():
     nobody.requested(_req(3))
     assert len(sent) == 3
     await notices.close()
+
+
+def test_a_strangers_name_is_shown_as_text_not_as_a_link():
+    from gateway.runtime.pairing_notices import notice
+
+    req = _req(1, name="[Security team](https://evil.example/login) **VERIFIED**")
+    text = notice(req, OWNER).text
+    assert "](https://" not in text and "**VERIFIED**" not in text
+    assert "\\[Security team\\]" in text
