@@ -457,3 +457,11 @@ async def test_a_run_cancelled_by_stop_is_not_recorded_as_sent_or_retried(ledger
         await started.wait()
         await sched.stop()
     assert calls == 1 and ledger.status("daily-summary", "2026-11-21T21:00") == "claimed"
+
+
+async def test_next_run_skips_slots_missed_since_the_last_recorded_run(ledger):
+    job = daily()
+    old = local(2026, 11, 1, 21, 0)
+    ledger.settle(job, job.slot(old), old, "sent", old)  # the last run, weeks ago
+    clock = FakeClock(local(2026, 11, 21, 10, 0))
+    assert Scheduler(ledger, clock).next_run(job) == local(2026, 11, 21, 21, 0)
