@@ -312,6 +312,7 @@ def test_a_finished_stream_leaves_nothing_to_take_back(tmp_path):
     oid = journal.queue(OutboundMessage(PRIVATE, "the whole answer"))
     journal.settle(oid, SendStatus.SENT, live=["10", "11"])
     assert journal.half_written() == [(other, "10")]
+    assert journal.unsettled() == []  # and the answer itself is recorded as sent
     journal.finished(other, ["10"])
     assert journal.half_written() == []
 
