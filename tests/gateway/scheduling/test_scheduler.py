@@ -465,3 +465,19 @@ async def test_next_run_skips_slots_missed_since_the_last_recorded_run(ledger):
     ledger.settle(job, job.slot(old), old, "sent", old)  # the last run, weeks ago
     clock = FakeClock(local(2026, 11, 21, 10, 0))
     assert Scheduler(ledger, clock).next_run(job) == local(2026, 11, 21, 21, 0)
+
+
+async def test_a_run_by_hand_does_not_hide_a_slot_a_crash_left_claimed(ledger):
+    job = daily()
+    fire = local(2026, 11, 21, 21, 0)
+    ledger.claim(job, job.slot(fire), fire, fire)  # the process died while sending at 21:00
+    by_hand = local(2026, 11, 21, 21, 3)  # and the owner ran the job by hand after
+    ledger.claim(job, "manual 2026-11-21T21:03:00", by_hand, by_hand)
+    ledger.settle(job, "manual 2026-11-21T21:03:00", by_hand, "sent", by_hand)
+    clock = FakeClock(local(2026, 11, 21, 21, 5))
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
+    await runs.wait(1)
+    assert runs.slots == ["2026-11-21T21:00"]  # still owed, so sent once
+    await sched.stop()
