@@ -110,6 +110,17 @@ class Access:
             log.error("pairing: %s", exc)
             return False
 
+    def press(
+        self, key: SessionKey, user_id: str, name: str, command: str, press_id: str
+    ) -> Arrival | None:
+        """A press of a button under one of the bot's messages, as the chat command it
+        carries (``key``: the presser's direct chat, None elsewhere). Only the owner's presses
+        in their direct chat count; anyone else's is nothing."""
+        if not self.is_owner(user_id) or not command.startswith("/") or not key.private:
+            return None
+        return Arrival(key, user_id, name, command, message_id=f"button-{press_id}",
+                       is_command=True)  # fmt: skip
+
     def allowed(self, user_id: str) -> bool:
         return self.is_owner(user_id) or self.is_guest(user_id)
 

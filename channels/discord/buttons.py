@@ -34,15 +34,7 @@ async def pressed(interaction: Any, access: Access | None) -> Arrival | None:
         await interaction.response.defer()
     command = str((interaction.data or {}).get("custom_id", ""))
     user = interaction.user
-    if access is None or not access.is_owner(str(user.id)) or not command.startswith("/"):
+    if access is None or interaction.guild_id is not None:
         return None
-    if interaction.guild_id is not None:
-        return None
-    return Arrival(
-        key=discord_dm(user.id),
-        sender_id=str(user.id),
-        sender_name=user.display_name,
-        text=command,
-        message_id=f"button-{interaction.id}",
-        is_command=True,
-    )
+    key = discord_dm(user.id)
+    return access.press(key, str(user.id), user.display_name, command, str(interaction.id))

@@ -70,19 +70,11 @@ class Reader:
         chat, count; anyone else's is answered with nothing."""
         with contextlib.suppress(Exception):  # stops the button's spinner, whoever pressed it
             await query.answer()
-        user, message, data = query.from_user, query.message, query.data or ""
-        if access is None or not access.is_owner(str(user.id)) or not data.startswith("/"):
+        user, message = query.from_user, query.message
+        if access is None or message is None or message.chat.type != "private":
             return None
-        if message is None or message.chat.type != "private":
-            return None
-        return Arrival(
-            key=telegram_private(user.id),
-            sender_id=str(user.id),
-            sender_name=user.full_name,
-            text=data,
-            message_id=f"button-{query.id}",
-            is_command=True,
-        )
+        key = telegram_private(user.id)
+        return access.press(key, str(user.id), user.full_name, query.data or "", str(query.id))
 
     def arrival(self, msg: Message) -> Arrival | None:
         chat = msg.chat

@@ -25,7 +25,7 @@ from gateway.config_build import secret_keys
 from gateway.errors import ConfigError
 from gateway.ops.commands import shown
 from gateway.ports import Secret
-from gateway.web.html import esc, form, notice, page, table
+from gateway.web.html import esc, form, notice, outcome, page, table
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 
 CANCELLABLE = "cancellable"
@@ -39,12 +39,6 @@ def routes(app: web.Application) -> None:
     app.router.add_post("/pairing/{action:approve|deny|revoke}", pairing_action)
     app.router.add_get("/config", config_page)
     app.router.add_post("/config/reload", reload_config)
-
-
-def _done(request: web.Request) -> str:
-    """The outcome of the last action, carried in the address it redirected to."""
-    ok, problem = request.query.get("ok", ""), request.query.get("problem", "")
-    return notice(ok) + notice(problem, "error")
 
 
 def _back(path: str, ok: str = "", problem: str = "") -> web.Response:
@@ -78,7 +72,7 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
             (f"<code>{esc(job.id)}</code>", f"<code>{esc(job.target)}</code>", what, esc(when),
              esc(ran), esc((last or {}).get("error") or ""), actions)
         )  # fmt: skip
-    body = _done(request) + table(
+    body = outcome(request.query) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),
         rows,
         "No scheduled jobs. The daily summary and heartbeat are set up under schedule: in "
@@ -137,7 +131,7 @@ async def pairing_page(request: web.Request) -> web.StreamResponse:
         ),
         "Nobody has been approved by pairing (owners are in allow_from in config.yaml).",
     )  # fmt: skip
-    body = f"{_done(request)}<h2>Waiting</h2>{waiting}<h2>Approved</h2>{let_in}"
+    body = f"{outcome(request.query)}<h2>Waiting</h2>{waiting}<h2>Approved</h2>{let_in}"
     return html_response(page("Pairing", body, active="/pairing", csrf=csrf))
 
 
@@ -215,7 +209,7 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     reread = form("/config/reload", csrf, "Read config.yaml again")
     body = (
-        f"{_done(request)}{check}<p>{reread} applies a changed file without a restart.</p>"
+        f"{outcome(request.query)}{check}<p>{reread} applies a changed file without a restart.</p>"
         f"<p>What this process runs with (secrets are never shown). Change it in "
         f"<code>{esc(config.home / 'config.yaml')}</code> and restart.</p><pre>{esc(text)}</pre>"
         "<h2>Browsers</h2><p>Every browser signed in to this page stays signed in for "

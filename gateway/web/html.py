@@ -8,7 +8,7 @@ JavaScript there is (``static/corvid.js``) only makes the live parts update by t
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,11 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> 
         return f'<p class="empty">{esc(empty)}</p>'
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def outcome(query: Mapping[str, str]) -> str:
+    """The outcome of the last action, carried in the address it redirected to."""
+    return notice(query.get("ok", "")) + notice(query.get("problem", ""), "error")
 
 
 def notice(text: str, kind: str = "ok") -> str:

@@ -45,12 +45,9 @@ def _ctx(backend: Backend) -> TurnContext:
     return TurnContext(WEB_OWNER, backend.memory.workspace, backend.clock.now(), cfg.tz)
 
 
-def version(path: Path) -> str:
+def version(data: bytes | None) -> str:
     """What the editor started from: a digest of the file, or "new" for a missing one."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return "new"
+    return "new" if data is None else hashlib.sha256(data).hexdigest()
 
 
 def _link(rel: str, action: str = "file") -> str:
@@ -134,15 +131,18 @@ def _resolve(backend: Backend, raw: str) -> tuple[TurnContext, Path, str]:
     return ctx, path, path.relative_to(ctx.workspace).as_posix()
 
 
-def content(path: Path) -> str:
-    """The file's text ("" when it does not exist yet); a 415 page for what the editor cannot
-    show as it is (too large, or not UTF-8: saving it would change bytes nobody edited)."""
-    if not path.exists():
-        return ""
-    if path.stat().st_size > MAX_WRITE_CHARS:
-        raise web.HTTPUnsupportedMediaType(text="That file is too large to show here.\n")
+def content(path: Path) -> tuple[str, str]:
+    """The file's text ("" when it does not exist yet) and its version, from one read; a 415
+    page for what the editor cannot show as it is (too large, or not UTF-8: saving it would
+    change bytes nobody edited)."""
     try:
-        return path.read_text(encoding="utf-8")
+        if path.stat().st_size > MAX_WRITE_CHARS:
+            raise web.HTTPUnsupportedMediaType(text="That file is too large to show here.\n")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return "", version(None)
+    try:
+        return data.decode("utf-8"), version(data)
     except UnicodeDecodeError:
         raise web.HTTPUnsupportedMediaType(
             text="That file is not UTF-8 text; open it in a text editor instead.\n"
@@ -157,7 +157,7 @@ async def rendered(text: str) -> str:
 async def view_file(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
     _, path, rel = _resolve(backend, request.query.get("path", ""))
-    text = content(path)
+    text, _ = content(path)
     saved = notice("Saved." if request.query.get("saved") else "")
     can_edit = writable(OWNER, PurePosixPath(rel))
     actions = f'<p><a class="button" href="{_link(rel, "edit")}">Edit</a></p>' if can_edit else ""
@@ -185,8 +185,8 @@ async def edit_form(request: web.Request) -> web.StreamResponse:
         check_writable(ctx, path)
     except ToolError as exc:
         return html_response(page(rel, notice(str(exc), "error"), csrf=csrf), 403)
-    text = content(path)
-    body = _editor(rel, text, version(path), csrf)
+    text, ver = content(path)
+    body = _editor(rel, text, ver, csrf)
     return html_response(page(f"Edit {rel}", body, active="/memory", csrf=csrf))
 
 
@@ -204,17 +204,16 @@ async def save(request: web.Request) -> web.StreamResponse:
         body = notice(str(exc), "error") + _editor(rel, text, started, csrf)
         return html_response(page(f"Edit {rel}", body, csrf=csrf), 403)
     # Checked and written with no await between: nothing else on this loop writes meanwhile.
-    content(path)  # what the editor could not have shown, it does not overwrite
-    current = version(path)
+    # What the editor could not have shown (415), it does not overwrite either.
+    now, current = content(path)
     if current != started:
-        return await _stale(rel, path, text, current, csrf)
+        return await _stale(rel, now, text, current, csrf)
     atomic_write(path, text)
     backend.edited(ctx.now)
     return see_other(_link(rel) + "&saved=1")
 
 
-async def _stale(rel: str, path: Path, text: str, current: str, csrf: str) -> web.Response:
-    now = content(path)
+async def _stale(rel: str, now: str, text: str, current: str, csrf: str) -> web.Response:
     body = (
         notice(
             f"{rel} changed after you opened it (the assistant or someone else wrote to it), so "

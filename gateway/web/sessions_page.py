@@ -17,7 +17,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from gateway.events import InboundMessage, SessionKey, parse_command
-from gateway.web.html import esc, form, markdown, notice, page, table
+from gateway.web.html import esc, form, markdown, outcome, page, table
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 
 PAGE_LINES = 100  # transcript lines per page
@@ -54,16 +54,12 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
              f"{s.context_tokens:,} ({100 * s.context_tokens / window:.0f}%)", str(s.turns),
              cache, esc(now))
         )  # fmt: skip
-    body = _done(request) + table(
+    body = outcome(request.query) + table(
         ("Session", "Scope", "Last active", "Context (of window)", "Turns", "From cache", "Now"),
         rows,
         "No conversations yet.",
     )
     return html_response(page("Sessions", body, active="/sessions", csrf=csrf))
-
-
-def _done(request: web.Request) -> str:
-    return notice(request.query.get("ok", "")) + notice(request.query.get("problem", ""), "error")
 
 
 def _key(raw: str) -> SessionKey:

@@ -88,7 +88,7 @@ async def test_a_shared_chats_log_is_shown_but_not_edited(control, home):
     status, text, _ = await client.get("/memory/file", params={"path": rel})
     assert status == 200 and "group note" in text and "/memory/edit" not in text
     status, _, _ = await client.post(
-        "/memory/edit", {"path": rel, "text": "private!", "version": version(log)}
+        "/memory/edit", {"path": rel, "text": "private!", "version": version(log.read_bytes())}
     )
     assert status == 403 and log.read_text() == "- group note\n"
 
@@ -142,7 +142,7 @@ async def test_a_stale_edit_is_refused_and_loses_nothing(control, home):
     assert "- my own edit" in text and "the assistant wrote this meanwhile" in text
     # The editor now carries the current version: saving again goes through.
     fresh = re.search(r'name="version" value="([^"]+)"', text).group(1)
-    assert fresh == version(memory)
+    assert fresh == version(memory.read_bytes())
     status, _, _ = await client.post(
         "/memory/edit", {"path": "MEMORY.md", "text": mine, "version": fresh}
     )
@@ -247,15 +247,18 @@ async def test_the_live_stream_ends_when_the_gateway_stops(home, start_gateway):
     await client.sign_in()
     try:
         async with asyncio.timeout(10), client.http.get(client.base + "/events/overview") as r:
-            await r.content.readline()
+            assert await r.content.readline() == b"event: overview\n"
             await app.stop()
+            ended = False
             try:
                 while await r.content.readline():
                     pass
+                ended = True
             except aiohttp.ClientPayloadError:
-                pass  # cut at shutdown: ended all the same
+                ended = True  # cut at shutdown: ended all the same
     finally:
         await client.close()
+    assert ended  # the stream ended by itself, within the bound, once the gateway stopped
 
 
 async def test_a_fifo_or_a_file_that_is_not_utf8_is_never_read_or_overwritten(control, home):
@@ -270,7 +273,8 @@ async def test_a_fifo_or_a_file_that_is_not_utf8_is_never_read_or_overwritten(co
     status, text, _ = await client.get("/memory/edit", params={"path": "latin.md"})
     assert status == 415 and "not UTF-8" in text
     status, _, _ = await client.post(
-        "/memory/edit", {"path": "latin.md", "text": "- café\n", "version": version(latin)}
+        "/memory/edit",
+        {"path": "latin.md", "text": "- café\n", "version": version(latin.read_bytes())},
     )
     assert status == 415 and latin.read_bytes() == "- café\n".encode("latin-1")
 
