@@ -104,6 +104,12 @@ def render(messages: list[dict[str, Any]], limit: int) -> str:
                 lines.append(f"Assistant used {b['name']}({args})")
             elif kind == "tool_result":
                 body = b.get("content")
+                if isinstance(body, list):  # text and images
+                    body = " ".join(
+                        str(c.get("text", "")) if c.get("type") == "text" else "[an image]"
+                        for c in body
+                        if isinstance(c, dict)
+                    )
                 body = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
                 lines.append(f"Tool result: {body[:600]}")
             elif kind == "image":

@@ -176,6 +176,9 @@ class Agent:
         """
         tally = _Tally()
         try:
+            # Tools of MCP servers still starting (just after start-up) get a bounded chance
+            # to be offered in this turn.
+            await self.tools.settle()
             while tally.calls < self.settings.max_iterations:
                 resp = await self._call_model(state, ctx, (system_note, listen), tally)
                 if resp.content:
@@ -264,7 +267,7 @@ class Agent:
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": use["id"],
-                "content": result.text,
+                "content": result.content(),
             }
             if result.is_error:
                 block["is_error"] = True

@@ -83,3 +83,30 @@ class WebToolSettings:
 @dataclass(frozen=True)
 class ToolSettings:
     web: WebToolSettings = field(default_factory=WebToolSettings)
+
+
+@dataclass(frozen=True)
+class McpServerSettings:
+    """One Model Context Protocol server: a local command (stdio) or a URL (streamable HTTP)."""
+
+    command: str = ""
+    args: list[str] = field(default_factory=list)
+    # Added to a small inherited set (PATH, HOME, ...); Corvid's own keys are not passed on.
+    env: dict[str, Secret] = field(default_factory=dict)
+    url: str = ""
+    headers: dict[str, Secret] = field(default_factory=dict)
+    enabled: bool = True
+    # Also in groups, guild channels and guests' chats (by default only in the owner's own).
+    shared: bool = False
+    # Seconds one tool call may take, and starting up (connect, handshake, tool list) too.
+    timeout: float = setting(60.0, minimum=1)
+    start_timeout: float = setting(30.0, minimum=1)
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    servers: dict[str, McpServerSettings] = field(default_factory=dict)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import inspect
 import logging
 import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin
+from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
 from agent.quota import Quota
@@ -26,8 +26,8 @@ from gateway.events import Audience, SessionKey, audience_of
 log = logging.getLogger(__name__)
 
 # A handler takes the turn's context and the tool's arguments (a TypedDict, checked against the
-# derived schema before the call).
-Handler = Callable[["TurnContext", Any], "str | Awaitable[str]"]
+# derived schema before the call), and gives text, or a ToolResult for images or an error.
+Handler = Callable[["TurnContext", Any], "str | ToolResult | Awaitable[str | ToolResult]"]
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -122,6 +122,9 @@ class Tool:
     # Offered only in the owner's private sessions (a tool that reaches out, unless the
     # owner lets shared chats use it); anywhere else it is neither shown nor run.
     private_only: bool = False
+    # Arguments checked against input_schema before the call. An MCP server's schema may use
+    # any JSON Schema, and the server checks its own arguments.
+    checked: bool = True
 
     @classmethod
     def typed(
@@ -149,24 +152,71 @@ class Tool:
 class ToolResult:
     text: str
     is_error: bool = False
+    # Content blocks after the text (images), as the Messages API takes them in a tool_result.
+    blocks: tuple[dict[str, Any], ...] = ()
+
+    def content(self) -> str | list[dict[str, Any]]:
+        """The tool_result's content: the text alone, or a text block and the others."""
+        if not self.blocks:
+            return self.text
+        head = [{"type": "text", "text": self.text}] if self.text.strip() else []
+        return [*head, *self.blocks]
+
+
+class ToolSource(Protocol):
+    """Tools that come and go while Corvid runs (an MCP server's, while it is connected)."""
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever ``tools()`` would give something different."""
+        ...
+
+    def tools(self) -> Sequence[Tool]: ...
+
+    async def settle(self) -> None:
+        """Return once the tools that are still starting have had their chance (bounded)."""
+        ...
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool], max_output_chars: int = 50_000) -> None:
-        self._tools = {t.name: t for t in tools}
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        max_output_chars: int = 50_000,
+        extra: ToolSource | None = None,
+    ) -> None:
+        self._fixed = tuple(tools)
+        self._extra = extra
         self.max_output_chars = max_output_chars
-        # Built once: the tool list is the first part of every request and must stay
-        # byte-identical for the prompt cache.
+        self._generation: int | None = None
+        self._build()
+
+    def _build(self) -> None:
+        """The tool lists, built again only when the extra tools changed: the tool list is
+        the first part of every request and must stay byte-identical for the prompt cache."""
+        extra = self._extra.tools() if self._extra is not None else ()
+        self._generation = self._extra.generation if self._extra is not None else None
+        self._tools = {t.name: t for t in (*self._fixed, *extra)}
         self._schemas = [t.schema() for t in self._tools.values()]
         self._shared = [t.schema() for t in self._tools.values() if not t.private_only]
+
+    def _current(self) -> dict[str, Tool]:
+        if self._extra is not None and self._extra.generation != self._generation:
+            self._build()
+        return self._tools
 
     def schemas(self, private: bool = True) -> list[dict[str, Any]]:
         """The tools a session is offered: every one in the owner's private sessions, the
         others in shared ones. Each list is built once, so it stays byte-identical."""
+        self._current()
         return self._schemas if private else self._shared
 
     def __contains__(self, name: str) -> bool:
-        return name in self._tools
+        return name in self._current()
+
+    async def settle(self) -> None:
+        if self._extra is not None:
+            await self._extra.settle()
 
     async def call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
         result = await self._call(name, args, ctx)
@@ -176,12 +226,15 @@ class ToolRegistry:
         if len(text) > limit:
             cut = len(text) - limit
             text = text[:limit] + f"\n[... output cut: {cut} more characters not shown]"
-        return ToolResult(text, result.is_error)
+        return ToolResult(text, result.is_error, result.blocks)
 
     async def _call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
-        tool = self._tools.get(name)
+        tools = self._current()
+        tool = tools.get(name)
         if tool is None:
-            return ToolResult(f"Unknown tool {name!r}. Available: {', '.join(self._tools)}", True)
+            # Only what this session is offered: a shared chat does not learn the owner's tools.
+            offered = ", ".join(t.name for t in tools.values() if ctx.private or not t.private_only)
+            return ToolResult(f"Unknown tool {name!r}. Available: {offered or 'none'}", True)
         if tool.private_only and not ctx.private:
             log.info("tool %s refused in shared %s: not offered there", name, ctx.key)
             return ToolResult(f"{name} is not available in this chat.", True)
@@ -191,7 +244,10 @@ class ToolRegistry:
                 f"{name} cannot be used in the memory flush; only the memory tools can.", True
             )
         try:
-            _check_args(tool.input_schema, args)
+            if tool.checked:
+                _check_args(tool.input_schema, args)
+            elif not isinstance(args, dict):
+                raise ToolError("Tool input must be a JSON object.")
             out = tool.handler(ctx, args)
             if inspect.isawaitable(out):
                 out = await out
@@ -213,7 +269,7 @@ class ToolRegistry:
             # A bug or an OS error: the model gets a short description, the log the traceback.
             log.exception("tool %s failed in %s", name, ctx.key)
             return ToolResult(f"Tool {name} failed: {type(exc).__name__}: {exc}", True)
-        return ToolResult(str(out))
+        return out if isinstance(out, ToolResult) else ToolResult(str(out))
 
 
 def _check_args(schema: dict[str, Any], args: Any) -> None:

@@ -63,8 +63,21 @@ class Usage:
         )
 
 
+# What the API charges for an image at most (it scales larger ones down to about 1.15
+# megapixels): its base64 text would count hundreds of times more.
+IMAGE_TOKENS = 1600
+
+
 def estimate_tokens(obj: Any) -> int:
-    """A rough token count for text or JSON-able content: about four characters a token."""
+    """A rough token count for text or JSON-able content: about four characters a token, and
+    an image (in a message or a tool result) as what the API charges for one at most."""
+    if isinstance(obj, list):
+        return sum(estimate_tokens(b) for b in obj) + 1
+    if isinstance(obj, dict):
+        if obj.get("type") == "image":
+            return IMAGE_TOKENS
+        if obj.get("type") == "tool_result" and isinstance(obj.get("content"), list):
+            return estimate_tokens(obj["content"]) + 10
     text = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
     return len(text) // 4 + 1
 

@@ -49,7 +49,8 @@ from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.statefiles import repair_pairing
 
-if TYPE_CHECKING:  # the control page is imported only when it is on
+if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
+    from agent.mcp_hub import McpHub
     from gateway.web.server import Backend, WebServer
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class App:
         # Options changed in config.yaml by a reload that take effect at the next start.
         self.pending_restart: list[str] = []
         self.notices: PairingNotices | None = None
+        self.mcp: McpHub | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self.pid = os.getpid()
@@ -120,6 +122,8 @@ class App:
 
     async def start(self) -> None:
         await self.gateway.start()
+        if self.mcp is not None:  # in the background: the channels are already taking messages
+            self.mcp.start()
         repair_pairing(self.config.state / "pairing.json")
         if self.scheduler is None:
             return
@@ -219,6 +223,8 @@ class App:
             queued=self.router.queued,
         )
         out = report(self.config, self.agent.store, self.journal, live, self.figures)
+        if self.mcp is not None:
+            out["mcp"] = [view.as_dict() for view in self.mcp.describe()]
         if self.web is not None:
             out["web"] = self.web.url
         return out
@@ -247,6 +253,7 @@ def build_app(
     ledger = Ledger(config.state / "scheduler.sqlite")
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=jobs.forget)
+    mcp = _mcp(config, resources)
     tools = ToolRegistry(
         (
             *FILE_TOOLS,
@@ -255,6 +262,7 @@ def build_app(
             *_web_tools(config),
         ),
         max_output_chars=config.agent.tool_output_max_chars,
+        extra=mcp,
     )
     model = llm or AnthropicLLM(config.llm)
     resources.push_async_callback(_close, model)
@@ -294,7 +302,19 @@ def build_app(
         resources=resources,
     )
     app.notices = notices
+    app.mcp = mcp
     return app
+
+
+def _mcp(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:
+    """The configured MCP servers (started by ``App.start``), or None when there are none."""
+    if not config.mcp.servers:
+        return None
+    from agent.mcp_hub import McpHub
+
+    hub = McpHub(config.mcp.servers, config.state / "mcp")
+    resources.push_async_callback(hub.close)
+    return hub
 
 
 def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:

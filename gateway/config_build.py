@@ -89,6 +89,11 @@ def _convert(tp: Any, value: Any, key: str, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, str | int):
             raise ConfigError(key, f"expected a string, got {kind(value)}")
         return Secret(str(value))
+    if typing.get_origin(tp) is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(key, f"expected a mapping, got {kind(value)}")
+        inner = typing.get_args(tp)[1]
+        return {str(k): _convert(inner, v, join(key, str(k)), {}) for k, v in value.items()}
     if typing.get_origin(tp) is list:
         if not isinstance(value, list):
             raise ConfigError(key, f"expected a list, got {kind(value)}")
@@ -130,21 +135,40 @@ def _string(value: Any, key: str, meta: Mapping[str, Any]) -> str:
     return text
 
 
-def secret_keys(cls: type, prefix: str = "") -> Iterator[str]:
+def secret_keys(cls: type, prefix: str = "", raw: Any = None) -> Iterator[str]:
     """Dotted keys of every ``Secret`` option, found from the settings classes themselves, so a
-    secret added later is masked without anyone having to list it."""
+    secret added later is masked without anyone having to list it. Options under a mapping
+    (``mcp.servers.NAME.env.VAR``) have keys only the YAML knows: they are listed when ``raw``,
+    the YAML as written, is given."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         key = join(prefix, f.name)
-        if tp is Secret or Secret in typing.get_args(tp):
+        below = raw.get(f.name) if isinstance(raw, dict) else None
+        if typing.get_origin(tp) is dict:
+            inner = typing.get_args(tp)[1]
+            if not isinstance(below, dict):
+                continue
+            for name, value in below.items():
+                if inner is Secret:
+                    yield join(key, str(name))
+                elif isinstance(inner, type) and dataclasses.is_dataclass(inner):
+                    yield from secret_keys(inner, join(key, str(name)), value)
+        elif tp is Secret or Secret in typing.get_args(tp):
             yield key
         elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            yield from secret_keys(tp, key)
+            yield from secret_keys(tp, key, below)
 
 
 def secrets_in(obj: object) -> Iterator[Secret]:
-    """Every ``Secret`` value set in a tree of settings dataclasses."""
+    """Every ``Secret`` value set in a tree of settings dataclasses (and mappings of them)."""
+    if isinstance(obj, Secret):
+        yield obj
+        return
+    if isinstance(obj, dict):
+        for value in obj.values():
+            yield from secrets_in(value)
+        return
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         return
     for f in dataclasses.fields(obj):

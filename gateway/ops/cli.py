@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from gateway.config import Config
 from gateway.errors import ConfigError
 from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
-from gateway.ops import commands, jobs_cli
+from gateway.ops import commands, jobs_cli, mcp_cli
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.ops.logs import setup_logging
 
@@ -135,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         "cancel", "cancel a reminder or recurring job made in chat", jobs_cli.jobs_cancel
     ).add_argument("job_id")
     _pairing_commands(top)
+    _mcp_commands(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -161,6 +162,17 @@ def _version() -> str:
         return importlib.metadata.version("corvid")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
         return "(not installed)"
+
+
+def _mcp_commands(top: _Commands) -> None:
+    mcp = top.group(
+        top.add("mcp", "the MCP servers whose tools the assistant uses"), "mcp_command", True
+    )
+    listing = mcp.add("list", "every MCP server, its state and its tools", mcp_cli.mcp_list)
+    listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    listing.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds for a server to start (default 30)"
+    )
 
 
 def _pairing_commands(top: _Commands) -> None:

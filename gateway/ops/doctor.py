@@ -90,6 +90,8 @@ async def run_checks(
             network.append(_guarded(name, check_channel(config, raw, name, limit)))
     if config.tools.web.search.provider:
         network.append(_guarded("web search", check_search(config, limit)))
+    servers = list(config.mcp.servers)
+    network += [_guarded(f"mcp {name}", check_mcp(config, name, limit)) for name in servers]
     network.append(_guarded("gateway", check_gateway(home, limit)))
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
@@ -139,7 +141,7 @@ def secret_values(home: Path, environ: Mapping[str, str]) -> list[str]:
     """Every secret the configuration holds or refers to, valid configuration or not."""
     raw = read_raw(home)
     values: list[str] = []
-    for key in secret_keys(Config):
+    for key in secret_keys(Config, raw=raw):
         value = lookup(raw, key)
         if value is None or isinstance(value, dict | list):
             continue
@@ -193,6 +195,30 @@ async def check_search(config: Config, limit: float) -> Check:
     except TimeoutError:
         return Check(FAIL, "web search", f"{provider.name} did not answer within {limit:g} s")
     return Check(OK, "web search", f"{provider.name} answers")
+
+
+async def check_mcp(config: Config, name: str, limit: float) -> Check:
+    """Start one MCP server, list its tools, stop it."""
+    from agent.mcp import probe
+
+    spec = config.mcp.servers[name]
+    view = await probe(name, spec, config.state / "mcp", limit)
+    who = "every chat" if spec.shared else "private chats only"
+    if view.state == "off":
+        return Check(OK, f"mcp {name}", "off (enabled: false)")
+    if view.state != "ready":
+        log = (
+            f"; its own output is in {config.state / 'mcp' / (name + '.log')}"
+            if spec.command
+            else ""
+        )
+        return Check(
+            FAIL, f"mcp {name}", f"{view.error}{log}", f"check mcp.servers.{name} in config.yaml"
+        )
+    tools = ", ".join(t.split("__", 1)[1] for t in view.tools) or "none"
+    return Check(
+        OK, f"mcp {name}", f"{spec.transport}, {len(view.tools)} tool(s) for {who}: {tools}"
+    )
 
 
 async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit: float) -> Check:

@@ -99,7 +99,9 @@ def _check_config_file(home: Path, raw: Mapping[str, Any]) -> Check:
     except OSError as exc:
         return Check(FAIL, "config.yaml", f"cannot look at {path}: {exc.strerror}")
     inline = [
-        k for k in secret_keys(Config) if (v := lookup(raw, k)) not in (None, "") and not env_ref(v)
+        k
+        for k in secret_keys(Config, raw=raw)
+        if (v := lookup(raw, k)) not in (None, "") and not env_ref(v)
     ]
     if mode & stat.S_IWOTH:
         return Check(

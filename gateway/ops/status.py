@@ -172,6 +172,10 @@ def render(r: dict[str, Any]) -> str:
         lines.append(f"Corvid is running (pid {r['pid']}, up {up}), model {r['model']}.")
         for ch in r["channels"]:
             lines.append(f"  {ch['name']}: {ch['state']}")
+        if r.get("mcp"):
+            from gateway.ops.mcp_cli import server_lines
+
+            lines += ["", "MCP servers:", *server_lines(r["mcp"])]
     else:
         lines.append("Corvid is not running; this is what its files in state/ say.")
     lines.append("")

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.config import LOOPBACK, WebConfig
+from gateway.config import WebConfig
+from gateway.config_checks import LOOPBACK
 
 COOKIE = "corvid_session"
 CSRF_FIELD = "csrf"

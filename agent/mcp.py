@@ -1,0 +1,374 @@
+"""The MCP client: one server's connection, its tools and their results, through the official
+``mcp`` SDK. ``agent/mcp_hub.py`` holds every server and imports this module off the event loop.
+
+A server is a local command spoken to over stdio, or a URL spoken to over streamable HTTP. It
+lives in a task of its own, and when it exits or its connection breaks it is started again
+after a pause that doubles, up to a minute; while it is down its tools are not offered. Its
+tools are named ``<server>__<tool>``, sorted by name, and are private-only unless the server
+is ``shared: true``. Every failure of a call is a tool error for the model, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.lowlevel
+import httpx2
+import mcp_types as mt
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client import Transport
+from mcp.client.session import IncomingMessage
+from mcp.client.streamable_http import streamable_http_client
+
+from agent.mcp_hub import FIRST_PAUSE, ServerView
+from agent.mcp_wire import Watched, server_log, tool_result, with_client
+from agent.settings import McpServerSettings
+from agent.tools import Tool, ToolResult, TurnContext
+
+log = logging.getLogger(__name__)
+
+# The Messages API's rule for a tool's name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_DESCRIPTION_CHARS = 2000
+# Pauses between restarts double up to this; a server that stayed up for STABLE_SECONDS
+# starts over from the first pause when it dies.
+LONGEST_PAUSE = 60.0
+STABLE_SECONDS = 60.0
+
+
+class McpServer:
+    """One server: its connection, kept up by a task that starts it again when it ends."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: McpServerSettings,
+        logs: Path,
+        *,
+        first_pause: float = FIRST_PAUSE,
+        changed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self._logs = logs
+        self._first_pause = first_pause
+        self._changed = changed
+        self.tools: tuple[Tool, ...] = ()
+        self.skipped: tuple[str, ...] = ()
+        self.state = "starting" if spec.enabled else "off"
+        self.error = ""
+        self.restarts = 0
+        self.first_try = asyncio.Event()
+        self._change = asyncio.Event()  # set, and replaced, at every change of state
+        self.http_status: int | None = None  # the last error status an HTTP server answered
+        self._client: Client | None = None
+        self._ended: asyncio.Event | None = None
+        self._relist = False
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def _moved(self, state: str, error: str = "") -> None:
+        self.state, self.error = state, error
+        self._change.set()
+        self._change = asyncio.Event()
+
+    async def wait_until(self, done: Callable[[McpServer], bool], within: float) -> None:
+        """Return once ``done(self)`` holds, checked at every change of state (bounded)."""
+        async with asyncio.timeout(within):
+            while not done(self):
+                await self._change.wait()
+
+    @property
+    def starting(self) -> bool:
+        return self.spec.enabled and not self.first_try.is_set()
+
+    def view(self) -> ServerView:
+        return ServerView(
+            self.name,
+            self.spec.transport,
+            self.spec.shared,
+            self.state,
+            tuple(t.name for t in self.tools),
+            self.error,
+            self.restarts,
+            self.skipped,
+        )
+
+    def start(self) -> None:
+        if self.spec.enabled and self._task is None:
+            self._task = asyncio.create_task(self._keep_up(), name=f"mcp:{self.name}")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._ended is not None:
+            self._ended.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        # The SDK closes stdin, then terminates the process; each step is bounded by it.
+        done, _ = await asyncio.wait({task}, timeout=10)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+        self._moved("stopped")
+
+    # -- the connection -------------------------------------------------------------------------
+
+    async def _keep_up(self) -> None:
+        pause = self._first_pause
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                reason = await self._serve_once()
+            except Exception as exc:
+                reason = describe_error(exc, self.spec, self.http_status)
+            self._set_tools((), ())
+            self._client = None
+            self.first_try.set()
+            if self._stop.is_set():
+                break
+            if time.monotonic() - began >= STABLE_SECONDS:
+                pause = self._first_pause
+            self._moved("waiting", reason)
+            log.warning(
+                "MCP server %s stopped: %s; starting it again in %g s", self.name, reason, pause
+            )
+            ended = self._ended = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), pause)  # stop() cuts the pause short
+            pause = min(pause * 2, LONGEST_PAUSE)
+            self.restarts += 1
+            self._moved("starting")
+
+    async def _serve_once(self) -> str:
+        """Connect, list the tools, and hold the connection until it ends; why it ended."""
+        ended = self._ended = asyncio.Event()
+        if self._stop.is_set():
+            return "stopped"
+        with server_log(self._logs, self.name) as errlog:
+            transport = Watched(self._transport(errlog), ended)
+            with anyio.CancelScope() as scope:
+                # The deadline covers starting up only: spawn, handshake and tool list.
+                scope.deadline = anyio.current_time() + self.spec.start_timeout
+                async with Client(
+                    transport,
+                    cache=None,
+                    client_info=mt.Implementation(name="corvid", version="1"),
+                    message_handler=self._on_message,
+                ) as client:
+                    await self._list(client)
+                    scope.deadline = math.inf
+                    self._client = client
+                    self._moved("ready")
+                    log.info("MCP server %s ready: %d tool(s)", self.name, len(self.tools))
+                    self.first_try.set()
+                    while True:
+                        await ended.wait()
+                        if not self._relist or self._stop.is_set() or transport.closed:
+                            break
+                        ended.clear()
+                        self._relist = False
+                        await self._list(client)
+            if scope.cancelled_caught:
+                return f"it did not start within {self.spec.start_timeout:g} s"
+        if self._stop.is_set():
+            return "stopped"
+        return "its connection ended" if transport.closed else "a call found it gone"
+
+    def _transport(self, errlog: TextIO) -> Transport:
+        spec = self.spec
+        if spec.command:
+            params = StdioServerParameters(
+                command=spec.command,
+                args=list(spec.args),
+                env={k: v.value for k, v in spec.env.items()},
+            )
+            return stdio_client(params, errlog=errlog)
+        headers = {k: v.value for k, v in spec.headers.items()}
+        self.http_status = None
+
+        async def seen(response: httpx2.Response) -> None:
+            if response.status_code >= 400:  # the SDK's error leaves the status out
+                self.http_status = response.status_code
+
+        http = httpx2.AsyncClient(
+            headers=headers,
+            timeout=httpx2.Timeout(30, read=300),
+            event_hooks={"response": [seen]},
+        )
+        return with_client(http, streamable_http_client(spec.url, http_client=http))
+
+    async def _list(self, client: Client) -> None:
+        found: list[mt.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a paginator that never ends cannot hold the start forever
+            page = await client.list_tools(cursor=cursor)
+            found += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        tools, skipped = [], []
+        for item in sorted(found, key=lambda t: t.name):
+            tool = self._tool(item)
+            if tool is None:
+                skipped.append(item.name)
+            else:
+                tools.append(tool)
+        if skipped:
+            log.warning(
+                "MCP server %s: tools left out, their names do not fit the API's rule: %s",
+                self.name,
+                ", ".join(skipped),
+            )
+        self._set_tools(tuple(tools), tuple(skipped))
+
+    def _set_tools(self, tools: tuple[Tool, ...], skipped: tuple[str, ...]) -> None:
+        self.tools, self.skipped = tools, skipped
+        self._changed()
+
+    def _tool(self, item: mt.Tool) -> Tool | None:
+        name = f"{self.name}__{item.name}"
+        if not _TOOL_NAME.fullmatch(name):
+            return None
+        description = (item.description or item.title or item.name).strip()
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
+        schema = dict(item.input_schema)
+        schema.setdefault("type", "object")
+        original = item.name
+
+        async def handler(ctx: TurnContext, args: dict[str, Any]) -> ToolResult:
+            return await self.call(original, args)
+
+        return Tool(
+            name,
+            description,
+            schema,
+            handler,
+            private_only=not self.spec.shared,
+            checked=False,
+        )
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            # Listed again by the keeper's task, not here: this runs in the SDK's reader.
+            self._relist = True
+            if self._ended is not None:
+                self._ended.set()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: %s", self.name, type(message).__name__)
+        await anyio.lowlevel.checkpoint()
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Call one of this server's tools; every failure is a tool error, never an exception."""
+        client = self._client
+        if client is None:
+            return ToolResult(
+                f"The {self.name} server is not connected right now ({self.error or self.state}).",
+                True,
+            )
+        limit = self.spec.timeout
+        try:
+            # The SDK's own limit answers first; this one catches what it could not.
+            async with asyncio.timeout(limit + 5):
+                result = await client.call_tool(tool, args, read_timeout_seconds=limit)
+        except MCPError as exc:
+            if exc.code == mt.REQUEST_TIMEOUT:
+                log.warning("MCP %s__%s: no answer within %g s", self.name, tool, limit)
+                return ToolResult(
+                    f"The {self.name} server did not answer within {limit:g} s.", True
+                )
+            if exc.code == mt.CONNECTION_CLOSED:
+                self._lost()
+                return ToolResult(
+                    f"The connection to the {self.name} server ended during the call; it is "
+                    "being started again. The call may or may not have taken effect.",
+                    True,
+                )
+            log.info("MCP %s__%s refused: %s", self.name, tool, exc.message)
+            return ToolResult(f"The {self.name} server refused the call: {exc.message}", True)
+        except TimeoutError:
+            log.warning("MCP %s__%s: no answer within %g s", self.name, tool, limit)
+            return ToolResult(f"The {self.name} server did not answer within {limit:g} s.", True)
+        except (
+            httpx2.HTTPError,
+            OSError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ) as exc:
+            self._lost()
+            log.warning("MCP %s__%s: connection failed: %s", self.name, tool, type(exc).__name__)
+            return ToolResult(
+                f"The {self.name} server could not be reached ({type(exc).__name__}); it is "
+                "being started again.",
+                True,
+            )
+        return tool_result(result)
+
+    def _lost(self) -> None:
+        """A call found the connection broken: end it, so the keeper starts it again."""
+        if self._ended is not None:
+            self._ended.set()
+
+
+def describe_error(exc: BaseException, spec: McpServerSettings, status: int | None = None) -> str:
+    """Why a server could not start or stay up, in a few words, with no secrets in them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError) and spec.command:
+        return f"command not found: {spec.command}"
+    if isinstance(exc, PermissionError) and spec.command:
+        return f"command not executable: {spec.command}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"{_where(spec.url)} answered HTTP {exc.response.status_code}"
+    if isinstance(exc, httpx2.HTTPError):
+        return f"{_where(spec.url)} could not be reached ({type(exc).__name__})"
+    if isinstance(exc, MCPError) and status is not None:
+        hint = " (check its headers)" if status in (401, 403) else ""
+        return f"{_where(spec.url)} answered HTTP {status}{hint}"
+    if isinstance(exc, MCPError):
+        return f"the server answered with an error: {exc.message[:200]}"
+    return type(exc).__name__
+
+
+def _where(url: str) -> str:
+    """A server's address without what may hold a secret (user, password, query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+# -- one-off checks (corvid doctor, corvid mcp list without a running gateway) ----------------
+
+
+async def probe(name: str, spec: McpServerSettings, logs: Path, limit: float) -> ServerView:
+    """Start a server once, list its tools, and stop it."""
+    server = McpServer(name, replace(spec, start_timeout=min(limit, spec.start_timeout)), logs)
+    if not spec.enabled:
+        return server.view()
+    try:
+        with anyio.CancelScope() as scope:
+            scope.deadline = anyio.current_time() + limit
+            with server_log(logs, name) as errlog:
+                async with Client(server._transport(errlog), cache=None) as client:
+                    await server._list(client)
+                    server.state = "ready"
+        if scope.cancelled_caught:
+            server.state, server.error = "failed", f"it did not start within {limit:g} s"
+    except Exception as exc:
+        server.state, server.error = "failed", describe_error(exc, spec, server.http_status)
+    return server.view()
+
+
+__all__ = ["McpServer", "probe"]

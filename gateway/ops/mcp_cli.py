@@ -1,0 +1,66 @@
+"""``corvid mcp list``: every configured MCP server, its state and its tools. From the running
+gateway when there is one (what it is connected to now), else by starting each server once."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.ops.commands import prepare
+
+
+def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.ops.control import ask_running
+
+    config = prepare(home, environ)
+    if not config.mcp.servers:
+        print("No MCP servers are configured (mcp.servers in config.yaml).")
+        return 0
+    try:
+        report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        servers: list[dict[str, Any]] = report["mcp"]
+        where = "the running gateway"
+    except (ConnectionError, TimeoutError, KeyError):
+        servers = asyncio.run(probe_all(config.mcp.servers, config.state / "mcp", args.timeout))
+        where = "a test start of each server"
+    if args.json:
+        print(json.dumps(servers, indent=2, ensure_ascii=False))
+    else:
+        print(f"MCP servers (from {where}):")
+        print("\n".join(server_lines(servers, with_tools=True)))
+    failed = [s for s in servers if s["state"] not in ("ready", "off")]
+    if failed:
+        print(f"corvid: {len(failed)} server(s) not ready", file=sys.stderr)
+    return 1 if failed else 0
+
+
+async def probe_all(servers: Mapping[str, Any], logs: Path, limit: float) -> list[dict[str, Any]]:
+    """Start each server once, at the same time, and say what it offers."""
+    from agent.mcp import probe
+
+    views = await asyncio.gather(*(probe(n, s, logs, limit) for n, s in servers.items()))
+    return [v.as_dict() for v in views]
+
+
+def server_lines(servers: Sequence[Mapping[str, Any]], *, with_tools: bool = False) -> list[str]:
+    """One line per server (and one per tool with ``with_tools``), for people."""
+    lines = []
+    for s in servers:
+        who = "every chat" if s["shared"] else "private chats only"
+        state = s["state"]
+        if s["error"]:
+            state += f": {s['error']}"
+        restarts = f", restarted {s['restarts']}x" if s["restarts"] else ""
+        lines.append(
+            f"  {s['name']} ({s['transport']}, {who}): {state}, {len(s['tools'])} tool(s){restarts}"
+        )
+        if with_tools:
+            lines += [f"    {tool}" for tool in s["tools"]]
+            if s["skipped"]:
+                lines.append(f"    left out (name not allowed): {', '.join(s['skipped'])}")
+    return lines

@@ -1,0 +1,409 @@
+"""MCP servers through the official SDK, against real servers written with it (MCPServer,
+``tests/fakes/mcp_server.py``): over stdio as a child process, and over streamable HTTP served
+on loopback. Listing, calling, images, errors, a server that crashes mid-call, one that never
+answers, one that never starts, and what each kind of chat is offered."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as mt
+import pytest
+import uvicorn
+
+from agent.mcp import McpServer, probe
+from agent.mcp_hub import McpHub
+from agent.mcp_wire import tool_result
+from agent.settings import McpServerSettings
+from agent.tools import ToolRegistry, TurnContext
+from gateway.errors import ConfigError
+from gateway.events import SessionKey
+from gateway.ports import Secret
+from tests.fakes.mcp_server import PNG, http_app
+
+SERVER = str(Path(__file__).parents[1] / "fakes" / "mcp_server.py")
+PRIVATE = SessionKey("test", "private", "1")
+GROUP = SessionKey("test", "group", "100")
+
+
+def stdio(**options: Any) -> McpServerSettings:
+    return McpServerSettings(command=sys.executable, args=[SERVER], **options)
+
+
+def ctx(tmp_path: Path, key: SessionKey = PRIVATE) -> TurnContext:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    return TurnContext(key, tmp_path, datetime.now(UTC), ZoneInfo("UTC"))
+
+
+@pytest.fixture
+async def hubs(tmp_path: Path) -> AsyncIterator[Callable[..., McpHub]]:
+    made: list[McpHub] = []
+
+    def make(**servers: McpServerSettings) -> McpHub:
+        hub = McpHub(servers, tmp_path / "mcp", first_pause=0.05, settle_seconds=30)
+        hub.start()
+        made.append(hub)
+        return hub
+
+    yield make
+    for hub in made:
+        await hub.close()
+
+
+@pytest.fixture
+async def http_server() -> AsyncIterator[str]:
+    """The fake server over streamable HTTP on loopback, wanting ``Bearer s3cret``."""
+    import asyncio
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()  # connections wait in the backlog until uvicorn has started
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(http_app(token="s3cret"), log_level="warning"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.should_exit = True
+    await asyncio.wait_for(task, 10)
+    sock.close()
+
+
+async def test_a_stdio_servers_tools_are_listed_named_and_called(hubs, tmp_path):
+    hub = hubs(notes=stdio())
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    names = [t["name"] for t in registry.schemas(True)]
+    assert names == sorted(names) and "notes__echo" in names and "notes__add" in names
+    add = next(t for t in registry.schemas(True) if t["name"] == "notes__add")
+    assert add["description"] == "Add two whole numbers."
+    assert add["input_schema"]["required"] == ["a", "b"]
+    assert (await registry.call("notes__echo", {"text": "hi"}, ctx(tmp_path))).text == "echo: hi"
+    result = await registry.call("notes__add", {"a": 2, "b": 40}, ctx(tmp_path))
+    assert (result.text, result.is_error) == ("42", False)
+
+
+async def test_a_private_servers_tools_are_neither_offered_nor_run_in_a_group(hubs, tmp_path):
+    hub = hubs(mine=stdio(), ours=stdio(shared=True))
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    shared = [t["name"] for t in registry.schemas(False)]
+    assert "ours__echo" in shared and not any(n.startswith("mine__") for n in shared)
+    refused = await registry.call("mine__env", {"name": "HOME"}, ctx(tmp_path, GROUP))
+    assert refused.is_error and "not available in this chat" in refused.text
+    # Asking for a tool that does not exist does not list the private ones either.
+    unknown = await registry.call("nope", {}, ctx(tmp_path, GROUP))
+    assert "ours__echo" in unknown.text and "mine__" not in unknown.text
+
+
+async def test_an_image_becomes_an_image_block_of_the_tool_result(hubs, tmp_path):
+    hub = hubs(pics=stdio())
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    result = await registry.call("pics__image", {}, ctx(tmp_path))
+    assert not result.is_error
+    (block,) = result.content()
+    assert block["type"] == "image" and block["source"]["media_type"] == "image/png"
+    assert base64.b64decode(block["source"]["data"]) == PNG
+
+
+async def test_a_tools_own_error_reaches_the_model_as_an_error(hubs, tmp_path):
+    hub = hubs(t=stdio())
+    await hub.settle()
+    result = await hub.servers[0].call("fail", {"why": "the calendar is locked"})
+    assert result.is_error and "the calendar is locked" in result.text
+    bad = await hub.servers[0].call("add", {"a": "two"})
+    assert bad.is_error  # the server checks its own arguments
+
+
+async def test_a_server_that_crashes_mid_call_is_started_again(hubs, tmp_path):
+    hub = hubs(t=stdio())
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    before = json.dumps(registry.schemas(True))
+    server = hub.servers[0]
+    crashed = await registry.call("t__crash", {}, ctx(tmp_path))
+    assert crashed.is_error and "ended during the call" in crashed.text
+    await server.wait_until(lambda s: s.state == "ready" and s.restarts == 1, 30)
+    again = await registry.call("t__echo", {"text": "back"}, ctx(tmp_path))
+    assert again.text == "echo: back"
+    # The same tools, byte for byte: the prompt cache keeps its prefix across the restart.
+    assert json.dumps(registry.schemas(True)) == before
+    assert "--- started" in (tmp_path / "mcp" / "t.log").read_text()
+
+
+async def test_a_call_that_never_answers_is_a_tool_error_after_the_timeout(hubs, tmp_path):
+    hub = hubs(t=stdio(timeout=1))
+    await hub.settle()
+    server = hub.servers[0]
+    result = await server.call("hang", {})
+    assert result.is_error and "did not answer within 1 s" in result.text
+    assert (await server.call("echo", {"text": "still here"})).text == "echo: still here"
+    assert server.restarts == 0
+
+
+async def test_a_server_that_never_answers_at_start_is_retried(hubs, tmp_path):
+    silent = McpServerSettings(
+        command=sys.executable, args=["-c", "import time; time.sleep(60)"], start_timeout=1
+    )
+    hub = hubs(mute=silent)
+    await hub.settle()  # bounded: the first try ends at the start timeout
+    server = hub.servers[0]
+    assert server.tools == ()
+    await server.wait_until(lambda s: s.restarts >= 1, 30)
+    assert "did not start within 1 s" in server.error or server.state == "starting"
+    result = await server.call("echo", {"text": "x"})
+    assert result.is_error and "not connected" in result.text
+
+
+async def test_a_missing_command_is_named(hubs, tmp_path):
+    view = await probe("gone", McpServerSettings(command="/nonexistent/mcp"), tmp_path, 5)
+    assert view.state == "failed" and view.error == "command not found: /nonexistent/mcp"
+
+
+async def test_env_reaches_the_server_and_corvids_own_secrets_do_not(hubs, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-must-not-leak")
+    hub = hubs(t=stdio(env={"GREETING": Secret("hello")}))
+    await hub.settle()
+    server = hub.servers[0]
+    assert (await server.call("env", {"name": "GREETING"})).text == "hello"
+    assert (await server.call("env", {"name": "ANTHROPIC_API_KEY"})).text == "(unset)"
+
+
+async def test_over_http_with_its_headers(hubs, http_server, tmp_path):
+    good = McpServerSettings(url=http_server, headers={"Authorization": Secret("Bearer s3cret")})
+    hub = hubs(web=good)
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    assert (await registry.call("web__echo", {"text": "hi"}, ctx(tmp_path))).text == "echo: hi"
+    result = await registry.call("web__image", {}, ctx(tmp_path))
+    assert result.blocks and result.blocks[0]["source"]["media_type"] == "image/png"
+    # Without the header the server refuses, and the reason says so without the secret.
+    view = await probe("web", McpServerSettings(url=http_server), tmp_path, 10)
+    assert view.state == "failed" and "answered HTTP 401 (check its headers)" in view.error
+
+
+async def test_a_server_gone_is_reported_and_retried(hubs, tmp_path):
+    unreachable = McpServerSettings(url="http://127.0.0.1:9/mcp", start_timeout=5)
+    hub = hubs(away=unreachable)
+    await hub.settle()
+    server = hub.servers[0]
+    await server.wait_until(lambda s: s.restarts >= 2, 30)
+    assert "could not be reached" in server.error or server.state == "starting"
+
+
+def test_result_blocks_map_to_what_the_api_takes():
+    blob = base64.b64encode(b"x" * 10).decode()
+    result = tool_result(
+        mt.CallToolResult(
+            content=[
+                mt.TextContent(text="first"),
+                mt.AudioContent(data=blob, mime_type="audio/ogg"),
+                mt.ImageContent(data=blob, mime_type="image/bmp"),
+                mt.ResourceLink(name="notes", uri="file:///notes.md"),
+                mt.EmbeddedResource(
+                    resource=mt.TextResourceContents(uri="file:///a.md", text="inside")
+                ),
+                mt.ImageContent(data="not base64!", mime_type="image/png"),
+            ]
+        )
+    )
+    assert result.blocks == ()
+    assert result.text.split("\n\n") == [
+        "first",
+        "[audio (audio/ogg) left out: it cannot be shown to the model]",
+        "[an image of type image/bmp left out: the model takes JPEG, PNG, GIF and WebP]",
+        "[resource: notes <file:///notes.md>]",
+        "[resource <file:///a.md>]\ninside",
+        "[an image that was not valid base64 left out]",
+    ]
+    structured = tool_result(mt.CallToolResult(content=[], structured_content={"n": 1}))
+    assert json.loads(structured.text) == {"n": 1}
+    assert tool_result(mt.CallToolResult(content=[], is_error=True)).is_error
+
+
+def test_an_oversized_image_is_left_out_with_a_note():
+    big = base64.b64encode(b"\0" * 5_000_001).decode()
+    result = tool_result(
+        mt.CallToolResult(content=[mt.ImageContent(data=big, mime_type="image/png")])
+    )
+    assert result.blocks == () and "5,000,001 bytes left out" in result.text
+
+
+def test_a_tool_whose_name_the_api_would_refuse_is_left_out():
+    server = McpServer("t", stdio(), Path("."))
+    ok = server._tool(mt.Tool(name="fine-name", input_schema={"type": "object"}))
+    bad = server._tool(mt.Tool(name="has space", input_schema={"type": "object"}))
+    long = server._tool(mt.Tool(name="x" * 62, input_schema={"type": "object"}))
+    assert ok is not None and ok.name == "t__fine-name" and ok.private_only
+    assert bad is None and long is None
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "problem"),
+    [
+        ({"command": "x", "url": "http://h/mcp"}, "mcp.servers.s", "either command"),
+        ({}, "mcp.servers.s", "either command"),
+        ({"url": "ftp://h/mcp"}, "mcp.servers.s.url", "http:// or https://"),
+        ({"command": "x", "headers": {"A": "b"}}, "mcp.servers.s.headers", "sent to a url"),
+        ({"url": "http://h/mcp", "args": ["a"]}, "mcp.servers.s.args", "for a command"),
+        ({"command": "x", "timeout": 0}, "mcp.servers.s.timeout", "at least 1"),
+        ({"command": "x", "bogus": 1}, "mcp.servers.s.bogus", "unknown option"),
+    ],
+)
+def test_a_bad_server_entry_names_its_key(tmp_path, server, key, problem):
+    from gateway.config import parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_config({"mcp": {"servers": {"s": server}}}, home=tmp_path, environ={})
+    assert err.value.key == key and problem in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["a__b", "has space", "_x", "x" * 25, "dot.ted"])
+def test_a_server_name_that_would_make_bad_tool_names_is_refused(tmp_path, name):
+    from gateway.config import parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_config({"mcp": {"servers": {name: {"command": "x"}}}}, home=tmp_path, environ={})
+    assert err.value.key == f"mcp.servers.{name}"
+
+
+def test_env_and_headers_take_secrets_from_the_environment_and_mask_them(tmp_path):
+    from gateway.config import parse_config
+
+    config = parse_config(
+        {
+            "mcp": {
+                "servers": {
+                    "cal": {"command": "cal-mcp", "env": {"TOKEN": "${CAL_TOKEN}"}},
+                    "notes": {"url": "https://n/mcp", "headers": {"Authorization": "Bearer ${N}"}},
+                }
+            }
+        },
+        home=tmp_path,
+        environ={"CAL_TOKEN": "cal-secret-1", "N": "notes-secret-2"},
+    )
+    assert config.mcp.servers["cal"].env["TOKEN"].value == "cal-secret-1"
+    assert "cal-secret-1" not in repr(config) and "notes-secret-2" not in repr(config)
+    assert {"cal-secret-1", "Bearer notes-secret-2"} <= set(config.secrets())
+
+
+async def test_through_the_gateway_a_group_never_sees_a_private_servers_tools(
+    start_gateway, fake_api
+):
+    """The request bodies the real anthropic client sends: the owner's chat is offered both
+    servers' tools, a group only the shared one's; an image result goes back as an image."""
+    from tests.conftest import GROUP as TEST_GROUP
+    from tests.fakes.anthropic_api import Reply, tool_results
+
+    servers = {
+        "mine": {"command": sys.executable, "args": [SERVER]},
+        "ours": {"command": sys.executable, "args": [SERVER], "shared": True},
+    }
+    app, channel = await start_gateway(mcp={"servers": servers})
+    fake_api.enqueue(Reply(tool_calls=[("mine__image", {})]), Reply("a red dot"))
+    channel.push("show me the picture")
+    await channel.wait_sent(1)
+    first, second = fake_api.message_requests[-2:]
+    offered = [t["name"] for t in first.body["tools"]]
+    assert "mine__image" in offered and "ours__echo" in offered
+    (result,) = tool_results(second.body)
+    assert result["content"][0]["type"] == "image"
+    assert base64.b64decode(result["content"][0]["source"]["data"]) == PNG
+
+    fake_api.enqueue(Reply(tool_calls=[("mine__env", {"name": "HOME"})]), Reply("no"))
+    channel.push("@bot where is home?", key=TEST_GROUP)
+    await channel.wait_sent(2)
+    first, second = fake_api.message_requests[-2:]
+    offered = [t["name"] for t in first.body["tools"]]
+    assert "ours__echo" in offered and not any(n.startswith("mine__") for n in offered)
+    assert "mine__" not in json.dumps(first.body["tools"])
+    (result,) = tool_results(second.body)
+    assert result["is_error"] and "not available in this chat" in str(result["content"])
+
+    status = app._status()["mcp"]
+    assert [(s["name"], s["state"], s["shared"]) for s in status] == [
+        ("mine", "ready", False),
+        ("ours", "ready", True),
+    ]
+
+
+async def test_the_tool_list_stays_byte_identical_between_turns(start_gateway, fake_api):
+    from tests.conftest import PRIVATE as TEST_PRIVATE
+    from tests.fakes.anthropic_api import Reply
+
+    servers = {"t": {"command": sys.executable, "args": [SERVER]}}
+    app, channel = await start_gateway(mcp={"servers": servers})
+    fake_api.enqueue(Reply("one"), Reply("two"))
+    channel.push("first")
+    await channel.wait_sent(1)
+    channel.push("second")
+    await channel.wait_sent(2)
+    first, second = fake_api.message_requests[-2:]
+    assert json.dumps(first.body["tools"]) == json.dumps(second.body["tools"])
+    assert any(t["name"] == "t__echo" for t in first.body["tools"])
+    state = app.agent.sessions.loaded(TEST_PRIVATE)
+    assert state is not None and state.last_usage is not None
+    assert state.last_usage.cache_read > 0
+
+
+async def test_corvid_mcp_list_and_the_doctor_start_each_server_once(home, capsys):
+    import asyncio
+
+    import yaml
+
+    from gateway.config import load_config
+    from gateway.ops.cli import main
+    from gateway.ops.doctor import check_mcp
+
+    raw = yaml.safe_load((home / "config.yaml").read_text()) or {}
+    raw["mcp"] = {
+        "servers": {
+            "t": {"command": sys.executable, "args": [SERVER]},
+            "gone": {"command": "/nonexistent/mcp-server"},
+        }
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["mcp", "list", "--home", str(home)], {})
+    out, err = capsys.readouterr()
+    assert code == 1 and "1 server(s) not ready" in err
+    assert "MCP servers (from a test start of each server):" in out
+    assert "  t (stdio, private chats only): ready, 7 tool(s)" in out
+    assert "    t__echo" in out
+    assert (
+        "  gone (stdio, private chats only): failed: command not found: /nonexistent/mcp-server"
+        in out
+    )
+
+    config = load_config(home, {})
+    ok = await check_mcp(config, "t", 30)
+    assert ok.status == "ok" and ok.message.startswith(
+        "stdio, 7 tool(s) for private chats only: add,"
+    )
+    bad = await check_mcp(config, "gone", 30)
+    assert bad.status == "FAIL" and "command not found" in bad.message
+    assert "gone.log" in bad.message and bad.fix == "check mcp.servers.gone in config.yaml"
+
+
+def test_secrets_written_in_a_servers_env_or_headers_are_masked_by_the_doctor(home):
+    import yaml
+
+    from gateway.ops.doctor import secret_values
+
+    raw = yaml.safe_load((home / "config.yaml").read_text()) or {}
+    raw["mcp"] = {
+        "servers": {
+            "cal": {"command": "cal-mcp", "env": {"TOKEN": "inline-cal-secret"}},
+            "notes": {"url": "https://n/mcp", "headers": {"X-Key": "${NOTES_KEY}"}},
+        }
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    values = secret_values(home, {"NOTES_KEY": "env-notes-secret"})
+    assert "inline-cal-secret" in values and "env-notes-secret" in values
