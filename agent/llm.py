@@ -153,8 +153,8 @@ class AnthropicLLM:
         """The same call at start-up (``corvid run``): what the API refused (the key, its
         permissions, the model), or None when it accepted or could not be asked (busy or
         unreachable: turns retry, and say so if they must)."""
-        import anthropic
-
+        await self.warm_up()  # the import takes a second: never on the loop the channels use
+        anthropic = self._sdk
         client = self._probe_client(limit)
         where = str(client.base_url).rstrip("/")
         try:

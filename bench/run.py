@@ -6,7 +6,7 @@ numbers of the best-known Python assistant of this kind, measured on a machine l
 those marked † are the bench modules' own. The measurements are the functions of
 telegram_bench.py (``corvid run`` as a process against fake Telegram, Discord and Anthropic
 servers), gateway_bench.py (the gateway in this process), memory_bench.py (the search
-index) and web_bench.py (the control page).
+index), web_bench.py (the control page) and mcp_bench.py (MCP servers).
 
 ``--quick`` runs small sizes (a smoke check that every row is produced, in about 20 s); its
 numbers are not the ones to compare.
@@ -33,6 +33,7 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
 import gateway_bench
+import mcp_bench
 import memory_bench
 import telegram_bench
 import web_bench
@@ -287,7 +288,22 @@ async def measure(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[
         ),
     ]
     rows += await _web_rows(s, tmp, progress)
+    rows += await _mcp_rows(s, tmp, progress)
     return rows
+
+
+async def _mcp_rows(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[Row]:
+    progress("MCP: start-up with three stdio servers")
+    starts = await mcp_bench.bench_startup(tmp / "mcp", s.starts)
+    late = statistics.median(starts["with"]) - statistics.median(starts["without"])
+    progress("MCP: tool round trips")
+    trip = await mcp_bench.bench_round_trip(tmp / "mcp", s.queries)
+    return [
+        row("MCP: first getUpdates later with 3 stdio servers than without (medians)", late,
+            "{:.2f} s", f"≤ {mcp_bench.NOISE_S:g} s †", at_most(mcp_bench.NOISE_S)),
+        row("MCP: Corvid's CPU per tool round trip", trip["cpu_ms"], "{:.2f} ms",
+            f"≤ {mcp_bench.CPU_MS:g} ms", at_most(mcp_bench.CPU_MS)),
+    ]  # fmt: skip
 
 
 async def _web_rows(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[Row]:

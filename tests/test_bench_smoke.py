@@ -38,6 +38,8 @@ ROWS = (
     "control page: sessions list",
     "-line transcript",
     "control page: idle RSS it adds",
+    "MCP: first getUpdates later with 3 stdio servers",
+    "MCP: Corvid's CPU per tool round trip",
 )
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?( |$)")
 
