@@ -114,6 +114,10 @@ def render(messages: list[dict[str, Any]], limit: int) -> str:
                 lines.append(f"Tool result: {body[:600]}")
             elif kind == "image":
                 lines.append(f"{who} sent an image.")
+            elif kind == "server_tool_use":
+                asked = b.get("input")
+                query = str(asked.get("query", "") if isinstance(asked, dict) else "")[:200]
+                lines.append(f"Assistant searched the web for {query!r}")
     text = "\n\n".join(lines)
     if len(text) > limit:
         text = "[the oldest part is left out]\n\n" + text[len(text) - limit :]

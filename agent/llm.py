@@ -171,6 +171,29 @@ class AnthropicLLM:
             await client.close()
         return None
 
+    async def accepts_tools(self, tools: list[dict[str, Any]], limit: float = 10.0) -> bool | None:
+        """Whether the API takes these tool definitions (a server tool such as its web search)
+        with the configured model: a free count_tokens call. None when it could not be asked."""
+        await self.warm_up()
+        sdk = self._sdk
+        client = self._probe_client(limit)
+        try:
+            async with asyncio.timeout(limit):
+                await client.messages.count_tokens(
+                    model=self.model,
+                    messages=[{"role": "user", "content": "ping"}],
+                    tools=tools,
+                )
+        except sdk.BadRequestError as exc:
+            log.info("the API refused the tools %s: %s", [t.get("name") for t in tools], exc)
+            return False
+        except (sdk.APIError, TimeoutError) as exc:
+            log.info("could not ask the API about tools: %s", type(exc).__name__)
+            return None
+        finally:
+            await client.close()
+        return True
+
     def _probe_client(self, limit: float) -> Any:
         import anthropic
 

@@ -184,6 +184,15 @@ class Agent:
                 if resp.content:
                     self.store.append_message(state, {"role": "assistant", "content": resp.content})
                 tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
+                if resp.stop_reason == "pause_turn":
+                    # The API paused a long turn of its own tools (web search): asked again
+                    # with its answer so far, it goes on where it stopped.
+                    piece = reply_text(resp.content)
+                    if piece:
+                        tally.earlier.append(piece)
+                        if listen is not None:
+                            listen(TextDone(piece))
+                    continue
                 if resp.stop_reason != "tool_use" or not tool_uses:
                     await self.store.sync(state.key)
                     # Nothing awaits after this line, so a turn is recorded as ended once.
@@ -287,10 +296,45 @@ def _request_start(messages: list[dict[str, Any]]) -> int:
 
 
 def reply_text(content: list[dict[str, Any]]) -> str:
-    """The text blocks of an answer, joined; blank blocks left out."""
-    return "\n\n".join(
-        b["text"] for b in content if b.get("type") == "text" and b["text"].strip()
-    ).strip()
+    """The text blocks of an answer: blocks that follow each other are one text (the API
+    splits text where it cites a source), others are paragraphs; blank ones left out. Sources
+    the text cites (the API's web search) are listed after it as links."""
+    runs: list[str] = []
+    joined = False
+    for b in content:
+        if b.get("type") != "text":
+            joined = False
+            continue
+        if joined:
+            runs[-1] += b["text"]
+        else:
+            runs.append(b["text"])
+        joined = True
+    text = "\n\n".join(r.strip() for r in runs if r.strip())
+    sources = cited_sources(content)
+    if text and sources:
+        text += "\n\nSources: " + " · ".join(sources)
+    return text
+
+
+# At most this many cited sources are listed under an answer.
+MAX_SOURCES = 5
+
+
+def cited_sources(content: list[dict[str, Any]]) -> list[str]:
+    """Markdown links to the web pages an answer's text cites, each once, in order."""
+    seen: dict[str, str] = {}
+    for b in content:
+        for cite in b.get("citations") or () if b.get("type") == "text" else ():
+            url = str(cite.get("url") or "") if isinstance(cite, dict) else ""
+            if url.startswith(("https://", "http://")) and url not in seen:
+                title = " ".join(str(cite.get("title") or "").split()) or url
+                seen[url] = title
+    links = []
+    for url, title in list(seen.items())[:MAX_SOURCES]:
+        label = title.replace("[", "(").replace("]", ")")
+        links.append(f"[{label}]({url.replace(')', '%29').replace(' ', '%20')})")
+    return links
 
 
 def user_content(

@@ -63,12 +63,15 @@ class CompactionSettings:
 
 @dataclass(frozen=True)
 class WebSearchSettings:
-    # web_search, off until a provider is chosen: "brave" (an API key) or "searxng" (the
-    # address of your instance, with the JSON format allowed in its settings).
-    provider: str = setting("", choices=("", "brave", "searxng"))
+    # web_search, off until a provider is chosen: "anthropic" (the Messages API's own search
+    # tool, run by the API: no key of its own), "brave" (an API key) or "searxng" (the address
+    # of your instance, with the JSON format allowed in its settings).
+    provider: str = setting("", choices=("", "anthropic", "brave", "searxng"))
     base_url: str = ""  # default: Brave's API; required for searxng
     api_key: Secret | None = None
     max_results: int = setting(5, minimum=1)
+    # anthropic: searches the API may run for one request.
+    max_uses: int = setting(5, minimum=1)
 
 
 @dataclass(frozen=True)

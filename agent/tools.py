@@ -9,6 +9,7 @@ so concurrent sessions cannot see each other's context.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import typing
@@ -125,6 +126,9 @@ class Tool:
     # Arguments checked against input_schema before the call. An MCP server's schema may use
     # any JSON Schema, and the server checks its own arguments.
     checked: bool = True
+    # A tool the API runs itself (a server tool): this is its whole definition in the request,
+    # and the handler never runs.
+    definition: dict[str, Any] | None = None
 
     @classmethod
     def typed(
@@ -141,6 +145,8 @@ class Tool:
         return cls(name, description, schema_of(args), handler, in_silent_turns, private_only)
 
     def schema(self) -> dict[str, Any]:
+        if self.definition is not None:
+            return self.definition
         return {
             "name": self.name,
             "description": self.description,
@@ -183,25 +189,29 @@ class ToolRegistry:
         self,
         tools: Iterable[Tool],
         max_output_chars: int = 50_000,
-        extra: ToolSource | None = None,
+        extra: ToolSource | Sequence[ToolSource] | None = None,
     ) -> None:
         self._fixed = tuple(tools)
-        self._extra = extra
+        if extra is None:
+            extra = ()
+        self._extra: tuple[ToolSource, ...] = (
+            tuple(extra) if isinstance(extra, Sequence) else (extra,)
+        )
         self.max_output_chars = max_output_chars
-        self._generation: int | None = None
+        self._generation: tuple[int, ...] = ()
         self._build()
 
     def _build(self) -> None:
         """The tool lists, built again only when the extra tools changed: the tool list is
         the first part of every request and must stay byte-identical for the prompt cache."""
-        extra = self._extra.tools() if self._extra is not None else ()
-        self._generation = self._extra.generation if self._extra is not None else None
+        extra = [t for source in self._extra for t in source.tools()]
+        self._generation = tuple(source.generation for source in self._extra)
         self._tools = {t.name: t for t in (*self._fixed, *extra)}
         self._schemas = [t.schema() for t in self._tools.values()]
         self._shared = [t.schema() for t in self._tools.values() if not t.private_only]
 
     def _current(self) -> dict[str, Tool]:
-        if self._extra is not None and self._extra.generation != self._generation:
+        if tuple(source.generation for source in self._extra) != self._generation:
             self._build()
         return self._tools
 
@@ -215,8 +225,7 @@ class ToolRegistry:
         return name in self._current()
 
     async def settle(self) -> None:
-        if self._extra is not None:
-            await self._extra.settle()
+        await asyncio.gather(*(source.settle() for source in self._extra))
 
     async def call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
         result = await self._call(name, args, ctx)

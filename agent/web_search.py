@@ -2,14 +2,19 @@
 list (title, address, snippet) that ``web_fetch`` can follow.
 
 Providers: the Brave Search API (an API key) and SearXNG (a self-hosted metasearch; its JSON
-format must be allowed in its settings). Off until one is configured. Results are marked as
-web content: information, never instructions.
+format must be allowed in its settings), which Corvid calls itself; and the Messages API's own
+server-side search tool (``anthropic``), which the API runs within the model's answer and which
+is offered only once the configured API has said it takes it. Off until one is configured.
+Results Corvid fetches are marked as web content: information, never instructions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
@@ -87,9 +92,9 @@ class SearxngSearch(_HTTPProvider):
 
 
 def provider_from(settings: WebSearchSettings) -> SearchProvider | None:
-    """The configured provider (None: web_search is off); raises ConfigError naming the key
-    a provider lacks."""
-    if not settings.provider:
+    """The configured provider Corvid calls itself (None: off, or the API's own search);
+    raises ConfigError naming the key a provider lacks."""
+    if settings.provider in ("", "anthropic"):
         return None
     if settings.provider == "brave":
         if settings.api_key is None:
@@ -137,3 +142,73 @@ def search_tools(provider: SearchProvider, max_results: int) -> tuple[Tool, ...]
             web_search,
         ),
     )
+
+
+# -- the Messages API's own search tool ---------------------------------------------------------
+
+# The version of the tool's definition: the first, which the most models take.
+SERVER_TOOL_TYPE = "web_search_20250305"
+# How often a check the API could not answer (unreachable, busy) is tried again.
+RECHECK_SECONDS = 300.0
+
+# Asks the API whether it takes these tool definitions: True, False, or None (could not ask).
+Accepts = Callable[[list[dict[str, Any]]], Awaitable[bool | None]]
+
+
+def server_search_tool(max_uses: int) -> Tool:
+    """web_search run by the API itself: the model's answer carries the searches and their
+    results (server_tool_use, web_search_tool_result blocks) and text that cites them."""
+
+    def never(ctx: TurnContext, args: Any) -> str:
+        raise ToolError("web_search is run by the API itself; call it as a server tool.")
+
+    definition = {"type": SERVER_TOOL_TYPE, "name": "web_search", "max_uses": max_uses}
+    return Tool("web_search", "", {}, never, definition=definition)
+
+
+class OfferedOnceAccepted:
+    """Tools offered only after the API has said it takes them (a ``ToolSource``): asked once
+    when Corvid starts (with a free count_tokens call), again later if it could not answer."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        accepts: Accepts,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._tools = tuple(tools)
+        self._accepts = accepts
+        self._clock = clock
+        self._verdict: bool | None = None
+        self._asked_at: float | None = None
+        self._lock = asyncio.Lock()
+        self.generation = 0
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools if self._verdict else ()
+
+    async def settle(self) -> None:
+        if self._verdict is not None:
+            return
+        async with self._lock:
+            now = self._clock()
+            if self._verdict is not None or (
+                self._asked_at is not None and now - self._asked_at < RECHECK_SECONDS
+            ):
+                return
+            self._asked_at = now
+            definitions = [t.schema() for t in self._tools]
+            verdict = await self._accepts(definitions)
+            names = ", ".join(t.name for t in self._tools)
+            if verdict is False:
+                log.warning(
+                    "the configured API does not take %s as a server tool; it is not offered", names
+                )
+            elif verdict is None:
+                log.warning("could not ask the API whether it takes %s; asking again later", names)
+            else:
+                log.info("the API takes %s: offered", names)
+            self._verdict = verdict
+            if verdict:
+                self.generation += 1

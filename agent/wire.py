@@ -82,7 +82,12 @@ def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
         kind = b.type
         if kind == "text":
             if b.text.strip():  # the API refuses blank text blocks when they are sent back
-                out.append({"type": "text", "text": b.text})
+                block: dict[str, Any] = {"type": "text", "text": b.text}
+                if getattr(b, "citations", None):  # what the text cites from a web search
+                    block["citations"] = [
+                        c.model_dump(mode="json", exclude_none=True) for c in b.citations
+                    ]
+                out.append(block)
         elif kind == "tool_use":
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
         elif kind == "thinking":
@@ -114,6 +119,9 @@ _BLOCK_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "tool_result": {"tool_use_id": str, "content": (str, list)},
     "thinking": {"thinking": str, "signature": str},
     "redacted_thinking": {"data": str},
+    # The API's own tools (its web search): the call and its result, both in the answer.
+    "server_tool_use": {"id": str, "name": str, "input": dict},
+    "web_search_tool_result": {"tool_use_id": str, "content": (list, dict)},
 }
 
 

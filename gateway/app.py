@@ -7,12 +7,12 @@ router, turns), the scheduler and the control socket, and the files and clients 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -23,7 +23,7 @@ from agent.memory import Memory, migrate_shared_entries
 from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
 from agent.sessions import HandEdits
-from agent.tools import Tool, ToolRegistry
+from agent.tools import ToolRegistry
 from agent.transcript import SessionStore
 from channels.base import Channel
 from channels.pairing import PairingStore
@@ -48,6 +48,7 @@ from gateway.scheduling.reminders import JobStore, Reminder, cancellable, remind
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.statefiles import repair_pairing
+from gateway.tool_setup import mcp_hub, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp_hub import McpHub
@@ -82,6 +83,7 @@ class App:
         self.mcp: McpHub | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
+        self._settling: asyncio.Task[None] | None = None
         self.pid = os.getpid()
         self.started_at = time.monotonic()
 
@@ -124,6 +126,9 @@ class App:
         await self.gateway.start()
         if self.mcp is not None:  # in the background: the channels are already taking messages
             self.mcp.start()
+        # Tools that wait on something (MCP servers, the API's word on its search tool) get
+        # ready in the background; a turn waits for them only within a bound.
+        self._settling = asyncio.create_task(self.agent.tools.settle(), name="tools")
         repair_pairing(self.config.state / "pairing.json")
         if self.scheduler is None:
             return
@@ -178,6 +183,9 @@ class App:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.gateway.stop(grace)
+        if self._settling is not None:
+            self._settling.cancel()
+            await asyncio.wait({self._settling})
         await self._resources.aclose()
 
     async def __aenter__(self) -> Self:
@@ -253,18 +261,18 @@ def build_app(
     ledger = Ledger(config.state / "scheduler.sqlite")
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=jobs.forget)
-    mcp = _mcp(config, resources)
+    model = llm or AnthropicLLM(config.llm)
+    mcp = mcp_hub(config, resources)
     tools = ToolRegistry(
         (
             *FILE_TOOLS,
             *memory_tools(memory),
             *reminder_tools(jobs, scheduler, clock.now, config.schedule),
-            *_web_tools(config),
+            *web_tools(config),
         ),
         max_output_chars=config.agent.tool_output_max_chars,
-        extra=mcp,
+        extra=[s for s in (server_search(config, model), mcp) if s is not None],
     )
-    model = llm or AnthropicLLM(config.llm)
     resources.push_async_callback(_close, model)
     agent = Agent(
         llm=model,
@@ -306,17 +314,6 @@ def build_app(
     return app
 
 
-def _mcp(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:
-    """The configured MCP servers (started by ``App.start``), or None when there are none."""
-    if not config.mcp.servers:
-        return None
-    from agent.mcp_hub import McpHub
-
-    hub = McpHub(config.mcp.servers, config.state / "mcp")
-    resources.push_async_callback(hub.close)
-    return hub
-
-
 def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
     workspace = config.workspace.resolve()
     m = config.memory
@@ -341,23 +338,6 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     return JobRunner(
         gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
     )
-
-
-def _web_tools(config: Config) -> tuple[Tool, ...]:
-    """web_fetch and web_search, as configured; private chats only unless tools.web.shared."""
-    web = config.tools.web
-    tools: list[Tool] = []
-    if web.enabled:
-        from agent.web import WebFetcher, web_tools
-
-        tools += web_tools(WebFetcher())
-    if web.search.provider:
-        from agent.web_search import provider_from, search_tools
-
-        provider = provider_from(web.search)
-        assert provider is not None
-        tools += search_tools(provider, web.search.max_results)
-    return tuple(replace(t, private_only=not web.shared) for t in tools)
 
 
 def owner_chats(config: Config) -> dict[str, SessionKey]:

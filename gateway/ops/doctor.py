@@ -182,6 +182,8 @@ async def check_search(config: Config, limit: float) -> Check:
     from agent.web_search import provider_from
     from gateway.errors import ConfigError, ToolError
 
+    if config.tools.web.search.provider == "anthropic":
+        return await _check_server_search(config, limit)
     try:
         provider = provider_from(config.tools.web.search)
     except ConfigError as exc:
@@ -195,6 +197,30 @@ async def check_search(config: Config, limit: float) -> Check:
     except TimeoutError:
         return Check(FAIL, "web search", f"{provider.name} did not answer within {limit:g} s")
     return Check(OK, "web search", f"{provider.name} answers")
+
+
+async def _check_server_search(config: Config, limit: float) -> Check:
+    """Whether the configured API takes its own web search tool with the configured model."""
+    from agent.llm import AnthropicLLM
+    from agent.web_search import server_search_tool
+
+    if config.llm.api_key is None:
+        return Check(WARN, "web search", "not checked: llm.api_key is not set")
+    tool = server_search_tool(config.tools.web.search.max_uses)
+    async with AnthropicLLM(config.llm) as model:
+        verdict = await model.accepts_tools([tool.schema()], limit)
+    where = config.llm.base_url or "Anthropic's API"
+    if verdict is None:
+        return Check(WARN, "web search", f"could not ask {where} whether it takes its search tool")
+    if not verdict:
+        return Check(
+            FAIL,
+            "web search",
+            f"{where} does not take the web search tool with {config.llm.model}",
+            "use another provider under tools.web.search (brave or searxng), or another model",
+        )
+    return Check(OK, "web search", f"{where} runs web_search itself (up to "
+                 f"{config.tools.web.search.max_uses} searches a request)")  # fmt: skip
 
 
 async def check_mcp(config: Config, name: str, limit: float) -> Check:

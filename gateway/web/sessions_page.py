@@ -146,9 +146,11 @@ def message_html(msg: dict[str, Any], ts: str = "") -> str:
             parts.append(markdown(text) if role == "assistant" else f"<p class=pre>{esc(text)}</p>")
         elif kind == "image":
             parts.append('<p class="empty">[an image]</p>')
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             args = json.dumps(block.get("input", {}), ensure_ascii=False, indent=1)
             parts.append(_fold(f"Tool: {block.get('name', '?')}", f"<pre>{esc(args)}</pre>"))
+        elif kind == "web_search_tool_result":
+            parts.append(_fold("Web search results", f"<pre>{esc(_found(block))}</pre>"))
         elif kind == "tool_result":
             parts.append(_fold("Tool result", f"<pre>{esc(_result_text(block))}</pre>"))
     who = "Message" if role == "user" else "Assistant"
@@ -161,6 +163,16 @@ def _result_text(block: dict[str, Any]) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "[image]")) for c in content if isinstance(c, dict))
     return str(content)
+
+
+def _found(block: dict[str, Any]) -> str:
+    """The pages a web search found (the API's own search), one per line."""
+    content = block.get("content")
+    if not isinstance(content, list):
+        return "(the search failed)"
+    return "\n".join(
+        f"{c.get('title', '')} <{c.get('url', '')}>" for c in content if isinstance(c, dict)
+    )
 
 
 def _fold(summary: str, inner: str) -> str:

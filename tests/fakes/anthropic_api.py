@@ -33,6 +33,9 @@ class Reply:
     hold: asyncio.Event | None = None
     hold_after: int = 0
     chunk: int = 40  # characters per text delta
+    # Content blocks given as they are, before the text and tool calls: the API's own tools
+    # (server_tool_use, web_search_tool_result) and text that cites a search.
+    blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -122,6 +125,8 @@ class FakeAnthropic:
         self.brain = brain
         # When set, requests with another key get the API's 401 (any key passes otherwise).
         self.api_key = api_key
+        # False: like an API without server tools, requests that define one get a 400.
+        self.server_tools = True
         self.latency = latency
         self.min_cache_tokens = min_cache_tokens
         self.requests: list[Recorded] = []
@@ -188,16 +193,24 @@ class FakeAnthropic:
         error = {"type": "authentication_error", "message": "invalid x-api-key"}
         return _json({"type": "error", "error": error}, status=401)
 
+    def _refused_tools(self, body: dict[str, Any]) -> web.Response | None:
+        server = [t for t in body.get("tools", []) if t.get("type", "custom") != "custom"]
+        if self.server_tools or not server:
+            return None
+        message = f"tools.0: unknown tool type {server[0]['type']!r}"
+        return _json({"type": "error", "error": {"type": "invalid_request_error",
+                                                  "message": message}}, status=400)  # fmt: skip
+
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        rejected = self._rejected(request)
+        rejected = self._rejected(request) or self._refused_tools(body)
         if rejected is not None:
             return rejected
         return _json({"input_tokens": sum(tokens(s) for s in _segments(body))})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        rejected = self._rejected(request)
+        rejected = self._rejected(request) or self._refused_tools(body)
         if rejected is not None:
             return rejected
         if self._script:
@@ -225,7 +238,7 @@ class FakeAnthropic:
         if isinstance(action, StreamError | CutStream):
             return [{"type": "text", "text": action.text_before}]
         assert isinstance(action, Reply)
-        blocks: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = [dict(b) for b in action.blocks]
         if action.text:
             blocks.append({"type": "text", "text": action.text})
         for name, args in action.tool_calls:
@@ -271,7 +284,12 @@ class FakeAnthropic:
         start["stop_reason"] = None
         await send("message_start", {"type": "message_start", "message": start})
         for i, block in enumerate(blocks):
-            if block["type"] == "text":
+            if block["type"] == "web_search_tool_result":  # arrives whole
+                await send(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": block},
+                )
+            elif block["type"] == "text":
                 await send(
                     "content_block_start",
                     {
@@ -293,6 +311,15 @@ class FakeAnthropic:
                             "type": "content_block_delta",
                             "index": i,
                             "delta": {"type": "text_delta", "text": part},
+                        },
+                    )
+                for citation in block.get("citations") or ():
+                    await send(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "citations_delta", "citation": citation},
                         },
                     )
             else:

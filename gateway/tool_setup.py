@@ -1,0 +1,60 @@
+"""Which tools a configuration gives the agent beyond its own (files, memory, reminders): the
+web tools, the API's own web search, and the MCP servers. ``build_app`` calls these."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from agent.llm import LLM
+from agent.tools import Tool, ToolSource
+from gateway.config import Config
+
+if TYPE_CHECKING:
+    from agent.mcp_hub import McpHub
+
+
+def mcp_hub(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:
+    """The configured MCP servers (started by ``App.start``), or None when there are none."""
+    if not config.mcp.servers:
+        return None
+    from agent.mcp_hub import McpHub
+
+    hub = McpHub(config.mcp.servers, config.state / "mcp")
+    resources.push_async_callback(hub.close)
+    return hub
+
+
+def web_tools(config: Config) -> tuple[Tool, ...]:
+    """web_fetch and web_search, as configured; private chats only unless tools.web.shared."""
+    web = config.tools.web
+    tools: list[Tool] = []
+    if web.enabled:
+        from agent.web import WebFetcher, web_tools
+
+        tools += web_tools(WebFetcher())
+    if web.search.provider not in ("", "anthropic"):  # the API's own: _server_search
+        from agent.web_search import provider_from, search_tools
+
+        provider = provider_from(web.search)
+        assert provider is not None
+        tools += search_tools(provider, web.search.max_results)
+    return tuple(replace(t, private_only=not web.shared) for t in tools)
+
+
+def server_search(config: Config, model: LLM) -> ToolSource | None:
+    """The API's own web search, offered once the API says it takes it."""
+    search = config.tools.web.search
+    if search.provider != "anthropic":
+        return None
+    from agent.web_search import OfferedOnceAccepted, server_search_tool
+
+    tool = replace(server_search_tool(search.max_uses), private_only=not config.tools.web.shared)
+    accepts = getattr(model, "accepts_tools", None)
+    if accepts is None:  # a model of the caller's own (tests, a local model): taken as it is
+
+        async def accepts(definitions: list[dict[str, Any]]) -> bool | None:
+            return True
+
+    return OfferedOnceAccepted([tool], accepts)
