@@ -154,6 +154,6 @@ def test_an_unknown_provider_is_named_with_the_choices(tmp_path):
         parse_config({"tools": {"web": {"search": {"provider": "bing"}}}}, home=tmp_path,
                      environ={})  # fmt: skip
     assert str(caught.value) == (
-        "tools.web.search.provider: expected one of \"\" (off), anthropic, brave, searxng, "
+        'tools.web.search.provider: expected one of "" (off), anthropic, brave, searxng, '
         "got 'bing'"
     )
