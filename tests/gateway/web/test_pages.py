@@ -289,3 +289,21 @@ def test_a_chat_page_that_falls_behind_is_told_to_reload():
         assert queue.qsize() < LISTENER_BACKLOG
         assert ("reload", "") in [queue.get_nowait() for _ in range(queue.qsize())]
     assert not channel.listening
+
+
+def test_the_overview_lists_mcp_servers_their_state_and_tools():
+    from gateway.web.overview import fragment
+
+    report = {"running": False, "channels": [], "sessions": [], "sessions_total": 0,
+              "undelivered": [], "problems": [], "unanswered": 0}  # fmt: skip
+    assert "MCP server" not in fragment(report)
+    report["mcp"] = [
+        {"name": "cal", "state": "ready", "error": "", "tools": ["cal__list", "cal__add"],
+         "shared": False},
+        {"name": "<notes>", "state": "waiting", "error": "command not found: x", "tools": [],
+         "shared": True},
+    ]  # fmt: skip
+    page = fragment(report)
+    assert "<td>cal</td>" in page and "list, add" in page and "private chats" in page
+    assert "&lt;notes&gt;" in page and "waiting: command not found: x" in page
+    assert 'class="state error"' in page and "every chat" in page
