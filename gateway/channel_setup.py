@@ -4,6 +4,7 @@ its inbox (where files sent in a chat go) and the pairing store they share."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from pathlib import Path
 
 from agent.audience import inbox_folder
 from agent.quota import Quota
@@ -11,7 +12,7 @@ from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.pairing import PairingStore
-from channels.voice import Hearing, OpenAITranscriber
+from channels.voice import Hearing, OpenAITranscriber, Transcriber
 from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.errors import ConfigError
 from gateway.events import SessionKey, audience_of
@@ -132,6 +133,25 @@ def hearing(config: Config) -> Hearing | None:
     t = config.transcription
     if not t.enabled:
         return None
+    if t.model_path:
+        return Hearing(_local_transcriber(config), t.max_bytes, t.max_seconds)
     key = t.api_key.value if t.api_key is not None else None
     transcriber = OpenAITranscriber(t.base_url, key, t.model, t.timeout)
     return Hearing(transcriber, t.max_bytes, t.max_seconds)
+
+
+def _local_transcriber(config: Config) -> Transcriber:
+    """The whisper.cpp model at ``transcription.model_path``; a ConfigError when it cannot be
+    used (never a download)."""
+    from channels.voice_local import WhisperCppTranscriber, missing_parts
+
+    t = config.transcription
+    path = Path(t.model_path).expanduser()
+    if not path.is_absolute():
+        path = config.home / path
+    if not path.is_file():
+        raise ConfigError("transcription.model_path", f"no model file at {path}")
+    problem = missing_parts()
+    if problem is not None:
+        raise ConfigError("transcription.model_path", problem)
+    return WhisperCppTranscriber(path, language=t.language, timeout=t.timeout)

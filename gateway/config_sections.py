@@ -116,6 +116,11 @@ class TranscriptionConfig:
     max_bytes: int = setting(20_000_000, minimum=1)  # larger recordings are kept, not heard
     max_seconds: int = setting(900, minimum=1)
     timeout: float = setting(120.0, minimum=1)
+    # A whisper.cpp model file on this machine (ggml-*.bin): heard here instead, and nothing
+    # is sent out. Needs the whisper extra (pip install 'corvid[whisper]').
+    model_path: str = ""
+    # For the local model: the language spoken ("en", "de", ...); empty: detected.
+    language: str = ""
 
 
 @dataclass(frozen=True)

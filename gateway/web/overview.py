@@ -41,20 +41,6 @@ def fragment(r: dict[str, Any]) -> str:
         ((esc(c["name"]), _state(c["state"])) for c in r.get("channels", [])),
         "No chat channels are enabled.",
     )
-    servers = r.get("mcp") or []
-    mcp = table(
-        ("MCP server", "State", "Tools", "Offered in"),
-        (
-            (
-                esc(m["name"]),
-                _state(m["state"] + (f": {m['error']}" if m["error"] else "")),
-                esc(", ".join(t.split("__", 1)[-1] for t in m["tools"]) or "none"),
-                "every chat" if m["shared"] else "private chats",
-            )
-            for m in servers
-        ),
-        "",
-    )
     busy = [s for s in r["sessions"] if s["running"]]
     now = table(
         ("Session", "Queued"),
@@ -91,11 +77,27 @@ def fragment(r: dict[str, Any]) -> str:
     waiting = f"<p>Messages waiting for an answer: {r['unanswered']}</p>" if r["unanswered"] else ""
     total = r["sessions_total"]
     return (
-        f"{head}<h2>Channels</h2>{channels}{'<h2>Tools</h2>' + mcp if servers else ''}"
+        f"{head}<h2>Channels</h2>{channels}{_mcp(r.get('mcp') or [])}"
         f"<h2>Answering now</h2>{now}{waiting}"
         f"<h2>Sessions ({total})</h2>{sessions}"
         f"<h2>Undelivered messages</h2>{undelivered}<h2>Recent warnings and errors</h2>{problems}"
     )
+
+
+def _mcp(servers: list[dict[str, Any]]) -> str:
+    """The MCP servers, their state and tools; nothing when none is configured."""
+    if not servers:
+        return ""
+    rows = (
+        (
+            esc(m["name"]),
+            _state(m["state"] + (f": {m['error']}" if m["error"] else "")),
+            esc(", ".join(t.split("__", 1)[-1] for t in m["tools"]) or "none"),
+            "every chat" if m["shared"] else "private chats",
+        )
+        for m in servers
+    )
+    return "<h2>Tools</h2>" + table(("MCP server", "State", "Tools", "Offered in"), rows, "")
 
 
 def _state(state: str) -> str:
