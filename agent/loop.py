@@ -28,6 +28,7 @@ from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools import ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
+from agent.wire import reply_text
 from gateway.errors import LLMError
 from gateway.events import InboundMessage, SessionKey
 from gateway.ports import Clock, SystemClock
@@ -182,27 +183,22 @@ class Agent:
             while tally.calls < self.settings.max_iterations:
                 resp = await self._call_model(state, ctx, (system_note, listen), tally)
                 if resp.content:
-                    self.store.append_message(state, {"role": "assistant", "content": resp.content})
+                    message: dict[str, Any] = {"role": "assistant", "content": resp.content}
+                    if resp.stop_reason == "pause_turn":
+                        message["paused"] = True  # not an answer: a restart goes on from it
+                    self.store.append_message(state, message)
                 tool_uses = [b for b in resp.content if b.get("type") == "tool_use"]
                 if resp.stop_reason == "pause_turn":
                     # The API paused a long turn of its own tools (web search): asked again
                     # with its answer so far, it goes on where it stopped.
-                    piece = reply_text(resp.content)
-                    if piece:
-                        tally.earlier.append(piece)
-                        if listen is not None:
-                            listen(TextDone(piece))
+                    _said(resp.content, tally, listen)
                     continue
                 if resp.stop_reason != "tool_use" or not tool_uses:
                     await self.store.sync(state.key)
                     # Nothing awaits after this line, so a turn is recorded as ended once.
                     self.store.end_turn(state, TurnEnd.OK)
                     return tally.outcome(reply_text(resp.content))
-                piece = reply_text(resp.content)
-                if piece:
-                    tally.earlier.append(piece)
-                    if listen is not None:
-                        listen(TextDone(piece))
+                _said(resp.content, tally, listen)
                 tally.tool_calls += len(tool_uses)
                 results = await self._run_tools(tool_uses, ctx, listen)
                 self.store.append_message(state, {"role": "user", "content": results})
@@ -295,46 +291,13 @@ def _request_start(messages: list[dict[str, Any]]) -> int:
     return len(messages)
 
 
-def reply_text(content: list[dict[str, Any]]) -> str:
-    """The text blocks of an answer: blocks that follow each other are one text (the API
-    splits text where it cites a source), others are paragraphs; blank ones left out. Sources
-    the text cites (the API's web search) are listed after it as links."""
-    runs: list[str] = []
-    joined = False
-    for b in content:
-        if b.get("type") != "text":
-            joined = False
-            continue
-        if joined:
-            runs[-1] += b["text"]
-        else:
-            runs.append(b["text"])
-        joined = True
-    text = "\n\n".join(r.strip() for r in runs if r.strip())
-    sources = cited_sources(content)
-    if text and sources:
-        text += "\n\nSources: " + " · ".join(sources)
-    return text
-
-
-# At most this many cited sources are listed under an answer.
-MAX_SOURCES = 5
-
-
-def cited_sources(content: list[dict[str, Any]]) -> list[str]:
-    """Markdown links to the web pages an answer's text cites, each once, in order."""
-    seen: dict[str, str] = {}
-    for b in content:
-        for cite in b.get("citations") or () if b.get("type") == "text" else ():
-            url = str(cite.get("url") or "") if isinstance(cite, dict) else ""
-            if url.startswith(("https://", "http://")) and url not in seen:
-                title = " ".join(str(cite.get("title") or "").split()) or url
-                seen[url] = title
-    links = []
-    for url, title in list(seen.items())[:MAX_SOURCES]:
-        label = title.replace("[", "(").replace("]", ")")
-        links.append(f"[{label}]({url.replace(')', '%29').replace(' ', '%20')})")
-    return links
+def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None) -> None:
+    """Text written before the turn goes on (before tools run): a piece of the answer."""
+    piece = reply_text(content)
+    if piece:
+        tally.earlier.append(piece)
+        if listen is not None:
+            listen(TextDone(piece))
 
 
 def user_content(
@@ -387,6 +350,8 @@ def _quoted(name: str, limit: int = 120) -> str:
 def _written_reply(state: SessionState) -> str | None:
     """The text of a final answer that ends the transcript, if it does end with one."""
     if not state.messages or state.messages[-1]["role"] != "assistant":
+        return None
+    if state.messages[-1].get("paused"):  # the API paused its own tools' work: not done
         return None
     content = state.messages[-1]["content"]
     if isinstance(content, str):

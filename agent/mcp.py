@@ -14,13 +14,11 @@ import asyncio
 import contextlib
 import logging
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.lowlevel
@@ -32,15 +30,13 @@ from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 
 from agent.mcp_hub import FIRST_PAUSE, ServerView
-from agent.mcp_wire import Watched, server_log, tool_result, with_client
+from agent.mcp_wire import Watched, describe_error, mcp_tool, server_log, tool_result, with_client
 from agent.settings import McpServerSettings
 from agent.tools import Tool, ToolResult, TurnContext
 
 log = logging.getLogger(__name__)
 
 # The Messages API's rule for a tool's name.
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-MAX_DESCRIPTION_CHARS = 2000
 # Pauses between restarts double up to this; a server that stayed up for STABLE_SECONDS
 # starts over from the first pause when it dies.
 LONGEST_PAUSE = 60.0
@@ -76,6 +72,8 @@ class McpServer:
         self._ended: asyncio.Event | None = None
         self._relist = False
         self._stop = asyncio.Event()
+        self._starting_scope: anyio.CancelScope | None = None
+        self._ready_at: float | None = None
         self._task: asyncio.Task[None] | None = None
 
     def _moved(self, state: str, error: str = "") -> None:
@@ -113,6 +111,8 @@ class McpServer:
         self._stop.set()
         if self._ended is not None:
             self._ended.set()
+        if self._starting_scope is not None:  # a start under way is given up at once
+            self._starting_scope.cancel()
         task, self._task = self._task, None
         if task is None:
             return
@@ -128,7 +128,7 @@ class McpServer:
     async def _keep_up(self) -> None:
         pause = self._first_pause
         while not self._stop.is_set():
-            began = time.monotonic()
+            self._ready_at = None
             try:
                 reason = await self._serve_once()
             except Exception as exc:
@@ -138,8 +138,8 @@ class McpServer:
             self.first_try.set()
             if self._stop.is_set():
                 break
-            if time.monotonic() - began >= STABLE_SECONDS:
-                pause = self._first_pause
+            if self._up_for() >= STABLE_SECONDS:
+                pause = self._first_pause  # it had been up a while: start again soon
             self._moved("waiting", reason)
             log.warning(
                 "MCP server %s stopped: %s; starting it again in %g s", self.name, reason, pause
@@ -161,30 +161,78 @@ class McpServer:
             with anyio.CancelScope() as scope:
                 # The deadline covers starting up only: spawn, handshake and tool list.
                 scope.deadline = anyio.current_time() + self.spec.start_timeout
+                self._starting_scope = scope
                 async with Client(
                     transport,
                     cache=None,
                     client_info=mt.Implementation(name="corvid", version="1"),
                     message_handler=self._on_message,
                 ) as client:
-                    await self._list(client)
-                    scope.deadline = math.inf
-                    self._client = client
-                    self._moved("ready")
-                    log.info("MCP server %s ready: %d tool(s)", self.name, len(self.tools))
-                    self.first_try.set()
-                    while True:
-                        await ended.wait()
-                        if not self._relist or self._stop.is_set() or transport.closed:
-                            break
-                        ended.clear()
-                        self._relist = False
+                    # Subscribed before the first list, so no change falls in between.
+                    subscribed = asyncio.Event()
+                    watcher = asyncio.create_task(self._watch_list(client, ended, subscribed))
+                    try:
+                        with anyio.move_on_after(5):  # a server that never acknowledges
+                            await subscribed.wait()
                         await self._list(client)
-            if scope.cancelled_caught:
+                        scope.deadline = math.inf
+                        self._starting_scope = None
+                        self._client = client
+                        self._ready_at = time.monotonic()
+                        self._moved("ready")
+                        log.info("MCP server %s ready: %d tool(s)", self.name, len(self.tools))
+                        self.first_try.set()
+                        await self._hold(client, ended, transport)
+                    finally:
+                        watcher.cancel()
+                        await asyncio.wait({watcher})
+            self._starting_scope = None
+            if scope.cancelled_caught and not self._stop.is_set():
                 return f"it did not start within {self.spec.start_timeout:g} s"
         if self._stop.is_set():
             return "stopped"
         return "its connection ended" if transport.closed else "a call found it gone"
+
+    def _up_for(self) -> float:
+        """How long the last connection was ready (0: it never was)."""
+        return 0.0 if self._ready_at is None else time.monotonic() - self._ready_at
+
+    async def _hold(self, client: Client, ended: asyncio.Event, transport: Watched) -> None:
+        """Until the connection ends, listing the tools again when the server says they
+        changed (bounded like a start)."""
+        while True:
+            await ended.wait()
+            if not self._relist or self._stop.is_set() or transport.closed:
+                return
+            ended.clear()
+            self._relist = False
+            with anyio.move_on_after(self.spec.start_timeout) as relisting:
+                await self._list(client)
+            if relisting.cancelled_caught:
+                log.warning("MCP server %s did not list its tools again in time", self.name)
+                return
+
+    async def _watch_list(
+        self, client: Client, ended: asyncio.Event, subscribed: asyncio.Event
+    ) -> None:
+        """On connections of the 2026 protocol, a change of tools reaches only those who
+        subscribe; older servers send it on the connection (``_on_message``)."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                subscribed.set()
+                async for _ in changes:
+                    self._relist = True
+                    ended.set()
+        except ListenNotSupportedError:
+            pass
+        except Exception as exc:  # the subscription is a convenience: the connection goes on
+            log.info(
+                "MCP server %s: no tool-change subscription (%s)", self.name, type(exc).__name__
+            )
+        finally:
+            subscribed.set()
 
     def _transport(self, errlog: TextIO) -> Transport:
         spec = self.spec
@@ -236,29 +284,15 @@ class McpServer:
     def _set_tools(self, tools: tuple[Tool, ...], skipped: tuple[str, ...]) -> None:
         self.tools, self.skipped = tools, skipped
         self._changed()
+        self._moved(self.state, self.error)  # wakes whoever waits on this server
 
     def _tool(self, item: mt.Tool) -> Tool | None:
-        name = f"{self.name}__{item.name}"
-        if not _TOOL_NAME.fullmatch(name):
-            return None
-        description = (item.description or item.title or item.name).strip()
-        if len(description) > MAX_DESCRIPTION_CHARS:
-            description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
-        schema = dict(item.input_schema)
-        schema.setdefault("type", "object")
         original = item.name
 
         async def handler(ctx: TurnContext, args: dict[str, Any]) -> ToolResult:
             return await self.call(original, args)
 
-        return Tool(
-            name,
-            description,
-            schema,
-            handler,
-            private_only=not self.spec.shared,
-            checked=False,
-        )
+        return mcp_tool(self.name, item, handler, shared=self.spec.shared)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, mt.ToolListChangedNotification):
@@ -279,6 +313,7 @@ class McpServer:
                 True,
             )
         limit = self.spec.timeout
+        self.http_status = None  # what this call's answer said, if it was an HTTP error
         try:
             # The SDK's own limit answers first; this one catches what it could not.
             async with asyncio.timeout(limit + 5):
@@ -294,6 +329,15 @@ class McpServer:
                 return ToolResult(
                     f"The connection to the {self.name} server ended during the call; it is "
                     "being started again. The call may or may not have taken effect.",
+                    True,
+                )
+            if self._answered(404):
+                # An HTTP server that restarted (or dropped the session) answers 404 to it.
+                self._lost()
+                log.warning("MCP %s: the server lost the session (%s)", self.name, exc.message)
+                return ToolResult(
+                    f"The {self.name} server lost the connection's session; it is being "
+                    "connected again. Try the call once more in a moment.",
                     True,
                 )
             log.info("MCP %s__%s refused: %s", self.name, tool, exc.message)
@@ -316,37 +360,14 @@ class McpServer:
             )
         return tool_result(result)
 
+    def _answered(self, status: int) -> bool:
+        """Whether an HTTP server's answer to the last request had this status."""
+        return self.http_status == status
+
     def _lost(self) -> None:
         """A call found the connection broken: end it, so the keeper starts it again."""
         if self._ended is not None:
             self._ended.set()
-
-
-def describe_error(exc: BaseException, spec: McpServerSettings, status: int | None = None) -> str:
-    """Why a server could not start or stay up, in a few words, with no secrets in them."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups
-        exc = exc.exceptions[0]
-    if isinstance(exc, FileNotFoundError) and spec.command:
-        return f"command not found: {spec.command}"
-    if isinstance(exc, PermissionError) and spec.command:
-        return f"command not executable: {spec.command}"
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return f"{_where(spec.url)} answered HTTP {exc.response.status_code}"
-    if isinstance(exc, httpx2.HTTPError):
-        return f"{_where(spec.url)} could not be reached ({type(exc).__name__})"
-    if isinstance(exc, MCPError) and status is not None:
-        hint = " (check its headers)" if status in (401, 403) else ""
-        return f"{_where(spec.url)} answered HTTP {status}{hint}"
-    if isinstance(exc, MCPError):
-        return f"the server answered with an error: {exc.message[:200]}"
-    return type(exc).__name__
-
-
-def _where(url: str) -> str:
-    """A server's address without what may hold a secret (user, password, query)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
 # -- one-off checks (corvid doctor, corvid mcp list without a running gateway) ----------------

@@ -9,24 +9,36 @@ import base64
 import binascii
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 import mcp_types as mt
+from mcp import MCPError
 from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 
-from agent.tools import ToolResult
+from agent.settings import McpServerSettings
+from agent.tools import Handler, Tool, ToolResult
 
 # Image types the Messages API takes, and how much of them one result may carry.
-_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-MAX_IMAGE_BYTES = 5_000_000
+# The API's cap is on an image's base64 text (5 MB), and a whole request may not pass 32 MB.
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+MAX_RESULT_BASE64 = 12 * 1024 * 1024
 MAX_IMAGES = 8
+# An image's type, told by its first bytes (what a server says it is may be wrong).
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
 # A server's stderr goes to state/mcp/<name>.log; beyond this it starts over (one old copy).
 MAX_LOG_BYTES = 1_000_000
 
@@ -48,7 +60,7 @@ def tool_result(result: mt.CallToolResult) -> ToolResult:
             res = block.resource
             if isinstance(res, mt.TextResourceContents):
                 texts.append(f"[resource <{res.uri}>]\n{res.text}")
-            elif (res.mime_type or "") in _IMAGE_TYPES:
+            elif (res.mime_type or "").startswith("image/"):
                 texts += _image(res.blob, res.mime_type or "", images)
             else:
                 texts.append(f"[binary resource <{res.uri}> ({res.mime_type}) left out]")
@@ -62,16 +74,93 @@ def tool_result(result: mt.CallToolResult) -> ToolResult:
 
 def _image(data: str, mime: str, images: list[dict[str, Any]]) -> list[str]:
     """Add one image block to ``images``; the note to put in the text instead, if any."""
-    if mime not in _IMAGE_TYPES:
-        return [f"[an image of type {mime} left out: the model takes JPEG, PNG, GIF and WebP]"]
     try:
-        size = len(base64.b64decode(data, validate=True))
+        raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return ["[an image that was not valid base64 left out]"]
-    if size > MAX_IMAGE_BYTES or len(images) >= MAX_IMAGES:
-        return [f"[an image of {size:,} bytes left out: over what one result may carry]"]
-    images.append({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
+    kind = image_type(raw)
+    if kind is None:
+        return [f"[an image ({mime}) left out: the model takes JPEG, PNG, GIF and WebP]"]
+    carried = sum(len(i["source"]["data"]) for i in images)
+    too_big = len(data) > MAX_IMAGE_BASE64 or carried + len(data) > MAX_RESULT_BASE64
+    if too_big or len(images) >= MAX_IMAGES:
+        return [f"[an image of {len(raw):,} bytes left out: over what one result may carry]"]
+    images.append({"type": "image", "source": {"type": "base64", "media_type": kind, "data": data}})
     return []
+
+
+def image_type(raw: bytes) -> str | None:
+    """JPEG, PNG, GIF or WebP, from the bytes themselves; None for anything else."""
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return next((kind for magic, kind in _MAGIC if raw.startswith(magic)), None)
+
+
+# The Messages API's rule for a tool's name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_DESCRIPTION_CHARS = 2000
+
+
+def mcp_tool(server: str, item: mt.Tool, handler: Handler, *, shared: bool) -> Tool | None:
+    """A server's tool as the model is offered it: ``<server>__<tool>``, its description (cut
+    to a length) and its schema as the API takes it; None when the name breaks the API's rule.
+    Private-only unless the server is shared; the server checks its own arguments."""
+    name = f"{server}__{item.name}"
+    if not _TOOL_NAME.fullmatch(name):
+        return None
+    description = (item.description or item.title or item.name).strip()
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 1] + "…"
+    schema, forms = api_schema(item.input_schema)
+    if forms:
+        description += " (Its arguments take one of several forms; the server checks them.)"
+    return Tool(name, description, schema, handler, private_only=not shared, checked=False)
+
+
+def api_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A tool's input schema as the Messages API takes it: an object, without anyOf, oneOf or
+    allOf at the top (one such tool would make every request fail). Their alternatives'
+    properties are merged into one object, none of them required; True when that was done."""
+    out = dict(schema)
+    combined = [k for k in ("anyOf", "oneOf", "allOf") if k in out]
+    out["type"] = "object"
+    if not combined:
+        return out, False
+    properties = dict(out.get("properties") or {})
+    for key in combined:
+        for branch in out.pop(key) or ():
+            if isinstance(branch, dict) and isinstance(branch.get("properties"), dict):
+                for name, prop in branch["properties"].items():
+                    properties.setdefault(name, prop)
+    out["properties"] = properties
+    return out, True
+
+
+def describe_error(exc: BaseException, spec: McpServerSettings, status: int | None = None) -> str:
+    """Why a server could not start or stay up, in a few words, with no secrets in them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError) and spec.command:
+        return f"command not found: {spec.command}"
+    if isinstance(exc, PermissionError) and spec.command:
+        return f"command not executable: {spec.command}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"{_where(spec.url)} answered HTTP {exc.response.status_code}"
+    if isinstance(exc, httpx2.HTTPError):
+        return f"{_where(spec.url)} could not be reached ({type(exc).__name__})"
+    if isinstance(exc, MCPError) and status is not None:
+        hint = " (check its headers)" if status in (401, 403) else ""
+        return f"{_where(spec.url)} answered HTTP {status}{hint}"
+    if isinstance(exc, MCPError):
+        return f"the server answered with an error: {exc.message[:200]}"
+    return type(exc).__name__
+
+
+def _where(url: str) -> str:
+    """A server's address without what may hold a secret (user, password, query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
 class Watched:

@@ -5,6 +5,7 @@ dicts fit to store and send back."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from gateway.events import scrub
 
@@ -142,3 +143,48 @@ def check_message(msg: Any) -> None:
         for name, kind in fields.items():
             if not isinstance(block.get(name), kind):
                 raise ValueError(f"a {block['type']} block without a valid {name}")
+
+
+def reply_text(content: list[dict[str, Any]]) -> str:
+    """The text blocks of an answer: blocks that follow each other are one text (the API
+    splits text where it cites a source), others are paragraphs; blank ones left out. Sources
+    the text cites (the API's web search) are listed after it as links."""
+    runs: list[str] = []
+    joined = False
+    for b in content:
+        if b.get("type") != "text":
+            joined = False
+            continue
+        if joined:
+            runs[-1] += b["text"]
+        else:
+            runs.append(b["text"])
+        joined = True
+    text = "\n\n".join(r.strip() for r in runs if r.strip())
+    sources = cited_sources(content)
+    if text and sources:
+        text += "\n\nSources: " + " · ".join(sources)
+    return text
+
+
+# At most this many cited sources are listed under an answer.
+MAX_SOURCES = 5
+# What stays as it is in a source's address: all but what could end a Markdown link (parentheses,
+# spaces, angle brackets); "%" too, so what is already escaped stays so.
+_URL_SAFE = ":/?#[]@!$&'*+,;=%~"
+
+
+def cited_sources(content: list[dict[str, Any]]) -> list[str]:
+    """Markdown links to the web pages an answer's text cites, each once, in order."""
+    seen: dict[str, str] = {}
+    for b in content:
+        for cite in b.get("citations") or () if b.get("type") == "text" else ():
+            url = str(cite.get("url") or "") if isinstance(cite, dict) else ""
+            if url.startswith(("https://", "http://")) and url not in seen:
+                title = " ".join(str(cite.get("title") or "").split()) or url
+                seen[url] = title
+    links = []
+    for url, title in list(seen.items())[:MAX_SOURCES]:
+        label = title.replace("[", "(").replace("]", ")")
+        links.append(f"[{label}]({quote(url, safe=_URL_SAFE)})")
+    return links

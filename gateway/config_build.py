@@ -43,8 +43,26 @@ def substitute(node: Any, key: str, environ: Mapping[str, str], missing: dict[st
         if unset:
             missing[key] = unset[0]
             return Missing(unset[0])
-        return ENV_REF.sub(lambda m: environ[m.group(1)], node)
+        return FromEnv(ENV_REF.sub(lambda m: environ[m.group(1)], node))
     return node
+
+
+class FromEnv(str):
+    """A config value that came from the environment (``${VAR}``): a secret by choice."""
+
+    __slots__ = ()
+
+
+# An entry of an MCP server's env whose name says it holds a secret.
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|cred|cookie|session|private", re.I)
+
+
+def masked_entry(key: str, name: str, value: Any) -> bool:
+    """Whether a secret-typed entry of a mapping is blanked in logs: one given as ``${VAR}``,
+    every header (Authorization and its kind), and entries whose name says secret. A plain
+    ``NODE_ENV: production`` is not."""
+    from_env = isinstance(value, FromEnv) or (isinstance(value, str) and "${" in value)
+    return from_env or key.endswith(".headers") or bool(_SECRET_NAME.search(name))
 
 
 def build_fields(
@@ -93,7 +111,13 @@ def _convert(tp: Any, value: Any, key: str, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(key, f"expected a mapping, got {kind(value)}")
         inner = typing.get_args(tp)[1]
-        return {str(k): _convert(inner, v, join(key, str(k)), {}) for k, v in value.items()}
+        for k, v in value.items():
+            if isinstance(v, Missing):  # an entry cannot be left out quietly
+                raise ConfigError(join(key, str(k)), f"environment variable {v.var} is not set")
+        out = {str(k): _convert(inner, v, join(key, str(k)), {}) for k, v in value.items()}
+        if inner is Secret:
+            out = {k: Secret(s.value, masked_entry(key, k, value[k])) for k, s in out.items()}
+        return out
     if typing.get_origin(tp) is list:
         if not isinstance(value, list):
             raise ConfigError(key, f"expected a list, got {kind(value)}")
@@ -150,7 +174,7 @@ def secret_keys(cls: type, prefix: str = "", raw: Any = None) -> Iterator[str]:
             if not isinstance(below, dict):
                 continue
             for name, value in below.items():
-                if inner is Secret:
+                if inner is Secret and masked_entry(key, str(name), value):
                     yield join(key, str(name))
                 elif isinstance(inner, type) and dataclasses.is_dataclass(inner):
                     yield from secret_keys(inner, join(key, str(name)), value)
@@ -163,7 +187,8 @@ def secret_keys(cls: type, prefix: str = "", raw: Any = None) -> Iterator[str]:
 def secrets_in(obj: object) -> Iterator[Secret]:
     """Every ``Secret`` value set in a tree of settings dataclasses (and mappings of them)."""
     if isinstance(obj, Secret):
-        yield obj
+        if obj.masked:
+            yield obj
         return
     if isinstance(obj, dict):
         for value in obj.values():
@@ -172,11 +197,7 @@ def secrets_in(obj: object) -> Iterator[Secret]:
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         return
     for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, Secret):
-            yield value
-        else:
-            yield from secrets_in(value)
+        yield from secrets_in(getattr(obj, f.name))
 
 
 def _expect(tp: Any) -> str:

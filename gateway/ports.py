@@ -53,12 +53,15 @@ class SystemClock:
 
 
 class Secret:
-    """A string that never shows itself in logs, reprs or tracebacks."""
+    """A string that never shows itself in logs, reprs or tracebacks. ``masked``: its value is
+    also blanked wherever it appears in log lines and reports (False for a setting that only
+    might be secret, such as an MCP server's ``NODE_ENV: production``)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("masked", "value")
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, masked: bool = True) -> None:
         self.value = value
+        self.masked = masked
 
     def __repr__(self) -> str:
         return "Secret('***')"
@@ -66,7 +69,9 @@ class Secret:
     __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other.value == self.value
+        return (
+            isinstance(other, Secret) and other.value == self.value and other.masked == self.masked
+        )
 
     def __hash__(self) -> int:
         return hash(self.value)

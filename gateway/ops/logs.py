@@ -32,6 +32,8 @@ _CHATTY = (
     # At DEBUG these log whole gateway events and follow-up URLs, interaction tokens included.
     "discord.gateway",
     "discord.webhook",
+    # The MCP SDK logs every message to and from a server (tools' arguments and results).
+    "mcp",
     "apscheduler.executors",
 )
 

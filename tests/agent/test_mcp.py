@@ -21,7 +21,7 @@ from agent.mcp import McpServer, probe
 from agent.mcp_hub import McpHub
 from agent.mcp_wire import tool_result
 from agent.settings import McpServerSettings
-from agent.tools import ToolRegistry, TurnContext
+from agent.tools import ToolRegistry, ToolResult, TurnContext
 from gateway.errors import ConfigError
 from gateway.events import SessionKey
 from gateway.ports import Secret
@@ -102,6 +102,16 @@ async def test_a_private_servers_tools_are_neither_offered_nor_run_in_a_group(hu
     assert "ours__echo" in unknown.text and "mine__" not in unknown.text
 
 
+async def test_a_tool_the_server_adds_later_is_offered(hubs, tmp_path):
+    hub = hubs(g=stdio())
+    registry = ToolRegistry([], extra=hub)
+    await registry.settle()
+    assert "g__extra" not in registry
+    assert (await registry.call("g__grow", {}, ctx(tmp_path))).text == "grown"
+    await hub.servers[0].wait_until(lambda s: any(t.name == "g__extra" for t in s.tools), 20)
+    assert (await registry.call("g__extra", {}, ctx(tmp_path))).text == "extra!"
+
+
 async def test_an_image_becomes_an_image_block_of_the_tool_result(hubs, tmp_path):
     hub = hubs(pics=stdio())
     registry = ToolRegistry([], extra=hub)
@@ -176,7 +186,7 @@ async def test_env_reaches_the_server_and_corvids_own_secrets_do_not(hubs, tmp_p
     assert (await server.call("env", {"name": "ANTHROPIC_API_KEY"})).text == "(unset)"
 
 
-async def test_over_http_with_its_headers(hubs, http_server, tmp_path):
+async def test_over_http_with_its_headers(http_server, hubs, tmp_path):
     good = McpServerSettings(url=http_server, headers={"Authorization": Secret("Bearer s3cret")})
     hub = hubs(web=good)
     registry = ToolRegistry([], extra=hub)
@@ -205,7 +215,7 @@ def test_result_blocks_map_to_what_the_api_takes():
             content=[
                 mt.TextContent(text="first"),
                 mt.AudioContent(data=blob, mime_type="audio/ogg"),
-                mt.ImageContent(data=blob, mime_type="image/bmp"),
+                mt.ImageContent(data=blob, mime_type="image/png"),
                 mt.ResourceLink(name="notes", uri="file:///notes.md"),
                 mt.EmbeddedResource(
                     resource=mt.TextResourceContents(uri="file:///a.md", text="inside")
@@ -218,7 +228,7 @@ def test_result_blocks_map_to_what_the_api_takes():
     assert result.text.split("\n\n") == [
         "first",
         "[audio (audio/ogg) left out: it cannot be shown to the model]",
-        "[an image of type image/bmp left out: the model takes JPEG, PNG, GIF and WebP]",
+        "[an image (image/png) left out: the model takes JPEG, PNG, GIF and WebP]",
         "[resource: notes <file:///notes.md>]",
         "[resource <file:///a.md>]\ninside",
         "[an image that was not valid base64 left out]",
@@ -228,12 +238,26 @@ def test_result_blocks_map_to_what_the_api_takes():
     assert tool_result(mt.CallToolResult(content=[], is_error=True)).is_error
 
 
-def test_an_oversized_image_is_left_out_with_a_note():
-    big = base64.b64encode(b"\0" * 5_000_001).decode()
-    result = tool_result(
-        mt.CallToolResult(content=[mt.ImageContent(data=big, mime_type="image/png")])
-    )
-    assert result.blocks == () and "5,000,001 bytes left out" in result.text
+def test_images_are_kept_within_the_apis_limits_and_typed_by_their_bytes():
+    def png(size: int) -> str:
+        return base64.b64encode(PNG + b"\0" * (size - len(PNG))).decode()
+
+    # Said to be "image/jpg" (not a type the API knows): the bytes say PNG.
+    (block,) = tool_result(
+        mt.CallToolResult(content=[mt.ImageContent(data=png(100), mime_type="image/jpg")])
+    ).blocks
+    assert block["source"]["media_type"] == "image/png"
+
+    # 4 MB is over 5 MiB once in base64, the API's cap for one image.
+    def result(*sizes: int) -> ToolResult:
+        images = [mt.ImageContent(data=png(n), mime_type="image/png") for n in sizes]
+        return tool_result(mt.CallToolResult(content=images))
+
+    big = result(4_000_000)
+    assert big.blocks == () and "4,000,000 bytes left out" in big.text
+    # Several that each fit stop where the result would grow past 12 MiB.
+    many = result(*[3_000_000] * 8)
+    assert len(many.blocks) == 3 and many.text.count("left out") == 5
 
 
 def test_a_tool_whose_name_the_api_would_refuse_is_left_out():
@@ -292,6 +316,22 @@ def test_env_and_headers_take_secrets_from_the_environment_and_mask_them(tmp_pat
     assert config.mcp.servers["cal"].env["TOKEN"].value == "cal-secret-1"
     assert "cal-secret-1" not in repr(config) and "notes-secret-2" not in repr(config)
     assert {"cal-secret-1", "Bearer notes-secret-2"} <= set(config.secrets())
+
+
+def test_plain_env_values_are_not_blanked_in_logs_but_secret_looking_ones_are(tmp_path):
+    from gateway.config import parse_config
+
+    env = {"NODE_ENV": "production", "TZ": "Europe/Berlin", "API_KEY": "inline-key-123",
+           "HOME_DIR": "${HOME_DIR}"}  # fmt: skip
+    config = parse_config(
+        {"mcp": {"servers": {"s": {"command": "x", "env": env},
+                             "h": {"url": "https://h/mcp", "headers": {"X-Team": "crows"}}}}},
+        home=tmp_path, environ={"HOME_DIR": "/srv/home"},
+    )  # fmt: skip
+    masked = set(config.secrets())
+    assert {"inline-key-123", "/srv/home", "crows"} <= masked
+    assert not {"production", "Europe/Berlin"} & masked
+    assert config.mcp.servers["s"].env["NODE_ENV"].value == "production"
 
 
 async def test_through_the_gateway_a_group_never_sees_a_private_servers_tools(
@@ -375,7 +415,7 @@ async def test_corvid_mcp_list_and_the_doctor_start_each_server_once(home, capsy
     out, err = capsys.readouterr()
     assert code == 1 and "1 server(s) not ready" in err
     assert "MCP servers (from a test start of each server):" in out
-    assert "  t (stdio, private chats only): ready, 7 tool(s)" in out
+    assert "  t (stdio, private chats only): ready, 8 tool(s)" in out
     assert "    t__echo" in out
     assert (
         "  gone (stdio, private chats only): failed: command not found: /nonexistent/mcp-server"
@@ -385,7 +425,7 @@ async def test_corvid_mcp_list_and_the_doctor_start_each_server_once(home, capsy
     config = load_config(home, {})
     ok = await check_mcp(config, "t", 30)
     assert ok.status == "ok" and ok.message.startswith(
-        "stdio, 7 tool(s) for private chats only: add,"
+        "stdio, 8 tool(s) for private chats only: add,"
     )
     bad = await check_mcp(config, "gone", 30)
     assert bad.status == "FAIL" and "command not found" in bad.message
@@ -407,3 +447,104 @@ def test_secrets_written_in_a_servers_env_or_headers_are_masked_by_the_doctor(ho
     (home / "config.yaml").write_text(yaml.safe_dump(raw))
     values = secret_values(home, {"NOTES_KEY": "env-notes-secret"})
     assert "inline-cal-secret" in values and "env-notes-secret" in values
+
+
+def test_a_schema_with_alternatives_at_its_top_becomes_one_object():
+    from agent.mcp_wire import api_schema
+
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}},
+        "required": ["id"],
+        "oneOf": [
+            {"properties": {"title": {"type": "string"}}, "required": ["title"]},
+            {"properties": {"body": {"type": "string"}, "id": {"type": "integer"}}},
+        ],
+    }
+    fitted, merged = api_schema(schema)
+    assert merged and "oneOf" not in fitted and fitted["type"] == "object"
+    assert fitted["properties"] == {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "body": {"type": "string"},
+    }
+    assert fitted["required"] == ["id"]
+    plain, merged = api_schema({"properties": {"q": {"type": "string"}}})
+    assert not merged and plain == {"type": "object", "properties": {"q": {"type": "string"}}}
+    tool = McpServer("t", stdio(), Path("."))._tool(
+        mt.Tool(name="search", description="Search.", input_schema=schema)
+    )
+    assert tool is not None and "several forms" in tool.description
+
+
+def test_an_unset_variable_in_env_or_headers_names_its_key(tmp_path):
+    from gateway.config import parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_config(
+            {"mcp": {"servers": {"s": {"command": "x", "env": {"TOKEN": "${NOT_SET}"}}}}},
+            home=tmp_path,
+            environ={},
+        )
+    assert err.value.key == "mcp.servers.s.env.TOKEN"
+    assert "environment variable NOT_SET is not set" in str(err.value)
+
+
+async def test_stopping_a_server_that_is_still_starting_is_quick(tmp_path):
+    import time
+
+    silent = McpServerSettings(
+        command=sys.executable, args=["-c", "import time; time.sleep(60)"], start_timeout=30
+    )
+    hub = McpHub({"slow": silent}, tmp_path / "mcp", settle_seconds=1)
+    hub.start()
+    await hub.settle()  # bounded: the servers exist, the one is still starting
+    began = time.monotonic()
+    await hub.close()
+    assert time.monotonic() - began < 8  # the SDK's own bounded shutdown, not the 30 s start
+    assert hub.servers[0].state == "stopped"
+
+
+async def test_an_http_server_that_forgot_the_session_is_connected_again(tmp_path, monkeypatch):
+    """A server of the older protocol (sessions by id) restarted while Corvid was connected:
+    it answers 404 to the old session, and Corvid connects again."""
+    import asyncio
+    import functools
+
+    import mcp
+
+    import agent.mcp as client_module
+
+    monkeypatch.setattr(client_module, "Client", functools.partial(mcp.Client, mode="legacy"))
+
+    def serve() -> tuple[uvicorn.Server, asyncio.Task[None]]:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen()  # connections wait in the backlog until uvicorn has started
+        server = uvicorn.Server(uvicorn.Config(http_app(), log_level="warning"))
+        return server, asyncio.create_task(server.serve(sockets=[sock]))
+
+    probe_sock = socket.socket()
+    probe_sock.bind(("127.0.0.1", 0))
+    port = probe_sock.getsockname()[1]
+    probe_sock.close()
+    server, task = serve()
+    mcp_server = McpServer(
+        "web", McpServerSettings(url=f"http://127.0.0.1:{port}/mcp"), tmp_path, first_pause=0.05
+    )
+    mcp_server.start()
+    try:
+        await mcp_server.wait_until(lambda s: s.state == "ready", 20)
+        assert (await mcp_server.call("echo", {"text": "a"})).text == "echo: a"
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        server, task = serve()  # a fresh process: the old session id means nothing to it
+        lost = await mcp_server.call("echo", {"text": "b"})
+        assert lost.is_error and "lost the connection's session" in lost.text
+        await mcp_server.wait_until(lambda s: s.state == "ready" and s.restarts == 1, 20)
+        assert (await mcp_server.call("echo", {"text": "c"})).text == "echo: c"
+    finally:
+        await mcp_server.stop()
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)

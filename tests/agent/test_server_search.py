@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from agent.loop import cited_sources, reply_text
-from agent.wire import check_message
+from agent.wire import check_message, cited_sources, reply_text
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Reply
 
@@ -144,6 +143,11 @@ def test_text_split_at_citations_is_one_text_and_sources_are_listed_once():
     ("cite", "link"),
     [
         ({"url": "https://a.example/x)y", "title": "A [b]"}, "[A (b)](https://a.example/x%29y)"),
+        (
+            {"url": "https://en.wikipedia.org/wiki/Mercury_(planet)", "title": "Mercury"},
+            "[Mercury](https://en.wikipedia.org/wiki/Mercury_%28planet%29)",
+        ),
+        ({"url": "https://c.example/a b<c>", "title": "C"}, "[C](https://c.example/a%20b%3Cc%3E)"),
         ({"url": "javascript:alert(1)", "title": "no"}, None),
         ({"url": "https://b.example/", "title": ""}, "[https://b.example/](https://b.example/)"),
     ],
@@ -157,3 +161,25 @@ def test_at_most_five_sources_are_listed():
     cites = [{"url": f"https://s{i}.example/", "title": f"S{i}"} for i in range(8)]
     assert len(cited_sources([{"type": "text", "text": "t", "citations": cites}])) == 5
     assert json.dumps(cites)  # the citations themselves stay whole in the transcript
+
+
+async def test_a_restart_between_a_pause_and_its_continuation_goes_on(tmp_path):
+    """The paused answer is not the reply: after a restart the turn asks the API again."""
+    from agent.llm import LLMResponse
+    from agent.loop import TurnStatus
+    from agent.transcript import Usage
+    from tests.agent.test_loop import KEY, make_agent, message
+    from tests.fakes.scripted_model import ScriptedModel, text
+
+    paused = LLMResponse(
+        [{"type": "text", "text": "Let me look that up."}, *searched()], "pause_turn", Usage()
+    )
+    model = ScriptedModel(paused)  # the continuation never comes: the process "stops"
+    with pytest.raises(AssertionError, match="called once more than scripted"):
+        await make_agent(tmp_path, model).run_turn(KEY, [message("crows?", seq=9)])
+    again = ScriptedModel(text("Up to 20 years."))
+    outcome = await make_agent(tmp_path, again).run_turn(KEY, [message("crows?", seq=9)])
+    assert outcome.status is not TurnStatus.RESUMED and len(again.calls) == 1
+    assert outcome.text == "Up to 20 years."
+    sent = again.calls[0].messages[-1]
+    assert sent["role"] == "assistant" and sent["content"][-1]["type"] == "web_search_tool_result"

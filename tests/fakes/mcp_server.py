@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import sys
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 
@@ -58,6 +59,20 @@ def make_server(name: str = "fake") -> MCPServer:
         """Never answers."""
         await asyncio.Event().wait()
         return "never"
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Offers one more tool, ``extra``, and says so to the client."""
+
+        def extra() -> str:
+            """The tool that came later."""
+            return "extra!"
+
+        server.add_tool(extra)
+        await ctx.notify_tools_changed()  # to subscribers (the 2026 protocol)
+        with contextlib.suppress(Exception):  # on the connection (older protocols)
+            await ctx.session.send_tool_list_changed()
+        return "grown"
 
     @server.tool()
     def env(name: str) -> str:
