@@ -73,6 +73,7 @@ class McpServer:
         self._relist = False
         self._stop = asyncio.Event()
         self._starting_scope: anyio.CancelScope | None = None
+        self._spawning: asyncio.Event | None = None
         self._ready_at: float | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -111,8 +112,12 @@ class McpServer:
         self._stop.set()
         if self._ended is not None:
             self._ended.set()
-        if self._starting_scope is not None:  # a start under way is given up at once
-            self._starting_scope.cancel()
+        if self._starting_scope is not None:  # a start under way is given up at once,
+            if self._spawning is not None:  # once its process exists (a spawn is quick)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._spawning.wait(), 5)
+            if self._starting_scope is not None:
+                self._starting_scope.cancel()
         task, self._task = self._task, None
         if task is None:
             return
@@ -158,6 +163,7 @@ class McpServer:
             return "stopped"
         with server_log(self._logs, self.name) as errlog:
             transport = Watched(self._transport(errlog), ended)
+            self._spawning = transport.spawned
             with anyio.CancelScope() as scope:
                 # The deadline covers starting up only: spawn, handshake and tool list.
                 scope.deadline = anyio.current_time() + self.spec.start_timeout

@@ -171,9 +171,15 @@ class Watched:
         self._inner = inner
         self._ended = ended
         self.closed = False
+        # Set once the transport is up (a stdio server spawned) or failed to come up: a
+        # cancellation in the middle of asyncio's spawn leaves the child unreaped.
+        self.spawned = asyncio.Event()
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self._inner.__aenter__()
+        try:
+            read, write = await self._inner.__aenter__()
+        finally:
+            self.spawned.set()
         return _WatchedRead(read, self._end), write
 
     async def __aexit__(
