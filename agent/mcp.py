@@ -93,16 +93,9 @@ class McpServer:
         return self.spec.enabled and not self.first_try.is_set()
 
     def view(self) -> ServerView:
-        return ServerView(
-            self.name,
-            self.spec.transport,
-            self.spec.shared,
-            self.state,
-            tuple(t.name for t in self.tools),
-            self.error,
-            self.restarts,
-            self.skipped,
-        )
+        spec, tools = self.spec, tuple(t.name for t in self.tools)
+        return ServerView(self.name, spec.transport, spec.shared, self.state, tools, self.error,
+                          self.restarts, self.skipped)  # fmt: skip
 
     def start(self) -> None:
         if self.spec.enabled and self._task is None:

@@ -25,6 +25,7 @@ from channels.telegram import replies
 from channels.telegram.api import call, retry_after_seconds
 from channels.telegram.inbound import Reader
 from channels.telegram.live import TelegramLive, take_back
+from channels.telegram.sdk import load_ptb
 from channels.voice import Hearing
 from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
 from gateway.ports import Check, Clock
@@ -90,6 +91,7 @@ class TelegramChannel(Channel):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        load_ptb()
         from telegram import BotCommand
         from telegram.error import TelegramError
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from channels.telegram.sdk import load_ptb
 from gateway.ports import Check, Status
 
 
@@ -24,6 +25,7 @@ async def probe(
     limit: float,
     token_source: str,
 ) -> Check:
+    load_ptb()
     from telegram import Bot
     from telegram.error import InvalidToken, NetworkError, TelegramError, TimedOut
     from telegram.request import HTTPXRequest

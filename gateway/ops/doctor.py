@@ -158,7 +158,9 @@ def preload(config: Config) -> None:
     import anthropic  # noqa: F401
 
     if config.channels.telegram.enabled:
-        import telegram  # noqa: F401
+        from channels.telegram.sdk import load_ptb
+
+        load_ptb()
     if config.channels.discord.enabled:
         import discord  # noqa: F401
 
