@@ -94,6 +94,7 @@ class McpHub:
         self._tools: tuple[Tool, ...] = ()
         self._task: asyncio.Task[None] | None = None
         self._up = asyncio.Event()  # the servers exist and have been started
+        self._launched = asyncio.Event()  # start() was called (after the channels poll)
 
     @property
     def generation(self) -> int:
@@ -113,6 +114,7 @@ class McpHub:
         """Start every enabled server in the background; returns at once."""
         if self._task is None:
             self._task = asyncio.create_task(self._start(), name="mcp")
+            self._launched.set()
 
     async def _start(self) -> None:
         try:
@@ -132,11 +134,11 @@ class McpHub:
             server.start()
 
     async def settle(self) -> None:
-        """Wait (bounded) for servers whose first start is still under way."""
-        if self._task is None:
-            return
+        """Wait (bounded) for servers whose first start is still under way (or not yet
+        begun: they start once the channels poll)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self._settle_seconds):
+                await self._launched.wait()
                 await self._up.wait()
                 await asyncio.gather(*(s.first_try.wait() for s in self.servers if s.starting))
 

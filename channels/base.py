@@ -45,6 +45,8 @@ class Channel(ABC):
     # The platform drops a repeated send with the same ``OutboundMessage.ident`` (Discord's
     # nonce), so a send interrupted by a crash can simply be sent again.
     idempotent_sends: ClassVar[bool] = False
+    # Receives by a loop of its own that sets ``receiving`` when its first request is out.
+    polls: ClassVar[bool] = False
 
     def __init__(self, access: Access | None = None, clock: Clock | None = None) -> None:
         self.access = access
@@ -53,6 +55,9 @@ class Channel(ABC):
         self._failure: asyncio.Future[str] | None = None
         self._lanes: dict[object, asyncio.Task[None]] = {}
         self._lane_tasks: set[asyncio.Task[None]] = set()
+        # Set once the channel is asking its platform for messages (its first long poll is
+        # out): start-up work that can wait (MCP servers) waits for it, not to delay it.
+        self.receiving = asyncio.Event()
 
     @final
     def bind(self, sink: Sink) -> None:
@@ -67,6 +72,8 @@ class Channel(ABC):
 
     async def __aenter__(self) -> Self:
         await self.start()
+        if not self.polls:
+            self.receiving.set()
         return self
 
     async def __aexit__(

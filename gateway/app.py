@@ -124,11 +124,10 @@ class App:
 
     async def start(self) -> None:
         await self.gateway.start()
-        if self.mcp is not None:  # in the background: the channels are already taking messages
-            self.mcp.start()
         # Tools that wait on something (MCP servers, the API's word on its search tool) get
-        # ready in the background; a turn waits for them only within a bound.
-        self._settling = asyncio.create_task(self.agent.tools.settle(), name="tools")
+        # ready in the background, once the channels ask for messages; a turn waits for them
+        # only within a bound.
+        self._settling = asyncio.create_task(self._ready_tools(), name="tools")
         repair_pairing(self.config.state / "pairing.json")
         if self.scheduler is None:
             return
@@ -150,6 +149,15 @@ class App:
             from gateway.web.server import start_web
 
             self.web = await start_web(self._backend(self.scheduler))
+
+    async def _ready_tools(self) -> None:
+        channels = [c.receiving.wait() for c in self.gateway.channels.values()]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):  # a channel slow to poll does not hold them up
+                await asyncio.gather(*channels)
+        if self.mcp is not None:
+            self.mcp.start()
+        await self.agent.tools.settle()
 
     def _backend(self, scheduler: Scheduler) -> Backend:
         from gateway.web.server import Backend

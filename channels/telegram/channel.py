@@ -54,6 +54,7 @@ class Webhook:
 
 class TelegramChannel(Channel):
     name = "telegram"
+    polls = True  # sets ``receiving`` as its first getUpdates goes out (or the webhook is set)
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ class TelegramChannel(Channel):
                     secret_token=self.webhook.secret_token,
                     allowed_updates=UPDATES,
                 )
+                self.receiving.set()
             else:
                 # getUpdates is refused while a webhook is set (say, from an earlier setup).
                 await self._call(lambda: app.bot.delete_webhook())
@@ -192,6 +194,7 @@ class TelegramChannel(Channel):
         failures = conflicts = 0
         while True:
             try:
+                self.receiving.set()
                 updates = await bot.get_updates(
                     offset=self._offset,
                     timeout=dt.timedelta(seconds=self.poll_timeout),

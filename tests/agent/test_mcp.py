@@ -548,3 +548,32 @@ async def test_an_http_server_that_forgot_the_session_is_connected_again(tmp_pat
         await mcp_server.stop()
         server.should_exit = True
         await asyncio.wait_for(task, 10)
+
+
+async def test_servers_start_once_telegram_asks_for_messages(home, fake_api, fake_telegram):
+    """Start-up work that can wait does: the servers start after the first getUpdates is out."""
+    from gateway.app import build_app
+    from gateway.channel_setup import build_channels
+    from tests.conftest import OWNER, make_config
+
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    servers = {"t": {"command": sys.executable, "args": [SERVER]}}
+    config = make_config(home, fake_api.base_url, channels={"telegram": tg},
+                         mcp={"servers": servers})  # fmt: skip
+    app = build_app(config, build_channels(config))
+    assert app.mcp is not None
+    hub, polling = app.mcp, app.channels["telegram"].receiving
+    seen: list[bool] = []
+    launch = hub.start
+
+    def start() -> None:
+        seen.append(polling.is_set())
+        launch()
+
+    hub.start = start  # type: ignore[method-assign]
+    await app.start()
+    try:
+        await hub.settle()
+        assert seen == [True] and [s.state for s in hub.servers] == ["ready"]
+    finally:
+        await app.stop()
