@@ -49,7 +49,11 @@ class WhisperCppTranscriber:
     async def transcribe(self, data: bytes, name: str, mime: str) -> str:
         await self._lock.acquire()
         work = asyncio.ensure_future(asyncio.to_thread(self._hear, data))
-        done, _ = await asyncio.wait({work}, timeout=self.timeout)
+        try:
+            done, _ = await asyncio.wait({work}, timeout=self.timeout)
+        except BaseException:  # the turn was stopped: the model finishes, then the next goes
+            work.add_done_callback(lambda _: self._lock.release())
+            raise
         if not done:
             # A running model cannot be stopped: the next recording waits until it has ended.
             work.add_done_callback(lambda _: self._lock.release())

@@ -77,3 +77,25 @@ async def test_a_missing_model_file_stops_the_start_naming_the_key(home, fake_ap
             pass
     assert caught.value.key == "transcription.model_path"
     assert f"no model file at {home / 'models' / 'none.bin'}" in str(caught.value)
+
+
+async def test_a_transcription_stopped_midway_does_not_hold_up_the_next(tmp_path):
+    import asyncio
+    import threading
+
+    inside, release = threading.Event(), threading.Event()
+
+    class Slow(WhisperCppTranscriber):
+        def _hear(self, data: bytes) -> str:
+            inside.set()
+            release.wait(30)
+            return "words"
+
+    ears = Slow(tmp_path / "unused.bin", timeout=60)
+    first = asyncio.create_task(ears.transcribe(RECORDING, "a.ogg", "audio/ogg"))
+    await asyncio.to_thread(inside.wait, 30)  # the model is at work in its thread
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    release.set()  # the stopped one ends; the next is not locked out
+    assert await asyncio.wait_for(ears.transcribe(RECORDING, "b.ogg", "audio/ogg"), 30) == "words"
