@@ -26,19 +26,16 @@ from mcp.shared.message import SessionMessage
 
 from agent.settings import McpServerSettings
 from agent.tools import Handler, Tool, ToolResult
+from gateway.events import sniff_image
 
-# Image types the Messages API takes, and how much of them one result may carry.
-# The API's cap is on an image's base64 text (5 MB), and a whole request may not pass 32 MB.
+# How much image one result may carry: the API caps an image's base64 text (5 MB), and a
+# whole request at 32 MB.
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 MAX_RESULT_BASE64 = 12 * 1024 * 1024
 MAX_IMAGES = 8
-# An image's type, told by its first bytes (what a server says it is may be wrong).
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
+# The Messages API's rule for a tool's name.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_DESCRIPTION_CHARS = 2000
 # A server's stderr goes to state/mcp/<name>.log; beyond this it starts over (one old copy).
 MAX_LOG_BYTES = 1_000_000
 
@@ -78,7 +75,7 @@ def _image(data: str, mime: str, images: list[dict[str, Any]]) -> list[str]:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return ["[an image that was not valid base64 left out]"]
-    kind = image_type(raw)
+    kind = sniff_image(raw)
     if kind is None:
         return [f"[an image ({mime}) left out: the model takes JPEG, PNG, GIF and WebP]"]
     carried = sum(len(i["source"]["data"]) for i in images)
@@ -87,18 +84,6 @@ def _image(data: str, mime: str, images: list[dict[str, Any]]) -> list[str]:
         return [f"[an image of {len(raw):,} bytes left out: over what one result may carry]"]
     images.append({"type": "image", "source": {"type": "base64", "media_type": kind, "data": data}})
     return []
-
-
-def image_type(raw: bytes) -> str | None:
-    """JPEG, PNG, GIF or WebP, from the bytes themselves; None for anything else."""
-    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "image/webp"
-    return next((kind for magic, kind in _MAGIC if raw.startswith(magic)), None)
-
-
-# The Messages API's rule for a tool's name.
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-MAX_DESCRIPTION_CHARS = 2000
 
 
 def mcp_tool(server: str, item: mt.Tool, handler: Handler, *, shared: bool) -> Tool | None:

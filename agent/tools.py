@@ -189,14 +189,10 @@ class ToolRegistry:
         self,
         tools: Iterable[Tool],
         max_output_chars: int = 50_000,
-        extra: ToolSource | Sequence[ToolSource] | None = None,
+        extra: Sequence[ToolSource] = (),
     ) -> None:
         self._fixed = tuple(tools)
-        if extra is None:
-            extra = ()
-        self._extra: tuple[ToolSource, ...] = (
-            tuple(extra) if isinstance(extra, Sequence) else (extra,)
-        )
+        self._extra = tuple(extra)
         self.max_output_chars = max_output_chars
         self._generation: tuple[int, ...] = ()
         self._build()

@@ -85,7 +85,7 @@ async def bench_round_trip(tmp: Path, calls: int) -> dict[str, float]:
     hub = McpHub({"b": McpServerSettings(command=sys.executable, args=[SERVER])}, tmp / "mcp")
     hub.start()
     try:
-        registry = ToolRegistry([], extra=hub)
+        registry = ToolRegistry([], extra=[hub])
         await registry.settle()
         if "b__echo" not in registry:
             raise RuntimeError(f"the server did not start: {hub.describe()}")

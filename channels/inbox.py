@@ -20,31 +20,12 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
-from gateway.events import Attachment, SessionKey
+from gateway.events import MODEL_IMAGE_TYPES, Attachment, SessionKey, sniff_image
 
 log = logging.getLogger(__name__)
 
-# Media types the model reads as images.
-MODEL_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-_MAGIC = {
-    b"\xff\xd8\xff": "image/jpeg",
-    b"\x89PNG\r\n\x1a\n": "image/png",
-    b"GIF87a": "image/gif",
-    b"GIF89a": "image/gif",
-}
-
 MAX_NAME_BYTES = 200
 _UNSAFE = re.compile(r"[^\w.\- ()+,@]+")
-
-
-def sniff_image(data: bytes) -> str | None:
-    """The media type of an image the model can read (JPEG, PNG, GIF, WebP), by its bytes."""
-    for magic, mime in _MAGIC.items():
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def safe_name(name: str, fallback: str = "file") -> str:

@@ -178,6 +178,27 @@ class Attachment:
     path: str | None = None  # workspace-relative path where a document was saved
 
 
+# Media types the model reads as images, known by their first bytes (a sender's or a server's
+# label may be wrong).
+MODEL_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_IMAGE_MAGIC = {
+    b"\xff\xd8\xff": "image/jpeg",
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+
+def sniff_image(data: bytes) -> str | None:
+    """The media type of an image the model can read (JPEG, PNG, GIF, WebP), by its bytes."""
+    for magic, mime in _IMAGE_MAGIC.items():
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
 
 

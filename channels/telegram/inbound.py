@@ -24,6 +24,7 @@ from gateway.events import (
     OWNER_COMMANDS,
     Attachment,
     SessionKey,
+    sniff_image,
     telegram_group,
     telegram_private,
 )
@@ -180,7 +181,7 @@ class Reader:
             return
         best = max(fitting, key=lambda p: p.width * p.height)
         data = await self._download(best.file_id)
-        mime = inbox.sniff_image(data)
+        mime = sniff_image(data)
         if mime is None or len(data) > self.intake.max_image_bytes:
             notes.append("[A photo came with this message, but it could not be read as an image.]")
             return
