@@ -17,9 +17,10 @@ from typing import Any
 
 from agent.llm import LLM
 from agent.memory import Memory
+from agent.memory_tools import marked
 from agent.sessions import Sessions
 from agent.settings import CompactionSettings
-from agent.tools import TurnContext
+from agent.tools import Grant, TurnContext
 from agent.transcript import SessionState, estimate_tokens
 from gateway.errors import LLMError
 from gateway.events import SessionKey
@@ -27,6 +28,12 @@ from gateway.events import SessionKey
 log = logging.getLogger(__name__)
 
 NO_REPLY = "NO_REPLY"
+# The flush writes memory in its own session's audience, and nothing else: no reading of other
+# chats, no files, nothing that reaches out. It is shown its session's tools all the same, so
+# that its request reads the whole conversation from the prompt cache.
+FLUSH_GRANT = Grant(
+    "the memory flush", frozenset({"memory_append", "memory_update"}), show_all=True
+)
 
 FLUSH_NOTE = (
     "Memory flush. This session is close to its context limit and will soon be compacted: "
@@ -126,7 +133,7 @@ def render(messages: list[dict[str, Any]], limit: int) -> str:
 
 # Runs a silent turn in a session (the memory flush): the model may call tools; the returned
 # reply text reaches no chat.
-SilentTurn = Callable[[SessionState, TurnContext, str], Awaitable[str]]
+SilentTurn = Callable[[SessionState, TurnContext, str, Grant], Awaitable[str]]
 
 
 class Maintenance:
@@ -177,7 +184,7 @@ class Maintenance:
         store.append_message(state, prompt)
         log.info("%s: memory flush at %d context tokens", state.key, state.context_tokens)
         try:
-            text = await self.silent_turn(state, ctx, FLUSH_NOTE)
+            text = await self.silent_turn(state, ctx, FLUSH_NOTE, FLUSH_GRANT)
         except LLMError as exc:
             log.warning("%s: memory flush failed: %s", state.key, exc)
             return
@@ -240,7 +247,8 @@ class Maintenance:
         ctx = self.context(key)
         source = "session summary" if key.private else f"session summary · {key}"
         try:
-            memory.append(summary, ctx.now, ctx.audience, source)
+            # Quoted if the conversation read other chats or the web: it may repeat them.
+            memory.append(marked(ctx, summary), ctx.now, ctx.audience, source)
         except OSError as exc:  # a full disk, say; /new goes on
             log.warning("%s: session summary not saved: %s", key, exc)
             return False

@@ -21,6 +21,7 @@ from agent.audience import (
     chat_of,
     files_folder,
     on_the_way,
+    outside_source,
     readable,
     untrusted,
     writable,
@@ -90,6 +91,15 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     """Nothing written for one audience may land where another reads: a shared chat writes
     only in its own folder; the owner's sessions never write into a shared chat's places."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+    if ctx.private and area(rel) is EVERYONE and not ctx.exposure.clean:
+        # Read by every chat: text from outside that steered the model would reach them all.
+        raise PathRefused(
+            f"{rel} is read in every chat, groups included, and this conversation has read "
+            f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
+            f"carry instructions; so {rel} cannot be changed from it. The owner can edit it by "
+            "hand (the control page's Memory page, or any editor), or ask in a conversation "
+            "that has read nothing from outside (after /new)."
+        )
     if writable(ctx.audience, rel):
         return
     folder = files_folder(ctx.audience)
@@ -182,6 +192,8 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
         line = _listed(ctx, entry)
         if line is None:
             continue
+        if _named_outside(_relpath(ctx, entry)):
+            ctx.saw("file names chosen in chat")
         if len(lines) >= MAX_LIST_ENTRIES:
             lines.append("[... more entries not shown; list a subfolder]")
             break
@@ -191,6 +203,17 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
 
 def _relpath(ctx: TurnContext, path: Path) -> PurePosixPath:
     return PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+
+
+def _named_outside(rel: PurePosixPath) -> bool:
+    """A name someone chose in chat: a shared chat's own files, or a file sent to the inbox
+    (Corvid names the folders on the way, and the logs)."""
+    folded = [p.casefold() for p in rel.parts]
+    if folded[:1] == ["chats"]:
+        return len(folded) > 2  # chats/<chat>/<name>
+    if folded[:2] == ["inbox", "chats"]:
+        return len(folded) > 4  # inbox/chats/<chat>/<date>/<name>
+    return folded[:1] == ["inbox"] and len(folded) > 3  # inbox/private/<date>/<name>
 
 
 def _may_read(ctx: TurnContext, path: Path) -> bool:
@@ -245,7 +268,11 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     if not lines:
         return f"{_rel(ctx, path)} is empty."
     body = "\n".join(window)
-    chat = chat_of(_relpath(ctx, path))
+    rel = _relpath(ctx, path)
+    source = outside_source(rel)
+    if source is not None:
+        ctx.saw(source)
+    chat = chat_of(rel)
     if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
         body = untrusted(f"chats/{chat}", body)
     if offset == 1 and len(window) == len(lines):
@@ -340,14 +367,12 @@ FILE_TOOLS = (
         "List files and folders in the workspace.",
         ListArgs,
         list_files,
-        in_silent_turns=True,
     ),
     Tool.typed(
         "read_file",
         "Read a text file from the workspace. Long files are returned in windows of lines.",
         ReadArgs,
         read_file,
-        in_silent_turns=True,
     ),
     Tool.typed(
         "write_file",

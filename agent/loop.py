@@ -14,10 +14,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agent.audience import quotes_outside
 from agent.compaction import Maintenance
 from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
@@ -26,7 +28,7 @@ from agent.quota import Quota
 from agent.sessions import HandEdits, Sessions
 from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools import ToolRegistry, TurnContext
+from agent.tools import Exposure, Grant, ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
 from agent.wire import reply_text
 from gateway.errors import LLMError
@@ -117,16 +119,31 @@ class Agent:
     def store(self) -> SessionStore:
         return self.sessions.store
 
-    def context(self, key: SessionKey) -> TurnContext:
+    def context(self, key: SessionKey, grant: Grant | None = None) -> TurnContext:
+        """The context of a turn in ``key``'s session, sharing what the session has read from
+        outside the owner's audience (its prompt snapshot's quoted text included)."""
         now = self.clock.now().astimezone(self.tz)
-        return TurnContext(key, self.workspace, now, self.tz, quota=self.quota)
+        state = self.sessions.loaded(key)
+        exposure = Exposure()
+        if state is not None:
+            exposure = Exposure(state.exposed, partial(self.store.mark_exposed, state))
+            if quotes_outside(state.system):
+                exposure.saw("quoted text in memory")
+        return TurnContext(
+            key, self.workspace, now, self.tz, grant=grant, quota=self.quota, exposure=exposure
+        )
 
     # -- turns --------------------------------------------------------------------------------
 
     async def run_turn(
-        self, key: SessionKey, inbound: Sequence[InboundMessage], listen: Listener | None = None
+        self,
+        key: SessionKey,
+        inbound: Sequence[InboundMessage],
+        listen: Listener | None = None,
+        grant: Grant | None = None,
     ) -> TurnOutcome:
-        """Answer ``inbound``; ``listen`` hears the answer as it is written (``agent.stream``)."""
+        """Answer ``inbound``; ``listen`` hears the answer as it is written (``agent.stream``).
+        A turn nobody watches (a scheduled job) runs with only the tools ``grant`` gives."""
         state = self.sessions.get(key)
         state.turn_start = len(state.messages)
         # Messages already in the transcript come from a turn a crash or restart cut short:
@@ -148,7 +165,7 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        return await self.loop(state, self.context(key), listen=listen)
+        return await self.loop(state, self.context(key, grant), listen=listen)
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not
@@ -220,9 +237,11 @@ class Agent:
             TurnStatus.ITERATION_CAP,
         )
 
-    async def _silent_turn(self, state: SessionState, ctx: TurnContext, note: str) -> str:
-        # Nobody watches this turn: only the memory tools run in it (TurnContext.silent).
-        return (await self.loop(state, replace(ctx, silent=True), system_note=note)).text
+    async def _silent_turn(
+        self, state: SessionState, ctx: TurnContext, note: str, grant: Grant
+    ) -> str:
+        # Nobody watches this turn: only what ``grant`` gives runs in it.
+        return (await self.loop(state, replace(ctx, grant=grant), system_note=note)).text
 
     async def _call_model(
         self,
@@ -239,7 +258,7 @@ class Agent:
                 resp = await self.llm.complete(
                     state.system,
                     state.messages,
-                    self.tools.schemas(ctx.private),
+                    self.tools.schemas(ctx.private, ctx.grant),
                     system_note,
                     deltas=deltas,
                 )
@@ -255,6 +274,8 @@ class Agent:
                 continue
             tally.calls += 1
             tally.waited += self.clock.monotonic() - began
+            if any(b.get("type") == "server_tool_use" for b in resp.content):
+                ctx.saw("web search results")  # the API's own search, run while it wrote
             self.store.append_usage(state, resp.usage)
             tally.usage += resp.usage
             return resp

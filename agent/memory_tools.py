@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from agent.audience import chat_of, untrusted
 from agent.files import check_single_name, resolve_in_workspace
 from agent.memory import Memory, read_text
 from agent.memory_index import LONG_TERM
@@ -76,6 +77,8 @@ class MemoryTools:
             snippet = h.snippet.replace("\n", "\n   ")
             # In the owner's chats, a hit from a shared chat's log is what others wrote.
             whose = f", written in the shared chat {h.chat}: untrusted" if h.chat else ""
+            if h.chat:
+                ctx.saw(f"the chat {h.chat}")
             out.append(
                 f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
                 f"   {snippet}"
@@ -93,6 +96,9 @@ class MemoryTools:
         window = lines[start - 1 : start - 1 + count]
         end = start - 1 + len(window)
         rel = path.relative_to(ctx.workspace).as_posix()
+        chat = chat_of(PurePosixPath(rel))
+        if chat is not None:
+            ctx.saw(f"the chat {chat}")
         body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
         return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
 
@@ -104,7 +110,7 @@ class MemoryTools:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
         ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
-        rel = self.memory.append(text, ctx.now, ctx.audience, source)
+        rel = self.memory.append(marked(ctx, text), ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
@@ -113,9 +119,23 @@ class MemoryTools:
                 "memory_update works only in a private chat with the owner. In a shared chat, "
                 "use memory_append (today's log) for what should be kept."
             )
+        text = args.get("text", "")
         return self.memory.update_long_term(
-            args["action"], args.get("text", ""), args.get("old_text", "")
+            args["action"], marked(ctx, text) if text.strip() else text, args.get("old_text", "")
         )
+
+
+WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
+
+
+def marked(ctx: TurnContext, text: str) -> str:
+    """What the model writes into the owner's memory, quoted with its provenance when its
+    conversation has read text from outside the owner's audience: every later private prompt
+    reads it, so an instruction carried in from a group or a web page stays marked as such."""
+    if not ctx.private or ctx.exposure.clean:
+        return text
+    source = f"written after reading {ctx.exposure.describe()}"
+    return untrusted(source, text.strip(), WRITTEN_AFTER)
 
 
 def memory_tools(memory: Memory) -> tuple[Tool, ...]:
@@ -128,7 +148,6 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "preferences or decisions.",
             SearchArgs,
             tools.search,
-            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_get",
@@ -136,7 +155,6 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "memory/chats/), e.g. around a memory_search hit.",
             GetArgs,
             tools.get,
-            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_append",
@@ -145,7 +163,6 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "log; in a shared chat to that chat's own log, which only it and the owner read.",
             AppendArgs,
             tools.append,
-            in_silent_turns=True,
         ),
         Tool.typed(
             "memory_update",
@@ -153,6 +170,5 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "or replace/remove an exact passage that is out of date.",
             UpdateArgs,
             tools.update,
-            in_silent_turns=True,
         ),
     )

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.audience import BOOTSTRAP_FILES, files_folder, log_folder
+from agent.audience import BOOTSTRAP_FILES, SHARED_BOOTSTRAP, files_folder, log_folder
 from agent.memory import Memory
 from agent.settings import AgentSettings
 from gateway.events import Scope, SessionKey, audience_of
@@ -74,7 +74,8 @@ def build_system_prompt(
         + _places(key),
     ]
     budget = total_chars
-    for name in BOOTSTRAP_FILES:
+    # USER.md and TOOLS.md are about the owner: in the owner's own sessions only.
+    for name in BOOTSTRAP_FILES if audience_of(key).private else SHARED_BOOTSTRAP:
         path = workspace / name
         if path.exists() and not path.is_file():  # a FIFO would block the process on open
             log.warning("%s: %s is not a regular file; left out", key, name)

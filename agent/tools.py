@@ -14,7 +14,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
@@ -41,6 +41,60 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Grant:
+    """The tools a turn nobody watches may use (the memory flush, a scheduled job): each says
+    what it needs, and anything else it calls is refused in code. ``tools`` None: every tool
+    the session is offered, but those in ``without``."""
+
+    purpose: str  # "the memory flush", as the refusal names it
+    tools: frozenset[str] | None = frozenset()
+    without: frozenset[str] = frozenset()
+    # The model is still shown every tool of its session, and calls beyond the grant are
+    # refused (the flush: the tool list opens every request, and another list would miss the
+    # prompt cache). Tools the API runs itself are never shown beyond it: no call of theirs
+    # can be refused.
+    show_all: bool = False
+
+    def permits(self, name: str) -> bool:
+        return (self.tools is None or name in self.tools) and name not in self.without
+
+
+class Exposure:
+    """What a session's context holds from outside the owner's own audience: another chat's
+    log or files, a web page, an MCP server's result, a file someone sent. The model may follow
+    instructions hidden in any of it, so once a session has read such text (until ``/new``),
+    what it writes where the owner's other chats read it is marked with where it came from,
+    and it cannot change the files every chat reads.
+
+    ``sources`` is shared with the session's state; ``record`` makes a new one durable."""
+
+    __slots__ = ("_record", "sources")
+
+    def __init__(
+        self, sources: list[str] | None = None, record: Callable[[str], None] | None = None
+    ) -> None:
+        self.sources = sources if sources is not None else []
+        self._record = record
+
+    def saw(self, source: str) -> None:
+        if source in self.sources:
+            return
+        self.sources.append(source)
+        if self._record is not None:
+            self._record(source)
+
+    @property
+    def clean(self) -> bool:
+        return not self.sources
+
+    def describe(self) -> str:
+        """The sources, for a note to the model or a quoted entry's heading."""
+        shown = self.sources[:3]
+        more = len(self.sources) - len(shown)
+        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass(frozen=True, slots=True)
 class TurnContext:
     """What a tool may know about the turn that called it."""
 
@@ -48,10 +102,12 @@ class TurnContext:
     workspace: Path  # resolved, absolute
     now: datetime  # aware, in the owner's time zone
     tz: ZoneInfo
-    # The silent memory flush: only tools marked ``in_silent_turns`` may run.
-    silent: bool = False
+    # A turn nobody watches (the memory flush, a scheduled job): only what it grants may run.
+    grant: Grant | None = None
     # What shared chats may store; None: no limit (tests, the owner's own tools).
     quota: Quota | None = None
+    # What of outside the owner's audience the session has read (shared with its state).
+    exposure: Exposure = field(default_factory=Exposure)
 
     def check_room(self, adding: int) -> None:
         """Refuse a write that would take this chat past its share of the disk."""
@@ -67,6 +123,10 @@ class TurnContext:
     @property
     def private(self) -> bool:
         return self.key.private
+
+    def saw(self, source: str) -> None:
+        """This turn read ``source``, from outside the owner's audience (see ``Exposure``)."""
+        self.exposure.saw(source)
 
 
 _SCHEMA_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -117,9 +177,6 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: Handler
-    # May run in the silent memory flush, which nobody watches: reading and writing memory
-    # yes; files, schedules and anything else that acts on the world, no.
-    in_silent_turns: bool = False
     # Offered only in the owner's private sessions (a tool that reaches out, unless the
     # owner lets shared chats use it); anywhere else it is neither shown nor run.
     private_only: bool = False
@@ -129,6 +186,9 @@ class Tool:
     # A tool the API runs itself (a server tool): this is its whole definition in the request,
     # and the handler never runs.
     definition: dict[str, Any] | None = None
+    # What it brings in from outside the owner's audience, whatever its arguments ("a web
+    # page"): every call marks the session as having read it (``Exposure``).
+    outside: str | None = None
 
     @classmethod
     def typed(
@@ -138,11 +198,13 @@ class Tool:
         args: type,
         handler: Handler,
         *,
-        in_silent_turns: bool = False,
         private_only: bool = False,
+        outside: str | None = None,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
-        return cls(name, description, schema_of(args), handler, in_silent_turns, private_only)
+        return cls(
+            name, description, schema_of(args), handler, private_only=private_only, outside=outside
+        )
 
     def schema(self) -> dict[str, Any]:
         if self.definition is not None:
@@ -211,11 +273,21 @@ class ToolRegistry:
             self._build()
         return self._tools
 
-    def schemas(self, private: bool = True) -> list[dict[str, Any]]:
+    def schemas(self, private: bool = True, grant: Grant | None = None) -> list[dict[str, Any]]:
         """The tools a session is offered: every one in the owner's private sessions, the
-        others in shared ones. Each list is built once, so it stays byte-identical."""
-        self._current()
-        return self._schemas if private else self._shared
+        others in shared ones; a turn with a ``grant`` only those it grants. Each list of a
+        session is built once, so it stays byte-identical."""
+        tools = self._current()
+        offered = self._schemas if private else self._shared
+        if grant is None:
+            return offered
+        kept = [
+            s
+            for s in offered
+            if grant.permits(str(s["name"]))
+            or (grant.show_all and tools[str(s["name"])].definition is None)
+        ]
+        return offered if len(kept) == len(offered) else kept
 
     def __contains__(self, name: str) -> bool:
         return name in self._current()
@@ -243,11 +315,13 @@ class ToolRegistry:
         if tool.private_only and not ctx.private:
             log.info("tool %s refused in shared %s: not offered there", name, ctx.key)
             return ToolResult(f"{name} is not available in this chat.", True)
-        if ctx.silent and not tool.in_silent_turns:
-            log.info("tool %s refused in the silent flush of %s", name, ctx.key)
-            return ToolResult(
-                f"{name} cannot be used in the memory flush; only the memory tools can.", True
-            )
+        grant = ctx.grant
+        if grant is not None and not grant.permits(name):
+            log.info("tool %s refused in %s of %s", name, grant.purpose, ctx.key)
+            return ToolResult(f"{name} cannot be used in {grant.purpose}.", True)
+        if tool.outside is not None:
+            # Marked before the call: a result cut short by an error can carry text too.
+            ctx.saw(tool.outside)
         try:
             if tool.checked:
                 _check_args(tool.input_schema, args)

@@ -4,7 +4,8 @@ Line types (field ``t``): ``session`` (header with the system-prompt snapshot), 
 message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended), ``flush`` (the
 silent memory flush ran), ``withdrawn`` (the last messages leave the conversation: a turn
 stopped with /stop), ``compaction`` (older messages replaced by a summary from here on, with
-a fresh snapshot), ``prompt`` (a fresh snapshot from here on: the owner edited its files). A
+a fresh snapshot), ``prompt`` (a fresh snapshot from here on: the owner edited its files),
+``exposed`` (the session read text from outside the owner's audience: ``tools.Exposure``). A
 line torn by a crash is cut off on load; the file is otherwise never rewritten, so the full
 history stays on disk. ``/new`` archives the file under a timestamped name.
 """
@@ -110,6 +111,8 @@ class SessionState:
     turn_start: int = 0
     # When ``system`` was taken (ISO): at creation, then at each compaction or renewal.
     snapshot_at: str = ""
+    # What it has read from outside the owner's audience, until /new (``tools.Exposure``).
+    exposed: list[str] = field(default_factory=list)
 
     @property
     def context_tokens(self) -> int:
@@ -185,10 +188,9 @@ class SessionStore:
         found = []
         for path in self.dir.glob("*.jsonl"):
             stem = path.name.removesuffix(".jsonl")
-            if _ARCHIVED.search(stem):
-                continue
-            with contextlib.suppress(ValueError):
-                found.append(SessionKey.parse(stem))
+            if not _ARCHIVED.search(stem):
+                with contextlib.suppress(ValueError):
+                    found.append(SessionKey.parse(stem))
         return found
 
     def append_message(
@@ -236,6 +238,9 @@ class SessionStore:
     def mark_flushed(self, state: SessionState) -> None:
         self._write(state.key, {"t": "flush", "ts": self._now()})
         state.flushed = True
+
+    def mark_exposed(self, state: SessionState, source: str) -> None:  # see tools.Exposure
+        self._write(state.key, {"t": "exposed", "ts": self._now(), "source": source})
 
     def compact(self, state: SessionState, summary: str, keep: int, system: str) -> None:
         """Record a compaction: from here on the session is the summary plus the last ``keep``
@@ -337,6 +342,8 @@ def _replay(key: SessionKey, state: SessionState | None, entry: Any) -> SessionS
         state.snapshot_at = str(entry["ts"])
     elif kind == "prompt":
         state.system, state.snapshot_at = str(entry["system"]), str(entry["ts"])
+    elif kind == "exposed":
+        state.exposed.append(str(entry["source"]))  # written once per source
     return state
 
 

@@ -31,6 +31,7 @@ from gateway.channel_setup import quota
 from gateway.config import Config
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, SessionKey, discord_dm, telegram_private
+from gateway.home import mend_workspace
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
 from gateway.ops.status import Live, SessionFigures, report
@@ -333,6 +334,8 @@ def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
     )
     resources.callback(index.close)
     migrate_shared_entries(workspace)
+    for name in mend_workspace(workspace):
+        log.info("corrected a sentence of an earlier template in %s", name)
     return Memory(workspace, index, m)
 
 

@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.audience import BOOTSTRAP_FILES
 from gateway.config import DEFAULT_MODEL
 
 
@@ -67,8 +66,8 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
     for entry in sorted(template_dir().glob("*.md")):
         target = workspace / entry.name
         if not target.exists():
-            private = entry.name not in BOOTSTRAP_FILES  # MEMORY.md, HEARTBEAT.md
-            _write_new(target, entry.read_text("utf-8"), mode=0o600 if private else 0o644)
+            # Even the files every chat reads say who the owner's assistant is: the owner's.
+            _write_new(target, entry.read_text("utf-8"), mode=0o600)
             created.append(str(target))
     for sub in ("memory", "inbox"):
         if not (workspace / sub).exists():
@@ -94,7 +93,7 @@ def template_dir() -> Path:
     raise RuntimeError("workspace_template is missing from this installation of Corvid")
 
 
-def _write_new(path: Path, text: str, mode: int = 0o644) -> None:
+def _write_new(path: Path, text: str, mode: int) -> None:
     # O_EXCL: if the user created the file a moment ago, theirs wins.
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -124,3 +123,31 @@ def detect_timezone(environ: Mapping[str, str]) -> str:
             continue
         return name
     return "UTC"
+
+
+# Sentences of earlier templates that are no longer true, and what they say now.
+_OUTDATED = {
+    "AGENTS.md": (
+        "Daily logs are visible in group chats too.",
+        "Each chat has its own log; your owner's log stays private.",
+    ),
+}
+
+
+def mend_workspace(workspace: Path) -> list[str]:
+    """Correct what an earlier template said wrongly in a workspace made from it (only that
+    exact sentence, only if still there); returns the files changed."""
+    changed = []
+    for name, (old, new) in _OUTDATED.items():
+        path = workspace / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if old in text and path.is_file() and not path.is_symlink():
+            tmp = path.with_name(f".{name}.mend")
+            tmp.write_text(text.replace(old, new), encoding="utf-8")
+            tmp.chmod(path.stat().st_mode & 0o777)
+            os.replace(tmp, path)
+            changed.append(name)
+    return changed

@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from agent.loop import Agent
+from agent.tools import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
@@ -192,11 +193,10 @@ class Gateway:
 
     # -- for scheduled jobs (scheduling.host.JobHost) -----------------------------------------
 
-    async def isolated_turn(self, key: SessionKey, prompt: str) -> str:
+    async def isolated_turn(self, key: SessionKey, prompt: str, grant: Grant) -> str:
         self.agent.sessions.reset(key)  # each run starts afresh
-        outcome = await self.agent.run_turn(
-            key, [InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")]
-        )
+        asked = InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")
+        outcome = await self.agent.run_turn(key, [asked], grant=grant)
         return outcome.text.strip()
 
     async def deliver(self, out: OutboundMessage, origin: str | None = None) -> None:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.audience import log_path, untrusted
+from agent.audience import log_path, quotes_outside, untrusted
 from agent.memory import Memory, cap_log
+from agent.tools import Grant
 from gateway.events import Audience, OutboundMessage, SessionKey, audience_of, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
@@ -28,6 +29,10 @@ from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 log = logging.getLogger(__name__)
 
 NO_REPLY = "NO_REPLY"
+# Everything the digest needs is in its prompt; what it reads from shared chats must not get
+# to act (read MEMORY.md, write files, fetch an address made of it).
+DIGEST_GRANT = Grant("the daily summary", frozenset())
+DRAWN_FROM_SHARED = "Drawn from what shared chats wrote, not only from the owner"
 CONVERSATION_MAX_CHARS = 40_000
 LOGS_MAX_CHARS = 40_000
 LINE_MAX_CHARS = 600
@@ -142,13 +147,16 @@ class DailySummary:
             logs=logs or "(empty)",
             conversations=convo or "(none)",
         )
-        text = await self.host.isolated_turn(job_key(job.id, target), prompt)
+        text = await self.host.isolated_turn(job_key(job.id, target), prompt, DIGEST_GRANT)
         if not text or text == NO_REPLY:
             raise Skip("the model had nothing to report")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
         if self.memory is not None:
             # Into the log of the day it summarises, even when sent after midnight, and of the
-            # audience it was written for.
+            # audience it was written for; quoted there when shared chats' text went into it,
+            # since every later prompt of that audience reads the log.
+            if audience.private and (quotes_outside(logs) or quotes_outside(convo)):
+                text = untrusted("the daily summary", text, DRAWN_FROM_SHARED)
             entry = f"Daily summary sent to {target}:\n\n{text}"
             try:
                 self.memory.append(entry, when, audience, source=job.id)

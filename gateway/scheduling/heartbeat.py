@@ -11,6 +11,7 @@ from datetime import datetime, time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from agent.tools import Grant
 from gateway.events import OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
@@ -21,6 +22,12 @@ act on what is due. If nothing needs the owner's attention, reply exactly HEARTB
 Otherwise write the message to send them.
 
 {checklist}"""
+# Looking things up in memory and noting what was done; nothing that reaches out (the web, MCP
+# servers), writes files or schedules: nobody watches it.
+HEARTBEAT_GRANT = Grant(
+    "the heartbeat",
+    frozenset({"memory_search", "memory_get", "read_file", "list_files", "memory_append"}),
+)
 _EMPTY_LINE = re.compile(r"^\s*(#.*|[-*+]\s*\[\s?\]\s*|[-*+]\s*)?$")
 
 
@@ -66,7 +73,8 @@ class Heartbeat:
             raise Skip("the owner's chat is mid-turn")
         when = f"{slot_time(slot, tz):%Y-%m-%d %H:%M}"
         prompt = HEARTBEAT_PROMPT.format(when=when, checklist=checklist.strip())
-        text = strip_heartbeat_ok(await self.host.isolated_turn(job_key(job.id, target), prompt))
+        key = job_key(job.id, target)
+        text = strip_heartbeat_ok(await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT))
         if not text or text == "NO_REPLY":
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

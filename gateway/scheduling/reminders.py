@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.tools import Tool, TurnContext
+from agent.tools import Grant, Tool, TurnContext
 from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
 from gateway.events import OutboundMessage, SessionKey, job_key
@@ -110,6 +110,13 @@ def cancellable(store: JobStore, job_id: str) -> str | None:
     return None
 
 
+# A job made in chat may need what its chat's turns have (the web for "send me the weather"),
+# but it does not make or cancel jobs: nobody watches it, and it would outlive its maker.
+REMINDER_GRANT = Grant(
+    "a scheduled job", tools=None, without=frozenset({"schedule", "cancel_schedule"})
+)
+
+
 @dataclass
 class Reminder:
     """Runs a job made in chat: an isolated turn with its instruction, posted to its chat."""
@@ -120,7 +127,7 @@ class Reminder:
         target = SessionKey.parse(job.target)
         when = f"{slot_time(slot, ZoneInfo(job.timezone)):%Y-%m-%d %H:%M}"
         prompt = REMINDER_PROMPT.format(when=when, instruction=job.instruction)
-        text = await self.host.isolated_turn(job_key(job.id, target), prompt)
+        text = await self.host.isolated_turn(job_key(job.id, target), prompt, REMINDER_GRANT)
         if not text or text == "NO_REPLY":
             raise Skip("the model had nothing to send")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
@@ -305,7 +312,6 @@ def reminder_tools(
             "List the jobs scheduled in this chat, with their next run.",
             NoArgs,
             tools.list_jobs,
-            in_silent_turns=True,
         ),
         Tool.typed(
             "cancel_schedule",

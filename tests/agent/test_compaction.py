@@ -71,7 +71,7 @@ def test_render_leaves_out_the_silent_flush_exchange():
 # -- Maintenance on a scripted model ------------------------------------------------------------
 
 
-def _agent(tmp_path, model, **compaction):
+def _agent(tmp_path, model, tools=(), **compaction):
     from zoneinfo import ZoneInfo
 
     from agent.loop import Agent
@@ -82,7 +82,7 @@ def _agent(tmp_path, model, **compaction):
 
     return Agent(
         llm=model,
-        tools=ToolRegistry([]),
+        tools=ToolRegistry(tools),
         store=SessionStore(tmp_path / "sessions"),
         settings=AgentSettings(),
         compaction=CompactionSettings(**compaction),
@@ -115,6 +115,48 @@ async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
     await agent.run_turn(key, [InboundMessage(key, "still", "1")])
     await agent.maintenance.after_turn(key)
     assert len(model.calls) == 4  # flushed already in this cycle: no second flush
+
+
+async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_path):
+    """Its request keeps the session's tool list (the prompt cache), but for a tool the API
+    would run itself; any call beyond memory writes is refused in code."""
+    from agent.files import FILE_TOOLS
+    from agent.transcript import Usage
+    from agent.web_search import server_search_tool
+    from gateway.events import InboundMessage, SessionKey
+    from tests.fakes.scripted_model import ScriptedModel, text, tool_use
+
+    key = SessionKey("test", "private", "1")
+    (tmp_path / "notes.md").write_text("the owner's notes")
+    model = ScriptedModel(context_window=10_000)
+    agent = _agent(tmp_path, model, FILE_TOOLS, reserve_tokens=2000, soft_threshold_tokens=1000)
+    model.enqueue(text("long", Usage(7500, 0, 0, 10)))
+    await agent.run_turn(key, [InboundMessage(key, "hi", "1")])
+    model.enqueue(
+        tool_use("read_file", {"path": "notes.md"}),
+        tool_use("write_file", {"path": "x.md", "content": "y"}, "t2"),
+        text("NO_REPLY", Usage(7600, 0, 0, 5)),
+    )
+    await agent.maintenance.after_turn(key)
+    turn, *flush = model.calls
+    assert [c.tools for c in flush] == [turn.tools] * 3
+    results = [c.messages[-1]["content"][0] for c in flush[1:]]
+    assert [(r["content"], r.get("is_error")) for r in results] == [
+        ("read_file cannot be used in the memory flush.", True),
+        ("write_file cannot be used in the memory flush.", True),
+    ]
+    assert not (tmp_path / "x.md").exists()
+
+    searching = ScriptedModel(context_window=10_000)
+    tools = (*FILE_TOOLS, server_search_tool(3))
+    limits = {"reserve_tokens": 2000, "soft_threshold_tokens": 1000}
+    other = _agent(tmp_path / "b", searching, tools, **limits)
+    searching.enqueue(text("long", Usage(7500, 0, 0, 10)), text("NO_REPLY"))
+    await other.run_turn(key, [InboundMessage(key, "hi", "1")])
+    await other.maintenance.after_turn(key)
+    turn, flush_call = searching.calls
+    assert [t["name"] for t in turn.tools][-1] == "web_search"
+    assert flush_call.tools == turn.tools[:-1]  # no search run by the API, unasked
 
 
 async def test_compaction_keeps_exactly_the_recent_messages_it_reports(tmp_path):

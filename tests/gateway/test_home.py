@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from gateway.home import init_home, resolve_home
+from gateway.home import init_home, mend_workspace, resolve_home
 
 TEMPLATE_FILES = {
     "AGENTS.md",
@@ -26,6 +26,8 @@ def test_init_creates_config_workspace_and_private_state(tmp_path):
     assert TEMPLATE_FILES | {"memory", "inbox"} <= names
     assert stat.S_IMODE((home / "state").stat().st_mode) == 0o700
     assert stat.S_IMODE((home / "config.yaml").stat().st_mode) == 0o600
+    modes = {n: stat.S_IMODE((home / "workspace" / n).stat().st_mode) for n in TEMPLATE_FILES}
+    assert modes == dict.fromkeys(TEMPLATE_FILES, 0o600)
     text = (home / "config.yaml").read_text()
     for option in (
         "api_key",
@@ -66,3 +68,20 @@ def test_home_resolution_order(tmp_path):
     assert resolve_home(str(tmp_path / "a"), {"CORVID_HOME": "/b"}) == tmp_path / "a"
     assert resolve_home(None, {"CORVID_HOME": str(tmp_path / "b")}) == tmp_path / "b"
     assert resolve_home(None, {}) == Path.home() / ".corvid"
+
+
+def test_a_false_sentence_of_an_earlier_template_is_corrected_and_nothing_else(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old = "# How you work\n\n- Logs. Daily logs are visible in group chats too.\n- My own rule.\n"
+    (ws / "AGENTS.md").write_text(old)
+    (ws / "AGENTS.md").chmod(0o640)
+    assert mend_workspace(ws) == ["AGENTS.md"]
+    text = (ws / "AGENTS.md").read_text()
+    assert text == old.replace(
+        "Daily logs are visible in group chats too.",
+        "Each chat has its own log; your owner's log stays private.",
+    )
+    assert stat.S_IMODE((ws / "AGENTS.md").stat().st_mode) == 0o640
+    assert mend_workspace(ws) == []  # once
+    assert (ws / "AGENTS.md").read_text() == text

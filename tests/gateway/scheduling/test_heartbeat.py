@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 from gateway.scheduling.heartbeat import has_real_content, in_active_hours, strip_heartbeat_ok
 from tests.conftest import OWNER, make_config, running
-from tests.fakes.anthropic_api import Reply
+from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -63,3 +63,31 @@ async def test_a_checklist_runs_and_heartbeat_ok_is_dropped(home, fake_api, fake
         sent = await fake_telegram.wait_sent(1)
     assert [s["shown"] for s in sent] == ["Time to water the plants."]
     assert len(fake_api.message_requests) == 2
+
+
+async def test_the_heartbeat_may_look_things_up_and_note_them_but_not_reach_out(
+    home, fake_api, fake_telegram
+):
+    """Nobody watches it: it is shown only the memory and reading tools, and a call to any
+    other (the web, files, schedules) is refused in code."""
+    (home / "workspace" / "HEARTBEAT.md").write_text("# Checks\n\n- [ ] water the plants\n")
+    start = datetime(2026, 11, 21, 9, 50, tzinfo=BERLIN)
+    clock = FakeClock(start)
+    config = _config(home, fake_api, fake_telegram)
+    fake_api.enqueue(
+        Reply(tool_calls=[("web_fetch", {"url": "https://example.org/"}),
+                          ("write_file", {"path": "AGENTS.md", "content": "x"}),
+                          ("memory_append", {"text": "reminded about the plants"})]),
+        Reply("Time to water the plants."),
+    )  # fmt: skip
+    async with running(config, clock):
+        await fake_telegram.wait_sent(1)
+    first, second = (r.body for r in fake_api.message_requests)
+    assert sorted(t["name"] for t in first["tools"]) == [
+        "list_files", "memory_append", "memory_get", "memory_search", "read_file",
+    ]  # fmt: skip
+    assert [(r["content"], r.get("is_error")) for r in tool_results(second)] == [
+        ("web_fetch cannot be used in the heartbeat.", True),
+        ("write_file cannot be used in the heartbeat.", True),
+        ("Appended to memory/2026-11-21.md.", None),
+    ]

@@ -9,12 +9,13 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from agent.compaction import FLUSH_GRANT
 from agent.tools import ToolRegistry, TurnContext
 from gateway.app import build_app
 from gateway.config import ScheduleConfig
 from gateway.events import telegram_group, telegram_private
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.reminders import JobStore, reminder_tools
+from gateway.scheduling.reminders import REMINDER_GRANT, JobStore, reminder_tools
 from gateway.scheduling.scheduler import Scheduler
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results
@@ -184,8 +185,8 @@ class _Tools:
         tools = reminder_tools(self.store, self.scheduler, self.clock.now, ScheduleConfig(**rules))
         self.registry = ToolRegistry(tools)
 
-    async def call(self, key, silent=False, **args):
-        ctx = TurnContext(key, Path("/nonexistent"), self.clock.now(), BERLIN, silent=silent)
+    async def call(self, key, grant=None, **args):
+        ctx = TurnContext(key, Path("/nonexistent"), self.clock.now(), BERLIN, grant=grant)
         return await self.registry.call("schedule", args, ctx)
 
 
@@ -203,9 +204,12 @@ async def test_only_the_owner_schedules_unless_shared_chats_are_allowed(tmp_path
     refused = await tools.call(telegram_group(-5), instruction="spam", at=at)
     assert refused.is_error and "Only the owner schedules" in refused.text
     assert not (await tools.call(telegram_private(42), instruction="tea", at=at)).is_error
-    # Nothing the silent memory flush can do: it could post later, unseen.
-    flush = await tools.call(telegram_private(42), silent=True, instruction="x", at=at)
+    # Nothing the silent memory flush or a scheduled job can do: it could post later, unseen.
+    flush = await tools.call(telegram_private(42), FLUSH_GRANT, instruction="x", at=at)
     assert flush.is_error and "memory flush" in flush.text
+    job = await tools.call(telegram_private(42), REMINDER_GRANT, instruction="x", at=at)
+    assert job.is_error and "scheduled job" in job.text
+    assert len(tools.store.load()) == 1  # only the owner's own
     await tools.scheduler.stop()
     tools.ledger.close()
 
