@@ -357,7 +357,7 @@ class McpServer:
                 "being started again.",
                 True,
             )
-        return tool_result(result)
+        return tool_result(result, self.name)
 
     def _answered(self, status: int) -> bool:
         """Whether an HTTP server's answer to the last request had this status."""

@@ -269,3 +269,48 @@ async def test_a_shared_chat_cannot_write_a_file_in_place_of_its_own_folder(ws):
     assert not (ws / "chats" / GROUP_CHAT).is_file()
     ok = await call(ws, "write_file", SHARED, path=f"chats/{GROUP_CHAT}/notes.md", content="x")
     assert not ok.is_error and (ws / "chats" / GROUP_CHAT / "notes.md").read_text() == "x"
+
+
+async def test_what_came_from_outside_the_owners_chats_is_noted_when_read(ws):
+    """A file someone sent, a shared chat's files and the names chosen there mark the session
+    (``Exposure``); the owner's own notes and Corvid's folders do not."""
+    (ws / "inbox" / "private" / "2026-03-12").mkdir(parents=True)
+    (ws / "inbox" / "private" / "2026-03-12" / "letter.txt").write_text("from the bank")
+    (ws / "chats" / GROUP_CHAT).mkdir(parents=True)
+    (ws / "chats" / GROUP_CHAT / "plan.md").write_text("the group's plan")
+    registry = ToolRegistry(FILE_TOOLS)
+
+    async def sources(tool: str, **args: object) -> list[str]:
+        context = ctx(ws)
+        assert not (await registry.call(tool, args, context)).is_error
+        return context.exposure.sources
+
+    assert await sources("read_file", path="notes/a.md") == []
+    assert await sources("list_files", path="inbox", recursive=False) == []
+    assert await sources("list_files", path="chats", recursive=False) == []
+    letter = "inbox/private/2026-03-12/letter.txt"
+    assert await sources("read_file", path=letter) == ["a file sent in chat"]
+    assert await sources("read_file", path=f"chats/{GROUP_CHAT}/plan.md") == [
+        f"the chat {GROUP_CHAT}"
+    ]
+    assert await sources("list_files", recursive=True) == ["file names chosen in chat"]
+
+
+async def test_the_files_every_chat_reads_are_refused_to_a_conversation_that_read_outside(ws):
+    context = ctx(ws)
+    assert not (await ToolRegistry(FILE_TOOLS).call(
+        "write_file", {"path": "SOUL.md", "content": "kind"}, context)).is_error  # fmt: skip
+    context.saw("a web page")
+    for tool, args in (
+        ("write_file", {"path": "AGENTS.md", "content": "x"}),
+        ("edit_file", {"path": "SOUL.md", "old_text": "kind", "new_text": "x"}),
+        ("write_file", {"path": "identity.md", "content": "x"}),  # any spelling
+    ):
+        refused = await ToolRegistry(FILE_TOOLS).call(tool, args, context)
+        assert refused.is_error and "is read in every chat" in refused.text
+        assert "(a web page)" in refused.text
+    written = await ToolRegistry(FILE_TOOLS).call(
+        "write_file", {"path": "USER.md", "content": "the owner's"}, context
+    )
+    assert not written.is_error  # the owner's own file, in no group's prompt
+    assert (ws / "SOUL.md").read_text() == "kind"
