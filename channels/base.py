@@ -7,6 +7,12 @@ The adapter describes each platform message as an ``Arrival`` and hands it to ``
 applies the shared access policy, parses the chat command once, and passes accepted messages to
 the sink (a future that resolves once the message is answered). ``send`` must raise on failure (the
 gateway logs and records it); ``typing`` is an async context manager held while a turn runs.
+
+No request to a platform is cancelled once started: a request cancelled while it waits for a
+connection can leave the platform client's pool a connection short for good (httpcore 1.0), and
+enough of those silence the bot. So the typing indicator's loop ends between its requests, and
+work that must finish (a send and its record) goes through ``run_to_end``; stopping waits a
+moment for both.
 An adapter that cannot go on (a rejected token, another instance polling the same bot) calls
 ``fail(reason)``; the gateway then shuts down with that reason.
 """
@@ -19,7 +25,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
-from typing import Any, ClassVar, Self, final
+from typing import Any, ClassVar, Self, TypeVar, final
 
 from channels.access import Access, Action, Arrival
 from channels.live import LiveReply
@@ -29,6 +35,10 @@ from gateway.ports import Check, Clock, SystemClock
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# How long stopping waits for sends and typing requests still under way.
+FINISHING_SECONDS = 5.0
 
 
 class ChannelStartError(Exception):
@@ -55,6 +65,8 @@ class Channel(ABC):
         self._failure: asyncio.Future[str] | None = None
         self._lanes: dict[object, asyncio.Task[None]] = {}
         self._lane_tasks: set[asyncio.Task[None]] = set()
+        # Sends and typing loops under way, which stopping lets finish (``run_to_end``).
+        self._finishing: set[asyncio.Future[Any]] = set()
         # Set once the channel is asking its platform for messages (its first long poll is
         # out): start-up work that can wait (MCP servers) waits for it, not to delay it.
         self.receiving = asyncio.Event()
@@ -82,6 +94,7 @@ class Channel(ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await self.requests_done(FINISHING_SECONDS)
         try:
             await self.stop()
         except Exception:
@@ -94,6 +107,11 @@ class Channel(ABC):
 
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None: ...
+
+    def transient(self, exc: BaseException) -> bool:
+        """Did ``send`` fail for now only (the platform unreachable, timing out, overloaded),
+        so that the same message may go through later? A refusal is not transient."""
+        return isinstance(exc, (ConnectionError, TimeoutError))
 
     # -- streamed replies ------------------------------------------------------------------------
 
@@ -112,10 +130,64 @@ class Channel(ABC):
         A channel that never streams has none to take back."""
         return None
 
+    # Seconds between typing requests (a platform shows "typing…" a few seconds after each);
+    # 0: no typing indicator.
+    typing_every: ClassVar[float] = 0.0
+
+    async def show_typing(self, key: SessionKey) -> bool:
+        """Show "typing…" in ``key``'s chat, with one request; False: stop for this turn (the
+        bot may not write there)."""
+        return False
+
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
-        """Show that a reply is being written. The default shows nothing."""
-        yield
+        """Show that a reply is being written while the block runs. The requests run in a task
+        of their own that ends between two of them, never in the middle of one."""
+        if self.typing_every <= 0:
+            yield
+            return
+        done = asyncio.Event()
+        self._track(asyncio.ensure_future(self._keep_typing(key, done)))
+        try:
+            yield
+        finally:
+            done.set()
+
+    async def _keep_typing(self, key: SessionKey, done: asyncio.Event) -> None:
+        while not done.is_set():
+            try:
+                if not await self.show_typing(key):
+                    return
+            except Exception as exc:  # the indicator never costs the reply
+                log.debug("%s: typing indicator failed: %s", key, exc)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.typing_every):
+                    await done.wait()
+
+    @final
+    async def run_to_end(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work``, which runs to its end even if the caller is cancelled meanwhile: a
+        send (with its record) started is finished, whoever stops waiting for it."""
+        task = asyncio.ensure_future(work)
+        self._track(task)
+        return await asyncio.shield(task)
+
+    @final
+    async def requests_done(self, within: float) -> None:
+        """Return once the sends and typing requests under way have finished (or ``within``
+        seconds have passed)."""
+        if self._finishing:
+            await asyncio.wait(list(self._finishing), timeout=within)
+
+    def _track(self, task: asyncio.Future[Any]) -> None:
+        self._finishing.add(task)
+
+        def done(t: asyncio.Future[Any]) -> None:
+            self._finishing.discard(t)
+            if not t.cancelled():
+                t.exception()  # seen: whoever awaited it has it, or nobody is left to tell
+
+        task.add_done_callback(done)
 
     # -- shared policy ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -302,7 +303,14 @@ def build_app(
     gateway = Gateway(
         agent=agent,
         channels=by_name,
-        delivery=Delivery(by_name, journal, Masker(config.secrets())),
+        delivery=Delivery(
+            by_name,
+            journal,
+            Masker(config.secrets()),
+            clock=clock,
+            tz=config.tz,
+            retry_window=timedelta(hours=config.gateway.retry_window_hours),
+        ),
         clock=clock,
         max_input_chars=config.agent.max_input_chars,
         shutdown_grace=config.gateway.shutdown_grace,

@@ -102,6 +102,8 @@ class ScheduleConfig:
 @dataclass(frozen=True)
 class GatewayConfig:
     shutdown_grace: float = setting(20.0, minimum=0)
+    # Hours a reply the platform cannot take (unreachable, overloaded) is tried again for.
+    retry_window_hours: float = setting(24.0, minimum=0)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ class RecordingChannel(Channel):
         super().__init__(access=None)
         self.sent: list[OutboundMessage] = []
         self.typing_events: list[tuple[str, str]] = []
-        self.fail_sends = 0
+        self.fail_sends = 0  # the next sends are refused (for good)
+        self.unreachable = 0  # the next sends find the platform unreachable (for now)
         self.pushed: list[InboundMessage] = []
         self._changed = asyncio.Condition()
         # Platform message ids are unique per chat across restarts; the gateway drops repeats.
@@ -49,7 +50,10 @@ class RecordingChannel(Channel):
     async def send(self, msg: OutboundMessage) -> None:
         if self.fail_sends:
             self.fail_sends -= 1
-            raise ConnectionError("send failed (injected)")
+            raise RuntimeError("send refused (injected)")
+        if self.unreachable:
+            self.unreachable -= 1
+            raise ConnectionError("platform unreachable (injected)")
         async with self._changed:
             self.sent.append(msg)
             self._changed.notify_all()

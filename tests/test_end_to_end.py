@@ -253,7 +253,7 @@ async def test_failed_send_is_recorded_not_raised(start_gateway, fake_api):
     await asyncio.wait_for(chan.push("hello"), 10)
     assert chan.sent == []
     [failure] = gateway.undelivered()
-    assert failure.out.key == PRIVATE and failure.error.startswith("ConnectionError")
+    assert failure.out.key == PRIVATE and failure.error.startswith("RuntimeError")
     assert failure.status == "failed" and failure.out.text == "echo: hello"
     await asyncio.wait_for(chan.push("again"), 10)
     assert len(chan.sent) == 1

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from channels.access import Access, Arrival
@@ -359,22 +359,25 @@ class DiscordChannel(Channel):
     async def take_back(self, key: SessionKey, ref: str) -> None:
         await take_back(self._resolve, key, ref)
 
-    @contextlib.asynccontextmanager
-    async def typing(self, key: SessionKey) -> AsyncIterator[None]:
-        typing = None
+    def transient(self, exc: BaseException) -> bool:
+        import aiohttp
+        import discord
+
+        if isinstance(exc, discord.HTTPException):
+            return exc.status == 429 or exc.status >= 500
+        return isinstance(exc, (aiohttp.ClientError, OSError)) or super().transient(exc)
+
+    typing_every = 8.0  # Discord shows "typing…" for 10 seconds after each request
+
+    async def show_typing(self, key: SessionKey) -> bool:
+        import discord
+
+        channel = await self._resolve(key)
         try:
-            channel = await self._resolve(key)
-            typing = channel.typing()
-            await typing.__aenter__()
-        except Exception as exc:  # never let the indicator cost the reply
-            log.debug("%s: no typing indicator: %s", key, exc)
-            typing = None
-        try:
-            yield
-        finally:
-            if typing is not None:
-                with contextlib.suppress(Exception):
-                    await typing.__aexit__(None, None, None)
+            await channel.typing()  # one request (discord.py's loop of them cancels mid-request)
+        except discord.Forbidden:
+            return False
+        return True
 
 
 def _connection_problem(exc: BaseException | None) -> str:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +33,8 @@ from gateway.ports import Check, Clock
 if TYPE_CHECKING:
     from telegram import Update
     from telegram.ext import Application
+
+    from channels.telegram.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,11 @@ class TelegramChannel(Channel):
         retry_backoff: float = 1.0,
         clock: Clock | None = None,
         hearing: Hearing | None = None,
+        pool_size: int = 32,
     ) -> None:
         super().__init__(access, clock)
+        self.pool_size = pool_size  # connections for requests other than the long poll
+        self.transport: Transport | None = None
         self._token = token
         self.intake = intake
         self._reader = Reader(intake, self.clock, retry_backoff, hearing=hearing)
@@ -135,12 +140,14 @@ class TelegramChannel(Channel):
         from telegram import Update
         from telegram.error import InvalidToken, TelegramError
         from telegram.ext import ApplicationBuilder, TypeHandler
-        from telegram.request import HTTPXRequest
 
-        requests = (
-            HTTPXRequest(connection_pool_size=32, read_timeout=30, write_timeout=30),
-            HTTPXRequest(read_timeout=self.poll_timeout + 10),
+        from channels.telegram.transport import Transport
+
+        poll = Transport(pool_size=1, read_timeout=self.poll_timeout + 10)
+        self.transport = Transport(
+            pool_size=self.pool_size, others_answered=lambda: poll.last_answer
         )
+        requests = (self.transport, poll)
         app = (
             ApplicationBuilder()
             .token(self._token)
@@ -325,6 +332,13 @@ class TelegramChannel(Channel):
             raise RuntimeError("the Telegram channel is not running")
         await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
 
+    def transient(self, exc: BaseException) -> bool:
+        from telegram.error import BadRequest, NetworkError, RetryAfter
+
+        # BadRequest is a NetworkError in PTB's tree, and a refusal of the message itself.
+        unreachable = isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
+        return unreachable or isinstance(exc, RetryAfter) or super().transient(exc)
+
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
     ) -> LiveReply[Any] | None:
@@ -336,16 +350,22 @@ class TelegramChannel(Channel):
         if self._app is not None:
             await take_back(self._app.bot, key, ref, self.clock, self.retry_backoff)
 
-    @contextlib.asynccontextmanager
-    async def typing(self, key: SessionKey) -> AsyncIterator[None]:
-        task = asyncio.create_task(replies.keep_typing(self._app.bot, key)) if self._app else None
+    typing_every = 4.5  # Telegram shows "typing…" for 5 seconds per action
+
+    async def show_typing(self, key: SessionKey) -> bool:
+        from telegram.constants import ChatAction
+        from telegram.error import Forbidden
+
+        if self._app is None:
+            return False
+        chat_id, thread = replies.target(key)
         try:
-            yield
-        finally:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await self._app.bot.send_chat_action(
+                chat_id, ChatAction.TYPING, message_thread_id=thread
+            )
+        except Forbidden:
+            return False
+        return True
 
     async def probe(self, limit: float, token_source: str) -> Check:
         from channels.telegram.probe import probe

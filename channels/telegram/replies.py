@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 TEXT_LIMIT = 4096
 # Pieces are cut a little under the limit: rendering can add a character here and there.
 SPLIT_AT = 4000
-TYPING_EVERY = 4.5  # Telegram shows "typing…" for 5 seconds per action
 LONG = 20_000  # characters: replies longer than this are split off the event loop
 UNSENDABLE = "(Telegram refused part of this reply, so it is left out here.)"
 # What Telegram says when it refuses a message for its text, not for where it was going.
@@ -107,22 +106,6 @@ async def send_piece(
 
 def refused_text(exc: Exception) -> bool:
     return any(part in str(exc).lower() for part in _TEXT_REFUSALS)
-
-
-async def keep_typing(bot: Bot, key: SessionKey) -> None:
-    """Show "typing…" until cancelled."""
-    from telegram.constants import ChatAction
-    from telegram.error import Forbidden, TelegramError
-
-    chat_id, thread = target(key)
-    while True:
-        try:
-            await bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
-        except Forbidden:
-            return
-        except TelegramError as exc:
-            log.debug("%s: typing indicator failed: %s", key, exc)
-        await asyncio.sleep(TYPING_EVERY)  # a display refresh, not a wait for time to pass
 
 
 def pieces(text: str) -> list[tuple[str, str | None]]:

@@ -195,6 +195,8 @@ def render(r: dict[str, Any]) -> str:
     lines += ["", f"Undelivered messages: {len(r['undelivered'])}"]
     for u in r["undelivered"]:
         why = u["error"] or u["status"]
+        if u["status"] == "waiting":
+            why = f"waiting to be sent again ({why})"
         lines.append(f"  {u['when'][:16].replace('T', ' ')} {u['key']}: {why}")
         lines.append(f"    {u['text']!r}")
     if r["running"] or r["problems"]:

@@ -1,26 +1,34 @@
 """Delivery: every reply and scheduled message leaves through here, recorded in the outbox.
 
-Two verbs: ``deliver`` raises ``DeliveryError`` unless the platform took the message (scheduled
-jobs must know), ``send`` records a failure and returns False (a reply to a person is logged and
-listed in ``corvid status`` instead). Where a channel keeps a journal, every message is an outbox
-row (``journal.py``) before it is sent, so a crash cannot lose or double it; a scheduled run's
-message is kept under the run's name (its *origin*), so the run claimed again after a crash finds
-it rather than writing another.
+Two verbs: ``deliver`` raises ``DeliveryError`` unless the message is the outbox's to send
+(sent, or waiting to be sent again), which scheduled jobs must know; ``send`` records a failure
+and returns False (a reply to a person is logged and listed in ``corvid status`` instead). Where
+a channel keeps a journal, every message is an outbox row (``journal.py``) before it is sent, so
+a crash cannot lose or double it; a scheduled run's message is kept under the run's name (its
+*origin*), so the run claimed again after a crash finds it rather than writing another.
+
+A message the platform cannot take for now (``Channel.transient``) waits and is sent again
+(``retries.py``), in order per chat, within ``gateway.retry_window_hours``; one that goes out
+much later than it was written says so. A send once started runs to its end even if the turn
+that began it is stopped (``Channel.run_to_end``), so its row always says what happened.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from channels.base import Channel
 from channels.live import LiveReply
 from gateway.errors import DeliveryError
 from gateway.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.ports import Clock, SystemClock
 from gateway.runtime.journal import Journal, Outgoing, SendStatus
+from gateway.runtime.retries import Held, Retries, Unreachable
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +36,8 @@ UNCERTAIN_NOTE = (
     "I was restarted while sending you a reply, so it may not have arrived (or only in part). "
     "Ask me to repeat it if it's missing."
 )
+# A message sent this much later than it was written says so.
+LATE = timedelta(minutes=2)
 
 
 class Delivery:
@@ -36,10 +46,33 @@ class Delivery:
         channels: Mapping[str, Channel],
         journal: Journal | None,
         mask: Callable[[str], str],
+        *,
+        clock: Clock | None = None,
+        tz: ZoneInfo | None = None,
+        retry_window: timedelta = timedelta(hours=24),
     ) -> None:
         self.channels = channels
         self.journal = journal
         self._mask = mask  # errors are stored and logged without secrets
+        self.clock = clock or SystemClock()
+        self.tz = tz
+        self.retries = Retries(self._attempt, self._give_up, self.clock, retry_window)
+        # Per channel: sends that found the platform unreachable since the last one that went
+        # out, when the first of them was, and the last error.
+        self._failing: dict[str, tuple[int, datetime, str]] = {}
+
+    def trouble(self, channel: str) -> str | None:
+        """Why this channel cannot send right now, for ``corvid status``; None when its last
+        send went out (or none was tried)."""
+        failing = self._failing.get(channel)
+        if failing is None:
+            return None
+        count, since, error = failing
+        when = since.astimezone(self.tz) if self.tz is not None else since
+        waiting = self.retries.count()
+        return f"cannot send since {when:%Y-%m-%d %H:%M} ({count} failed in a row; {error})" + (
+            f"; {waiting} message(s) waiting to be sent again" if waiting else ""
+        )
 
     def durable(self, key: SessionKey) -> bool:
         """Messages of this session are journaled (every channel but the local terminal)."""
@@ -66,16 +99,17 @@ class Delivery:
     async def send(
         self, out: OutboundMessage, oid: int | None = None, live: LiveReply[Any] | None = None
     ) -> bool:
-        """Send; a failure is logged and kept for ``corvid status``, never raised."""
+        """Send; False when it did not go out now (it failed, which is logged and kept for
+        ``corvid status``, or it waits to be sent again). Never raises."""
         try:
-            await self._push(out, oid, live)
+            return await self._push(out, oid, live)
         except DeliveryError as exc:
             log.error("%s: could not deliver %d characters: %s", out.key, len(out.text), exc)
             return False
-        return True
 
     async def deliver(self, out: OutboundMessage, origin: str | None = None) -> None:
-        """Send, and raise ``DeliveryError`` if the platform did not take it."""
+        """Send, and raise ``DeliveryError`` if the platform refused it (a message waiting to
+        be sent again counts as the outbox's now)."""
         if self.channels.get(out.key.channel) is None:
             raise DeliveryError(f"no channel {out.key.channel!r} is running for {out.key}")
         oid = None
@@ -85,11 +119,11 @@ class Delivery:
 
     async def finish(self, origin: str) -> bool:
         """A scheduled run's message written before a crash: sent now unless it went out
-        already. True if the run had written one."""
+        already or waits to be sent again. True if the run had written one."""
         row = self.journal.by_origin(origin) if self.journal is not None else None
         if row is None:
             return False
-        if row.status not in (SendStatus.SENT, SendStatus.UNCERTAIN):
+        if row.status not in (SendStatus.SENT, SendStatus.UNCERTAIN, SendStatus.WAITING):
             await self._push(row.out, row.id)
         return True
 
@@ -124,9 +158,9 @@ class Delivery:
             self.journal.finished(key, [ref])
 
     def recover(self) -> list[Outgoing]:
-        """The replies a crash left unsent, to send once the channels are up. A send cut off
-        midway is repeated where the platform drops repeats; elsewhere it becomes a short note
-        that a reply may be missing."""
+        """The replies a crash or shutdown left unsent, to send once the channels are up
+        (``resend``). A send cut off midway is repeated where the platform drops repeats;
+        elsewhere it becomes a short note that a reply may be missing."""
         if self.journal is None:
             return []
         outgoing: list[Outgoing] = []
@@ -141,40 +175,112 @@ class Delivery:
                 if row.origin is None:
                     note = OutboundMessage(row.out.key, UNCERTAIN_NOTE)
                     oid = self.journal.queue(note)
-                    outgoing.append(Outgoing(oid, note, SendStatus.PENDING, 0, "", None, ""))
-            elif row.origin is None:
+                    now = self.clock.now().isoformat()
+                    outgoing.append(Outgoing(oid, note, SendStatus.PENDING, 0, "", None, now, now))
+            elif row.origin is None or row.status is SendStatus.WAITING:
                 outgoing.append(row)
-            # A scheduled run's message is finished by the run itself, claimed again on start.
+            # Otherwise a scheduled run's message, finished by the run, claimed again on start.
         return outgoing
+
+    def resend(self, rows: Sequence[Outgoing]) -> None:
+        """Send what ``recover`` found, in order per chat, each tried again while its platform
+        cannot take it."""
+        for row in rows:
+            created = _parsed(row.created) or self.clock.now()
+            self.retries.hold(Held(row.id, row.out, created), tried=False)
 
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
         """Recent messages that failed or may not have arrived, newest first."""
         return self.journal.undelivered(limit) if self.journal is not None else []
 
+    async def stop(self) -> None:
+        """Stop sending again; what still waits stays in the outbox for the next start."""
+        await self.retries.stop()
+
     async def _push(
         self, out: OutboundMessage, oid: int | None, live: LiveReply[Any] | None = None
-    ) -> None:
+    ) -> bool:
+        """Send now, or hold to send again later (False); raise ``DeliveryError`` if refused."""
         channel = self.channels.get(out.key.channel)
-        journal = self.journal if oid is not None else None
         if channel is None:
             error = f"no channel {out.key.channel!r} is running"
-            if journal is not None and oid is not None:
-                journal.settle(oid, SendStatus.FAILED, error)
+            if self.journal is not None and oid is not None:
+                self.journal.settle(oid, SendStatus.FAILED, error)
             raise DeliveryError(error)
-        if journal is not None and oid is not None:
-            out = replace(out, ident=f"c{oid}")
-            journal.sending(oid)
+        if self.journal is None or oid is None:  # not journaled (the terminal): one try
+            try:
+                await channel.run_to_end(_send(channel, out, live))
+            except Exception as exc:
+                raise DeliveryError(self._mask(f"{type(exc).__name__}: {exc}")[:500]) from exc
+            return True
+        held = Held(oid, replace(out, ident=f"c{oid}"), self.clock.now(), live)
+        if self.retries.waiting(out.key):
+            self.retries.hold(held, tried=False)  # in order, after what waits already
+            log.warning("%s: a reply waits behind an earlier one that could not be sent", out.key)
+            return False
         try:
-            if live is not None:
-                await live.finish(out)
-            else:
-                await channel.send(out)
-        except asyncio.CancelledError:
-            raise  # stays "sending": after a restart it counts as possibly delivered
+            await self._attempt(held)
+        except Unreachable as exc:
+            self.retries.hold(held, tried=True)
+            log.warning("%s: could not send now (%s); will try again", out.key, exc)
+            return False
+        return True
+
+    async def _attempt(self, held: Held) -> None:
+        """One try at a journaled message: recorded as sent, as waiting (``Unreachable``), or
+        as refused (``DeliveryError``). Runs to its end even if the caller is cancelled."""
+        channel = self.channels.get(held.out.key.channel)
+        if channel is None:
+            raise Unreachable(f"no channel {held.out.key.channel!r}")
+        await channel.run_to_end(self._try(channel, held))
+
+    async def _try(self, channel: Channel, held: Held) -> None:
+        journal = self.journal
+        assert journal is not None
+        out = held.out
+        late = self.clock.now() - held.created
+        if late > LATE:
+            out = replace(out, text=self._late_note(held.created) + out.text)
+        journal.sending(held.oid)
+        try:
+            await _send(channel, out, held.live)
         except Exception as exc:
             error = self._mask(f"{type(exc).__name__}: {exc}")[:500]
-            if journal is not None and oid is not None:
-                journal.settle(oid, SendStatus.FAILED, error)
+            if channel.transient(exc):  # the platform, not this one chat (a blocked bot)
+                count, since, _ = self._failing.get(channel.name, (0, self.clock.now(), ""))
+                self._failing[channel.name] = (count + 1, since, error[:200])
+                journal.settle(held.oid, SendStatus.WAITING, error)
+                raise Unreachable(error) from exc
+            journal.settle(held.oid, SendStatus.FAILED, error)
             raise DeliveryError(error) from exc
-        if journal is not None and oid is not None:
-            journal.settle(oid, SendStatus.SENT, live=live.refs if live is not None else ())
+        self._failing.pop(channel.name, None)
+        live = held.live.refs if held.live is not None else ()
+        journal.settle(held.oid, SendStatus.SENT, live=live)
+        if late > LATE:
+            log.info("%s: a reply written %s ago was sent late", out.key, late)
+
+    def _give_up(self, held: Held) -> None:
+        assert self.journal is not None
+        hours = self.retries.window.total_seconds() / 3600
+        error = f"given up after {hours:g} h of retries; the last error: {held.error}"
+        self.journal.settle(held.oid, SendStatus.FAILED, error[:500])
+        log.error("%s: could not deliver %d characters: %s", held.out.key, len(held.out.text),
+                  error)  # fmt: skip
+
+    def _late_note(self, written: datetime) -> str:
+        when = written.astimezone(self.tz) if self.tz is not None else written
+        return f"_(Written at {when:%H:%M}, sent late: the chat could not be reached.)_\n\n"
+
+
+async def _send(channel: Channel, out: OutboundMessage, live: LiveReply[Any] | None) -> None:
+    if live is not None:
+        await live.finish(out)
+    else:
+        await channel.send(out)
+
+
+def _parsed(stamp: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError:
+        return None

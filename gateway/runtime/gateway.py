@@ -71,8 +71,7 @@ class Gateway:
         # Replies a crash cut off mid-stream go before the answers owed come again.
         await self.delivery.take_back()
         self._ready.set()
-        for row in outgoing:
-            self._spawn(self.delivery.send(row.out, row.id))
+        self.delivery.resend(outgoing)
         warm_up = getattr(self.agent.llm, "warm_up", None)
         if warm_up is not None:
             self._spawn(warm_up())
@@ -87,6 +86,7 @@ class Gateway:
             task.cancel()
         if self._side_tasks:
             await asyncio.wait(self._side_tasks, timeout=5)
+        await self.delivery.stop()
         self._started.clear()
         await self._stack.aclose()  # every channel's stop, in reverse order
 
@@ -105,7 +105,7 @@ class Gateway:
             if failure is not None and failure.done():
                 state = "stopped: " + failure.result()
             elif channel in self._started:
-                state = "connected"
+                state = self.delivery.trouble(name) or "connected"
             else:
                 state = "not started"
             states.append({"name": name, "state": state})

@@ -8,7 +8,8 @@ answer in the outbox, so after a SIGKILL every row left is a message still owed 
 repeats updates it was not told were received) is answered once.
 
 ``outbox``: every reply and scheduled message, ``pending`` → ``sending`` → ``sent``, or ``failed``
-with the error. A row still ``sending`` after a crash may or may not have reached the platform;
+with the error, or ``waiting`` to be sent again while the platform cannot be reached
+(``retries.py``). A row still ``sending`` after a crash may or may not have reached the platform;
 platforms that deduplicate (Discord's nonce) get it again, the others get a short note instead of
 a possible duplicate (``uncertain``). ``origin`` names the scheduled run that produced a message,
 so a run claimed again after a crash finds its message instead of writing another.
@@ -44,13 +45,15 @@ log = logging.getLogger(__name__)
 
 
 class SendStatus(StrEnum):
-    """Where an outbox message is: pending → sending → sent, or failed / uncertain."""
+    """Where an outbox message is: pending → sending → sent, or failed / uncertain, or
+    waiting (to be sent again) in between."""
 
     PENDING = "pending"
     SENDING = "sending"
     SENT = "sent"
     FAILED = "failed"
     UNCERTAIN = "uncertain"  # interrupted while sending, on a platform that cannot deduplicate
+    WAITING = "waiting"  # the platform could not be reached; sent again later
 
 
 KEEP_SENT = timedelta(days=7)
@@ -100,6 +103,7 @@ class Outgoing:
     error: str
     origin: str | None
     updated: str
+    created: str = ""
 
 
 class Journal:
@@ -193,18 +197,20 @@ class Journal:
         return None if row is None else _outgoing(row)
 
     def unsettled(self) -> list[Outgoing]:
-        """Messages a crash left ``pending`` or ``sending``, oldest first."""
+        """Messages a crash or shutdown left ``pending``, ``sending`` or ``waiting``, oldest
+        first."""
         rows = self.db.execute(
-            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id",
-            (SendStatus.PENDING, SendStatus.SENDING),
+            f"{_SELECT} WHERE status IN (?, ?, ?) ORDER BY id",
+            (SendStatus.PENDING, SendStatus.SENDING, SendStatus.WAITING),
         ).fetchall()
         return [_outgoing(r) for r in rows]
 
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
-        """The most recent messages that failed, or may not have arrived; newest first."""
+        """The most recent messages that failed, may not have arrived, or wait to be sent
+        again; newest first."""
         rows = self.db.execute(
-            f"{_SELECT} WHERE status IN (?, ?) ORDER BY id DESC LIMIT ?",
-            (SendStatus.FAILED, SendStatus.UNCERTAIN, limit),
+            f"{_SELECT} WHERE status IN (?, ?, ?) ORDER BY id DESC LIMIT ?",
+            (SendStatus.FAILED, SendStatus.UNCERTAIN, SendStatus.WAITING, limit),
         ).fetchall()
         return [_outgoing(r) for r in rows]
 
@@ -297,13 +303,15 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-_SELECT = "SELECT id, key, text, reply_to, status, attempts, error, origin, updated FROM outbox"
+_SELECT = (
+    "SELECT id, key, text, reply_to, status, attempts, error, origin, updated, created FROM outbox"
+)
 
 
 def _outgoing(row: tuple[Any, ...]) -> Outgoing:
-    oid, key, text, reply_to, status, attempts, error, origin, updated = row
+    oid, key, text, reply_to, status, attempts, error, origin, updated, created = row
     out = OutboundMessage(SessionKey.parse(key), text, reply_to=reply_to, ident=f"c{oid}")
-    return Outgoing(oid, out, SendStatus(status), attempts, error, origin, updated)
+    return Outgoing(oid, out, SendStatus(status), attempts, error, origin, updated, created)
 
 
 def _dump(msg: InboundMessage) -> dict[str, Any]:

@@ -63,8 +63,9 @@ def fragment(r: dict[str, Any]) -> str:
     undelivered = table(
         ("When", "Chat", "Why", "Text"),
         (
-            (esc(_when(u["when"])), f"<code>{esc(u['key'])}</code>", esc(u["error"] or u["status"]),
-             esc(u["text"]))
+            (esc(_when(u["when"])), f"<code>{esc(u['key'])}</code>",
+             esc(("waiting to be sent again: " if u["status"] == "waiting" else "")
+                 + (u["error"] or u["status"])), esc(u["text"]))
             for u in r["undelivered"]
         ),
         "Every reply was delivered.",
@@ -102,7 +103,8 @@ def _mcp(servers: list[dict[str, Any]]) -> str:
 
 def _state(state: str) -> str:
     ok = state in ("connected", "ready")
-    kind = "ok" if ok else "error" if state.startswith(("stopped", "waiting")) else "idle"
+    trouble = ("stopped", "waiting", "cannot send")
+    kind = "ok" if ok else "error" if state.startswith(trouble) else "idle"
     return f'<span class="state {kind}">{esc(state)}</span>'
 
 

@@ -118,6 +118,7 @@ class FakeTelegram(Observed):
         self.webhook_url = ""
         self._faults: dict[str, deque[Fault]] = {}
         self._holds: dict[str, asyncio.Event] = {}
+        self.latency: dict[str, float] = {}  # seconds a method takes to answer (a busy server)
         self._last_update_id = 0
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -306,6 +307,8 @@ class FakeTelegram(Observed):
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found: method not found")
+        if method in self.latency:
+            await asyncio.sleep(self.latency[method])  # the server's own time, not a test's wait
         response = await handler(params)
         release = self._holds.pop(method, None)
         if release is not None:

@@ -65,7 +65,7 @@ async def _status_of_a_running_gateway(home, fake_api, start_gateway, capsys):
     group_line = next(line for line in out.splitlines() if str(GROUP) in line)
     assert "2 turns" in group_line and "context" in group_line
     assert "Undelivered messages: 1" in out
-    assert "ConnectionError: send failed (injected)" in out and "'fine'" in out
+    assert "RuntimeError: send refused (injected)" in out and "'fine'" in out
     assert "WARNING a warning with key ***" in out and "sk-test-0123456789" not in out
 
 

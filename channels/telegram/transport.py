@@ -1,0 +1,171 @@
+"""How python-telegram-bot's requests reach Telegram: over httpx2, each one run to its end.
+
+PTB's own request class sits on httpx 0.28 and httpcore 1.0, whose connection pool keeps a slot
+taken forever when a request is cancelled while it waits for a connection (httpcore issues
+#1093, #830, #658, open in 1.0.9). Under load every cancelled request can cost a slot, and once
+the 32 are gone every send fails with "Pool timeout" while Telegram answers any other client:
+the bot goes mute until restarted. Three things keep that from happening here:
+
+- httpx2 (the maintained fork, already installed for the MCP client) reclaims such orphans;
+- a request, once started, is never cancelled: its caller may stop waiting (a turn stopped, a
+  typing indicator no longer needed), and the request finishes in the background;
+- should the pool still stop giving out connections while Telegram answers our other client
+  (the long poll's), a run of pool timeouts makes a fresh client, said once at WARNING.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+from telegram._utils.defaultvalue import DefaultValue
+from telegram.error import NetworkError, TimedOut
+from telegram.request import BaseRequest, RequestData
+
+log = logging.getLogger(__name__)
+
+# Pool timeouts in a row (no request answered between them) that mean the pool is stuck...
+STUCK_AFTER = 3
+# ...if Telegram answered our other client within this many seconds.
+ANSWERED_LATELY = 90.0
+# Replaced clients kept open for what they still carry; older ones are closed.
+MAX_RETIRED = 2
+
+
+class Transport(BaseRequest):
+    """A PTB request class on an httpx2 client (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        pool_size: int = 32,
+        read_timeout: float = 30.0,
+        write_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 5.0,
+        others_answered: Callable[[], float] | None = None,
+    ) -> None:
+        """``others_answered``: when Telegram last answered our other client (monotonic time),
+        which tells a stuck pool from Telegram being down; None: never replace the client."""
+        self._timeout = httpx2.Timeout(
+            connect=connect_timeout, read=read_timeout, write=write_timeout, pool=pool_timeout
+        )
+        self._limits = httpx2.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
+        self._client = self._new_client()
+        self._retired: list[httpx2.AsyncClient] = []
+        self._running: set[asyncio.Future[tuple[int, bytes]]] = set()
+        self._others = others_answered
+        self.last_answer = 0.0  # monotonic time Telegram last answered a request of this one
+        self.pool_timeouts = 0  # in a row
+        self.replaced = 0  # stuck clients replaced since the start
+
+    def _new_client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(timeout=self._timeout, limits=self._limits)
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self._timeout.read
+
+    async def initialize(self) -> None:
+        if self._client.is_closed:
+            self._client = self._new_client()
+
+    async def shutdown(self) -> None:
+        # Requests still running get a moment to finish (a reply being sent at shutdown).
+        if self._running:
+            await asyncio.wait(list(self._running), timeout=5)
+        for client in (*self._retired, self._client):
+            await client.aclose()
+        self._retired.clear()
+
+    def pool(self) -> dict[str, int]:
+        """The connection pool now: connections open and idle, requests in it (using or
+        waiting for a connection), and how often a stuck one was replaced."""
+        pool = getattr(self._client._transport, "_pool", None)  # httpx2's, only read
+        connections = list(getattr(pool, "connections", ()))
+        return {
+            "connections": len(connections),
+            "idle": sum(1 for c in connections if c.is_idle()),
+            "requests": len(getattr(pool, "_requests", ())),
+            "replaced": self.replaced,
+        }
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: Any = BaseRequest.DEFAULT_NONE,
+        write_timeout: Any = BaseRequest.DEFAULT_NONE,
+        connect_timeout: Any = BaseRequest.DEFAULT_NONE,
+        pool_timeout: Any = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        t = self._timeout
+
+        def chosen(given: Any, default: float | None) -> float | None:
+            return default if isinstance(given, DefaultValue) else given
+
+        timeout = httpx2.Timeout(
+            connect=chosen(connect_timeout, t.connect),
+            read=chosen(read_timeout, t.read),
+            write=chosen(write_timeout, t.write),
+            pool=chosen(pool_timeout, t.pool),
+        )
+        task = asyncio.ensure_future(self._request(url, method, request_data, timeout))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        # The caller may stop waiting; the request does not stop (see the module docstring).
+        return await asyncio.shield(task)
+
+    async def _request(
+        self, url: str, method: str, data: RequestData | None, limits: httpx2.Timeout
+    ) -> tuple[int, bytes]:
+        client = self._client
+        try:
+            response = await client.request(
+                method,
+                url,
+                headers={"User-Agent": self.USER_AGENT},
+                timeout=limits,
+                files=data.multipart_data if data else None,
+                data=data.json_parameters if data else None,
+            )
+        except httpx2.PoolTimeout as exc:
+            self._pool_timed_out(client)
+            raise TimedOut(
+                "Pool timeout: every connection to Telegram is in use; the request was not sent"
+            ) from exc
+        except httpx2.TimeoutException as exc:
+            raise TimedOut from exc
+        except httpx2.HTTPError as exc:
+            raise NetworkError(f"httpx2.{type(exc).__name__}: {exc}") from exc
+        self.pool_timeouts = 0
+        self.last_answer = time.monotonic()
+        return response.status_code, response.content
+
+    def _pool_timed_out(self, client: httpx2.AsyncClient) -> None:
+        self.pool_timeouts += 1
+        if self.pool_timeouts < STUCK_AFTER or client is not self._client:
+            return
+        if self._others is None or time.monotonic() - self._others() > ANSWERED_LATELY:
+            return  # Telegram may be down or slow: every connection busy waiting for it
+        # A fresh client for the requests to come. The stuck one stays open until shutdown:
+        # requests it still carries finish on it, and it holds no more than the sockets it has.
+        self._retired.append(client)
+        if len(self._retired) > MAX_RETIRED:  # long done with what it carried
+            oldest = asyncio.ensure_future(self._retired.pop(0).aclose())
+            oldest.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self._client = self._new_client()
+        self.pool_timeouts = 0
+        self.replaced += 1
+        log.warning(
+            "telegram: no connection to Telegram came free for %d requests in a row while "
+            "Telegram answered our long poll; the HTTP client was replaced (%d time(s) since "
+            "the start)",
+            STUCK_AFTER,
+            self.replaced,
+        )

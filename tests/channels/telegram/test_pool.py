@@ -1,0 +1,130 @@
+"""The Telegram client's connection pool under load and cancellation (channels/telegram/
+transport.py): through the real python-telegram-bot client against the fake Bot API, turns that
+end while their typing request waits for a connection, and requests cancelled outright, never
+leave the pool short; a pool that stops giving out connections while Telegram answers is
+replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from channels.telegram.channel import TelegramChannel
+from channels.telegram.transport import Transport
+from gateway.app import App, build_app
+from gateway.channel_setup import build_channels
+from gateway.events import OutboundMessage, telegram_private
+from tests.conftest import make_config
+
+CHATS = [telegram_private(100 + i) for i in range(20)]
+
+
+@pytest.fixture
+async def small_pool(home, fake_api, fake_telegram) -> AsyncIterator[tuple[App, TelegramChannel]]:
+    """A gateway whose Telegram client has two connections for everything but the long poll,
+    against a Telegram that takes a few milliseconds to show "typing…"."""
+    fake_telegram.latency["sendChatAction"] = 0.004
+    config = make_config(
+        home, fake_api.base_url, channels={"telegram": fake_telegram.channel_config()}
+    )
+    channels = build_channels(config)
+    [channel] = channels
+    assert isinstance(channel, TelegramChannel)
+    channel.pool_size = 2
+    app = build_app(config, channels)
+    await app.start()
+    yield app, channel
+    await app.stop()
+
+
+async def _everyone_hears(channel: TelegramChannel, fake_telegram, text: str) -> None:
+    sends = (channel.send(OutboundMessage(key, text)) for key in CHATS)
+    await asyncio.wait_for(asyncio.gather(*sends), 30)
+    await channel.requests_done(30)
+    got = [s for s in fake_telegram.sent if s["shown"] == text]
+    assert sorted(int(s["chat_id"]) for s in got) == [int(k.id) for k in CHATS]
+    assert channel.transport is not None
+    pool = channel.transport.pool()
+    # Every connection left is idle, ready for the next request: none is held by no one.
+    assert pool["requests"] == 0 and pool["connections"] == pool["idle"] <= 2, pool
+    assert pool["replaced"] == 0, pool  # nothing needed replacing either
+
+
+async def test_turns_ending_while_typing_waits_for_a_connection_leave_no_slot_taken(
+    small_pool, fake_telegram
+):
+    _app, channel = small_pool
+
+    async def turn(key, steps: int) -> None:
+        async with channel.typing(key):
+            for _ in range(steps):  # the turn ends after a few turns of the loop: its typing
+                await asyncio.sleep(0)  # request is still waiting for one of the 2 connections
+
+    for wave in range(30):
+        await asyncio.gather(*(turn(key, (wave + i) % 5) for i, key in enumerate(CHATS)))
+    await _everyone_hears(channel, fake_telegram, "still here")
+    assert len(fake_telegram.calls_to("sendChatAction")) >= len(CHATS)
+
+
+async def test_requests_cancelled_while_they_wait_for_a_connection_leave_no_slot_taken(
+    small_pool, fake_telegram
+):
+    """Whoever cancels a request (a stopped turn, shutdown, a timeout): it is carried out all
+    the same, and the pool keeps all its connections."""
+    _app, channel = small_pool
+    for wave in range(30):
+        tasks = [asyncio.ensure_future(channel.show_typing(key)) for key in CHATS]
+        for _ in range(wave % 4):
+            await asyncio.sleep(0)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await _everyone_hears(channel, fake_telegram, "still here")
+
+
+async def _bot(fake_telegram, transport: Transport):
+    from telegram import Bot
+
+    bot = Bot(fake_telegram.token, base_url=f"{fake_telegram.base_url}/bot", request=transport)
+    await bot.initialize()
+    return bot
+
+
+@pytest.mark.parametrize("telegram_answers", [True, False], ids=["answering", "down"])
+async def test_a_pool_that_gives_out_no_connection_while_telegram_answers_is_replaced(
+    fake_telegram, caplog, telegram_answers
+):
+    """The one connection is taken (here by a request Telegram holds; in life by a bug) and
+    three requests in a row find none free: if Telegram answers our long poll meanwhile, the
+    client is replaced, once, with a warning; if it does not, Telegram is down, and the client
+    is kept."""
+    from telegram.error import TimedOut
+
+    answered = time.monotonic() if telegram_answers else time.monotonic() - 3600
+    transport = Transport(pool_size=1, pool_timeout=0.05, others_answered=lambda: answered)
+    bot = await _bot(fake_telegram, transport)
+    release = fake_telegram.hold("sendChatAction")
+    held = asyncio.ensure_future(bot.send_chat_action(1, "typing"))
+    await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("sendChatAction")))
+    for _ in range(3):
+        with pytest.raises(TimedOut, match="Pool timeout"):
+            await bot.send_message(1, "lost")
+    if telegram_answers:
+        await asyncio.wait_for(bot.send_message(1, "through the new client"), 10)
+        assert transport.pool()["replaced"] == 1
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert [w for w in warnings if "HTTP client was replaced" in w] == [
+            "telegram: no connection to Telegram came free for 3 requests in a row while "
+            "Telegram answered our long poll; the HTTP client was replaced (1 time(s) since "
+            "the start)"
+        ]
+    else:
+        with pytest.raises(TimedOut, match="Pool timeout"):
+            await bot.send_message(1, "still waiting")
+        assert transport.pool()["replaced"] == 0
+    release.set()
+    await asyncio.wait_for(held, 10)  # the held request was carried out on the old client
+    await bot.shutdown()

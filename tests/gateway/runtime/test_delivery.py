@@ -1,0 +1,137 @@
+"""Replies that survive an outage (gateway/runtime/delivery.py, retries.py): a reply the platform
+cannot take for now waits and is sent again, in order per chat, once, marked late when it is;
+given up at the end of the window; kept across a restart. A send is never cut off midway."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from gateway.app import build_app
+from gateway.events import OutboundMessage
+from gateway.runtime.journal import Journal, SendStatus
+from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config
+from tests.fakes.clock import FakeClock
+
+START = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def _rows(home) -> list[tuple[str, str]]:
+    journal = Journal(home / "state" / "gateway.sqlite")
+    try:
+        rows = journal.db.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
+    finally:
+        journal.close()
+    return [(text, status) for text, status in rows]
+
+
+async def _started(home, fake_api, clock, **gateway):
+    channel = RecordingChannel()
+    config = make_config(home, fake_api.base_url, gateway={"shutdown_grace": 5, **gateway})
+    app = build_app(config, [channel], clock=clock)
+    await app.start()
+    return app, channel
+
+
+async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order(home, fake_api):
+    clock = FakeClock(START, instant_sleep=True)  # each retry's wait passes at once
+    app, channel = await _started(home, fake_api, clock)
+    try:
+        channel.unreachable = 3
+        await asyncio.wait_for(channel.push("first"), 10)
+        assert channel.sent == []  # not now: it waits to be sent again
+        # Another chat is not held up; a later reply to the same chat waits its turn.
+        await asyncio.wait_for(channel.push("elsewhere", key=GROUP), 10)
+        await asyncio.wait_for(channel.push("second"), 10)
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+    finally:
+        await app.stop()
+    assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
+    assert channel.texts(GROUP) == ["echo: elsewhere"]
+    assert [s for _, s in _rows(home)] == ["sent"] * 3
+    assert clock.slept[:3] == [2.0, 4.0, 8.0]  # backoff between tries
+
+
+async def test_a_reply_sent_minutes_late_says_so(home, fake_api):
+    clock = FakeClock(START, instant_sleep=True)
+    app, channel = await _started(home, fake_api, clock)
+    try:
+        channel.unreachable = 8  # 2 + 4 + 8 + 16 + 30 + 30 + 30 + 30 s of waiting
+        await asyncio.wait_for(channel.push("are you there?"), 10)
+        await channel.wait_sent(1)
+    finally:
+        await app.stop()
+    [late] = channel.texts()
+    assert late == (
+        "_(Written at 13:00, sent late: the chat could not be reached.)_\n\necho: are you there?"
+    )  # 13:00 in Berlin, the configured time zone
+
+
+async def test_a_reply_still_unsendable_after_the_window_is_given_up_and_shown(home, fake_api):
+    clock = FakeClock(START, instant_sleep=True)
+    app, channel = await _started(home, fake_api, clock, retry_window_hours=0.05)  # 3 minutes
+    try:
+        channel.unreachable = 1000
+        await asyncio.wait_for(channel.push("hello"), 10)
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+        assert _rows(home) == [("echo: hello", "failed")]
+        [row] = app.undelivered()
+        assert row.error.startswith("given up after 0.05 h of retries; the last error: ")
+        assert "ConnectionError: platform unreachable (injected)" in row.error
+        # The platform is back: the next reply goes out as usual.
+        channel.unreachable = 0
+        await asyncio.wait_for(channel.push("again"), 10)
+        assert channel.texts() == ["echo: again"]
+    finally:
+        await app.stop()
+
+
+async def test_a_waiting_reply_is_sent_after_a_restart(home, fake_api):
+    clock = FakeClock(START)  # the retry's wait never passes in the first run
+    app, channel = await _started(home, fake_api, clock)
+    try:
+        channel.unreachable = 1
+        await asyncio.wait_for(channel.push("hello"), 10)
+        await clock.next_wake()  # the retry waits
+        assert app.undelivered()[0].status == SendStatus.WAITING
+        assert "cannot send since" in app.gateway.channel_states()[0]["state"]
+    finally:
+        await app.stop()
+    assert _rows(home) == [("echo: hello", "waiting")]
+    app, channel = await _started(home, fake_api, FakeClock(START))
+    try:
+        await channel.wait_sent(1)
+    finally:
+        await app.stop()
+    assert channel.texts() == ["echo: hello"]
+    assert _rows(home) == [("echo: hello", "sent")]
+
+
+async def test_a_send_under_way_finishes_when_its_turn_is_stopped(home, fake_api):
+    """/stop while the answer is being sent: the send is not cut off midway (a request
+    cancelled while it waits for a connection can break the client's pool), and its row says
+    it went out."""
+    clock = FakeClock(START)
+    app, channel = await _started(home, fake_api, clock)
+    release = asyncio.Event()
+    sending = asyncio.Event()
+    plain_send = channel.send
+
+    async def slow_send(msg: OutboundMessage) -> None:
+        if msg.text == "echo: hello":  # the answer to be stopped; /stop's own goes through
+            sending.set()
+            await release.wait()
+        await plain_send(msg)
+
+    channel.send = slow_send  # type: ignore[method-assign]
+    try:
+        turn = channel.push("hello")
+        await asyncio.wait_for(sending.wait(), 10)
+        await asyncio.wait_for(channel.push("/stop"), 10)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(turn, return_exceptions=True), 10)
+        await channel.wait_sent(2)
+    finally:
+        await app.stop()
+    assert sorted(channel.texts()) == ["Stopped.", "echo: hello"]
+    assert ("echo: hello", "sent") in _rows(home)
