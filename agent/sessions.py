@@ -1,8 +1,10 @@
 """The sessions this process has loaded, over the transcript store.
 
 A session is loaded from its transcript the first time it is needed, or started with a fresh
-prompt snapshot; from then on it lives in memory, touched only by its own turn (the gateway
-runs one turn at a time per session).
+prompt snapshot; while it is in use it lives in memory, touched only by its own turn (the gateway
+runs one turn at a time per session). Of the sessions not in use, the most recently used stay
+loaded (``KEEP_LOADED``); the others are let go and come back from disk on their next message,
+so memory does not grow with the number of chats.
 
 A snapshot is kept until compaction, so the cached prompt prefix stays valid, with one
 exception: when the owner edits the files it is made of by hand (on the control page),
@@ -23,6 +25,10 @@ from agent.transcript import SessionState, SessionStore
 from gateway.events import SessionKey
 
 log = logging.getLogger(__name__)
+
+# Sessions kept in memory beyond those in use: a reload costs about a millisecond per hundred
+# turns since the start of the transcript.
+KEEP_LOADED = 32
 
 
 class HandEdits:
@@ -74,13 +80,13 @@ class Sessions:
 
     def get(self, key: SessionKey) -> SessionState:
         """The session's state, loaded from disk or started with a fresh prompt snapshot."""
-        state = self._loaded.get(key)
+        state = self._loaded.pop(key, None)  # back in last: the most recently used
         if state is None:
             state = self.store.load(key)
             if state is None:
                 state = self.store.create(key, self._prompt(key))
                 log.info("%s: new session %s", key, state.session_id)
-            self._loaded[key] = state
+        self._loaded[key] = state
         if self.edits is not None and self.edits.outdated(state):
             self.store.renew_prompt(state, self._prompt(key))
             log.info("%s: fresh prompt snapshot after a hand edit", key)
@@ -97,6 +103,23 @@ class Sessions:
         if self.store.path(key).exists():
             return self.get(key)
         return None
+
+    def let_go(self, in_use: Callable[[SessionKey], bool], keep: int = KEEP_LOADED) -> int:
+        """Let sessions not in use leave memory, the least recently used first, until at most
+        ``keep`` of them remain; their transcripts bring them back. Returns how many left."""
+        extra = len(self._loaded) - keep
+        gone = 0
+        for key in list(self._loaded):
+            if gone >= extra:
+                break
+            if not in_use(key):
+                del self._loaded[key]
+                gone += 1
+        return gone
+
+    def forget(self, key: SessionKey) -> None:
+        """This session leaves memory now (a scheduled job's run is over)."""
+        self._loaded.pop(key, None)
 
     def reset(self, key: SessionKey) -> Path | None:
         """End the session: its transcript is archived and the next message starts afresh."""

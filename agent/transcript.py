@@ -26,6 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from agent.jsonl import cut_torn_tail, fsync_path
 from agent.wire import check_message
 from gateway.events import SessionKey
 from gateway.ports import Clock, SystemClock
@@ -154,7 +155,7 @@ class SessionStore:
         path = self.path(key)
         if not path.exists():
             return None
-        _cut_torn_tail(path)
+        cut_torn_tail(path)
         state: SessionState | None = None
         with path.open("rb") as f:
             for number, raw in enumerate(f, 1):
@@ -276,6 +277,18 @@ class SessionStore:
         os.replace(path, target)
         return target
 
+    def prune_job_runs(self, older_than: timedelta) -> int:
+        """Delete the transcripts of scheduled jobs' past runs (one archived per run) older
+        than ``older_than``: what a run produced is in the log and the outbox."""
+        cutoff = (self.clock.now() - older_than).timestamp()
+        gone = 0
+        for path in self.dir.glob("cron:*.jsonl"):
+            with contextlib.suppress(OSError):
+                if _ARCHIVED.search(path.name[:-6]) and path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    gone += 1
+        return gone
+
     async def sync(self, key: SessionKey) -> None:
         """Make everything written so far durable, without blocking the event loop. A turn
         calls it once, before its reply goes out.
@@ -284,7 +297,7 @@ class SessionStore:
         this protects against power loss too. fsync acts on the file, so a fresh descriptor
         will do.
         """
-        await asyncio.to_thread(_fsync_path, self.path(key))
+        await asyncio.to_thread(fsync_path, self.path(key))
 
     def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -365,36 +378,3 @@ def _apply_compaction(state: SessionState, summary: str, keep: int, system: str)
     state.compactions += 1
     state.last_usage = None
     state.added_tokens = sum(estimate_tokens(m["content"]) for m in state.messages)
-
-
-def _fsync_path(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:  # archived by /new in the meantime
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _cut_torn_tail(path: Path) -> None:
-    """Drop a last line without its newline (a write cut short by a crash)."""
-    size = path.stat().st_size
-    if size == 0:
-        return
-    with path.open("rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return
-        keep, pos = 0, size
-        while pos > 0:
-            start = max(0, pos - (1 << 16))
-            f.seek(start)
-            cut = f.read(pos - start).rfind(b"\n")
-            if cut >= 0:
-                keep = start + cut + 1
-                break
-            pos = start
-        log.warning("%s: dropping a torn last line (%d bytes)", path.name, size - keep)
-        f.truncate(keep)

@@ -108,6 +108,10 @@ class Channel(ABC):
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None: ...
 
+    def health(self) -> dict[str, int]:
+        """Figures on the platform client for ``corvid status`` (its connection pool)."""
+        return {}
+
     def transient(self, exc: BaseException) -> bool:
         """Did ``send`` fail for now only (the platform unreachable, timing out, overloaded),
         so that the same message may go through later? A refusal is not transient."""

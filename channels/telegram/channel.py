@@ -332,6 +332,9 @@ class TelegramChannel(Channel):
             raise RuntimeError("the Telegram channel is not running")
         await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
 
+    def health(self) -> dict[str, int]:
+        return self.transport.pool() if self.transport is not None else {}
+
     def transient(self, exc: BaseException) -> bool:
         from telegram.error import BadRequest, NetworkError, RetryAfter
 

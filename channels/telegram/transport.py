@@ -153,6 +153,8 @@ class Transport(BaseRequest):
             return
         if self._others is None or time.monotonic() - self._others() > ANSWERED_LATELY:
             return  # Telegram may be down or slow: every connection busy waiting for it
+        if not _orphans(client):
+            return  # every connection carries a request: busy, not stuck
         # A fresh client for the requests to come. The stuck one stays open until shutdown:
         # requests it still carries finish on it, and it holds no more than the sockets it has.
         self._retired.append(client)
@@ -164,8 +166,20 @@ class Transport(BaseRequest):
         self.replaced += 1
         log.warning(
             "telegram: no connection to Telegram came free for %d requests in a row while "
-            "Telegram answered our long poll; the HTTP client was replaced (%d time(s) since "
-            "the start)",
+            "Telegram answered our long poll, and some were held by no request; the HTTP "
+            "client was replaced (%d time(s) since the start)",
             STUCK_AFTER,
             self.replaced,
         )
+
+
+def _orphans(client: httpx2.AsyncClient) -> int:
+    """Connections of the pool that are neither idle nor used or awaited by any request: the
+    slots a cancelled request can leave taken (read from httpx2's internals; 0 if they
+    change)."""
+    pool: Any = getattr(client._transport, "_pool", None)
+    try:
+        owned = {id(r.connection) for r in pool._requests}
+        return sum(1 for c in pool.connections if not c.is_idle() and id(c) not in owned)
+    except (AttributeError, TypeError):
+        return 0

@@ -81,7 +81,7 @@ class Live:
 
     pid: int
     uptime_seconds: int
-    channels: list[dict[str, str]]
+    channels: list[dict[str, Any]]
     loaded: Callable[[SessionKey], SessionState | None]
     busy: Callable[[SessionKey], bool]
     queued: Callable[[SessionKey], int]
@@ -172,6 +172,12 @@ def render(r: dict[str, Any]) -> str:
         lines.append(f"Corvid is running (pid {r['pid']}, up {up}), model {r['model']}.")
         for ch in r["channels"]:
             lines.append(f"  {ch['name']}: {ch['state']}")
+            if pool := ch.get("pool"):
+                lines.append(
+                    f"    connections to the platform: {pool['connections']} open, "
+                    f"{pool['idle']} idle, {pool['requests']} request(s) under way"
+                    + (f"; replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
+                )
         if r.get("mcp"):
             from gateway.ops.mcp_cli import server_lines
 

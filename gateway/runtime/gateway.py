@@ -49,7 +49,9 @@ class Gateway:
             self._run_batch, self._run_ordered, self._unanswered, max_batch_chars=max_input_chars
         )
         self.commands = ChatCommands(agent, self.router, pairing)
-        self.turns = Turns(agent, delivery, channels, clock, closing=lambda: self.router.closed)
+        self.turns = Turns(
+            agent, delivery, channels, clock, lambda: self.router.closed, self.router.busy
+        )
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
         self._stack = contextlib.AsyncExitStack()
@@ -98,8 +100,8 @@ class Gateway:
         done, _ = await asyncio.wait(failures, return_when=asyncio.FIRST_COMPLETED)
         return next(iter(done)).result()
 
-    def channel_states(self) -> list[dict[str, str]]:
-        states = []
+    def channel_states(self) -> list[dict[str, Any]]:
+        states: list[dict[str, Any]] = []
         for name, channel in self.channels.items():
             failure = channel.failure
             if failure is not None and failure.done():
@@ -108,7 +110,7 @@ class Gateway:
                 state = self.delivery.trouble(name) or "connected"
             else:
                 state = "not started"
-            states.append({"name": name, "state": state})
+            states.append({"name": name, "state": state, **_pool(channel)})
         return states
 
     def _requeue(self) -> None:
@@ -196,7 +198,10 @@ class Gateway:
     async def isolated_turn(self, key: SessionKey, prompt: str, grant: Grant) -> str:
         self.agent.sessions.reset(key)  # each run starts afresh
         asked = InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")
-        outcome = await self.agent.run_turn(key, [asked], grant=grant)
+        try:
+            outcome = await self.agent.run_turn(key, [asked], grant=grant)
+        finally:
+            self.agent.sessions.forget(key)  # the next run starts afresh from its prompt
         return outcome.text.strip()
 
     async def deliver(self, out: OutboundMessage, origin: str | None = None) -> None:
@@ -207,6 +212,11 @@ class Gateway:
 
     def busy(self, key: SessionKey) -> bool:
         return self.router.busy(key)
+
+
+def _pool(channel: Channel) -> dict[str, Any]:
+    health = channel.health()
+    return {"pool": health} if health else {}
 
 
 def _too_long(length: int, limit: int) -> str:

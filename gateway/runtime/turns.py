@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 
 from agent.loop import Agent, TurnOutcome
 from agent.transcript import Usage
@@ -19,6 +20,9 @@ from gateway.runtime.delivery import Delivery
 from gateway.runtime.streaming import NO_REPLY, ReplyStream
 
 log = logging.getLogger(__name__)
+
+PRUNE_EVERY = 3600.0  # seconds
+KEEP_JOB_RUNS = timedelta(days=30)  # transcripts of scheduled jobs' runs
 
 BLANK_ANSWER = (
     "I came back with an empty answer to that, which is on my side. Please ask again, perhaps "
@@ -37,6 +41,7 @@ class Turns:
         channels: Mapping[str, Channel],
         clock: Clock,
         closing: Callable[[], bool],
+        in_use: Callable[[SessionKey], bool] = lambda key: False,
     ) -> None:
         self.agent = agent
         self.delivery = delivery
@@ -45,11 +50,25 @@ class Turns:
         # Shutting down: a turn cancelled now is owed an answer after the restart, while one
         # cancelled by /stop is not.
         self.closing = closing
+        # A session with a turn running or messages queued stays loaded (``Sessions.let_go``).
+        self.in_use = in_use
+        self._pruned = clock.monotonic()
 
     async def batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
         with turn_scope(key):
             await self._turn(key, batch)
         await self._maintain(key)
+        self._tidy()
+
+    def _tidy(self) -> None:
+        """What grows with use stays bounded: sessions not in use leave memory, and once an
+        hour the journal forgets what it no longer needs."""
+        self.agent.sessions.let_go(self.in_use)
+        journal = self.delivery.journal
+        if journal is not None and self.clock.monotonic() - self._pruned > PRUNE_EVERY:
+            self._pruned = self.clock.monotonic()
+            journal.prune()
+            self.agent.store.prune_job_runs(KEEP_JOB_RUNS)
 
     async def ordered(self, key: SessionKey, msg: InboundMessage, command: ChatCommand) -> None:
         with turn_scope(key):

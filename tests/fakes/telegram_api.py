@@ -119,6 +119,8 @@ class FakeTelegram(Observed):
         self._faults: dict[str, deque[Fault]] = {}
         self._holds: dict[str, asyncio.Event] = {}
         self.latency: dict[str, float] = {}  # seconds a method takes to answer (a busy server)
+        # Unreachable: every request's connection is dropped unanswered (an outage).
+        self.down = False
         self._last_update_id = 0
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -293,6 +295,10 @@ class FakeTelegram(Observed):
         return params
 
     async def _method(self, request: web.Request) -> web.Response:
+        if self.down:
+            assert request.transport is not None
+            request.transport.abort()  # the client sees the connection drop, no answer
+            raise asyncio.CancelledError
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(Call(method, params, time.monotonic()))

@@ -93,38 +93,76 @@ async def _bot(fake_telegram, transport: Transport):
     return bot
 
 
-@pytest.mark.parametrize("telegram_answers", [True, False], ids=["answering", "down"])
-async def test_a_pool_that_gives_out_no_connection_while_telegram_answers_is_replaced(
-    fake_telegram, caplog, telegram_answers
+class _Orphan:
+    """A connection a cancelled request left behind in the pool (httpcore #1093): not idle,
+    not closed, never available, owned by no request."""
+
+    def is_idle(self) -> bool:
+        return False
+
+    def is_closed(self) -> bool:
+        return False
+
+    def is_available(self) -> bool:
+        return False
+
+    def is_connected(self) -> bool:
+        return True
+
+    def has_expired(self) -> bool:
+        return False
+
+    def can_handle_request(self, origin: object) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("orphaned", "telegram_answers", "replaced"),
+    [(True, True, True), (True, False, False), (False, True, False)],
+    ids=["stuck", "telegram-down", "only-busy"],
+)
+async def test_a_pool_held_by_no_request_while_telegram_answers_is_replaced(
+    fake_telegram, caplog, orphaned, telegram_answers, replaced
 ):
-    """The one connection is taken (here by a request Telegram holds; in life by a bug) and
-    three requests in a row find none free: if Telegram answers our long poll meanwhile, the
-    client is replaced, once, with a warning; if it does not, Telegram is down, and the client
-    is kept."""
+    """The one connection is taken and three requests in a row find none free. The client is
+    replaced (once, with a warning) only if the connection is held by no request and Telegram
+    answers our long poll meanwhile; if Telegram is down, or the connection is simply busy
+    with a request Telegram is slow to answer, the client is kept."""
     from telegram.error import TimedOut
 
     answered = time.monotonic() if telegram_answers else time.monotonic() - 3600
     transport = Transport(pool_size=1, pool_timeout=0.05, others_answered=lambda: answered)
     bot = await _bot(fake_telegram, transport)
-    release = fake_telegram.hold("sendChatAction")
-    held = asyncio.ensure_future(bot.send_chat_action(1, "typing"))
-    await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("sendChatAction")))
+    release = asyncio.Event()
+    held = planted = None
+    if orphaned:
+        planted = pool = transport._client._transport._pool
+        for connection in pool.connections:  # getMe's, idle: closed...
+            await connection.aclose()
+        pool._connections = [_Orphan()]  # ...and the slot lost to a request cancelled midway
+    else:
+        release = fake_telegram.hold("sendChatAction")
+        held = asyncio.ensure_future(bot.send_chat_action(1, "typing"))
+        await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("sendChatAction")))
     for _ in range(3):
         with pytest.raises(TimedOut, match="Pool timeout"):
             await bot.send_message(1, "lost")
-    if telegram_answers:
+    warnings = [r.getMessage() for r in caplog.records if "client was replaced" in r.getMessage()]
+    if replaced:
         await asyncio.wait_for(bot.send_message(1, "through the new client"), 10)
         assert transport.pool()["replaced"] == 1
-        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-        assert [w for w in warnings if "HTTP client was replaced" in w] == [
+        assert warnings == [
             "telegram: no connection to Telegram came free for 3 requests in a row while "
-            "Telegram answered our long poll; the HTTP client was replaced (1 time(s) since "
-            "the start)"
+            "Telegram answered our long poll, and some were held by no request; the HTTP "
+            "client was replaced (1 time(s) since the start)"
         ]
     else:
         with pytest.raises(TimedOut, match="Pool timeout"):
             await bot.send_message(1, "still waiting")
-        assert transport.pool()["replaced"] == 0
+        assert transport.pool()["replaced"] == 0 and warnings == []
     release.set()
-    await asyncio.wait_for(held, 10)  # the held request was carried out on the old client
+    if held is not None:
+        await asyncio.wait_for(held, 10)  # the slow request was carried out all the same
+    if orphaned:
+        planted._connections = []  # the planted connection has nothing to close
     await bot.shutdown()
