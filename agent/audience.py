@@ -23,10 +23,11 @@ only by one whose context holds nothing from outside the owner's audience (``fil
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 from datetime import date
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from gateway.events import OWNER, Audience
 
@@ -113,6 +114,29 @@ def outside_source(rel: PurePosixPath) -> str | None:
     if rel.parts[:1] and rel.parts[0].casefold() == "inbox":
         return "a file sent in chat"
     return None
+
+
+def read_from_outside(rel: PurePosixPath, text: str) -> str | None:
+    """What reading ``text`` from the file at ``rel`` brings in from outside the owner's
+    audience: a shared chat's place or the inbox (``outside_source``), and anywhere else text
+    kept quoted as untrusted (a note written after reading a group), whichever part of the
+    file is shown; None when nothing."""
+    source = outside_source(rel)
+    if source is None and quotes_outside(text):
+        source = f"text quoted in {rel}"
+    return source
+
+
+def linked_from_bootstrap(workspace: Path, path: Path) -> bool:
+    """Is ``path`` where one of the files every chat reads leads (AGENTS.md as a link to a file
+    elsewhere in the workspace)? Every prompt reads it through the link."""
+    for name in SHARED_BOOTSTRAP:
+        link = workspace / name
+        if link.is_symlink():
+            with contextlib.suppress(OSError, RuntimeError):
+                if link.resolve() == path:
+                    return True
+    return False
 
 
 def _same(a: Audience, b: Audience) -> bool:

@@ -20,8 +20,9 @@ from agent.audience import (
     area,
     chat_of,
     files_folder,
+    linked_from_bootstrap,
     on_the_way,
-    outside_source,
+    read_from_outside,
     readable,
     untrusted,
     writable,
@@ -91,7 +92,8 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     """Nothing written for one audience may land where another reads: a shared chat writes
     only in its own folder; the owner's sessions never write into a shared chat's places."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-    if ctx.private and area(rel) is EVERYONE and not ctx.exposure.clean:
+    everyone = area(rel) is EVERYONE or linked_from_bootstrap(ctx.workspace, path)
+    if ctx.private and everyone and not ctx.exposure.clean:
         # Read by every chat: text from outside that steered the model would reach them all.
         raise PathRefused(
             f"{rel} is read in every chat, groups included, and this conversation has read "
@@ -100,11 +102,11 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
             "hand (the control page's Memory page, or any editor), or ask in a conversation "
             "that has read nothing from outside (after /new)."
         )
-    if writable(ctx.audience, rel):
+    if writable(ctx.audience, rel) and not (everyone and not ctx.private):
         return
     folder = files_folder(ctx.audience)
     if folder is not None:
-        if area(rel) is EVERYONE:
+        if everyone:
             raise PathRefused(
                 f"{rel} can only be changed from a private chat with the owner, not from a group."
             )
@@ -261,7 +263,8 @@ def _walk(base: Path, recursive: bool) -> list[Path]:
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     check_single_name(ctx, path)
-    lines = _read_text(path, args["path"]).splitlines()
+    text = _read_text(path, args["path"])
+    lines = text.splitlines()
     offset = max(1, int(args.get("offset", 1)))
     limit = max(1, int(args.get("limit", DEFAULT_READ_LINES)))
     window = lines[offset - 1 : offset - 1 + limit]
@@ -269,9 +272,7 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
         return f"{_rel(ctx, path)} is empty."
     body = "\n".join(window)
     rel = _relpath(ctx, path)
-    source = outside_source(rel)
-    if source is not None:
-        ctx.saw(source)
+    note_reading(ctx, rel, text)
     chat = chat_of(rel)
     if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
         body = untrusted(f"chats/{chat}", body)
@@ -281,6 +282,13 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     header = f"[{_rel(ctx, path)}: lines {offset}-{end} of {len(lines)}"
     header += "; use offset to read more]" if end < len(lines) else "]"
     return header + "\n" + body
+
+
+def note_reading(ctx: TurnContext, rel: PurePosixPath, text: str) -> None:
+    """Mark the session for what reading ``text`` at ``rel`` brought in (``read_from_outside``)."""
+    source = read_from_outside(rel, text)
+    if source is not None:
+        ctx.saw(source)
 
 
 def _writable_path(ctx: TurnContext, raw: Any) -> Path:

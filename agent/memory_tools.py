@@ -7,10 +7,10 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.audience import chat_of, untrusted
-from agent.files import check_single_name, resolve_in_workspace
+from agent.audience import untrusted
+from agent.files import check_single_name, note_reading, resolve_in_workspace
 from agent.memory import Memory, read_text
-from agent.memory_index import LONG_TERM
+from agent.memory_index import LONG_TERM, Hit
 from agent.tools import Tool, TurnContext
 from gateway.errors import PathRefused, ToolError
 
@@ -67,9 +67,7 @@ class MemoryTools:
             raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
         wanted = args.get("max_results", self.memory.cfg.search_max_results)
         limit = max(1, min(int(wanted), 50))
-        hits = await asyncio.to_thread(
-            self.memory.index.search, query, limit, audience=ctx.audience
-        )
+        hits = await asyncio.to_thread(self._search, query, limit, ctx)
         if not hits:
             return "Nothing in memory matches that query."
         out = []
@@ -77,28 +75,33 @@ class MemoryTools:
             snippet = h.snippet.replace("\n", "\n   ")
             # In the owner's chats, a hit from a shared chat's log is what others wrote.
             whose = f", written in the shared chat {h.chat}: untrusted" if h.chat else ""
-            if h.chat:
-                ctx.saw(f"the chat {h.chat}")
             out.append(
                 f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
                 f"   {snippet}"
             )
         return "\n".join(out)
 
+    def _search(self, query: str, limit: int, ctx: TurnContext) -> list[Hit]:
+        """The hits, the session marked for what their files bring from outside (a snippet
+        may show part of a quoted passage without its opening)."""
+        hits = self.memory.index.search(query, limit, audience=ctx.audience)
+        for rel in dict.fromkeys(h.path for h in hits):
+            note_reading(ctx, PurePosixPath(rel), read_text(self.memory.workspace / rel))
+        return hits
+
     def get(self, ctx: TurnContext, args: GetArgs) -> str:
         path = _memory_path(ctx, args["path"])
         if not path.is_file():
             raise ToolError(f"{args['path']!r} does not exist.")
         check_single_name(ctx, path)
-        lines = read_text(path).splitlines()
+        text = read_text(path)
+        lines = text.splitlines()
         start = max(1, int(args.get("from", 1)))
         count = max(1, min(int(args.get("lines", 200)), 1000))
         window = lines[start - 1 : start - 1 + count]
         end = start - 1 + len(window)
         rel = path.relative_to(ctx.workspace).as_posix()
-        chat = chat_of(PurePosixPath(rel))
-        if chat is not None:
-            ctx.saw(f"the chat {chat}")
+        note_reading(ctx, PurePosixPath(rel), text)
         body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
         return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
 
