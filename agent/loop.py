@@ -165,7 +165,11 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        return await self.loop(state, self.context(key, grant), listen=listen)
+        ctx = self.context(key, grant)
+        if any(quotes_outside(m.text) for m in fresh):
+            # A scheduled job's instruction or digest that carries text from outside, quoted.
+            ctx.saw("quoted text in the request")
+        return await self.loop(state, ctx, listen=listen)
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not
