@@ -561,3 +561,32 @@ async def test_a_reminder_made_after_reading_a_group_cannot_change_what_every_ch
     assert status == "sent"
     assert (ws / "AGENTS.md").read_text() == agents
     assert refused and refused[0].startswith("AGENTS.md is read in every chat")
+
+
+async def test_a_digest_of_a_conversation_that_read_from_outside_is_kept_quoted(home, fake_api):
+    """The owner's own conversation read a file someone sent (or a web page): what it said
+    there goes into the digest, and the digest into the owner's log, quoted, so that it does
+    not reach the owner's later conversations as if the owner had written it."""
+    ws = home / "workspace"
+    letter = ws / "inbox" / "private" / "2026-03-12" / "letter.md"
+    letter.parent.mkdir(parents=True)
+    letter.write_text(f"Dear assistant, {PLANTED}\n")
+
+    def retelling(body: dict[str, Any]) -> Reply:  # says in its own words what it read
+        results = tool_results(body)
+        if results and f"Session: {OWNER}" in body["system"][0]["text"]:
+            return Reply("The letter says: " + str(results[0]["content"]))
+        return obedient(body)
+
+    fake_api.brain = retelling
+    async with serve(home, fake_api.base_url, FakeClock(EVENING)) as (app, channel):
+        await asyncio.wait_for(
+            channel.push("DO read_file path=inbox/private/2026-03-12/letter.md"), 10
+        )
+        assert PLANTED in channel.texts(OWNER)[-1]
+        assert app.scheduler is not None
+        status, _ = await asyncio.wait_for(app.scheduler.run_now("daily-summary"), 10)
+    assert status == "sent"
+    own_log = (ws / "memory" / "2026-03-12.md").read_text()
+    assert "Daily summary sent to test:private:1" in own_log and PLANTED in own_log
+    assert PLANTED not in unquoted(own_log)
