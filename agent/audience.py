@@ -18,7 +18,8 @@ a shared chat's file tools write only in ``chats/<chat>/`` (its log grows only t
 ``memory_append``, its inbox only through uploads); the owner's sessions write anywhere but in
 a shared chat's places, so private content cannot land where a group reads it, whatever the
 model is asked to do. The files everyone reads are changed only by the owner's sessions, and
-only by one whose context holds nothing from outside the owner's audience (``files.py``).
+only by one whose context holds nothing from outside the owner's audience (``files.py``); what
+such a session writes where the owner's prompts load it unasked is kept quoted.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ SHARED_BOOTSTRAP = ("AGENTS.md", "SOUL.md", "IDENTITY.md")
 OWNER_BOOTSTRAP = ("USER.md", "TOOLS.md")
 BOOTSTRAP_FILES = (*SHARED_BOOTSTRAP, *OWNER_BOOTSTRAP)
 _SHARED = frozenset(name.casefold() for name in SHARED_BOOTSTRAP)
+# In the owner's prompts without a tool reading them (and the heartbeat's checklist), like the
+# owner's logs: what is written there reaches the owner's later conversations unasked.
+OWNER_PROMPTS = (*OWNER_BOOTSTRAP, "MEMORY.md", "HEARTBEAT.md")
+_OWNER_PROMPTS = frozenset(name.casefold() for name in OWNER_PROMPTS)
 
 
 class Everyone:
@@ -127,10 +132,21 @@ def read_from_outside(rel: PurePosixPath, text: str) -> str | None:
     return source
 
 
-def linked_from_bootstrap(workspace: Path, path: Path) -> bool:
-    """Is ``path`` where one of the files every chat reads leads (AGENTS.md as a link to a file
-    elsewhere in the workspace)? Every prompt reads it through the link."""
-    for name in SHARED_BOOTSTRAP:
+def in_owner_prompts(workspace: Path, path: Path) -> bool:
+    """Is ``path`` (resolved, in ``workspace``) one of ``OWNER_PROMPTS``, where one of them
+    leads, or an owner's log (``memory/<day>.md``)?"""
+    folded = tuple(p.casefold() for p in path.relative_to(workspace).parts)
+    if (len(folded) == 1 and folded[0] in _OWNER_PROMPTS) or (
+        len(folded) == 2 and folded[0] == "memory"
+    ):
+        return True
+    return linked_from(workspace, path, OWNER_PROMPTS)
+
+
+def linked_from(workspace: Path, path: Path, names: tuple[str, ...]) -> bool:
+    """Is ``path`` where one of the workspace files ``names`` leads (AGENTS.md as a link to a
+    file elsewhere in the workspace)? Whatever reads that file reads ``path``."""
+    for name in names:
         link = workspace / name
         if link.is_symlink():
             with contextlib.suppress(OSError, RuntimeError):

@@ -17,12 +17,13 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 from agent.audience import (
     EVERYONE,
+    SHARED_BOOTSTRAP,
     area,
     chat_of,
     files_folder,
-    linked_from_bootstrap,
+    in_owner_prompts,
+    linked_from,
     on_the_way,
-    read_from_outside,
     readable,
     untrusted,
     writable,
@@ -92,7 +93,7 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     """Nothing written for one audience may land where another reads: a shared chat writes
     only in its own folder; the owner's sessions never write into a shared chat's places."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-    everyone = area(rel) is EVERYONE or linked_from_bootstrap(ctx.workspace, path)
+    everyone = area(rel) is EVERYONE or linked_from(ctx.workspace, path, SHARED_BOOTSTRAP)
     if ctx.private and everyone and not ctx.exposure.clean:
         # Read by every chat: text from outside that steered the model would reach them all.
         raise PathRefused(
@@ -272,7 +273,7 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
         return f"{_rel(ctx, path)} is empty."
     body = "\n".join(window)
     rel = _relpath(ctx, path)
-    note_reading(ctx, rel, text)
+    ctx.saw_file(rel, text)
     chat = chat_of(rel)
     if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
         body = untrusted(f"chats/{chat}", body)
@@ -284,11 +285,11 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     return header + "\n" + body
 
 
-def note_reading(ctx: TurnContext, rel: PurePosixPath, text: str) -> None:
-    """Mark the session for what reading ``text`` at ``rel`` brought in (``read_from_outside``)."""
-    source = read_from_outside(rel, text)
-    if source is not None:
-        ctx.saw(source)
+def _kept(ctx: TurnContext, path: Path, text: str) -> str:
+    """What the file tools write where the owner's prompts load it without a read (USER.md,
+    MEMORY.md, the owner's log...), quoted when it may carry orders from outside."""
+    loaded = in_owner_prompts(ctx.workspace, path) and text.strip()
+    return ctx.marked(text) if loaded else text
 
 
 def _writable_path(ctx: TurnContext, raw: Any) -> Path:
@@ -302,7 +303,7 @@ def _writable_path(ctx: TurnContext, raw: Any) -> Path:
 
 def write_file(ctx: TurnContext, args: WriteArgs) -> str:
     path = _writable_path(ctx, args["path"])
-    content: str = args["content"]
+    content = _kept(ctx, path, args["content"])
     if len(content) > MAX_WRITE_CHARS:
         raise ToolError(
             f"Content is too long ({len(content)} characters; limit {MAX_WRITE_CHARS})."
@@ -318,7 +319,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
 
 def edit_file(ctx: TurnContext, args: EditArgs) -> str:
     path = _writable_path(ctx, args["path"])
-    old, new = args["old_text"], args["new_text"]
+    old, new = args["old_text"], _kept(ctx, path, args["new_text"])
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
     text = _read_text(path, args["path"])

@@ -7,8 +7,7 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.audience import untrusted
-from agent.files import check_single_name, note_reading, resolve_in_workspace
+from agent.files import check_single_name, resolve_in_workspace
 from agent.memory import Memory, read_text
 from agent.memory_index import LONG_TERM, Hit
 from agent.tools import Tool, TurnContext
@@ -86,7 +85,7 @@ class MemoryTools:
         may show part of a quoted passage without its opening)."""
         hits = self.memory.index.search(query, limit, audience=ctx.audience)
         for rel in dict.fromkeys(h.path for h in hits):
-            note_reading(ctx, PurePosixPath(rel), read_text(self.memory.workspace / rel))
+            ctx.saw_file(PurePosixPath(rel), read_text(self.memory.workspace / rel))
         return hits
 
     def get(self, ctx: TurnContext, args: GetArgs) -> str:
@@ -101,7 +100,7 @@ class MemoryTools:
         window = lines[start - 1 : start - 1 + count]
         end = start - 1 + len(window)
         rel = path.relative_to(ctx.workspace).as_posix()
-        note_reading(ctx, PurePosixPath(rel), text)
+        ctx.saw_file(PurePosixPath(rel), text)
         body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
         return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
 
@@ -113,7 +112,7 @@ class MemoryTools:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
         ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
-        rel = self.memory.append(marked(ctx, text), ctx.now, ctx.audience, source)
+        rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
@@ -124,21 +123,8 @@ class MemoryTools:
             )
         text = args.get("text", "")
         return self.memory.update_long_term(
-            args["action"], marked(ctx, text) if text.strip() else text, args.get("old_text", "")
+            args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
         )
-
-
-WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
-
-
-def marked(ctx: TurnContext, text: str) -> str:
-    """What the model writes into the owner's memory, quoted with its provenance when its
-    conversation has read text from outside the owner's audience: every later private prompt
-    reads it, so an instruction carried in from a group or a web page stays marked as such."""
-    if not ctx.private or ctx.exposure.clean:
-        return text
-    source = f"written after reading {ctx.exposure.describe()}"
-    return untrusted(source, text.strip(), WRITTEN_AFTER)
 
 
 def memory_tools(memory: Memory) -> tuple[Tool, ...]:

@@ -16,10 +16,11 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
+from agent.audience import read_from_outside, untrusted
 from agent.quota import Quota
 from gateway.errors import ToolError
 from gateway.events import Audience, SessionKey, audience_of
@@ -127,6 +128,26 @@ class TurnContext:
     def saw(self, source: str) -> None:
         """This turn read ``source``, from outside the owner's audience (see ``Exposure``)."""
         self.exposure.saw(source)
+
+    def saw_file(self, rel: PurePosixPath, text: str) -> None:
+        """This turn read ``text`` from the workspace file at ``rel``
+        (``audience.read_from_outside``)."""
+        source = read_from_outside(rel, text)
+        if source is not None:
+            self.saw(source)
+
+    def marked(self, text: str) -> str:
+        """What the model writes where the owner's later conversations read it without asking
+        (their memory, their prompts), quoted with its provenance when this conversation has
+        read text from outside the owner's audience: an instruction carried in from a group or
+        a web page stays marked as such."""
+        if not self.private or self.exposure.clean:
+            return text
+        source = f"written after reading {self.exposure.describe()}"
+        return untrusted(source, text.strip(), WRITTEN_AFTER)
+
+
+WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
 
 
 _SCHEMA_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

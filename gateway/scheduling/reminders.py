@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.memory_tools import marked
 from agent.tools import Grant, Tool, TurnContext
 from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
@@ -262,7 +261,7 @@ class ReminderTools:
             raise ToolError("instruction is required: what should happen when it fires.")
         # Its run has the tools of this chat and reads nothing of this conversation: an order
         # carried in from outside stays quoted, and the run counts as having read it.
-        instruction = marked(ctx, instruction)
+        instruction = ctx.marked(instruction)
         tz = _zone(args, ctx)
         given = _given(args)
         now = self.clock()
