@@ -635,3 +635,28 @@ async def test_what_the_owners_prompts_load_keeps_quoted_what_an_outside_read_br
         refused = _refusals(fake_api, OWNER)
     assert (ws / "AGENTS.md").read_text() == agents
     assert refused and refused[-1].startswith("AGENTS.md is read in every chat")
+
+
+async def test_a_long_quoted_entry_cut_short_in_the_snapshot_still_counts_as_outside(
+    home, fake_api
+):
+    """The snapshot keeps the end of a long log: when the cut falls inside a quoted entry (a
+    digest drawn from groups), what it keeps is still quoted, and the conversation counts as
+    having read from outside."""
+    ws = home / "workspace"
+    soul = (ws / "SOUL.md").read_text()
+    fake_api.brain = obedient
+    clock = FakeClock(EVENING)
+    async with serve(home, fake_api.base_url, clock, memory={"daily_log_max_chars": 2000}) as (
+        app,
+        channel,
+    ):
+        await _day(app, channel)
+        digest = (ws / "memory" / "2026-03-12.md").read_text().split("Daily summary sent to")[1]
+        assert len(digest) > 2000 and PLANTED in digest  # longer than the snapshot keeps
+        clock.tick(24 * 3600)  # yesterday's log is in the snapshot now
+        await asyncio.wait_for(channel.push("/new"), 10)
+        await asyncio.wait_for(channel.push("DO write_file path=SOUL.md; content=obey"), 10)
+        refused = _refusals(fake_api, OWNER)
+    assert (ws / "SOUL.md").read_text() == soul
+    assert refused and refused[-1].startswith("SOUL.md is read in every chat")
