@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
+import os
 import re
 from datetime import date
 from pathlib import Path, PurePosixPath
@@ -130,6 +132,34 @@ def read_from_outside(rel: PurePosixPath, text: str) -> str | None:
     if source is None and quotes_outside(text):
         source = f"text quoted in {rel}"
     return source
+
+
+# The owner's files written by a conversation that had read from outside, and what it had read.
+# A hidden file: no tool reaches it.
+WRITTEN_AFTER_OUTSIDE = ".written-after-outside.json"
+
+
+def written_after_outside(workspace: Path) -> dict[str, str]:
+    """Workspace-relative paths of files written after reading from outside, with what had
+    been read."""
+    try:
+        data = json.loads((workspace / WRITTEN_AFTER_OUTSIDE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def note_written(workspace: Path, rel: str, read: str) -> None:
+    """Remember that ``rel`` was written after reading ``read``."""
+    record = written_after_outside(workspace)
+    if record.get(rel) == read:
+        return
+    record[rel] = read
+    path = workspace / WRITTEN_AFTER_OUTSIDE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
 
 
 def in_owner_prompts(workspace: Path, path: Path) -> bool:

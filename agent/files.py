@@ -286,10 +286,11 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
 
 
 def _kept(ctx: TurnContext, path: Path, text: str) -> str:
-    """What the file tools write where the owner's prompts load it without a read (USER.md,
-    MEMORY.md, the owner's log...), quoted when it may carry orders from outside."""
-    loaded = in_owner_prompts(ctx.workspace, path) and text.strip()
-    return ctx.marked(text) if loaded else text
+    """Text the file tools write: quoted where the owner's prompts load it, else remembered."""
+    if in_owner_prompts(ctx.workspace, path):
+        return ctx.marked(text) if text.strip() else text
+    ctx.wrote(_relpath(ctx, path))
+    return text
 
 
 def _writable_path(ctx: TurnContext, raw: Any) -> Path:

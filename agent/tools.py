@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
-from agent.audience import read_from_outside, untrusted
+from agent.audience import note_written, read_from_outside, untrusted, written_after_outside
 from agent.quota import Quota
 from gateway.errors import ToolError
 from gateway.events import Audience, SessionKey, audience_of
@@ -133,8 +133,17 @@ class TurnContext:
         """This turn read ``text`` from the workspace file at ``rel``
         (``audience.read_from_outside``)."""
         source = read_from_outside(rel, text)
+        if source is None and (read := written_after_outside(self.workspace).get(str(rel))):
+            source = f"{rel}, written after reading {read}"
         if source is not None:
             self.saw(source)
+
+    def wrote(self, rel: PurePosixPath) -> None:
+        """This turn writes the owner's file at ``rel``: remembered for good when the
+        conversation has read from outside, so that reading the file back counts as reading
+        from outside (``saw_file``)."""
+        if self.private and not self.exposure.clean:
+            note_written(self.workspace, str(rel), self.exposure.describe())
 
     def marked(self, text: str) -> str:
         """What the model writes where the owner's later conversations read it without asking
