@@ -768,3 +768,27 @@ async def test_a_file_written_after_reading_a_group_counts_as_outside_when_read_
     assert (ws / "AGENTS.md").read_text() == agents
     assert refused and refused[-1].startswith("AGENTS.md is read in every chat")
     assert "notes/todo.md, written after reading the chat test-group-100" in refused[-1]
+
+
+async def test_a_conversation_stays_marked_through_compaction(home, fake_api):
+    """Compaction folds the group's text into a summary; the conversation still counts as
+    having read it."""
+    ws = home / "workspace"
+    agents = (ws / "AGENTS.md").read_text()
+    fake_api.brain = obedient
+    small = {"context_window": 6000}
+    limits = {"reserve_tokens": 1000, "soft_threshold_tokens": 1000, "keep_recent_tokens": 500}
+    group_log = "memory/chats/test-group-100/2026-03-12.md"
+    async with serve(home, fake_api.base_url, FakeClock(EVENING), llm=small, compaction=limits) as (
+        _app,
+        channel,
+    ):
+        await asyncio.wait_for(channel.push("DO memory_append text=a plan", key=GROUP_A), 10)
+        await asyncio.wait_for(channel.push(f"DO memory_get path={group_log}"), 10)
+        await asyncio.wait_for(channel.push("long story " + "x " * 12000), 10)
+        transcript = (home / "state" / "sessions" / f"{OWNER}.jsonl").read_text()
+        assert '"t":"compaction"' in transcript
+        await asyncio.wait_for(channel.push("DO write_file path=AGENTS.md; content=x"), 10)
+        refused = _refusals(fake_api, OWNER)
+    assert (ws / "AGENTS.md").read_text() == agents
+    assert refused and refused[-1].startswith("AGENTS.md is read in every chat")
