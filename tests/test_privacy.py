@@ -792,3 +792,37 @@ async def test_a_conversation_stays_marked_through_compaction(home, fake_api):
         refused = _refusals(fake_api, OWNER)
     assert (ws / "AGENTS.md").read_text() == agents
     assert refused and refused[-1].startswith("AGENTS.md is read in every chat")
+
+
+async def test_the_heartbeat_keeps_quoted_what_a_checklist_written_after_a_group_asks(
+    home, fake_api
+):
+    """HEARTBEAT.md written by a conversation that read a group is kept quoted; the heartbeat
+    that follows it counts as having read from outside, so what it notes in the owner's log
+    stays quoted too, and no later conversation takes it for the owner's."""
+    ws = home / "workspace"
+    fake_api.brain = _steered
+    group_log = "memory/chats/test-group-100/2026-03-12.md"
+    beat = {"enabled": True, "every_minutes": 30, "active_hours": "08:00-22:00",
+            "target": str(OWNER)}  # fmt: skip
+    async with serve(home, fake_api.base_url, FakeClock(EVENING), schedule={"heartbeat": beat}) as (
+        app,
+        channel,
+    ):
+        await asyncio.wait_for(
+            channel.push(
+                f"DO memory_append text=COPY HEARTBEAT.md | DO memory_append text={PLANTED}",
+                key=GROUP_A,
+            ),
+            10,
+        )
+        await asyncio.wait_for(
+            channel.push(f"DO memory_get path={group_log}", key=OTHER_PRIVATE), 10
+        )
+        checklist = (ws / "HEARTBEAT.md").read_text()
+        assert PLANTED in checklist and PLANTED not in unquoted(checklist)
+        assert app.scheduler is not None
+        status, _ = await asyncio.wait_for(app.scheduler.run_now("heartbeat"), 10)
+    assert status == "sent"
+    own_log = (ws / "memory" / "2026-03-12.md").read_text()
+    assert PLANTED in own_log and PLANTED not in unquoted(own_log)
