@@ -87,3 +87,19 @@ def test_status_without_a_running_gateway_reads_the_files(home, capsys):
     assert "Sessions: 1" in out and "1 turns" in out
     assert "Forbidden: bot was blocked by the user" in out
     assert "'Your reminder: call the bank Your reminder: call the bank" in out and "…'" in out
+
+
+def test_the_figures_kept_between_reports_are_only_those_of_current_sessions(tmp_path):
+    """Each report reads a transcript again only when it changed; what it keeps for that is
+    let go with the session (ended by /new), so it does not grow with every chat ever seen."""
+    from agent.transcript import SessionStore
+    from gateway.ops.status import SessionFigures
+
+    store = SessionStore(tmp_path)
+    for key in (PRIVATE, GROUP):
+        store.create(key, "system")
+    figures = SessionFigures(store)
+    assert {f.key for f in figures.all()} == {PRIVATE, GROUP}
+    store.archive(GROUP)
+    assert [f.key for f in figures.all()] == [PRIVATE]
+    assert set(figures._seen) == {PRIVATE}
