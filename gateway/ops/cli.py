@@ -239,11 +239,16 @@ def _missing_for_run(config: Config) -> list[str]:
                 name,
                 name.capitalize(),
             )
-    if not (tg.enabled or dc.enabled):
+    # The control page has a chat of its own: with it alone Corvid can run (the page and
+    # reminders, say).
+    if not (tg.enabled or dc.enabled) and config.web.enabled:
+        log.info("no chat platform is enabled: Corvid answers in the control page's chat "
+                 "(`corvid web` prints its address)")  # fmt: skip
+    elif not (tg.enabled or dc.enabled):
         problems.append(
-            "no chat channel is enabled: set channels.telegram.enabled or "
-            f"channels.discord.enabled to true in {config.home / 'config.yaml'}, or talk to "
-            "Corvid locally with `corvid chat`"
+            "no chat channel is enabled: set channels.telegram.enabled, "
+            f"channels.discord.enabled or web.enabled to true in {config.home / 'config.yaml'}, "
+            "or talk to Corvid locally with `corvid chat`"
         )
     return problems
 

@@ -282,14 +282,14 @@ def channel_setup(config: Config) -> list[Check]:
     """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
     tg, dc = config.channels.telegram, config.channels.discord
     checks: list[Check] = []
-    if not (tg.enabled or dc.enabled):
+    if not (tg.enabled or dc.enabled or config.web.enabled):  # the control page has a chat
         checks.append(
             Check(
                 FAIL,
                 "channels",
                 "no chat channel is enabled, so corvid run will not start",
-                f"set channels.telegram.enabled or "
-                f"channels.discord.enabled to true in {q(config.home / 'config.yaml')}"
+                f"set channels.telegram.enabled, channels.discord.enabled or web.enabled "
+                f"to true in {q(config.home / 'config.yaml')}"
                 " (corvid chat works without)",
             )
         )

@@ -29,7 +29,13 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     assert rc == 2
     assert (home / "config.yaml").exists() and (home / "workspace" / "AGENTS.md").exists()
     assert "llm.api_key is empty: set the environment variable ANTHROPIC_API_KEY" in err
-    assert "no chat channel is enabled" in err
+    # The control page's chat (on by default) is a channel; without it there is none.
+    assert "no chat channel is enabled" not in err
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["web"]["enabled"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", "--home", str(home)], environ={}) == 2
+    assert "no chat channel is enabled" in capsys.readouterr().err
 
 
 def test_config_error_exits_non_zero_naming_the_key(tmp_path, capsys):
@@ -377,3 +383,36 @@ def test_bash_completion_offers_what_the_parser_takes(capsys, line, offered):
     done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == offered
+
+
+async def test_the_control_page_alone_is_enough_to_run(tmp_path: Path, capsys):
+    """A "control page and reminders" set-up: no chat platform, only the page's own chat."""
+    from tests.gateway.web.conftest import ControlClient
+
+    api = FakeAnthropic()
+    await api.start()
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["web"]["port"] = 0
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {}, watch=True) as running:
+            await running.wait_line("Corvid is running")
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["web", "--home", str(home)], {}) == 0
+            url = capsys.readouterr().out.strip()
+            base, token = url.split("login?token=")
+            client = ControlClient(base, token)
+            try:
+                await client.sign_in()
+                assert (await client.post("/chat", {"text": "hello from the page"}))[0] == 303
+                await api.wait_for_requests(1, timeout=30)
+            finally:
+                await client.close()
+            assert await running.stop() == 0
+    finally:
+        await api.close()
+    assert "hello from the page" in json.dumps(api.message_requests[0].body)
+    assert not any("cannot start" in line for line in running.lines)

@@ -165,7 +165,7 @@ async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
 
 
 async def test_no_gateway_running_is_said_but_is_no_failure(home: Path, api: FakeAnthropic):
-    env = setup_home(home, api.base_url)
+    env = setup_home(home, api.base_url, web={"enabled": False})
     checks = await run_checks(home, env, limit=5)
     gateway = by_name(checks)["gateway"]
     assert gateway.status == WARN
