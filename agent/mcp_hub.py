@@ -39,7 +39,8 @@ class ServerView:
     name: str
     transport: str
     shared: bool
-    state: str  # off, starting, ready, waiting (to start again), failed (a probe), stopped
+    # off, starting, ready, waiting (to start again), failed (for good, or a probe), stopped
+    state: str
     tools: tuple[str, ...] = ()
     error: str = ""
     restarts: int = 0
@@ -68,6 +69,8 @@ class Server(Protocol):
     def starting(self) -> bool: ...
 
     def start(self) -> None: ...
+
+    def wind_down(self) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -141,6 +144,11 @@ class McpHub:
                 await self._launched.wait()
                 await self._up.wait()
                 await asyncio.gather(*(s.first_try.wait() for s in self.servers if s.starting))
+
+    def wind_down(self) -> None:
+        """Shutting down: servers that are up stay up, none is started again."""
+        for server in self.servers:
+            server.wind_down()
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():
