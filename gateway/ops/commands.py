@@ -291,6 +291,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
     from gateway.ops.control import ask_running
+    from gateway.ops.doctor_local import port_problem
     from gateway.web.guard import address, load_token
 
     config, _ = read_config(home, environ)
@@ -300,13 +301,24 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         )
         return 1
 
+    # Never an address for the configured port unless the page is there or can be: another
+    # program may hold the port, and the token must not go to it.
+    where = f"{config.web.host}:{config.web.port}"
     try:
         report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
         base = report.get("web")
-        note = (
-            "" if base else "Corvid is running, but its control page could not start (see its log)."
-        )
+        if not base:
+            problem = port_problem(config.web.host, config.web.port)
+            print(f"corvid: Corvid is running, but its control page could not start on {where}"
+                  f" ({problem or 'see its log'})", file=sys.stderr)  # fmt: skip
+            return 1
+        note = ""
     except (ConnectionError, TimeoutError, KeyError):
+        problem = port_problem(config.web.host, config.web.port)
+        if problem:
+            print(f"corvid: Corvid is not running, and the control page could not start on "
+                  f"{where}: {problem}; set web.port to a free port", file=sys.stderr)  # fmt: skip
+            return 1
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
     base = base or address(config.web.host, config.web.port)
     url = f"{base}login?token={load_token(config.state)}"

@@ -31,6 +31,7 @@ from gateway.ops.doctor_local import (
     env_ref,
     local_checks,
     lookup,
+    port_problem,
     read_raw,
     web_setup,
 )
@@ -92,11 +93,13 @@ async def run_checks(
         network.append(_guarded("web search", check_search(config, limit)))
     servers = list(config.mcp.servers)
     network += [_guarded(f"mcp {name}", check_mcp(config, name, limit)) for name in servers]
+    if config.transcription.enabled:
+        network.append(_guarded("transcription", check_transcription(config, raw, limit)))
     network.append(_guarded("gateway", check_gateway(home, limit)))
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
     checks.extend(channel_setup(config))
-    checks.extend(web_setup(config))
+    checks.append(await _guarded("control page", check_web(config, limit)))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:
@@ -259,6 +262,55 @@ async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit
     return await channel.probe(limit, key_source(raw, key))
 
 
+async def check_transcription(config: Config, raw: Mapping[str, Any], limit: float) -> Check:
+    """Voice notes: the local model can be loaded, or the service answers and takes the key."""
+    from channels.voice import OpenAITranscriber
+    from gateway.channel_setup import hearing
+    from gateway.errors import ConfigError
+
+    name = "transcription"
+    try:
+        heard = hearing(config)
+    except ConfigError as exc:
+        return Check(FAIL, name, str(exc), "fix transcription in config.yaml")
+    assert heard is not None
+    if not isinstance(heard.transcriber, OpenAITranscriber):
+        return Check(OK, name, f"on this machine, with {config.transcription.model_path}")
+    return await heard.transcriber.probe(limit, key_source(raw, "transcription.api_key"))
+
+
+async def check_web(config: Config, limit: float) -> Check:
+    """The control page: beyond loopback without TLS is a warning (``web_setup``); a port it
+    cannot listen on is a failure, since the page then does not start (and the address
+    ``corvid web`` would print is another program's)."""
+    from gateway.ops.control import ask
+
+    (setup,) = web_setup(config)
+    if setup.status != OK or not config.web.enabled:
+        return setup
+    name, fix = (
+        "control page",
+        "set web.port to a free port in config.yaml, or stop the other program",
+    )
+    try:
+        async with asyncio.timeout(limit):
+            answer = await ask(config.state / "control.sock", {"cmd": "status"})
+        served, running = answer["report"].get("web"), True
+    except (ConnectionError, TimeoutError, OSError, ValueError, KeyError):
+        served, running = None, False
+    if served:
+        return Check(OK, name, f"served by the running gateway at {served}; `corvid web` "
+                     "prints its address with the token")  # fmt: skip
+    problem = port_problem(config.web.host, config.web.port)
+    if running:
+        why = f": {problem}" if problem else " (its log says why)"
+        return Check(FAIL, name, f"the running gateway's control page could not start{why}",
+                     fix + ", then restart Corvid")  # fmt: skip
+    if problem:
+        return Check(FAIL, name, f"{problem}, so the control page cannot start there", fix)
+    return setup
+
+
 async def check_gateway(home: Path, limit: float, *, required: bool = False) -> Check:
     """Whether a gateway runs for this home: its control socket answers a ping. Not running is
     only a warning, unless ``required`` (``--alive``, for health checks)."""
@@ -316,9 +368,10 @@ def check_jobs(config: Config) -> Check:
         return Check(
             FAIL,
             name,
-            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); "
-            "corvid run would stop at start-up",
-            "restore it from a backup, or move it away (its reminders are lost)",
+            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); corvid run moves it "
+            "aside when it starts (the reminders made in chat are then in the moved copy) and "
+            "runs the jobs of config.yaml",
+            "restore it from a backup if its reminders matter",
         )
     if not jobs:
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
@@ -340,6 +393,8 @@ def check_jobs(config: Config) -> Check:
 
 def _jobs_check(config: Config, states: list[Any]) -> Check:
     enabled = {n for n in ("telegram", "discord") if getattr(config.channels, n).enabled}
+    if config.web.enabled:
+        enabled.add("web")  # the control page's chat
     details: list[str] = []
     problems: list[str] = []
     for state in states:
