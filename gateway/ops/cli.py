@@ -34,7 +34,11 @@ Command = Callable[[argparse.Namespace, Path, Mapping[str, str]], int]
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:  # a bare `corvid`: what it can do
+        print(parser.format_help(), end="")
+        return 0
     home = resolve_home(getattr(args, "home", None), environ)
     try:
         func: Command = args.func
@@ -75,9 +79,13 @@ class _Commands:
         self.common.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
 
     def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
-        parser = self.sub.add_parser(name, parents=[self.common], help=help)
-        if func is not None:
-            parser.set_defaults(func=func)
+        # The one-line help, as a sentence, is also what `corvid NAME --help` says it does.
+        description = help[0].upper() + help[1:] + "."
+        parser = self.sub.add_parser(
+            name, parents=[self.common], help=help, description=description
+        )
+        # Without an action a group shows its actions, or does its most common one.
+        parser.set_defaults(func=func or (lambda args, home, environ: _help(parser)))
         return parser
 
     def group(self, parser: argparse.ArgumentParser, dest: str, required: bool) -> _Commands:
@@ -89,13 +97,18 @@ class _Commands:
 HOME_HELP = "Corvid's home folder (default: $CORVID_HOME or ~/.corvid)"
 
 
+def _help(parser: argparse.ArgumentParser) -> int:
+    print(parser.format_help(), end="")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="corvid", description="A self-hosted personal assistant for your chat apps."
     )
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
-    p.add_argument("--version", action="version", version=f"corvid {_version()}")
-    top = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    p.add_argument("-V", "--version", action="version", version=f"corvid {_version()}")
+    top = _Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     run = top.add("run", "start the gateway with every enabled channel", cmd_run)
     run.add_argument(
@@ -111,11 +124,11 @@ def _parser() -> argparse.ArgumentParser:
     top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
     completion = top.add("completion", "a shell completion script: eval it in your shell rc",
                          lambda args, home, environ: _completion(p, args.shell))  # fmt: skip
-    completion.add_argument("shell", choices=("bash", "zsh"))
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
     memory = top.group(
-        top.add("memory", "search or rebuild the memory index"), "memory_command", True
+        top.add("memory", "search or rebuild the memory index"), "memory_command", False
     )
     search = memory.add("search", "search MEMORY.md and the logs", commands.memory_search)
     search.add_argument("query", nargs="+")
@@ -165,9 +178,11 @@ def _version() -> str:
 
 
 def _mcp_commands(top: _Commands) -> None:
-    mcp = top.group(
-        top.add("mcp", "the MCP servers whose tools the assistant uses"), "mcp_command", True
+    mcp_parser = top.add(
+        "mcp", "the MCP servers whose tools the assistant uses (as `mcp list`)", mcp_cli.mcp_list
     )
+    mcp_parser.set_defaults(json=False, timeout=30.0)  # what `mcp list` takes
+    mcp = top.group(mcp_parser, "mcp_command", False)
     listing = mcp.add("list", "every MCP server, its state and its tools", mcp_cli.mcp_list)
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
@@ -177,9 +192,13 @@ def _mcp_commands(top: _Commands) -> None:
 
 def _pairing_commands(top: _Commands) -> None:
     pairing = top.group(
-        top.add("pairing", "let someone new talk to the bot (pairing codes)"),
+        top.add(
+            "pairing",
+            "let someone new talk to the bot with a pairing code (as `pairing list`)",
+            commands.pairing_list,
+        ),
         "pairing_command",
-        True,
+        False,
     )
     pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
     pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
@@ -293,8 +312,9 @@ async def _serve(config: Config) -> int:
         stop.set()
         if signals == 2:
             turns = app.router.running_turns()
+            replies = "1 reply" if turns == 1 else f"{turns} replies"
             print(
-                f"corvid: waiting for {turns} reply(ies) to finish (up to "
+                f"corvid: waiting for {replies} to finish (up to "
                 f"{config.gateway.shutdown_grace:g} s); press Ctrl-C again to stop them now",
                 file=sys.stderr,
             )

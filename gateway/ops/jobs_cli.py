@@ -102,7 +102,9 @@ def _print_job(state: JobState) -> None:
         f"  last run: {row['slot'].replace('T', ' ')}: {row['status']} (attempts {row['attempts']})"
     )
     if row["error"]:
-        print(f"  last error: {row['error']}")
+        # A skipped run (a heartbeat with nothing to do) says why; it is no error.
+        label = "why" if row["status"] == "skipped" else "last error"
+        print(f"  {label}: {row['error']}")
 
 
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
