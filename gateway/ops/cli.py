@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.metadata
 import logging
 import os
@@ -383,22 +384,26 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(_chat(config))
+    # https://no-color.org: set and not empty, no colour.
+    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))
 
 
-async def _chat(config: Config) -> int:
-    from channels.terminal import TerminalChannel
+async def _chat(config: Config, *, color: bool = True) -> int:
+    from channels.terminal import KEY, TerminalChannel
     from gateway.app import build_app
 
-    terminal = TerminalChannel()
+    terminal = TerminalChannel(color=color)
     # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
     app = build_app(config, [terminal], with_scheduler=False)
     await app.start()
     try:
         await terminal.run()
     except asyncio.CancelledError:
-        # Ctrl-C: the person is right here and wants out now; the running turn is recorded
-        # as cancelled and their message stays in the transcript.
+        # Ctrl-C: the person is right here and wants out now. The reply in progress is
+        # stopped as /stop stops it, so its message is not asked again in the next chat.
+        if app.router.stop_turn(KEY):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(app.router.idle(), 5)
         await app.stop(grace=0)
         raise
     await app.stop()
