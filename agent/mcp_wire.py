@@ -155,13 +155,6 @@ def describe_error(exc: BaseException, spec: McpServerSettings, status: int | No
     return type(exc).__name__
 
 
-def lasting(exc: BaseException, spec: McpServerSettings) -> bool:
-    """A failure that starting again cannot mend: the command is missing or not executable."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return bool(spec.command) and isinstance(exc, (FileNotFoundError, PermissionError))
-
-
 def _where(url: str) -> str:
     """A server's address without what may hold a secret (user, password, query)."""
     parts = urlsplit(url)

@@ -38,8 +38,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser = _parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:  # a bare `corvid`: what it can do
-        print(parser.format_help(), end="")
-        return 0
+        return _help(parser)
     home = resolve_home(getattr(args, "home", None), environ)
     try:
         func: Command = args.func
@@ -81,10 +80,8 @@ class _Commands:
 
     def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
         # The one-line help, as a sentence, is also what `corvid NAME --help` says it does.
-        description = help[0].upper() + help[1:] + "."
-        parser = self.sub.add_parser(
-            name, parents=[self.common], help=help, description=description
-        )
+        sentence = help[0].upper() + help[1:] + "."
+        parser = self.sub.add_parser(name, parents=[self.common], help=help, description=sentence)
         # Without an action a group shows its actions, or does its most common one.
         parser.set_defaults(func=func or (lambda args, home, environ: _help(parser)))
         return parser
@@ -192,15 +189,8 @@ def _mcp_commands(top: _Commands) -> None:
 
 
 def _pairing_commands(top: _Commands) -> None:
-    pairing = top.group(
-        top.add(
-            "pairing",
-            "let someone new talk to the bot with a pairing code (as `pairing list`)",
-            commands.pairing_list,
-        ),
-        "pairing_command",
-        False,
-    )
+    about = "let someone new talk to the bot with a pairing code (as `pairing list`)"
+    pairing = top.group(top.add("pairing", about, commands.pairing_list), "pairing_command", False)
     pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
     pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
     pairing.add("deny", "drop a pending pairing code", commands.pairing_deny).add_argument("code")
@@ -259,12 +249,7 @@ def _missing_for_run(config: Config) -> list[str]:
                 name,
                 name.capitalize(),
             )
-    # The control page has a chat of its own: with it alone Corvid can run (the page and
-    # reminders, say).
-    if not (tg.enabled or dc.enabled) and config.web.enabled:
-        log.info("no chat platform is enabled: Corvid answers in the control page's chat "
-                 "(`corvid web` prints its address)")  # fmt: skip
-    elif not (tg.enabled or dc.enabled):
+    if not (tg.enabled or dc.enabled or config.web.enabled):  # the page has a chat of its own
         problems.append(
             "no chat channel is enabled: set channels.telegram.enabled, "
             f"channels.discord.enabled or web.enabled to true in {config.home / 'config.yaml'}, "
@@ -384,8 +369,7 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
         return EXIT_CONFIG
-    # https://no-color.org: set and not empty, no colour.
-    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))
+    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org
 
 
 async def _chat(config: Config, *, color: bool = True) -> int:
