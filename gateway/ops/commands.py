@@ -295,6 +295,10 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
     from gateway.web.guard import address, load_token
 
     config, _ = read_config(home, environ)
+    if not config.state.is_dir():  # the token lives there, made by `corvid run` or `init`
+        print(f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
+              "`corvid run` too", file=sys.stderr)  # fmt: skip
+        return 1
     if not config.web.enabled:
         print(
             "corvid: the control page is off (web.enabled: false in config.yaml)", file=sys.stderr

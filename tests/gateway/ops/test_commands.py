@@ -96,3 +96,7 @@ def test_the_control_page_address_of_a_home_that_does_not_exist_is_refused(tmp_p
     assert f"there is no Corvid home at {typo}" in captured.err
     assert "token=" not in captured.out
     assert not typo.exists()
+    typo.mkdir()
+    (typo / "config.yaml").write_text("timezone: UTC\n")  # a home written by hand, never run
+    assert main(["web", "--home", str(typo)], environ={}) == 1
+    assert "has no state/ yet" in capsys.readouterr().err
