@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
     top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
-    completion = top.add("completion", "a shell completion script: eval it in your shell rc",
+    completion = top.add("completion", "a completion script for bash, zsh or fish (see the README)",
                          lambda args, home, environ: _completion(p, args.shell))  # fmt: skip
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     web = top.add("web", "the control page's address, with its access token", commands.web)
