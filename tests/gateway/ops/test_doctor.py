@@ -61,6 +61,8 @@ def setup_home(
         "timezone": "Europe/Berlin",
         "llm": {"api_key": "${ANTHROPIC_API_KEY}", "base_url": api_url},
         "channels": {},
+        # Any free port: the default one may be taken on this machine, which doctor reports.
+        "web": {"port": 0},
     }
     env = {"ANTHROPIC_API_KEY": KEY}
     if telegram is not None:
