@@ -652,3 +652,23 @@ async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_t
     [request] = fake_api.message_requests
     # The earlier line came along as context, not as a turn of its own.
     assert "just chatting in the topic" in request.raw
+
+
+async def test_a_piece_is_measured_in_utf16_units_after_rendering(
+    telegram_gateway, fake_telegram, fake_api
+):
+    """A table of emoji: short enough as Markdown, but rendered it is 4,997 UTF-16 units (3,977
+    characters) — over Telegram's 4,096 units though under 4,096 characters. It is cut again
+    before sending, so Telegram never refuses a piece."""
+    await telegram_gateway()
+    row = "|😀" * 20 + "|"
+    fake_api.enqueue(Reply("\n".join([row, "|" + "---|" * 20] + [row] * 50) + "\n\nThe end."))
+    fake_telegram.text("a table of faces")
+    await fake_telegram.wait_for(lambda: any("The end." in s["shown"] for s in fake_telegram.sent))
+    sent = fake_telegram.sent
+    assert len(sent) >= 2
+    assert len(fake_telegram.calls_to("sendMessage")) == len(sent)  # none refused, none resent
+    assert all(s.get("parse_mode") == "HTML" for s in sent)
+    assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
+    # Every row arrived (a table cut in two repeats its header row in the second piece).
+    assert sum(s["shown"].count("😀") for s in sent) >= 20 * 51
