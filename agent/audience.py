@@ -29,6 +29,7 @@ import html
 import json
 import os
 import re
+import threading
 from datetime import date
 from pathlib import Path, PurePosixPath
 
@@ -149,17 +150,22 @@ def written_after_outside(workspace: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
+# The file tools run in worker threads: two chats' writes must not lose each other's entry.
+_RECORDING = threading.Lock()
+
+
 def note_written(workspace: Path, rel: str, read: str) -> None:
     """Remember that ``rel`` was written after reading ``read``."""
-    record = written_after_outside(workspace)
-    if record.get(rel) == read:
-        return
-    record[rel] = read
-    path = workspace / WRITTEN_AFTER_OUTSIDE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
-    tmp.chmod(0o600)
-    os.replace(tmp, path)
+    with _RECORDING:
+        record = written_after_outside(workspace)
+        if record.get(rel) == read:
+            return
+        record[rel] = read
+        path = workspace / WRITTEN_AFTER_OUTSIDE
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
+        tmp.chmod(0o600)
+        os.replace(tmp, path)
 
 
 def in_owner_prompts(workspace: Path, path: Path) -> bool:
@@ -183,6 +189,17 @@ def linked_from(workspace: Path, path: Path, names: tuple[str, ...]) -> bool:
                 if link.resolve() == path:
                     return True
     return False
+
+
+def named_in_chat(rel: PurePosixPath) -> bool:
+    """A name someone chose in chat: a shared chat's own files, or a file sent to the inbox
+    (Corvid names the folders on the way, and the logs)."""
+    folded = [p.casefold() for p in rel.parts]
+    if folded[:1] == ["chats"]:
+        return len(folded) > 2  # chats/<chat>/<name>
+    if folded[:2] == ["inbox", "chats"]:
+        return len(folded) > 4  # inbox/chats/<chat>/<date>/<name>
+    return folded[:1] == ["inbox"] and len(folded) > 3  # inbox/private/<date>/<name>
 
 
 def _same(a: Audience, b: Audience) -> bool:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from agent import walk
 from agent.audience import (
     EVERYONE,
     SHARED_BOOTSTRAP,
@@ -23,6 +25,7 @@ from agent.audience import (
     files_folder,
     in_owner_prompts,
     linked_from,
+    named_in_chat,
     on_the_way,
     readable,
     untrusted,
@@ -146,6 +149,15 @@ def ensure_dir(path: Path) -> None:
         folder.chmod(PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask
 
 
+def private_file(path: Path) -> Path:
+    """Make ``path`` (created empty if missing) readable by the owner's user alone, whatever
+    the umask. SQLite gives a database's -wal and -shm files the database's own mode, so a
+    database made this way before it is opened keeps those private too."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE))
+    os.chmod(path, PRIVATE_FILE_MODE)
+    return path
+
+
 def atomic_write(
     path: Path, text: str, mode: int = PRIVATE_FILE_MODE, *, keep_mode: bool = True
 ) -> None:
@@ -191,32 +203,28 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
     lines: list[str] = []
-    for entry in _walk(base, bool(args.get("recursive"))):
+    deadline = time.monotonic() + walk.MAX_WALK_SECONDS
+    entries, complete = walk.bounded_walk(base, bool(args.get("recursive")), deadline)
+    for entry in entries:
+        if time.monotonic() > deadline:
+            complete = False
+            break
         line = _listed(ctx, entry)
         if line is None:
             continue
-        if _named_outside(_relpath(ctx, entry)):
-            ctx.saw("file names chosen in chat")
-        if len(lines) >= MAX_LIST_ENTRIES:
-            lines.append("[... more entries not shown; list a subfolder]")
+        if len(lines) >= MAX_LIST_ENTRIES:  # one more this chat may see: say there are more
+            complete = False
             break
+        if named_in_chat(_relpath(ctx, entry)):
+            ctx.saw("file names chosen in chat")
         lines.append(line)
+    if not complete:
+        lines.append("[... more entries not shown; list a subfolder]")
     return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
 
 
 def _relpath(ctx: TurnContext, path: Path) -> PurePosixPath:
     return PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-
-
-def _named_outside(rel: PurePosixPath) -> bool:
-    """A name someone chose in chat: a shared chat's own files, or a file sent to the inbox
-    (Corvid names the folders on the way, and the logs)."""
-    folded = [p.casefold() for p in rel.parts]
-    if folded[:1] == ["chats"]:
-        return len(folded) > 2  # chats/<chat>/<name>
-    if folded[:2] == ["inbox", "chats"]:
-        return len(folded) > 4  # inbox/chats/<chat>/<date>/<name>
-    return folded[:1] == ["inbox"] and len(folded) > 3  # inbox/private/<date>/<name>
 
 
 def _may_read(ctx: TurnContext, path: Path) -> bool:
@@ -246,19 +254,6 @@ def _listed(ctx: TurnContext, entry: Path) -> str | None:
     if not ctx.private and st.st_nlink > 1:
         return None  # another name of a file that may be the owner's
     return f"{rel}  ({st.st_size} bytes)"
-
-
-def _walk(base: Path, recursive: bool) -> list[Path]:
-    """Visible entries under ``base``; never descends through a symbolic link."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        here = Path(dirpath)
-        out.extend(here / name for name in dirnames)
-        out.extend(here / name for name in sorted(filenames) if not name.startswith("."))
-        if not recursive:
-            break
-    return sorted(out)
 
 
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:
@@ -377,18 +372,21 @@ FILE_TOOLS = (
         "List files and folders in the workspace.",
         ListArgs,
         list_files,
+        blocking=True,
     ),
     Tool.typed(
         "read_file",
         "Read a text file from the workspace. Long files are returned in windows of lines.",
         ReadArgs,
         read_file,
+        blocking=True,
     ),
     Tool.typed(
         "write_file",
         "Create or replace a text file in the workspace. Folders are created as needed.",
         WriteArgs,
         write_file,
+        blocking=True,
     ),
     Tool.typed(
         "edit_file",
@@ -396,5 +394,6 @@ FILE_TOOLS = (
         "unless replace_all is true.",
         EditArgs,
         edit_file,
+        blocking=True,
     ),
 )

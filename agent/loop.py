@@ -20,7 +20,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.audience import quotes_outside
-from agent.compaction import Maintenance
+from agent.compaction import NO_REPLY, Maintenance
+from agent.exposure import Exposure
 from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
 from agent.prompt import SystemPrompts
@@ -28,7 +29,7 @@ from agent.quota import Quota
 from agent.sessions import HandEdits, Sessions
 from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools import Exposure, Grant, ToolRegistry, TurnContext
+from agent.tools import Grant, ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
 from agent.wire import reply_text
 from gateway.errors import LLMError
@@ -319,7 +320,7 @@ def _request_start(messages: list[dict[str, Any]]) -> int:
 def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None) -> None:
     """Text written before the turn goes on (before tools run): a piece of the answer."""
     piece = reply_text(content)
-    if piece:
+    if piece and piece.strip() != NO_REPLY:  # "nothing to say" before a tool: said to no one
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))

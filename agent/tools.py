@@ -21,6 +21,7 @@ from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_
 from zoneinfo import ZoneInfo
 
 from agent.audience import note_written, read_from_outside, untrusted, written_after_outside
+from agent.exposure import Exposure
 from agent.quota import Quota
 from gateway.errors import ToolError
 from gateway.events import Audience, SessionKey, audience_of
@@ -58,41 +59,6 @@ class Grant:
 
     def permits(self, name: str) -> bool:
         return (self.tools is None or name in self.tools) and name not in self.without
-
-
-class Exposure:
-    """What a session's context holds from outside the owner's own audience: another chat's
-    log or files, a web page, an MCP server's result, a file someone sent. The model may follow
-    instructions hidden in any of it, so once a session has read such text (until ``/new``),
-    what it writes where the owner's other chats read it is marked with where it came from,
-    and it cannot change the files every chat reads.
-
-    ``sources`` is shared with the session's state; ``record`` makes a new one durable."""
-
-    __slots__ = ("_record", "sources")
-
-    def __init__(
-        self, sources: list[str] | None = None, record: Callable[[str], None] | None = None
-    ) -> None:
-        self.sources = sources if sources is not None else []
-        self._record = record
-
-    def saw(self, source: str) -> None:
-        if source in self.sources:
-            return
-        self.sources.append(source)
-        if self._record is not None:
-            self._record(source)
-
-    @property
-    def clean(self) -> bool:
-        return not self.sources
-
-    def describe(self) -> str:
-        """The sources, for a note to the model or a quoted entry's heading."""
-        shown = self.sources[:3]
-        more = len(self.sources) - len(shown)
-        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +185,9 @@ class Tool:
     # What it brings in from outside the owner's audience, whatever its arguments ("a web
     # page"): every call marks the session as having read it (``Exposure``).
     outside: str | None = None
+    # A synchronous handler whose disk work can take long (walking a large folder): it runs in
+    # a worker thread, so every other chat is still answered meanwhile.
+    blocking: bool = False
 
     @classmethod
     def typed(
@@ -230,10 +199,17 @@ class Tool:
         *,
         private_only: bool = False,
         outside: str | None = None,
+        blocking: bool = False,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
         return cls(
-            name, description, schema_of(args), handler, private_only=private_only, outside=outside
+            name,
+            description,
+            schema_of(args),
+            handler,
+            private_only=private_only,
+            outside=outside,
+            blocking=blocking,
         )
 
     def schema(self) -> dict[str, Any]:
@@ -357,7 +333,10 @@ class ToolRegistry:
                 _check_args(tool.input_schema, args)
             elif not isinstance(args, dict):
                 raise ToolError("Tool input must be a JSON object.")
-            out = tool.handler(ctx, args)
+            if tool.blocking:
+                out = await asyncio.to_thread(tool.handler, ctx, args)
+            else:
+                out = tool.handler(ctx, args)
             if inspect.isawaitable(out):
                 out = await out
         except ToolError as exc:

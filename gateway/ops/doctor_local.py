@@ -4,9 +4,11 @@ private files, and the channel settings ``corvid run`` would refuse or warn abou
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
+import socket
 import sqlite3
 import stat
 from collections.abc import Mapping
@@ -19,6 +21,7 @@ from gateway.config import Config, load_config
 from gateway.config_build import ENV_REF, secret_keys
 from gateway.errors import ConfigError
 from gateway.ports import Check, Status
+from gateway.runtime.journal import unreadable_rows
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -230,14 +233,18 @@ def _check_state_files(state: Path) -> list[Check]:
     ]
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True)
+
+
 def _sqlite_problem(path: Path) -> str | None:
     """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
     if not path.exists():
         return None
-    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
-    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        db = _read_only(path)
         try:
             found = db.execute("PRAGMA quick_check").fetchone()[0]
         finally:
@@ -245,6 +252,23 @@ def _sqlite_problem(path: Path) -> str | None:
     except sqlite3.Error as exc:
         return str(exc)
     return None if found == "ok" else f"damaged: {found}"
+
+
+def _check_journal_rows(path: Path) -> list[Check]:
+    """Messages in a readable journal that cannot be read back (a hand edit, a bad sector)."""
+    try:
+        db = _read_only(path)
+        try:
+            bad = unreadable_rows(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return []  # said by the file's own check
+    if not bad:
+        return []
+    message = f"{bad} message(s) in state/gateway.sqlite cannot be read (a damaged or edited row)"
+    fix = "nothing to do: corvid run skips them, and corvid status lists replies never sent"
+    return [Check(WARN, "journal", message, fix)]
 
 
 def _json_problem(path: Path) -> str | None:
@@ -275,6 +299,8 @@ def _check_state_data(state: Path) -> list[Check]:
         if problem is not None:
             message = f"state/{name} cannot be read ({problem}); it holds {holds}"
             checks.append(Check(status, name, message, fix))
+        elif name == "gateway.sqlite" and (state / name).exists():
+            checks += _check_journal_rows(state / name)
     return checks
 
 
@@ -282,14 +308,14 @@ def channel_setup(config: Config) -> list[Check]:
     """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
     tg, dc = config.channels.telegram, config.channels.discord
     checks: list[Check] = []
-    if not (tg.enabled or dc.enabled):
+    if not (tg.enabled or dc.enabled or config.web.enabled):  # the control page has a chat
         checks.append(
             Check(
                 FAIL,
                 "channels",
                 "no chat channel is enabled, so corvid run will not start",
-                f"set channels.telegram.enabled or "
-                f"channels.discord.enabled to true in {q(config.home / 'config.yaml')}"
+                f"set channels.telegram.enabled, channels.discord.enabled or web.enabled "
+                f"to true in {q(config.home / 'config.yaml')}"
                 " (corvid chat works without)",
             )
         )
@@ -336,3 +362,24 @@ def web_setup(config: Config) -> list[Check]:
             )
         ]
     return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the control page could not listen on ``host:port`` now (another program holds
+    it, say), or None. Bound as aiohttp binds, so a port merely in TIME_WAIT is free."""
+    if port == 0:  # any free port
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"{host} cannot be resolved ({exc.strerror or exc})"
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(where)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is held by another program"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 import yaml
@@ -177,7 +177,22 @@ def masked(value: Any) -> Any:
         return [masked(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return _url_masked(value)
     return value
+
+
+def _url_masked(url: str) -> str:
+    """An address with what may be a key in it hidden: a password, and every query value
+    (``?api_key=…``; a server's address often carries its key there)."""
+    parts = urlsplit(url)
+    if not parts.query and parts.password is None:
+        return url
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = "&".join(f"{pair.partition('=')[0]}=***" for pair in parts.query.split("&") if pair)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 async def config_page(request: web.Request) -> web.StreamResponse:
@@ -211,7 +226,8 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     body = (
         f"{outcome(request.query)}{check}<p>{reread} applies a changed file without a restart.</p>"
         f"<p>What this process runs with (secrets are never shown). Change it in "
-        f"<code>{esc(config.home / 'config.yaml')}</code> and restart.</p><pre>{esc(text)}</pre>"
+        f"<code>{esc(config.home / 'config.yaml')}</code>, then read it again.</p>"
+        f"<pre>{esc(text)}</pre>"
         "<h2>Browsers</h2><p>Every browser signed in to this page stays signed in for "
         "two weeks. If this page was opened somewhere it should not have been:</p>"
         + form("/logout", csrf, "Sign out every browser", {"everywhere": "1"})

@@ -342,3 +342,20 @@ async def test_the_owner_edits_the_files_every_chat_reads_by_hand_whatever_a_cha
     channel.push("hello")
     await channel.wait_sent(3)
     assert "Be brief." in _system(fake_api.message_requests[-1].body)
+
+
+async def test_config_hides_a_key_in_an_mcp_server_address(start_gateway):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    url = "https://ada:pa55word@mcp.example/mcp?api_key=SEKRET123&team=crows#top"
+    mcp = {"servers": {"notes": {"url": url, "enabled": False}}}
+    app, _ = await start_gateway(web=WEB, mcp=mcp)
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        status, text, _ = await client.get("/config")
+    finally:
+        await client.close()
+    assert status == 200
+    assert "SEKRET123" not in text and "pa55word" not in text and "crows" not in text
+    assert "https://ada:***@mcp.example/mcp?api_key=***&amp;team=***#top" in text
