@@ -103,8 +103,9 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
             f"{rel} is read in every chat, groups included, and this conversation has read "
             f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
             f"carry instructions; so {rel} cannot be changed from it. The owner can edit it by "
-            "hand (the control page's Memory page, or any editor), or ask in a conversation "
-            "that has read nothing from outside (after /new)."
+            "hand (the control page's Memory page, or any editor). A new conversation (/new) "
+            "may change it only if it reads nothing from outside either, and quoted text in "
+            "its own prompt (in today's or yesterday's log, or in USER.md) counts as read."
         )
     if writable(ctx.audience, rel) and not (everyone and not ctx.private):
         return
