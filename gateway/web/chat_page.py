@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,8 @@ from gateway.web.html import esc, page
 from gateway.web.overview import sse
 from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
 from gateway.web.sessions_page import message_html
+
+log = logging.getLogger(__name__)
 
 HISTORY = 60  # messages shown when the page opens (the sessions page has the whole transcript)
 # The bracketed line each message starts with in the transcript ("[Sun 2026-11-22 10:00 CET]").
@@ -156,7 +159,7 @@ async def chat_events(request: web.Request) -> web.StreamResponse:
                     break
                 await response.write(sse(event, data))
         except ConnectionResetError:
-            pass  # the page was closed
+            log.debug("live page closed")  # a closed tab: the normal end of a stream
         finally:
             stop.cancel()
     return response

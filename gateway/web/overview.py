@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from typing import Any
 
@@ -17,6 +18,8 @@ from aiohttp import web
 from gateway.ops.status import duration
 from gateway.web.html import esc, page, table
 from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
+
+log = logging.getLogger(__name__)
 
 # How often an open overview looks for changes.
 REFRESH_SECONDS = 1.0
@@ -123,13 +126,17 @@ async def overview_events(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     last = ""
-    while not stopping.is_set():
-        current = fragment(backend.status())
-        if current != last:
-            await response.write(sse("overview", current))
-            last = current
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), REFRESH_SECONDS)
+    try:
+        while not stopping.is_set():
+            current = fragment(backend.status())
+            if current != last:
+                await response.write(sse("overview", current))
+                last = current
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), REFRESH_SECONDS)
+    except ConnectionResetError:
+        # Closing a tab is how a live page ends: nothing went wrong, so no warning either.
+        log.debug("live page closed")
     return response
 
 

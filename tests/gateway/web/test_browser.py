@@ -9,7 +9,9 @@ pictures come from ``CORVID_SCREENSHOTS=docs``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -240,3 +242,40 @@ async def test_an_image_attached_in_the_browser_reaches_the_model(browser, corvi
     await page.get_by_text("echo: what is in this picture?").wait_for()
     content = fake_api.message_requests[-1].body["messages"][-1]["content"]
     assert [b["type"] for b in content] == ["image", "text"]
+
+
+class _Watch(logging.Handler):
+    """Sets ``seen`` when a record that ``wanted`` picks is logged (anywhere, any level)."""
+
+    def __init__(self, wanted) -> None:
+        super().__init__(logging.DEBUG)
+        self.wanted = wanted
+        self.seen = asyncio.Event()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        if self.wanted(record):
+            self.seen.set()
+
+
+async def test_closing_a_live_page_ends_its_stream_quietly(browser, corvid):
+    logging.getLogger("gateway.web").setLevel(logging.DEBUG)
+    watch = _Watch(lambda r: r.levelno >= logging.WARNING or r.getMessage() == "live page closed")
+    logging.getLogger().addHandler(watch)
+    try:
+        page = await _signed_in(browser, corvid)
+        live = page.locator("#live")
+        first = await live.inner_text()
+        # The uptime ticks each second: once the page changed, its stream is live.
+        await page.wait_for_function(
+            "t => document.getElementById('live').innerText !== t", arg=first
+        )
+        await page.close()
+        # The server notices at its next write, a second later at most.
+        await asyncio.wait_for(watch.seen.wait(), WAIT_MS / 1000)
+    finally:
+        logging.getLogger().removeHandler(watch)
+    loud = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in watch.records
+            if r.levelno >= logging.WARNING]  # fmt: skip
+    assert loud == []
