@@ -142,6 +142,7 @@ class App:
             run_job=self.scheduler.run_now,
             cancel_job=self.cancel_job,
             reload=self.reload,
+            paired=self.notices.handled if self.notices is not None else None,
         )
         try:
             await self.control.start()
@@ -165,12 +166,15 @@ class App:
         from gateway.web.server import Backend
 
         config, clock = self.config, scheduler.clock
+        pairing = PairingStore(config.state / "pairing.json", clock=clock)
+        if self.notices is not None:
+            pairing.on_handled = self.notices.handled
         return Backend(
             config=config,
             gateway=self.gateway,
             status=self._status,
             figures=self.figures,
-            pairing=PairingStore(config.state / "pairing.json", clock=clock),
+            pairing=pairing,
             job_states=lambda: job_states(
                 planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
             ),
@@ -372,10 +376,17 @@ def owner_chats(config: Config) -> dict[str, SessionKey]:
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock)
+
+    async def settle(command: str, text: str) -> bool:
+        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
+        return any(settled)
+
+    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock, settle)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested
+    if gateway.commands.pairing is not None:
+        gateway.commands.pairing.on_handled = notices.handled
     return notices
 
 

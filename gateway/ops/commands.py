@@ -5,11 +5,13 @@ environment, and returns the exit status."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,7 @@ from gateway.home import init_home
 
 if TYPE_CHECKING:
     from agent.memory_index import MemoryIndex
-    from channels.pairing import PairingStore
+    from channels.pairing import PairingRequest, PairingStore
 
 EXIT_CONFIG = 2
 
@@ -99,7 +101,23 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
     from channels.pairing import PairingStore
 
-    return PairingStore(prepare(home, environ).state / "pairing.json")
+    store = PairingStore(prepare(home, environ).state / "pairing.json")
+    store.on_handled = partial(_tell_gateway, store.path.parent / "control.sock")
+    return store
+
+
+def _tell_gateway(sock: Path, req: PairingRequest, approved: bool) -> None:
+    """A running gateway updates its notice to the owner and tells whoever was approved.
+    Sent without waiting for the answer: the request is decided already, whatever it says."""
+    import socket
+    from dataclasses import asdict
+
+    request = {"cmd": "paired", "request": asdict(req), "approved": approved}
+    # No gateway running (no socket, or nobody listening): there is no notice to update.
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(2)
+        conn.connect(str(sock))
+        conn.sendall(json.dumps(request).encode() + b"\n")
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from channels.pairing import PairingRequest
+
 log = logging.getLogger(__name__)
 
 # Unix socket paths are limited to about 108 bytes.
@@ -23,13 +25,15 @@ StatusReport = Callable[[], dict[str, Any]]
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 CancelJob = Callable[[str], str | None]
 Reload = Callable[[], dict[str, Any]]
+Paired = Callable[[PairingRequest, bool], None]
 
 
 class ControlServer:
     """Answers ``ping``, ``status`` (from ``status()``), ``run_job`` (through ``run_job``,
     which returns the recorded status, None for no such job, and the error) and
     ``cancel_job`` (through ``cancel_job``, which returns None or why it could not) and
-    ``reload`` (config.yaml read again: what was applied, what waits for a restart)."""
+    ``reload`` (config.yaml read again: what was applied, what waits for a restart) and
+    ``paired`` (``corvid pairing`` answered a request: its notice and the person are told)."""
 
     def __init__(
         self,
@@ -39,10 +43,12 @@ class ControlServer:
         run_job: RunJob,
         cancel_job: CancelJob,
         reload: Reload | None = None,
+        paired: Paired | None = None,
     ) -> None:
         self.path = path
         self._status = status
         self._reload = reload
+        self._paired = paired
         self._run_job = run_job
         self._cancel_job = cancel_job
         self._server: asyncio.Server | None = None
@@ -98,6 +104,9 @@ class ControlServer:
             return {"ok": status == "sent", "status": status or "unknown", "error": error}
         if cmd == "reload" and self._reload is not None:
             return self._reload()
+        if cmd == "paired" and self._paired is not None:
+            self._paired(PairingRequest(**request["request"]), bool(request["approved"]))
+            return {"ok": True}
         if cmd == "cancel_job":
             problem = self._cancel_job(str(request["id"]))
             return {"ok": problem is None, "error": problem}

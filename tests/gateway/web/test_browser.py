@@ -162,6 +162,14 @@ async def test_a_pairing_code_is_approved_and_the_stranger_served(browser, corvi
     await _shot(page, "pairing")
     await page.get_by_role("button", name="Approve").click()
     await page.get_by_text("Approved telegram user Eve").wait_for()
+    # The owner's notice in Telegram says so now, without buttons; Eve is told she is in.
+    notice = next(m for m in fake_telegram.sent if m["chat_id"] == str(OWNER))
+    where = (OWNER, notice["message_id"])
+    await fake_telegram.wait_for(lambda: fake_telegram.markup[where] is None)
+    assert "Approved: they can talk to me now" in fake_telegram.chat[where]
+    await fake_telegram.wait_for(
+        lambda: any("my owner approved" in m["shown"] for m in fake_telegram.sent)
+    )
     fake_telegram.text("thanks!", user=77, first_name="Eve")
     await fake_telegram.wait_for(
         lambda: any(
