@@ -45,7 +45,7 @@ from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planned_jobs
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
@@ -175,9 +175,7 @@ class App:
             status=self._status,
             figures=self.figures,
             pairing=pairing,
-            job_states=lambda: job_states(
-                planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
-            ),
+            job_states=lambda: listed_states(self.config, self.jobs, scheduler.ledger, clock),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
             reload=self.reload,
@@ -274,7 +272,7 @@ def build_app(
     jobs = JobStore(config.state / "jobs.json")
     ledger = Ledger(config.state / "scheduler.sqlite")
     resources.callback(ledger.close)
-    scheduler = Scheduler(ledger, clock, finished=jobs.forget)
+    scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
     model = llm or AnthropicLLM(config.llm)
     mcp = mcp_hub(config, resources)
     tools = ToolRegistry(

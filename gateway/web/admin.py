@@ -58,13 +58,17 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
         when = f"{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}" if nxt and zone else "—"
         if state.problem:
             when = f"cannot be scheduled: {state.problem}"
+        if state.finished is not None and zone is not None:
+            when = f"none: finished {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z}"
         ran = "never"
         if last is not None:
             ran = (
                 f"{last['slot'].replace('T', ' ')}: {last['status']} (attempts {last['attempts']})"
             )
-        actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
-        if job.instruction:  # made in chat: a reminder or recurring job
+        actions = ""
+        if state.finished is None:
+            actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
+        if job.instruction and state.finished is None:  # made in chat: a reminder, a task
             actions += " " + form("/jobs/cancel", csrf, "Cancel", {"id": job.id})
         what = esc(job.describe()) + (f"<br><small>{esc(job.instruction)}</small>" if
                                       job.instruction else "")  # fmt: skip
