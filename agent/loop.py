@@ -20,7 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.audience import quotes_outside
-from agent.compaction import Maintenance
+from agent.compaction import NO_REPLY, Maintenance
 from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
 from agent.prompt import SystemPrompts
@@ -315,7 +315,7 @@ def _request_start(messages: list[dict[str, Any]]) -> int:
 def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None) -> None:
     """Text written before the turn goes on (before tools run): a piece of the answer."""
     piece = reply_text(content)
-    if piece:
+    if piece and piece.strip() != NO_REPLY:  # "nothing to say" before a tool: said to no one
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))

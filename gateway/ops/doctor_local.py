@@ -19,6 +19,7 @@ from gateway.config import Config, load_config
 from gateway.config_build import ENV_REF, secret_keys
 from gateway.errors import ConfigError
 from gateway.ports import Check, Status
+from gateway.runtime.journal import unreadable_rows
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -230,14 +231,18 @@ def _check_state_files(state: Path) -> list[Check]:
     ]
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True)
+
+
 def _sqlite_problem(path: Path) -> str | None:
     """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
     if not path.exists():
         return None
-    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
-    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        db = _read_only(path)
         try:
             found = db.execute("PRAGMA quick_check").fetchone()[0]
         finally:
@@ -245,6 +250,23 @@ def _sqlite_problem(path: Path) -> str | None:
     except sqlite3.Error as exc:
         return str(exc)
     return None if found == "ok" else f"damaged: {found}"
+
+
+def _check_journal_rows(path: Path) -> list[Check]:
+    """Messages in a readable journal that cannot be read back (a hand edit, a bad sector)."""
+    try:
+        db = _read_only(path)
+        try:
+            bad = unreadable_rows(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return []  # said by the file's own check
+    if not bad:
+        return []
+    message = f"{bad} message(s) in state/gateway.sqlite cannot be read (a damaged or edited row)"
+    fix = "nothing to do: corvid run skips them, and corvid status lists replies never sent"
+    return [Check(WARN, "journal", message, fix)]
 
 
 def _json_problem(path: Path) -> str | None:
@@ -275,6 +297,8 @@ def _check_state_data(state: Path) -> list[Check]:
         if problem is not None:
             message = f"state/{name} cannot be read ({problem}); it holds {holds}"
             checks.append(Check(status, name, message, fix))
+        elif name == "gateway.sqlite" and (state / name).exists():
+            checks += _check_journal_rows(state / name)
     return checks
 
 
