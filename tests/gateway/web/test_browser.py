@@ -287,3 +287,98 @@ async def test_closing_a_live_page_ends_its_stream_quietly(browser, corvid):
     loud = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in watch.records
             if r.levelno >= logging.WARNING]  # fmt: skip
     assert loud == []
+
+
+SIZES = {"desktop": {"width": 1100, "height": 760}, "phone": {"width": 390, "height": 844}}
+
+
+async def _signed_in_at(browser, app, size: str) -> Any:
+    page = await browser.new_page(viewport=SIZES[size])
+    page.set_default_timeout(WAIT_MS)
+    await page.goto(f"{app.web.url}login?token={app.web.token}")
+    await page.get_by_role("heading", name="Overview").wait_for()
+    return page
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_chat_opens_at_its_newest_message(browser, corvid, size):
+    import json as json_
+
+    # Forty reminders sent to the web chat while no page was open.
+    outbox = corvid.config.state / "web_chat.jsonl"
+    with outbox.open("w", encoding="utf-8") as f:
+        for n in range(40):
+            entry = {"ts": f"2026-11-22T10:{n:02d}:00+00:00", "text": f"reminder number {n}"}
+            f.write(json_.dumps(entry) + "\n")
+    page = await _signed_in_at(browser, corvid, size)
+    await page.goto(corvid.web.url + "chat")
+    newest = page.get_by_text("reminder number 39")
+    await newest.wait_for()
+    await page.wait_for_function(
+        "() => { const c = document.getElementById('chat');"
+        " return c.scrollTop > 0 && c.scrollTop + c.clientHeight >= c.scrollHeight - 2; }"
+    )
+    assert await newest.is_visible()
+    box = await page.locator("#chat").bounding_box()
+    shown = await newest.bounding_box()
+    assert box["y"] <= shown["y"] and shown["y"] + shown["height"] <= box["y"] + box["height"] + 1
+
+
+def _entry_look(entry) -> Any:
+    """What a chat entry shows: its label, whether it has a time, its text and images."""
+    return entry.evaluate(
+        """e => ({
+            label: e.querySelector('b')?.innerText,
+            time: !!e.querySelector('time'),
+            text: e.innerText.replace(e.querySelector('time')?.innerText ?? '', '').trim(),
+            images: [...e.querySelectorAll('img')].map(i => i.naturalWidth > 0),
+        })"""
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_message_with_files_looks_the_same_after_a_reload(browser, corvid, size):
+    from tests.channels.telegram.test_channel import _png
+
+    page = await _signed_in_at(browser, corvid, size)
+    await page.goto(corvid.web.url + "chat")
+    await page.get_by_label("Attach files").set_input_files(
+        files=[
+            {"name": "cat.png", "mimeType": "image/png", "buffer": _png()},
+            {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"milk, eggs\n"},
+        ]
+    )
+    await page.get_by_label("Message").fill("what is in these?")
+    await page.get_by_role("button", name="Send").click()
+    await page.get_by_text("echo: what is in these?").wait_for()
+    mine = page.locator("#chat .entry.user").last
+    live = await _entry_look(mine)
+    assert live["label"] == "You" and live["time"]
+    assert "what is in these?" in live["text"] and "notes.txt" in live["text"]
+    assert live["images"] == [True]
+    await page.reload()
+    await page.get_by_text("echo: what is in these?").wait_for()
+    await page.locator("#chat .entry.user img").wait_for()
+    after = await _entry_look(page.locator("#chat .entry.user").last)
+    assert after == live
+    assert "file received" not in after["text"] and "saved at" not in after["text"]
+    await _shot(page, f"chat-files-{size}")
+
+
+async def test_a_transcript_shows_who_wrote_and_when_without_the_models_prefix(
+    browser, corvid, fake_telegram
+):
+    fake_telegram.text("hello from Telegram")
+    await fake_telegram.wait_sent(1)
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + f"sessions/view?key=telegram:private:{OWNER}")
+    mine = page.locator(".entry.user").first
+    await mine.wait_for()
+    look = await _entry_look(mine)
+    assert look["label"] == "You" and look["time"]
+    assert look["text"] == "You\nhello from Telegram" or look["text"].endswith(
+        "hello from Telegram"
+    )
+    assert not re.search(r"\[\w{3} \d{4}-\d\d-\d\d", await page.locator("main").inner_text())
+    reply = await _entry_look(page.locator(".entry.assistant").first)
+    assert reply["label"] == "Assistant" and reply["time"]

@@ -169,3 +169,30 @@ async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
     ]
     assert order == sorted(order)
     assert text.count("echo: good morning") == 1
+
+
+def test_a_group_message_is_shown_as_its_sender_wrote_it():
+    from gateway.web.sessions_page import message_html
+
+    text = (
+        "[Earlier in this chat, not addressed to you]\nAda: lunch?\n\n"
+        '[Mon 2026-11-23 12:00 CET · <i>Bob</i> (id 7)]\nsure [file received: "menu.pdf", '
+        "saved at inbox/telegram-group-5/2026-11-23/menu.pdf]"
+    )
+    shown = message_html({"role": "user", "content": text}, "2026-11-23 12:00")
+    assert "<b>&lt;i&gt;Bob&lt;/i&gt;</b> <time>2026-11-23 12:00</time>" in shown
+    assert "<summary>Earlier in the chat</summary><pre>Ada: lunch?</pre>" in shown
+    assert '<p class=pre>sure</p><p class="file">📎 menu.pdf</p>' in shown
+    assert "2026-11-23 12:00 CET" not in shown and "saved at" not in shown
+
+
+def test_only_real_images_become_pictures():
+    from gateway.web.sessions_page import message_html
+
+    def image(kind: str, data: str) -> str:
+        source = {"type": "base64", "media_type": kind, "data": data}
+        return message_html({"role": "user", "content": [{"type": "image", "source": source}]})
+
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in image("image/png", "iVBORw0KGgo=")
+    assert "<img" not in image("text/html", "PHNjcmlwdD4=")
+    assert "<img" not in image("image/png", 'x" onerror="alert(1)')
