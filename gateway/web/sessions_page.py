@@ -20,6 +20,7 @@ from aiohttp import web
 
 from gateway.events import InboundMessage, SessionKey, parse_command
 from gateway.web.html import esc, form, markdown, outcome, page, table
+from gateway.web.people import Guests, all_earlier, earlier, ended, guests, key_html, who_is
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 
 PAGE_LINES = 100  # transcript lines per page
@@ -28,6 +29,7 @@ PAGE_LINES = 100  # transcript lines per page
 def routes(app: web.Application) -> None:
     app.router.add_get("/sessions", sessions_page)
     app.router.add_get("/sessions/view", transcript_page)
+    app.router.add_get("/sessions/new", confirm_fresh)
     app.router.add_post("/sessions/new", fresh_session)
 
 
@@ -43,9 +45,9 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     window = backend.config.llm.context_window
     rows = []
-    router = backend.gateway.router
+    router, known = backend.gateway.router, guests(backend.pairing)
     for s in backend.figures.all(backend.gateway.agent.sessions.loaded):
-        link = f'<a href="/sessions/view?key={quote(str(s.key))}"><code>{esc(s.key)}</code></a>'
+        link = f'<a href="/sessions/view?key={quote(str(s.key))}">{key_html(s.key, known)}</a>'
         now = "answering" if router.busy(s.key) else ""
         if queued := router.queued(s.key):
             now += f", {queued} queued"
@@ -61,7 +63,22 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
         rows,
         "No conversations yet.",
     )
+    tz = backend.config.tz
+    past = table(
+        ("Chat", "Ended"),
+        (
+            (_past_link(key, stamp, known, when_shown(when, tz)), esc(key))
+            for key, stamp, when in all_earlier(backend.gateway.agent.store.dir)
+        ),
+        "None yet: Start a fresh session (or /new in a chat) keeps the old one here.",
+    )
+    body += f"<h2>Earlier sessions</h2>{past}"
     return html_response(page("Sessions", body, active="/sessions", csrf=csrf))
+
+
+def _past_link(key: SessionKey, stamp: str, known: Guests, when: str) -> str:
+    where = f"/sessions/view?key={quote(str(key))}&amp;until={stamp}"
+    return f'<a href="{where}">{esc(who_is(key, known))}, until {esc(when)}</a>'
 
 
 def _key(raw: str) -> SessionKey:
@@ -74,31 +91,74 @@ def _key(raw: str) -> SessionKey:
 async def transcript_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
-    path = backend.gateway.agent.store.path(key)
+    store, tz, known = backend.gateway.agent.store, backend.config.tz, guests(backend.pairing)
+    until = request.query.get("until")  # an earlier session of the chat, by when it ended
+    if until is not None and ended(until) is None:
+        raise web.HTTPNotFound(text="No such session.\n")
+    path = store.path(key) if until is None else store.dir / f"{key}.{until}.jsonl"
+    past = earlier(store.dir, key)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
-        raise web.HTTPNotFound(text="No such session.\n") from None
+        if until is not None or not past:
+            raise web.HTTPNotFound(text="No such session.\n") from None
+        lines = []  # started afresh, and nothing said since
     pages = max(1, math.ceil(len(lines) / PAGE_LINES))
     try:
         number = min(max(1, int(request.query.get("page", pages))), pages)
     except ValueError:
         number = pages
     shown = lines[(number - 1) * PAGE_LINES : number * PAGE_LINES]
-    tz, who = backend.config.tz, "Scheduled job" if key.channel == "cron" else None
+    who = "Scheduled job" if key.channel == "cron" else None
     entries = "".join(entry_html(raw, tz, who) for raw in shown)
-    nav = _pager(key, number, pages)
-    fresh = form("/sessions/new", csrf, "Start a fresh session", {"key": str(key)})
-    body = (
-        f"<p>{len(lines):,} lines, page {number} of {pages} (newest last). {fresh}</p>"
-        f'{nav}<div class="transcript">{entries}</div>{nav}'
+    nav = _pager(key, number, pages, until)
+    if until is not None:
+        what = f"An earlier session of this chat, ended {when_shown(ended(until), tz)}."
+    elif lines:
+        what = (
+            f'<form method="get" action="/sessions/new" class="inline">'
+            f'<input type="hidden" name="key" value="{esc(key)}">'
+            "<button>Start a fresh session</button></form>"
+        )
+    else:
+        what = "Nothing said since the last fresh start."
+    listed = "".join(
+        f"<li>{_past_link(key, stamp, known, when_shown(when, tz))}</li>"
+        for stamp, when in past
+        if stamp != until
     )
-    return html_response(page(str(key), body, active="/sessions", csrf=csrf))
+    if until is not None:
+        current = f'<li><a href="/sessions/view?key={quote(str(key))}">The current one</a></li>'
+        listed = current + listed
+    others = f"<h2>Other sessions of this chat</h2><ul>{listed}</ul>" if listed else ""
+    body = (
+        f"<p><code>{esc(key)}</code> · {len(lines):,} lines, page {number} of {pages} (newest "
+        f'last). {what}</p>{nav}<div class="transcript">{entries}</div>{nav}{others}'
+    )
+    return html_response(page(who_is(key, known), body, active="/sessions", csrf=csrf))
 
 
-def _pager(key: SessionKey, number: int, pages: int) -> str:
+async def confirm_fresh(request: web.Request) -> web.StreamResponse:
+    """Ask before a fresh start: the conversation so far leaves the model's context."""
+    backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    key = _key(request.query.get("key", ""))
+    who = who_is(key, guests(backend.pairing))
+    back = f"/sessions/view?key={quote(str(key))}"
+    body = (
+        f"<p>{esc(who)} (<code>{esc(key)}</code>): the conversation so far is summarised into "
+        "the log, the chat is told, and the next message starts a new session. The old one "
+        "stays readable under Earlier sessions.</p><p>"
+        + form("/sessions/new", csrf, "Yes, start afresh", {"key": str(key), "confirm": "1"})
+        + f' <a class="button" href="{esc(back)}">Keep the session</a></p>'
+    )
+    return html_response(page("Start a fresh session?", body, active="/sessions", csrf=csrf))
+
+
+def _pager(key: SessionKey, number: int, pages: int, until: str | None = None) -> str:
+    also = f"&amp;until={until}" if until else ""
+
     def link(n: int, label: str) -> str:
-        return f'<a href="/sessions/view?key={quote(str(key))}&page={n}">{label}</a>'
+        return f'<a href="/sessions/view?key={quote(str(key))}{also}&amp;page={n}">{label}</a>'
 
     parts = []
     if number > 1:
@@ -111,7 +171,7 @@ def _pager(key: SessionKey, number: int, pages: int) -> str:
 def when_shown(ts: object, tz: tzinfo | None = None) -> str:
     """A stored time (ISO 8601) as the owner reads it: local date and time to the minute."""
     try:
-        when = datetime.fromisoformat(str(ts))
+        when = ts if isinstance(ts, datetime) else datetime.fromisoformat(str(ts))
     except ValueError:
         return ""
     if when.tzinfo is None:
@@ -251,8 +311,10 @@ def _fold(summary: str, inner: str) -> str:
 
 
 async def fresh_session(request: web.Request) -> web.StreamResponse:
-    backend = request.app[BACKEND]
-    key = _key(str((await request.post()).get("key", "")))
+    backend, form_data = request.app[BACKEND], await request.post()
+    key = _key(str(form_data.get("key", "")))
+    if form_data.get("confirm") != "1":
+        return see_other(f"/sessions/new?key={quote(str(key))}")
     if key.channel not in backend.gateway.channels:
         problem = f"{key.channel} is not running here, so this session cannot be restarted now."
         return see_other(f"/sessions?problem={quote(problem)}")

@@ -24,6 +24,7 @@ from aiohttp import web
 
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
+from gateway.events import SessionKey
 from tests.conftest import OWNER, make_config
 from tests.fakes.anthropic_api import Reply
 
@@ -382,3 +383,59 @@ async def test_a_transcript_shows_who_wrote_and_when_without_the_models_prefix(
     assert not re.search(r"\[\w{3} \d{4}-\d\d-\d\d", await page.locator("main").inner_text())
     reply = await _entry_look(page.locator(".entry.assistant").first)
     assert reply["label"] == "Assistant" and reply["time"]
+
+
+async def _a_guest_named_eve(corvid, fake_telegram) -> None:
+    store = corvid.web.backend.pairing
+    req, _ = store.request("telegram", "77", "Eve")
+    store.approve(req.code)
+    fake_telegram.text("hello, it's Eve", user=77, first_name="Eve")
+    await fake_telegram.wait_for(
+        lambda: any(m["shown"] == "echo: hello, it's Eve" for m in fake_telegram.sent)
+    )
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_session_lists_say_who_each_chat_is_with(browser, corvid, fake_telegram, size):
+    await _a_guest_named_eve(corvid, fake_telegram)
+    fake_telegram.text("and me")
+    await fake_telegram.wait_for(
+        lambda: any(m["shown"] == "echo: and me" for m in fake_telegram.sent)
+    )
+    page = await _signed_in_at(browser, corvid, size)
+    overview = page.locator("#live")
+    await overview.get_by_role("row", name="Eve (guest) telegram:guest:77").first.wait_for()
+    await overview.get_by_role("row", name=f"You telegram:private:{OWNER}").first.wait_for()
+    await page.goto(corvid.web.url + "sessions")
+    await page.get_by_role("row", name="Eve (guest) telegram:guest:77").wait_for()
+    await page.get_by_role("link", name="Eve (guest)").click()
+    await page.get_by_role("heading", name="Eve (guest)").wait_for()
+    await page.get_by_text("telegram:guest:77").first.wait_for()
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_fresh_session_is_confirmed_first_and_the_old_one_stays_readable(
+    browser, corvid, fake_telegram, size
+):
+    fake_telegram.text("the first conversation")
+    await fake_telegram.wait_sent(1)
+    key = f"telegram:private:{OWNER}"
+    page = await _signed_in_at(browser, corvid, size)
+    await page.goto(corvid.web.url + f"sessions/view?key={key}")
+    await page.get_by_role("button", name="Start a fresh session").click()
+    # Nothing has happened yet: the page asks first.
+    await page.get_by_role("heading", name="Start a fresh session?").wait_for()
+    assert corvid.gateway.agent.store.path(SessionKey.parse(key)).exists()
+    await page.get_by_role("link", name="Keep the session").click()
+    await page.get_by_text("the first conversation").first.wait_for()
+    await page.get_by_role("button", name="Start a fresh session").click()
+    await page.get_by_role("button", name="Yes, start afresh").click()
+    await page.get_by_text("started a fresh session").wait_for()
+    await fake_telegram.wait_for(lambda: len(fake_telegram.sent) >= 2)  # the chat is told
+    # The old session is listed as an earlier one of that chat, and still readable.
+    await page.get_by_role(
+        "link", name=re.compile(r"^You, until \d{4}-\d\d-\d\d \d\d:\d\d$")
+    ).click()
+    await page.get_by_text("the first conversation").first.wait_for()
+    await page.get_by_text("An earlier session of this chat").wait_for()
+    assert await page.get_by_role("button", name="Start a fresh session").count() == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from urllib.parse import unquote
 
 import aiohttp
 
@@ -104,7 +105,8 @@ async def test_sessions_are_listed_and_a_transcript_pages(control, home):
         await channel.wait_sent(n + 1)
     status, text, _ = await client.get("/sessions")
     assert status == 200 and str(PRIVATE) in text
-    row = re.search(rf"<tr><td><a[^>]*><code>{re.escape(str(PRIVATE))}</code>.*?</tr>", text)
+    key = re.escape(str(PRIVATE))
+    row = re.search(rf"<tr><td><a[^>]*><b>You</b> <small><code>{key}</code>.*?</tr>", text)
     assert row and "<td>private</td>" in row.group(0) and "<td>3</td>" in row.group(0)
     # A long transcript: lines added by hand, a tool call and a compaction among them.
     path = home / "state" / "sessions" / f"{PRIVATE}.jsonl"
@@ -133,13 +135,19 @@ async def test_a_session_is_started_afresh_from_the_page(control, home):
     app, channel, client = control
     channel.push("remember this conversation")
     await channel.wait_sent(1)
+    # Not without a confirmation: the form sends to the page that asks for it.
     status, _, r = await client.post("/sessions/new", {"key": str(PRIVATE)})
+    assert status == 303 and unquote(r.headers["Location"]) == f"/sessions/new?key={PRIVATE}"
+    assert not list((home / "state" / "sessions").glob(f"{PRIVATE}.*.jsonl"))
+    status, text, _ = await client.get("/sessions/new", params={"key": str(PRIVATE)})
+    assert status == 200 and "Yes, start afresh" in text
+    status, _, r = await client.post("/sessions/new", {"key": str(PRIVATE), "confirm": "1"})
     assert status == 303 and "started" in r.headers["Location"]
     await app.idle()
     assert channel.texts()[-1].startswith("Started a new session.")
     archived = list((home / "state" / "sessions").glob(f"{PRIVATE}.*.jsonl"))
     assert len(archived) == 1
-    status, _, r = await client.post("/sessions/new", {"key": "discord:dm:5"})
+    status, _, r = await client.post("/sessions/new", {"key": "discord:dm:5", "confirm": "1"})
     assert "not running here" in r.headers["Location"].replace("%20", " ")
 
 
@@ -196,3 +204,22 @@ def test_only_real_images_become_pictures():
     assert 'src="data:image/png;base64,iVBORw0KGgo="' in image("image/png", "iVBORw0KGgo=")
     assert "<img" not in image("text/html", "PHNjcmlwdD4=")
     assert "<img" not in image("image/png", 'x" onerror="alert(1)')
+
+
+def test_every_kind_of_chat_is_named():
+    from gateway.events import SessionKey
+    from gateway.web.people import who_is
+
+    known = {"telegram": {"77": {"name": "Eve\x1b[31m"}}}
+    names = {
+        "telegram:private:42": "You",
+        "web:private:owner": "You (this page's chat)",
+        "terminal:private:local": "You (terminal)",
+        "discord:dm:5": "You",
+        "telegram:guest:77": "Eve\\x1b[31m (guest)",
+        "telegram:guest:78": "A Telegram guest (id 78)",
+        "telegram:group:-100:topic:7": "Telegram group, topic 7",
+        "discord:thread:9": "Discord thread",
+        "cron:private:daily-summary": "Scheduled job daily-summary",
+    }
+    assert {k: who_is(SessionKey.parse(k), known) for k in names} == names
