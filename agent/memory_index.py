@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.audience import chat_of
+from agent.files import private_file
 from gateway.events import Audience
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,9 @@ class MemoryIndex:
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(
+            private_file(self.db_path), check_same_thread=False, isolation_level=None
+        )
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

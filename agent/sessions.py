@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from agent.files import private_file
 from agent.transcript import SessionState, SessionStore
 from gateway.events import SessionKey
 
@@ -40,7 +41,8 @@ class HandEdits:
 
     def mark(self, when: datetime) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(when.isoformat(timespec="milliseconds") + "\n", encoding="utf-8")
+        stamp = when.isoformat(timespec="milliseconds")
+        private_file(tmp).write_text(stamp + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
 
     def last(self) -> datetime | None:

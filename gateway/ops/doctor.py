@@ -32,8 +32,8 @@ from gateway.ops.doctor_local import (
     local_checks,
     lookup,
     read_raw,
-    web_setup,
 )
+from gateway.ops.doctor_services import check_transcription, check_web
 from gateway.ops.logs import Masker
 from gateway.ports import Check, Status, SystemClock
 
@@ -92,11 +92,14 @@ async def run_checks(
         network.append(_guarded("web search", check_search(config, limit)))
     servers = list(config.mcp.servers)
     network += [_guarded(f"mcp {name}", check_mcp(config, name, limit)) for name in servers]
+    if config.transcription.enabled:
+        source = key_source(raw, "transcription.api_key")
+        network.append(_guarded("transcription", check_transcription(config, source, limit)))
     network.append(_guarded("gateway", check_gateway(home, limit)))
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
     checks.extend(channel_setup(config))
-    checks.extend(web_setup(config))
+    checks.append(await _guarded("control page", check_web(config, limit)))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:
@@ -316,9 +319,10 @@ def check_jobs(config: Config) -> Check:
         return Check(
             FAIL,
             name,
-            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); "
-            "corvid run would stop at start-up",
-            "restore it from a backup, or move it away (its reminders are lost)",
+            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); corvid run moves it "
+            "aside when it starts (the reminders made in chat are then in the moved copy) and "
+            "runs the jobs of config.yaml",
+            "restore it from a backup if its reminders matter",
         )
     if not jobs:
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
@@ -340,6 +344,8 @@ def check_jobs(config: Config) -> Check:
 
 def _jobs_check(config: Config, states: list[Any]) -> Check:
     enabled = {n for n in ("telegram", "discord") if getattr(config.channels, n).enabled}
+    if config.web.enabled:
+        enabled.add("web")  # the control page's chat
     details: list[str] = []
     problems: list[str] = []
     for state in states:

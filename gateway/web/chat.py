@@ -20,6 +20,7 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Any
 
+from agent.files import private_file
 from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
@@ -59,13 +60,13 @@ OUTBOX_KEEP = 500
 
 def keep(path: Path, entry: dict[str, str]) -> None:
     """Append ``entry`` to the outbox; past twice ``OUTBOX_KEEP`` lines, the older half goes."""
-    with path.open("a", encoding="utf-8") as f:
+    with open(private_file(path), "a", encoding="utf-8") as f:
         f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     if path.stat().st_size > 4096 * OUTBOX_KEEP:  # cheap test first: long files only
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         if len(lines) > 2 * OUTBOX_KEEP:
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(lines[-OUTBOX_KEEP:]), encoding="utf-8")
+            private_file(tmp).write_text("".join(lines[-OUTBOX_KEEP:]), encoding="utf-8")
             os.replace(tmp, path)
 
 
