@@ -143,6 +143,7 @@ class App:
             cancel_job=self.cancel_job,
             reload=self.reload,
             paired=self.notices.handled if self.notices is not None else None,
+            rotate_token=lambda: self.web is not None and self.web.rotate_token(),
         )
         try:
             await self.control.start()

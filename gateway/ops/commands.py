@@ -5,14 +5,12 @@ environment, and returns the exit status."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
 import sys
 import time
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +21,7 @@ from gateway.home import init_home
 
 if TYPE_CHECKING:
     from agent.memory_index import MemoryIndex
-    from channels.pairing import PairingRequest, PairingStore
+    from channels.pairing import PairingStore
 
 EXIT_CONFIG = 2
 
@@ -170,25 +168,16 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 
 
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
-    from channels.pairing import PairingStore
-
-    store = PairingStore(read_config(home, environ)[0].state / "pairing.json")
-    store.on_handled = partial(_tell_gateway, store.path.parent / "control.sock")
-    return store
-
-
-def _tell_gateway(sock: Path, req: PairingRequest, approved: bool) -> None:
-    """A running gateway updates its notice to the owner and tells whoever was approved.
-    Sent without waiting for the answer: the request is decided already, whatever it says."""
-    import socket
     from dataclasses import asdict
 
-    request = {"cmd": "paired", "request": asdict(req), "approved": approved}
-    # No gateway running (no socket, or nobody listening): there is no notice to update.
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as conn:
-        conn.settimeout(2)
-        conn.connect(str(sock))
-        conn.sendall(json.dumps(request).encode() + b"\n")
+    from channels.pairing import PairingStore
+    from gateway.ops.control import tell
+
+    store = PairingStore(read_config(home, environ)[0].state / "pairing.json")
+    sock = store.path.parent / "control.sock"  # the running gateway updates its notice
+    store.on_handled = lambda req, ok: tell(sock, {"cmd": "paired", "request": asdict(req),
+                                                   "approved": ok})  # fmt: skip
+    return store
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -308,7 +297,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.control import ask_running
+    from gateway.ops.control import ask_running, rotate_web_token
     from gateway.ops.doctor_local import port_problem
     from gateway.web.guard import address, load_token
 
@@ -322,6 +311,8 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
             "corvid: the control page is off (web.enabled: false in config.yaml)", file=sys.stderr
         )
         return 1
+    if getattr(args, "rotate_token", False):
+        rotate_web_token(config.state)
 
     # Never an address for the configured port unless the page is there or can be: another
     # program may hold the port, and the token must not go to it.

@@ -19,9 +19,9 @@ from urllib.parse import quote
 from aiohttp import web
 
 from gateway.events import InboundMessage, SessionKey, parse_command
-from gateway.web.html import esc, form, markdown, outcome, page, table
+from gateway.web.html import esc, form, markdown, page, table
 from gateway.web.people import Guests, all_earlier, earlier, ended, guests, key_html, who_is
-from gateway.web.server import BACKEND, GUARD, html_response, see_other
+from gateway.web.server import BACKEND, GUARD, flash, html_response, see_other
 
 PAGE_LINES = 100  # transcript lines per page
 
@@ -58,7 +58,7 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
              f"{s.context_tokens:,} ({100 * s.context_tokens / window:.0f}%)", str(s.turns),
              cache, esc(now))
         )  # fmt: skip
-    body = outcome(request.query) + table(
+    body = flash(request) + table(
         ("Session", "Scope", "Last active", "Context (of window)", "Turns", "From cache", "Now"),
         rows,
         "No conversations yet.",
@@ -317,10 +317,10 @@ async def fresh_session(request: web.Request) -> web.StreamResponse:
         return see_other(f"/sessions/new?key={quote(str(key))}")
     if key.channel not in backend.gateway.channels:
         problem = f"{key.channel} is not running here, so this session cannot be restarted now."
-        return see_other(f"/sessions?problem={quote(problem)}")
+        return see_other("/sessions", problem=problem)
     # The same /new the chat has: it waits for its turn behind the session's messages, saves
     # a summary of the old session to the log, and tells the chat it started afresh.
     new = InboundMessage(key, "/new", sender_id="owner", sender_name="control page",
                          command=parse_command("/new"))  # fmt: skip
     await backend.gateway.handle(new)
-    return see_other("/sessions?ok=" + quote(f"{key}: started a fresh session."))
+    return see_other("/sessions", ok=f"{key}: started a fresh session.")

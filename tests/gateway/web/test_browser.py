@@ -439,3 +439,101 @@ async def test_a_fresh_session_is_confirmed_first_and_the_old_one_stays_readable
     await page.get_by_text("the first conversation").first.wait_for()
     await page.get_by_text("An earlier session of this chat").wait_for()
     assert await page.get_by_role("button", name="Start a fresh session").count() == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_an_outcome_is_shown_once_and_never_in_the_address(
+    browser, corvid, fake_telegram, size
+):
+    fake_telegram.text("let me in", user=79, first_name="Zoe")
+    await fake_telegram.wait_sent(1)
+    page = await _signed_in_at(browser, corvid, size)
+    await page.goto(corvid.web.url + "pairing")
+    await page.get_by_role("button", name="Deny").click()
+    await page.get_by_text("Denied telegram user Zoe").wait_for()
+    assert page.url == corvid.web.url + "pairing"
+    await page.reload()
+    await page.get_by_role("heading", name="Pairing").wait_for()
+    await page.get_by_text("Nobody is waiting").wait_for()
+    assert await page.get_by_text("Denied telegram user Zoe").count() == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_sign_in_page_is_plain_and_named(browser, corvid, size):
+    page = await browser.new_page(viewport=SIZES[size])
+    page.set_default_timeout(WAIT_MS)
+    asked: list[str] = []
+    missing: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.on("response", lambda r: r.status == 404 and missing.append(r.url))
+    await page.goto(corvid.web.url + "login")
+    await page.get_by_role("heading", name="Sign in").wait_for()
+    assert await page.locator("nav .brand").inner_text() == "Corvid"
+    assert not [u for u in asked if u.endswith(".js")]  # nothing to run before signing in
+    await page.get_by_label("Access token").fill("not the token")
+    await page.get_by_role("button", name="Sign in").click()
+    refusal = page.locator(".notice.error")
+    await refusal.wait_for()
+    assert "`" not in await refusal.inner_text()
+    assert await refusal.locator("code").inner_text() == "corvid web"
+    await page.get_by_label("Access token").fill(corvid.web.token)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("heading", name="Overview").wait_for()
+    icon = await page.request.get(corvid.web.url + "favicon.ico")
+    assert icon.ok and icon.headers["content-type"].startswith("image/svg+xml")
+    assert missing == []
+
+
+async def test_signing_every_browser_out_asks_first(browser, corvid):
+    page = await _signed_in(browser, corvid)
+    other = await _signed_in(browser, corvid)  # another browser, with its own cookie
+    await page.goto(corvid.web.url + "config")
+    await page.get_by_role("link", name="Sign out every browser").click()
+    await page.get_by_role("heading", name="Sign out every browser?").wait_for()
+    await page.get_by_role("link", name="Cancel").click()
+    await page.get_by_role("heading", name="Config").wait_for()
+    await other.reload()
+    await other.get_by_role("heading", name="Overview").wait_for()  # still signed in
+    await page.get_by_role("link", name="Sign out every browser").click()
+    await page.get_by_role("button", name="Sign out every browser").click()
+    await page.get_by_role("heading", name="Sign in").wait_for()
+    await other.reload()
+    await other.get_by_role("heading", name="Sign in").wait_for()
+
+
+async def test_a_new_token_from_the_page_retires_the_old_address(browser, corvid):
+    old = corvid.web.token
+    page = await _signed_in(browser, corvid)
+    other = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "config")
+    await page.get_by_role("link", name="Make a new access token").click()
+    await page.get_by_role("heading", name="Make a new access token?").wait_for()
+    assert corvid.web.token == old  # nothing yet
+    await page.get_by_role("button", name="Make a new token").click()
+    await page.get_by_text("A new access token is in place").wait_for()
+    new = (corvid.config.state / "web_token").read_text().strip()
+    assert new != old and corvid.web.token == new
+    await page.goto(corvid.web.url + "jobs")  # this browser goes on
+    await page.get_by_role("heading", name="Jobs").wait_for()
+    await other.reload()
+    await other.get_by_role("heading", name="Sign in").wait_for()
+    await other.goto(f"{corvid.web.url}login?token={old}")
+    await other.get_by_text("That token is not right").wait_for()
+    await other.goto(f"{corvid.web.url}login?token={new}")
+    await other.get_by_role("heading", name="Overview").wait_for()
+
+
+async def test_a_new_token_from_the_command_line(browser, corvid, capsys):
+    from gateway.ops.cli import main
+
+    old = corvid.web.token
+    page = await _signed_in(browser, corvid)
+    capsys.readouterr()
+    home = str(corvid.config.home)
+    assert await asyncio.to_thread(main, ["web", "--rotate-token", "--home", home], {}) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed.startswith(corvid.web.url + "login?token=") and old not in printed
+    await page.reload()
+    await page.get_by_role("heading", name="Sign in").wait_for()
+    await page.goto(printed)
+    await page.get_by_role("heading", name="Overview").wait_for()
