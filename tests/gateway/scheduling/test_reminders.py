@@ -346,7 +346,7 @@ async def test_a_reminder_that_fired_stays_listed_for_a_day_with_its_outcome(
         await client.sign_in()
         try:
             _, page, _ = await client.get("/jobs")
-            row = re.search(rf"<tr><td><code>{job_id}</code>.*?</tr>", page).group(0)
+            row = re.search(rf"<tr><td[^>]*><code>{job_id}</code>.*?</tr>", page).group(0)
             assert "Remind Ada to call the bank" in row
             assert f"none: finished {due:%Y-%m-%d %H:%M}" in row
             assert ": sent (attempts 1)" in row

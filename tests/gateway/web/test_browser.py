@@ -537,3 +537,36 @@ async def test_a_new_token_from_the_command_line(browser, corvid, capsys):
     await page.get_by_role("heading", name="Sign in").wait_for()
     await page.goto(printed)
     await page.get_by_role("heading", name="Overview").wait_for()
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_no_page_is_wider_than_the_screen(browser, corvid, fake_telegram, size):
+    from datetime import UTC, datetime
+
+    from gateway.scheduling.jobs import Job, JobKind
+    from gateway.scheduling.reminders import JobStore
+
+    await _a_guest_named_eve(corvid, fake_telegram)
+    JobStore(corvid.config.state / "jobs.json").add(
+        Job(
+            id="job-0123456789ab",
+            kind=JobKind.CRON,
+            spec="0 9 * * 1-5",
+            timezone="Europe/Berlin",
+            target=f"telegram:private:{OWNER}",
+            created=datetime.now(UTC),
+            instruction="Tell me the weather in Berlin with a long, detailed instruction text",
+        )
+    )
+    page = await _signed_in_at(browser, corvid, size)
+    for path in ("", "sessions", "jobs", "pairing", "config", "chat", "memory"):
+        await page.goto(corvid.web.url + path)
+        await page.locator("main h1").wait_for()
+        wide = await page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= SIZES[size]["width"], (path, wide)
+    await page.goto(corvid.web.url + "jobs")
+    run = page.get_by_role("button", name="Run now")
+    await run.wait_for()
+    box = await run.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= SIZES[size]["width"]
+    await _shot(page, f"jobs-{size}")

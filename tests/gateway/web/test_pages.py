@@ -303,7 +303,8 @@ def test_the_overview_lists_mcp_servers_their_state_and_tools():
          "shared": True},
     ]  # fmt: skip
     page = fragment(report)
-    assert "<td>cal</td>" in page and "list, add" in page and "private chats" in page
+    assert '<td data-label="MCP server">cal</td>' in page
+    assert "list, add" in page and "private chats" in page
     assert "&lt;notes&gt;" in page and "waiting: command not found: x" in page
     assert 'class="state error"' in page and "every chat" in page
 
