@@ -17,7 +17,6 @@ from typing import Any
 
 from agent.llm import LLM
 from agent.memory import Memory
-from agent.memory_tools import marked
 from agent.sessions import Sessions
 from agent.settings import CompactionSettings
 from agent.tools import Grant, TurnContext
@@ -248,7 +247,7 @@ class Maintenance:
         source = "session summary" if key.private else f"session summary · {key}"
         try:
             # Quoted if the conversation read other chats or the web: it may repeat them.
-            memory.append(marked(ctx, summary), ctx.now, ctx.audience, source)
+            memory.append(ctx.marked(summary), ctx.now, ctx.audience, source)
         except OSError as exc:  # a full disk, say; /new goes on
             log.warning("%s: session summary not saved: %s", key, exc)
             return False

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from agent.audience import quotes_outside
 from agent.compaction import NO_REPLY, Maintenance
+from agent.exposure import Exposure
 from agent.llm import LLM, LLMResponse
 from agent.memory import Memory
 from agent.prompt import SystemPrompts
@@ -28,7 +29,7 @@ from agent.quota import Quota
 from agent.sessions import HandEdits, Sessions
 from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools import Exposure, Grant, ToolRegistry, TurnContext
+from agent.tools import Grant, ToolRegistry, TurnContext
 from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
 from agent.wire import reply_text
 from gateway.errors import LLMError
@@ -165,7 +166,11 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        return await self.loop(state, self.context(key, grant), listen=listen)
+        ctx = self.context(key, grant)
+        if any(quotes_outside(m.text) for m in fresh):
+            # A scheduled job's instruction or digest that carries text from outside, quoted.
+            ctx.saw("quoted text in the request")
+        return await self.loop(state, ctx, listen=listen)
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not
