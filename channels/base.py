@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # How long stopping waits for sends and typing requests still under way.
 FINISHING_SECONDS = 5.0
+# Messages sent with buttons that are remembered, so an answered question loses its buttons.
+BUTTONED_KEEP = 200
 
 
 class ChannelStartError(Exception):
@@ -70,6 +72,8 @@ class Channel(ABC):
         # Set once the channel is asking its platform for messages (its first long poll is
         # out): start-up work that can wait (MCP servers) waits for it, not to delay it.
         self.receiving = asyncio.Event()
+        # Messages sent with buttons, by each button's command: the chat and message id.
+        self._buttoned: dict[str, tuple[SessionKey, str]] = {}
 
     @final
     def bind(self, sink: Sink) -> None:
@@ -107,6 +111,34 @@ class Channel(ABC):
 
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None: ...
+
+    def sent_buttons(self, msg: OutboundMessage, ref: str) -> None:
+        """``msg`` went out, its buttons under platform message ``ref`` (called by ``send``)."""
+        for _, command in msg.buttons:
+            self._buttoned[command] = (msg.key, ref)
+        while len(self._buttoned) > BUTTONED_KEEP:
+            del self._buttoned[next(iter(self._buttoned))]
+
+    def pressed_under(self, command: str, key: SessionKey, ref: str) -> None:
+        """A button for ``command`` was pressed under message ``ref``: kept like a message
+        sent, so one sent before a restart can be settled too."""
+        self._buttoned.setdefault(command, (key, ref))
+
+    async def settle_buttons(self, command: str, text: str) -> bool:
+        """The message with a button for ``command`` now reads ``text``, without buttons: the
+        question they asked was answered. False when this channel knows no such message."""
+        found = self._buttoned.get(command)
+        if found is None:
+            return False
+        for other in [c for c, where in self._buttoned.items() if where == found]:
+            del self._buttoned[other]
+        await self.replace_text(*found, text)
+        return True
+
+    async def replace_text(self, key: SessionKey, ref: str, text: str) -> None:
+        """Replace the text of message ``ref`` in ``key``'s chat, dropping its buttons (for
+        channels that send buttons)."""
+        return None
 
     def health(self) -> dict[str, int]:
         """Figures on the platform client for ``corvid status`` (its connection pool)."""

@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,8 @@ class PairingStore:
         self.max_pending = max_pending
         self._cache_stamp: tuple[int, ...] | None = None
         self._approved: dict[str, dict[str, Any]] = {}
+        # Told of each request this store approved (True) or denied (False), once written.
+        self.on_handled: Callable[[PairingRequest, bool], None] | None = None
 
     def now(self) -> float:
         """Seconds since the epoch, as codes' ``created`` and ``expires`` are kept."""
@@ -161,6 +163,7 @@ class PairingStore:
 
     def approve(self, code: str) -> PairingRequest:
         wanted = normalize_code(code)
+        req = None
         with self._locked() as data:
             for p in data["pending"]:
                 if p["code"] == wanted:
@@ -170,7 +173,10 @@ class PairingStore:
                         "name": req.name,
                         "approved_at": self.now(),
                     }
-                    return req
+                    break
+        if req is not None:
+            self._handled(req, True)
+            return req
         raise PairingError(
             f"no pending pairing code {wanted!r}: it may have expired (codes last "
             f"{int(self.ttl // 60)} minutes) or been used; `corvid pairing list` shows the "
@@ -180,12 +186,23 @@ class PairingStore:
     def deny(self, code: str) -> PairingRequest:
         """Drop one pending request; its code no longer works."""
         wanted = normalize_code(code)
+        req = None
         with self._locked() as data:
             for p in data["pending"]:
                 if p["code"] == wanted:
                     data["pending"].remove(p)
-                    return PairingRequest(**p)
-        raise PairingError(f"no pending pairing code {wanted!r}; `corvid pairing list` shows them")
+                    req = PairingRequest(**p)
+                    break
+        if req is None:
+            raise PairingError(
+                f"no pending pairing code {wanted!r}; `corvid pairing list` shows them"
+            )
+        self._handled(req, False)
+        return req
+
+    def _handled(self, req: PairingRequest, approved: bool) -> None:
+        if self.on_handled is not None:
+            self.on_handled(req, approved)
 
     def clear(self) -> int:
         """Drop every pending request; returns how many there were."""

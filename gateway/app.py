@@ -45,7 +45,7 @@ from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planned_jobs
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
@@ -142,6 +142,8 @@ class App:
             run_job=self.scheduler.run_now,
             cancel_job=self.cancel_job,
             reload=self.reload,
+            paired=self.notices.handled if self.notices is not None else None,
+            rotate_token=lambda: self.web is not None and self.web.rotate_token(),
         )
         try:
             await self.control.start()
@@ -165,15 +167,16 @@ class App:
         from gateway.web.server import Backend
 
         config, clock = self.config, scheduler.clock
+        pairing = PairingStore(config.state / "pairing.json", clock=clock)
+        if self.notices is not None:
+            pairing.on_handled = self.notices.handled
         return Backend(
             config=config,
             gateway=self.gateway,
             status=self._status,
             figures=self.figures,
-            pairing=PairingStore(config.state / "pairing.json", clock=clock),
-            job_states=lambda: job_states(
-                planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
-            ),
+            pairing=pairing,
+            job_states=lambda: listed_states(self.config, self.jobs, scheduler.ledger, clock),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
             reload=self.reload,
@@ -272,7 +275,7 @@ def build_app(
     jobs = JobStore(config.state / "jobs.json")
     ledger = Ledger(config.state / "scheduler.sqlite")
     resources.callback(ledger.close)
-    scheduler = Scheduler(ledger, clock, finished=jobs.forget)
+    scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
     model = llm or AnthropicLLM(config.llm)
     mcp = mcp_hub(config, resources)
     tools = ToolRegistry(
@@ -374,10 +377,17 @@ def owner_chats(config: Config) -> dict[str, SessionKey]:
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock)
+
+    async def settle(command: str, text: str) -> bool:
+        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
+        return any(settled)
+
+    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock, settle)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested
+    if gateway.commands.pairing is not None:
+        gateway.commands.pairing.on_handled = notices.handled
     return notices
 
 

@@ -26,7 +26,7 @@ from channels.access import Access, Arrival
 from channels.base import Channel, ChannelStartError
 from channels.discord import buttons, replies
 from channels.discord.files import fetch
-from channels.discord.live import DiscordLive, take_back
+from channels.discord.live import DiscordLive, replace_text, take_back
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.voice import Hearing
@@ -257,6 +257,8 @@ class DiscordChannel(Channel):
     async def _on_button(self, interaction: discord.Interaction) -> None:
         arrival = await buttons.pressed(interaction, self.access)
         if arrival is not None:
+            if interaction.message is not None:
+                self.pressed_under(arrival.text, arrival.key, str(interaction.message.id))
             await self.admit(arrival)
 
     def _addressed(self, message: discord.Message) -> bool:
@@ -345,7 +347,12 @@ class DiscordChannel(Channel):
 
     async def send(self, msg: OutboundMessage) -> None:
         interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
-        await replies.send(msg, interaction, self._resolve)
+        last = await replies.send(msg, interaction, self._resolve)
+        if msg.buttons and last is not None:
+            self.sent_buttons(msg, str(last.id))
+
+    async def replace_text(self, key: SessionKey, ref: str, text: str) -> None:
+        await replace_text(self._resolve, key, ref, text)
 
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]

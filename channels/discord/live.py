@@ -84,3 +84,9 @@ async def take_back(resolve: Resolve, key: SessionKey, ref: str) -> None:
     channel = await resolve(key)
     with contextlib.suppress(discord.NotFound):
         await channel.get_partial_message(int(ref)).delete()
+
+
+async def replace_text(resolve: Resolve, key: SessionKey, ref: str, text: str) -> None:
+    """Replace the text of a message of ours; without a view, Discord drops its buttons."""
+    channel = await resolve(key)
+    await channel.get_partial_message(int(ref)).edit(content=text, view=None)

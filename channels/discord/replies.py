@@ -27,9 +27,10 @@ async def send(
     msg: OutboundMessage,
     interaction: Any | None,
     resolve: Callable[[SessionKey], Awaitable[Any]],
-) -> None:
+) -> Any:
     """Send ``msg``: as follow-ups to the slash command it answers (``interaction``), else in
-    its channel (``resolve``), replying to the message it answers."""
+    its channel (``resolve``), replying to the message it answers. Returns the last message
+    sent in the channel (the one with the buttons), None for follow-ups only."""
     import discord
 
     # A very long reply takes a while to parse: not on the loop every chat shares.
@@ -45,7 +46,7 @@ async def send(
             for piece in pieces:
                 await interaction.followup.send(piece, allowed_mentions=none)
                 pieces = pieces[1:]
-            return
+            return None
         except discord.NotFound:
             # The interaction expired (15 minutes) while the command waited its turn:
             # post the rest in the channel instead.
@@ -57,6 +58,7 @@ async def send(
             message_id=int(msg.reply_to), channel_id=channel.id, fail_if_not_exists=False
         )
     first = total - len(pieces)  # pieces already sent as interaction follow-ups
+    last = None
     for number, piece in enumerate(pieces, first):
         # Discord returns the existing message for a nonce it has seen (enforce_nonce).
         nonce = f"{msg.ident}.{number}" if msg.ident else None
@@ -64,10 +66,11 @@ async def send(
         if number == total - 1 and msg.buttons:
             extra["view"] = buttons.view(msg.buttons)  # under the last piece
         try:
-            await channel.send(piece, reference=ref, allowed_mentions=none, **extra)
+            last = await channel.send(piece, reference=ref, allowed_mentions=none, **extra)
         except discord.HTTPException as exc:
             if exc.status != 400:
                 raise
             log.warning("%s: Discord refused a piece (%s); sending a notice instead", msg.key, exc)
-            await channel.send(UNSENDABLE, reference=ref, allowed_mentions=none, **extra)
+            last = await channel.send(UNSENDABLE, reference=ref, allowed_mentions=none, **extra)
         ref = None  # only the first piece points at the message it answers
+    return last

@@ -24,7 +24,7 @@ from channels.live import LiveReply
 from channels.telegram import replies
 from channels.telegram.api import call, retry_after_seconds
 from channels.telegram.inbound import Reader
-from channels.telegram.live import TelegramLive, take_back
+from channels.telegram.live import TelegramLive, edit_piece, take_back
 from channels.telegram.sdk import load_ptb
 from channels.voice import Hearing
 from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
@@ -313,9 +313,12 @@ class TelegramChannel(Channel):
     # -- inbound --------------------------------------------------------------------------------
 
     async def _on_update(self, update: Update) -> None:
-        if update.callback_query is not None:
-            button = await self._reader.button(update.callback_query, self.access)
+        query = update.callback_query
+        if query is not None:
+            button = await self._reader.button(query, self.access)
             if button is not None:
+                if query.message is not None:
+                    self.pressed_under(button.text, button.key, str(query.message.message_id))
                 await self.admit(button)
             return
         msg = update.message  # edits, channel posts and the rest are not for us
@@ -330,7 +333,17 @@ class TelegramChannel(Channel):
     async def send(self, msg: OutboundMessage) -> None:
         if self._app is None:
             raise RuntimeError("the Telegram channel is not running")
-        await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
+        last = await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
+        if msg.buttons:
+            self.sent_buttons(msg, str(last))
+
+    async def replace_text(self, key: SessionKey, ref: str, text: str) -> None:
+        if self._app is None:
+            return
+        chat_id, _ = replies.target(key)
+        # An edit that leaves out the keyboard removes it.
+        piece = replies.pieces(text)[0]
+        await edit_piece(self._app.bot, (chat_id, int(ref)), piece, self.clock, self.retry_backoff)
 
     def health(self) -> dict[str, int]:
         return self.transport.pool() if self.transport is not None else {}

@@ -37,15 +37,17 @@ def target(key: SessionKey) -> tuple[int, int | None]:
     return int(key.id), int(key.topic) if key.topic else None
 
 
-async def send(bot: Bot, msg: OutboundMessage, clock: Clock, backoff: float) -> None:
+async def send(bot: Bot, msg: OutboundMessage, clock: Clock, backoff: float) -> int:
+    """Send ``msg`` in pieces; returns the last piece's message id (the buttons are under it)."""
     chat_id, thread = target(msg.key)
     quote = int(msg.reply_to) if msg.reply_to and msg.key.scope is Scope.GROUP else None
     # A very long reply takes a while to parse: not on the loop every chat shares.
     cut = await asyncio.to_thread(pieces, msg.text) if len(msg.text) > LONG else pieces(msg.text)
     for n, (piece, html) in enumerate(cut, 1):
         markup = keyboard(msg.buttons) if n == len(cut) else None  # under the last piece
-        await send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff, markup)
+        last = await send_piece(bot, (chat_id, thread), piece, html, quote, clock, backoff, markup)
         quote = None  # only the first piece quotes the message it answers
+    return last
 
 
 def keyboard(buttons: tuple[tuple[str, str], ...]) -> Any:

@@ -125,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
+    web.add_argument("--rotate-token", action="store_true", help="make a new token first")
     memory = top.group(
         top.add("memory", "search or rebuild the memory index"), "memory_command", False
     )

@@ -168,9 +168,16 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 
 
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
-    from channels.pairing import PairingStore
+    from dataclasses import asdict
 
-    return PairingStore(read_config(home, environ)[0].state / "pairing.json")
+    from channels.pairing import PairingStore
+    from gateway.ops.control import tell
+
+    store = PairingStore(read_config(home, environ)[0].state / "pairing.json")
+    sock = store.path.parent / "control.sock"  # the running gateway updates its notice
+    store.on_handled = lambda req, ok: tell(sock, {"cmd": "paired", "request": asdict(req),
+                                                   "approved": ok})  # fmt: skip
+    return store
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -290,7 +297,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.control import ask_running
+    from gateway.ops.control import ask_running, rotate_web_token
     from gateway.ops.doctor_local import port_problem
     from gateway.web.guard import address, load_token
 
@@ -304,6 +311,8 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
             "corvid: the control page is off (web.enabled: false in config.yaml)", file=sys.stderr
         )
         return 1
+    if getattr(args, "rotate_token", False):
+        rotate_web_token(config.state)
 
     # Never an address for the configured port unless the page is there or can be: another
     # program may hold the port, and the token must not go to it.

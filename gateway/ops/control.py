@@ -10,9 +10,12 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from channels.pairing import PairingRequest
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +26,17 @@ StatusReport = Callable[[], dict[str, Any]]
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 CancelJob = Callable[[str], str | None]
 Reload = Callable[[], dict[str, Any]]
+Paired = Callable[[PairingRequest, bool], None]
+RotateToken = Callable[[], bool]
 
 
 class ControlServer:
     """Answers ``ping``, ``status`` (from ``status()``), ``run_job`` (through ``run_job``,
     which returns the recorded status, None for no such job, and the error) and
     ``cancel_job`` (through ``cancel_job``, which returns None or why it could not) and
-    ``reload`` (config.yaml read again: what was applied, what waits for a restart)."""
+    ``reload`` (config.yaml read again: what was applied, what waits for a restart) and
+    ``paired`` (``corvid pairing`` answered a request: its notice and the person are told) and
+    ``rotate_token`` (the control page's new access token; False when the page is not up)."""
 
     def __init__(
         self,
@@ -39,10 +46,14 @@ class ControlServer:
         run_job: RunJob,
         cancel_job: CancelJob,
         reload: Reload | None = None,
+        paired: Paired | None = None,
+        rotate_token: RotateToken | None = None,
     ) -> None:
         self.path = path
         self._status = status
         self._reload = reload
+        self._paired = paired
+        self._rotate_token = rotate_token
         self._run_job = run_job
         self._cancel_job = cancel_job
         self._server: asyncio.Server | None = None
@@ -98,6 +109,11 @@ class ControlServer:
             return {"ok": status == "sent", "status": status or "unknown", "error": error}
         if cmd == "reload" and self._reload is not None:
             return self._reload()
+        if cmd == "paired" and self._paired is not None:
+            self._paired(PairingRequest(**request["request"]), bool(request["approved"]))
+            return {"ok": True}
+        if cmd == "rotate_token" and self._rotate_token is not None:
+            return {"ok": self._rotate_token()}
         if cmd == "cancel_job":
             problem = self._cancel_job(str(request["id"]))
             return {"ok": problem is None, "error": problem}
@@ -123,6 +139,33 @@ async def ask(path: Path, request: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise ValueError("the control socket answered something other than an object")
     return answer
+
+
+def tell(path: Path, request: dict[str, Any]) -> None:
+    """Send one request to a running gateway without waiting for the answer (what it
+    reports happened already); nothing when none is running."""
+    import socket
+
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(2)
+        conn.connect(str(path))
+        conn.sendall(json.dumps(request).encode() + b"\n")
+
+
+def rotate_web_token(state: Path) -> None:
+    """A new access token for the control page, made by the running gateway (whose page then
+    refuses the old one at once) or, with none running, in ``state/``; every browser is
+    signed out."""
+    from gateway.web.guard import SESSIONS_FILE, SignedIn, new_token
+
+    try:
+        rotated = ask_running(state / "control.sock", {"cmd": "rotate_token"}, 10).get("ok")
+    except (ConnectionError, TimeoutError):
+        rotated = False
+    if not rotated:  # not running, or running without its control page
+        new_token(state)
+        SignedIn(state / SESSIONS_FILE).end(None)
+    print("A new access token is in place; every browser was signed out.", file=sys.stderr)
 
 
 def ask_running(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:

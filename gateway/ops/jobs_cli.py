@@ -38,7 +38,7 @@ def _job_states(config: Config) -> list[JobState] | None:
     files they come from cannot be read."""
     from gateway.ports import SystemClock
     from gateway.scheduling.ledger import Ledger
-    from gateway.scheduling.plan import job_states, planned_jobs
+    from gateway.scheduling.plan import finished_states, job_states, planned_jobs
     from gateway.scheduling.reminders import JobStore
 
     clock = SystemClock()
@@ -52,12 +52,13 @@ def _job_states(config: Config) -> list[JobState] | None:
             file=sys.stderr,
         )
         return None
-    if not planned:
+    if not planned and not store.finished(clock.now()):
         return []
     try:
         ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
         try:
-            return job_states(planned, ledger, clock)
+            finished = finished_states(store, ledger, clock.now())
+            return job_states(planned, ledger, clock) + finished
         finally:
             ledger.close()
     except sqlite3.DatabaseError as exc:
@@ -81,6 +82,7 @@ def _job_json(state: JobState) -> dict[str, Any]:
             k: row[k] for k in ("slot", "status", "attempts", "error")
         },
         "problem": state.problem,
+        "finished": state.finished.isoformat() if state.finished else None,
     }  # fmt: skip
 
 
@@ -93,8 +95,11 @@ def _print_job(state: JobState) -> None:
     if state.problem:
         print(f"  cannot be scheduled: {state.problem}")
         return
-    when = f"{nxt.astimezone(ZoneInfo(job.timezone)):%Y-%m-%d %H:%M %Z}" if nxt else "—"
-    print(f"  next run: {when}")
+    zone = ZoneInfo(job.timezone)
+    if state.finished is not None:
+        print(f"  finished: {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z} (no more runs)")
+    else:
+        print(f"  next run: {f'{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}' if nxt else '—'}")
     if row is None:
         print("  last run: never")
         return

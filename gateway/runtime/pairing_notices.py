@@ -6,6 +6,10 @@ buttons where the platform has them, and the commands spelled out (``/approve CO
 ``/deny CODE``) for everywhere else. A person is announced at most once an hour; when more than
 a few strangers write within a minute, the rest are collected into one digest at the end of
 that minute, so a flood of strangers never floods the owner.
+
+Once a request is answered (a button, ``/approve``, the control page, ``corvid pairing``), the
+notice is edited to say how it ended and loses its buttons, and someone approved is told that
+they can talk to the bot now.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from channels.live import escape_markdown
 from channels.pairing import PairingRequest
-from gateway.events import OutboundMessage, SessionKey
+from gateway.events import OutboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.ports import Clock
 
 log = logging.getLogger(__name__)
@@ -29,11 +33,26 @@ WINDOW = 60.0
 NAME_CHARS = 64
 
 Send = Callable[[OutboundMessage], Coroutine[Any, Any, Any]]
+# Replaces the text of the message that carries a button for a command, its buttons gone;
+# False when no channel knows such a message (sent before a restart, or in a digest).
+Settle = Callable[[str, str], Awaitable[bool]]
+# Where someone who asked on a platform is written to.
+PRIVATE_CHAT = {"telegram": telegram_private, "discord": discord_dm}
+WELCOME = (
+    "Good news: my owner approved your request, so you can talk to me now. Write whenever you like."
+)
 
 
 class PairingNotices:
-    def __init__(self, send: Send, owners: Mapping[str, SessionKey], clock: Clock) -> None:
+    def __init__(
+        self,
+        send: Send,
+        owners: Mapping[str, SessionKey],
+        clock: Clock,
+        settle: Settle | None = None,
+    ) -> None:
         self._send = send
+        self._settle = settle
         self._owners = dict(owners)  # platform → the owner's private chat there
         self._clock = clock
         self._told: dict[tuple[str, str], float] = {}
@@ -70,6 +89,24 @@ class PairingNotices:
             return
         self._recent.append(now)
         self._spawn(self._send(notice(req, owner)))
+
+    def handled(self, req: PairingRequest, approved: bool) -> None:
+        """A request was answered: its notice says so, without buttons; someone approved is
+        told they are in."""
+        self._spawn(self._answered(req, approved))
+
+    async def _answered(self, req: PairingRequest, approved: bool) -> None:
+        if self._settle is not None:
+            try:
+                text = answered(req, approved)
+                if not await self._settle(f"/approve {req.code}", text):
+                    await self._settle(f"/deny {req.code}", text)  # known by a press of Deny
+            except Exception as exc:  # the person is told all the same
+                log.warning("could not update the pairing notice for %s user %s: %s",
+                            req.channel, req.user_id, exc)  # fmt: skip
+        chat = PRIVATE_CHAT.get(req.channel)
+        if approved and chat is not None:
+            await self._send(OutboundMessage(chat(req.user_id), WELCOME))
 
     async def _send_digest(self, owner: SessionKey) -> None:
         await self._clock.sleep(WINDOW)
@@ -116,3 +153,14 @@ def notice(req: PairingRequest, owner: SessionKey) -> OutboundMessage:
     )
     buttons = (("Approve", f"/approve {req.code}"), ("Deny", f"/deny {req.code}"))
     return OutboundMessage(owner, text, buttons=buttons)
+
+
+def answered(req: PairingRequest, approved: bool) -> str:
+    """A notice once its request was answered: what happened, and no buttons left to press."""
+    if approved:
+        return (
+            f"{who(req)} asked to talk to me (code {req.code}). Approved: they can talk to me "
+            "now, in a chat of their own that does not see your private memory. To undo it: "
+            f"/revoke {req.channel} {req.user_id}"
+        )
+    return f"{who(req)} asked to talk to me (code {req.code}). Denied: their code no longer works."

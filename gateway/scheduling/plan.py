@@ -18,7 +18,15 @@ from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 
-__all__ = ["DAILY_SUMMARY", "HEARTBEAT", "JobState", "job_states", "planned_jobs"]
+__all__ = [
+    "DAILY_SUMMARY",
+    "HEARTBEAT",
+    "JobState",
+    "finished_states",
+    "job_states",
+    "listed_states",
+    "planned_jobs",
+]
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
@@ -70,6 +78,7 @@ class JobState:
     next_run: datetime | None
     last: dict[str, Any] | None  # the newest ledger row, runs started by hand included
     problem: str | None = None  # why it cannot be scheduled (a hand-edited jobs.json)
+    finished: datetime | None = None  # a one-off job that ran (or was missed): when it ended
 
 
 def job_states(jobs: list[Job], ledger: Ledger, clock: Clock) -> list[JobState]:
@@ -85,3 +94,19 @@ def job_states(jobs: list[Job], ledger: Ledger, clock: Clock) -> list[JobState]:
         last = ledger.history(job.id)
         states.append(JobState(job, nxt, last[0] if last else None))
     return states
+
+
+def finished_states(store: JobStore, ledger: Ledger, now: datetime) -> list[JobState]:
+    """The one-off jobs that finished in the last day, with the outcome of their run."""
+    states = []
+    for job, when in store.finished(now):
+        last = ledger.history(job.id)
+        states.append(JobState(job, None, last[0] if last else None, finished=when))
+    return states
+
+
+def listed_states(config: Config, store: JobStore, ledger: Ledger, clock: Clock) -> list[JobState]:
+    """What the Jobs page lists: every planned job, then the one-off jobs finished lately."""
+    now = clock.now()
+    planned = job_states(planned_jobs(config, store, now), ledger, clock)
+    return planned + finished_states(store, ledger, now)

@@ -8,6 +8,7 @@ isolated turn and the result is posted in the chat that made it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.tools import Grant, Tool, TurnContext
@@ -46,25 +47,50 @@ Carry it out and write the message to send to the chat now, addressed to the peo
 Write it directly, with no preamble about being a scheduled job."""
 
 
+# A one-off job that has run stays listed (``corvid jobs``, the Jobs page) this long.
+KEEP_FINISHED = timedelta(days=1)
+
+
 class JobStore:
-    """Jobs made in chat, in ``state/jobs.json``."""
+    """Jobs made in chat, in ``state/jobs.json``; one-off jobs that ran are kept a day under
+    ``finished``, with when they finished, so their outcome can still be seen."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self) -> list[Job]:
+    def _data(self) -> Any:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return []
-        return [Job.from_dict(d) for d in data.get("jobs", [])]
+            return {}
 
-    def _save(self, jobs: list[Job]) -> None:
+    def load(self) -> list[Job]:
+        return [Job.from_dict(d) for d in self._data().get("jobs", [])]
+
+    def _finished(self) -> list[dict[str, Any]]:
+        data = self._data()
+        kept = data.get("finished", []) if isinstance(data, dict) else []
+        return [d for d in kept if isinstance(d, dict)] if isinstance(kept, list) else []
+
+    def finished(self, now: datetime) -> list[tuple[Job, datetime]]:
+        """The one-off jobs that finished within ``KEEP_FINISHED`` of ``now``, newest first."""
+        out = []
+        for d in self._finished():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                when = datetime.fromisoformat(d["finished"])
+                if now - when < KEEP_FINISHED:
+                    out.append((Job.from_dict(d), when))
+        return sorted(out, key=lambda pair: pair[1], reverse=True)
+
+    def _save(self, jobs: list[Job], finished: list[dict[str, Any]] | None = None) -> None:
+        if finished is None:
+            finished = self._finished()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".jobs.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"jobs": [j.to_dict() for j in jobs]}, f, indent=2)
+                data = {"jobs": [j.to_dict() for j in jobs], "finished": finished}
+                json.dump(data, f, indent=2)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -95,9 +121,22 @@ class JobStore:
                     "the reminders made in chat are in the old copy",
                 )
 
-    def forget(self, job: Job) -> None:
-        """For the scheduler: a job that will never run again (a one-shot that ran)."""
-        self.remove(job.id)
+    def forget(self, job: Job, when: datetime) -> None:
+        """For the scheduler: a job that will never run again (a one-shot that ran or was
+        missed) moves to the finished ones; those older than ``KEEP_FINISHED`` go."""
+        jobs = self.load()
+        if not any(j.id == job.id for j in jobs):
+            return  # cancelled meanwhile
+        finished = [d for d in self._finished() if _recent(d.get("finished"), when)]
+        finished.append({**job.to_dict(), "finished": when.isoformat()})
+        self._save([j for j in jobs if j.id != job.id], finished)
+
+
+def _recent(stamp: object, now: datetime) -> bool:
+    try:
+        return now - datetime.fromisoformat(str(stamp)) < KEEP_FINISHED
+    except (ValueError, TypeError):
+        return False
 
 
 def cancellable(store: JobStore, job_id: str) -> str | None:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 import yaml
@@ -25,8 +25,8 @@ from gateway.config_build import secret_keys
 from gateway.errors import ConfigError
 from gateway.ops.commands import shown
 from gateway.ports import Secret
-from gateway.web.html import esc, form, notice, outcome, page, table
-from gateway.web.server import BACKEND, GUARD, html_response, see_other
+from gateway.web.html import esc, form, notice, page, table
+from gateway.web.server import BACKEND, GUARD, flash, html_response, see_other
 
 CANCELLABLE = "cancellable"
 
@@ -42,8 +42,7 @@ def routes(app: web.Application) -> None:
 
 
 def _back(path: str, ok: str = "", problem: str = "") -> web.Response:
-    key, text = ("problem", problem) if problem else ("ok", ok)
-    return see_other(f"{path}?{key}={quote(text)}")
+    return see_other(path, ok=ok, problem=problem)
 
 
 # -- jobs ---------------------------------------------------------------------------------------
@@ -58,13 +57,17 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
         when = f"{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}" if nxt and zone else "—"
         if state.problem:
             when = f"cannot be scheduled: {state.problem}"
+        if state.finished is not None and zone is not None:
+            when = f"none: finished {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z}"
         ran = "never"
         if last is not None:
             ran = (
                 f"{last['slot'].replace('T', ' ')}: {last['status']} (attempts {last['attempts']})"
             )
-        actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
-        if job.instruction:  # made in chat: a reminder or recurring job
+        actions = ""
+        if state.finished is None:
+            actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
+        if job.instruction and state.finished is None:  # made in chat: a reminder, a task
             actions += " " + form("/jobs/cancel", csrf, "Cancel", {"id": job.id})
         what = esc(job.describe()) + (f"<br><small>{esc(job.instruction)}</small>" if
                                       job.instruction else "")  # fmt: skip
@@ -72,7 +75,7 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
             (f"<code>{esc(job.id)}</code>", f"<code>{esc(job.target)}</code>", what, esc(when),
              esc(ran), esc((last or {}).get("error") or ""), actions)
         )  # fmt: skip
-    body = outcome(request.query) + table(
+    body = flash(request) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),
         rows,
         "No scheduled jobs. The daily summary and heartbeat are set up under schedule: in "
@@ -131,7 +134,7 @@ async def pairing_page(request: web.Request) -> web.StreamResponse:
         ),
         "Nobody has been approved by pairing (owners are in allow_from in config.yaml).",
     )  # fmt: skip
-    body = f"{outcome(request.query)}<h2>Waiting</h2>{waiting}<h2>Approved</h2>{let_in}"
+    body = f"{flash(request)}<h2>Waiting</h2>{waiting}<h2>Approved</h2>{let_in}"
     return html_response(page("Pairing", body, active="/pairing", csrf=csrf))
 
 
@@ -224,13 +227,16 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     reread = form("/config/reload", csrf, "Read config.yaml again")
     body = (
-        f"{outcome(request.query)}{check}<p>{reread} applies a changed file without a restart.</p>"
+        f"{flash(request)}{check}<p>{reread} applies a changed file without a restart.</p>"
         f"<p>What this process runs with (secrets are never shown). Change it in "
         f"<code>{esc(config.home / 'config.yaml')}</code>, then read it again.</p>"
         f"<pre>{esc(text)}</pre>"
         "<h2>Browsers</h2><p>Every browser signed in to this page stays signed in for "
-        "two weeks. If this page was opened somewhere it should not have been:</p>"
-        + form("/logout", csrf, "Sign out every browser", {"everywhere": "1"})
+        "two weeks. If this page was opened somewhere it should not have been, sign every "
+        "browser out; if the address with the token got out, make a new token (also "
+        "<code>corvid web --rotate-token</code>).</p><p>"
+        '<a class="button" href="/logout/everywhere">Sign out every browser</a> '
+        '<a class="button" href="/token/new">Make a new access token</a></p>'
     )
     return html_response(page("Config", body, active="/config", csrf=csrf))
 

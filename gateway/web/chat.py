@@ -14,8 +14,11 @@ import contextlib
 import json
 import os
 import uuid
+from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, tzinfo
 from pathlib import Path
+from typing import Any
 
 from agent.files import private_file
 from channels.access import Arrival, Fetched
@@ -23,10 +26,17 @@ from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
 from gateway.config import ChannelConfig, Config
-from gateway.events import Attachment, OutboundMessage, Scope, SessionKey
+from gateway.events import (
+    MODEL_IMAGE_TYPES,
+    Attachment,
+    OutboundMessage,
+    Scope,
+    SessionKey,
+    sniff_image,
+)
 from gateway.ports import Clock
 from gateway.web.html import esc, markdown
-from gateway.web.sessions_page import message_html
+from gateway.web.sessions_page import message_html, when_shown
 
 WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 
@@ -41,7 +51,7 @@ def web_chat(config: Config, clock: Clock) -> WebChannel:
     from gateway.channel_setup import intake
 
     files = intake(config, ChannelConfig(), clock)
-    return WebChannel(files, clock, config.state / "web_chat.jsonl")
+    return WebChannel(files, clock, config.state / "web_chat.jsonl", config.tz)
 
 
 # The outbox keeps the newest messages sent to the web chat, no more than this many.
@@ -66,11 +76,16 @@ class WebChannel(Channel):
     name = "web"
 
     def __init__(
-        self, intake: Intake | None = None, clock: Clock | None = None, outbox: Path | None = None
+        self,
+        intake: Intake | None = None,
+        clock: Clock | None = None,
+        outbox: Path | None = None,
+        tz: tzinfo = UTC,
     ) -> None:
         super().__init__(None, clock)
         self.intake = intake
         self.outbox = outbox
+        self.tz = tz  # the owner's: times on the page are theirs
         self._listeners: set[asyncio.Queue[Event]] = set()
 
     async def start(self) -> None:
@@ -109,7 +124,11 @@ class WebChannel(Channel):
         on the page the next time it opens (replies are in the transcript as well)."""
         if self.outbox is not None:
             keep(self.outbox, {"ts": self.clock.now().isoformat(), "text": msg.text})
-        self.publish("message", message_html({"role": "assistant", "content": msg.text}))
+        reply = {"role": "assistant", "content": msg.text}
+        self.publish("message", message_html(reply, self._now()))
+
+    def _now(self) -> str:
+        return when_shown(self.clock.now().isoformat(), self.tz)
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
@@ -127,13 +146,29 @@ class WebChannel(Channel):
     async def say(self, text: str, files: list[tuple[str, str, bytes]]) -> None:
         """The owner wrote ``text`` (with ``files``: name, type, bytes) on the page."""
         message_id = f"web-{uuid.uuid4().hex[:12]}"
-        shown = text + "".join(f"\n[{name}]" for name, _, _ in files)
-        self.publish("message", message_html({"role": "user", "content": shown}))
+        self.publish(
+            "message",
+            message_html({"role": "user", "content": self._as_kept(text, files)}, self._now()),
+        )
         fetch = None
         if files and self.intake is not None:
             fetch = self._fetcher(files)
         arrival = Arrival(WEB_CHAT, "owner", "Owner", text, message_id=message_id, fetch=fetch)
         await self.admit(arrival)
+
+    def _as_kept(self, text: str, files: list[tuple[str, str, bytes]]) -> list[dict[str, Any]]:
+        """The message as the transcript will keep it, so that it looks the same once the
+        page is reloaded: the images the model will see, then the text and the files saved."""
+        blocks: list[dict[str, Any]] = []
+        limit = self.intake.max_image_bytes if self.intake is not None else 0
+        for name, mime, data in files:
+            kind = sniff_image(data) if mime in MODEL_IMAGE_TYPES and len(data) <= limit else None
+            if kind is not None:
+                source = {"type": "base64", "media_type": kind, "data": b64encode(data).decode()}
+                blocks.append({"type": "image", "source": source})
+            else:
+                text += f"\n[file received: {json.dumps(name, ensure_ascii=False)}, saved at …]"
+        return [*blocks, {"type": "text", "text": text}]
 
     def _fetcher(
         self, files: list[tuple[str, str, bytes]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,11 @@ from gateway.web.guard import CSRF_HEADER
 from gateway.web.html import esc, page
 from gateway.web.overview import sse
 from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
-from gateway.web.sessions_page import message_html
+from gateway.web.sessions_page import message_html, when_shown
+
+log = logging.getLogger(__name__)
 
 HISTORY = 60  # messages shown when the page opens (the sessions page has the whole transcript)
-# The bracketed line each message starts with in the transcript ("[Sun 2026-11-22 10:00 CET]").
-HEADER = re.compile(r"^\[[^\]\n]*\]\n?")
 
 
 def routes(app: web.Application) -> None:
@@ -46,7 +46,11 @@ async def chat_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     channel = _channel(request)
     transcript = backend.gateway.agent.store.path(WEB_CHAT)
-    shown = "".join(message_html(m) for m in history(transcript, channel.outbox, HISTORY))
+    tz = backend.config.tz
+    shown = "".join(
+        message_html(m, when_shown(m["ts"], tz))
+        for m in history(transcript, channel.outbox, HISTORY)
+    )
     if not shown:
         shown = '<p class="empty">Write below to talk to the assistant, as in a private chat.</p>'
     body = (
@@ -72,17 +76,17 @@ def history(transcript: Path, outbox: Path | None, limit: int) -> list[dict[str,
     for entry in _lines(transcript):
         if entry.get("t") != "msg" or not isinstance(entry.get("msg"), dict):
             continue
-        msg, text = entry["msg"], _text(entry["msg"])
-        if text:
-            if msg.get("role") == "assistant":
+        msg, text, ts = entry["msg"], _text(entry["msg"]), entry.get("ts")
+        if msg.get("role") == "assistant":
+            if text:
                 said.add(text.strip())
-            else:
-                text = HEADER.sub("", text, count=1)
-            timed.append((_when(entry.get("ts")), {"role": msg.get("role"), "content": text}))
+                timed.append((_when(ts), {"role": "assistant", "content": text, "ts": ts}))
+        elif shown := _written(msg):  # what the owner wrote and sent, not tool results
+            timed.append((_when(ts), {"role": "user", "content": shown, "ts": ts}))
     for entry in _lines(outbox) if outbox is not None else []:
-        text = str(entry.get("text", ""))
+        text, ts = str(entry.get("text", "")), entry.get("ts")
         if text.strip() not in said:
-            timed.append((_when(entry.get("ts")), {"role": "assistant", "content": text}))
+            timed.append((_when(ts), {"role": "assistant", "content": text, "ts": ts}))
     timed.sort(key=lambda pair: pair[0])
     return [msg for _, msg in timed[-limit:]]
 
@@ -111,6 +115,18 @@ def _text(msg: dict[str, Any]) -> str:
         str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
     ]
     return "\n\n".join(t for t in texts if t.strip())
+
+
+def _written(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The text and images of a user message (its tool results are the model's business)."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    kept = [b for b in content if isinstance(b, dict) and b.get("type") in ("text", "image")]
+    filled = [b for b in kept if b["type"] == "image" or str(b.get("text", "")).strip()]
+    return kept if filled else []
 
 
 def _when(ts: object) -> datetime:
@@ -156,7 +172,7 @@ async def chat_events(request: web.Request) -> web.StreamResponse:
                     break
                 await response.write(sse(event, data))
         except ConnectionResetError:
-            pass  # the page was closed
+            log.debug("live page closed")  # a closed tab: the normal end of a stream
         finally:
             stop.cancel()
     return response

@@ -3,7 +3,8 @@
 - **The access token** is made on first start and kept in ``state/web_token`` (mode 0600).
   ``corvid web`` prints the address with it; opening that address (or pasting the token into
   the login form) sets the session cookie and sends the browser on without the token in the
-  address bar.
+  address bar. A new token (the Config page, ``corvid web --rotate-token``) signs every
+  browser out and the old address stops working.
 - **The session cookie** holds a random session id, kept with its expiry in
   ``state/web_sessions.json`` (0600), so it survives restarts and *Sign out* (this browser, or
   every browser) ends it on the server. It is HttpOnly, SameSite=Strict, and Secure behind a
@@ -41,7 +42,7 @@ TOKEN_FILE = "web_token"
 SESSIONS_FILE = "web_sessions.json"
 SESSION_DAYS = 14
 # Reachable without the cookie: the login form and what it needs to look right.
-OPEN_PATHS = frozenset({"/login", "/static/corvid.css"})
+OPEN_PATHS = frozenset({"/login", "/static/corvid.css", "/static/corvid.svg", "/favicon.ico"})
 LOGIN_MAX_BYTES = 4096  # a sign-in form is read only up to this size
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -67,11 +68,19 @@ def load_token(state: Path) -> str:
         token = path.read_text(encoding="ascii").strip()
         if len(token) >= 32:
             return token
+    return new_token(state)
+
+
+def new_token(state: Path) -> str:
+    """A fresh access token in place of the old one (which stops working)."""
+    path = state / TOKEN_FILE
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(token + "\n")
-    os.chmod(path, 0o600)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
     return token
 
 
@@ -115,9 +124,9 @@ class Guard:
     """Checks a request's host, session and CSRF token; see the module's docstring."""
 
     def __init__(self, token: str, web_config: WebConfig, signed_in: SignedIn) -> None:
-        self._token = token
+        self.token = token
         self.sessions = signed_in
-        self.csrf = hmac.new(token.encode(), b"csrf", hashlib.sha256).hexdigest()
+        self.csrf = _csrf(token)
         self.secure = web_config.behind_tls_proxy
         hosts = set(LOOPBACK) | {h.lower().rstrip(".") for h in web_config.hostnames}
         if not _wildcard(web_config.host):
@@ -125,7 +134,13 @@ class Guard:
         self.hosts = frozenset(hosts)
 
     def token_ok(self, given: str) -> bool:
-        return hmac.compare_digest(given.strip().encode(), self._token.encode())
+        return hmac.compare_digest(given.strip().encode(), self.token.encode())
+
+    def rotate(self, token: str) -> None:
+        """``token`` replaces the old one: every browser is signed out, every open form's
+        CSRF token is stale."""
+        self.token, self.csrf = token, _csrf(token)
+        self.sessions.end(None)
 
     def signed_in(self, request: web.Request) -> bool:
         return self.sessions.valid(request.cookies.get(COOKIE, ""))
@@ -215,6 +230,10 @@ def host_name(host: str) -> str | None:
     if sep and not port.isdigit():
         return None
     return name.rstrip(".") or None
+
+
+def _csrf(token: str) -> str:
+    return hmac.new(token.encode(), b"csrf", hashlib.sha256).hexdigest()
 
 
 def _wildcard(host: str) -> bool:

@@ -8,7 +8,7 @@ JavaScript there is (``static/corvid.js``) only makes the live parts update by t
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -43,14 +43,17 @@ def page(title: str, body: str, *, active: str = "", csrf: str = "", signed_in: 
             f'<input type="hidden" name="csrf" value="{esc(csrf)}"><button>Sign out</button></form>'
         )
         nav = f'<nav><span class="brand">Corvid</span>{links}{out}</nav>'
+    else:  # the sign-in page: no links (they all lead back here), and no script to load
+        nav = '<nav><span class="brand">Corvid</span></nav>'
     meta = f'<meta name="csrf" content="{esc(csrf)}">' if csrf else ""
+    script = '<script src="/static/corvid.js" defer></script>' if signed_in else ""
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"{meta}<title>{esc(title)} · Corvid</title>"
-        '<link rel="stylesheet" href="/static/corvid.css">'
-        '<script src="/static/corvid.js" defer></script></head>'
+        '<link rel="icon" href="/static/corvid.svg" type="image/svg+xml">'
+        f'<link rel="stylesheet" href="/static/corvid.css">{script}</head>'
         f"<body>{nav}<main><h1>{esc(title)}</h1>{body}</main></body></html>\n"
     )
 
@@ -68,17 +71,23 @@ def form(action: str, csrf: str, button: str, fields: dict[str, str] | None = No
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
-    """A table of already-escaped cells, or ``empty`` (plain text) when there are no rows."""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    """A table of already-escaped cells, or ``empty`` (plain text) when there are no rows.
+    Each cell carries its column's name: on a narrow screen a row is shown as a card."""
+    labels = [f' data-label="{esc(h)}"' if h else "" for h in headers]
+    body = "".join(
+        "<tr>" + "".join(f"<td{label}>{c}</td>" for label, c in zip(labels, row, strict=False))
+        + "</tr>"
+        for row in rows
+    )  # fmt: skip
     if not body:
         return f'<p class="empty">{esc(empty)}</p>'
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def outcome(query: Mapping[str, str]) -> str:
-    """The outcome of the last action, carried in the address it redirected to."""
-    return notice(query.get("ok", "")) + notice(query.get("problem", ""), "error")
+def outcome(ok: str, problem: str) -> str:
+    """The outcome of the last action: what went well, or the problem."""
+    return notice(ok) + notice(problem, "error")
 
 
 def notice(text: str, kind: str = "ok") -> str:

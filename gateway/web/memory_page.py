@@ -25,7 +25,7 @@ from agent.tools import TurnContext
 from gateway.errors import ToolError
 from gateway.events import OWNER, Scope, SessionKey
 from gateway.web.html import esc, markdown, notice, page, table
-from gateway.web.server import BACKEND, GUARD, Backend, html_response, see_other
+from gateway.web.server import BACKEND, GUARD, Backend, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
@@ -158,7 +158,7 @@ async def view_file(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
     _, path, rel = _resolve(backend, request.query.get("path", ""))
     text, _ = content(path)
-    saved = notice("Saved." if request.query.get("saved") else "")
+    saved = flash(request)
     can_edit = writable(OWNER, PurePosixPath(rel))
     actions = f'<p><a class="button" href="{_link(rel, "edit")}">Edit</a></p>' if can_edit else ""
     shown = await rendered(text) if text.strip() else '<p class="empty">This file is empty.</p>'
@@ -210,7 +210,7 @@ async def save(request: web.Request) -> web.StreamResponse:
         return await _stale(rel, now, text, current, csrf)
     atomic_write(path, text)
     backend.edited(ctx.now)
-    return see_other(_link(rel) + "&saved=1")
+    return see_other(_link(rel), ok="Saved.")
 
 
 async def _stale(rel: str, now: str, text: str, current: str, csrf: str) -> web.Response:

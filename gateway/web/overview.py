@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
+from gateway.events import SessionKey
 from gateway.ops.status import duration
 from gateway.web.html import esc, page, table
+from gateway.web.people import Guests, guests, key_html
 from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
+
+log = logging.getLogger(__name__)
 
 # How often an open overview looks for changes.
 REFRESH_SECONDS = 1.0
@@ -27,8 +33,10 @@ def routes(app: web.Application) -> None:
     app.router.add_get("/events/overview", overview_events)
 
 
-def fragment(r: dict[str, Any]) -> str:
-    """The live part of the overview, from a status report."""
+def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
+    """The live part of the overview, from a status report; ``known``: the guests' names."""
+    chat = partial(_chat, known=known or {})
+
     if r["running"]:
         up = duration(r["uptime_seconds"])
         head = (
@@ -44,14 +52,14 @@ def fragment(r: dict[str, Any]) -> str:
     busy = [s for s in r["sessions"] if s["running"]]
     now = table(
         ("Session", "Queued"),
-        ((f"<code>{esc(s['key'])}</code>", esc(s["queued"])) for s in busy),
+        ((chat(s["key"]), esc(s["queued"])) for s in busy),
         "Nothing is being answered right now.",
     )
     sessions = table(
         ("Session", "Turns", "Context", "Last active"),
         (
             (
-                f"<code>{esc(s['key'])}</code>",
+                chat(s["key"]),
                 esc(s["turns"]),
                 f"{s['context_tokens']:,} tokens ({s['context_pct']:.0f}%)",
                 esc(_when(s["last_active"])),
@@ -63,7 +71,7 @@ def fragment(r: dict[str, Any]) -> str:
     undelivered = table(
         ("When", "Chat", "Why", "Text"),
         (
-            (esc(_when(u["when"])), f"<code>{esc(u['key'])}</code>",
+            (esc(_when(u["when"])), chat(u["key"]),
              esc(("waiting to be sent again: " if u["status"] == "waiting" else "")
                  + (u["error"] or u["status"])), esc(u["text"]))
             for u in r["undelivered"]
@@ -83,6 +91,12 @@ def fragment(r: dict[str, Any]) -> str:
         f"<h2>Sessions ({total})</h2>{sessions}"
         f"<h2>Undelivered messages</h2>{undelivered}<h2>Recent warnings and errors</h2>{problems}"
     )
+
+
+def _chat(key: str, known: Guests) -> str:
+    with contextlib.suppress(ValueError):
+        return key_html(SessionKey.parse(key), known)
+    return f"<code>{esc(key)}</code>"
 
 
 def _mcp(servers: list[dict[str, Any]]) -> str:
@@ -114,7 +128,8 @@ def _when(iso: str) -> str:
 
 async def overview(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
-    body = f'<section id="live" data-live="/events/overview">{fragment(backend.status())}</section>'
+    live = fragment(backend.status(), guests(backend.pairing))
+    body = f'<section id="live" data-live="/events/overview">{live}</section>'
     return html_response(page("Overview", body, active="/", csrf=request.app[GUARD].csrf))
 
 
@@ -123,13 +138,17 @@ async def overview_events(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     last = ""
-    while not stopping.is_set():
-        current = fragment(backend.status())
-        if current != last:
-            await response.write(sse("overview", current))
-            last = current
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), REFRESH_SECONDS)
+    try:
+        while not stopping.is_set():
+            current = fragment(backend.status(), guests(backend.pairing))
+            if current != last:
+                await response.write(sse("overview", current))
+                last = current
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), REFRESH_SECONDS)
+    except ConnectionResetError:
+        # Closing a tab is how a live page ends: nothing went wrong, so no warning either.
+        log.debug("live page closed")
     return response
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from typing import Any
+from urllib.parse import quote, unquote
 
 from aiohttp import web
 
@@ -30,10 +32,12 @@ from gateway.scheduling.plan import JobState
 from gateway.web.guard import (
     SESSIONS_FILE,
     Guard,
+    Handler,
     SignedIn,
     add_headers,
     address,
     load_token,
+    new_token,
 )
 
 log = logging.getLogger(__name__)
@@ -76,7 +80,15 @@ STOPPING = web.AppKey("stopping", asyncio.Event)
 
 # The largest request: a file sent on the chat page (the chat platforms' default limit).
 MAX_BODY = ChannelConfig().max_file_bytes + 1024**2
-STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
+STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
+# The outcome of an action, shown once by the page it redirects to (never in the address,
+# where a reload or a shared link would show it again).
+FLASH = "corvid_flash"
+FLASH_SHOWN = web.RequestKey("flash_shown", bool)
+LOGIN_REFUSED = (
+    '<p class="notice error" role="status">That token is not right: open the address '
+    "<code>corvid web</code> prints, or paste the token again.</p>"
+)
 
 
 class WebServer:
@@ -85,11 +97,20 @@ class WebServer:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         state = backend.config.state
-        self.token = load_token(state)
-        self.guard = Guard(self.token, backend.config.web, SignedIn(state / SESSIONS_FILE))
+        self.guard = Guard(load_token(state), backend.config.web, SignedIn(state / SESSIONS_FILE))
         self.stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
+
+    @property
+    def token(self) -> str:
+        return self.guard.token
+
+    def rotate_token(self) -> bool:
+        """A new access token: the old address stops working, every browser is signed out."""
+        self.guard.rotate(new_token(self.backend.config.state))
+        log.info("control page: a new access token; every browser was signed out")
+        return True
 
     @property
     def url(self) -> str:
@@ -98,15 +119,22 @@ class WebServer:
     def app(self) -> web.Application:
         from gateway.web import admin, chat_page, memory_page, overview, sessions_page
 
-        app = web.Application(middlewares=[self.guard.middleware], client_max_size=MAX_BODY)
+        app = web.Application(
+            middlewares=[self.guard.middleware, _flash_read], client_max_size=MAX_BODY
+        )
         app[BACKEND] = self.backend
+        app[SERVER] = self
         app[GUARD] = self.guard
         app[STOPPING] = self.stopping
         app.on_response_prepare.append(add_headers)
         app.router.add_get("/login", login_form)
         app.router.add_post("/login", login)
         app.router.add_post("/logout", logout)
+        app.router.add_get("/logout/everywhere", confirm_everywhere)
+        app.router.add_get("/token/new", confirm_new_token)
+        app.router.add_post("/token/new", make_new_token)
         app.router.add_get("/static/{name}", static)
+        app.router.add_get("/favicon.ico", favicon)
         overview.routes(app)
         memory_page.routes(app)
         admin.routes(app)
@@ -138,6 +166,9 @@ class WebServer:
             self._runner = None
 
 
+SERVER = web.AppKey("server", WebServer)
+
+
 async def start_web(backend: Backend) -> WebServer | None:
     """The control page, started; None (and a warning) when it cannot listen. Chats matter
     more than the page, so the gateway runs on without it."""
@@ -163,7 +194,7 @@ async def login_form(request: web.Request) -> web.StreamResponse:
     if token is not None:
         if guard.token_ok(token):
             return signed_in(guard)
-        return _login_page("That token is not right; copy the address `corvid web` prints.", 403)
+        return _login_page(LOGIN_REFUSED, 403)
     if guard.signed_in(request):
         return web.Response(status=303, headers={"Location": "/"})
     return _login_page("", 200)
@@ -175,15 +206,62 @@ async def login(request: web.Request) -> web.StreamResponse:
     token = form.get("token")
     if isinstance(token, str) and guard.token_ok(token):
         return signed_in(guard)
-    return _login_page("That token is not right; copy the address `corvid web` prints.", 403)
+    return _login_page(LOGIN_REFUSED, 403)
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    """Sign this browser out, or every browser (``everywhere``)."""
-    everywhere = bool((await request.post()).get("everywhere"))
+    """Sign this browser out, or (``everywhere``, once confirmed) every browser."""
+    form = await request.post()
+    everywhere = bool(form.get("everywhere"))
+    if everywhere and form.get("confirm") != "1":
+        return see_other("/logout/everywhere")
     response = see_other("/login")
     request.app[GUARD].sign_out(request, response, everywhere)
     return response
+
+
+async def confirm_everywhere(request: web.Request) -> web.StreamResponse:
+    from gateway.web.html import form, page
+
+    csrf = request.app[GUARD].csrf
+    body = (
+        "<p>Every browser signed in to this page is signed out, this one too. The access "
+        "token stays the same: <code>corvid web</code> prints the address to sign in again.</p>"
+        + _choice(form("/logout", csrf, "Sign out every browser", {"everywhere": "1",
+                                                                   "confirm": "1"}))
+    )  # fmt: skip
+    return html_response(page("Sign out every browser?", body, active="/config", csrf=csrf))
+
+
+async def confirm_new_token(request: web.Request) -> web.StreamResponse:
+    from gateway.web.html import form, page
+
+    csrf = request.app[GUARD].csrf
+    body = (
+        "<p>A new access token replaces the old one: the address <code>corvid web</code> "
+        "printed before stops working, and every other browser is signed out. This one stays "
+        "signed in; <code>corvid web</code> prints the new address.</p>"
+        + _choice(form("/token/new", csrf, "Make a new token", {"confirm": "1"}))
+    )
+    return html_response(page("Make a new access token?", body, active="/config", csrf=csrf))
+
+
+async def make_new_token(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    if (await request.post()).get("confirm") != "1":
+        return see_other("/token/new")
+    server.rotate_token()
+    response = see_other(
+        "/config",
+        ok="A new access token is in place: the old address no longer works and every other "
+        "browser was signed out. corvid web prints the new address.",
+    )
+    server.guard.sign_in(response)  # this browser goes on
+    return response
+
+
+def _choice(button: str) -> str:
+    return f'<p>{button} <a class="button" href="/config">Cancel</a></p>'
 
 
 def signed_in(guard: Guard) -> web.StreamResponse:
@@ -193,12 +271,13 @@ def signed_in(guard: Guard) -> web.StreamResponse:
 
 
 def _login_page(problem: str, status: int) -> web.Response:
-    from gateway.web.html import notice, page
+    """The sign-in form; ``problem`` is HTML of ours (no text from the request in it)."""
+    from gateway.web.html import page
 
     body = (
-        notice(problem, "error")
-        + "<p>Open the address <code>corvid web</code> prints, or paste the access token "
-        "(in <code>state/web_token</code>) here.</p>"
+        problem
+        + "<p>Corvid's control page. Open the address <code>corvid web</code> prints, or paste "
+        "the access token (in <code>state/web_token</code>) here.</p>"
         '<form method="post" action="/login"><label>Access token '
         '<input name="token" type="password" autocomplete="current-password" required></label>'
         "<button>Sign in</button></form>"
@@ -222,5 +301,41 @@ def html_response(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
 
 
-def see_other(location: str) -> web.Response:
-    return web.Response(status=303, headers={"Location": location})
+def see_other(location: str, *, ok: str = "", problem: str = "") -> web.Response:
+    """Sent on to ``location`` (after a change: post, redirect, get), with the outcome to show
+    there once."""
+    response = web.Response(status=303, headers={"Location": location})
+    if ok or problem:
+        said = quote(json.dumps({"ok": ok, "problem": problem}, ensure_ascii=False))
+        response.set_cookie(FLASH, said, path="/", httponly=True, samesite="Strict", max_age=300)
+    return response
+
+
+def flash(request: web.Request) -> str:
+    """The outcome of the action that led here, as a notice; shown once (the answer clears
+    it)."""
+    from gateway.web.html import outcome
+
+    raw = request.cookies.get(FLASH)
+    if raw is None:
+        return ""
+    request[FLASH_SHOWN] = True
+    try:
+        said = json.loads(unquote(raw))
+        return outcome(str(said.get("ok", "")), str(said.get("problem", "")))
+    except (ValueError, AttributeError):
+        return ""
+
+
+@web.middleware
+async def _flash_read(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A page that showed the outcome clears it (in the answer's headers, so not in the
+    response-prepare signal: aiohttp has written the cookies by then)."""
+    response = await handler(request)
+    if request.get(FLASH_SHOWN):
+        response.del_cookie(FLASH, path="/")
+    return response
+
+
+async def favicon(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/static/corvid.svg")

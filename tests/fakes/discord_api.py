@@ -1025,7 +1025,8 @@ class FakeDiscord(Observed):
             return _form_error(
                 "content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length."
             )
-        msg.update({k: v for k, v in body.items() if k in ("content", "embeds", "flags")})
+        kept = ("content", "embeds", "flags", "components")
+        msg.update({k: v for k, v in body.items() if k in kept})
         self.edits.append({**body, "message_id": int(msg["id"])})
         msg["edited_timestamp"] = _now()
         self._notify()

@@ -111,6 +111,9 @@ class FakeTelegram(Observed):
         # self.sent (from Observed): accepted sendMessage calls, with message_id
         self.files: dict[str, bytes] = {}
         self.chat: dict[tuple[int, int], str] = {}  # (chat, message id) → what it shows now
+        # (chat, message id) → its inline keyboard now (JSON), None without one; an edit that
+        # leaves out reply_markup removes the keyboard, as Telegram does.
+        self.markup: dict[tuple[int, int], str | None] = {}
         self.edits: list[dict[str, Any]] = []  # accepted editMessageText calls
         self.drafts: list[dict[str, Any]] = []  # accepted sendMessageDraft calls
         self.answered: list[dict[str, Any]] = []  # answerCallbackQuery calls
@@ -396,6 +399,7 @@ class FakeTelegram(Observed):
         }
         self.sent.append({**params, "message_id": message["message_id"], "shown": shown})
         self.chat[(chat_id, message["message_id"])] = shown
+        self.markup[(chat_id, message["message_id"])] = params.get("reply_markup")
         self._notify()
         return _ok(message)
 
@@ -413,6 +417,7 @@ class FakeTelegram(Observed):
                 "markup are exactly the same as a current content and reply markup of the message",
             )
         self.chat[where] = shown
+        self.markup[where] = params.get("reply_markup")
         self.edits.append({**params, "shown": shown})
         self._notify()
         chat = {"id": where[0], "type": "private" if where[0] > 0 else "supergroup"}

@@ -19,7 +19,11 @@ function chat(box) {
   const form = document.getElementById("say");
   const text = form.querySelector("textarea");
   const files = form.querySelector('input[type="file"]');
-  const bottom = () => box.lastElementChild?.scrollIntoView({ block: "end" });
+  // The box scrolls, not the page: the newest message is at its bottom.
+  const bottom = () => {
+    box.scrollTop = box.scrollHeight;
+  };
+  box.addEventListener("load", bottom, true); // an image that arrives makes the chat taller
   const source = new EventSource(box.dataset.chat);
   source.addEventListener("message", (event) => {
     box.querySelector(".empty")?.remove();

@@ -398,6 +398,14 @@ async def test_the_owner_approves_a_stranger_with_a_button(discord_gateway, fake
     await fake_discord.wait_for(lambda: _said_start(fake_discord, "Approved Eve (Discord id 77)"))
     assert not any(r.get("type") not in (6,) for r in fake_discord.interaction_responses)
     assert len(fake_discord.interaction_responses) == 2  # both presses acknowledged
+    # The notice now says how it ended, without buttons; Eve is told she is in.
+    shown = fake_discord.messages[int(notice["message_id"])]
+    await fake_discord.wait_for(lambda: not shown["components"])
+    assert shown["content"].startswith("Eve (Discord id 77) asked to talk to me")
+    assert "Approved: they can talk to me now" in shown["content"]
+    await fake_discord.wait_for(lambda: _said_start(fake_discord, "Good news: my owner approved"))
+    welcome = next(m for m in fake_discord.sent if m["content"].startswith("Good news"))
+    assert welcome["channel_id"] == dm_channel_id(77)
     fake_discord.message("hello again", author=77, author_name="Eve", guild=False)
     await fake_discord.wait_for(lambda: _said(fake_discord, "echo: hello again"))
     await app.idle()

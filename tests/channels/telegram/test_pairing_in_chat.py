@@ -93,3 +93,73 @@ async def test_text_commands_deny_approve_and_revoke(telegram_gateway, fake_tele
     )
     assert not store.is_approved("telegram", "88")
     await app.idle()
+
+
+def _notice_now(fake_telegram, notice: dict) -> tuple[str, str | None]:
+    """What the owner's notice shows now, and its buttons (None: none left)."""
+    where = (OWNER, notice["message_id"])
+    return fake_telegram.chat[where], fake_telegram.markup[where]
+
+
+async def test_an_answered_notice_loses_its_buttons_and_the_approved_person_is_told(
+    telegram_gateway, fake_telegram
+):
+    app = await telegram_gateway()
+    notice, code = await _stranger_asks(fake_telegram)
+    assert _notice_now(fake_telegram, notice)[1] is not None
+    fake_telegram.press(notice, "Approve")
+    await fake_telegram.wait_for(lambda: _notice_now(fake_telegram, notice)[1] is None)
+    shows, _ = _notice_now(fake_telegram, notice)
+    assert shows.startswith(f"Eve (Telegram id 77) asked to talk to me (code {code}). Approved")
+    await fake_telegram.wait_for(lambda: bool(_to(fake_telegram, 77)[1:]))
+    told = _to(fake_telegram, 77)[-1]
+    assert "my owner approved your request" in told["shown"]
+    assert "reply_markup" not in told
+    await app.idle()
+
+
+async def test_a_notice_denied_by_command_says_so_and_the_stranger_is_not_told(
+    telegram_gateway, fake_telegram
+):
+    app = await telegram_gateway()
+    notice, code = await _stranger_asks(fake_telegram)
+    asked = len(_to(fake_telegram, 77))
+    fake_telegram.text(f"/deny {code}")
+    await fake_telegram.wait_for(lambda: _notice_now(fake_telegram, notice)[1] is None)
+    assert _notice_now(fake_telegram, notice)[0].endswith("Denied: their code no longer works.")
+    await fake_telegram.wait_for(lambda: _said(fake_telegram, "Denied Eve"))
+    await app.idle()
+    assert len(_to(fake_telegram, 77)) == asked
+
+
+async def test_approved_on_the_command_line_while_the_gateway_runs(
+    telegram_gateway, fake_telegram, home
+):
+    import argparse
+    import asyncio
+
+    from gateway.ops.commands import pairing_approve
+
+    app = await telegram_gateway()
+    notice, code = await _stranger_asks(fake_telegram)
+    args = argparse.Namespace(code=code)
+    assert await asyncio.to_thread(pairing_approve, args, home, {}) == 0
+    await fake_telegram.wait_for(lambda: _notice_now(fake_telegram, notice)[1] is None)
+    assert "Approved: they can talk to me now" in _notice_now(fake_telegram, notice)[0]
+    await fake_telegram.wait_for(
+        lambda: any("my owner approved" in m["shown"] for m in _to(fake_telegram, 77))
+    )
+    await app.idle()
+
+
+async def test_a_notice_from_before_a_restart_loses_its_buttons_when_pressed(
+    telegram_gateway, fake_telegram
+):
+    first = await telegram_gateway()
+    notice, _ = await _stranger_asks(fake_telegram)
+    await first.stop()
+    app = await telegram_gateway()
+    fake_telegram.press(notice, "Deny")
+    await fake_telegram.wait_for(lambda: _notice_now(fake_telegram, notice)[1] is None)
+    assert _notice_now(fake_telegram, notice)[0].endswith("Denied: their code no longer works.")
+    await app.idle()

@@ -130,7 +130,6 @@ async def test_sighup_reloads_a_running_process(tmp_path, fake_api, fake_telegra
 
 
 async def test_the_control_page_reads_the_file_again(home, fake_api, fake_telegram):
-    from urllib.parse import unquote
 
     from tests.gateway.web.conftest import ControlClient
 
@@ -143,7 +142,7 @@ async def test_the_control_page_reads_the_file_again(home, fake_api, fake_telegr
             raw["web"]["port"] = 9
             (home / "config.yaml").write_text(yaml.safe_dump(raw))
             status, _, r = await client.post("/config/reload", {})
-            said = unquote(r.headers["Location"])
+            said = await client.shown(r)
             assert status == 303 and "Changed now: channels.telegram.groups" in said
             assert "next restart (`corvid run`): web.port" in said
             _, text, _ = await client.get("/config")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -318,3 +319,47 @@ async def test_corvid_jobs_cancel_removes_a_job_made_in_chat(home, fake_api, fak
     assert rc == 1 and "turn it off there" in capsys.readouterr().err
     rc = await asyncio.to_thread(main, ["jobs", "cancel", job_id, "--home", str(home)], {})
     assert rc == 1 and "no job" in capsys.readouterr().err
+
+
+async def test_a_reminder_that_fired_stays_listed_for_a_day_with_its_outcome(
+    home, fake_api, fake_telegram, capsys
+):
+    from gateway.ops.cli import main
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    # `corvid jobs` reads the real clock: the reminder fires a little before real now.
+    start = datetime.now(BERLIN).replace(second=0, microsecond=0) - timedelta(hours=2)
+    due = start + timedelta(hours=1)
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    config = make_config(home, fake_api.base_url, channels={"telegram": tg}, web=WEB)
+    clock = FakeClock(start)
+    async with running(config, clock) as gateway:
+        await _ask_for_a_reminder(fake_api, fake_telegram, due)
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Time to call the bank."))
+        await clock.idle_until(due)
+        await clock.set(due)
+        await fake_telegram.wait_sent(2)
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+        client = ControlClient(gateway.web.url, gateway.web.token)
+        await client.sign_in()
+        try:
+            _, page, _ = await client.get("/jobs")
+            row = re.search(rf"<tr><td[^>]*><code>{job_id}</code>.*?</tr>", page).group(0)
+            assert "Remind Ada to call the bank" in row
+            assert f"none: finished {due:%Y-%m-%d %H:%M}" in row
+            assert ": sent (attempts 1)" in row
+            assert "Run now" not in row and "Cancel" not in row
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["jobs", "--home", str(home)], {}) == 0
+            out = capsys.readouterr().out
+            assert f"{job_id}  → telegram:private:{OWNER}" in out
+            assert f"finished: {due:%Y-%m-%d %H:%M}" in out
+            assert "sent (attempts 1)" in out
+            # A day later it is gone from the page.
+            await clock.set(due + timedelta(days=1, minutes=1))
+            _, page, _ = await client.get("/jobs")
+            assert job_id not in page and "No scheduled jobs" in page
+        finally:
+            await client.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,6 +40,11 @@ class ControlClient:
             data = {**data, "csrf": await self.csrf()}
         async with self.http.post(self.base + path, data=data, allow_redirects=False, **kw) as r:
             return r.status, await r.text(), r
+
+    async def shown(self, answer: aiohttp.ClientResponse) -> str:
+        """The page a redirect leads to, as text: where the outcome of an action shows."""
+        _, text, _ = await self.get(answer.headers["Location"])
+        return html.unescape(text)
 
     async def csrf(self) -> str:
         _, text, _ = await self.get("/")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from urllib.parse import unquote
 
 import aiohttp
 
@@ -104,8 +105,10 @@ async def test_sessions_are_listed_and_a_transcript_pages(control, home):
         await channel.wait_sent(n + 1)
     status, text, _ = await client.get("/sessions")
     assert status == 200 and str(PRIVATE) in text
-    row = re.search(rf"<tr><td><a[^>]*><code>{re.escape(str(PRIVATE))}</code>.*?</tr>", text)
-    assert row and "<td>private</td>" in row.group(0) and "<td>3</td>" in row.group(0)
+    key = re.escape(str(PRIVATE))
+    row = re.search(rf"<tr><td[^>]*><a[^>]*><b>You</b> <small><code>{key}</code>.*?</tr>", text)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(0)) if row else []
+    assert "private" in cells and "3" in cells
     # A long transcript: lines added by hand, a tool call and a compaction among them.
     path = home / "state" / "sessions" / f"{PRIVATE}.jsonl"
     lines = [
@@ -133,14 +136,20 @@ async def test_a_session_is_started_afresh_from_the_page(control, home):
     app, channel, client = control
     channel.push("remember this conversation")
     await channel.wait_sent(1)
+    # Not without a confirmation: the form sends to the page that asks for it.
     status, _, r = await client.post("/sessions/new", {"key": str(PRIVATE)})
-    assert status == 303 and "started" in r.headers["Location"]
+    assert status == 303 and unquote(r.headers["Location"]) == f"/sessions/new?key={PRIVATE}"
+    assert not list((home / "state" / "sessions").glob(f"{PRIVATE}.*.jsonl"))
+    status, text, _ = await client.get("/sessions/new", params={"key": str(PRIVATE)})
+    assert status == 200 and "Yes, start afresh" in text
+    status, _, r = await client.post("/sessions/new", {"key": str(PRIVATE), "confirm": "1"})
+    assert status == 303 and "started a fresh session" in await client.shown(r)
     await app.idle()
     assert channel.texts()[-1].startswith("Started a new session.")
     archived = list((home / "state" / "sessions").glob(f"{PRIVATE}.*.jsonl"))
     assert len(archived) == 1
-    status, _, r = await client.post("/sessions/new", {"key": "discord:dm:5"})
-    assert "not running here" in r.headers["Location"].replace("%20", " ")
+    status, _, r = await client.post("/sessions/new", {"key": "discord:dm:5", "confirm": "1"})
+    assert "not running here" in await client.shown(r)
 
 
 async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
@@ -158,7 +167,7 @@ async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
         await app.idle()
         fake_api.enqueue(Reply("Your day: **three** meetings."))
         _, _, r = await client.post("/jobs/run", {"id": "daily-summary"})
-        assert "daily-summary ran" in r.headers["Location"].replace("%20", " ")
+        assert "daily-summary ran" in await client.shown(r)
         _, text, _ = await client.get("/chat")
     finally:
         await client.close()
@@ -169,6 +178,52 @@ async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
     ]
     assert order == sorted(order)
     assert text.count("echo: good morning") == 1
+
+
+def test_a_group_message_is_shown_as_its_sender_wrote_it():
+    from gateway.web.sessions_page import message_html
+
+    text = (
+        "[Earlier in this chat, not addressed to you]\nAda: lunch?\n\n"
+        '[Mon 2026-11-23 12:00 CET · <i>Bob</i> (id 7)]\nsure [file received: "menu.pdf", '
+        "saved at inbox/telegram-group-5/2026-11-23/menu.pdf]"
+    )
+    shown = message_html({"role": "user", "content": text}, "2026-11-23 12:00")
+    assert "<b>&lt;i&gt;Bob&lt;/i&gt;</b> <time>2026-11-23 12:00</time>" in shown
+    assert "<summary>Earlier in the chat</summary><pre>Ada: lunch?</pre>" in shown
+    assert '<p class=pre>sure</p><p class="file">📎 menu.pdf</p>' in shown
+    assert "2026-11-23 12:00 CET" not in shown and "saved at" not in shown
+
+
+def test_only_real_images_become_pictures():
+    from gateway.web.sessions_page import message_html
+
+    def image(kind: str, data: str) -> str:
+        source = {"type": "base64", "media_type": kind, "data": data}
+        return message_html({"role": "user", "content": [{"type": "image", "source": source}]})
+
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in image("image/png", "iVBORw0KGgo=")
+    assert "<img" not in image("text/html", "PHNjcmlwdD4=")
+    assert "<img" not in image("image/png", 'x" onerror="alert(1)')
+
+
+def test_every_kind_of_chat_is_named():
+    from gateway.events import SessionKey
+    from gateway.web.people import who_is
+
+    known = {"telegram": {"77": {"name": "Eve\x1b[31m"}}}
+    names = {
+        "telegram:private:42": "You",
+        "web:private:owner": "You (this page's chat)",
+        "terminal:private:local": "You (terminal)",
+        "discord:dm:5": "You",
+        "telegram:guest:77": "Eve\\x1b[31m (guest)",
+        "telegram:guest:78": "A Telegram guest (id 78)",
+        "telegram:group:-100:topic:7": "Telegram group, topic 7",
+        "discord:thread:9": "Discord thread",
+        "cron:private:daily-summary": "Scheduled job daily-summary",
+    }
+    assert {k: who_is(SessionKey.parse(k), known) for k in names} == names
 
 
 async def test_every_file_corvid_makes_is_for_its_user_alone(control, fake_api, home):

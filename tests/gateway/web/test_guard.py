@@ -195,7 +195,11 @@ async def test_signing_out_ends_the_session_on_the_server(control, home, start_g
         status, _, _ = await client.get("/", cookies={COOKIE: cookie})
         assert status == 303
         assert (await other.get("/"))[0] == 200  # the other browser is still in
-        await other.post("/logout", {"everywhere": "1"})
+        # Asked first: without the confirmation, nobody is signed out.
+        status, _, r = await other.post("/logout", {"everywhere": "1"})
+        assert (status, r.headers["Location"]) == (303, "/logout/everywhere")
+        assert (await other.get("/"))[0] == 200
+        await other.post("/logout", {"everywhere": "1", "confirm": "1"})
         assert (await other.get("/"))[0] == 303
     finally:
         await other.close()
