@@ -59,11 +59,14 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
             when = f"cannot be scheduled: {state.problem}"
         if state.finished is not None and zone is not None:
             when = f"none: finished {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z}"
-        ran = "never"
+        ran, error = "never", (last or {}).get("error") or ""
         if last is not None:
             ran = (
                 f"{last['slot'].replace('T', ' ')}: {last['status']} (attempts {last['attempts']})"
             )
+            if last["status"] == "skipped" and error:
+                # Why a run was skipped is no error (nothing to check, outside active hours).
+                ran, error = f"{ran}: {error}", ""
         actions = ""
         if state.finished is None:
             actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
@@ -73,7 +76,7 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
                                       job.instruction else "")  # fmt: skip
         rows.append(
             (f"<code>{esc(job.id)}</code>", f"<code>{esc(job.target)}</code>", what, esc(when),
-             esc(ran), esc((last or {}).get("error") or ""), actions)
+             esc(ran), esc(error), actions)
         )  # fmt: skip
     body = flash(request) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),

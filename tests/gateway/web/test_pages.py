@@ -226,6 +226,23 @@ async def test_jobs_are_listed_run_and_cancelled(home, start_gateway, fake_api):
         await client.close()
 
 
+async def test_a_skipped_run_says_why_and_is_not_shown_as_an_error(home, start_gateway):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    heartbeat = {"enabled": True, "target": str(PRIVATE)}  # HEARTBEAT.md as shipped: empty
+    app, _ = await start_gateway(web=WEB, schedule={"heartbeat": heartbeat})
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        await client.post("/jobs/run", {"id": "heartbeat"})
+        _, text, _ = await client.get("/jobs")
+    finally:
+        await client.close()
+    [row] = [r for r in text.split("<tr>") if "<code>heartbeat</code>" in r]
+    assert re.search(r'data-label="Last run">[^<]*: skipped [^<]*: HEARTBEAT.md has nothing', row)
+    assert '<td data-label="Last error"></td>' in row
+
+
 async def test_config_shows_no_secret_and_names_a_broken_file(control, home):
     app, _, client = control
     status, text, _ = await client.get("/config")
