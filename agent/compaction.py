@@ -23,11 +23,10 @@ from agent.settings import CompactionSettings
 from agent.tools import Grant, TurnContext
 from agent.transcript import SessionState, estimate_tokens
 from gateway.errors import LLMError
-from gateway.events import SessionKey
+from gateway.events import NO_REPLY, SessionKey
 
 log = logging.getLogger(__name__)
 
-NO_REPLY = "NO_REPLY"
 # The flush writes memory in its own session's audience, and nothing else: no reading of other
 # chats, no files, nothing that reaches out. It is shown its session's tools all the same, so
 # that its request reads the whole conversation from the prompt cache.

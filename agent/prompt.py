@@ -123,7 +123,7 @@ class SystemPrompts:
             now = self.clock.now().astimezone(self.tz)
             # Scheduled jobs run unattended and may read what shared chats wrote: they get no
             # MEMORY.md in their prompt (a private one can still look things up).
-            long_term = key.channel != "cron"
+            long_term = not key.job
             extra = (self.memory.snapshot(audience_of(key), now, long_term=long_term),)
         return build_system_prompt(
             self.workspace,

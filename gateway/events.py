@@ -74,6 +74,11 @@ class SessionKey:
     def private(self) -> bool:
         return self.scope.private
 
+    @property
+    def job(self) -> bool:
+        """Is this the session of a scheduled job (``job_key``) rather than of a chat?"""
+        return self.channel == JOB_CHANNEL
+
     def __str__(self) -> str:
         base = f"{self.channel}:{self.scope}:{self.id}"
         return base if self.topic is None else f"{base}:topic:{self.topic}"
@@ -114,6 +119,8 @@ def discord_thread(thread_id: int | str) -> SessionKey:
 
 
 TERMINAL = SessionKey("terminal", Scope.PRIVATE, "local")
+# The "channel" part of every scheduled job's session key.
+JOB_CHANNEL = "cron"
 
 
 def guest_of(key: SessionKey) -> SessionKey:
@@ -125,8 +132,8 @@ def job_key(job_id: str, target: SessionKey) -> SessionKey:
     """The session a scheduled job's turns run in, with the audience of the chat it reports to:
     ``cron:private:<job>`` for the owner, ``cron:shared:<job>@<chat>`` for a shared chat."""
     if target.private:
-        return SessionKey("cron", Scope.PRIVATE, job_id)
-    return SessionKey("cron", Scope.SHARED, f"{job_id}@{audience_of(target).chat}")
+        return SessionKey(JOB_CHANNEL, Scope.PRIVATE, job_id)
+    return SessionKey(JOB_CHANNEL, Scope.SHARED, f"{job_id}@{audience_of(target).chat}")
 
 
 # -- audiences ------------------------------------------------------------------------------------
@@ -158,7 +165,7 @@ def audience_of(key: SessionKey) -> Audience:
     (the same people); a Discord thread is a chat apart (it may have fewer members)."""
     if key.private:
         return OWNER
-    if key.channel == "cron":  # cron:shared:<job>@<chat>
+    if key.job:  # cron:shared:<job>@<chat>
         job, _, chat = key.id.partition("@")
         return Audience(chat or f"cron-{job}")
     return Audience(f"{key.channel}-{key.scope}-{key.id}")
@@ -281,19 +288,75 @@ def blank(text: str) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ChatCommandInfo:
+    """A chat command as people see it: in a platform's command menu and in ``/help``."""
+
+    name: str
+    menu: str = ""  # its line in the platform menus; "" keeps it out of them
+    help: str = ""  # its line in /help; "" when another command's line covers it
+    owner: bool = False  # answers a pairing request: the owner's, in a private chat
+
+
+# Every chat command, in the order menus and /help list them. The gateway answers them
+# (``gateway/runtime/commands.py``, whose table must name exactly these).
+COMMANDS: tuple[ChatCommandInfo, ...] = (
+    ChatCommandInfo(
+        "new",
+        "Start a fresh session",
+        "/new or /reset — start a fresh session (the old transcript stays on disk)",
+    ),
+    ChatCommandInfo("reset", "Same as /new"),
+    ChatCommandInfo(
+        "status",
+        "Model, session and context use",
+        "/status — model, session, context use and turns",
+    ),
+    ChatCommandInfo(
+        "compact",
+        "Summarise the conversation to free context",
+        "/compact — summarise the conversation so far to free up context",
+    ),
+    ChatCommandInfo("stop", "Cancel the reply in progress", "/stop — cancel the reply in progress"),
+    ChatCommandInfo("help", "List the commands", "/help — this list"),
+    ChatCommandInfo("start"),  # what Telegram sends first: answered like /help
+    ChatCommandInfo(
+        "approve",
+        "Let someone who asked talk to me: /approve CODE",
+        "/approve CODE, /deny CODE — answer a pairing request (the owner, in a private chat)",
+        owner=True,
+    ),
+    ChatCommandInfo("deny", "Turn a pairing request down: /deny CODE", owner=True),
+    ChatCommandInfo(
+        "revoke",
+        "Take an approval back: /revoke PLATFORM USER_ID",
+        "/revoke PLATFORM USER_ID — take an approval back",
+        owner=True,
+    ),
+)
+COMMAND_NAMES = frozenset(c.name for c in COMMANDS)
 # The chat commands every channel offers (name, short description), e.g. for a platform's
-# command menu. The gateway answers them (``gateway/runtime/commands.py``).
-CHAT_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("new", "Start a fresh session"),
-    ("reset", "Same as /new"),
-    ("status", "Model, session and context use"),
-    ("compact", "Summarise the conversation to free context"),
-    ("stop", "Cancel the reply in progress"),
-    ("help", "List the commands"),
+# command menu.
+CHAT_COMMANDS: tuple[tuple[str, str], ...] = tuple(
+    (c.name, c.menu) for c in COMMANDS if c.menu and not c.owner
 )
 # Answering pairing requests: the owner's, in a private chat; not in the public command menus.
-OWNER_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("approve", "Let someone who asked talk to me: /approve CODE"),
-    ("deny", "Turn a pairing request down: /deny CODE"),
-    ("revoke", "Take an approval back: /revoke PLATFORM USER_ID"),
+OWNER_COMMANDS: tuple[tuple[str, str], ...] = tuple(
+    (c.name, c.menu) for c in COMMANDS if c.menu and c.owner
 )
+HELP = "\n".join(
+    [
+        "Commands:",
+        *(c.help for c in COMMANDS if c.help),
+        "",
+        "Anything else you write goes to the assistant.",
+    ]
+)
+
+# -- silent answers -------------------------------------------------------------------------------
+
+# The whole answer a model gives when nothing is to be said: never sent, never shown.
+NO_REPLY = "NO_REPLY"
+# The heartbeat's "nothing needs the owner's attention", also never sent.
+HEARTBEAT_OK = "HEARTBEAT_OK"
+SILENT_ANSWERS = (NO_REPLY, HEARTBEAT_OK)

@@ -20,8 +20,7 @@ from channels.inbox import Intake
 from channels.telegram.api import call
 from channels.voice import Hearing, Recording, hear
 from gateway.events import (
-    CHAT_COMMANDS,
-    OWNER_COMMANDS,
+    COMMAND_NAMES,
     Attachment,
     SessionKey,
     sniff_image,
@@ -50,7 +49,6 @@ _UNSUPPORTED = (
     ("game", "games"),
     ("story", "stories"),
 )
-_OUR_COMMANDS = frozenset(name for name, _ in (*CHAT_COMMANDS, *OWNER_COMMANDS)) | {"start"}
 
 
 @dataclass
@@ -125,7 +123,7 @@ class Reader:
                 name, _, target = value[1:].partition("@")
                 if target:
                     return target.casefold() == self.username.casefold()
-                return name.casefold() in _OUR_COMMANDS or None
+                return name.casefold() in COMMAND_NAMES or None
         return None
 
     def _mentions_me(self, msg: Message, entities: dict[Any, str]) -> bool:

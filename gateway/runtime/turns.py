@@ -12,12 +12,12 @@ from agent.loop import Agent, TurnOutcome
 from agent.transcript import Usage
 from channels.base import Channel
 from gateway.errors import LLMError
-from gateway.events import InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank
 from gateway.logcontext import turn_scope
 from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommand
 from gateway.runtime.delivery import Delivery
-from gateway.runtime.streaming import NO_REPLY, ReplyStream
+from gateway.runtime.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,10 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from agent.tools import Grant
-from gateway.events import OutboundMessage, SessionKey, job_key
+from gateway.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
-HEARTBEAT_OK = "HEARTBEAT_OK"
 HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
 act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
 Otherwise write the message to send them.
@@ -75,6 +74,6 @@ class Heartbeat:
         prompt = HEARTBEAT_PROMPT.format(when=when, checklist=checklist.strip())
         key = job_key(job.id, target)
         text = strip_heartbeat_ok(await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT))
-        if not text or text == "NO_REPLY":
+        if not text or text == NO_REPLY:
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from agent.tools import Grant, Tool, TurnContext
 from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
-from gateway.events import OutboundMessage, SessionKey, job_key
+from gateway.events import NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import (
     CONFIGURED,
@@ -128,7 +128,7 @@ class Reminder:
         when = f"{slot_time(slot, ZoneInfo(job.timezone)):%Y-%m-%d %H:%M}"
         prompt = REMINDER_PROMPT.format(when=when, instruction=job.instruction)
         text = await self.host.isolated_turn(job_key(job.id, target), prompt, REMINDER_GRANT)
-        if not text or text == "NO_REPLY":
+        if not text or text == NO_REPLY:
             raise Skip("the model had nothing to send")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
 
@@ -216,7 +216,7 @@ class ReminderTools:
         return [j for j in self.scheduler.jobs() if j.target == str(ctx.key)]
 
     def _may_schedule(self, ctx: TurnContext) -> None:
-        if ctx.key.channel == "cron":
+        if ctx.key.job:
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
         if not self.scheduler.running:
             raise ToolError(

@@ -30,7 +30,7 @@ def routes(app: web.Application) -> None:
 
 
 def scope_of(key: SessionKey) -> str:
-    if key.channel == "cron":
+    if key.job:
         return "job"
     if key.topic is not None:
         return "topic"
