@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -27,6 +26,7 @@ from agent.audience import (
     writable,
 )
 from agent.tools import Tool, TurnContext
+from gateway.atomic import write_atomic
 from gateway.errors import PathRefused, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
@@ -149,17 +149,7 @@ def atomic_write(
     """Write via a temporary file and rename, so a crash never leaves half a file. A new
     file gets ``mode``; a replaced one keeps its own unless ``keep_mode`` is off."""
     ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o777 if keep_mode and path.exists() else mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, mode=mode, keep_mode=keep_mode)
 
 
 def _rel(ctx: TurnContext, path: Path) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from agent.transcript import SessionState, SessionStore
+from gateway.atomic import write_atomic
 from gateway.events import SessionKey
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,7 @@ class HandEdits:
         self._seen: tuple[int, datetime | None] = (-1, None)
 
     def mark(self, when: datetime) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(when.isoformat(timespec="milliseconds") + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_atomic(self.path, when.isoformat(timespec="milliseconds") + "\n")
 
     def last(self) -> datetime | None:
         """The last edit's time; read again only when the file changed."""

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from gateway.atomic import write_atomic
 from gateway.config import DEFAULT_MODEL
 
 
@@ -145,9 +146,6 @@ def mend_workspace(workspace: Path) -> list[str]:
         except (OSError, UnicodeDecodeError):
             continue
         if old in text and path.is_file() and not path.is_symlink():
-            tmp = path.with_name(f".{name}.mend")
-            tmp.write_text(text.replace(old, new), encoding="utf-8")
-            tmp.chmod(path.stat().st_mode & 0o777)
-            os.replace(tmp, path)
+            write_atomic(path, text.replace(old, new))
             changed.append(name)
     return changed

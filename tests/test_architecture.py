@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("gateway", "channels", "agent")
 # The contract: leaf modules every package may import.
-CONTRACT = frozenset({"gateway.events", "gateway.errors", "gateway.ports"})
+CONTRACT = frozenset({"gateway.events", "gateway.errors", "gateway.ports", "gateway.atomic"})
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # A longer function says why in a comment on the line above its ``def``.

@@ -9,9 +9,7 @@ isolated turn and the result is posted in the chat that made it.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,6 +18,7 @@ from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.tools import Grant, Tool, TurnContext
+from gateway.atomic import write_atomic
 from gateway.config import ScheduleConfig
 from gateway.errors import ToolError
 from gateway.events import NO_REPLY, OutboundMessage, SessionKey, job_key
@@ -61,16 +60,7 @@ class JobStore:
 
     def _save(self, jobs: list[Job]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".jobs.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"jobs": [j.to_dict() for j in jobs]}, f, indent=2)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, json.dumps({"jobs": [j.to_dict() for j in jobs]}, indent=2))
 
     def add(self, job: Job) -> None:
         self._save([*self.load(), job])

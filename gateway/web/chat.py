@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
+from gateway.atomic import write_atomic
 from gateway.config import ChannelConfig, Config
 from gateway.events import Attachment, OutboundMessage, Scope, SessionKey
 from gateway.ports import Clock
@@ -54,9 +54,7 @@ def keep(path: Path, entry: dict[str, str]) -> None:
     if path.stat().st_size > 4096 * OUTBOX_KEEP:  # cheap test first: long files only
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         if len(lines) > 2 * OUTBOX_KEEP:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(lines[-OUTBOX_KEEP:]), encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, "".join(lines[-OUTBOX_KEEP:]))
 
 
 class WebChannel(Channel):

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from gateway.atomic import write_atomic
 from gateway.config import WebConfig
 from gateway.config_checks import LOOPBACK
 
@@ -104,11 +105,7 @@ class SignedIn:
         self._save()
 
     def _save(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self._ids, f)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self._ids), keep_mode=False)
 
 
 class Guard:

@@ -304,7 +304,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(store, monkeypa
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(json, "dump", full_disk)
+    monkeypatch.setattr(os, "fsync", full_disk)  # the new contents cannot be made durable
     with pytest.raises(OSError, match="No space left"):
         store.request("x", "8", "Gus")
     monkeypatch.undo()
