@@ -21,7 +21,6 @@ from agent.files import FILE_TOOLS
 from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
 from agent.memory import Memory, migrate_shared_entries
-from agent.memory_index import MemoryIndex
 from agent.memory_tools import memory_tools
 from agent.sessions import HandEdits
 from agent.tools import ToolRegistry
@@ -50,7 +49,7 @@ from gateway.scheduling.reminders import JobStore, Reminder, cancellable, remind
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.statefiles import repair_pairing
-from gateway.tool_setup import mcp_hub, server_search, web_tools
+from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp_hub import McpHub
@@ -130,14 +129,14 @@ class App:
         # ready in the background, once the channels ask for messages; a turn waits for them
         # only within a bound.
         self._settling = asyncio.create_task(self._ready_tools(), name="tools")
-        repair_pairing(self.config.state / "pairing.json")
+        repair_pairing(self.config.layout.pairing)
         if self.scheduler is None:
             return
         self.jobs.repair()
         plan = planned_jobs(self.config, self.jobs, self.scheduler.clock.now())
         self.scheduler.start(plan, self.runner)
         self.control = ControlServer(
-            self.config.state / "control.sock",
+            self.config.layout.control_socket,
             status=self._status,
             run_job=self.scheduler.run_now,
             cancel_job=self.cancel_job,
@@ -170,7 +169,7 @@ class App:
             gateway=self.gateway,
             status=self._status,
             figures=self.figures,
-            pairing=PairingStore(config.state / "pairing.json", clock=clock),
+            pairing=PairingStore(config.layout.pairing, clock=clock),
             job_states=lambda: job_states(
                 planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
             ),
@@ -267,8 +266,8 @@ def build_app(
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
     memory = _memory(config, resources)
-    jobs = JobStore(config.state / "jobs.json")
-    ledger = Ledger(config.state / "scheduler.sqlite")
+    jobs = JobStore(config.layout.jobs)
+    ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=jobs.forget)
     model = llm or AnthropicLLM(config.llm)
@@ -287,7 +286,7 @@ def build_app(
     agent = Agent(
         llm=model,
         tools=tools,
-        store=SessionStore(config.state / "sessions", clock),
+        store=SessionStore(config.layout.sessions, clock),
         settings=config.agent,
         compaction=config.compaction,
         workspace=memory.workspace,
@@ -295,9 +294,9 @@ def build_app(
         memory=memory,
         clock=clock,
         quota=quota(config),
-        edits=HandEdits(config.state / "hand_edited"),
+        edits=HandEdits(config.layout.hand_edits),
     )
-    journal = Journal(config.state / "gateway.sqlite", clock)
+    journal = Journal(config.layout.journal, clock)
     resources.callback(journal.close)
     by_name = {c.name: c for c in channels}
     gateway = Gateway(
@@ -314,7 +313,7 @@ def build_app(
         clock=clock,
         max_input_chars=config.agent.max_input_chars,
         shutdown_grace=config.gateway.shutdown_grace,
-        pairing=PairingStore(config.state / "pairing.json", clock=clock),
+        pairing=PairingStore(config.layout.pairing, clock=clock),
     )
     notices = _tell_owner(config, gateway, clock)
     resources.push_async_callback(notices.close)
@@ -333,18 +332,12 @@ def build_app(
 
 def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
     workspace = config.workspace.resolve()
-    m = config.memory
-    index = MemoryIndex(
-        config.state / "index.sqlite",
-        workspace,
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
+    index = memory_index(config)
     resources.callback(index.close)
     migrate_shared_entries(workspace)
     for name in mend_workspace(workspace):
         log.info("corrected a sentence of an earlier template in %s", name)
-    return Memory(workspace, index, m)
+    return Memory(workspace, index, config.memory)
 
 
 def job_runner(config: Config, gateway: Gateway) -> JobRunner:

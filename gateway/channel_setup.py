@@ -25,12 +25,16 @@ def build_channels(
     """The adapters for every enabled chat platform (of ``only``, if given), sharing one
     pairing store."""
     clock = clock or SystemClock()
-    pairing = PairingStore(config.state / "pairing.json", clock=clock)
+    pairing = PairingStore(config.layout.pairing, clock=clock)
     channels: list[Channel] = []
     tg, dc = config.channels.telegram, config.channels.discord
-    if tg.enabled and (only is None or "telegram" in only):
+    wanted = [name for name in config.channels.enabled() if only is None or name in only]
+    for need in config.channels.unmet():
+        if need.key.split(".")[1] in wanted:
+            raise ConfigError(need.key, need.why)
+    if "telegram" in wanted:
         channels.append(_telegram(config, tg, pairing, clock))
-    if dc.enabled and (only is None or "discord" in only):
+    if "discord" in wanted:
         channels.append(_discord(config, dc, pairing, clock))
     for channel in channels:
         cfg: ChannelConfig = tg if channel.name == "telegram" else dc
@@ -87,15 +91,11 @@ def intake(
 def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:
     from channels.telegram.channel import TelegramChannel, Webhook
 
-    if tg.token is None:
-        raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
+    assert tg.token is not None  # build_channels said what is missing
     hook = tg.webhook
     webhook = None
     if hook.url:
-        if hook.secret_token is None:
-            raise ConfigError(
-                "channels.telegram.webhook.secret_token", "required when webhook.url is set"
-            )
+        assert hook.secret_token is not None
         webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
     access, intake = _policy(config, "telegram", tg, pairing, clock)
     return TelegramChannel(
@@ -114,8 +114,7 @@ def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: 
 def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Clock) -> Channel:
     from channels.discord.channel import DiscordChannel
 
-    if dc.token is None:
-        raise ConfigError("channels.discord.token", "required when Discord is enabled")
+    assert dc.token is not None  # build_channels said what is missing
     access, intake = _policy(config, "discord", dc, pairing, clock)
     return DiscordChannel(
         dc.token.value,

@@ -53,6 +53,7 @@ from gateway.config_sections import (
 )
 from gateway.config_yaml import strict_load, yaml_problem
 from gateway.errors import ConfigError
+from gateway.layout import Layout
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -95,12 +96,16 @@ class Config:
     missing_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def layout(self) -> Layout:
+        return Layout(self.home)
+
+    @property
     def workspace(self) -> Path:
-        return self.home / "workspace"
+        return self.layout.workspace
 
     @property
     def state(self) -> Path:
-        return self.home / "state"
+        return self.layout.state
 
     @property
     def tz(self) -> ZoneInfo:
@@ -111,7 +116,7 @@ class Config:
         var = self.missing_env.get(key)
         if var:
             return f"{key} is empty: set the environment variable {var} ({what})"
-        return f"{key} is not set in {self.home / 'config.yaml'} ({what})"
+        return f"{key} is not set in {self.layout.config_file} ({what})"
 
     def secrets(self) -> list[str]:
         """Every configured secret value, for masking in logs and stored errors."""
@@ -120,7 +125,7 @@ class Config:
 
 def load_config(home: Path, environ: Mapping[str, str]) -> Config:
     """Read ``home/config.yaml``; a missing file means all defaults."""
-    path = home / "config.yaml"
+    path = Layout(home).config_file
     raw: Any = {}
     if path.exists():
         try:

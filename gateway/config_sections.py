@@ -58,9 +58,46 @@ class DiscordConfig(ChannelConfig):
 
 
 @dataclass(frozen=True)
+class Need:
+    """A value an enabled chat platform cannot start without, left empty."""
+
+    key: str  # its dotted key
+    what: str  # what the value is, for ``Config.missing``
+    why: str  # when it is required
+
+
+@dataclass(frozen=True)
 class ChannelsConfig:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
+
+    def enabled(self) -> dict[str, ChannelConfig]:
+        """The enabled chat platforms by name, Telegram first."""
+        both: dict[str, ChannelConfig] = {"telegram": self.telegram, "discord": self.discord}
+        return {name: cfg for name, cfg in both.items() if cfg.enabled}
+
+    def unmet(self) -> list[Need]:
+        """What the enabled chat platforms need and are not given, in the order to say it."""
+        needs = []
+        for name, cfg in self.enabled().items():
+            if cfg.token is None:
+                why = f"required when {name.capitalize()} is enabled"
+                needs.append(Need(f"channels.{name}.token", "the bot token", why))
+            hook = cfg.webhook if isinstance(cfg, TelegramConfig) else None
+            if hook is not None and hook.url and hook.secret_token is None:
+                needs.append(
+                    Need(
+                        "channels.telegram.webhook.secret_token",
+                        "a secret Telegram sends with every update, so forged posts are refused",
+                        "required when webhook.url is set",
+                    )
+                )
+        return needs
+
+    def open_to_all(self) -> list[str]:
+        """The enabled platforms with nobody in ``allow_from``: everyone who writes gets a
+        pairing code, the owner included."""
+        return [name for name, cfg in self.enabled().items() if not cfg.allow_from]
 
 
 @dataclass(frozen=True)

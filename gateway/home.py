@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.atomic import write_atomic
 from gateway.config import DEFAULT_MODEL
+from gateway.layout import Layout
 
 
 class AlreadyRunning(Exception):
@@ -23,9 +24,9 @@ def lock_home(home: Path) -> int:
     """Take this home for one ``corvid run`` (two would fight over Telegram's updates and each
     other's control socket). Returns the lock's file descriptor, held until the process ends;
     raises ``AlreadyRunning`` if another process holds it."""
-    state = home / "state"
-    state.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(state / "run.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    layout = Layout(home)
+    layout.state.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(layout.run_lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -50,7 +51,8 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
     created: list[str] = []
     home.mkdir(parents=True, exist_ok=True)
 
-    config = home / "config.yaml"
+    layout = Layout(home)
+    config = layout.config_file
     if not config.exists():
         template = resources.files("gateway").joinpath("config_template.yaml").read_text("utf-8")
         text = template.replace("@TIMEZONE@", detect_timezone(environ)).replace(
@@ -59,7 +61,7 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
         _write_new(config, text, mode=0o600)
         created.append(str(config))
 
-    workspace = home / "workspace"
+    workspace = layout.workspace
     if not workspace.exists():
         # Everything in it is the owner's to read: kept from other users of the machine.
         workspace.mkdir(mode=0o700)
@@ -76,12 +78,12 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
             (workspace / sub).chmod(0o700)
             created.append(str(workspace / sub))
 
-    state = home / "state"
+    state = layout.state
     if not state.exists():
         state.mkdir(mode=0o700)
         created.append(str(state))
     state.chmod(0o700)  # mkdir's mode is filtered by the umask
-    (state / "sessions").mkdir(mode=0o700, exist_ok=True)
+    layout.sessions.mkdir(mode=0o700, exist_ok=True)
     return created
 
 

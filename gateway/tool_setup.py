@@ -1,5 +1,6 @@
 """Which tools a configuration gives the agent beyond its own (files, memory, reminders): the
-web tools, the API's own web search, and the MCP servers. ``build_app`` calls these."""
+web tools, the API's own web search, and the MCP servers; and the memory's search index, which
+``corvid run`` and ``corvid memory`` open alike. ``build_app`` calls these."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from gateway.config import Config
 
 if TYPE_CHECKING:
     from agent.mcp_hub import McpHub
+    from agent.memory_index import MemoryIndex
+
+
+def memory_index(config: Config) -> MemoryIndex:
+    """The memory's search index over the workspace, cut as configured."""
+    from agent.memory_index import MemoryIndex
+
+    m = config.memory
+    return MemoryIndex(
+        config.layout.index,
+        config.workspace.resolve(),
+        chunk_size=m.chunk_lines,
+        overlap=m.chunk_overlap_lines,
+    )
 
 
 def mcp_hub(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:
@@ -21,7 +36,7 @@ def mcp_hub(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | No
         return None
     from agent.mcp_hub import McpHub
 
-    hub = McpHub(config.mcp.servers, config.state / "mcp")
+    hub = McpHub(config.mcp.servers, config.layout.mcp)
     resources.push_async_callback(hub.close)
     return hub
 

@@ -217,32 +217,20 @@ def _missing_llm(config: Config) -> list[str]:
 
 def _missing_for_run(config: Config) -> list[str]:
     """What keeps ``corvid run`` from starting; warns about what only looks wrong."""
+    channels = config.channels
     problems = _missing_llm(config)
-    tg, dc = config.channels.telegram, config.channels.discord
-    if tg.enabled:
-        if tg.token is None:
-            problems.append(config.missing("channels.telegram.token", "the bot token"))
-        if tg.webhook.url and tg.webhook.secret_token is None:
-            problems.append(
-                config.missing(
-                    "channels.telegram.webhook.secret_token",
-                    "a secret Telegram sends with every update, so forged posts are refused",
-                )
-            )
-    if dc.enabled and dc.token is None:
-        problems.append(config.missing("channels.discord.token", "the bot token"))
-    for name, cfg in (("telegram", tg), ("discord", dc)):
-        if cfg.enabled and not cfg.allow_from:
-            log.warning(
-                "channels.%s.allow_from is empty: everyone who writes will get a pairing "
-                "code; put your own %s user id there to be let in directly",
-                name,
-                name.capitalize(),
-            )
-    if not (tg.enabled or dc.enabled):
+    problems += [config.missing(need.key, need.what) for need in channels.unmet()]
+    for name in channels.open_to_all():
+        log.warning(
+            "channels.%s.allow_from is empty: everyone who writes will get a pairing "
+            "code; put your own %s user id there to be let in directly",
+            name,
+            name.capitalize(),
+        )
+    if not channels.enabled():
         problems.append(
             "no chat channel is enabled: set channels.telegram.enabled or "
-            f"channels.discord.enabled to true in {config.home / 'config.yaml'}, or talk to "
+            f"channels.discord.enabled to true in {config.layout.config_file}, or talk to "
             "Corvid locally with `corvid chat`"
         )
     return problems

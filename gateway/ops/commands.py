@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from gateway.config import Config, load_config
 from gateway.events import OWNER
 from gateway.home import init_home
+from gateway.layout import Layout
 
 if TYPE_CHECKING:
     from agent.memory_index import MemoryIndex
@@ -41,7 +42,7 @@ def prepare(home: Path, environ: Mapping[str, str], *, create: bool = False) -> 
                 f"Set up {home}: created " + ", ".join(_short(home, p) for p in created),
                 file=sys.stderr,
             )
-    elif not (home / "config.yaml").exists() and not (home / "state").is_dir():
+    elif not Layout(home).config_file.exists() and not Layout(home).state.is_dir():
         raise NoHome(
             f"there is no Corvid home at {home}; create one with `corvid init --home {home}`, "
             "or give the right one with --home (or CORVID_HOME)"
@@ -55,16 +56,9 @@ def _short(home: Path, path: str) -> str:
 
 
 def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:
-    from agent.memory_index import MemoryIndex
+    from gateway.tool_setup import memory_index
 
-    config = prepare(home, environ)
-    m = config.memory
-    return MemoryIndex(
-        config.state / "index.sqlite",
-        config.workspace.resolve(),
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
+    return memory_index(prepare(home, environ))
 
 
 def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -99,7 +93,7 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
     from channels.pairing import PairingStore
 
-    return PairingStore(prepare(home, environ).state / "pairing.json")
+    return PairingStore(prepare(home, environ).layout.pairing)
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -207,7 +201,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
     config = prepare(home, environ)
 
     try:
-        data = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        data = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
     except (ConnectionError, TimeoutError, KeyError):
         data = report_from_files(config)
     if getattr(args, "json", False):
@@ -230,7 +224,7 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         return 1
 
     try:
-        report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        report = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
         base = report.get("web")
         note = (
             "" if base else "Corvid is running, but its control page could not start (see its log)."
@@ -238,14 +232,14 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
     except (ConnectionError, TimeoutError, KeyError):
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
     base = base or address(config.web.host, config.web.port)
-    url = f"{base}login?token={load_token(config.state)}"
+    url = f"{base}login?token={load_token(config.layout.web_token)}"
     print(url)
     if note:
         print(note, file=sys.stderr)
     print("Anyone with this address can read all of Corvid's memory; keep it to yourself.",
           file=sys.stderr)  # fmt: skip
     if args.open:
-        _open_in_browser(config.state / "web_open.html", url)
+        _open_in_browser(config.layout.web_open, url)
     return 0
 
 
@@ -266,11 +260,11 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
     own environment, where the secrets are), so nothing is loaded here."""
     from gateway.ops.control import ask_running
 
-    if not (home / "state").is_dir():
+    if not Layout(home).state.is_dir():
         raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")
 
     try:
-        answer = ask_running(home / "state" / "control.sock", {"cmd": "reload"}, 30)
+        answer = ask_running(Layout(home).control_socket, {"cmd": "reload"}, 30)
     except ConnectionError:
         print(
             "corvid: Corvid is not running here; `corvid run` reads config.yaml when it starts",

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 from gateway.config import Config
 from gateway.config_build import ENV_REF, secret_keys
 from gateway.events import SessionKey
+from gateway.layout import Layout
 from gateway.ops.doctor_local import (
     channel_setup,
     env_ref,
@@ -85,9 +86,8 @@ async def run_checks(
         return checks
     preload(config)  # slow imports, before any network check starts its clock
     network: list[Awaitable[Check]] = [_guarded("anthropic", check_model(config, raw, limit))]
-    for name in ("telegram", "discord"):
-        if getattr(config.channels, name).enabled:
-            network.append(_guarded(name, check_channel(config, raw, name, limit)))
+    for name in config.channels.enabled():
+        network.append(_guarded(name, check_channel(config, raw, name, limit)))
     if config.tools.web.search.provider:
         network.append(_guarded("web search", check_search(config, limit)))
     servers = list(config.mcp.servers)
@@ -230,7 +230,7 @@ async def check_mcp(config: Config, name: str, limit: float) -> Check:
     from agent.mcp import probe
 
     spec = config.mcp.servers[name]
-    view = await probe(name, spec, config.state / "mcp", limit)
+    view = await probe(name, spec, config.layout.mcp, limit)
     who = "every chat" if spec.shared else "private chats only"
     if view.state == "off":
         return Check(OK, f"mcp {name}", "off (enabled: false)")
@@ -264,7 +264,7 @@ async def check_gateway(home: Path, limit: float, *, required: bool = False) -> 
     only a warning, unless ``required`` (``--alive``, for health checks)."""
     from gateway.ops.control import ask
 
-    sock = home / "state" / "control.sock"
+    sock = Layout(home).control_socket
     name = "gateway"
     down = FAIL if required else WARN
     try:
@@ -308,7 +308,7 @@ def check_jobs(config: Config) -> Check:
     from gateway.scheduling.reminders import JobStore
 
     name = "jobs"
-    store = JobStore(config.state / "jobs.json")
+    store = JobStore(config.layout.jobs)
     clock = SystemClock()
     try:
         jobs = planned_jobs(config, store, clock.now())
@@ -323,7 +323,7 @@ def check_jobs(config: Config) -> Check:
     if not jobs:
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
     try:
-        ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
+        ledger = Ledger(config.layout.ledger, read_only=True)
         try:
             states = job_states(jobs, ledger, clock)
         finally:
@@ -339,7 +339,7 @@ def check_jobs(config: Config) -> Check:
 
 
 def _jobs_check(config: Config, states: list[Any]) -> Check:
-    enabled = {n for n in ("telegram", "discord") if getattr(config.channels, n).enabled}
+    enabled = set(config.channels.enabled())
     details: list[str] = []
     problems: list[str] = []
     for state in states:

@@ -18,6 +18,7 @@ import yaml
 from gateway.config import Config, load_config
 from gateway.config_build import ENV_REF, secret_keys
 from gateway.errors import ConfigError
+from gateway.layout import Layout
 from gateway.ports import Check, Status
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
@@ -51,23 +52,24 @@ def local_checks(
     if not home.is_dir():
         what = "is not a folder" if home.exists() else "does not exist"
         return [Check(FAIL, "home", f"{home} {what}", f"corvid init --home {q(home)}")], None, {}
+    layout = Layout(home)
     raw = read_raw(home)
     config_check, config = _load(home, environ)
     checks = [
         _check_dir("home", home, private=False),
         config_check,
         _check_config_file(home, raw),
-        _check_workspace(home / "workspace"),
-        _check_dir("state", home / "state", private=True),
-        *_check_state_files(home / "state"),
-        *_check_state_data(home / "state"),
+        _check_workspace(layout.workspace),
+        _check_dir("state", layout.state, private=True),
+        *_check_state_files(layout),
+        *_check_state_data(layout),
     ]
     return checks, config, raw
 
 
 def read_raw(home: Path) -> Mapping[str, Any]:
     try:
-        raw = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+        raw = yaml.safe_load(Layout(home).config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return raw if isinstance(raw, dict) else {}
@@ -75,7 +77,7 @@ def read_raw(home: Path) -> Mapping[str, Any]:
 
 def _load(home: Path, environ: Mapping[str, str]) -> tuple[Check, Config | None]:
     """``load_config``, the loader ``corvid run`` uses; a ConfigError names the key."""
-    path = home / "config.yaml"
+    path = Layout(home).config_file
     try:
         config = load_config(home, environ)
     except ConfigError as exc:
@@ -91,7 +93,7 @@ def _load(home: Path, environ: Mapping[str, str]) -> tuple[Check, Config | None]
 
 
 def _check_config_file(home: Path, raw: Mapping[str, Any]) -> Check:
-    path = home / "config.yaml"
+    path = Layout(home).config_file
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -200,13 +202,13 @@ def _check_dir(name: str, path: Path, *, private: bool) -> Check:
     return Check(OK, name, f"{path} (mode {mode:04o})")
 
 
-def _check_state_files(state: Path) -> list[Check]:
+def _check_state_files(layout: Layout) -> list[Check]:
     """Files Corvid writes as 0600 (and sessions/ as 0700). ``state/`` being 0700 already keeps
     them private, so a loose mode here is a warning, not a failure."""
+    state, sessions = layout.state, layout.sessions
     if not state.is_dir():
         return []
-    paths = [state / "pairing.json", state / "jobs.json", state / "sessions"]
-    sessions = state / "sessions"
+    paths = [layout.pairing, layout.jobs, sessions]
     try:
         if sessions.is_dir():
             paths.extend(sorted(sessions.glob("*.jsonl")))
@@ -257,21 +259,22 @@ def _json_problem(path: Path) -> str | None:
     return None if isinstance(data, dict) else "not a JSON object"
 
 
-def _check_state_data(state: Path) -> list[Check]:
+def _check_state_data(layout: Layout) -> list[Check]:
     """Every state file opened (read only): what cannot be read, what that means, the fix."""
-    if not state.is_dir():
+    if not layout.state.is_dir():
         return []
     moves = "corvid run moves it aside when it starts and goes on with a new one"
     files = [
-        ("gateway.sqlite", _sqlite_problem, FAIL, "messages owed an answer", moves),
-        ("scheduler.sqlite", _sqlite_problem, FAIL, "which runs were sent", moves),
-        ("jobs.json", _json_problem, FAIL, "the reminders made in chat", moves),
-        ("pairing.json", _json_problem, FAIL, "guests' approvals", moves),
-        ("index.sqlite", _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
+        (layout.journal, _sqlite_problem, FAIL, "messages owed an answer", moves),
+        (layout.ledger, _sqlite_problem, FAIL, "which runs were sent", moves),
+        (layout.jobs, _json_problem, FAIL, "the reminders made in chat", moves),
+        (layout.pairing, _json_problem, FAIL, "guests' approvals", moves),
+        (layout.index, _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
     ]
     checks = []
-    for name, probe, status, holds, fix in files:
-        problem = probe(state / name)
+    for path, probe, status, holds, fix in files:
+        name = path.name
+        problem = probe(path)
         if problem is not None:
             message = f"state/{name} cannot be read ({problem}); it holds {holds}"
             checks.append(Check(status, name, message, fix))
@@ -280,32 +283,25 @@ def _check_state_data(state: Path) -> list[Check]:
 
 def channel_setup(config: Config) -> list[Check]:
     """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
-    tg, dc = config.channels.telegram, config.channels.discord
+    channels = config.channels
     checks: list[Check] = []
-    if not (tg.enabled or dc.enabled):
+    if not channels.enabled():
         checks.append(
             Check(
                 FAIL,
                 "channels",
                 "no chat channel is enabled, so corvid run will not start",
                 f"set channels.telegram.enabled or "
-                f"channels.discord.enabled to true in {q(config.home / 'config.yaml')}"
+                f"channels.discord.enabled to true in {q(config.layout.config_file)}"
                 " (corvid chat works without)",
             )
         )
-    if tg.enabled and tg.webhook.url and tg.webhook.secret_token is None:
-        checks.append(
-            Check(
-                FAIL,
-                "telegram webhook",
-                config.missing(
-                    "channels.telegram.webhook.secret_token",
-                    "a secret Telegram sends with every update, so forged posts are refused",
-                ),
-            )
-        )
-    for name, cfg in (("telegram", tg), ("discord", dc)):
-        if cfg.enabled and cfg.token is not None and not cfg.allow_from:
+    # A missing token is the platform's own check (``check_channel``).
+    for need in channels.unmet():
+        if need.key == "channels.telegram.webhook.secret_token":
+            checks.append(Check(FAIL, "telegram webhook", config.missing(need.key, need.what)))
+    for name in channels.open_to_all():
+        if channels.enabled()[name].token is not None:
             checks.append(
                 Check(
                     WARN,

@@ -42,7 +42,7 @@ def _job_states(config: Config) -> list[JobState] | None:
     from gateway.scheduling.reminders import JobStore
 
     clock = SystemClock()
-    store = JobStore(config.state / "jobs.json")
+    store = JobStore(config.layout.jobs)
     try:
         planned = planned_jobs(config, store, clock.now())
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -55,7 +55,7 @@ def _job_states(config: Config) -> list[JobState] | None:
     if not planned:
         return []
     try:
-        ledger = Ledger(config.state / "scheduler.sqlite", read_only=True)
+        ledger = Ledger(config.layout.ledger, read_only=True)
         try:
             return job_states(planned, ledger, clock)
         finally:
@@ -113,7 +113,7 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     try:
         request = {"cmd": "run_job", "id": args.job_id}
         # Up to a whole turn, with the model's own retries.
-        answer = ask_running(config.state / "control.sock", request, 900)
+        answer = ask_running(config.layout.control_socket, request, 900)
     except ConnectionError:
         print(
             "corvid: Corvid is not running here; jobs run inside the gateway (`corvid run`).",
@@ -135,9 +135,9 @@ def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
     request = {"cmd": "cancel_job", "id": args.job_id}
 
     try:
-        problem = ask_running(config.state / "control.sock", request, 10).get("error")
+        problem = ask_running(config.layout.control_socket, request, 10).get("error")
     except (ConnectionError, TimeoutError):
-        problem = cancellable(JobStore(config.state / "jobs.json"), args.job_id)
+        problem = cancellable(JobStore(config.layout.jobs), args.job_id)
     if problem:
         print(f"corvid: {problem}", file=sys.stderr)
         return 1

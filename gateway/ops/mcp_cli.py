@@ -22,11 +22,11 @@ def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
         print("No MCP servers are configured (mcp.servers in config.yaml).")
         return 0
     try:
-        report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        report = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
         servers: list[dict[str, Any]] = report["mcp"]
         where = "the running gateway"
     except (ConnectionError, TimeoutError, KeyError):
-        servers = asyncio.run(probe_all(config.mcp.servers, config.state / "mcp", args.timeout))
+        servers = asyncio.run(probe_all(config.mcp.servers, config.layout.mcp, args.timeout))
         where = "a test start of each server"
     if args.json:
         print(json.dumps(servers, indent=2, ensure_ascii=False))

@@ -143,11 +143,11 @@ def report(
 
 def report_from_files(config: Config) -> dict[str, Any]:
     """The report without a running gateway: read only, nothing repaired or moved."""
-    path = config.state / "gateway.sqlite"
+    path = config.layout.journal
     try:
         journal = Journal(path, repair=False) if path.exists() else None
     except sqlite3.DatabaseError as exc:
-        out = report(config, SessionStore(config.state / "sessions"), None)
+        out = report(config, SessionStore(config.layout.sessions), None)
         out["problems"] = [
             {
                 "ts": "",
@@ -159,7 +159,7 @@ def report_from_files(config: Config) -> dict[str, Any]:
         ]
         return out
     try:
-        return report(config, SessionStore(config.state / "sessions"), journal)
+        return report(config, SessionStore(config.layout.sessions), journal)
     finally:
         if journal is not None:
             journal.close()

@@ -25,7 +25,7 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
     """Every scheduled job, the configured ones first, each made when ``config.yaml`` last
     changed (at the latest ``now``). Raises what reading ``state/jobs.json`` raises."""
     try:
-        changed = datetime.fromtimestamp((config.home / "config.yaml").stat().st_mtime, UTC)
+        changed = datetime.fromtimestamp(config.layout.config_file.stat().st_mtime, UTC)
     except OSError:
         changed = now
     now = min(now, changed)

@@ -40,7 +40,7 @@ def web_chat(config: Config, clock: Clock) -> WebChannel:
     from gateway.channel_setup import intake
 
     files = intake(config, ChannelConfig(), clock)
-    return WebChannel(files, clock, config.state / "web_chat.jsonl")
+    return WebChannel(files, clock, config.layout.web_chat)
 
 
 # The outbox keeps the newest messages sent to the web chat, no more than this many.

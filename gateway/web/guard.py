@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -38,8 +37,6 @@ from gateway.config_checks import LOOPBACK
 COOKIE = "corvid_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "X-CSRF-Token"
-TOKEN_FILE = "web_token"
-SESSIONS_FILE = "web_sessions.json"
 SESSION_DAYS = 14
 # Reachable without the cookie: the login form and what it needs to look right.
 OPEN_PATHS = frozenset({"/login", "/static/corvid.css"})
@@ -61,18 +58,15 @@ HEADERS = {
 }
 
 
-def load_token(state: Path) -> str:
-    """The page's access token, made (readable by the owner's user alone) if there is none."""
-    path = state / TOKEN_FILE
+def load_token(path: Path) -> str:
+    """The page's access token (kept at ``path``), made (readable by the owner's user alone) if
+    there is none."""
     with contextlib.suppress(FileNotFoundError):
         token = path.read_text(encoding="ascii").strip()
         if len(token) >= 32:
             return token
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(token + "\n")
-    os.chmod(path, 0o600)
+    write_atomic(path, token + "\n", keep_mode=False)
     return token
 
 

@@ -28,7 +28,6 @@ from gateway.ports import Clock
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.web.guard import (
-    SESSIONS_FILE,
     Guard,
     SignedIn,
     add_headers,
@@ -84,9 +83,9 @@ class WebServer:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        state = backend.config.state
-        self.token = load_token(state)
-        self.guard = Guard(self.token, backend.config.web, SignedIn(state / SESSIONS_FILE))
+        layout = backend.config.layout
+        self.token = load_token(layout.web_token)
+        self.guard = Guard(self.token, backend.config.web, SignedIn(layout.web_sessions))
         self.stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None

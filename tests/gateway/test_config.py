@@ -224,3 +224,40 @@ def test_compaction_is_sized_to_a_small_window_or_refused_when_set_to_misfit(tmp
             environ={},
         )
     assert raised.value.key == "compaction" and "llm.context_window (6,000)" in str(raised.value)
+
+
+def test_what_enabled_channels_need_is_decided_in_one_place():
+    off = _parse({})
+    assert off.channels.enabled() == {} and off.channels.unmet() == []
+    config = _parse(
+        {
+            "channels": {
+                "telegram": {"enabled": True, "webhook": {"url": "https://example.org/hook"}},
+                "discord": {"enabled": True, "token": "d", "allow_from": ["1"]},
+            }
+        }
+    )
+    channels = config.channels
+    assert list(channels.enabled()) == ["telegram", "discord"]
+    assert [(n.key, n.why) for n in channels.unmet()] == [
+        ("channels.telegram.token", "required when Telegram is enabled"),
+        ("channels.telegram.webhook.secret_token", "required when webhook.url is set"),
+    ]
+    assert channels.open_to_all() == ["telegram"]
+
+
+def test_the_layout_names_every_state_file_under_the_home(tmp_path):
+    layout = load_config(tmp_path, {}).layout
+    assert layout.state == tmp_path / "state"
+    names = {
+        "pairing": "pairing.json",
+        "control_socket": "control.sock",
+        "jobs": "jobs.json",
+        "ledger": "scheduler.sqlite",
+        "journal": "gateway.sqlite",
+        "index": "index.sqlite",
+        "web_sessions": "web_sessions.json",
+    }
+    for attr, name in names.items():
+        assert getattr(layout, attr) == tmp_path / "state" / name
+    assert layout.config_file == tmp_path / "config.yaml"
