@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -31,6 +32,10 @@ from gateway.errors import PathRefused, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 500
+# A listing looks at no more than this many entries, for no longer than this: a folder of a
+# hundred thousand files is answered in a moment, with a note that it was cut short.
+MAX_WALK_ENTRIES = 20_000
+MAX_WALK_SECONDS = 5.0
 DEFAULT_READ_LINES = 400
 # Private files and folders are created readable by the owner's user alone.
 PRIVATE_FILE_MODE = 0o600
@@ -178,16 +183,23 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
     lines: list[str] = []
-    for entry in _walk(base, bool(args.get("recursive"))):
+    deadline = time.monotonic() + MAX_WALK_SECONDS
+    entries, complete = _walk(base, bool(args.get("recursive")), deadline)
+    for entry in entries:
+        if time.monotonic() > deadline:
+            complete = False
+            break
         line = _listed(ctx, entry)
         if line is None:
             continue
+        if len(lines) >= MAX_LIST_ENTRIES:  # one more this chat may see: say there are more
+            complete = False
+            break
         if _named_outside(_relpath(ctx, entry)):
             ctx.saw("file names chosen in chat")
-        if len(lines) >= MAX_LIST_ENTRIES:
-            lines.append("[... more entries not shown; list a subfolder]")
-            break
         lines.append(line)
+    if not complete:
+        lines.append("[... more entries not shown; list a subfolder]")
     return "\n".join(lines) if lines else f"{_rel(ctx, base)} is empty."
 
 
@@ -235,17 +247,20 @@ def _listed(ctx: TurnContext, entry: Path) -> str | None:
     return f"{rel}  ({st.st_size} bytes)"
 
 
-def _walk(base: Path, recursive: bool) -> list[Path]:
-    """Visible entries under ``base``; never descends through a symbolic link."""
+def _walk(base: Path, recursive: bool, deadline: float) -> tuple[list[Path], bool]:
+    """Visible entries under ``base``, and whether that is all of them (the walk stops at
+    ``MAX_WALK_ENTRIES`` or at ``deadline``); never descends through a symbolic link."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         here = Path(dirpath)
         out.extend(here / name for name in dirnames)
         out.extend(here / name for name in sorted(filenames) if not name.startswith("."))
+        if len(out) >= MAX_WALK_ENTRIES or time.monotonic() > deadline:
+            return sorted(out[:MAX_WALK_ENTRIES]), False
         if not recursive:
             break
-    return sorted(out)
+    return sorted(out), True
 
 
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:
@@ -357,18 +372,21 @@ FILE_TOOLS = (
         "List files and folders in the workspace.",
         ListArgs,
         list_files,
+        blocking=True,
     ),
     Tool.typed(
         "read_file",
         "Read a text file from the workspace. Long files are returned in windows of lines.",
         ReadArgs,
         read_file,
+        blocking=True,
     ),
     Tool.typed(
         "write_file",
         "Create or replace a text file in the workspace. Folders are created as needed.",
         WriteArgs,
         write_file,
+        blocking=True,
     ),
     Tool.typed(
         "edit_file",
@@ -376,5 +394,6 @@ FILE_TOOLS = (
         "unless replace_all is true.",
         EditArgs,
         edit_file,
+        blocking=True,
     ),
 )

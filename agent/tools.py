@@ -189,6 +189,9 @@ class Tool:
     # What it brings in from outside the owner's audience, whatever its arguments ("a web
     # page"): every call marks the session as having read it (``Exposure``).
     outside: str | None = None
+    # A synchronous handler whose disk work can take long (walking a large folder): it runs in
+    # a worker thread, so every other chat is still answered meanwhile.
+    blocking: bool = False
 
     @classmethod
     def typed(
@@ -200,10 +203,17 @@ class Tool:
         *,
         private_only: bool = False,
         outside: str | None = None,
+        blocking: bool = False,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
         return cls(
-            name, description, schema_of(args), handler, private_only=private_only, outside=outside
+            name,
+            description,
+            schema_of(args),
+            handler,
+            private_only=private_only,
+            outside=outside,
+            blocking=blocking,
         )
 
     def schema(self) -> dict[str, Any]:
@@ -327,7 +337,10 @@ class ToolRegistry:
                 _check_args(tool.input_schema, args)
             elif not isinstance(args, dict):
                 raise ToolError("Tool input must be a JSON object.")
-            out = tool.handler(ctx, args)
+            if tool.blocking:
+                out = await asyncio.to_thread(tool.handler, ctx, args)
+            else:
+                out = tool.handler(ctx, args)
             if inspect.isawaitable(out):
                 out = await out
         except ToolError as exc:

@@ -314,3 +314,59 @@ async def test_the_files_every_chat_reads_are_refused_to_a_conversation_that_rea
     )
     assert not written.is_error  # the owner's own file, in no group's prompt
     assert (ws / "SOUL.md").read_text() == "kind"
+
+
+async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
+    start_gateway, fake_api, monkeypatch
+):
+    """A recursive listing of a huge workspace runs off the event loop: the owner is answered
+    while it is still walking. (On the loop, the walk would hold every chat until released.)"""
+    import asyncio
+    import threading
+
+    from agent import files
+    from tests.conftest import GROUP
+    from tests.conftest import PRIVATE as OWNER_CHAT
+    from tests.fakes.anthropic_api import Reply
+
+    walking, release, walked = threading.Event(), threading.Event(), threading.Event()
+    plain_walk = os.walk
+
+    def slow_walk(*args, **kwargs):
+        walking.set()
+        release.wait(timeout=5)  # the bound, should the listing block the loop after all
+        walked.set()
+        yield from plain_walk(*args, **kwargs)
+
+    monkeypatch.setattr(files.os, "walk", slow_walk)
+    _app, channel = await start_gateway()
+    fake_api.enqueue(Reply(tool_calls=[("list_files", {"recursive": True})]))
+    group_turn = channel.push("what is in the workspace?", key=GROUP)
+    await asyncio.wait_for(asyncio.to_thread(walking.wait, 10), 15)
+    answered_while_walking = False
+    try:
+        await asyncio.wait_for(channel.push("hello"), 10)
+        answered_while_walking = not walked.is_set()
+    finally:
+        release.set()
+    await asyncio.wait_for(group_turn, 10)
+    assert answered_while_walking
+    assert channel.texts(OWNER_CHAT) == ["echo: hello"]
+    assert len(channel.texts(GROUP)) == 1
+
+
+async def test_a_listing_stops_at_its_entry_and_time_bounds(ws, monkeypatch):
+    from agent import files
+
+    for i in range(30):
+        (ws / "notes" / f"n{i:02}.md").write_text("x")
+    monkeypatch.setattr(files, "MAX_WALK_ENTRIES", 10)
+    out = (await call(ws, "list_files", recursive=True)).text.splitlines()
+    assert len(out) == 11 and out[-1] == "[... more entries not shown; list a subfolder]"
+    monkeypatch.setattr(files, "MAX_WALK_ENTRIES", 20_000)
+    monkeypatch.setattr(files, "MAX_WALK_SECONDS", -1.0)  # out of time before the first entry
+    out = (await call(ws, "list_files", recursive=True)).text.splitlines()
+    assert out == ["[... more entries not shown; list a subfolder]"]
+    monkeypatch.setattr(files, "MAX_WALK_SECONDS", 5.0)
+    out = (await call(ws, "list_files", recursive=True)).text.splitlines()
+    assert len(out) == 33 and not out[-1].startswith("[...")  # MEMORY.md, notes/, 31 notes

@@ -16,7 +16,7 @@ import json
 import re
 import time
 import unicodedata
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,7 @@ class FakeTelegram(Observed):
         self.latency: dict[str, float] = {}  # seconds a method takes to answer (a busy server)
         # Unreachable: every request's connection is dropped unanswered (an outage).
         self.down = False
+        self.dropped: Counter[str] = Counter()  # requests dropped while down, by method
         self._last_update_id = 0
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
@@ -296,6 +297,8 @@ class FakeTelegram(Observed):
 
     async def _method(self, request: web.Request) -> web.Response:
         if self.down:
+            self.dropped[request.match_info["method"]] += 1
+            self._notify()
             assert request.transport is not None
             request.transport.abort()  # the client sees the connection drop, no answer
             raise asyncio.CancelledError
