@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.audience import quotes_outside
-from agent.compaction import Maintenance
-from agent.llm import LLM, LLMResponse
-from agent.memory import Memory
-from agent.prompt import SystemPrompts
-from agent.quota import Quota
-from agent.sessions import HandEdits, Sessions
+from agent.memory.store import Memory
+from agent.model.llm import LLM, LLMResponse
+from agent.model.wire import reply_text
+from agent.sessions.compaction import Maintenance
+from agent.sessions.loaded import HandEdits, Sessions
+from agent.sessions.prompt import SystemPrompts
+from agent.sessions.transcript import SessionState, SessionStore, TurnEnd, Usage
 from agent.settings import AgentSettings, CompactionSettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools import Exposure, Grant, ToolRegistry, TurnContext
-from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
-from agent.wire import reply_text
+from agent.tools.registry import Exposure, Grant, ToolRegistry, TurnContext
+from agent.workspace.audience import quotes_outside
+from agent.workspace.quota import Quota
 from gateway.errors import LLMError
 from gateway.events import InboundMessage, SessionKey
 from gateway.ports import Clock, SystemClock

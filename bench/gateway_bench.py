@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.llm import LLMResponse, with_cache_breakpoints
-from agent.transcript import Usage
+from agent.model.llm import LLMResponse, with_cache_breakpoints
+from agent.sessions.transcript import Usage
 from gateway.app import build_app
 from gateway.config import parse_config
 from gateway.events import SessionKey

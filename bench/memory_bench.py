@@ -20,9 +20,9 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.memory import Memory
-from agent.memory_index import MemoryIndex, chunk_lines
-from agent.prompt import build_system_prompt
+from agent.memory.index import MemoryIndex, chunk_lines
+from agent.memory.store import Memory
+from agent.sessions.prompt import build_system_prompt
 from agent.settings import AgentSettings, MemorySettings
 from gateway.events import OWNER, SessionKey, audience_of
 from gateway.home import init_home

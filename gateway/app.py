@@ -17,14 +17,14 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from agent.files import FILE_TOOLS
-from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
-from agent.memory import Memory, migrate_shared_entries
-from agent.memory_tools import memory_tools
-from agent.sessions import HandEdits
-from agent.tools import ToolRegistry
-from agent.transcript import SessionStore
+from agent.memory.store import Memory, migrate_shared_entries
+from agent.memory.tools import memory_tools
+from agent.model.llm import LLM, AnthropicLLM
+from agent.sessions.loaded import HandEdits
+from agent.sessions.transcript import SessionStore
+from agent.tools.files import FILE_TOOLS
+from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota
@@ -52,7 +52,7 @@ from gateway.statefiles import repair_pairing
 from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
-    from agent.mcp_hub import McpHub
+    from agent.mcp.hub import McpHub
     from gateway.web.server import Backend, WebServer
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from agent.audience import inbox_folder
-from agent.quota import Quota
+from agent.workspace.audience import inbox_folder
+from agent.workspace.quota import Quota
 from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake

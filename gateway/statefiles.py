@@ -3,7 +3,7 @@
 A file that holds data (the journal, the scheduler's ledger, the chat-made jobs, pairing
 approvals) is moved aside under a name with the time, the reason is logged with what may have
 been lost and where the old copy is, and Corvid goes on with a fresh one. (A derived file, the
-search index, is simply rebuilt: ``agent/memory_index.py``.)
+search index, is simply rebuilt: ``agent/memory/index.py``.)
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def test_packages_import_only_what_the_layering_allows(package):
 def test_the_layering_rule_itself_refuses_the_edges_it_must():
     assert not _allowed("agent.loop", "channels.base")
     assert not _allowed("channels.telegram.channel", "agent.loop")
-    assert not _allowed("agent.compaction", "gateway.config")
+    assert not _allowed("agent.sessions.compaction", "gateway.config")
     assert not _allowed("gateway.events", "gateway.errors")
     assert not _allowed("gateway.runtime.gateway", "gateway.ops.logs")
     assert _allowed("agent.loop", "gateway.events") and _allowed("gateway.app", "agent.loop")

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from agent.sessions import KEEP_LOADED
-from agent.transcript import SessionStore
+from agent.sessions.loaded import KEEP_LOADED
+from agent.sessions.transcript import SessionStore
 from gateway.errors import LLMError
 from gateway.events import OutboundMessage, SessionKey
 from tests.conftest import OWNER, TG_GROUP
@@ -95,9 +95,9 @@ def load_transcripts(
     """Load each session from disk the way a restart would; no line may be skipped."""
     store = SessionStore(home / "state" / "sessions")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="agent.transcript"):
+    with caplog.at_level(logging.WARNING, logger="agent.sessions.transcript"):
         states = {key: store.load(key) for key in keys}
-    assert [r.getMessage() for r in caplog.records if r.name == "agent.transcript"] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "agent.sessions.transcript"] == []
     assert all(state is not None for state in states.values())
     return states
 

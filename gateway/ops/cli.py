@@ -325,7 +325,7 @@ def _reload_on_signal(app: App) -> None:
 async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
-    from agent.llm import AnthropicLLM
+    from agent.model.llm import AnthropicLLM
     from gateway.ops.doctor import key_source
     from gateway.ops.doctor_local import read_raw
 

@@ -19,7 +19,7 @@ from gateway.home import init_home
 from gateway.layout import Layout
 
 if TYPE_CHECKING:
-    from agent.memory_index import MemoryIndex
+    from agent.memory.index import MemoryIndex
     from channels.pairing import PairingStore
 
 EXIT_CONFIG = 2

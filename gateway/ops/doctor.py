@@ -171,7 +171,7 @@ def key_source(raw: Mapping[str, Any], key: str) -> str:
 
 
 async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> Check:
-    from agent.llm import AnthropicLLM
+    from agent.model.llm import AnthropicLLM
 
     if config.llm.api_key is None:
         return Check(FAIL, "anthropic", config.missing("llm.api_key", "your Anthropic API key"))
@@ -181,7 +181,7 @@ async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> C
 
 async def check_search(config: Config, limit: float) -> Check:
     """One query to the configured search provider: its address and key work."""
-    from agent.web_search import provider_from
+    from agent.web.search import provider_from
     from gateway.errors import ConfigError, ToolError
 
     if config.tools.web.search.provider == "anthropic":
@@ -203,8 +203,8 @@ async def check_search(config: Config, limit: float) -> Check:
 
 async def _check_server_search(config: Config, limit: float) -> Check:
     """Whether the configured API takes its own web search tool with the configured model."""
-    from agent.llm import AnthropicLLM
-    from agent.web_search import server_search_tool
+    from agent.model.llm import AnthropicLLM
+    from agent.web.search import server_search_tool
 
     if config.llm.api_key is None:
         return Check(WARN, "web search", "not checked: llm.api_key is not set")
@@ -227,7 +227,7 @@ async def _check_server_search(config: Config, limit: float) -> Check:
 
 async def check_mcp(config: Config, name: str, limit: float) -> Check:
     """Start one MCP server, list its tools, stop it."""
-    from agent.mcp import probe
+    from agent.mcp.client import probe
 
     spec = config.mcp.servers[name]
     view = await probe(name, spec, config.layout.mcp, limit)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent.llm import AnthropicLLM
+from agent.model.llm import AnthropicLLM
 from gateway.config import Config, load_config
 from gateway.scheduling.jobs import Job
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs

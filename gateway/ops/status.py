@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.transcript import SessionState, SessionStore
+from agent.sessions.transcript import SessionState, SessionStore
 from gateway.config import Config
 from gateway.events import SessionKey
 from gateway.ops import logs

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.loop import Agent
-from agent.transcript import SessionState
+from agent.sessions.transcript import SessionState
 from channels.pairing import PairingError, PairingStore
 from gateway.errors import LLMError
 from gateway.events import HELP, InboundMessage, SessionKey

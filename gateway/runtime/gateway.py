@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from agent.loop import Agent
-from agent.tools import Grant
+from agent.tools.registry import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.events import InboundMessage, OutboundMessage, SessionKey

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.audience import log_path, quotes_outside, untrusted
-from agent.memory import Memory, cap_log
-from agent.tools import Grant
+from agent.memory.store import Memory, cap_log
+from agent.tools.registry import Grant
+from agent.workspace.audience import log_path, quotes_outside, untrusted
 from gateway.events import (
     NO_REPLY,
     Audience,

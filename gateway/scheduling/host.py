@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agent.tools import Grant
+from agent.tools.registry import Grant
 from gateway.events import OutboundMessage, SessionKey
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.tools import Grant, Tool, TurnContext
+from agent.tools.registry import Grant, Tool, TurnContext
 from gateway.atomic import write_atomic
 from gateway.config import ScheduleConfig
 from gateway.errors import ToolError

@@ -1,6 +1,6 @@
 """The memory page: the workspace's Markdown files, rendered, searchable and editable.
 
-Paths go through the file tools' own rules (``agent.files``) as a private session of the
+Paths go through the file tools' own rules (``agent.tools.files``) as a private session of the
 owner: nothing outside the workspace, no hidden files, and no writing into a shared chat's
 places (a group's log is shown, not edited, so nothing private lands where a group reads it).
 
@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from agent.audience import BOOTSTRAP_FILES, writable
-from agent.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
-from agent.tools import TurnContext
+from agent.tools.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
+from agent.tools.registry import TurnContext
+from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from gateway.errors import ToolError
 from gateway.events import OWNER, Scope, SessionKey
 from gateway.web.html import esc, markdown, notice, page, table

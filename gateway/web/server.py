@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from agent.memory import Memory
+from agent.memory.store import Memory
 from channels.pairing import PairingStore
 from gateway.config import ChannelConfig, Config
 from gateway.ops.status import SessionFigures

@@ -6,7 +6,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from agent.audience import EVERYONE, area, quotes_outside, untrusted
+from agent.workspace.audience import EVERYONE, area, quotes_outside, untrusted
 from gateway.events import OWNER, Audience
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.compaction import FLUSH_PROMPT, NO_REPLY, choose_split, render, starts_exchange
+from agent.sessions.compaction import FLUSH_PROMPT, NO_REPLY, choose_split, render, starts_exchange
 
 
 def user(text):
@@ -75,9 +75,9 @@ def _agent(tmp_path, model, tools=(), **compaction):
     from zoneinfo import ZoneInfo
 
     from agent.loop import Agent
+    from agent.sessions.transcript import SessionStore
     from agent.settings import AgentSettings, CompactionSettings
-    from agent.tools import ToolRegistry
-    from agent.transcript import SessionStore
+    from agent.tools.registry import ToolRegistry
     from tests.fakes.clock import FakeClock
 
     return Agent(
@@ -93,8 +93,8 @@ def _agent(tmp_path, model, tools=(), **compaction):
 
 
 async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
-    from agent.compaction import FLUSH_NOTE
-    from agent.transcript import Usage
+    from agent.sessions.compaction import FLUSH_NOTE
+    from agent.sessions.transcript import Usage
     from gateway.events import InboundMessage, SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 
@@ -120,9 +120,9 @@ async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
 async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_path):
     """Its request keeps the session's tool list (the prompt cache), but for a tool the API
     would run itself; any call beyond memory writes is refused in code."""
-    from agent.files import FILE_TOOLS
-    from agent.transcript import Usage
-    from agent.web_search import server_search_tool
+    from agent.sessions.transcript import Usage
+    from agent.tools.files import FILE_TOOLS
+    from agent.web.search import server_search_tool
     from gateway.events import InboundMessage, SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text, tool_use
 
@@ -162,7 +162,7 @@ async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_p
 async def test_compaction_keeps_exactly_the_recent_messages_it_reports(tmp_path):
     import json
 
-    from agent.transcript import SUMMARY_PREFIX
+    from agent.sessions.transcript import SUMMARY_PREFIX
     from gateway.events import SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 

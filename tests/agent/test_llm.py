@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from agent.llm import with_cache_breakpoints
-from agent.wire import normalize_messages
+from agent.model.llm import with_cache_breakpoints
+from agent.model.wire import normalize_messages
 
 
 def text(t):

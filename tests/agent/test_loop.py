@@ -11,12 +11,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
-from agent.llm import LLMResponse
 from agent.loop import Agent, TurnStatus, user_content
+from agent.model.llm import LLMResponse
+from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
+from agent.sessions.transcript import SUMMARY_PREFIX, SessionStore
 from agent.settings import AgentSettings, CompactionSettings
-from agent.tools import Tool, ToolRegistry, TurnContext
-from agent.transcript import SUMMARY_PREFIX, SessionStore
+from agent.tools.registry import Tool, ToolRegistry, TurnContext
 from gateway.errors import LLMError, LLMErrorKind
 from gateway.events import InboundMessage, SessionKey
 from tests.fakes.clock import FakeClock

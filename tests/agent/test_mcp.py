@@ -18,11 +18,11 @@ import mcp_types as mt
 import pytest
 import uvicorn
 
-from agent.mcp import McpServer, probe
-from agent.mcp_hub import McpHub
-from agent.mcp_wire import tool_result
+from agent.mcp.client import McpServer, probe
+from agent.mcp.hub import McpHub
+from agent.mcp.wire import tool_result
 from agent.settings import McpServerSettings
-from agent.tools import ToolRegistry, ToolResult, TurnContext
+from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
 from gateway.errors import ConfigError
 from gateway.events import SessionKey
 from gateway.ports import Secret
@@ -475,7 +475,7 @@ def test_secrets_written_in_a_servers_env_or_headers_are_masked_by_the_doctor(ho
 
 
 def test_a_schema_with_alternatives_at_its_top_becomes_one_object():
-    from agent.mcp_wire import api_schema
+    from agent.mcp.wire import api_schema
 
     schema = {
         "type": "object",
@@ -538,7 +538,7 @@ async def test_an_http_server_that_forgot_the_session_is_connected_again(tmp_pat
 
     import mcp
 
-    import agent.mcp as client_module
+    import agent.mcp.client as client_module
 
     monkeypatch.setattr(client_module, "Client", functools.partial(mcp.Client, mode="legacy"))
 

@@ -7,12 +7,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.memory import Memory, cap_head, cap_log
-from agent.memory_index import MemoryIndex
-from agent.memory_tools import memory_tools
-from agent.prompt import build_system_prompt
+from agent.memory.index import MemoryIndex
+from agent.memory.store import Memory, cap_head, cap_log
+from agent.memory.tools import memory_tools
+from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
-from agent.tools import ToolRegistry, TurnContext
+from agent.tools.registry import ToolRegistry, TurnContext
 from gateway.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from agent.memory_index import MemoryIndex, chunk_lines
+from agent.memory.index import MemoryIndex, chunk_lines
 from gateway.events import OWNER, Audience
 
 

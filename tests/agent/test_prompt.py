@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.prompt import BOOTSTRAP_FILES, build_system_prompt, cap_text
+from agent.sessions.prompt import BOOTSTRAP_FILES, build_system_prompt, cap_text
 from gateway.events import SessionKey
 
 KEY = SessionKey("test", "private", "1")

@@ -6,13 +6,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.files import FILE_TOOLS
-from agent.memory import Memory
-from agent.memory_index import MemoryIndex
-from agent.memory_tools import memory_tools
-from agent.quota import Quota
+from agent.memory.index import MemoryIndex
+from agent.memory.store import Memory
+from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
-from agent.tools import ToolRegistry, TurnContext
+from agent.tools.files import FILE_TOOLS
+from agent.tools.registry import ToolRegistry, TurnContext
+from agent.workspace.quota import Quota
 from channels.inbox import Intake
 from gateway.events import SessionKey, audience_of
 

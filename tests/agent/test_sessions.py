@@ -1,4 +1,4 @@
-"""Sessions in memory (agent/sessions.py): the ones in use and the most recently used stay
+"""Sessions in memory (agent/sessions/loaded.py): the ones in use and the most recently used stay
 loaded; the others are let go and come back from their transcript, unchanged."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from agent.sessions import Sessions
-from agent.transcript import SessionStore
+from agent.sessions.loaded import Sessions
+from agent.sessions.transcript import SessionStore
 from gateway.events import SessionKey
 from tests.fakes.clock import FakeClock
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from agent.transcript import SessionStore, Usage
+from agent.sessions.transcript import SessionStore, Usage
 from gateway.events import SessionKey
 
 KEY = SessionKey("telegram", "private", "42")
@@ -116,7 +116,7 @@ def test_a_withdrawn_turn_stays_on_disk_but_leaves_the_conversation(tmp_path):
 
 
 def test_a_hand_edit_renews_each_snapshot_once_across_restarts(tmp_path):
-    from agent.sessions import HandEdits, Sessions
+    from agent.sessions.loaded import HandEdits, Sessions
     from tests.fakes.clock import FakeClock
 
     clock = FakeClock()

@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
-from agent.tools import ToolRegistry, TurnContext
-from agent.web import MAX_REDIRECTS, WebFetcher, refusal, web_tools
+from agent.tools.registry import ToolRegistry, TurnContext
+from agent.web.fetch import MAX_REDIRECTS, WebFetcher, refusal, web_tools
 from gateway.errors import ToolError
 from gateway.events import SessionKey
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.llm import LLMResponse
+from agent.model.llm import LLMResponse
+from agent.sessions.transcript import Usage
 from agent.stream import Deltas
-from agent.transcript import Usage
 from gateway.errors import LLMError
 
 

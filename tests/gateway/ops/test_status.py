@@ -74,7 +74,7 @@ def test_status_without_a_running_gateway_reads_the_files(home, capsys):
     oid = journal.queue(OutboundMessage(PRIVATE, "Your reminder: call the bank " * 5))
     journal.settle(oid, SendStatus.FAILED, "Forbidden: bot was blocked by the user")
     journal.close()
-    from agent.transcript import SessionStore
+    from agent.sessions.transcript import SessionStore
 
     store = SessionStore(home / "state" / "sessions")
     state = store.create(PRIVATE, "system prompt")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.transcript import SessionStore
+from agent.sessions.transcript import SessionStore
 from gateway.events import Attachment, InboundMessage, OutboundMessage
 from gateway.runtime.delivery import UNCERTAIN_NOTE
 from gateway.runtime.journal import Journal

@@ -9,8 +9,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.compaction import FLUSH_GRANT
-from agent.tools import ToolRegistry, TurnContext
+from agent.sessions.compaction import FLUSH_GRANT
+from agent.tools.registry import ToolRegistry, TurnContext
 from gateway.app import build_app
 from gateway.config import ScheduleConfig
 from gateway.events import telegram_group, telegram_private

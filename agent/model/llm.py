@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
+from agent.model.wire import content_to_dicts, normalize_messages
+from agent.sessions.transcript import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
-from agent.transcript import Usage
-from agent.wire import content_to_dicts, normalize_messages
 from gateway.errors import LLMError, LLMErrorKind
 from gateway.ports import Check, Status
 

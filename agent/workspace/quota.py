@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.audience import own_folders
+from agent.workspace.audience import own_folders
 from gateway.events import Audience
 
 

@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.llm import LLM
-from agent.memory import Memory
-from agent.memory_tools import marked
-from agent.sessions import Sessions
+from agent.memory.store import Memory
+from agent.memory.tools import marked
+from agent.model.llm import LLM
+from agent.sessions.loaded import Sessions
+from agent.sessions.transcript import SessionState, estimate_tokens
 from agent.settings import CompactionSettings
-from agent.tools import Grant, TurnContext
-from agent.transcript import SessionState, estimate_tokens
+from agent.tools.registry import Grant, TurnContext
 from gateway.errors import LLMError
 from gateway.events import NO_REPLY, SessionKey
 

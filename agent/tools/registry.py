@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 from zoneinfo import ZoneInfo
 
-from agent.quota import Quota
+from agent.workspace.quota import Quota
 from gateway.errors import ToolError
 from gateway.events import Audience, SessionKey, audience_of
 

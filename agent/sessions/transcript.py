@@ -26,8 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from agent.jsonl import cut_torn_tail, fsync_path
-from agent.wire import check_message
+from agent.model.wire import check_message
+from agent.sessions.jsonl import cut_torn_tail, fsync_path
 from gateway.events import SessionKey
 from gateway.ports import Clock, SystemClock
 

@@ -1,12 +1,13 @@
 """Memory as files: daily logs by audience, and the curated ``MEMORY.md``.
 
 The owner's log is ``memory/YYYY-MM-DD.md``; each shared chat has its own,
-``memory/chats/<chat>/YYYY-MM-DD.md`` (``agent/audience.py``). A session's snapshot holds its own
-audience's logs of today and yesterday, each capped; the owner's private sessions also get
+``memory/chats/<chat>/YYYY-MM-DD.md`` (``agent/workspace/audience.py``). A session's snapshot
+holds its own audience's logs of today and yesterday, each capped; the owner's private sessions
+also get
 ``MEMORY.md`` and a list of the shared chats' logs, which they may read as quoted, untrusted
 text. Entries are only ever appended, to the log of the audience that wrote them, so nothing
 said in private reaches a group through a log. The tools the model uses are in
-``memory_tools.py``.
+``agent/memory/tools.py``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from datetime import date, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from secrets import token_hex
 
-from agent.audience import chat_of, log_path, readable, untrusted
-from agent.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
-from agent.memory_index import LONG_TERM, MemoryIndex
+from agent.memory.index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
+from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
+from agent.workspace.audience import chat_of, log_path, readable, untrusted
 from gateway.errors import ToolError
 from gateway.events import OWNER, Audience, SessionKey, audience_of
 

@@ -24,9 +24,9 @@ from mcp import MCPError
 from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 
-from agent.audience import enclosed
 from agent.settings import McpServerSettings
-from agent.tools import Handler, Tool, ToolResult
+from agent.tools.registry import Handler, Tool, ToolResult
+from agent.workspace.audience import enclosed
 from gateway.events import sniff_image
 
 # How much image one result may carry: the API caps an image's base64 text (5 MB), and a

@@ -29,8 +29,8 @@ import aiohttp
 import yarl
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from agent.audience import enclosed
-from agent.tools import Tool, TurnContext
+from agent.tools.registry import Tool, TurnContext
+from agent.workspace.audience import enclosed
 from gateway.errors import ToolError
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
-from agent.audience import enclosed
 from agent.settings import WebSearchSettings
-from agent.tools import Tool, TurnContext
+from agent.tools.registry import Tool, TurnContext
+from agent.workspace.audience import enclosed
 from gateway.errors import ConfigError, ToolError
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The MCP client: one server's connection, its tools and their results, through the official
-``mcp`` SDK. ``agent/mcp_hub.py`` holds every server and imports this module off the event loop.
+``mcp`` SDK. ``agent/mcp/hub.py`` holds every server and imports this module off the event loop.
 
 A server is a local command spoken to over stdio, or a URL spoken to over streamable HTTP. It
 lives in a task of its own, and when it exits or its connection breaks it is started again
@@ -29,10 +29,10 @@ from mcp.client import Transport
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 
-from agent.mcp_hub import FIRST_PAUSE, ServerView
-from agent.mcp_wire import Watched, describe_error, mcp_tool, server_log, tool_result, with_client
+from agent.mcp.hub import FIRST_PAUSE, ServerView
+from agent.mcp.wire import Watched, describe_error, mcp_tool, server_log, tool_result, with_client
 from agent.settings import McpServerSettings
-from agent.tools import Tool, ToolResult, TurnContext
+from agent.tools.registry import Tool, ToolResult, TurnContext
 
 log = logging.getLogger(__name__)
 

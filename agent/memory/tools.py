@@ -7,11 +7,11 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.audience import chat_of, untrusted
-from agent.files import check_single_name, resolve_in_workspace
-from agent.memory import Memory, read_text
-from agent.memory_index import LONG_TERM
-from agent.tools import Tool, TurnContext
+from agent.memory.index import LONG_TERM
+from agent.memory.store import Memory, read_text
+from agent.tools.files import check_single_name, resolve_in_workspace
+from agent.tools.registry import Tool, TurnContext
+from agent.workspace.audience import chat_of, untrusted
 from gateway.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000

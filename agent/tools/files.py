@@ -2,8 +2,9 @@
 
 Every path goes through ``resolve_in_workspace``: absolute paths, ``..`` components and symbolic
 links that lead outside are refused, and what a session may reach follows from its audience
-(``agent/audience.py``): a shared chat sees the bootstrap files and its own places, nothing of
-the owner's, nothing of another chat's, and writes only in its own ``chats/<chat>/`` folder.
+(``agent/workspace/audience.py``): a shared chat sees the bootstrap files and its own places,
+nothing of the owner's, nothing of another chat's, and writes only in its own ``chats/<chat>/``
+folder.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from agent.audience import (
+from agent.tools.registry import Tool, TurnContext
+from agent.workspace.audience import (
     EVERYONE,
     area,
     chat_of,
@@ -26,7 +28,6 @@ from agent.audience import (
     untrusted,
     writable,
 )
-from agent.tools import Tool, TurnContext
 from gateway.atomic import write_atomic
 from gateway.errors import PathRefused, ToolError
 

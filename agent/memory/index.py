@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agent.audience import chat_of
+from agent.workspace.audience import chat_of
 from gateway.events import Audience
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Tools from Model Context Protocol servers (``mcp.servers``), offered to the model as
 ``<server>__<tool>``: the hub that holds every server and is the tool registry's ``ToolSource``.
 
-Nothing here imports the ``mcp`` SDK: ``start`` imports the client (``agent/mcp.py``) in a
+Nothing here imports the ``mcp`` SDK: ``start`` imports the client (``agent/mcp/client.py``) in a
 thread and starts the servers in the background, so the channels poll no later for them.
 
 The tool list keeps one order (servers as configured, each one's tools by name) and changes
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.settings import McpServerSettings
-from agent.tools import Tool
+from agent.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class ServerView:
 
 
 class Server(Protocol):
-    """One server as the hub sees it (``agent.mcp.McpServer``, imported later)."""
+    """One server as the hub sees it (``agent.mcp.client.McpServer``, imported later)."""
 
     tools: tuple[Tool, ...]
     first_try: asyncio.Event
@@ -118,7 +118,7 @@ class McpHub:
 
     async def _start(self) -> None:
         try:
-            client = await asyncio.to_thread(importlib.import_module, "agent.mcp")
+            client = await asyncio.to_thread(importlib.import_module, "agent.mcp.client")
         except ImportError as exc:  # a broken install: say so, and run on without the tools
             log.error("MCP servers are off: the mcp package cannot be imported (%s)", exc)
             return

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from agent.transcript import SessionState, SessionStore
+from agent.sessions.transcript import SessionState, SessionStore
 from gateway.atomic import write_atomic
 from gateway.events import SessionKey
 

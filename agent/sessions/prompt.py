@@ -11,9 +11,9 @@ import logging
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.audience import BOOTSTRAP_FILES, SHARED_BOOTSTRAP, files_folder, log_folder
-from agent.memory import Memory
+from agent.memory.store import Memory
 from agent.settings import AgentSettings
+from agent.workspace.audience import BOOTSTRAP_FILES, SHARED_BOOTSTRAP, files_folder, log_folder
 from gateway.events import Scope, SessionKey, audience_of
 from gateway.ports import Clock
 
