@@ -31,9 +31,9 @@ from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStart
 from agent.tools.registry import Exposure, Grant, ToolRegistry, TurnContext
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
-from gateway.errors import LLMError
-from gateway.events import InboundMessage, SessionKey
-from gateway.ports import Clock, SystemClock
+from gateway.contract.errors import LLMError
+from gateway.contract.events import InboundMessage, SessionKey
+from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 from agent.model.llm import LLMResponse, with_cache_breakpoints
 from agent.sessions.transcript import Usage
 from gateway.app import build_app
-from gateway.config import parse_config
-from gateway.events import SessionKey
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.loader import parse_config
+from gateway.contract.events import SessionKey
 from tests.conftest import RecordingChannel
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text, request_kind
 

@@ -33,7 +33,7 @@ import telegram_bench
 from agent.mcp.hub import McpHub
 from agent.settings import McpServerSettings
 from agent.tools.registry import ToolRegistry, TurnContext
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingRequest, PairingStore
-from gateway.events import Attachment, SessionKey, guest_of, parse_command, scrub
-from gateway.ports import Clock, SystemClock
+from gateway.contract.events import Attachment, SessionKey, guest_of, parse_command, scrub
+from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,14 @@ from typing import Any, ClassVar, Self, TypeVar, final
 
 from channels.access import Access, Action, Arrival
 from channels.live import LiveReply
-from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
-from gateway.ports import Check, Clock, SystemClock
+from gateway.contract.events import (
+    Attachment,
+    InboundMessage,
+    OutboundMessage,
+    SessionKey,
+    parse_command,
+)
+from gateway.contract.ports import Check, Clock, SystemClock
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 

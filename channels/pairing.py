@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.atomic import write_atomic
-from gateway.ports import Clock, SystemClock
+from gateway.contract.atomic import write_atomic
+from gateway.contract.ports import Clock, SystemClock
 
 # No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from channels.access import Arrival
 from channels.base import Channel
 from channels.live import LiveReply, WholeText
-from gateway.events import TERMINAL, OutboundMessage, SessionKey
+from gateway.contract.events import TERMINAL, OutboundMessage, SessionKey
 
 KEY = TERMINAL
 QUIT = frozenset({"/quit", "/exit"})

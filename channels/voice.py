@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from channels.inbox import Intake, mb, safe_name
-from gateway.events import Attachment, SessionKey
+from gateway.contract.events import Attachment, SessionKey
 
 log = logging.getLogger(__name__)
 

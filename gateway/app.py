@@ -28,14 +28,14 @@ from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota
-from gateway.config import Config
-from gateway.errors import ConfigError
-from gateway.events import InboundMessage, SessionKey, discord_dm, telegram_private
-from gateway.home import mend_workspace
+from gateway.config.home import mend_workspace
+from gateway.config.loader import Config
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import InboundMessage, SessionKey, discord_dm, telegram_private
+from gateway.contract.ports import Clock, SystemClock
 from gateway.ops.control import ControlServer
 from gateway.ops.logs import Masker
 from gateway.ops.status import Live, SessionFigures, report
-from gateway.ports import Clock, SystemClock
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal, Outgoing

@@ -13,10 +13,10 @@ from channels.base import Channel
 from channels.inbox import Intake
 from channels.pairing import PairingStore
 from channels.voice import Hearing, OpenAITranscriber, Transcriber
-from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
-from gateway.errors import ConfigError
-from gateway.events import SessionKey, audience_of
-from gateway.ports import Clock, SystemClock
+from gateway.config.loader import ChannelConfig, Config, DiscordConfig, TelegramConfig
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import SessionKey, audience_of
+from gateway.contract.ports import Clock, SystemClock
 
 
 def build_channels(

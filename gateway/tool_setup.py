@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.model.llm import LLM
 from agent.tools.registry import Tool, ToolSource
-from gateway.config import Config
+from gateway.config.loader import Config
 
 if TYPE_CHECKING:
     from agent.mcp.hub import McpHub

@@ -35,10 +35,10 @@ from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
 from agent.workspace.audience import BOOTSTRAP_FILES, log_path
 from gateway.app import App, build_app
-from gateway.config import parse_config
-from gateway.events import OWNER as OWNER_AUDIENCE
-from gateway.events import SessionKey, audience_of
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.loader import parse_config
+from gateway.contract.events import OWNER as OWNER_AUDIENCE
+from gateway.contract.events import SessionKey, audience_of
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.jobs import Job
 from tests.conftest import GROUP, PRIVATE, RecordingChannel

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gateway.app import build_app
-from gateway.home import init_home
+from gateway.config.home import init_home
 from gateway.ops.cli import main
 from gateway.ops.doctor import run_checks
 from gateway.runtime.journal import Journal

@@ -7,7 +7,7 @@ import base64
 import json
 
 from agent.sessions.transcript import SessionStore
-from gateway.events import Attachment, InboundMessage
+from gateway.contract.events import Attachment, InboundMessage
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import (
     CutStream,

@@ -22,8 +22,8 @@ import pytest
 
 from agent.sessions.loaded import KEEP_LOADED
 from agent.sessions.transcript import SessionStore
-from gateway.errors import LLMError
-from gateway.events import OutboundMessage, SessionKey
+from gateway.contract.errors import LLMError
+from gateway.contract.events import OutboundMessage, SessionKey
 from tests.conftest import OWNER, TG_GROUP
 from tests.fakes import telegram_api as tg
 from tests.fakes.anthropic_api import (

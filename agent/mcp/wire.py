@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 from agent.settings import McpServerSettings
 from agent.tools.registry import Handler, Tool, ToolResult
 from agent.workspace.audience import enclosed
-from gateway.events import sniff_image
+from gateway.contract.events import sniff_image
 
 # How much image one result may carry: the API caps an image's base64 text (5 MB), and a
 # whole request at 32 MB.

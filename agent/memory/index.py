@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.workspace.audience import chat_of
-from gateway.events import Audience
+from gateway.contract.events import Audience
 
 log = logging.getLogger(__name__)
 

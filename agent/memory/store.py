@@ -24,8 +24,8 @@ from agent.memory.index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import chat_of, log_path, readable, untrusted
-from gateway.errors import ToolError
-from gateway.events import OWNER, Audience, SessionKey, audience_of
+from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from agent.memory.store import Memory, read_text
 from agent.tools.files import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool, TurnContext
 from agent.workspace.audience import chat_of, untrusted
-from gateway.errors import PathRefused, ToolError
+from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
 MAX_QUERY_CHARS = 1000

@@ -18,8 +18,8 @@ from agent.model.wire import content_to_dicts, normalize_messages
 from agent.sessions.transcript import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
-from gateway.errors import LLMError, LLMErrorKind
-from gateway.ports import Check, Status
+from gateway.contract.errors import LLMError, LLMErrorKind
+from gateway.contract.ports import Check, Status
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic

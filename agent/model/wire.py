@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from gateway.events import scrub
+from gateway.contract.events import scrub
 
 
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -22,8 +22,8 @@ from agent.sessions.loaded import Sessions
 from agent.sessions.transcript import SessionState, estimate_tokens
 from agent.settings import CompactionSettings
 from agent.tools.registry import Grant, TurnContext
-from gateway.errors import LLMError
-from gateway.events import NO_REPLY, SessionKey
+from gateway.contract.errors import LLMError
+from gateway.contract.events import NO_REPLY, SessionKey
 
 log = logging.getLogger(__name__)
 

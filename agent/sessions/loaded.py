@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 
 from agent.sessions.transcript import SessionState, SessionStore
-from gateway.atomic import write_atomic
-from gateway.events import SessionKey
+from gateway.contract.atomic import write_atomic
+from gateway.contract.events import SessionKey
 
 log = logging.getLogger(__name__)
 

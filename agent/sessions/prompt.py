@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 from agent.memory.store import Memory
 from agent.settings import AgentSettings
 from agent.workspace.audience import BOOTSTRAP_FILES, SHARED_BOOTSTRAP, files_folder, log_folder
-from gateway.events import Scope, SessionKey, audience_of
-from gateway.ports import Clock
+from gateway.contract.events import Scope, SessionKey, audience_of
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from agent.model.wire import check_message
 from agent.sessions.jsonl import cut_torn_tail, fsync_path
-from gateway.events import SessionKey
-from gateway.ports import Clock, SystemClock
+from gateway.contract.events import SessionKey
+from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

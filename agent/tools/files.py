@@ -28,8 +28,8 @@ from agent.workspace.audience import (
     untrusted,
     writable,
 )
-from gateway.atomic import write_atomic
-from gateway.errors import PathRefused, ToolError
+from gateway.contract.atomic import write_atomic
+from gateway.contract.errors import PathRefused, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 500

@@ -21,8 +21,8 @@ from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_
 from zoneinfo import ZoneInfo
 
 from agent.workspace.quota import Quota
-from gateway.errors import ToolError
-from gateway.events import Audience, SessionKey, audience_of
+from gateway.contract.errors import ToolError
+from gateway.contract.events import Audience, SessionKey, audience_of
 
 log = logging.getLogger(__name__)
 

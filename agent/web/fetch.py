@@ -31,7 +31,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from agent.tools.registry import Tool, TurnContext
 from agent.workspace.audience import enclosed
-from gateway.errors import ToolError
+from gateway.contract.errors import ToolError
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 from agent.settings import WebSearchSettings
 from agent.tools.registry import Tool, TurnContext
 from agent.workspace.audience import enclosed
-from gateway.errors import ConfigError, ToolError
+from gateway.contract.errors import ConfigError, ToolError
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Who may read and write what in the workspace: the one place the rules are.
 
-What a session may read follows from who is in it (``gateway.events.Audience``). The owner is
-in every chat, so the owner's private sessions read everything; a shared chat (a group, a guild
-channel, a thread, a guest's direct chat) reads the bootstrap files and what belongs to its own
-audience, nothing else. Where a path belongs:
+What a session may read follows from who is in it (``gateway.contract.events.Audience``). The
+owner is in every chat, so the owner's private sessions read everything; a shared chat (a group,
+a guild channel, a thread, a guest's direct chat) reads the bootstrap files and what belongs to
+its own audience, nothing else. Where a path belongs:
 
     AGENTS.md SOUL.md IDENTITY.md          everyone: they are in every prompt
     chats/<chat>/...                        that chat's own files
@@ -28,7 +28,7 @@ import re
 from datetime import date
 from pathlib import PurePosixPath
 
-from gateway.events import OWNER, Audience
+from gateway.contract.events import OWNER, Audience
 
 # In every chat's prompt, groups' included: who the assistant is and how it works.
 SHARED_BOOTSTRAP = ("AGENTS.md", "SOUL.md", "IDENTITY.md")

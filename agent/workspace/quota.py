@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.workspace.audience import own_folders
-from gateway.events import Audience
+from gateway.contract.events import Audience
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from channels.discord.live import DiscordLive, take_back
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.voice import Hearing
-from gateway.events import (
+from gateway.contract.events import (
     CHAT_COMMANDS,
     OutboundMessage,
     SessionKey,
@@ -38,7 +38,7 @@ from gateway.events import (
     discord_dm,
     discord_thread,
 )
-from gateway.ports import Check, Clock
+from gateway.contract.ports import Check, Clock
 
 if TYPE_CHECKING:
     import discord

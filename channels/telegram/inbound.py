@@ -19,7 +19,7 @@ from channels.access import Access, Arrival, Fetched
 from channels.inbox import Intake
 from channels.telegram.api import call
 from channels.voice import Hearing, Recording, hear
-from gateway.events import (
+from gateway.contract.events import (
     COMMAND_NAMES,
     Attachment,
     SessionKey,
@@ -27,7 +27,7 @@ from gateway.events import (
     telegram_group,
     telegram_private,
 )
-from gateway.ports import Clock
+from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
     from telegram import Bot, CallbackQuery, Message

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config import Config
-from gateway.errors import ConfigError
-from gateway.home import AlreadyRunning, init_home, lock_home, resolve_home
+from gateway.config.home import AlreadyRunning, init_home, lock_home, resolve_home
+from gateway.config.loader import Config
+from gateway.contract.errors import ConfigError
 from gateway.ops import commands, jobs_cli, mcp_cli
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.ops.logs import setup_logging

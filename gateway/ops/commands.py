@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config import Config, load_config
-from gateway.events import OWNER
-from gateway.home import init_home
-from gateway.layout import Layout
+from gateway.config.home import init_home
+from gateway.config.layout import Layout
+from gateway.config.loader import Config, load_config
+from gateway.contract.events import OWNER
 
 if TYPE_CHECKING:
     from agent.memory.index import MemoryIndex

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from gateway.config import Config
-from gateway.config_build import ENV_REF, secret_keys
-from gateway.events import SessionKey
-from gateway.layout import Layout
+from gateway.config.build import ENV_REF, secret_keys
+from gateway.config.layout import Layout
+from gateway.config.loader import Config
+from gateway.contract.events import SessionKey
+from gateway.contract.ports import Check, Status, SystemClock
 from gateway.ops.doctor_local import (
     channel_setup,
     env_ref,
@@ -36,7 +37,6 @@ from gateway.ops.doctor_local import (
     web_setup,
 )
 from gateway.ops.logs import Masker
-from gateway.ports import Check, Status, SystemClock
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -182,7 +182,7 @@ async def check_model(config: Config, raw: Mapping[str, Any], limit: float) -> C
 async def check_search(config: Config, limit: float) -> Check:
     """One query to the configured search provider: its address and key work."""
     from agent.web.search import provider_from
-    from gateway.errors import ConfigError, ToolError
+    from gateway.contract.errors import ConfigError, ToolError
 
     if config.tools.web.search.provider == "anthropic":
         return await _check_server_search(config, limit)

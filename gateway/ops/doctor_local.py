@@ -15,11 +15,11 @@ from typing import Any
 
 import yaml
 
-from gateway.config import Config, load_config
-from gateway.config_build import ENV_REF, secret_keys
-from gateway.errors import ConfigError
-from gateway.layout import Layout
-from gateway.ports import Check, Status
+from gateway.config.build import ENV_REF, secret_keys
+from gateway.config.layout import Layout
+from gateway.config.loader import Config, load_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.ports import Check, Status
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 

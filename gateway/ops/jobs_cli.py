@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from gateway.config import Config
+from gateway.config.loader import Config
 from gateway.ops.commands import prepare
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
 def _job_states(config: Config) -> list[JobState] | None:
     """Every planned job with its next and last run; None (and why, on stderr) when the
     files they come from cannot be read."""
-    from gateway.ports import SystemClock
+    from gateway.contract.ports import SystemClock
     from gateway.scheduling.ledger import Ledger
     from gateway.scheduling.plan import job_states, planned_jobs
     from gateway.scheduling.reminders import JobStore

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent.model.llm import AnthropicLLM
-from gateway.config import Config, load_config
+from gateway.config.loader import Config, load_config
 from gateway.scheduling.jobs import Job
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, planned_jobs
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.sessions.transcript import SessionState, SessionStore
-from gateway.config import Config
-from gateway.events import SessionKey
+from gateway.config.loader import Config
+from gateway.contract.events import SessionKey
 from gateway.ops import logs
 from gateway.runtime.journal import Journal
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from agent.loop import Agent
 from agent.sessions.transcript import SessionState
 from channels.pairing import PairingError, PairingStore
-from gateway.errors import LLMError
-from gateway.events import HELP, InboundMessage, SessionKey
+from gateway.contract.errors import LLMError
+from gateway.contract.events import HELP, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
 

@@ -24,9 +24,9 @@ from zoneinfo import ZoneInfo
 
 from channels.base import Channel
 from channels.live import LiveReply
-from gateway.errors import DeliveryError
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.ports import Clock, SystemClock
+from gateway.contract.errors import DeliveryError
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.journal import Journal, Outgoing, SendStatus
 from gateway.runtime.retries import Held, Retries, Unreachable
 

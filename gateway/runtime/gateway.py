@@ -18,8 +18,8 @@ from agent.loop import Agent
 from agent.tools.registry import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.router import Router, RouterClosed

@@ -37,8 +37,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
-from gateway.ports import Clock, SystemClock
+from gateway.contract.events import (
+    Attachment,
+    InboundMessage,
+    OutboundMessage,
+    SessionKey,
+    parse_command,
+)
+from gateway.contract.ports import Clock, SystemClock
 from gateway.statefiles import set_aside
 
 log = logging.getLogger(__name__)

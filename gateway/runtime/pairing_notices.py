@@ -18,8 +18,8 @@ from typing import Any
 
 from channels.live import escape_markdown
 from channels.pairing import PairingRequest
-from gateway.events import OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 

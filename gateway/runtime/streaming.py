@@ -22,8 +22,8 @@ from typing import Any
 from agent.stream import TextDelta, TextDone, TextVoid, ToolStarted, TurnEvent
 from channels.base import Channel
 from channels.live import LiveReply
-from gateway.events import SILENT_ANSWERS, OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import SILENT_ANSWERS, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 

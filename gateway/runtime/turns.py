@@ -11,10 +11,10 @@ from datetime import timedelta
 from agent.loop import Agent, TurnOutcome
 from agent.sessions.transcript import Usage
 from channels.base import Channel
-from gateway.errors import LLMError
-from gateway.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.contract.errors import LLMError
+from gateway.contract.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.contract.ports import Clock
 from gateway.logcontext import turn_scope
-from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommand
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.streaming import ReplyStream

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from agent.memory.store import Memory, cap_log
 from agent.tools.registry import Grant
 from agent.workspace.audience import log_path, quotes_outside, untrusted
-from gateway.events import (
+from gateway.contract.events import (
     NO_REPLY,
     Audience,
     OutboundMessage,

@@ -12,7 +12,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from agent.tools.registry import Grant
-from gateway.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
+from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agent.tools.registry import Grant
-from gateway.events import OutboundMessage, SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey
 
 
 class JobHost(Protocol):

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.config import Config
-from gateway.ports import Clock
+from gateway.config.loader import Config
+from gateway.contract.ports import Clock
 from gateway.scheduling.jobs import DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore

@@ -18,10 +18,10 @@ from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.tools.registry import Grant, Tool, TurnContext
-from gateway.atomic import write_atomic
-from gateway.config import ScheduleConfig
-from gateway.errors import ToolError
-from gateway.events import NO_REPLY, OutboundMessage, SessionKey, job_key
+from gateway.config.loader import ScheduleConfig
+from gateway.contract.atomic import write_atomic
+from gateway.contract.errors import ToolError
+from gateway.contract.events import NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import (
     CONFIGURED,

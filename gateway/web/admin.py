@@ -20,11 +20,11 @@ import yaml
 from aiohttp import web
 
 from channels.pairing import PairingError
-from gateway.config import load_config
-from gateway.config_build import secret_keys
-from gateway.errors import ConfigError
+from gateway.config.build import secret_keys
+from gateway.config.loader import load_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.ports import Secret
 from gateway.ops.commands import shown
-from gateway.ports import Secret
 from gateway.web.html import esc, form, notice, outcome, page, table
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 

@@ -20,10 +20,10 @@ from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
-from gateway.atomic import write_atomic
-from gateway.config import ChannelConfig, Config
-from gateway.events import Attachment, OutboundMessage, Scope, SessionKey
-from gateway.ports import Clock
+from gateway.config.loader import ChannelConfig, Config
+from gateway.contract.atomic import write_atomic
+from gateway.contract.events import Attachment, OutboundMessage, Scope, SessionKey
+from gateway.contract.ports import Clock
 from gateway.web.html import esc, markdown
 from gateway.web.sessions_page import message_html
 

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.atomic import write_atomic
-from gateway.config import WebConfig
-from gateway.config_checks import LOOPBACK
+from gateway.config.checks import LOOPBACK
+from gateway.config.loader import WebConfig
+from gateway.contract.atomic import write_atomic
 
 COOKIE = "corvid_session"
 CSRF_FIELD = "csrf"

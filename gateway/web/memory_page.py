@@ -22,8 +22,8 @@ from aiohttp import web
 from agent.tools.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
 from agent.tools.registry import TurnContext
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
-from gateway.errors import ToolError
-from gateway.events import OWNER, Scope, SessionKey
+from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER, Scope, SessionKey
 from gateway.web.html import esc, markdown, notice, page, table
 from gateway.web.server import BACKEND, GUARD, Backend, html_response, see_other
 

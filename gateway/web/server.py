@@ -22,9 +22,9 @@ from aiohttp import web
 
 from agent.memory.store import Memory
 from channels.pairing import PairingStore
-from gateway.config import ChannelConfig, Config
+from gateway.config.loader import ChannelConfig, Config
+from gateway.contract.ports import Clock
 from gateway.ops.status import SessionFigures
-from gateway.ports import Clock
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.web.guard import (

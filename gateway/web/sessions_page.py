@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.events import InboundMessage, SessionKey, parse_command
+from gateway.contract.events import InboundMessage, SessionKey, parse_command
 from gateway.web.html import esc, form, markdown, outcome, page, table
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from agent.workspace.audience import EVERYONE, area, quotes_outside, untrusted
-from gateway.events import OWNER, Audience
+from gateway.contract.events import OWNER, Audience
 
 
 @pytest.mark.parametrize(

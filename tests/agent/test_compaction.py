@@ -95,7 +95,7 @@ def _agent(tmp_path, model, tools=(), **compaction):
 async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
     from agent.sessions.compaction import FLUSH_NOTE
     from agent.sessions.transcript import Usage
-    from gateway.events import InboundMessage, SessionKey
+    from gateway.contract.events import InboundMessage, SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 
     key = SessionKey("test", "private", "1")
@@ -123,7 +123,7 @@ async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_p
     from agent.sessions.transcript import Usage
     from agent.tools.files import FILE_TOOLS
     from agent.web.search import server_search_tool
-    from gateway.events import InboundMessage, SessionKey
+    from gateway.contract.events import InboundMessage, SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text, tool_use
 
     key = SessionKey("test", "private", "1")
@@ -163,7 +163,7 @@ async def test_compaction_keeps_exactly_the_recent_messages_it_reports(tmp_path)
     import json
 
     from agent.sessions.transcript import SUMMARY_PREFIX
-    from gateway.events import SessionKey
+    from gateway.contract.events import SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 
     key = SessionKey("test", "private", "1")

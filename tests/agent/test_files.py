@@ -11,8 +11,8 @@ import pytest
 
 from agent.tools.files import FILE_TOOLS, resolve_in_workspace
 from agent.tools.registry import Tool, ToolRegistry, ToolResult, TurnContext
-from gateway.errors import PathRefused, ToolError
-from gateway.events import SessionKey
+from gateway.contract.errors import PathRefused, ToolError
+from gateway.contract.events import SessionKey
 
 PRIVATE = SessionKey("test", "private", "1")
 SHARED = SessionKey("test", "group", "2")

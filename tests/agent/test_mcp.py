@@ -23,9 +23,9 @@ from agent.mcp.hub import McpHub
 from agent.mcp.wire import tool_result
 from agent.settings import McpServerSettings
 from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
-from gateway.errors import ConfigError
-from gateway.events import SessionKey
-from gateway.ports import Secret
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import SessionKey
+from gateway.contract.ports import Secret
 from tests.fakes.mcp_server import PNG, http_app
 
 SERVER = str(Path(__file__).parents[1] / "fakes" / "mcp_server.py")
@@ -307,7 +307,7 @@ def test_a_tool_whose_name_the_api_would_refuse_is_left_out():
     ],
 )
 def test_a_bad_server_entry_names_its_key(tmp_path, server, key, problem):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     with pytest.raises(ConfigError) as err:
         parse_config({"mcp": {"servers": {"s": server}}}, home=tmp_path, environ={})
@@ -316,7 +316,7 @@ def test_a_bad_server_entry_names_its_key(tmp_path, server, key, problem):
 
 @pytest.mark.parametrize("name", ["a__b", "has space", "_x", "x" * 25, "dot.ted"])
 def test_a_server_name_that_would_make_bad_tool_names_is_refused(tmp_path, name):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     with pytest.raises(ConfigError) as err:
         parse_config({"mcp": {"servers": {name: {"command": "x"}}}}, home=tmp_path, environ={})
@@ -324,7 +324,7 @@ def test_a_server_name_that_would_make_bad_tool_names_is_refused(tmp_path, name)
 
 
 def test_env_and_headers_take_secrets_from_the_environment_and_mask_them(tmp_path):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     config = parse_config(
         {
@@ -344,7 +344,7 @@ def test_env_and_headers_take_secrets_from_the_environment_and_mask_them(tmp_pat
 
 
 def test_plain_env_values_are_not_blanked_in_logs_but_secret_looking_ones_are(tmp_path):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     env = {"NODE_ENV": "production", "TZ": "Europe/Berlin", "API_KEY": "inline-key-123",
            "HOME_DIR": "${HOME_DIR}"}  # fmt: skip
@@ -423,7 +423,7 @@ async def test_corvid_mcp_list_and_the_doctor_start_each_server_once(home, capsy
 
     import yaml
 
-    from gateway.config import load_config
+    from gateway.config.loader import load_config
     from gateway.ops.cli import main
     from gateway.ops.doctor import check_mcp
 
@@ -503,7 +503,7 @@ def test_a_schema_with_alternatives_at_its_top_becomes_one_object():
 
 
 def test_an_unset_variable_in_env_or_headers_names_its_key(tmp_path):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     with pytest.raises(ConfigError) as err:
         parse_config(

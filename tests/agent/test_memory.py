@@ -13,7 +13,7 @@ from agent.memory.tools import memory_tools
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
 from agent.tools.registry import ToolRegistry, TurnContext
-from gateway.events import OWNER, SessionKey, audience_of
+from gateway.contract.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")
 SHARED = SessionKey("test", "group", "2")

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from agent.memory.index import MemoryIndex, chunk_lines
-from gateway.events import OWNER, Audience
+from gateway.contract.events import OWNER, Audience
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.sessions.prompt import BOOTSTRAP_FILES, build_system_prompt, cap_text
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 
 KEY = SessionKey("test", "private", "1")
 

@@ -14,7 +14,7 @@ from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry, TurnContext
 from agent.workspace.quota import Quota
 from channels.inbox import Intake
-from gateway.events import SessionKey, audience_of
+from gateway.contract.events import SessionKey, audience_of
 
 GROUP = SessionKey("test", "group", "2")
 OTHER = SessionKey("test", "group", "3")

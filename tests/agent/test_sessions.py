@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from agent.sessions.loaded import Sessions
 from agent.sessions.transcript import SessionStore
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.fakes.clock import FakeClock
 
 

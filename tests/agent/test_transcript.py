@@ -8,7 +8,7 @@ import os
 import pytest
 
 from agent.sessions.transcript import SessionStore, Usage
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 
 KEY = SessionKey("telegram", "private", "42")
 

@@ -18,8 +18,8 @@ from aiohttp.abc import AbstractResolver
 
 from agent.tools.registry import ToolRegistry, TurnContext
 from agent.web.fetch import MAX_REDIRECTS, WebFetcher, refusal, web_tools
-from gateway.errors import ToolError
-from gateway.events import SessionKey
+from gateway.contract.errors import ToolError
+from gateway.contract.events import SessionKey
 
 HERE = ipaddress.ip_network("127.0.0.1/32")  # the test server: allowed in most tests
 

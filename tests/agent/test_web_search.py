@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.errors import ConfigError
+from gateway.contract.errors import ConfigError
 from tests.conftest import GROUP
 from tests.fakes.anthropic_api import Reply, tool_results
 
@@ -131,7 +131,7 @@ async def test_a_provider_without_what_it_needs_is_a_config_error(start_gateway,
 
 
 async def test_doctor_asks_the_provider_once(search, tmp_path):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
     from gateway.ops.doctor import check_search
 
     def config(**section: Any):
@@ -148,7 +148,7 @@ async def test_doctor_asks_the_provider_once(search, tmp_path):
 
 
 def test_an_unknown_provider_is_named_with_the_choices(tmp_path):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
 
     with pytest.raises(ConfigError) as caught:
         parse_config({"tools": {"web": {"search": {"provider": "bing"}}}}, home=tmp_path,

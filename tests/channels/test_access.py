@@ -10,7 +10,7 @@ import pytest
 
 from channels.access import Access, Action, Arrival
 from channels.pairing import ALPHABET, PairingError, PairingStore
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.fakes.clock import FakeClock
 
 DM = SessionKey("x", "private", "7")

@@ -16,7 +16,7 @@ from typing import Any
 from agent.model.llm import LLMResponse
 from agent.sessions.transcript import Usage
 from agent.stream import Deltas
-from gateway.errors import LLMError
+from gateway.contract.errors import LLMError
 
 
 @dataclass

@@ -153,7 +153,7 @@ class FakeTelegram(Observed):
     def write_corvid_config(self, home: Path, llm_base_url: str, **telegram: Any) -> None:
         """Set up a Corvid home whose config points at this fake and at ``llm_base_url``
         (for running ``corvid run`` as a process; tokens come from the environment)."""
-        from gateway.home import init_home
+        from gateway.config.home import init_home
 
         init_home(home, {})
         config = yaml.safe_load((home / "config.yaml").read_text())

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import DEFAULT_MODEL, load_config, parse_config
-from gateway.errors import ConfigError
-from gateway.home import init_home
-from gateway.ports import Secret
+from gateway.config.home import init_home
+from gateway.config.loader import DEFAULT_MODEL, load_config, parse_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.ports import Secret
 
 
 def _parse(raw, environ=None):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway import events
-from gateway.events import Scope, SessionKey
+from gateway.contract import events
+from gateway.contract.events import Scope, SessionKey
 
 
 def test_each_platform_key_reads_as_documented():

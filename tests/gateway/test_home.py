@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from gateway.home import init_home, mend_workspace, resolve_home
+from gateway.config.home import init_home, mend_workspace, resolve_home
 
 TEMPLATE_FILES = {
     "AGENTS.md",

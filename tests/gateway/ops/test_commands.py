@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from channels.pairing import PairingStore
-from gateway.home import init_home
+from gateway.config.home import init_home
 from gateway.ops.cli import main
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.config import Config, load_config
-from gateway.config_build import secret_keys
+from gateway.config.build import secret_keys
+from gateway.config.loader import Config, load_config
 from gateway.ops.cli import main
 from gateway.ops.control import ControlServer
 from gateway.ops.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks
@@ -501,7 +501,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
 
 
 def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
-    from gateway.config import parse_config
+    from gateway.config.loader import parse_config
     from gateway.ops.doctor_local import web_setup
 
     def check(**web):

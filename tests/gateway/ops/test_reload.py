@@ -12,7 +12,7 @@ import yaml
 
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
-from gateway.config import parse_config
+from gateway.config.loader import parse_config
 from gateway.ops.cli import main
 from tests.conftest import OWNER
 from tests.fakes.process import corvid_process

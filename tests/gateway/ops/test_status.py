@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 
-from gateway.events import OutboundMessage
+from gateway.contract.events import OutboundMessage
 from gateway.ops import logs
 from gateway.ops.cli import main
 from gateway.runtime.journal import Journal, SendStatus

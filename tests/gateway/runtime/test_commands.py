@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gateway.events import Command, parse_command
+from gateway.contract.events import Command, parse_command
 from gateway.runtime import commands
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
@@ -144,7 +144,7 @@ async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
 
 
 async def test_every_advertised_command_is_handled(start_gateway):
-    from gateway.events import CHAT_COMMANDS
+    from gateway.contract.events import CHAT_COMMANDS
 
     app, _chan = await start_gateway()
     for name, description in CHAT_COMMANDS:
@@ -154,7 +154,7 @@ async def test_every_advertised_command_is_handled(start_gateway):
 
 
 async def test_the_table_answers_exactly_the_listed_commands(start_gateway):
-    from gateway.events import COMMAND_NAMES, OWNER_COMMANDS
+    from gateway.contract.events import COMMAND_NAMES, OWNER_COMMANDS
 
     app, _chan = await start_gateway()
     assert set(app.gateway.commands.table) == COMMAND_NAMES

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import yaml
 
-from gateway.config import load_config
+from gateway.config.loader import load_config
 from gateway.ops.cli import main
 from gateway.ops.doctor import run_checks
 from gateway.scheduling.jobs import Job, JobKind

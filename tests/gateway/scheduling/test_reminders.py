@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 from agent.sessions.compaction import FLUSH_GRANT
 from agent.tools.registry import ToolRegistry, TurnContext
 from gateway.app import build_app
-from gateway.config import ScheduleConfig
-from gateway.events import telegram_group, telegram_private
+from gateway.config.loader import ScheduleConfig
+from gateway.contract.events import telegram_group, telegram_private
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import REMINDER_GRANT, JobStore, reminder_tools
 from gateway.scheduling.scheduler import Scheduler

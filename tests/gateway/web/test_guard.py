@@ -8,8 +8,8 @@ import stat
 import pytest
 from yarl import URL
 
-from gateway.config import parse_config
-from gateway.errors import ConfigError
+from gateway.config.loader import parse_config
+from gateway.contract.errors import ConfigError
 from gateway.web.guard import COOKIE
 from tests.gateway.web.conftest import WEB, ControlClient
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from gateway.errors import ConfigError
+from gateway.contract.errors import ConfigError
 
 
 def strict_load(text: str) -> Any:

@@ -29,15 +29,16 @@ from agent.settings import (
     MemorySettings,
     ToolSettings,
 )
-from gateway.config_build import (
+from gateway.config.build import (
     build_fields,
     kind,
     secrets_in,
     substitute,
     with_env_defaults,
 )
-from gateway.config_checks import check_config
-from gateway.config_sections import (
+from gateway.config.checks import check_config
+from gateway.config.layout import Layout
+from gateway.config.sections import (
     ChannelConfig,
     ChannelsConfig,
     DailySummaryConfig,
@@ -51,9 +52,8 @@ from gateway.config_sections import (
     WebConfig,
     WebhookConfig,
 )
-from gateway.config_yaml import strict_load, yaml_problem
-from gateway.errors import ConfigError
-from gateway.layout import Layout
+from gateway.config.strict_yaml import strict_load, yaml_problem
+from gateway.contract.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MODEL",

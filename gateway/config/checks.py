@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from gateway.errors import ConfigError
-from gateway.events import SessionKey
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import SessionKey
 
 if TYPE_CHECKING:
     from agent.settings import McpSettings
-    from gateway.config_sections import ChannelsConfig, ScheduleConfig, WebConfig
+    from gateway.config.sections import ChannelsConfig, ScheduleConfig, WebConfig
 
 
 def check_config(

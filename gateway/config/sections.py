@@ -1,13 +1,13 @@
 """The sections of ``config.yaml`` that belong to the gateway: channels, schedule, gateway,
-transcription, the control page and logging. ``gateway/config.py`` puts them together with the
-agent's own settings into ``Config``."""
+transcription, the control page and logging. ``gateway/config/loader.py`` puts them together with
+the agent's own settings into ``Config``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from agent.settings import setting
-from gateway.ports import Secret
+from gateway.contract.ports import Secret
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from gateway.atomic import write_atomic
-from gateway.config import DEFAULT_MODEL
-from gateway.layout import Layout
+from gateway.config.layout import Layout
+from gateway.config.loader import DEFAULT_MODEL
+from gateway.contract.atomic import write_atomic
 
 
 class AlreadyRunning(Exception):
@@ -54,7 +54,7 @@ def init_home(home: Path, environ: Mapping[str, str]) -> list[str]:
     layout = Layout(home)
     config = layout.config_file
     if not config.exists():
-        template = resources.files("gateway").joinpath("config_template.yaml").read_text("utf-8")
+        template = resources.files("gateway.config").joinpath("template.yaml").read_text("utf-8")
         text = template.replace("@TIMEZONE@", detect_timezone(environ)).replace(
             "@MODEL@", DEFAULT_MODEL
         )

@@ -17,8 +17,8 @@ import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gateway.errors import ConfigError
-from gateway.ports import Secret
+from gateway.contract.errors import ConfigError
+from gateway.contract.ports import Secret
 
 # ``${VAR}`` in a config value: replaced by the environment variable.
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
