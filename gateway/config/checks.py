@@ -23,6 +23,7 @@ def check_config(
 ) -> None:
     _check_channels(channels)
     _check_schedule(schedule)
+    _check_heartbeat_target(schedule, channels)
     _check_web(web)
     _check_mcp(mcp)
 
@@ -70,6 +71,23 @@ def _check_schedule(schedule: ScheduleConfig) -> None:
             ) from None
     elif hb.enabled:
         raise ConfigError("schedule.heartbeat.target", "required when the heartbeat is enabled")
+
+
+def _check_heartbeat_target(schedule: ScheduleConfig, channels: ChannelsConfig) -> None:
+    """The heartbeat goes through the owner's HEARTBEAT.md and may say what is in their memory:
+    it only ever talks to the owner, in a private chat."""
+    target = schedule.heartbeat.target
+    if target is None:
+        return
+    key = SessionKey.parse(target)
+    owners = {"telegram": channels.telegram.allow_from, "discord": channels.discord.allow_from}
+    if not key.private or (key.channel in owners and key.id not in owners[key.channel]):
+        raise ConfigError(
+            "schedule.heartbeat.target",
+            f"must be your own private chat (such as telegram:private:<an id in "
+            f"channels.telegram.allow_from>), got {target!r}: the heartbeat reads your "
+            "HEARTBEAT.md and memory, which no one else may see",
+        )
 
 
 _TELEGRAM_USER = re.compile(r"^[0-9]{1,20}$")

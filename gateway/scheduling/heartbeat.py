@@ -36,15 +36,17 @@ def has_real_content(text: str) -> bool:
     return any(not _EMPTY_LINE.match(line) for line in text.splitlines())
 
 
+# The token at the start or the end of the answer, as the model may dress it: **HEARTBEAT_OK**,
+# `HEARTBEAT_OK`, _HEARTBEAT_OK_.
+_DRESS = r"[*_`~]*"
+_OK_AT_START = re.compile(rf"^\s*{_DRESS}{HEARTBEAT_OK}{_DRESS}")
+_OK_AT_END = re.compile(rf"{_DRESS}{HEARTBEAT_OK}{_DRESS}[\s.!]*$")
+
+
 def strip_heartbeat_ok(text: str) -> str:
     """The message without a HEARTBEAT_OK at its start or end ("" if that was all)."""
-    text = text.strip()
-    found = False
-    if text.startswith(HEARTBEAT_OK):
-        text, found = text[len(HEARTBEAT_OK) :], True
-    if text.endswith(HEARTBEAT_OK):
-        text, found = text[: -len(HEARTBEAT_OK)], True
-    return text.strip(" \n.,:;-—") if found else text
+    stripped = _OK_AT_END.sub("", _OK_AT_START.sub("", text.strip()))
+    return stripped.strip(" \n.,:;!-—") if stripped != text.strip() else stripped
 
 
 def in_active_hours(active: str, local: datetime) -> bool:

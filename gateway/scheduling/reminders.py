@@ -187,6 +187,15 @@ def _when(given: str, args: ScheduleArgs, tz: ZoneInfo, now: datetime) -> tuple[
     return JobKind.ONCE, when.isoformat()
 
 
+# Runs of a new recurring job whose gaps are checked against schedule.min_interval_minutes.
+GAPS_CHECKED = 1000
+
+
+def _chat(key: SessionKey) -> SessionKey:
+    """The chat a session is in: a forum topic's is its group."""
+    return SessionKey(key.channel, key.scope, key.id)
+
+
 class ReminderTools:
     """The tools, acting on the jobs of the chat they are called from."""
 
@@ -205,6 +214,17 @@ class ReminderTools:
     def _mine(self, ctx: TurnContext) -> list[Job]:
         return [j for j in self.scheduler.jobs() if j.target == str(ctx.key)]
 
+    def _made_in(self, chat: SessionKey) -> list[Job]:
+        """Jobs made in chat for ``chat``, its forum topics included (one group, one count)."""
+        return [j for j in self._made() if _chat(SessionKey.parse(j.target)) == chat]
+
+    def _made(self) -> list[Job]:
+        return [j for j in self.scheduler.jobs() if j.instruction]
+
+    def _owners_room(self) -> int:
+        """Of ``max_jobs``, how many shared chats can never take: the owner always has room."""
+        return min(self.rules.max_jobs_per_chat, self.rules.max_jobs // 2)
+
     def _may_schedule(self, ctx: TurnContext) -> None:
         if ctx.key.job:
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
@@ -218,30 +238,43 @@ class ReminderTools:
                 "Only the owner schedules reminders and recurring jobs, from their private chat "
                 "(the owner can allow it here with schedule.allow_shared in config.yaml)."
             )
-        made = [j for j in self.scheduler.jobs() if j.instruction]
+        made = self._made()
         if len(made) >= self.rules.max_jobs:
             raise ToolError(f"There are {len(made)} scheduled jobs already; cancel some first.")
-        if len(self._mine(ctx)) >= self.rules.max_jobs_per_chat:
+        shared = [j for j in made if not SessionKey.parse(j.target).private]
+        if not ctx.private and len(shared) >= self.rules.max_jobs - self._owners_room():
             raise ToolError(
-                f"This chat already has {len(self._mine(ctx))} jobs; cancel some first."
+                f"Shared chats have {len(shared)} scheduled jobs already, as many as they may; "
+                "cancel some first."
             )
+        here = len(self._made_in(_chat(ctx.key)))
+        if here >= self.rules.max_jobs_per_chat:
+            raise ToolError(f"This chat already has {here} jobs; cancel some first.")
 
     def _check_often(self, job: Job, now: datetime) -> datetime:
-        """The first run; a job that would fire more often than allowed is refused."""
+        """The first run; a job that would ever fire more often than allowed is refused. Every
+        gap is looked at over two days of runs (a cron's hours and minutes repeat every day it
+        runs, and the gap from one day to the next is in there too), at most ``GAPS_CHECKED``."""
         try:
             trigger = job.trigger()
             first = next_fire(trigger, None, now)
-            second = next_fire(trigger, first, now) if first is not None else None
         except ValueError as exc:
             raise ToolError(f"Not a valid schedule: {exc}") from None
         if first is None:
             raise ToolError("That schedule never fires.")
         least = timedelta(minutes=self.rules.min_interval_minutes)
-        if second is not None and second - first < least:
-            raise ToolError(
-                f"That would run more often than every {self.rules.min_interval_minutes:g} "
-                "minutes; choose a longer interval."
-            )
+        fire, end = first, first + timedelta(days=2)
+        for _ in range(GAPS_CHECKED):
+            following = next_fire(trigger, fire, now)
+            if following is None or following > end:
+                break
+            if following - fire < least:
+                raise ToolError(
+                    f"That would run more often than every {self.rules.min_interval_minutes:g} "
+                    f"minutes (at {fire:%H:%M} and again at {following:%H:%M}); choose a "
+                    "longer interval."
+                )
+            fire = following
         return first
 
     def schedule(self, ctx: TurnContext, args: ScheduleArgs) -> str:

@@ -97,6 +97,29 @@ def test_env_reference_inside_a_string():
             "expected a numeric Discord id",
         ),
         ({"timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
+        (
+            {"schedule": {"heartbeat": {"enabled": True, "target": "telegram:group:-1005"}}},
+            "schedule.heartbeat.target",
+            "must be your own private chat",
+        ),
+        (
+            {"schedule": {"heartbeat": {"target": "discord:channel:77"}}},
+            "schedule.heartbeat.target",
+            "must be your own private chat",
+        ),
+        (
+            {"schedule": {"heartbeat": {"target": "telegram:guest:1003"}}},
+            "schedule.heartbeat.target",
+            "must be your own private chat",
+        ),
+        (
+            {
+                "channels": {"telegram": {"allow_from": ["42"]}},
+                "schedule": {"heartbeat": {"target": "telegram:private:1003"}},
+            },
+            "schedule.heartbeat.target",
+            "must be your own private chat",
+        ),
         ({"logging": {"level": "LOUD"}}, "logging.level", "expected one of"),
         ({"llm": {"model": None}}, "llm.model", "must not be empty"),
         (

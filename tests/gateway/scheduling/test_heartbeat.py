@@ -30,6 +30,10 @@ def test_what_counts_as_content():
     assert has_real_content(template + "- [ ] water the plants\n")
     assert strip_heartbeat_ok("HEARTBEAT_OK") == ""
     assert strip_heartbeat_ok("All quiet. HEARTBEAT_OK") == "All quiet"
+    for dressed in ("**HEARTBEAT_OK**", "`HEARTBEAT_OK`", "_HEARTBEAT_OK_.", " HEARTBEAT_OK!\n"):
+        assert strip_heartbeat_ok(dressed) == ""
+    assert strip_heartbeat_ok("Water the plants.\n\n**HEARTBEAT_OK**") == "Water the plants"
+    assert strip_heartbeat_ok("Say HEARTBEAT_OK to me") == "Say HEARTBEAT_OK to me"
     assert in_active_hours("08:00-22:00", datetime(2026, 1, 1, 8, 0, tzinfo=BERLIN))
     assert not in_active_hours("08:00-22:00", datetime(2026, 1, 1, 22, 0, tzinfo=BERLIN))
     assert in_active_hours("22:00-06:00", datetime(2026, 1, 1, 23, 0, tzinfo=BERLIN))

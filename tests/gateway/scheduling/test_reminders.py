@@ -13,7 +13,7 @@ from agent.sessions.compaction import FLUSH_GRANT
 from agent.tools.registry import ToolRegistry, TurnContext
 from gateway.app import build_app
 from gateway.config.loader import ScheduleConfig
-from gateway.contract.events import telegram_group, telegram_private
+from gateway.contract.events import SessionKey, telegram_group, telegram_private
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import REMINDER_GRANT, JobStore, reminder_tools
 from gateway.scheduling.scheduler import Scheduler
@@ -227,7 +227,13 @@ async def test_jobs_are_capped_and_never_fire_too_often(tmp_path):
     tools = _Tools(tmp_path, max_jobs=3, max_jobs_per_chat=2, min_interval_minutes=10)
     await _started(tools)
     me, other = telegram_private(1), telegram_private(2)
-    for args in ({"every_minutes": 5}, {"cron": "* * * * *"}, {"cron": "*/5 * * * *"}):
+    crons = (
+        "* * * * *",
+        "*/5 * * * *",
+        "0,30-59 * * * *",  # the first gap is 30 minutes, the rest one
+        "0,55 0,23 * * *",  # 23:55 and then 00:00, five minutes later
+    )
+    for args in ({"every_minutes": 5}, *({"cron": c} for c in crons)):
         too_often = await tools.call(me, instruction="ping", **args)
         assert too_often.is_error and "more often than every 10 minutes" in too_often.text
     assert not (await tools.call(me, instruction="a", every_minutes=10)).is_error
@@ -238,6 +244,29 @@ async def test_jobs_are_capped_and_never_fire_too_often(tmp_path):
     total = await tools.call(telegram_private(3), instruction="e", every_minutes=60)
     assert total.is_error and "There are 3 scheduled jobs already" in total.text
     assert len(tools.store.load()) == 3
+    await tools.scheduler.stop()
+    tools.ledger.close()
+
+
+async def test_a_group_s_topics_share_its_count_and_the_owner_always_has_room(tmp_path):
+    tools = _Tools(tmp_path, allow_shared=True, max_jobs=10, max_jobs_per_chat=3)
+    await _started(tools)
+    at = f"{_today_at(9, days=1):%Y-%m-%d %H:%M}"
+    group = telegram_group(-5)
+    topics = [SessionKey(group.channel, group.scope, group.id, str(t)) for t in range(1, 5)]
+    for topic in topics[:3]:
+        assert not (await tools.call(topic, instruction="standup", at=at)).is_error
+    full = await tools.call(topics[3], instruction="standup", at=at)
+    assert full.is_error and "This chat already has 3 jobs" in full.text
+    # Other shared chats fill what shared chats may have (10 less the owner's 3)...
+    for chat in (-6, -7):
+        for _ in range(2):
+            assert not (await tools.call(telegram_group(chat), instruction="x", at=at)).is_error
+    shared_full = await tools.call(telegram_group(-8), instruction="x", at=at)
+    assert shared_full.is_error and "Shared chats have 7 scheduled jobs already" in shared_full.text
+    # ...and the owner can still schedule.
+    assert not (await tools.call(telegram_private(42), instruction="tea", at=at)).is_error
+    assert len(tools.store.load()) == 8
     await tools.scheduler.stop()
     tools.ledger.close()
 
