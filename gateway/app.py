@@ -33,9 +33,6 @@ from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import InboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Clock, SystemClock
-from gateway.ops.control import ControlServer
-from gateway.ops.logs import Masker
-from gateway.ops.status import Live, SessionFigures, report
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal, Outgoing
@@ -48,6 +45,9 @@ from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planne
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
+from gateway.services.control import ControlServer
+from gateway.services.logs import Masker
+from gateway.services.status import Live, SessionFigures, report
 from gateway.statefiles import repair_pairing
 from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
@@ -210,8 +210,8 @@ class App:
         await self.stop()
 
     def reload(self) -> dict[str, Any]:
-        """Read config.yaml again (``gateway/ops/reload.py``): what changed, applied or not."""
-        from gateway.ops.reload import reload
+        """Read config.yaml again (``gateway/services/reload.py``): what changed, applied or not."""
+        from gateway.services.reload import reload
 
         try:
             done = reload(self, os.environ)

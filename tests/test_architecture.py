@@ -115,8 +115,9 @@ def _allowed(module: str, target: str) -> bool:
     if top in ("agent", "channels"):
         return target_top == top or target in CONTRACT
     if module.startswith(("gateway.runtime", "gateway.scheduling")):
-        # The runtime and the schedule never reach into operations or the composition root.
-        return not target.startswith(("gateway.ops", "gateway.app"))
+        # The runtime and the schedule never reach into operations, the services the app
+        # starts, or the composition root.
+        return not target.startswith(("gateway.ops", "gateway.services", "gateway.app"))
     return True
 
 
@@ -139,7 +140,8 @@ def test_the_layering_rule_itself_refuses_the_edges_it_must():
     assert not _allowed("channels.telegram.channel", "agent.loop")
     assert not _allowed("agent.sessions.compaction", "gateway.config.loader")
     assert not _allowed("gateway.contract.events", "gateway.contract.errors")
-    assert not _allowed("gateway.runtime.gateway", "gateway.ops.logs")
+    assert not _allowed("gateway.runtime.gateway", "gateway.services.logs")
+    assert not _allowed("gateway.runtime.gateway", "gateway.ops.cli")
     assert _allowed("agent.loop", "gateway.contract.events") and _allowed(
         "gateway.app", "agent.loop"
     )

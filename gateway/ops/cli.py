@@ -22,7 +22,7 @@ from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
 from gateway.ops import commands, jobs_cli, mcp_cli
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
-from gateway.ops.logs import setup_logging
+from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
     from gateway.app import App

@@ -195,8 +195,8 @@ def pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, s
 
 
 def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask_running
-    from gateway.ops.status import render, report_from_files
+    from gateway.services.control import ask_running
+    from gateway.services.status import render, report_from_files
 
     config = prepare(home, environ)
 
@@ -213,7 +213,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.control import ask_running
+    from gateway.services.control import ask_running
     from gateway.web.guard import address, load_token
 
     config = prepare(home, environ, create=True)
@@ -258,7 +258,7 @@ def _open_in_browser(page: Path, url: str) -> None:
 def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Ask the running gateway to read config.yaml again. It checks the file itself (with its
     own environment, where the secrets are), so nothing is loaded here."""
-    from gateway.ops.control import ask_running
+    from gateway.services.control import ask_running
 
     if not Layout(home).state.is_dir():
         raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")

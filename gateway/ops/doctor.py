@@ -36,7 +36,7 @@ from gateway.ops.doctor_local import (
     read_raw,
     web_setup,
 )
-from gateway.ops.logs import Masker
+from gateway.services.logs import Masker
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -55,7 +55,7 @@ def doctor(
     out: TextIO | None = None,
 ) -> int:
     """Run the checks, print one line each, and return the exit status (1 if any FAIL)."""
-    from gateway.ops.logs import setup_logging
+    from gateway.services.logs import setup_logging
 
     out = out or sys.stdout
     secrets = secret_values(home, environ)
@@ -262,7 +262,7 @@ async def check_channel(config: Config, raw: Mapping[str, Any], name: str, limit
 async def check_gateway(home: Path, limit: float, *, required: bool = False) -> Check:
     """Whether a gateway runs for this home: its control socket answers a ping. Not running is
     only a warning, unless ``required`` (``--alive``, for health checks)."""
-    from gateway.ops.control import ask
+    from gateway.services.control import ask
 
     sock = Layout(home).control_socket
     name = "gateway"

@@ -106,7 +106,7 @@ def _print_job(state: JobState) -> None:
 
 
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask_running
+    from gateway.services.control import ask_running
 
     config = prepare(home, environ)
 
@@ -128,8 +128,8 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
 def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """In the running gateway if there is one (it stops scheduling the job at once), else in
     ``state/jobs.json``."""
-    from gateway.ops.control import ask_running
     from gateway.scheduling.reminders import JobStore, cancellable
+    from gateway.services.control import ask_running
 
     config = prepare(home, environ)
     request = {"cmd": "cancel_job", "id": args.job_id}

@@ -15,7 +15,7 @@ from gateway.ops.commands import prepare
 
 
 def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask_running
+    from gateway.services.control import ask_running
 
     config = prepare(home, environ)
     if not config.mcp.servers:

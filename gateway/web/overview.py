@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.ops.status import duration
+from gateway.services.status import duration
 from gateway.web.html import esc, page, table
 from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
 

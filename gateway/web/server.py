@@ -24,9 +24,9 @@ from agent.memory.store import Memory
 from channels.pairing import PairingStore
 from gateway.config.loader import ChannelConfig, Config
 from gateway.contract.ports import Clock
-from gateway.ops.status import SessionFigures
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
+from gateway.services.status import SessionFigures
 from gateway.web.guard import (
     Guard,
     SignedIn,
@@ -52,7 +52,7 @@ class Backend:
     job_states: Callable[[], list[JobState]]
     run_job: RunJob
     cancel_job: Callable[[str], str | None]
-    reload: Callable[[], dict[str, Any]]  # config.yaml read again (gateway/ops/reload.py)
+    reload: Callable[[], dict[str, Any]]  # config.yaml read again (gateway/services/reload.py)
     pending_restart: Callable[[], list[str]]
     clock: Clock
 

@@ -18,11 +18,11 @@ import yaml
 from gateway.config.build import secret_keys
 from gateway.config.loader import Config, load_config
 from gateway.ops.cli import main
-from gateway.ops.control import ControlServer
 from gateway.ops.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks
 from gateway.scheduling.jobs import Job
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
+from gateway.services.control import ControlServer
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import OWNER_ID, FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -462,7 +462,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
     mistake would."""
     import io
 
-    from gateway.ops.logs import setup_logging
+    from gateway.services.logs import setup_logging
 
     setup_home(home, api.base_url, fake_telegram, fake_discord)
     raw = yaml.safe_load((home / "config.yaml").read_text())

@@ -16,8 +16,8 @@ from typing import Any
 from agent.sessions.transcript import SessionState, SessionStore
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
-from gateway.ops import logs
 from gateway.runtime.journal import Journal
+from gateway.services import logs
 
 MAX_SESSIONS = 20
 PREVIEW_CHARS = 60

@@ -8,9 +8,9 @@ import json
 import logging
 
 from gateway.contract.events import OutboundMessage
-from gateway.ops import logs
 from gateway.ops.cli import main
 from gateway.runtime.journal import Journal, SendStatus
+from gateway.services import logs
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Reply
 

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from gateway import logcontext
-from gateway.ops import logs
+from gateway.services import logs
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
 from tests.fakes.process import API_KEY, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
