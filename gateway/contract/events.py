@@ -280,6 +280,13 @@ def scrub(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def shown(name: str, limit: int = 64) -> str:
+    """A display name a stranger chose, safe for a terminal: control characters (escape
+    sequences, line breaks, direction marks) spelled out, and not too long."""
+    safe = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
+    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
+
+
 def blank(text: str) -> bool:
     """Would a reader see nothing: only whitespace, zero-width and other format characters?"""
     return all(

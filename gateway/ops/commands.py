@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gateway.config.home import init_home
 from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
-from gateway.contract.events import OWNER
+from gateway.contract.events import OWNER, shown
 
 if TYPE_CHECKING:
     from agent.memory.index import MemoryIndex
@@ -123,13 +123,6 @@ def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str
                 name = shown(str(info.get("name") or ""))
                 print(f"  {channel} user {name + ' ' if name else ''}(id {uid})")
     return 0
-
-
-def shown(name: str, limit: int = 64) -> str:
-    """A display name a stranger chose, safe for a terminal: control characters (escape
-    sequences, line breaks, direction marks) spelled out, and not too long."""
-    safe = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
-    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
 
 
 def pairing_deny(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -259,6 +252,7 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
     """Ask the running gateway to read config.yaml again. It checks the file itself (with its
     own environment, where the secrets are), so nothing is loaded here."""
     from gateway.services.control import ask_running
+    from gateway.services.reload import reloaded_text
 
     if not Layout(home).state.is_dir():
         raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")
@@ -277,17 +271,6 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         return EXIT_CONFIG
     print(reloaded_text(answer.get("applied", []), answer.get("restart", [])))
     return 0
-
-
-def reloaded_text(applied: list[str], restart: list[str]) -> str:
-    if not applied and not restart:
-        return "config.yaml read again: nothing changed."
-    lines = ["config.yaml read again."]
-    if applied:
-        lines.append("Changed now: " + ", ".join(applied))
-    if restart:
-        lines.append("Changed at the next restart (`corvid run`): " + ", ".join(restart))
-    return "\n".join(lines)
 
 
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

@@ -7,11 +7,12 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gateway.ops.commands import prepare
+from gateway.services.status import server_lines
 
 
 def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -45,22 +46,3 @@ async def probe_all(servers: Mapping[str, Any], logs: Path, limit: float) -> lis
 
     views = await asyncio.gather(*(probe(n, s, logs, limit) for n, s in servers.items()))
     return [v.as_dict() for v in views]
-
-
-def server_lines(servers: Sequence[Mapping[str, Any]], *, with_tools: bool = False) -> list[str]:
-    """One line per server (and one per tool with ``with_tools``), for people."""
-    lines = []
-    for s in servers:
-        who = "every chat" if s["shared"] else "private chats only"
-        state = s["state"]
-        if s["error"]:
-            state += f": {s['error']}"
-        restarts = f", restarted {s['restarts']}x" if s["restarts"] else ""
-        lines.append(
-            f"  {s['name']} ({s['transport']}, {who}): {state}, {len(s['tools'])} tool(s){restarts}"
-        )
-        if with_tools:
-            lines += [f"    {tool}" for tool in s["tools"]]
-            if s["skipped"]:
-                lines.append(f"    left out (name not allowed): {', '.join(s['skipped'])}")
-    return lines

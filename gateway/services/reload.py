@@ -78,6 +78,18 @@ def reload(app: App, environ: Mapping[str, str]) -> Reloaded:
     return Reloaded(applied, restart)
 
 
+def reloaded_text(applied: list[str], restart: list[str]) -> str:
+    """What a reload did, in words for the owner (the command line and the control page)."""
+    if not applied and not restart:
+        return "config.yaml read again: nothing changed."
+    lines = ["config.yaml read again."]
+    if applied:
+        lines.append("Changed now: " + ", ".join(applied))
+    if restart:
+        lines.append("Changed at the next restart (`corvid run`): " + ", ".join(restart))
+    return "\n".join(lines)
+
+
 def options(config: Any, prefix: str = "") -> Iterator[str]:
     """Every option's dotted key (a section's options, not the section)."""
     for f in dataclasses.fields(config):

@@ -8,7 +8,7 @@ running gateway the report comes from the files in ``state/`` alone.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -179,8 +179,6 @@ def render(r: dict[str, Any]) -> str:
                     + (f"; replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
                 )
         if r.get("mcp"):
-            from gateway.ops.mcp_cli import server_lines
-
             lines += ["", "MCP servers:", *server_lines(r["mcp"])]
     else:
         lines.append("Corvid is not running; this is what its files in state/ say.")
@@ -211,6 +209,25 @@ def render(r: dict[str, Any]) -> str:
             when = p["ts"][:19].replace("T", " ")
             lines.append(f"  {when + ' ' if when else ''}{p['level']} {p['msg']}")
     return "\n".join(lines)
+
+
+def server_lines(servers: Sequence[Mapping[str, Any]], *, with_tools: bool = False) -> list[str]:
+    """One line per server (and one per tool with ``with_tools``), for people."""
+    lines = []
+    for s in servers:
+        who = "every chat" if s["shared"] else "private chats only"
+        state = s["state"]
+        if s["error"]:
+            state += f": {s['error']}"
+        restarts = f", restarted {s['restarts']}x" if s["restarts"] else ""
+        lines.append(
+            f"  {s['name']} ({s['transport']}, {who}): {state}, {len(s['tools'])} tool(s){restarts}"
+        )
+        if with_tools:
+            lines += [f"    {tool}" for tool in s["tools"]]
+            if s["skipped"]:
+                lines.append(f"    left out (name not allowed): {', '.join(s['skipped'])}")
+    return lines
 
 
 def _preview(text: str) -> str:

@@ -23,8 +23,8 @@ from channels.pairing import PairingError
 from gateway.config.build import secret_keys
 from gateway.config.loader import load_config
 from gateway.contract.errors import ConfigError
+from gateway.contract.events import shown
 from gateway.contract.ports import Secret
-from gateway.ops.commands import shown
 from gateway.web.html import esc, form, notice, outcome, page, table
 from gateway.web.server import BACKEND, GUARD, html_response, see_other
 
@@ -220,7 +220,7 @@ async def config_page(request: web.Request) -> web.StreamResponse:
 
 
 async def reload_config(request: web.Request) -> web.StreamResponse:
-    from gateway.ops.commands import reloaded_text
+    from gateway.services.reload import reloaded_text
 
     answer = request.app[BACKEND].reload()
     if not answer["ok"]:
