@@ -87,6 +87,51 @@ async def test_an_unreadable_journal_row_is_dropped_and_the_rest_answered(home, 
     assert Journal(home / "state" / "gateway.sqlite").unanswered() == []
 
 
+@pytest.mark.parametrize("status", ["pending", "sending", "waiting"])
+async def test_an_unreadable_outbox_row_is_set_aside_as_failed_and_named_by_doctor(
+    home, fake_api, caplog, status
+):
+    journal = Journal(home / "state" / "gateway.sqlite")
+    for key in ("not a session key", str(PRIVATE)):
+        journal.db.execute(
+            "INSERT INTO outbox (key, text, status, created, updated) VALUES (?, ?, ?, ?, ?)",
+            (key, f"owed to {key}", status, "2026-01-01T00:00:00", "2026-01-01T00:00:00"),
+        )
+    journal.close()  # (times without an offset, as a hand edit may leave them, are read as UTC)
+    checks = {c.name: c for c in await run_checks(home, {"ANTHROPIC_API_KEY": "k"}, limit=2)}
+    assert checks["journal"].status == "warn"
+    assert "1 message(s) in state/gateway.sqlite cannot be read" in checks["journal"].message
+    with caplog.at_level(logging.ERROR):
+        channel = await _one_turn(home, fake_api)  # corvid run starts all the same
+    assert "echo: hello" in channel.texts()
+    assert any("outbox message 1 cannot be read" in r.getMessage() for r in caplog.records)
+    journal = Journal(home / "state" / "gateway.sqlite")
+    try:
+        [(row_status, error)] = journal.db.execute(
+            "SELECT status, error FROM outbox WHERE key = 'not a session key'"
+        ).fetchall()
+        assert row_status == "failed" and "cannot be read" in error
+        # Listed for corvid status: the readable ones only, and without a crash.
+        assert {o.out.key for o in journal.undelivered()} <= {PRIVATE}
+    finally:
+        journal.close()
+
+
+async def test_a_transcript_that_is_a_folder_is_moved_aside_and_the_chat_goes_on(
+    home, fake_api, caplog
+):
+    path = home / "state" / "sessions" / f"{PRIVATE}.jsonl"
+    path.mkdir(parents=True)
+    (path / "x").write_text("kept")
+    with caplog.at_level(logging.ERROR):
+        channel = await _one_turn(home, fake_api)
+    assert channel.texts() == ["echo: hello"]
+    [aside] = _aside(path)
+    assert (aside / "x").read_text() == "kept"
+    assert path.is_file()
+    assert any("is not a file; moved aside" in r.getMessage() for r in caplog.records)
+
+
 async def test_damaged_jobs_and_pairing_files_are_said_not_thrown(home, fake_api, capsys):
     state = home / "state"
     (state / "jobs.json").write_text("{not json")

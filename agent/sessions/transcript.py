@@ -155,6 +155,16 @@ class SessionStore:
         path = self.path(key)
         if not path.exists():
             return None
+        if not path.is_file():  # a folder or a device in its place: every write would fail
+            aside = path.with_name(f"{path.name}.unreadable-{self.clock.now():%Y%m%dT%H%M%SZ}")
+            os.replace(path, aside)
+            log.error(
+                "%s: %s is not a file; moved aside to %s, a new session starts",
+                key,
+                path,
+                aside.name,
+            )
+            return None
         cut_torn_tail(path)
         state: SessionState | None = None
         with path.open("rb") as f:

@@ -10,12 +10,12 @@ folder.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from agent import walk
 from agent.tools.registry import Tool, TurnContext
 from agent.workspace.audience import (
     EVERYONE,
@@ -33,10 +33,6 @@ from gateway.contract.errors import PathRefused, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 500
-# A listing looks at no more than this many entries, for no longer than this: a folder of a
-# hundred thousand files is answered in a moment, with a note that it was cut short.
-MAX_WALK_ENTRIES = 20_000
-MAX_WALK_SECONDS = 5.0
 DEFAULT_READ_LINES = 400
 # Private files and folders are created readable by the owner's user alone.
 PRIVATE_FILE_MODE = 0o600
@@ -184,8 +180,8 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
     if not base.is_dir():
         raise ToolError(f"{raw!r} is not a folder.")
     lines: list[str] = []
-    deadline = time.monotonic() + MAX_WALK_SECONDS
-    entries, complete = _walk(base, bool(args.get("recursive")), deadline)
+    deadline = time.monotonic() + walk.MAX_WALK_SECONDS
+    entries, complete = walk.bounded_walk(base, bool(args.get("recursive")), deadline)
     for entry in entries:
         if time.monotonic() > deadline:
             complete = False
@@ -246,22 +242,6 @@ def _listed(ctx: TurnContext, entry: Path) -> str | None:
     if not ctx.private and st.st_nlink > 1:
         return None  # another name of a file that may be the owner's
     return f"{rel}  ({st.st_size} bytes)"
-
-
-def _walk(base: Path, recursive: bool, deadline: float) -> tuple[list[Path], bool]:
-    """Visible entries under ``base``, and whether that is all of them (the walk stops at
-    ``MAX_WALK_ENTRIES`` or at ``deadline``); never descends through a symbolic link."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        here = Path(dirpath)
-        out.extend(here / name for name in dirnames)
-        out.extend(here / name for name in sorted(filenames) if not name.startswith("."))
-        if len(out) >= MAX_WALK_ENTRIES or time.monotonic() > deadline:
-            return sorted(out[:MAX_WALK_ENTRIES]), False
-        if not recursive:
-            break
-    return sorted(out), True
 
 
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:

@@ -20,6 +20,7 @@ from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.ports import Check, Status
+from gateway.runtime.journal import unreadable_rows
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -232,14 +233,18 @@ def _check_state_files(layout: Layout) -> list[Check]:
     ]
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True)
+
+
 def _sqlite_problem(path: Path) -> str | None:
     """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
     if not path.exists():
         return None
-    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
-    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        db = _read_only(path)
         try:
             found = db.execute("PRAGMA quick_check").fetchone()[0]
         finally:
@@ -247,6 +252,23 @@ def _sqlite_problem(path: Path) -> str | None:
     except sqlite3.Error as exc:
         return str(exc)
     return None if found == "ok" else f"damaged: {found}"
+
+
+def _check_journal_rows(path: Path) -> list[Check]:
+    """Messages in a readable journal that cannot be read back (a hand edit, a bad sector)."""
+    try:
+        db = _read_only(path)
+        try:
+            bad = unreadable_rows(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return []  # said by the file's own check
+    if not bad:
+        return []
+    message = f"{bad} message(s) in state/gateway.sqlite cannot be read (a damaged or edited row)"
+    fix = "nothing to do: corvid run skips them, and corvid status lists replies never sent"
+    return [Check(WARN, "journal", message, fix)]
 
 
 def _json_problem(path: Path) -> str | None:
@@ -278,6 +300,8 @@ def _check_state_data(layout: Layout) -> list[Check]:
         if problem is not None:
             message = f"state/{name} cannot be read ({problem}); it holds {holds}"
             checks.append(Check(status, name, message, fix))
+        elif path == layout.journal and path.exists():
+            checks += _check_journal_rows(path)
     return checks
 
 

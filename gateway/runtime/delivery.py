@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -281,6 +281,8 @@ async def _send(channel: Channel, out: OutboundMessage, live: LiveReply[Any] | N
 
 def _parsed(stamp: str) -> datetime | None:
     try:
-        return datetime.fromisoformat(stamp)
+        when = datetime.fromisoformat(stamp)
     except ValueError:
         return None
+    # Corvid writes UTC offsets; a row written by hand may have none.
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

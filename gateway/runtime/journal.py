@@ -24,7 +24,6 @@ may lose the last commits.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import logging
@@ -37,14 +36,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from gateway.contract.events import (
-    Attachment,
-    InboundMessage,
-    OutboundMessage,
-    SessionKey,
-    parse_command,
-)
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
+from gateway.runtime.inbound_json import dump_inbound, load_inbound
 from gateway.statefiles import set_aside
 
 log = logging.getLogger(__name__)
@@ -162,7 +156,7 @@ class Journal:
         """Record an accepted message; returns it with its journal sequence number set."""
         cur = self.db.execute(
             "INSERT INTO inbound (key, payload, created) VALUES (?, ?, ?)",
-            (str(msg.key), json.dumps(_dump(msg), ensure_ascii=False), self._now()),
+            (str(msg.key), json.dumps(dump_inbound(msg), ensure_ascii=False), self._now()),
         )
         return replace(msg, seq=cur.lastrowid)
 
@@ -173,7 +167,7 @@ class Journal:
         found = []
         for seq, payload in rows:
             try:
-                found.append(replace(_load(json.loads(payload)), seq=seq))
+                found.append(replace(load_inbound(json.loads(payload)), seq=seq))
             except (ValueError, KeyError, TypeError) as exc:
                 log.error("journal: message %d cannot be read (%s); dropped", seq, exc)
                 self.db.execute("DELETE FROM inbound WHERE id = ?", (seq,))
@@ -200,7 +194,7 @@ class Journal:
 
     def by_origin(self, origin: str) -> Outgoing | None:
         row = self.db.execute(f"{_SELECT} WHERE origin = ?", (origin,)).fetchone()
-        return None if row is None else _outgoing(row)
+        return None if row is None else _readable(row)
 
     def unsettled(self) -> list[Outgoing]:
         """Messages a crash or shutdown left ``pending``, ``sending`` or ``waiting``, oldest
@@ -209,7 +203,20 @@ class Journal:
             f"{_SELECT} WHERE status IN (?, ?, ?) ORDER BY id",
             (SendStatus.PENDING, SendStatus.SENDING, SendStatus.WAITING),
         ).fetchall()
-        return [_outgoing(r) for r in rows]
+        found = []
+        for row in rows:
+            out = _readable(row)
+            if out is None:
+                # Nowhere to send it (a hand edit, a disk error): said once, and set aside as
+                # failed, where corvid status shows it, instead of stopping every start.
+                log.error("journal: outbox message %s cannot be read; not sent", row[0])
+                self.db.execute(
+                    "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?",
+                    (SendStatus.FAILED, UNREADABLE, self._now(), row[0]),
+                )
+            else:
+                found.append(out)
+        return found
 
     def undelivered(self, limit: int = 20) -> list[Outgoing]:
         """The most recent messages that failed, may not have arrived, or wait to be sent
@@ -218,7 +225,7 @@ class Journal:
             f"{_SELECT} WHERE status IN (?, ?, ?) ORDER BY id DESC LIMIT ?",
             (SendStatus.FAILED, SendStatus.UNCERTAIN, SendStatus.WAITING, limit),
         ).fetchall()
-        return [_outgoing(r) for r in rows]
+        return [out for out in map(_readable, rows) if out is not None]
 
     def sending(self, oid: int) -> None:
         self.db.execute(
@@ -260,7 +267,14 @@ class Journal:
     def half_written(self) -> list[tuple[SessionKey, str]]:
         """Streamed messages a crash left unfinished, oldest first."""
         rows = self.db.execute("SELECT key, ref FROM live ORDER BY created").fetchall()
-        return [(SessionKey.parse(k), ref) for k, ref in rows]
+        found = []
+        for key, ref in rows:
+            try:
+                found.append((SessionKey.parse(key), ref))
+            except ValueError:
+                log.error("journal: a half-written message in %r cannot be read; dropped", key)
+                self.db.execute("DELETE FROM live WHERE key = ? AND ref = ?", (key, ref))
+        return found
 
     def prune(self, now: datetime | None = None) -> None:
         """Drop delivered messages older than a week (failed ones stay for ``corvid status``)
@@ -314,52 +328,34 @@ _SELECT = (
 )
 
 
+# The error recorded on an outbox row that cannot be read.
+UNREADABLE = "this message cannot be read from the journal (a damaged or edited row)"
+
+
+def unreadable_rows(db: sqlite3.Connection) -> int:
+    """How many rows of the journal cannot be read back (``corvid doctor``, read only)."""
+    bad = sum(1 for row in db.execute(_SELECT) if _readable(row) is None)
+    for (payload,) in db.execute("SELECT payload FROM inbound"):
+        try:
+            load_inbound(json.loads(payload))
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+    for (key,) in db.execute("SELECT key FROM live"):
+        try:
+            SessionKey.parse(key)
+        except ValueError:
+            bad += 1
+    return bad
+
+
+def _readable(row: tuple[Any, ...]) -> Outgoing | None:
+    try:
+        return _outgoing(row)
+    except (ValueError, TypeError):
+        return None
+
+
 def _outgoing(row: tuple[Any, ...]) -> Outgoing:
     oid, key, text, reply_to, status, attempts, error, origin, updated, created = row
     out = OutboundMessage(SessionKey.parse(key), text, reply_to=reply_to, ident=f"c{oid}")
     return Outgoing(oid, out, SendStatus(status), attempts, error, origin, updated, created)
-
-
-def _dump(msg: InboundMessage) -> dict[str, Any]:
-    return {
-        "key": str(msg.key),
-        "text": msg.text,
-        "sender_id": msg.sender_id,
-        "sender_name": msg.sender_name,
-        "message_id": msg.message_id,
-        "received_at": msg.received_at.isoformat(),
-        "attachments": [
-            {
-                "kind": a.kind,
-                "mime_type": a.mime_type,
-                "name": a.name,
-                "data": base64.b64encode(a.data).decode() if a.data is not None else None,
-                "path": a.path,
-            }
-            for a in msg.attachments
-        ],
-        "context": list(msg.context),
-    }
-
-
-def _load(d: dict[str, Any]) -> InboundMessage:
-    return InboundMessage(
-        SessionKey.parse(d["key"]),
-        d["text"],
-        sender_id=d["sender_id"],
-        sender_name=d["sender_name"],
-        message_id=d["message_id"],
-        received_at=datetime.fromisoformat(d["received_at"]),
-        attachments=tuple(
-            Attachment(
-                a["kind"],
-                a["mime_type"],
-                a["name"],
-                base64.b64decode(a["data"]) if a["data"] is not None else None,
-                a["path"],
-            )
-            for a in d["attachments"]
-        ),
-        context=tuple(d["context"]),
-        command=parse_command(d["text"]),
-    )

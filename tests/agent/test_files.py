@@ -324,7 +324,7 @@ async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
     import asyncio
     import threading
 
-    from agent.tools import files
+    from agent import walk
     from tests.conftest import GROUP
     from tests.conftest import PRIVATE as OWNER_CHAT
     from tests.fakes.anthropic_api import Reply
@@ -338,7 +338,7 @@ async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
         walked.set()
         yield from plain_walk(*args, **kwargs)
 
-    monkeypatch.setattr(files.os, "walk", slow_walk)
+    monkeypatch.setattr(walk.os, "walk", slow_walk)
     _app, channel = await start_gateway()
     fake_api.enqueue(Reply(tool_calls=[("list_files", {"recursive": True})]))
     group_turn = channel.push("what is in the workspace?", key=GROUP)
@@ -356,17 +356,17 @@ async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
 
 
 async def test_a_listing_stops_at_its_entry_and_time_bounds(ws, monkeypatch):
-    from agent.tools import files
+    from agent import walk
 
     for i in range(30):
         (ws / "notes" / f"n{i:02}.md").write_text("x")
-    monkeypatch.setattr(files, "MAX_WALK_ENTRIES", 10)
+    monkeypatch.setattr(walk, "MAX_WALK_ENTRIES", 10)
     out = (await call(ws, "list_files", recursive=True)).text.splitlines()
     assert len(out) == 11 and out[-1] == "[... more entries not shown; list a subfolder]"
-    monkeypatch.setattr(files, "MAX_WALK_ENTRIES", 20_000)
-    monkeypatch.setattr(files, "MAX_WALK_SECONDS", -1.0)  # out of time before the first entry
+    monkeypatch.setattr(walk, "MAX_WALK_ENTRIES", 20_000)
+    monkeypatch.setattr(walk, "MAX_WALK_SECONDS", -1.0)  # out of time before the first entry
     out = (await call(ws, "list_files", recursive=True)).text.splitlines()
     assert out == ["[... more entries not shown; list a subfolder]"]
-    monkeypatch.setattr(files, "MAX_WALK_SECONDS", 5.0)
+    monkeypatch.setattr(walk, "MAX_WALK_SECONDS", 5.0)
     out = (await call(ws, "list_files", recursive=True)).text.splitlines()
     assert len(out) == 33 and not out[-1].startswith("[...")  # MEMORY.md, notes/, 31 notes
