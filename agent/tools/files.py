@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from agent import walk
+from agent.tools import walk
 from agent.tools.registry import Tool, TurnContext
 from agent.workspace.audience import (
     EVERYONE,

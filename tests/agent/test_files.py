@@ -324,7 +324,7 @@ async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
     import asyncio
     import threading
 
-    from agent import walk
+    from agent.tools import walk
     from tests.conftest import GROUP
     from tests.conftest import PRIVATE as OWNER_CHAT
     from tests.fakes.anthropic_api import Reply
@@ -356,7 +356,7 @@ async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
 
 
 async def test_a_listing_stops_at_its_entry_and_time_bounds(ws, monkeypatch):
-    from agent import walk
+    from agent.tools import walk
 
     for i in range(30):
         (ws / "notes" / f"n{i:02}.md").write_text("x")
