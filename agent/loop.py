@@ -26,7 +26,7 @@ from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions
 from agent.sessions.prompt import SystemPrompts
 from agent.sessions.transcript import SessionState, SessionStore, TurnEnd, Usage
-from agent.settings import AgentSettings, CompactionSettings
+from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.registry import Exposure, Grant, ToolRegistry, TurnContext
 from agent.workspace.audience import quotes_outside
@@ -118,6 +118,16 @@ class Agent:
     @property
     def store(self) -> SessionStore:
         return self.sessions.store
+
+    def apply(
+        self, settings: AgentSettings, memory: MemorySettings, compaction: CompactionSettings
+    ) -> None:
+        """Take new settings while running; the next turn goes by them."""
+        self.settings = self.prompts.settings = settings
+        self.tools.max_output_chars = settings.tool_output_max_chars
+        self.maintenance.cfg = compaction
+        if self.memory is not None:
+            self.memory.cfg = memory
 
     def context(self, key: SessionKey, grant: Grant | None = None) -> TurnContext:
         """The context of a turn in ``key``'s session, sharing what the session has read from

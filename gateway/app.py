@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -27,11 +27,11 @@ from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.channel_setup import quota
+from gateway.channel_setup import apply_channels, quota
 from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
-from gateway.contract.events import InboundMessage, SessionKey, discord_dm, telegram_private
+from gateway.contract.events import InboundMessage
 from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
@@ -41,12 +41,13 @@ from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planned_jobs
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, job_states, planned_jobs, replan
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.control import ControlServer
 from gateway.services.logs import Masker
+from gateway.services.reload import reload
 from gateway.services.status import Live, SessionFigures, report
 from gateway.statefiles import repair_pairing
 from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
@@ -211,8 +212,6 @@ class App:
 
     def reload(self) -> dict[str, Any]:
         """Read config.yaml again (``gateway/services/reload.py``): what changed, applied or not."""
-        from gateway.services.reload import reload
-
         try:
             done = reload(self, os.environ)
         except ConfigError as exc:
@@ -221,6 +220,39 @@ class App:
             log.exception("reloading config.yaml failed")
             return {"ok": False, "error": f"{type(exc).__name__} (see the log)"}
         return {"ok": True, "applied": done.applied, "restart": done.restart}
+
+    def appliers(self) -> dict[str, Callable[[Config], None]]:
+        """The parts that take new options while running, by the names reload's ``LIVE`` gives
+        them; each applies its own."""
+        agent, gateway = self.agent, self.gateway
+        return {
+            "channels": lambda new: apply_channels(gateway.channels, new),
+            "owners": self._new_owners,
+            "model": self._new_model,
+            "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
+            "gateway": lambda new: gateway.apply(new.gateway),
+            "schedule": self._replan,
+        }
+
+    def adopt(self, new: Config, restart: list[str]) -> None:
+        self.config = new
+        self.pending_restart = sorted(set(self.pending_restart) | set(restart))
+        if self.web is not None:
+            self.web.backend.config = new
+
+    def _new_owners(self, new: Config) -> None:
+        if self.notices is not None:
+            self.notices.set_owners(new.channels.owner_chats())
+
+    def _new_model(self, new: Config) -> None:
+        llm = self.agent.llm
+        if isinstance(llm, AnthropicLLM):  # a model given by a test keeps its own settings
+            llm.apply(new.llm)
+
+    def _replan(self, new: Config) -> None:
+        if self.scheduler is not None:
+            self.runner.handlers = job_runner(new, self.gateway).handlers
+            replan(self.scheduler, planned_jobs(new, self.jobs, self.scheduler.clock.now()))
 
     def cancel_job(self, job_id: str) -> str | None:
         """Cancel a job made in chat; None when done, else why not."""
@@ -352,20 +384,9 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     )
 
 
-def owner_chats(config: Config) -> dict[str, SessionKey]:
-    """The owner's private chat on each enabled platform (the first id in allow_from)."""
-    tg, dc = config.channels.telegram, config.channels.discord
-    owners: dict[str, SessionKey] = {}
-    if tg.enabled and tg.allow_from:
-        owners["telegram"] = telegram_private(tg.allow_from[0])
-    if dc.enabled and dc.allow_from:
-        owners["discord"] = discord_dm(dc.allow_from[0])
-    return owners
-
-
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock)
+    notices = PairingNotices(gateway.delivery.send, config.channels.owner_chats(), clock)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested

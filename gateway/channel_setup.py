@@ -3,7 +3,7 @@ its inbox (where files sent in a chat go) and the pairing store they share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from agent.workspace.audience import inbox_folder
@@ -37,9 +37,26 @@ def build_channels(
     if "discord" in wanted:
         channels.append(_discord(config, dc, pairing, clock))
     for channel in channels:
-        cfg: ChannelConfig = tg if channel.name == "telegram" else dc
-        channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+        apply_channel(channel, tg if channel.name == "telegram" else dc)
     return channels
+
+
+def apply_channels(channels: Mapping[str, Channel], config: Config) -> None:
+    """Hand each running chat adapter its platform's options that change live."""
+    for name, cfg in config.channels.platforms().items():
+        channel = channels.get(name)
+        if channel is not None:
+            apply_channel(channel, cfg)
+
+
+def apply_channel(channel: Channel, cfg: ChannelConfig) -> None:
+    """The options of a channel that change while it runs: who may talk to the bot and where,
+    the group context it keeps, and what shows while a reply is written."""
+    channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+    if channel.access is not None:
+        channel.access.allow_from = frozenset(cfg.allow_from)
+        channel.access.groups = frozenset(cfg.groups)
+        channel.access.context_messages = cfg.group_context_messages
 
 
 def quota(config: Config) -> Quota:

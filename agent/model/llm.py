@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
@@ -119,6 +119,14 @@ class AnthropicLLM:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+    def apply(self, cfg: LLMSettings) -> None:
+        """Take the options that change while running (the model, the answer's and the
+        context's size); the key, the address and the retries wait for a restart."""
+        self.cfg = replace(
+            self.cfg, model=cfg.model, max_tokens=cfg.max_tokens, context_window=cfg.context_window
+        )
+        self.model, self.context_window = cfg.model, cfg.context_window
 
     async def __aenter__(self) -> Self:
         return self

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent.settings import setting
+from gateway.contract.events import SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Secret
 
 
@@ -71,10 +72,22 @@ class ChannelsConfig:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
 
+    def platforms(self) -> dict[str, ChannelConfig]:
+        """Every chat platform's settings by name, Telegram first."""
+        return {"telegram": self.telegram, "discord": self.discord}
+
     def enabled(self) -> dict[str, ChannelConfig]:
         """The enabled chat platforms by name, Telegram first."""
-        both: dict[str, ChannelConfig] = {"telegram": self.telegram, "discord": self.discord}
-        return {name: cfg for name, cfg in both.items() if cfg.enabled}
+        return {name: cfg for name, cfg in self.platforms().items() if cfg.enabled}
+
+    def owner_chats(self) -> dict[str, SessionKey]:
+        """The owner's private chat on each enabled platform (the first id in allow_from)."""
+        private = {"telegram": telegram_private, "discord": discord_dm}
+        return {
+            name: private[name](cfg.allow_from[0])
+            for name, cfg in self.enabled().items()
+            if cfg.allow_from
+        }
 
     def unmet(self) -> list[Need]:
         """What the enabled chat platforms need and are not given, in the order to say it."""

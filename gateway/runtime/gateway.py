@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.loop import Agent
 from agent.tools.registry import Grant
@@ -24,6 +24,9 @@ from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
+
+if TYPE_CHECKING:
+    from gateway.config.sections import GatewayConfig
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,11 @@ class Gateway:
         self._stack = contextlib.AsyncExitStack()
         # Turns wait for this, so work recovered from the journal runs once channels are up.
         self._ready = asyncio.Event()
+
+    def apply(self, cfg: GatewayConfig) -> None:
+        """Take the options that change while running: how long stopping waits for turns (the
+        retry window waits for a restart)."""
+        self.shutdown_grace = cfg.shutdown_grace
 
     # -- lifecycle ----------------------------------------------------------------------------
 

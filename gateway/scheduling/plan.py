@@ -18,7 +18,10 @@ from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 
-__all__ = ["DAILY_SUMMARY", "HEARTBEAT", "JobState", "job_states", "planned_jobs"]
+__all__ = ["CONFIGURED", "DAILY_SUMMARY", "HEARTBEAT", "JobState", "job_states", "planned_jobs"]
+
+# The jobs config.yaml makes; the others are made in chat.
+CONFIGURED = (DAILY_SUMMARY, HEARTBEAT)
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
@@ -60,6 +63,29 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
         )
     jobs.extend(store.load())
     return jobs
+
+
+def replan(scheduler: Scheduler, planned: list[Job]) -> None:
+    """Give the running ``scheduler`` the configured jobs as ``planned`` (``planned_jobs`` of a
+    new configuration): a job whose schedule did not change is left alone (a run in progress
+    goes on), and reminders made in chat are not touched."""
+    wanted = {j.id: j for j in planned if j.id in CONFIGURED}
+    running = {j.id: j for j in scheduler.jobs() if j.id in CONFIGURED}
+    for job_id in CONFIGURED:
+        old, job = running.get(job_id), wanted.get(job_id)
+        if old is not None and job is not None and _same(old, job):
+            continue
+        scheduler.remove(job_id)
+        if job is not None:
+            scheduler.add(job)
+
+
+def _same(a: Job, b: Job) -> bool:
+    return _when_and_where(a) == _when_and_where(b)
+
+
+def _when_and_where(job: Job) -> tuple[object, ...]:
+    return (job.kind, job.spec, job.timezone, job.target, job.grace)
 
 
 @dataclass(frozen=True)

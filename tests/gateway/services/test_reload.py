@@ -188,3 +188,54 @@ async def test_a_new_owner_hears_of_strangers_and_the_key_waits(
             lambda: any(m["chat_id"] == "99" and "wants to talk" in m["shown"]
                         for m in fake_telegram.sent)
         )  # fmt: skip
+
+
+class _Parts:
+    """A running app reduced to what reloading needs: it records what each part was handed."""
+
+    def __init__(self, config):
+        from gateway.services.reload import LIVE
+
+        self.config = config
+        self.handed: list[str] = []
+        self.restart: list[str] = []
+        self._names = list(LIVE)
+
+    def appliers(self):
+        return {name: (lambda new, name=name: self.handed.append(name)) for name in self._names}
+
+    def adopt(self, new, restart):
+        self.config, self.restart = new, restart
+
+
+def test_reload_hands_each_part_only_what_it_owns_and_names_the_rest(tmp_path):
+    from gateway.config.loader import load_config
+    from gateway.services.reload import reload
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"llm": {"model": "m-1"}}))
+    parts = _Parts(load_config(tmp_path, {}))
+    raw = {
+        "llm": {"model": "m-2"},
+        "channels": {"telegram": {"allow_from": ["5"]}},
+        "gateway": {"retry_window_hours": 2},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
+    done = reload(parts, {})
+    assert parts.handed == ["channels", "owners", "model"]  # in LIVE's order
+    assert done.applied == ["llm.model", "channels.telegram.allow_from"]
+    assert done.restart == parts.restart == ["gateway.retry_window_hours"]
+    assert parts.config.llm.model == "m-2"
+
+
+async def test_the_app_has_an_applier_for_every_live_part(home):
+    from gateway.config.loader import load_config
+    from gateway.services.reload import LIVE, live
+    from tests.fakes.scripted_model import ScriptedModel
+
+    app = build_app(load_config(home, {}), [], llm=ScriptedModel(), with_scheduler=False)
+    try:
+        assert set(app.appliers()) == set(LIVE)
+    finally:
+        await app.stop(0)
+    assert live("compaction.keep_recent_turns") and live("schedule.heartbeat.target")
+    assert not live("llm.api_key") and not live("channels.telegram.enabled")
