@@ -89,7 +89,13 @@ class Channel(ABC):
     async def stop(self) -> None: ...
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            # What start() got going before it failed (a client, a poller, a server) is
+            # stopped here, once for every adapter, so nothing is left half running.
+            await self._stop_logged()
+            raise
         if not self.polls:
             self.receiving.set()
         return self
@@ -101,6 +107,9 @@ class Channel(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.requests_done(FINISHING_SECONDS)
+        await self._stop_logged()
+
+    async def _stop_logged(self) -> None:
         try:
             await self.stop()
         except Exception:
