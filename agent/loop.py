@@ -20,7 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory
-from agent.model.llm import LLM, LLMResponse
+from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text
 from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions

@@ -28,7 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.model.llm import LLMResponse, with_cache_breakpoints
+from agent.model.llm import with_cache_breakpoints
+from agent.model.port import LLMResponse, PlainModel
 from agent.sessions.transcript import Usage
 from gateway.app import build_app
 from gateway.config.home import init_home
@@ -38,7 +39,7 @@ from tests.conftest import RecordingChannel
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text, request_kind
 
 
-class InProcessLLM:
+class InProcessLLM(PlainModel):
     """A model that answers after ``latency`` seconds without any HTTP."""
 
     model = "bench"

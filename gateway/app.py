@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Self
 from agent.loop import Agent
 from agent.memory.store import Memory, migrate_shared_entries
 from agent.memory.tools import memory_tools
-from agent.model.llm import LLM, AnthropicLLM
+from agent.model.llm import AnthropicLLM
+from agent.model.port import LLM
 from agent.sessions.loaded import HandEdits
 from agent.sessions.transcript import SessionStore
 from agent.tools.files import FILE_TOOLS
@@ -228,7 +229,7 @@ class App:
         return {
             "channels": lambda new: apply_channels(gateway.channels, new),
             "owners": self._new_owners,
-            "model": self._new_model,
+            "model": lambda new: agent.llm.apply(new.llm),
             "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
             "gateway": lambda new: gateway.apply(new.gateway),
             "schedule": self._replan,
@@ -243,11 +244,6 @@ class App:
     def _new_owners(self, new: Config) -> None:
         if self.notices is not None:
             self.notices.set_owners(new.channels.owner_chats())
-
-    def _new_model(self, new: Config) -> None:
-        llm = self.agent.llm
-        if isinstance(llm, AnthropicLLM):  # a model given by a test keeps its own settings
-            llm.apply(new.llm)
 
     def _replan(self, new: Config) -> None:
         if self.scheduler is not None:
@@ -314,7 +310,7 @@ def build_app(
         max_output_chars=config.agent.tool_output_max_chars,
         extra=[s for s in (server_search(config, model), mcp) if s is not None],
     )
-    resources.push_async_callback(_close, model)
+    resources.push_async_callback(model.close)
     agent = Agent(
         llm=model,
         tools=tools,
@@ -391,9 +387,3 @@ def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotice
         if channel.access is not None:
             channel.access.on_request = notices.requested
     return notices
-
-
-async def _close(model: LLM) -> None:
-    close = getattr(model, "close", None)
-    if close is not None:
-        await close()

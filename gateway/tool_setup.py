@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent.model.llm import LLM
+from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
 from gateway.config.loader import Config
 
@@ -66,10 +66,4 @@ def server_search(config: Config, model: LLM) -> ToolSource | None:
     from agent.web.search import OfferedOnceAccepted, server_search_tool
 
     tool = replace(server_search_tool(search.max_uses), private_only=not config.tools.web.shared)
-    accepts = getattr(model, "accepts_tools", None)
-    if accepts is None:  # a model of the caller's own (tests, a local model): taken as it is
-
-        async def accepts(definitions: list[dict[str, Any]]) -> bool | None:
-            return True
-
-    return OfferedOnceAccepted([tool], accepts)
+    return OfferedOnceAccepted([tool], model.accepts_tools)

@@ -1,8 +1,9 @@
-"""The model port and its Anthropic implementation (official SDK, streaming, prompt caching).
+"""The model port's Anthropic implementation (official SDK, streaming, prompt caching).
 
-``LLM`` is the small interface the agent loop uses; ``AnthropicLLM`` implements it with
-``anthropic.AsyncAnthropic``. The SDK is imported lazily: it is the slowest import Corvid has,
-and channels can start polling before the first model call needs it.
+``LLM`` (``agent/model/port.py``) is the interface the agent loop and the app use;
+``AnthropicLLM`` implements it with ``anthropic.AsyncAnthropic``. The SDK is imported lazily: it
+is the slowest import Corvid has, and channels can start polling before the first model call
+needs it.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.port import LLMResponse
 from agent.model.wire import content_to_dicts, normalize_messages
 from agent.sessions.transcript import Usage
 from agent.settings import LLMSettings
@@ -33,30 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
-
-
-@dataclass(frozen=True, slots=True)
-class LLMResponse:
-    content: list[dict[str, Any]]
-    stop_reason: str
-    usage: Usage
-
-
-class LLM(Protocol):
-    model: str
-    context_window: int
-
-    async def complete(
-        self,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        system_note: str | None = None,
-        deltas: Deltas | None = None,
-    ) -> LLMResponse:
-        """One model call. ``system_note`` is an extra system block after the cached prompt;
-        ``deltas``, when given, hears the answer's text as it is written."""
-        ...
 
 
 def with_cache_breakpoints(

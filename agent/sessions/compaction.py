@@ -17,7 +17,7 @@ from typing import Any
 
 from agent.memory.store import Memory
 from agent.memory.tools import marked
-from agent.model.llm import LLM
+from agent.model.port import LLM
 from agent.sessions.loaded import Sessions
 from agent.sessions.transcript import SessionState, estimate_tokens
 from agent.settings import CompactionSettings

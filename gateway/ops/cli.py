@@ -325,15 +325,12 @@ def _reload_on_signal(app: App) -> None:
 async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
-    from agent.model.llm import AnthropicLLM
     from gateway.ops.doctor import key_source
     from gateway.ops.doctor_local import read_raw
 
-    llm = app.agent.llm
-    if isinstance(llm, AnthropicLLM):
-        refused = await llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
-        if refused is not None:
-            return refused.message + (f" — fix: {refused.fix}" if refused.fix else "")
+    refused = await app.agent.llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
+    if refused is not None:
+        return refused.message + (f" — fix: {refused.fix}" if refused.fix else "")
     await asyncio.Event().wait()  # accepted (or not asked): nothing to say, ever
     raise AssertionError("unreachable")
 

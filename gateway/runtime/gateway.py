@@ -82,9 +82,7 @@ class Gateway:
         await self.delivery.take_back()
         self._ready.set()
         self.delivery.resend(outgoing)
-        warm_up = getattr(self.agent.llm, "warm_up", None)
-        if warm_up is not None:
-            self._spawn(warm_up())
+        self._spawn(self.agent.llm.warm_up())
 
     async def stop(self, grace: float | None = None) -> None:
         """Finish (or cancel and record) turns in flight, then close the channels.

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.loop import Agent, TurnStatus, user_content
-from agent.model.llm import LLMResponse
+from agent.model.port import LLMResponse
 from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
 from agent.sessions.transcript import SUMMARY_PREFIX, SessionStore
 from agent.settings import AgentSettings, CompactionSettings
