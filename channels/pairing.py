@@ -1,10 +1,10 @@
 """Pairing: how someone not on a channel's allowlist asks for access, and the owner grants it.
 
 A direct message from an unknown user gets a one-time code (8 characters from an alphabet
-without look-alikes, valid for an hour; one per person, so a few strangers cannot take every
-place, and at most ``MAX_PENDING`` waiting per channel). The owner runs
-``corvid pairing approve CODE`` on the machine, which moves that user to the approved list, or
-``deny CODE`` / ``clear`` to drop requests.
+without look-alikes, valid for an hour; one per person; at most ``MAX_PENDING`` waiting per
+channel, the oldest giving way to a new one, so a crowd of strangers cannot keep a friend out).
+The owner runs ``corvid pairing approve CODE`` on the machine, which moves that user to the
+approved list, or ``deny CODE`` / ``clear`` to drop requests.
 
 State lives in ``state/pairing.json``, written atomically under an exclusive lock, because the
 running gateway (issuing codes) and the CLI (approving them) are separate processes. The gateway
@@ -131,15 +131,18 @@ class PairingStore:
     def request(self, channel: str, user_id: str, name: str) -> tuple[PairingRequest | None, bool]:
         """The pending request for this user, creating one if there is room.
 
-        Returns ``(request, created)``; ``(None, False)`` when the channel already has
-        ``max_pending`` codes waiting.
+        Returns ``(request, created)``. When the channel already has ``max_pending`` codes
+        waiting, the oldest gives way: a crowd of strangers cannot keep a friend out (they
+        can ask again, and the owner has heard of each of them already).
         """
         with self._locked() as data:
             for p in data["pending"]:
                 if p["channel"] == channel and p["user_id"] == user_id:
                     return PairingRequest(**p), False
-            if sum(p["channel"] == channel for p in data["pending"]) >= self.max_pending:
-                return None, False
+            waiting = [p for p in data["pending"] if p["channel"] == channel]
+            if len(waiting) >= self.max_pending:
+                oldest = min(waiting, key=lambda p: p["created"])
+                data["pending"].remove(oldest)
             taken = {p["code"] for p in data["pending"]}
             code = _new_code(taken)
             now = self.now()

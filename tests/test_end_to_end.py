@@ -247,6 +247,15 @@ async def test_no_reply_is_never_delivered(start_gateway, fake_api):
     assert chan.texts() == ["visible"]
 
 
+async def test_no_reply_written_before_a_tool_call_is_not_sent(start_gateway, fake_api):
+    fake_api.enqueue(
+        Reply("NO_REPLY", tool_calls=[("memory_search", {"query": "tea"})]), Reply("Found it.")
+    )
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("what about tea?"), 10)
+    assert chan.texts() == ["Found it."]
+
+
 async def test_failed_send_is_recorded_not_raised(start_gateway, fake_api):
     gateway, chan = await start_gateway()
     chan.fail_sends = 1

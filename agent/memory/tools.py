@@ -75,10 +75,14 @@ class MemoryTools:
         out = []
         for n, h in enumerate(hits, 1):
             snippet = h.snippet.replace("\n", "\n   ")
-            # In the owner's chats, a hit from a shared chat's log is what others wrote.
-            whose = f", written in the shared chat {h.chat}: untrusted" if h.chat else ""
+            whose = ""
             if h.chat:
                 ctx.saw(f"the chat {h.chat}")
+            if h.chat and ctx.private:
+                # In the owner's chats, a hit from a shared chat's log is what others wrote:
+                # quoted like any text from outside, so it cannot pose as instructions.
+                whose = f", written in the shared chat {h.chat}"
+                snippet = untrusted(f"chat {h.chat}", h.snippet)
             out.append(
                 f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
                 f"   {snippet}"

@@ -185,15 +185,17 @@ class ReplyStream:
 
     async def _show(self, frame: str) -> None:
         assert self.live is not None
+        # Decided before the frame goes out: more text may come while it is on its way.
+        is_text = frame == self._text
         try:
-            if frame == self._text:
+            if is_text:
                 await self.live.show(frame)
             else:
                 await self.live.progress(frame)
         except Exception as exc:  # a frame is a preview: the final text is sent all the same
             log.warning("%s: a frame of the reply could not be shown: %s", self.key, exc)
         self._shown = frame
-        self._shown_text = self._text if frame == self._text else ""
+        self._shown_text = frame if is_text else ""
         self._last = self.clock.monotonic()
 
     async def _deliver_done(self) -> None:

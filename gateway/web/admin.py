@@ -13,7 +13,7 @@ import dataclasses
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 import yaml
@@ -177,7 +177,22 @@ def masked(value: Any) -> Any:
         return [masked(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return _url_masked(value)
     return value
+
+
+def _url_masked(url: str) -> str:
+    """An address with what may be a key in it hidden: a password, and every query value
+    (``?api_key=…``; a server's address often carries its key there)."""
+    parts = urlsplit(url)
+    if not parts.query and parts.password is None:
+        return url
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = "&".join(f"{pair.partition('=')[0]}=***" for pair in parts.query.split("&") if pair)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 async def config_page(request: web.Request) -> web.StreamResponse:

@@ -48,10 +48,18 @@ def test_one_code_per_stranger_many_strangers_bounded_and_codes_expire(store, cl
     first, created = store.request("x", "a", "")
     again, created_again = store.request("x", "a", "")
     assert created and not created_again and again == first  # one place per stranger
-    # A few strangers cannot take every place: many can wait, up to a bound on the file.
+    # Many can wait, up to a bound on the file; then the oldest gives way, so a crowd of
+    # strangers cannot keep a friend out.
     for uid in range(1, MAX_PENDING):
+        clock.tick(1)
         assert store.request("x", f"s{uid}", "")[0] is not None
-    assert store.request("x", "late", "") == (None, False)
+    friend, created = store.request("x", "friend", "")
+    assert created and friend is not None
+    waiting = [p.user_id for p in store.pending() if p.channel == "x"]
+    assert len(waiting) == MAX_PENDING and "a" not in waiting and "friend" in waiting
+    with pytest.raises(PairingError):
+        store.approve(first.code)  # the code that gave way no longer works
+    assert store.approve(friend.code).user_id == "friend"
     assert store.request("other", "late", "")[0] is not None  # per channel
     clock.tick(3601)
     assert store.pending() == []
@@ -211,11 +219,13 @@ def test_when_no_code_can_be_given_the_stranger_is_told_so(store, clock, tmp_pat
     full = PairingStore(tmp_path / "full.json", clock=clock, max_pending=1)
     access = _access(full, clock)
     assert "Your pairing code" in access.decide(_dm("7")).text
-    verdict = access.decide(_dm("8"))
+    clock.tick(1)
+    assert "Your pairing code" in access.decide(_dm("8")).text  # 7's code gave way
+    assert [p.user_id for p in full.pending()] == ["8"]
+    (tmp_path / "full.json").write_text("[]")  # damaged: said, not a crash
+    verdict = access.decide(_dm("9"))
     assert verdict.action is Action.REPLY
     assert "can't take new pairing requests right now" in verdict.text
-    (tmp_path / "full.json").write_text("[]")  # damaged: the same answer, not a crash
-    assert "can't take new pairing requests" in access.decide(_dm("9")).text
 
 
 def test_guests_and_the_owner_get_the_unsupported_notice_strangers_a_code(store, clock):
@@ -277,10 +287,13 @@ def test_codes_expire_exactly_at_their_time_and_say_how_long_they_last(store, cl
         store.approve(req.code)
 
 
-def test_fifty_strangers_get_codes_the_fifty_first_waits(store):
+def test_fifty_strangers_get_codes_the_fifty_first_takes_the_oldest_place(store, clock):
     for user in range(50):
+        clock.tick(1)
         assert store.request("x", str(user), "someone")[0] is not None
-    assert store.request("x", "50", "one too many") == (None, False)
+    late, created = store.request("x", "50", "one too many")
+    assert created and late is not None
+    assert sorted(int(p.user_id) for p in store.pending()) == list(range(1, 51))
     assert store.request("y", "50", "another channel")[0] is not None
 
 

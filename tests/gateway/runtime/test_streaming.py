@@ -150,6 +150,29 @@ async def test_stop_marks_what_was_shown(setup):
     assert finished == ["z" * 50 + "\n\n" + STOPPED]
 
 
+async def test_stop_while_a_frame_is_on_its_way_keeps_it_marked_stopped(setup):
+    """More text arrives while the first frame is being sent, then /stop: what was shown
+    stays, marked stopped (it was once taken for a progress note and deleted)."""
+    stream, channel, _clock, finished = setup
+    on_its_way, release = asyncio.Event(), asyncio.Event()
+    plain_post = Recorder.post
+
+    async def slow_post(self: Recorder, piece: str, first: bool) -> str:
+        on_its_way.set()
+        await release.wait()
+        return await plain_post(self, piece, first)
+
+    stream.live.post = slow_post.__get__(stream.live)
+    stream.listen(TextDelta("z" * 50))
+    await asyncio.wait_for(on_its_way.wait(), 5)
+    stream.listen(TextDelta(" and more"))  # while the frame is on its way
+    stopping = asyncio.ensure_future(stream.stop())
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+    assert finished == ["z" * 50 + "\n\n" + STOPPED]
+    assert not any(kind.startswith("delete") for kind, _ in channel.log)
+
+
 async def test_stop_takes_back_a_progress_note_alone(setup):
     stream, channel, _clock, finished = setup
     stream.listen(ToolStarted("read_file", "📄 reading"))

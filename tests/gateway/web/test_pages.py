@@ -307,3 +307,20 @@ def test_the_overview_lists_mcp_servers_their_state_and_tools():
     assert "<td>cal</td>" in page and "list, add" in page and "private chats" in page
     assert "&lt;notes&gt;" in page and "waiting: command not found: x" in page
     assert 'class="state error"' in page and "every chat" in page
+
+
+async def test_config_hides_a_key_in_an_mcp_server_address(start_gateway):
+    from tests.gateway.web.conftest import WEB, ControlClient
+
+    url = "https://ada:pa55word@mcp.example/mcp?api_key=SEKRET123&team=crows#top"
+    mcp = {"servers": {"notes": {"url": url, "enabled": False}}}
+    app, _ = await start_gateway(web=WEB, mcp=mcp)
+    client = ControlClient(app.web.url, app.web.token)
+    await client.sign_in()
+    try:
+        status, text, _ = await client.get("/config")
+    finally:
+        await client.close()
+    assert status == 200
+    assert "SEKRET123" not in text and "pa55word" not in text and "crows" not in text
+    assert "https://ada:***@mcp.example/mcp?api_key=***&amp;team=***#top" in text
