@@ -55,7 +55,8 @@ from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp.hub import McpHub
-    from gateway.web.server import Backend, WebServer
+    from gateway.web.backend import Backend
+    from gateway.web.server import WebServer
 
 log = logging.getLogger(__name__)
 
@@ -163,15 +164,16 @@ class App:
         await self.agent.tools.settle()
 
     def _backend(self, scheduler: Scheduler) -> Backend:
-        from gateway.web.server import Backend
+        from gateway.web_setup import PageBackend
 
         config, clock = self.config, scheduler.clock
-        return Backend(
+        return PageBackend(
             config=config,
             gateway=self.gateway,
-            status=self._status,
-            figures=self.figures,
+            clock=clock,
             pairing=PairingStore(config.layout.pairing, clock=clock),
+            figures=self.figures,
+            status=self._status,
             job_states=lambda: job_states(
                 planned_jobs(self.config, self.jobs, clock.now()), scheduler.ledger, clock
             ),
@@ -179,7 +181,6 @@ class App:
             cancel_job=self.cancel_job,
             reload=self.reload,
             pending_restart=lambda: self.pending_restart,
-            clock=clock,
         )
 
     async def stop(self, grace: float | None = None) -> None:

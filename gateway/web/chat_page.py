@@ -36,7 +36,7 @@ def routes(app: web.Application) -> None:
 
 
 def _channel(request: web.Request) -> WebChannel:
-    channel = request.app[BACKEND].gateway.channels.get("web")
+    channel = request.app[BACKEND].web_chat()
     if not isinstance(channel, WebChannel):
         raise web.HTTPNotFound(text="The web chat is not running in this process.\n")
     return channel
@@ -45,7 +45,7 @@ def _channel(request: web.Request) -> WebChannel:
 async def chat_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     channel = _channel(request)
-    transcript = backend.gateway.agent.store.path(WEB_CHAT)
+    transcript = backend.transcript(WEB_CHAT)
     shown = "".join(message_html(m) for m in history(transcript, channel.outbox, HISTORY))
     if not shown:
         shown = '<p class="empty">Write below to talk to the assistant, as in a private chat.</p>'

@@ -24,8 +24,9 @@ from agent.tools.registry import TurnContext
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
+from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page, table
-from gateway.web.server import BACKEND, GUARD, Backend, html_response, see_other
+from gateway.web.server import BACKEND, GUARD, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
@@ -42,7 +43,7 @@ def routes(app: web.Application) -> None:
 
 def _ctx(backend: Backend) -> TurnContext:
     cfg = backend.config
-    return TurnContext(WEB_OWNER, backend.memory.workspace, backend.clock.now(), cfg.tz)
+    return TurnContext(WEB_OWNER, backend.workspace, backend.clock.now(), cfg.tz)
 
 
 def version(data: bytes | None) -> str:
@@ -83,7 +84,7 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
     query = request.query.get("q", "").strip()
     found = ""
     if query:
-        hits = backend.memory.index.search(query, SEARCH_RESULTS, audience=OWNER)
+        hits = backend.search(query, SEARCH_RESULTS)
         found = "<h2>Found</h2>" + table(
             ("File", "Lines", "Text"),
             (
@@ -93,10 +94,10 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
             ),
             f"Nothing matches {query!r}.",
         )  # fmt: skip
-    top, logs, chats = listed(backend.memory.workspace)
+    top, logs, chats = listed(backend.workspace)
     files = "".join(
         f'<li><a href="{_link(rel)}">{esc(rel)}</a>'
-        f"{'' if (backend.memory.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
+        f"{'' if (backend.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
         "</li>"
         for rel in top
     )

@@ -2,9 +2,9 @@
 
 ``WebServer`` is started by ``App.start`` in ``corvid run`` (not in ``corvid chat``) and
 stopped before the channels, so a browser never sees a half-stopped gateway. What the pages
-read and change comes in a ``Backend``: the same objects the gateway, the scheduler and the
-CLI use, so the page shows nothing the process does not know and changes nothing the tools
-could not.
+read and change comes through a ``Backend`` (``gateway/web/backend.py``), which the wiring
+implements over the same objects the gateway, the scheduler and the CLI use, so the page shows
+nothing the process does not know and changes nothing the tools could not.
 """
 
 from __future__ import annotations
@@ -13,20 +13,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
 from importlib import resources
-from typing import Any
 
 from aiohttp import web
 
-from agent.memory.store import Memory
-from channels.pairing import PairingStore
-from gateway.config.loader import ChannelConfig, Config
-from gateway.contract.ports import Clock
-from gateway.runtime.gateway import Gateway
-from gateway.scheduling.plan import JobState
-from gateway.services.status import SessionFigures
+from gateway.config.loader import ChannelConfig
+from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
     SignedIn,
@@ -38,35 +30,6 @@ from gateway.web.guard import (
 log = logging.getLogger(__name__)
 
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
-
-
-@dataclass
-class Backend:
-    """What the pages read and act on."""
-
-    config: Config
-    gateway: Gateway
-    status: Callable[[], dict[str, Any]]
-    figures: SessionFigures  # the sessions' figures, shared with the status report
-    pairing: PairingStore
-    job_states: Callable[[], list[JobState]]
-    run_job: RunJob
-    cancel_job: Callable[[str], str | None]
-    reload: Callable[[], dict[str, Any]]  # config.yaml read again (gateway/services/reload.py)
-    pending_restart: Callable[[], list[str]]
-    clock: Clock
-
-    @property
-    def memory(self) -> Memory:
-        memory = self.gateway.agent.memory
-        assert memory is not None  # build_app always gives the agent its memory
-        return memory
-
-    def edited(self, when: datetime) -> None:
-        """The owner changed the workspace by hand: prompts made before are stale."""
-        edits = self.gateway.agent.sessions.edits
-        if edits is not None:
-            edits.mark(when)
 
 
 BACKEND = web.AppKey("backend", Backend)

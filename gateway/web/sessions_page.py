@@ -41,11 +41,10 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     window = backend.config.llm.context_window
     rows = []
-    router = backend.gateway.router
-    for s in backend.figures.all(backend.gateway.agent.sessions.loaded):
+    for s in backend.sessions():
         link = f'<a href="/sessions/view?key={quote(str(s.key))}"><code>{esc(s.key)}</code></a>'
-        now = "answering" if router.busy(s.key) else ""
-        if queued := router.queued(s.key):
+        now = "answering" if backend.busy(s.key) else ""
+        if queued := backend.queued(s.key):
             now += f", {queued} queued"
         cache = "—" if s.cache_share is None else f"{100 * s.cache_share:.0f}%"
         when = datetime.fromtimestamp(s.last_active, UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -72,7 +71,7 @@ def _key(raw: str) -> SessionKey:
 async def transcript_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
-    path = backend.gateway.agent.store.path(key)
+    path = backend.transcript(key)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
@@ -182,12 +181,12 @@ def _fold(summary: str, inner: str) -> str:
 async def fresh_session(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
     key = _key(str((await request.post()).get("key", "")))
-    if key.channel not in backend.gateway.channels:
+    if not backend.serves(key.channel):
         problem = f"{key.channel} is not running here, so this session cannot be restarted now."
         return see_other(f"/sessions?problem={quote(problem)}")
     # The same /new the chat has: it waits for its turn behind the session's messages, saves
     # a summary of the old session to the log, and tells the chat it started afresh.
     new = InboundMessage(key, "/new", sender_id="owner", sender_name="control page",
                          command=parse_command("/new"))  # fmt: skip
-    await backend.gateway.handle(new)
+    await backend.handle(new)
     return see_other("/sessions?ok=" + quote(f"{key}: started a fresh session."))
