@@ -28,7 +28,7 @@ from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.channel_setup import apply_channels, quota
+from gateway.channel_setup import apply_channels, quota, repair_pairing, web_chat
 from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
@@ -50,7 +50,6 @@ from gateway.services.control import ControlServer
 from gateway.services.logs import Masker
 from gateway.services.reload import reload
 from gateway.services.status import Live, SessionFigures, report
-from gateway.statefiles import repair_pairing
 from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
@@ -290,8 +289,6 @@ def build_app(
     scheduled jobs run in one process only."""
     clock = clock or SystemClock()
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
-        from gateway.web.chat import web_chat
-
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
     memory = _memory(config, resources)

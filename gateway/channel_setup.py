@@ -11,12 +11,13 @@ from agent.workspace.quota import Quota
 from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
-from channels.pairing import PairingStore
+from channels.pairing import PairingError, PairingStore
 from channels.voice import Hearing, OpenAITranscriber, Transcriber
 from gateway.config.loader import ChannelConfig, Config, DiscordConfig, TelegramConfig
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import SessionKey, audience_of
 from gateway.contract.ports import Clock, SystemClock
+from gateway.statefiles import set_aside
 
 
 def build_channels(
@@ -57,6 +58,24 @@ def apply_channel(channel: Channel, cfg: ChannelConfig) -> None:
         channel.access.allow_from = frozenset(cfg.allow_from)
         channel.access.groups = frozenset(cfg.groups)
         channel.access.context_messages = cfg.group_context_messages
+
+
+def web_chat(config: Config, clock: Clock) -> Channel:
+    """The control page's chat channel; files sent on the page go to the private inbox, within
+    the default size limits of a chat platform."""
+    from gateway.web.chat import WebChannel
+
+    return WebChannel(intake(config, ChannelConfig(), clock), clock, config.layout.web_chat)
+
+
+def repair_pairing(path: Path) -> None:
+    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
+    is moved aside (and logged) so pairing works again; approvals must be given anew."""
+    try:
+        PairingStore(path).approved()
+    except PairingError as exc:
+        if path.exists():
+            set_aside(path, str(exc), "guests approved before must be approved again")
 
 
 def quota(config: Config) -> Quota:

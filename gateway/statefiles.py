@@ -34,15 +34,3 @@ def set_aside(path: Path, problem: str, lost: str) -> Path:
         lost,
     )
     return aside
-
-
-def repair_pairing(path: Path) -> None:
-    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
-    is moved aside (and logged) so pairing works again; approvals must be given anew."""
-    from channels.pairing import PairingError, PairingStore
-
-    try:
-        PairingStore(path).approved()
-    except PairingError as exc:
-        if path.exists():
-            set_aside(path, str(exc), "guests approved before must be approved again")

@@ -20,6 +20,12 @@ CONTRACT = frozenset(
         "gateway.contract.atomic",
     }
 )
+# Small helpers every layer of the gateway uses: they import only the contract.
+HELPERS = frozenset({"gateway.statefiles", "gateway.logcontext"})
+# The composition root and what it builds from the configuration.
+WIRING = frozenset(
+    {"gateway.app", "gateway.channel_setup", "gateway.tool_setup", "gateway.web_setup"}
+)
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # A longer function says why in a comment on the line above its ``def``.
@@ -103,6 +109,11 @@ def test_no_import_circles_at_module_level():
     assert _circles(_graph(top_level_only=True)) == []
 
 
+def test_no_import_circles_closed_by_imports_inside_functions():
+    # A lazy import hides a circle from Python, not from the reader.
+    assert _circles(_graph(top_level_only=False)) == []
+
+
 def test_the_circle_finder_finds_circles():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
@@ -115,8 +126,14 @@ def _within(module: str, package: str) -> bool:
 def _allowed(module: str, target: str) -> bool:
     if module in CONTRACT:
         return False  # leaves import nothing of ours
+    if module in HELPERS:
+        return target in CONTRACT  # small helpers every layer uses know no layer
     if _within(target, "gateway.ops"):
         return _within(module, "gateway.ops")  # the CLI front: nothing below it imports it
+    if _within(module, "gateway.web") and target in WIRING:
+        return False  # the pages get what they need through their Backend
+    if _within(module, "gateway.scheduling") and _within(target, "gateway.runtime"):
+        return False  # jobs run against the small JobHost protocol, not the gateway
     top, target_top = module.split(".")[0], target.split(".")[0]
     if top in ("agent", "channels"):
         return target_top == top or target in CONTRACT
@@ -151,6 +168,12 @@ def test_the_layering_rule_itself_refuses_the_edges_it_must():
     assert not _allowed("gateway.web.admin", "gateway.ops.commands")
     assert not _allowed("gateway.app", "gateway.ops")
     assert _allowed("gateway.ops.cli", "gateway.ops.commands")
+    assert not _allowed("gateway.web.chat", "gateway.channel_setup")
+    assert not _allowed("gateway.web.server", "gateway.app")
+    assert not _allowed("gateway.scheduling.heartbeat", "gateway.runtime.gateway")
+    assert not _allowed("gateway.statefiles", "channels.pairing")
+    assert not _allowed("gateway.logcontext", "channels.base")
+    assert _allowed("gateway.web_setup", "gateway.web.backend")
     assert _allowed("gateway.ops.commands", "gateway.services.reload")
     assert _allowed("agent.loop", "gateway.contract.events") and _allowed(
         "gateway.app", "agent.loop"

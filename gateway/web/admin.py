@@ -26,7 +26,7 @@ from gateway.contract.errors import ConfigError
 from gateway.contract.events import shown
 from gateway.contract.ports import Secret
 from gateway.web.html import esc, form, notice, outcome, page, table
-from gateway.web.server import BACKEND, GUARD, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, html_response, see_other
 
 CANCELLABLE = "cancellable"
 

@@ -20,7 +20,6 @@ from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
-from gateway.config.loader import ChannelConfig, Config
 from gateway.contract.atomic import write_atomic
 from gateway.contract.events import Attachment, OutboundMessage, Scope, SessionKey
 from gateway.contract.ports import Clock
@@ -32,15 +31,6 @@ WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 Event = tuple[str, str]  # (event name, HTML or text)
 # Events queued for one open page; one that falls further behind is told to reload.
 LISTENER_BACKLOG = 200
-
-
-def web_chat(config: Config, clock: Clock) -> WebChannel:
-    """The web chat's channel; files sent on the page go to the private inbox, within the
-    default size limits of a chat platform."""
-    from gateway.channel_setup import intake
-
-    files = intake(config, ChannelConfig(), clock)
-    return WebChannel(files, clock, config.layout.web_chat)
 
 
 # The outbox keeps the newest messages sent to the web chat, no more than this many.

@@ -21,7 +21,7 @@ from gateway.web.chat import WEB_CHAT, WebChannel
 from gateway.web.guard import CSRF_HEADER
 from gateway.web.html import esc, page
 from gateway.web.overview import sse
-from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response, see_other
 from gateway.web.sessions_page import message_html
 
 HISTORY = 60  # messages shown when the page opens (the sessions page has the whole transcript)

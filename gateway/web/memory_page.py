@@ -26,7 +26,7 @@ from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
 from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page, table
-from gateway.web.server import BACKEND, GUARD, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")

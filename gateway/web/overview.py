@@ -16,7 +16,7 @@ from aiohttp import web
 
 from gateway.services.status import duration
 from gateway.web.html import esc, page, table
-from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
+from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response
 
 # How often an open overview looks for changes.
 REFRESH_SECONDS = 1.0

@@ -18,6 +18,7 @@ from importlib import resources
 from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
+from gateway.web import admin, chat_page, memory_page, overview, sessions_page
 from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
@@ -26,15 +27,12 @@ from gateway.web.guard import (
     address,
     load_token,
 )
+from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response, see_other
 
 log = logging.getLogger(__name__)
 
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 
-
-BACKEND = web.AppKey("backend", Backend)
-GUARD = web.AppKey("guard", Guard)
-STOPPING = web.AppKey("stopping", asyncio.Event)
 
 # The largest request: a file sent on the chat page (the chat platforms' default limit).
 MAX_BODY = ChannelConfig().max_file_bytes + 1024**2
@@ -58,8 +56,6 @@ class WebServer:
         return address(self.backend.config.web.host, self.port)
 
     def app(self) -> web.Application:
-        from gateway.web import admin, chat_page, memory_page, overview, sessions_page
-
         app = web.Application(middlewares=[self.guard.middleware], client_max_size=MAX_BODY)
         app[BACKEND] = self.backend
         app[GUARD] = self.guard
@@ -178,11 +174,3 @@ async def static(request: web.Request) -> web.StreamResponse:
     except FileNotFoundError:
         raise web.HTTPNotFound() from None
     return web.Response(body=data, content_type=STATIC_TYPES[suffix], charset="utf-8")
-
-
-def html_response(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
-
-
-def see_other(location: str) -> web.Response:
-    return web.Response(status=303, headers={"Location": location})

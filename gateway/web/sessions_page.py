@@ -18,7 +18,7 @@ from aiohttp import web
 
 from gateway.contract.events import InboundMessage, SessionKey, parse_command
 from gateway.web.html import esc, form, markdown, outcome, page, table
-from gateway.web.server import BACKEND, GUARD, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, html_response, see_other
 
 PAGE_LINES = 100  # transcript lines per page
 
