@@ -9,6 +9,11 @@ being written (every connection dropped unanswered, the long poll too), then com
 Printed: RSS and CPU every thousand messages, the HTTP pool of the Telegram client as
 ``corvid status`` reports it, messages lost or answered twice, and how long after Telegram came
 back the last reply of the outage arrived. The targets are copied here so this file stands alone.
+
+In the plain run every chat's conversation grows by a turn each wave, and every chat has a turn
+in flight at once, so at the end the whole of every conversation is in memory at the same time:
+RSS grows with the conversations. ``--fresh`` sends each wave from chats never seen before, so
+conversations stay one turn long and what is measured is what each message leaves behind.
 """
 
 from __future__ import annotations
@@ -60,19 +65,20 @@ def pool_of(report: dict) -> str:
     return "?"
 
 
-async def soak(tmp: Path, messages: int, chats: int, outage: float) -> dict:
+async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool = False) -> dict:
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
     await tg.start()
     home = tmp / "soak"
     configure(home, api, tg)
     config = yaml.safe_load((home / "config.yaml").read_text())
-    config["channels"]["telegram"]["allow_from"] += [FIRST_USER + c for c in range(chats)]
+    waves = messages // chats
+    people = chats * waves if fresh else chats  # --fresh: every wave from chats never seen
+    config["channels"]["telegram"]["allow_from"] += [FIRST_USER + c for c in range(people)]
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     proc = await spawn(home, tg)
     rows: list[dict] = []
     recovery = None
-    waves = messages // chats
     try:
         await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
         tg.text("warm up")
@@ -83,8 +89,9 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float) -> dict:
             middle = wave == waves // 2 and outage > 0
             if middle:
                 api.latency = 1.0  # the replies are being written when Telegram goes away
+            first = FIRST_USER + (wave * chats if fresh else 0)
             for c in range(chats):
-                tg.text(f"w{wave} c{c}", user=FIRST_USER + c)
+                tg.text(f"w{wave} c{c}", user=first + c)
             expected += chats
             if middle:
                 await api.wait_for_requests(len(api.message_requests) + chats, timeout=60)
@@ -138,13 +145,20 @@ async def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--chats", type=int, default=100)
     parser.add_argument("--outage", type=float, default=45.0, help="seconds; 0 for none")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="every wave from chats never seen before: conversations stay one turn long, so "
+        "what grows is what each message leaves behind, not the conversations themselves",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        r = await soak(Path(d), args.messages, args.chats, args.outage)
+        r = await soak(Path(d), args.messages, args.chats, args.outage, args.fresh)
     rows = r["rows"]
     first, last = rows[0], rows[-1]
     growth = last["rss"] - first["rss"]
-    print(f"Soak — {args.messages:,} messages from {args.chats} chats, "
+    print(f"Soak — {args.messages:,} messages from {args.chats} chats"
+          f"{' (new ones every wave)' if args.fresh else ''}, "
           f"{platform.python_version()}, {os.cpu_count()} CPUs")  # fmt: skip
     print("| messages | RSS | CPU per message | Telegram connections (status) |")
     print("|---|---|---|---|")
