@@ -16,7 +16,6 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,7 +35,6 @@ from agent.tools.registry import Tool, ToolResult, TurnContext
 
 log = logging.getLogger(__name__)
 
-# The Messages API's rule for a tool's name.
 # Pauses between restarts double up to this; a server that stayed up for STABLE_SECONDS
 # starts over from the first pause when it dies.
 LONGEST_PAUSE = 60.0
@@ -94,8 +92,16 @@ class McpServer:
 
     def view(self) -> ServerView:
         spec, tools = self.spec, tuple(t.name for t in self.tools)
-        return ServerView(self.name, spec.transport, spec.shared, self.state, tools, self.error,
-                          self.restarts, self.skipped)  # fmt: skip
+        return ServerView(
+            self.name,
+            spec.transport,
+            spec.shared,
+            self.state,
+            tools,
+            self.error,
+            self.restarts,
+            self.skipped,
+        )
 
     def start(self) -> None:
         if self.spec.enabled and self._task is None:
@@ -155,7 +161,7 @@ class McpServer:
         if self._stop.is_set():
             return "stopped"
         with server_log(self._logs, self.name) as errlog:
-            transport = Watched(self._transport(errlog), ended)
+            transport = Watched(self.transport(errlog), ended)
             self._spawning = transport.spawned
             with anyio.CancelScope() as scope:
                 # The deadline covers starting up only: spawn, handshake and tool list.
@@ -173,7 +179,7 @@ class McpServer:
                     try:
                         with anyio.move_on_after(5):  # a server that never acknowledges
                             await subscribed.wait()
-                        await self._list(client)
+                        await self.list_tools(client)
                         scope.deadline = math.inf
                         self._starting_scope = None
                         self._client = client
@@ -206,7 +212,7 @@ class McpServer:
             ended.clear()
             self._relist = False
             with anyio.move_on_after(self.spec.start_timeout) as relisting:
-                await self._list(client)
+                await self.list_tools(client)
             if relisting.cancelled_caught:
                 log.warning("MCP server %s did not list its tools again in time", self.name)
                 return
@@ -233,7 +239,7 @@ class McpServer:
         finally:
             subscribed.set()
 
-    def _transport(self, errlog: TextIO) -> Transport:
+    def transport(self, errlog: TextIO) -> Transport:
         spec = self.spec
         if spec.command:
             params = StdioServerParameters(
@@ -256,7 +262,7 @@ class McpServer:
         )
         return with_client(http, streamable_http_client(spec.url, http_client=http))
 
-    async def _list(self, client: Client) -> None:
+    async def list_tools(self, client: Client) -> None:
         found: list[mt.Tool] = []
         cursor: str | None = None
         for _ in range(100):  # a paginator that never ends cannot hold the start forever
@@ -369,26 +375,4 @@ class McpServer:
             self._ended.set()
 
 
-# -- one-off checks (corvid doctor, corvid mcp list without a running gateway) ----------------
-
-
-async def probe(name: str, spec: McpServerSettings, logs: Path, limit: float) -> ServerView:
-    """Start a server once, list its tools, and stop it."""
-    server = McpServer(name, replace(spec, start_timeout=min(limit, spec.start_timeout)), logs)
-    if not spec.enabled:
-        return server.view()
-    try:
-        with anyio.CancelScope() as scope:
-            scope.deadline = anyio.current_time() + limit
-            with server_log(logs, name) as errlog:
-                async with Client(server._transport(errlog), cache=None) as client:
-                    await server._list(client)
-                    server.state = "ready"
-        if scope.cancelled_caught:
-            server.state, server.error = "failed", f"it did not start within {limit:g} s"
-    except Exception as exc:
-        server.state, server.error = "failed", describe_error(exc, spec, server.http_status)
-    return server.view()
-
-
-__all__ = ["McpServer", "probe"]
+__all__ = ["McpServer"]

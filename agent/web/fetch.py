@@ -42,8 +42,14 @@ MAX_EXTRACT_CHARS = 1_500_000  # of a page's HTML given to the text finder
 MAX_REDIRECTS = 5
 MAX_BYTES = 5_000_000
 TIMEOUT = 30.0
-TEXT_TYPES = ("text/plain", "text/markdown", "text/csv", "application/json", "text/xml",
-              "application/xml")  # fmt: skip
+TEXT_TYPES = (
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+    "application/json",
+    "text/xml",
+    "application/xml",
+)
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -201,9 +207,13 @@ class WebFetcher:
                         body, truncated = await _read(r, self.max_bytes)
                         # Finding a page's text takes seconds on a big page: not on the loop.
                         text = await asyncio.to_thread(_text, body, r.content_type, r.charset)
-                        return Fetched(url=str(r.url), status=r.status,
-                                       content_type=r.content_type, text=text,
-                                       truncated=truncated)  # fmt: skip
+                        return Fetched(
+                            url=str(r.url),
+                            status=r.status,
+                            content_type=r.content_type,
+                            text=text,
+                            truncated=truncated,
+                        )
                 except aiohttp.ClientError as exc:
                     if isinstance(exc.__cause__, ToolError):
                         raise exc.__cause__ from None

@@ -227,7 +227,7 @@ async def _check_server_search(config: Config, limit: float) -> Check:
 
 async def check_mcp(config: Config, name: str, limit: float) -> Check:
     """Start one MCP server, list its tools, stop it."""
-    from agent.mcp.client import probe
+    from agent.mcp.probe import probe
 
     spec = config.mcp.servers[name]
     view = await probe(name, spec, config.layout.mcp, limit)

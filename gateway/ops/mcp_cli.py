@@ -42,7 +42,7 @@ def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
 
 async def probe_all(servers: Mapping[str, Any], logs: Path, limit: float) -> list[dict[str, Any]]:
     """Start each server once, at the same time, and say what it offers."""
-    from agent.mcp.client import probe
+    from agent.mcp.probe import probe
 
     views = await asyncio.gather(*(probe(n, s, logs, limit) for n, s in servers.items()))
     return [v.as_dict() for v in views]

@@ -264,8 +264,9 @@ class Delivery:
         hours = self.retries.window.total_seconds() / 3600
         error = f"given up after {hours:g} h of retries; the last error: {held.error}"
         self.journal.settle(held.oid, SendStatus.FAILED, error[:500])
-        log.error("%s: could not deliver %d characters: %s", held.out.key, len(held.out.text),
-                  error)  # fmt: skip
+        log.error(
+            "%s: could not deliver %d characters: %s", held.out.key, len(held.out.text), error
+        )
 
     def _late_note(self, written: datetime) -> str:
         when = written.astimezone(self.tz) if self.tz is not None else written

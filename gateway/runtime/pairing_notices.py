@@ -53,8 +53,9 @@ class PairingNotices:
         """A new request (called by the access policy): tell the owner, now or in a digest."""
         owner = self.owner_chat(req.channel)
         if owner is None:
-            log.info("pairing request from %s user %s; no owner chat to tell", req.channel,
-                     req.user_id)  # fmt: skip
+            log.info(
+                "pairing request from %s user %s; no owner chat to tell", req.channel, req.user_id
+            )
             return
         now = self._clock.monotonic()
         last = self._told.get((req.channel, req.user_id))

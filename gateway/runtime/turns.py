@@ -198,8 +198,16 @@ def _log_turn(
     log.info(
         "%s: turn %s: %d message(s), %d ms (model %d ms in %d call(s), %d tool call(s), "
         "send %d ms), tokens in %d + cached %d, out %d",
-        key, status, messages, fields["turn_ms"], fields["model_ms"], fields["model_calls"],
-        fields["tool_calls"], fields["send_ms"], usage.input + usage.cache_write,
-        usage.cache_read, usage.output,
+        key,
+        status,
+        messages,
+        fields["turn_ms"],
+        fields["model_ms"],
+        fields["model_calls"],
+        fields["tool_calls"],
+        fields["send_ms"],
+        usage.input + usage.cache_write,
+        usage.cache_read,
+        usage.output,
         extra={"fields": fields},
-    )  # fmt: skip
+    )

@@ -100,8 +100,15 @@ class Ledger:
             )
         return True
 
-    def settle(self, job: Job, slot: str, fire: datetime, status: RunStatus, now: datetime,
-               error: str | None = None) -> None:  # fmt: skip
+    def settle(
+        self,
+        job: Job,
+        slot: str,
+        fire: datetime,
+        status: RunStatus,
+        now: datetime,
+        error: str | None = None,
+    ) -> None:
         self.db.execute(
             "INSERT INTO runs (job, slot, fire, target, status, error, updated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)"

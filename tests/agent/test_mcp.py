@@ -18,8 +18,9 @@ import mcp_types as mt
 import pytest
 import uvicorn
 
-from agent.mcp.client import McpServer, probe
+from agent.mcp.client import McpServer
 from agent.mcp.hub import McpHub
+from agent.mcp.probe import probe
 from agent.mcp.wire import tool_result
 from agent.settings import McpServerSettings
 from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
