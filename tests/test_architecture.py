@@ -18,6 +18,7 @@ CONTRACT = frozenset(
         "gateway.contract.errors",
         "gateway.contract.ports",
         "gateway.contract.atomic",
+        "gateway.contract.commands",
     }
 )
 # Small helpers every layer of the gateway uses: they import only the contract.

@@ -30,8 +30,8 @@ from channels.discord.live import DiscordLive, take_back
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.voice import Hearing
+from gateway.contract.commands import CHAT_COMMANDS
 from gateway.contract.events import (
-    CHAT_COMMANDS,
     OutboundMessage,
     SessionKey,
     discord_channel,

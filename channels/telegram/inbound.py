@@ -19,8 +19,8 @@ from channels.access import Access, Arrival, Fetched
 from channels.inbox import Intake
 from channels.telegram.api import call
 from channels.voice import Hearing, Recording, hear
+from gateway.contract.commands import COMMAND_NAMES
 from gateway.contract.events import (
-    COMMAND_NAMES,
     Attachment,
     SessionKey,
     sniff_image,

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from agent.loop import Agent
 from agent.sessions.transcript import SessionState
 from channels.pairing import PairingError, PairingStore
+from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
-from gateway.contract.events import HELP, InboundMessage, SessionKey
+from gateway.contract.events import InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
 

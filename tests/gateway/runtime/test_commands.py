@@ -144,7 +144,7 @@ async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
 
 
 async def test_every_advertised_command_is_handled(start_gateway):
-    from gateway.contract.events import CHAT_COMMANDS
+    from gateway.contract.commands import CHAT_COMMANDS
 
     app, _chan = await start_gateway()
     for name, description in CHAT_COMMANDS:
@@ -154,7 +154,7 @@ async def test_every_advertised_command_is_handled(start_gateway):
 
 
 async def test_the_table_answers_exactly_the_listed_commands(start_gateway):
-    from gateway.contract.events import COMMAND_NAMES, OWNER_COMMANDS
+    from gateway.contract.commands import COMMAND_NAMES, OWNER_COMMANDS
 
     app, _chan = await start_gateway()
     assert set(app.gateway.commands.table) == COMMAND_NAMES
