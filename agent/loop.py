@@ -28,7 +28,8 @@ from agent.sessions.prompt import SystemPrompts
 from agent.sessions.transcript import SessionState, SessionStore, TurnEnd, Usage
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools.registry import Exposure, Grant, ToolRegistry, TurnContext
+from agent.tools.context import Exposure, Grant, TurnContext
+from agent.tools.registry import ToolRegistry
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
 from gateway.contract.errors import LLMError

@@ -32,7 +32,8 @@ import telegram_bench
 
 from agent.mcp.hub import McpHub
 from agent.settings import McpServerSettings
-from agent.tools.registry import ToolRegistry, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from gateway.contract.events import SessionKey
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram

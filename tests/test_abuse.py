@@ -31,8 +31,9 @@ from agent.memory.index import MemoryIndex
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
+from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
-from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
+from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import BOOTSTRAP_FILES, log_path
 from gateway.app import App, build_app
 from gateway.config.home import init_home

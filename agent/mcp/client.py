@@ -31,7 +31,8 @@ from mcp.client.streamable_http import streamable_http_client
 from agent.mcp.hub import FIRST_PAUSE, ServerView
 from agent.mcp.wire import Watched, describe_error, mcp_tool, server_log, tool_result, with_client
 from agent.settings import McpServerSettings
-from agent.tools.registry import Tool, ToolResult, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool, ToolResult
 
 log = logging.getLogger(__name__)
 

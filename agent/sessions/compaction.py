@@ -21,7 +21,7 @@ from agent.model.port import LLM
 from agent.sessions.loaded import Sessions
 from agent.sessions.transcript import SessionState, estimate_tokens
 from agent.settings import CompactionSettings
-from agent.tools.registry import Grant, TurnContext
+from agent.tools.context import Grant, TurnContext
 from gateway.contract.errors import LLMError
 from gateway.contract.events import NO_REPLY, SessionKey
 

@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from agent.tools import walk
-from agent.tools.registry import Tool, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool
 from agent.workspace.audience import (
     EVERYONE,
     area,

@@ -30,7 +30,8 @@ import aiohttp
 import yarl
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from agent.tools.registry import Tool, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ToolError
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
 from agent.settings import WebSearchSettings
-from agent.tools.registry import Tool, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
 

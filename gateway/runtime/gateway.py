@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent.loop import Agent
-from agent.tools.registry import Grant
+from agent.tools.context import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey

@@ -20,7 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory, cap_log
-from agent.tools.registry import Grant
+from agent.tools.context import Grant
 from agent.workspace.audience import log_path, quotes_outside, untrusted
 from gateway.contract.events import (
     NO_REPLY,

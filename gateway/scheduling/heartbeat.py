@@ -11,7 +11,7 @@ from datetime import datetime, time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.tools.registry import Grant
+from agent.tools.context import Grant
 from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agent.tools.registry import Grant
+from agent.tools.context import Grant
 from gateway.contract.events import OutboundMessage, SessionKey
 
 

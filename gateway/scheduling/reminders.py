@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Annotated, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.tools.registry import Grant, Tool, TurnContext
+from agent.tools.context import Grant, TurnContext
+from agent.tools.registry import Tool
 from gateway.config.loader import ScheduleConfig
 from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError

@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from agent.tools.context import TurnContext
 from agent.tools.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
-from agent.tools.registry import TurnContext
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey

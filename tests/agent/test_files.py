@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS, resolve_in_workspace
-from agent.tools.registry import Tool, ToolRegistry, ToolResult, TurnContext
+from agent.tools.registry import Tool, ToolRegistry, ToolResult
 from gateway.contract.errors import PathRefused, ToolError
 from gateway.contract.events import SessionKey
 

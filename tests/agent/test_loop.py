@@ -16,7 +16,8 @@ from agent.model.port import LLMResponse
 from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
 from agent.sessions.transcript import SUMMARY_PREFIX, SessionStore
 from agent.settings import AgentSettings, CompactionSettings
-from agent.tools.registry import Tool, ToolRegistry, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool, ToolRegistry
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.events import InboundMessage, SessionKey
 from tests.fakes.clock import FakeClock

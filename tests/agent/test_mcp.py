@@ -23,7 +23,8 @@ from agent.mcp.hub import McpHub
 from agent.mcp.probe import probe
 from agent.mcp.wire import tool_result
 from agent.settings import McpServerSettings
-from agent.tools.registry import ToolRegistry, ToolResult, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry, ToolResult
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Secret

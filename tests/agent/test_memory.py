@@ -12,7 +12,8 @@ from agent.memory.store import Memory, cap_head, cap_log
 from agent.memory.tools import memory_tools
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
-from agent.tools.registry import ToolRegistry, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from gateway.contract.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")

@@ -10,8 +10,9 @@ from agent.memory.index import MemoryIndex
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
+from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS
-from agent.tools.registry import ToolRegistry, TurnContext
+from agent.tools.registry import ToolRegistry
 from agent.workspace.quota import Quota
 from channels.inbox import Intake
 from gateway.contract.events import SessionKey, audience_of

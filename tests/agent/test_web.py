@@ -16,7 +16,8 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
-from agent.tools.registry import ToolRegistry, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from agent.web.fetch import MAX_REDIRECTS, WebFetcher, refusal, web_tools
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from agent.tools.registry import Grant
+from agent.tools.context import Grant
 from gateway.contract.events import OutboundMessage, SessionKey
 
 

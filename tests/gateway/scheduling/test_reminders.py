@@ -10,7 +10,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from agent.sessions.compaction import FLUSH_GRANT
-from agent.tools.registry import ToolRegistry, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from gateway.app import build_app
 from gateway.config.loader import ScheduleConfig
 from gateway.contract.events import SessionKey, telegram_group, telegram_private
