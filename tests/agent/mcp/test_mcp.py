@@ -30,7 +30,7 @@ from gateway.contract.events import SessionKey
 from gateway.contract.ports import Secret
 from tests.fakes.mcp_server import PNG, http_app
 
-SERVER = str(Path(__file__).parents[1] / "fakes" / "mcp_server.py")
+SERVER = str(Path(__file__).parents[2] / "fakes" / "mcp_server.py")
 PRIVATE = SessionKey("test", "private", "1")
 GROUP = SessionKey("test", "group", "100")
 
