@@ -25,7 +25,8 @@ from agent.model.wire import reply_text
 from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions
 from agent.sessions.prompt import SystemPrompts
-from agent.sessions.transcript import SessionState, SessionStore, TurnEnd, Usage
+from agent.sessions.state import SessionState, TurnEnd, Usage
+from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.context import Exposure, Grant, TurnContext

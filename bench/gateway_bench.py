@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.model.llm import with_cache_breakpoints
 from agent.model.port import LLMResponse, PlainModel
-from agent.sessions.transcript import Usage
+from agent.sessions.state import Usage
 from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import parse_config

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from agent.model.port import LLMResponse
 from agent.model.wire import content_to_dicts, normalize_messages
-from agent.sessions.transcript import Usage
+from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.errors import LLMError, LLMErrorKind

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.sessions.transcript import Usage
+from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.ports import Check, Status

@@ -19,7 +19,7 @@ from agent.memory.store import Memory
 from agent.memory.tools import marked
 from agent.model.port import LLM
 from agent.sessions.loaded import Sessions
-from agent.sessions.transcript import SessionState, estimate_tokens
+from agent.sessions.state import SessionState, estimate_tokens
 from agent.settings import CompactionSettings
 from agent.tools.context import Grant, TurnContext
 from gateway.contract.errors import LLMError

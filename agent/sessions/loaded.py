@@ -20,7 +20,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from agent.sessions.transcript import SessionState, SessionStore
+from agent.sessions.state import SessionState
+from agent.sessions.transcript import SessionStore
 from gateway.contract.atomic import write_atomic
 from gateway.contract.events import SessionKey
 

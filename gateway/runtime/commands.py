@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.loop import Agent
-from agent.sessions.transcript import SessionState
+from agent.sessions.state import SessionState
 from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from agent.loop import Agent, TurnOutcome
-from agent.sessions.transcript import Usage
+from agent.sessions.state import Usage
 from channels.base import Channel
 from gateway.contract.errors import LLMError
 from gateway.contract.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.sessions.transcript import SessionState, SessionStore
+from agent.sessions.state import SessionState
+from agent.sessions.transcript import SessionStore
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.runtime.journal import Journal

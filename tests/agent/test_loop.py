@@ -14,7 +14,8 @@ import pytest
 from agent.loop import Agent, TurnStatus, user_content
 from agent.model.port import LLMResponse
 from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
-from agent.sessions.transcript import SUMMARY_PREFIX, SessionStore
+from agent.sessions.state import SUMMARY_PREFIX
+from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool, ToolRegistry

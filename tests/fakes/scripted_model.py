@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.model.port import LLMResponse, PlainModel
-from agent.sessions.transcript import Usage
+from agent.sessions.state import Usage
 from agent.stream import Deltas
 from gateway.contract.errors import LLMError
 

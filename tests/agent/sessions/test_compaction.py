@@ -94,7 +94,7 @@ def _agent(tmp_path, model, tools=(), **compaction):
 
 async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
     from agent.sessions.compaction import FLUSH_NOTE
-    from agent.sessions.transcript import Usage
+    from agent.sessions.state import Usage
     from gateway.contract.events import InboundMessage, SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 
@@ -120,7 +120,7 @@ async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
 async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_path):
     """Its request keeps the session's tool list (the prompt cache), but for a tool the API
     would run itself; any call beyond memory writes is refused in code."""
-    from agent.sessions.transcript import Usage
+    from agent.sessions.state import Usage
     from agent.tools.files import FILE_TOOLS
     from agent.web.search import server_search_tool
     from gateway.contract.events import InboundMessage, SessionKey
@@ -162,7 +162,7 @@ async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_p
 async def test_compaction_keeps_exactly_the_recent_messages_it_reports(tmp_path):
     import json
 
-    from agent.sessions.transcript import SUMMARY_PREFIX
+    from agent.sessions.state import SUMMARY_PREFIX
     from gateway.contract.events import SessionKey
     from tests.fakes.scripted_model import ScriptedModel, text
 

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from agent.sessions.transcript import SessionStore, Usage
+from agent.sessions.state import Usage
+from agent.sessions.transcript import SessionStore
 from gateway.contract.events import SessionKey
 
 KEY = SessionKey("telegram", "private", "42")

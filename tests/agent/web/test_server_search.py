@@ -167,7 +167,7 @@ async def test_a_restart_between_a_pause_and_its_continuation_goes_on(tmp_path):
     """The paused answer is not the reply: after a restart the turn asks the API again."""
     from agent.loop import TurnStatus
     from agent.model.port import LLMResponse
-    from agent.sessions.transcript import Usage
+    from agent.sessions.state import Usage
     from tests.agent.test_loop import KEY, make_agent, message
     from tests.fakes.scripted_model import ScriptedModel, text
 
