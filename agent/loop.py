@@ -8,8 +8,6 @@ touched by its own turn.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory
 from agent.model.port import LLM, LLMResponse
-from agent.model.wire import reply_text
+from agent.model.wire import reply_text, user_content
 from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions
 from agent.sessions.prompt import SystemPrompts
@@ -331,53 +329,6 @@ def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None)
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))
-
-
-def user_content(
-    key: SessionKey, inbound: Sequence[InboundMessage], tz: ZoneInfo
-) -> list[dict[str, Any]]:
-    """The user message a batch of inbound messages becomes: each with a bracketed header
-    (local time; in shared chats the sender), its images and notes about saved files."""
-    blocks: list[dict[str, Any]] = []
-    for msg in inbound:
-        when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
-        header = f"[{when}"
-        if not key.private:
-            header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
-        header += "]"
-        text = msg.text
-        for att in msg.attachments:
-            if att.kind == "image" and att.data is not None:
-                blocks.append(
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": att.mime_type,
-                            "data": base64.b64encode(att.data).decode(),
-                        },
-                    }
-                )
-            elif att.path:
-                text += f"\n[file received: {_quoted(att.name or att.path)}, saved at {att.path}]"
-        if msg.context:
-            header = (
-                "[Earlier in this chat, not addressed to you]\n"
-                + "\n".join(msg.context)
-                + "\n\n"
-                + header
-            )
-        blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
-    return blocks
-
-
-def _quoted(name: str, limit: int = 120) -> str:
-    """A file name a sender chose, as one quoted line: no line breaks or control characters
-    that could pass for text of ours (a forged "saved at")."""
-    clean = "".join(c if c.isprintable() else " " for c in name).strip()
-    if len(clean) > limit:
-        clean = clean[: limit - 1] + "…"
-    return json.dumps(clean, ensure_ascii=False)
 
 
 def _written_reply(state: SessionState) -> str | None:

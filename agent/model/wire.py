@@ -1,13 +1,17 @@
 """Messages between the transcript and the Messages API: a stored history made valid to send
-(whatever a crash or cancellation left behind), and the model's content blocks made plain
-dicts fit to store and send back."""
+(whatever a crash or cancellation left behind), the model's content blocks made plain dicts fit
+to store and send back, and the user message a batch of inbound messages becomes."""
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
-from gateway.contract.events import scrub
+from gateway.contract.events import InboundMessage, SessionKey, scrub
 
 
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -188,3 +192,50 @@ def cited_sources(content: list[dict[str, Any]]) -> list[str]:
         label = title.replace("[", "(").replace("]", ")")
         links.append(f"[{label}]({quote(url, safe=_URL_SAFE)})")
     return links
+
+
+def user_content(
+    key: SessionKey, inbound: Sequence[InboundMessage], tz: ZoneInfo
+) -> list[dict[str, Any]]:
+    """The user message a batch of inbound messages becomes: each with a bracketed header
+    (local time; in shared chats the sender), its images and notes about saved files."""
+    blocks: list[dict[str, Any]] = []
+    for msg in inbound:
+        when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
+        header = f"[{when}"
+        if not key.private:
+            header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
+        header += "]"
+        text = msg.text
+        for att in msg.attachments:
+            if att.kind == "image" and att.data is not None:
+                blocks.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": att.mime_type,
+                            "data": base64.b64encode(att.data).decode(),
+                        },
+                    }
+                )
+            elif att.path:
+                text += f"\n[file received: {_quoted(att.name or att.path)}, saved at {att.path}]"
+        if msg.context:
+            header = (
+                "[Earlier in this chat, not addressed to you]\n"
+                + "\n".join(msg.context)
+                + "\n\n"
+                + header
+            )
+        blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
+    return blocks
+
+
+def _quoted(name: str, limit: int = 120) -> str:
+    """A file name a sender chose, as one quoted line: no line breaks or control characters
+    that could pass for text of ours (a forged "saved at")."""
+    clean = "".join(c if c.isprintable() else " " for c in name).strip()
+    if len(clean) > limit:
+        clean = clean[: limit - 1] + "…"
+    return json.dumps(clean, ensure_ascii=False)

@@ -11,8 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.loop import Agent, TurnStatus, user_content
+from agent.loop import Agent, TurnStatus
 from agent.model.port import LLMResponse
+from agent.model.wire import user_content
 from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
 from agent.sessions.state import SUMMARY_PREFIX
 from agent.sessions.transcript import SessionStore
