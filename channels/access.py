@@ -118,8 +118,9 @@ class Access:
         in their direct chat count; anyone else's is nothing."""
         if not self.is_owner(user_id) or not command.startswith("/") or not key.private:
             return None
-        return Arrival(key, user_id, name, command, message_id=f"button-{press_id}",
-                       is_command=True)  # fmt: skip
+        return Arrival(
+            key, user_id, name, command, message_id=f"button-{press_id}", is_command=True
+        )
 
     def allowed(self, user_id: str) -> bool:
         return self.is_owner(user_id) or self.is_guest(user_id)

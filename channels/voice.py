@@ -21,8 +21,15 @@ from gateway.contract.events import Attachment, SessionKey
 log = logging.getLogger(__name__)
 
 # The file extensions transcription APIs go by when the type is vague.
-_SUFFIX = {"audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/mp4": ".m4a", "audio/wav": ".wav",
-           "audio/x-wav": ".wav", "audio/webm": ".webm", "audio/flac": ".flac"}  # fmt: skip
+_SUFFIX = {
+    "audio/ogg": ".ogg",
+    "audio/mpeg": ".mp3",
+    "audio/mp4": ".m4a",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/webm": ".webm",
+    "audio/flac": ".flac",
+}
 
 
 class TranscriptionError(Exception):
@@ -109,8 +116,11 @@ async def hear(
     if rec.size > hearing.max_bytes or too_long:
         # Kept like any file (within the inbox's own limits), just not sent out.
         kept = await intake.take(key, name, rec.mime, rec.size, rec.read)
-        cap = f"longer than {duration(hearing.max_seconds)}" if too_long else (
-            f"larger than {mb(hearing.max_bytes)}")  # fmt: skip
+        cap = (
+            f"longer than {duration(hearing.max_seconds)}"
+            if too_long
+            else (f"larger than {mb(hearing.max_bytes)}")
+        )
         return _kept(kept), f"{head} (not transcribed: {cap}{_where(kept)})"
     data = await rec.read()
 
