@@ -20,8 +20,9 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.memory.index import MemoryIndex, chunk_lines
+from agent.memory.index import MemoryIndex
 from agent.memory.store import Memory
+from agent.memory.text import chunk_lines
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import AgentSettings, MemorySettings
 from gateway.config.home import init_home

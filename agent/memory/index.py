@@ -21,10 +21,10 @@ import sqlite3
 import stat
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
 from agent.workspace.audience import chat_of
 from gateway.contract.events import Audience
 
@@ -33,11 +33,6 @@ log = logging.getLogger(__name__)
 LONG_TERM = "MEMORY.md"
 FULL_SCAN_SECONDS = 30.0
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"([{_CJK}])")
-_QUERY_PART = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
-_IS_CJK = re.compile(f"[{_CJK}]")
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha256 TEXT, day TEXT);
@@ -61,28 +56,6 @@ class Hit:
     score: float
     snippet: str
     chat: str = ""  # the shared chat whose log this is; "" for the owner's memory
-
-
-def _fold(text: str) -> str:
-    return _CJK_CHAR.sub(r" \1 ", text)
-
-
-def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]]:
-    """Windows of ``size`` lines, each starting ``size - overlap`` after the last (1-based)."""
-    lines = text.splitlines()
-    if not lines:
-        return []
-    step = max(1, size - overlap)
-    out = []
-    start = 0
-    while start < len(lines):
-        window = lines[start : start + size]
-        if any(line.strip() for line in window):
-            out.append((start + 1, start + len(window), "\n".join(window)))
-        if start + size >= len(lines):
-            break
-        start += step
-    return out
 
 
 class MemoryIndex:
@@ -292,7 +265,7 @@ class MemoryIndex:
             )
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
-                (cur.lastrowid, _fold(chunk), "longterm" if rel == LONG_TERM else "log"),
+                (cur.lastrowid, fold(chunk), "longterm" if rel == LONG_TERM else "log"),
             )
 
     # -- searching ----------------------------------------------------------------------------
@@ -300,7 +273,7 @@ class MemoryIndex:
     def search(self, query: str, max_results: int = 8, *, audience: Audience) -> list[Hit]:
         """BM25-ranked hits, newest daily logs first on ties. The owner searches everything;
         a shared chat only its own log."""
-        terms = _QUERY_PART.findall(query)
+        terms = query_terms(query)
         if not terms:
             return []
         expr = f"body : ({self._plan_locked(terms)})"
@@ -325,7 +298,7 @@ class MemoryIndex:
         rows.sort(key=lambda r: r[5], reverse=True)
         rows.sort(key=lambda r: round(r[3], 6), reverse=True)
         return [
-            Hit(p, s, e, round(score, 3), _snippet(text, terms), chat)
+            Hit(p, s, e, round(score, 3), snippet(text, terms), chat)
             for p, s, e, score, text, _, chat in rows[:max_results]
         ]
 
@@ -344,10 +317,10 @@ class MemoryIndex:
         weight, yet matching them means scoring nearly every chunk."""
         parts: list[tuple[str, int]] = []
         for term in terms:
-            if _IS_CJK.match(term):
+            if is_cjk(term):
                 parts.append(('"' + " ".join(term) + '"', -1))  # phrase: frequency unknown
                 continue
-            low = _strip_accents(term.lower())
+            low = strip_accents(term.lower())
             if len(term) >= 3:
                 df = self._db.execute(
                     "SELECT coalesce(sum(doc), 0) FROM chunks_vocab WHERE term >= ? AND term < ?",
@@ -366,19 +339,3 @@ class MemoryIndex:
 def _chat_of(rel: str) -> str:
     """The shared chat a memory file belongs to, or "" for the owner's."""
     return chat_of(PurePosixPath(rel)) or ""
-
-
-def _strip_accents(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
-def _snippet(text: str, terms: list[str], width: int = 280) -> str:
-    lines = text.splitlines()
-    folded = [t.casefold() for t in terms]
-    for i, line in enumerate(lines):
-        low = line.casefold()
-        if any(t in low for t in folded):
-            piece = "\n".join(lines[max(0, i - 1) : i + 3]).strip()
-            return piece if len(piece) <= width else piece[:width] + "…"
-    head = text.strip()
-    return head if len(head) <= width else head[:width] + "…"

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from agent.memory.index import MemoryIndex, chunk_lines
+from agent.memory.index import MemoryIndex
+from agent.memory.text import chunk_lines
 from gateway.contract.events import OWNER, Audience
 
 
