@@ -89,7 +89,7 @@ class SessionState:
     turn_start: int = 0
     # When ``system`` was taken (ISO): at creation, then at each compaction or renewal.
     snapshot_at: str = ""
-    # What it has read from outside the owner's audience, until /new (``tools.Exposure``).
+    # What it has read from outside the owner's audience, until /new (``Exposure``).
     exposed: list[str] = field(default_factory=list)
 
     @property

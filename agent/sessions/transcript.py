@@ -5,9 +5,10 @@ message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended)
 silent memory flush ran), ``withdrawn`` (the last messages leave the conversation: a turn
 stopped with /stop), ``compaction`` (older messages replaced by a summary from here on, with
 a fresh snapshot), ``prompt`` (a fresh snapshot from here on: the owner edited its files),
-``exposed`` (the session read text from outside the owner's audience: ``tools.Exposure``). A
-line torn by a crash is cut off on load; the file is otherwise never rewritten, so the full
-history stays on disk. ``/new`` archives the file under a timestamped name.
+``exposed`` (the session read text from outside the owner's audience: ``Exposure`` in
+``tools/context.py``). A line torn by a crash is cut off on load; the file is otherwise never
+rewritten, so the full history stays on disk. ``/new`` archives the file under a timestamped
+name.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class SessionStore:
         self._write(state.key, {"t": "flush", "ts": self._now()})
         state.flushed = True
 
-    def mark_exposed(self, state: SessionState, source: str) -> None:  # see tools.Exposure
+    def mark_exposed(self, state: SessionState, source: str) -> None:  # see tools/context.py
         self._write(state.key, {"t": "exposed", "ts": self._now(), "source": source})
 
     def compact(self, state: SessionState, summary: str, keep: int, system: str) -> None:

@@ -18,7 +18,7 @@ a shared chat's file tools write only in ``chats/<chat>/`` (its log grows only t
 ``memory_append``, its inbox only through uploads); the owner's sessions write anywhere but in
 a shared chat's places, so private content cannot land where a group reads it, whatever the
 model is asked to do. The files everyone reads are changed only by the owner's sessions, and
-only by one whose context holds nothing from outside the owner's audience (``files.py``).
+only by one whose context holds nothing from outside the owner's audience (``tools/files.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load and validate ``config.yaml``. Every error names its dotted key; nothing falls back silently.
 
 The gateway's own settings (channels, schedule, logging) are defined here; the agent's (``llm``,
-``agent``, ``memory``, ``compaction``) come from ``agent/settings.py``, and ``config_build``
+``agent``, ``memory``, ``compaction``) come from ``agent/settings.py``, and ``build.py``
 turns the YAML into both. Secrets are written as ``${ENV_VAR}`` and resolved from the
 ``environ`` mapping passed in (not read from ``os.environ`` behind the caller's back). A
 reference to an unset variable is not an error by itself: the key is left empty and remembered,
