@@ -55,9 +55,7 @@ def apply_channel(channel: Channel, cfg: ChannelConfig) -> None:
     the group context it keeps, and what shows while a reply is written."""
     channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
     if channel.access is not None:
-        channel.access.allow_from = frozenset(cfg.allow_from)
-        channel.access.groups = frozenset(cfg.groups)
-        channel.access.context_messages = cfg.group_context_messages
+        channel.access.apply(cfg.allow_from, cfg.groups, cfg.group_context_messages)
 
 
 def web_chat(config: Config, clock: Clock) -> Channel:
