@@ -180,7 +180,8 @@ class Access:
                 return Verdict(
                     Action.REPLY,
                     "I don't answer in this chat yet. To allow it, add "
-                    f"{where} to channels.{self.channel}.groups in config.yaml and restart me.",
+                    f"{where} to channels.{self.channel}.groups in config.yaml, then run "
+                    "`corvid reload`.",
                 )
             return Verdict(Action.DROP)
         if not a.addressed:

@@ -1,9 +1,10 @@
 """A local chat in the terminal (``corvid chat``): the private session ``terminal:private:local``.
 
-Interactive on a TTY (a prompt, replies set off by a label; what is typed while a reply is
-being written is read at once, so /stop works); when stdin is a pipe it reads one message per
-line and prints each reply followed by a blank line, so it can be scripted, each message
-answered before the next is read.
+Interactive on a TTY (a prompt after every reply, replies set off by a label and their
+Markdown rendered for the terminal, in colour unless ``NO_COLOR`` is set; what is typed while
+a reply is being written is read at once, so /stop works); when stdin is a pipe it reads one
+message per line and prints each reply as written followed by a blank line, so it can be
+scripted, each message answered before the next is read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 from channels.access import Arrival
 from channels.base import Channel
 from channels.live import LiveReply, WholeText
+from channels.markdown.ansi import to_terminal
 from gateway.contract.events import TERMINAL, OutboundMessage, SessionKey
 
 KEY = TERMINAL
@@ -33,14 +35,53 @@ class TerminalChannel(Channel):
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         interactive: bool | None = None,
+        *,
+        color: bool = True,
     ) -> None:
         super().__init__(access=None)
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.interactive = self.stdin.isatty() if interactive is None else interactive
+        self.color = color and self.interactive
         self._running = False
         self._counter = 0
         self.writing = False  # a streamed reply is being printed: the status line is its own
+        # The screen's last line is the prompt, or, while a reply is worked on, its status.
+        # The reader thread shows the prompt, the event loop the replies: one at a time.
+        self._screen = threading.Lock()
+        self._busy = False  # a reply is being worked on: the prompt waits for its end
+        self._asking = False  # a line is being read: the prompt belongs on the screen
+
+    def _styled(self, sgr: str, text: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.color else text
+
+    def render(self, text: str) -> str:
+        """A reply as shown: Markdown rendered at a terminal, as written into a pipe."""
+        return to_terminal(text, color=self.color) if self.interactive else text
+
+    def _ask(self) -> None:
+        """From the reader thread, before it reads a line: the prompt, unless a reply is
+        under way (then the reply's end shows it)."""
+        with self._screen:
+            self._asking = True
+            if not self._busy:
+                self.stdout.write(self._styled("1", "you>") + " ")
+                self.stdout.flush()
+
+    def _answered(self) -> None:
+        """The reader has its line: the prompt is gone with the Enter key."""
+        with self._screen:
+            self._asking = False
+
+    def _show(self, text: str, *, done: bool = False) -> None:
+        """Print while a reply is worked on (``done``: the reply is over, and the prompt is
+        back if a line is being read)."""
+        with self._screen:
+            self._busy = not done
+            if done and self._asking:
+                text += "\r\x1b[K" + self._styled("1", "you>") + " "
+            self.stdout.write(text)
+            self.stdout.flush()
 
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
@@ -57,35 +98,34 @@ class TerminalChannel(Channel):
         return self._running
 
     async def send(self, msg: OutboundMessage) -> None:
-        self.write(msg.text, "", end=True)
+        self.write(self.render(msg.text), "", end=True)
 
     def write(self, text: str, shown: str, *, end: bool = False) -> None:
         """Print ``text`` where ``shown`` of it is printed already (a streamed reply); ``end``:
         the reply is complete. Text that does not continue what is printed starts afresh."""
+        out = ""
         if shown and not text.startswith(shown):
-            self.stdout.write("\n")
-            shown = ""
+            out, shown = "\n", ""
+        self.writing = not end
         if self.interactive:
             new = text[len(shown) :].replace("\n", "\n        ")
-            head = "" if shown else "\r\x1b[K\x1b[1;36mcorvid>\x1b[0m "
-            self.stdout.write(head + new + ("\n" if end else ""))
+            head = "" if shown else "\r\x1b[K" + self._styled("1;36", "corvid>") + " "
+            self._show(out + head + new + ("\n" if end else ""), done=end)
         else:
             new = text[len(shown) :]
-            self.stdout.write(new.rstrip("\n") + "\n\n" if end else new)
-        self.writing = not end
-        self.stdout.flush()
+            self.stdout.write(out + (new.rstrip("\n") + "\n\n" if end else new))
+            self.stdout.flush()
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
         if self.interactive:
-            self.stdout.write("\x1b[2m…thinking\x1b[0m")
-            self.stdout.flush()
+            # In the prompt's place while the reply is worked on; the prompt comes back after.
+            self._show("\r\x1b[K" + self._styled("2", "…thinking"))
         try:
             yield
         finally:
             if self.interactive and not self.writing:
-                self.stdout.write("\r\x1b[K")
-                self.stdout.flush()
+                self._show("\r\x1b[K", done=True)
 
     async def run(self) -> None:
         """Read and submit messages until end of input or /quit."""
@@ -94,7 +134,8 @@ class TerminalChannel(Channel):
         if self.interactive:
             self.stdout.write("Corvid — type a message, /help for commands, /quit to leave.\n")
             self.stdout.flush()
-        lines = _LineReader(self.stdin, "\x1b[1myou>\x1b[0m " if self.interactive else None)
+        prompt = (self._ask, self._answered) if self.interactive else None
+        lines = _LineReader(self.stdin, prompt)
         while True:
             line = await lines.next()
             if line is None:
@@ -107,6 +148,8 @@ class TerminalChannel(Channel):
             if not self.running():  # stopped while waiting for the line
                 return
             self._counter += 1
+            if self.interactive:  # the prompt for the next line, before the reply starts
+                lines.request()
             answered = await self.admit(
                 Arrival(KEY, "local", "you", text, message_id=str(self._counter))
             )
@@ -132,35 +175,66 @@ class TerminalLive(WholeText):
         return bool(self._printed)
 
     async def show(self, text: str) -> None:
-        self.terminal.write(text, self._printed)
+        terminal = self.terminal
+        if terminal.interactive:
+            # Rendered as far as its rendering cannot change any more; anything that would
+            # change what is printed already waits for the end of the reply.
+            text = terminal.render(settled(text))
+            if not text or not text.startswith(self._printed):
+                return
+        terminal.write(text, self._printed)
         self._printed = text
 
     async def progress(self, note: str) -> None:
         if self.terminal.interactive and not self._printed:
-            self.terminal.stdout.write(f"\r\x1b[K\x1b[2m{note}\x1b[0m")
-            self.terminal.stdout.flush()
+            self.terminal._show("\r\x1b[K" + self.terminal._styled("2", note))
 
     async def finish(self, msg: OutboundMessage) -> None:
-        self.terminal.write(msg.text, self._printed, end=True)
+        self.terminal.write(self.terminal.render(msg.text), self._printed, end=True)
         self._printed = ""
 
     async def take_back(self) -> None:
         if self._printed:
-            self.terminal.stdout.write("\n")
             self.terminal.writing = False
+            self.terminal._show("\n", done=True)
             self._printed = ""
 
 
-class _LineReader:
-    """Reads lines in a daemon thread, one at a time on request, so Ctrl-C never waits on it."""
+# Characters that may start or end inline Markdown, or make a line part of a table.
+_MARKUP = frozenset("*_`[]<>!~#|\\")
 
-    def __init__(self, stream: TextIO, prompt: str | None) -> None:
+
+def settled(text: str) -> str:
+    """The start of a reply still being written whose rendering will not change as more comes:
+    the whole lines, and an unfinished last line of plain words (``**bo`` may become bold,
+    ``- it`` a list item); table rows wait for the table's last, since the line under a header
+    makes it one."""
+    end = text.rfind("\n") + 1
+    partial = text[end:]
+    first = partial.lstrip()[:1]
+    if partial and not _MARKUP & set(partial) and first not in "-+>=" and not first.isdigit():
+        end = len(text)
+    while end and "|" in text[text.rfind("\n", 0, end - 1) + 1 : end]:
+        end = text.rfind("\n", 0, end - 1) + 1
+    return text[:end]
+
+
+class _LineReader:
+    """Reads lines in a daemon thread, one at a time on request, so Ctrl-C never waits on it.
+    ``prompt``: called before each line is read, and once it has been."""
+
+    def __init__(
+        self, stream: TextIO, prompt: tuple[Callable[[], None], Callable[[], None]] | None
+    ) -> None:
         self._stream = stream
         self._prompt = prompt
         self._loop = asyncio.get_running_loop()
         self._wanted = threading.Event()
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         threading.Thread(target=self._read, name="terminal-input", daemon=True).start()
+
+    def request(self) -> None:
+        self._wanted.set()
 
     async def next(self) -> str | None:
         self._wanted.set()
@@ -170,13 +244,14 @@ class _LineReader:
         while True:
             self._wanted.wait()
             self._wanted.clear()
+            if self._prompt is not None:
+                self._prompt[0]()
             try:
-                if self._prompt is not None and self._stream is sys.stdin:
-                    line: str | None = input(self._prompt)  # readline editing on a TTY
-                else:
-                    line = self._stream.readline() or None
-            except (EOFError, OSError, ValueError):
+                line = self._stream.readline() or None
+            except (OSError, ValueError):
                 line = None
+            if self._prompt is not None:
+                self._prompt[1]()
             try:
                 self._loop.call_soon_threadsafe(self._queue.put_nowait, line)
             except RuntimeError:  # the event loop has closed: nobody is listening any more

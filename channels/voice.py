@@ -10,13 +10,16 @@ self-hosted Whisper servers all offer.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from channels.inbox import Intake, mb, safe_name
 from gateway.contract.events import Attachment, SessionKey
+from gateway.contract.ports import Check, Status
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,49 @@ class OpenAITranscriber:
         except (ValueError, KeyError, TypeError):
             raise TranscriptionError("the transcription service's answer had no text") from None
         return str(text).strip()
+
+    async def probe(self, limit: float, key_source: str) -> Check:
+        """Whether the service is there and takes the key (for ``corvid doctor``): it is sent
+        a few bytes that are not audio, which a service that takes the key refuses as such
+        (400, 415, 422) without hearing, or billing, anything."""
+        import httpx
+
+        name, where = "transcription", _shown_url(self.url)
+        key = (self.api_key or "").strip()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        files = {"file": ("corvid-doctor.txt", b"not audio", "text/plain")}
+        try:
+            async with asyncio.timeout(limit), httpx.AsyncClient(timeout=limit) as client:
+                answer = await client.post(
+                    self.url, headers=headers, files=files, data={"model": self.model}
+                )
+        except TimeoutError:
+            return Check(Status.FAIL, name, f"{where} did not answer within {limit:g} s")
+        except httpx.HTTPError as exc:
+            unreachable = f"cannot reach {where} ({type(exc).__name__})"
+            return Check(Status.FAIL, name, unreachable, "check the network and its base_url")
+        status = answer.status_code
+        if status in (401, 403):
+            refused = f"{where} refused the key in {key_source} (HTTP {status})"
+            if not key:
+                refused = f"{where} wants a key (HTTP {status}) and {key_source} is empty"
+            return Check(Status.FAIL, name, refused, f"check {key_source}")
+        if status in (404, 405):
+            missing = f"no transcription service at {where} (HTTP {status})"
+            fix = "transcription.base_url ends before /audio/transcriptions, as in "
+            return Check(Status.FAIL, name, missing, fix + "https://api.openai.com/v1")
+        if status >= 500:
+            return Check(Status.WARN, name, f"{where} answered HTTP {status}", "try again later")
+        return Check(Status.OK, name, f"{where} answers and takes the key; model {self.model}")
+
+
+def _shown_url(url: str) -> str:
+    """An address without what may hold a secret (user, password, query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,8 @@ class App:
 
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
+        if self.mcp is not None:
+            self.mcp.wind_down()
         if self.web is not None:
             await self.web.stop()
         if self.control is not None:

@@ -28,18 +28,13 @@ from mcp.client import Transport
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 
-from agent.mcp.hub import FIRST_PAUSE, ServerView
+from agent.mcp.hub import FIRST_PAUSE, Restarts, ServerView, lasting
 from agent.mcp.wire import Watched, describe_error, mcp_tool, server_log, tool_result, with_client
 from agent.settings import McpServerSettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool, ToolResult
 
 log = logging.getLogger(__name__)
-
-# Pauses between restarts double up to this; a server that stayed up for STABLE_SECONDS
-# starts over from the first pause when it dies.
-LONGEST_PAUSE = 60.0
-STABLE_SECONDS = 60.0
 
 
 class McpServer:
@@ -57,7 +52,7 @@ class McpServer:
         self.name = name
         self.spec = spec
         self._logs = logs
-        self._first_pause = first_pause
+        self._again = Restarts(name, first_pause)
         self._changed = changed
         self.tools: tuple[Tool, ...] = ()
         self.skipped: tuple[str, ...] = ()
@@ -108,6 +103,9 @@ class McpServer:
         if self.spec.enabled and self._task is None:
             self._task = asyncio.create_task(self._keep_up(), name=f"mcp:{self.name}")
 
+    def wind_down(self) -> None:
+        self._again.wind_down()
+
     async def stop(self) -> None:
         self._stop.set()
         if self._ended is not None:
@@ -131,30 +129,28 @@ class McpServer:
     # -- the connection -------------------------------------------------------------------------
 
     async def _keep_up(self) -> None:
-        pause = self._first_pause
         while not self._stop.is_set():
             self._ready_at = None
+            mendless = False
             try:
                 reason = await self._serve_once()
             except Exception as exc:
                 reason = describe_error(exc, self.spec, self.http_status)
+                mendless = lasting(exc, self.spec)
             self._set_tools((), ())
             self._client = None
             self.first_try.set()
             if self._stop.is_set():
                 break
-            if self._up_for() >= STABLE_SECONDS:
-                pause = self._first_pause  # it had been up a while: start again soon
-            self._moved("waiting", reason)
-            log.warning(
-                "MCP server %s stopped: %s; starting it again in %g s", self.name, reason, pause
-            )
-            ended = self._ended = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ended.wait(), pause)  # stop() cuts the pause short
-            pause = min(pause * 2, LONGEST_PAUSE)
-            self.restarts += 1
-            self._moved("starting")
+            state, error = self._again.after(reason, self._up_for(), mendless)
+            self._moved(state, error)
+            if state == "waiting":
+                ended = self._ended = asyncio.Event()  # stop() cuts the pause short
+                state = await self._again.wait(ended)
+                self.restarts = self._again.count
+                self._moved(state)
+            if state != "starting":
+                break
 
     async def _serve_once(self) -> str:
         """Connect, list the tools, and hold the connection until it ends; why it ended."""
@@ -185,6 +181,7 @@ class McpServer:
                         self._starting_scope = None
                         self._client = client
                         self._ready_at = time.monotonic()
+                        self._again.ready()
                         self._moved("ready")
                         log.info("MCP server %s ready: %d tool(s)", self.name, len(self.tools))
                         self.first_try.set()

@@ -26,8 +26,11 @@ from agent.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
-# The first pause before a server is started again (it doubles each time).
+# The first pause before a server is started again (it doubles each time, up to
+# LONGEST_PAUSE); a server that stayed up for STABLE_SECONDS starts over from the first.
 FIRST_PAUSE = 1.0
+LONGEST_PAUSE = 60.0
+STABLE_SECONDS = 60.0
 # How long a turn waits, at most, for servers still starting before it is answered.
 SETTLE_SECONDS = 10.0
 
@@ -39,7 +42,8 @@ class ServerView:
     name: str
     transport: str
     shared: bool
-    state: str  # off, starting, ready, waiting (to start again), failed (a probe), stopped
+    # off, starting, ready, waiting (to start again), failed (for good, or a probe), stopped
+    state: str
     tools: tuple[str, ...] = ()
     error: str = ""
     restarts: int = 0
@@ -58,6 +62,66 @@ class ServerView:
         }
 
 
+def lasting(exc: BaseException, spec: McpServerSettings) -> bool:
+    """A failure that starting again cannot mend: the command is missing or not executable."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task groups
+        exc = exc.exceptions[0]
+    return bool(spec.command) and isinstance(exc, (FileNotFoundError, PermissionError))
+
+
+class Restarts:
+    """When a server that stopped is started again: after a pause that doubles, never after
+    a failure a restart cannot mend (the command is missing) or once Corvid is shutting down,
+    and with one warning per reason however many tries fail alike."""
+
+    def __init__(self, name: str, first_pause: float) -> None:
+        self.name, self.first, self.pause = name, first_pause, first_pause
+        self.count = 0
+        self._winding_down = False
+        self._said = ""  # the reason last warned about
+        self._pausing: asyncio.Event | None = None
+
+    def ready(self) -> None:
+        self._said = ""
+
+    def wind_down(self) -> None:
+        """Shutting down: a server that is up stays up for the replies still running, but
+        one that ends is not started again."""
+        self._winding_down = True
+        if self._pausing is not None:
+            self._pausing.set()
+
+    def after(self, reason: str, up_for: float, lasting: bool) -> tuple[str, str]:
+        """The state of a server that just stopped, and its error."""
+        if self._winding_down:
+            return "stopped", ""
+        if lasting:  # until the machine or the config changes, and a restart reads both
+            log.error("MCP server %s cannot start: %s; it is off until Corvid restarts",
+                      self.name, reason)  # fmt: skip
+            return "failed", f"{reason} (fix it, then restart Corvid)"
+        if up_for >= STABLE_SECONDS:
+            self.pause = self.first
+        if reason == self._said:
+            log.debug("MCP server %s: %s; again in %g s", self.name, reason, self.pause)
+        else:
+            self._said = reason
+            log.warning("MCP server %s stopped: %s; starting it again in %g s (then longer "
+                        "apart while it keeps failing)", self.name, reason, self.pause)  # fmt: skip
+        return "waiting", reason
+
+    async def wait(self, cut_short: asyncio.Event) -> str:
+        """The pause before the next start: then "starting", or "stopped" (shutting down)."""
+        self._pausing = cut_short
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(cut_short.wait(), self.pause)
+        self._pausing = None
+        if self._winding_down:
+            return "stopped"
+        self.pause = min(self.pause * 2, LONGEST_PAUSE)
+        self.count += 1
+        return "starting"
+
+
 class Server(Protocol):
     """One server as the hub sees it (``agent.mcp.client.McpServer``, imported later)."""
 
@@ -68,6 +132,8 @@ class Server(Protocol):
     def starting(self) -> bool: ...
 
     def start(self) -> None: ...
+
+    def wind_down(self) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -141,6 +207,11 @@ class McpHub:
                 await self._launched.wait()
                 await self._up.wait()
                 await asyncio.gather(*(s.first_try.wait() for s in self.servers if s.starting))
+
+    def wind_down(self) -> None:
+        """Shutting down: servers that are up stay up, none is started again."""
+        for server in self.servers:
+            server.wind_down()
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():

@@ -25,6 +25,7 @@ from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 
 from agent.settings import McpServerSettings
+from agent.tools.files import private_file
 from agent.tools.registry import Handler, Tool, ToolResult
 from agent.workspace.audience import enclosed
 from gateway.contract.events import sniff_image
@@ -251,7 +252,7 @@ def server_log(folder: Path, name: str) -> Iterator[TextIO]:
     with contextlib.suppress(FileNotFoundError):
         if path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_suffix(".log.1"))
-    with path.open("a", encoding="utf-8", errors="replace") as fh:
+    with open(private_file(path), "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"--- started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         fh.flush()
         yield fh

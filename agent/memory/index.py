@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
+from agent.tools.files import private_file
 from agent.workspace.audience import chat_of
 from gateway.contract.events import Audience
 
@@ -75,7 +76,9 @@ class MemoryIndex:
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(
+            private_file(self.db_path), check_same_thread=False, isolation_level=None
+        )
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

@@ -260,7 +260,7 @@ def migrate_shared_entries(workspace: Path) -> int:
                 f.write(entry)
             copied += 1
     ensure_dir(marker.parent)
-    marker.write_text("Logs are kept by audience since this file was written.\n")
+    atomic_write(marker, "Logs are kept by audience since this file was written.\n")
     if copied:
         log.info("copied %d entries from shared chats to their own logs", copied)
     return copied

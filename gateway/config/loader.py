@@ -111,6 +111,11 @@ class Config:
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
+    def chat_channels(self) -> list[str]:
+        """The chat channels ``corvid run`` starts: the enabled platforms, and the control
+        page's own chat when the page is on."""
+        return [*self.channels.enabled(), *(["web"] if self.web.enabled else [])]
+
     def missing(self, key: str, what: str) -> str:
         """A sentence saying how to fill in an empty required key."""
         var = self.missing_env.get(key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.metadata
 import logging
 import os
@@ -34,7 +35,10 @@ Command = Callable[[argparse.Namespace, Path, Mapping[str, str]], int]
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:  # a bare `corvid`: what it can do
+        return _help(parser)
     home = resolve_home(getattr(args, "home", None), environ)
     try:
         func: Command = args.func
@@ -75,9 +79,11 @@ class _Commands:
         self.common.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
 
     def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
-        parser = self.sub.add_parser(name, parents=[self.common], help=help)
-        if func is not None:
-            parser.set_defaults(func=func)
+        # The one-line help, as a sentence, is also what `corvid NAME --help` says it does.
+        sentence = help[0].upper() + help[1:] + "."
+        parser = self.sub.add_parser(name, parents=[self.common], help=help, description=sentence)
+        # Without an action a group shows its actions, or does its most common one.
+        parser.set_defaults(func=func or (lambda args, home, environ: _help(parser)))
         return parser
 
     def group(self, parser: argparse.ArgumentParser, dest: str, required: bool) -> _Commands:
@@ -89,13 +95,18 @@ class _Commands:
 HOME_HELP = "Corvid's home folder (default: $CORVID_HOME or ~/.corvid)"
 
 
+def _help(parser: argparse.ArgumentParser) -> int:
+    print(parser.format_help(), end="")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="corvid", description="A self-hosted personal assistant for your chat apps."
     )
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
-    p.add_argument("--version", action="version", version=f"corvid {_version()}")
-    top = _Commands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    p.add_argument("-V", "--version", action="version", version=f"corvid {_version()}")
+    top = _Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     run = top.add("run", "start the gateway with every enabled channel", cmd_run)
     run.add_argument(
@@ -109,13 +120,13 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
     top.add("chat", "talk to the assistant in this terminal", cmd_chat)
     top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
-    completion = top.add("completion", "a shell completion script: eval it in your shell rc",
+    completion = top.add("completion", "a completion script for bash, zsh or fish (see the README)",
                          lambda args, home, environ: _completion(p, args.shell))  # fmt: skip
-    completion.add_argument("shell", choices=("bash", "zsh"))
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     web = top.add("web", "the control page's address, with its access token", commands.web)
     web.add_argument("--open", action="store_true", help="open it in the default browser")
     memory = top.group(
-        top.add("memory", "search or rebuild the memory index"), "memory_command", True
+        top.add("memory", "search or rebuild the memory index"), "memory_command", False
     )
     search = memory.add("search", "search MEMORY.md and the logs", commands.memory_search)
     search.add_argument("query", nargs="+")
@@ -165,9 +176,11 @@ def _version() -> str:
 
 
 def _mcp_commands(top: _Commands) -> None:
-    mcp = top.group(
-        top.add("mcp", "the MCP servers whose tools the assistant uses"), "mcp_command", True
+    mcp_parser = top.add(
+        "mcp", "the MCP servers whose tools the assistant uses (as `mcp list`)", mcp_cli.mcp_list
     )
+    mcp_parser.set_defaults(json=False, timeout=30.0)  # what `mcp list` takes
+    mcp = top.group(mcp_parser, "mcp_command", False)
     listing = mcp.add("list", "every MCP server, its state and its tools", mcp_cli.mcp_list)
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
@@ -176,11 +189,8 @@ def _mcp_commands(top: _Commands) -> None:
 
 
 def _pairing_commands(top: _Commands) -> None:
-    pairing = top.group(
-        top.add("pairing", "let someone new talk to the bot (pairing codes)"),
-        "pairing_command",
-        True,
-    )
+    about = "let someone new talk to the bot with a pairing code (as `pairing list`)"
+    pairing = top.group(top.add("pairing", about, commands.pairing_list), "pairing_command", False)
     pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
     pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
     pairing.add("deny", "drop a pending pairing code", commands.pairing_deny).add_argument("code")
@@ -227,11 +237,11 @@ def _missing_for_run(config: Config) -> list[str]:
             name,
             name.capitalize(),
         )
-    if not channels.enabled():
+    if not config.chat_channels():  # the control page has a chat of its own
         problems.append(
-            "no chat channel is enabled: set channels.telegram.enabled or "
-            f"channels.discord.enabled to true in {config.layout.config_file}, or talk to "
-            "Corvid locally with `corvid chat`"
+            "no chat channel is enabled: set channels.telegram.enabled, "
+            f"channels.discord.enabled or web.enabled to true in {config.layout.config_file}, "
+            "or talk to Corvid locally with `corvid chat`"
         )
     return problems
 
@@ -276,8 +286,9 @@ async def _serve(config: Config) -> int:
         stop.set()
         if signals == 2:
             turns = app.router.running_turns()
+            replies = "1 reply" if turns == 1 else f"{turns} replies"
             print(
-                f"corvid: waiting for {turns} reply(ies) to finish (up to "
+                f"corvid: waiting for {replies} to finish (up to "
                 f"{config.gateway.shutdown_grace:g} s); press Ctrl-C again to stop them now",
                 file=sys.stderr,
             )
@@ -343,22 +354,25 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(_chat(config))
+    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org
 
 
-async def _chat(config: Config) -> int:
-    from channels.terminal import TerminalChannel
+async def _chat(config: Config, *, color: bool = True) -> int:
+    from channels.terminal import KEY, TerminalChannel
     from gateway.app import build_app
 
-    terminal = TerminalChannel()
+    terminal = TerminalChannel(color=color)
     # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
     app = build_app(config, [terminal], with_scheduler=False)
     await app.start()
     try:
         await terminal.run()
     except asyncio.CancelledError:
-        # Ctrl-C: the person is right here and wants out now; the running turn is recorded
-        # as cancelled and their message stays in the transcript.
+        # Ctrl-C: the person is right here and wants out now. The reply in progress is
+        # stopped as /stop stops it, so its message is not asked again in the next chat.
+        if app.router.stop_turn(KEY):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(app.router.idle(), 5)
         await app.stop(grace=0)
         raise
     await app.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from gateway.config.home import init_home
 from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
+from gateway.contract.errors import ConfigError
 from gateway.contract.events import OWNER, shown
 
 if TYPE_CHECKING:
@@ -33,8 +35,7 @@ def prepare(home: Path, environ: Mapping[str, str], *, create: bool = False) -> 
     """The home's configuration. With ``create`` (``run``, ``chat``) what is missing of the
     home is made first, and said; without, a home that does not exist is an error, not a new
     empty one."""
-    if home.exists() and not home.is_dir():
-        raise NoHome(f"{home} is a file, not a folder; give another --home")
+    _no_file(home)
     if create:
         created = init_home(home, environ)
         if created:
@@ -42,12 +43,82 @@ def prepare(home: Path, environ: Mapping[str, str], *, create: bool = False) -> 
                 f"Set up {home}: created " + ", ".join(_short(home, p) for p in created),
                 file=sys.stderr,
             )
-    elif not Layout(home).config_file.exists() and not Layout(home).state.is_dir():
+    else:
+        _existing(home)
+    return load_config(home, environ)
+
+
+def _no_file(home: Path) -> None:
+    if home.exists() and not home.is_dir():
+        raise NoHome(f"{home} is a file, not a folder; give another --home")
+
+
+def _existing(home: Path) -> None:
+    if not Layout(home).config_file.exists() and not Layout(home).state.is_dir():
         raise NoHome(
             f"there is no Corvid home at {home}; create one with `corvid init --home {home}`, "
             "or give the right one with --home (or CORVID_HOME)"
         )
-    return load_config(home, environ)
+
+
+def read_config(home: Path, environ: Mapping[str, str]) -> tuple[Config, ConfigError | None]:
+    """The configuration for a command that only looks (status, pairing, jobs, web, mcp
+    list). These must keep working when config.yaml cannot be used whole: a ``${VAR}`` set
+    only in the gateway's own environment (a root-only env file), or a file broken by an edit
+    while the gateway runs on what it read at its start. Each top-level section that fails is
+    taken at its defaults, with a warning on stderr; the error is returned for a command that
+    cannot do without the file (``mcp list`` with no gateway to ask)."""
+    _no_file(home)
+    _existing(home)
+    try:
+        return load_config(home, environ), None
+    except ConfigError as exc:
+        error = exc
+    config, left_out = _config_without_what_fails(home, environ)
+    if left_out is None:
+        what = "every setting"
+    else:
+        what = "the section" + ("s " if len(left_out) > 1 else " ") + ", ".join(left_out)
+    print(
+        f"corvid: warning: {home / 'config.yaml'} cannot be used as it is ({error}); "
+        f"answering from the state files and the running gateway, with {what} at the "
+        "defaults (a running gateway keeps what it read when it started)",
+        file=sys.stderr,
+    )
+    return config, error
+
+
+def _config_without_what_fails(
+    home: Path, environ: Mapping[str, str]
+) -> tuple[Config, list[str] | None]:
+    """The file's sections that can be used, and which were left out (None: all)."""
+    import yaml
+
+    from gateway.config.loader import parse_config
+    from gateway.config.strict_yaml import strict_load
+
+    try:
+        raw = strict_load(Layout(home).config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        raw = None
+    left_out: list[str] = []
+    if isinstance(raw, dict):
+        raw = dict(raw)
+        while raw:
+            try:
+                return parse_config(raw, home=home, environ=environ), left_out
+            except ConfigError as exc:
+                section = re.split(r"[.\[]", exc.key, maxsplit=1)[0]
+                if section not in raw:
+                    break
+                del raw[section]
+                left_out.append(section)
+            except RecursionError:
+                break
+    try:
+        return parse_config({}, home=home, environ=environ), None
+    except ConfigError:  # an environment default that is itself wrong
+        return Config(home=home), None
 
 
 def _short(home: Path, path: str) -> str:
@@ -93,7 +164,7 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
     from channels.pairing import PairingStore
 
-    return PairingStore(prepare(home, environ).layout.pairing)
+    return PairingStore(read_config(home, environ)[0].layout.pairing)
 
 
 def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -191,7 +262,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
     from gateway.services.control import ask_running
     from gateway.services.status import render, report_from_files
 
-    config = prepare(home, environ)
+    config, _ = read_config(home, environ)
 
     try:
         data = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
@@ -206,23 +277,39 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
+    from gateway.ops.doctor_local import port_problem
     from gateway.services.control import ask_running
     from gateway.web.guard import address, load_token
 
-    config = prepare(home, environ, create=True)
+    config, _ = read_config(home, environ)
+    if not config.state.is_dir():  # the token lives there, made by `corvid run` or `init`
+        print(f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
+              "`corvid run` too", file=sys.stderr)  # fmt: skip
+        return 1
     if not config.web.enabled:
         print(
             "corvid: the control page is off (web.enabled: false in config.yaml)", file=sys.stderr
         )
         return 1
 
+    # Never an address for the configured port unless the page is there or can be: another
+    # program may hold the port, and the token must not go to it.
+    where = f"{config.web.host}:{config.web.port}"
     try:
         report = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
         base = report.get("web")
-        note = (
-            "" if base else "Corvid is running, but its control page could not start (see its log)."
-        )
+        if not base:
+            problem = port_problem(config.web.host, config.web.port)
+            print(f"corvid: Corvid is running, but its control page could not start on {where}"
+                  f" ({problem or 'see its log'})", file=sys.stderr)  # fmt: skip
+            return 1
+        note = ""
     except (ConnectionError, TimeoutError, KeyError):
+        problem = port_problem(config.web.host, config.web.port)
+        if problem:
+            print(f"corvid: Corvid is not running, and the control page could not start on "
+                  f"{where}: {problem}; set web.port to a free port", file=sys.stderr)  # fmt: skip
+            return 1
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
     base = base or address(config.web.host, config.web.port)
     url = f"{base}login?token={load_token(config.layout.web_token)}"

@@ -1,6 +1,7 @@
-"""``corvid completion bash|zsh``: a completion script made from the argument parser itself, so
-it offers exactly the commands, actions and options ``corvid`` takes. Load it with
-``eval "$(corvid completion bash)"`` (zsh: the same with ``zsh``, which uses bash's)."""
+"""``corvid completion bash|zsh|fish``: a completion script made from the argument parser itself,
+so it offers exactly the commands, actions and options ``corvid`` takes. Load it with
+``eval "$(corvid completion bash)"`` (zsh: the same with ``zsh``, which uses bash's; fish:
+``corvid completion fish | source``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def _words(parser: argparse.ArgumentParser) -> tuple[list[str], dict[str, argpar
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    if shell == "fish":
+        return _fish(parser)
     top_options, commands = _words(parser)
     cases = []
     for name, sub in commands.items():
@@ -50,3 +53,50 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 }}
 complete -o default -F _corvid corvid
 """
+
+
+def _fish(parser: argparse.ArgumentParser) -> str:
+    """For fish: what to offer after each path of words (``jobs``, ``jobs run``), the path
+    being the words typed so far less the options and the values they take."""
+    takes_value: set[str] = set()
+    rules: list[tuple[str, list[str], list[str]]] = []  # path, words, options
+
+    def walk(p: argparse.ArgumentParser, path: str) -> None:
+        for action in p._actions:
+            if action.option_strings and action.nargs != 0:
+                takes_value.update(action.option_strings)
+        options, subs = _words(p)
+        words = [*subs, *(o for o in options if not o.startswith("-"))]
+        rules.append((path, words, [o for o in options if o.startswith("--")]))
+        for name, sub in subs.items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(parser, "")
+    lines = [
+        "function __corvid_path",
+        "    set -l path",
+        "    set -l skip 0",
+        "    for word in (commandline -opc)[2..-1]",
+        "        if test $skip = 1",
+        "            set skip 0",
+        "        else if contains -- $word " + " ".join(sorted(takes_value)),
+        "            set skip 1",
+        "        else if not string match -q -- '-*' $word",
+        "            set -a path $word",
+        "        end",
+        "    end",
+        '    string join " " -- $path',
+        "end",
+        "function __corvid_at",
+        "    set -l path (__corvid_path)",
+        '    test "$path" = "$argv[1]"',
+        "end",
+        "complete -c corvid -f",
+    ]
+    for path, words, options in rules:
+        when = f"-n '__corvid_at \"{path}\"'"
+        if words:
+            lines.append(f"complete -c corvid {when} -a '{' '.join(words)}'")
+        for option in options:
+            lines.append(f"complete -c corvid {when} -l {option[2:]}")
+    return "\n".join(lines) + "\n"

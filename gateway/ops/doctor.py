@@ -34,8 +34,8 @@ from gateway.ops.doctor_local import (
     local_checks,
     lookup,
     read_raw,
-    web_setup,
 )
+from gateway.ops.doctor_services import check_transcription, check_web
 from gateway.services.logs import Masker
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
@@ -92,11 +92,14 @@ async def run_checks(
         network.append(_guarded("web search", check_search(config, limit)))
     servers = list(config.mcp.servers)
     network += [_guarded(f"mcp {name}", check_mcp(config, name, limit)) for name in servers]
+    if config.transcription.enabled:
+        source = key_source(raw, "transcription.api_key")
+        network.append(_guarded("transcription", check_transcription(config, source, limit)))
     network.append(_guarded("gateway", check_gateway(home, limit)))
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
     checks.extend(channel_setup(config))
-    checks.extend(web_setup(config))
+    checks.append(await _guarded("control page", check_web(config, limit)))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:
@@ -236,9 +239,7 @@ async def check_mcp(config: Config, name: str, limit: float) -> Check:
         return Check(OK, f"mcp {name}", "off (enabled: false)")
     if view.state != "ready":
         log = (
-            f"; its own output is in {config.state / 'mcp' / (name + '.log')}"
-            if spec.command
-            else ""
+            f"; its own output is in {config.layout.mcp / (name + '.log')}" if spec.command else ""
         )
         return Check(
             FAIL, f"mcp {name}", f"{view.error}{log}", f"check mcp.servers.{name} in config.yaml"
@@ -316,9 +317,10 @@ def check_jobs(config: Config) -> Check:
         return Check(
             FAIL,
             name,
-            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); "
-            "corvid run would stop at start-up",
-            "restore it from a backup, or move it away (its reminders are lost)",
+            f"{store.path} cannot be read ({type(exc).__name__}: {exc}); corvid run moves it "
+            "aside when it starts (the reminders made in chat are then in the moved copy) and "
+            "runs the jobs of config.yaml",
+            "restore it from a backup if its reminders matter",
         )
     if not jobs:
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
@@ -339,7 +341,7 @@ def check_jobs(config: Config) -> Check:
 
 
 def _jobs_check(config: Config, states: list[Any]) -> Check:
-    enabled = set(config.channels.enabled())
+    enabled = set(config.chat_channels())  # the control page has a chat of its own
     details: list[str] = []
     problems: list[str] = []
     for state in states:

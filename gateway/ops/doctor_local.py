@@ -4,9 +4,11 @@ private files, and the channel settings ``corvid run`` would refuse or warn abou
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
+import socket
 import sqlite3
 import stat
 from collections.abc import Mapping
@@ -309,14 +311,14 @@ def channel_setup(config: Config) -> list[Check]:
     """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
     channels = config.channels
     checks: list[Check] = []
-    if not channels.enabled():
+    if not config.chat_channels():  # the control page has a chat of its own
         checks.append(
             Check(
                 FAIL,
                 "channels",
                 "no chat channel is enabled, so corvid run will not start",
-                f"set channels.telegram.enabled or "
-                f"channels.discord.enabled to true in {q(config.layout.config_file)}"
+                f"set channels.telegram.enabled, channels.discord.enabled or web.enabled "
+                f"to true in {q(config.layout.config_file)}"
                 " (corvid chat works without)",
             )
         )
@@ -356,3 +358,24 @@ def web_setup(config: Config) -> list[Check]:
             )
         ]
     return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the control page could not listen on ``host:port`` now (another program holds
+    it, say), or None. Bound as aiohttp binds, so a port merely in TIME_WAIT is free."""
+    if port == 0:  # any free port
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"{host} cannot be resolved ({exc.strerror or exc})"
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(where)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is held by another program"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
-from gateway.ops.commands import prepare
+from gateway.ops.commands import read_config
 
 if TYPE_CHECKING:
     from gateway.scheduling.plan import JobState
 
 
 def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    config = prepare(home, environ)
+    config, _ = read_config(home, environ)
     states = _job_states(config)
     if states is None:
         return 1
@@ -102,13 +102,15 @@ def _print_job(state: JobState) -> None:
         f"  last run: {row['slot'].replace('T', ' ')}: {row['status']} (attempts {row['attempts']})"
     )
     if row["error"]:
-        print(f"  last error: {row['error']}")
+        # A skipped run (a heartbeat with nothing to do) says why; it is no error.
+        label = "why" if row["status"] == "skipped" else "last error"
+        print(f"  {label}: {row['error']}")
 
 
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.services.control import ask_running
 
-    config = prepare(home, environ)
+    config, _ = read_config(home, environ)
 
     try:
         request = {"cmd": "run_job", "id": args.job_id}
@@ -131,7 +133,7 @@ def jobs_cancel(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
     from gateway.scheduling.reminders import JobStore, cancellable
     from gateway.services.control import ask_running
 
-    config = prepare(home, environ)
+    config, _ = read_config(home, environ)
     request = {"cmd": "cancel_job", "id": args.job_id}
 
     try:

@@ -11,24 +11,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gateway.ops.commands import prepare
+from gateway.ops.commands import read_config
 from gateway.services.status import server_lines
 
 
 def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.services.control import ask_running
 
-    config = prepare(home, environ)
-    if not config.mcp.servers:
-        print("No MCP servers are configured (mcp.servers in config.yaml).")
-        return 0
+    config, unreadable = read_config(home, environ)
     try:
         report = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
-        servers: list[dict[str, Any]] = report["mcp"]
+        servers: list[dict[str, Any]] = report.get("mcp", [])
         where = "the running gateway"
     except (ConnectionError, TimeoutError, KeyError):
+        if unreadable is not None:  # no gateway to ask, and the servers cannot be started
+            raise unreadable from None
         servers = asyncio.run(probe_all(config.mcp.servers, config.layout.mcp, args.timeout))
         where = "a test start of each server"
+    if not servers:
+        print("No MCP servers are configured (mcp.servers in config.yaml).")
+        return 0
     if args.json:
         print(json.dumps(servers, indent=2, ensure_ascii=False))
     else:

@@ -16,7 +16,7 @@ from agent.sessions.state import SessionState
 from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
-from gateway.contract.events import InboundMessage, SessionKey
+from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
 
@@ -55,6 +55,10 @@ class ChatCommands:
         return self.table.get(name)
 
     async def _help(self, msg: InboundMessage) -> str:
+        if msg.key == TERMINAL:  # the one chat that can be left
+            return HELP.replace(
+                "/help — this list\n", "/help — this list\n/quit — leave (Ctrl-D too)\n"
+            )
         return HELP
 
     async def _stop(self, msg: InboundMessage) -> str:

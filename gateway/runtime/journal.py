@@ -36,6 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from agent.tools.files import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
@@ -132,7 +133,6 @@ class Journal:
             self.db.execute(
                 "INSERT INTO sqlite_sequence (name, seq) VALUES ('inbound', ?)", (start,)
             )
-        path.chmod(0o600)
 
     def close(self) -> None:
         self.db.close()
@@ -310,7 +310,7 @@ class Journal:
 
 def _open(path: Path) -> sqlite3.Connection:
     # Written from the event loop only; short statements, so blocking is not a concern.
-    db = sqlite3.connect(path, isolation_level=None, timeout=10)
+    db = sqlite3.connect(private_file(path), isolation_level=None, timeout=10)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

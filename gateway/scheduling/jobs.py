@@ -117,7 +117,8 @@ class Job:
         if self.kind == JobKind.ONCE:
             return f"once at {self.spec} ({self.timezone})"
         if self.kind == JobKind.INTERVAL:
-            return f"every {float(self.spec) / 60:g} minutes"
+            minutes = float(self.spec) / 60
+            return "every minute" if minutes == 1 else f"every {minutes:g} minutes"
         return f"cron '{self.spec}' ({self.timezone})"
 
 

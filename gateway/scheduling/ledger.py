@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.tools.files import private_file
 from gateway.scheduling.jobs import Job, RunStatus
 from gateway.statefiles import set_aside
 
@@ -139,7 +140,7 @@ class Ledger:
 
 
 def _open(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None)
+    db = sqlite3.connect(private_file(path), isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         if (found := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":

@@ -52,7 +52,11 @@ class SessionFigures:
     ) -> list[Figures]:
         """Newest first; ``loaded`` gives the sessions the running process holds."""
         out = []
-        for key in self.store.session_keys():
+        keys = self.store.session_keys()
+        # Sessions ended by /new (or gone) since the last report are forgotten.
+        for gone in self._seen.keys() - set(keys):
+            del self._seen[gone]
+        for key in keys:
             try:
                 st = self.store.path(key).stat()
             except FileNotFoundError:  # moved aside by /new meanwhile

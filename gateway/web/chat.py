@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+from agent.tools.files import private_file
 from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
@@ -39,7 +40,7 @@ OUTBOX_KEEP = 500
 
 def keep(path: Path, entry: dict[str, str]) -> None:
     """Append ``entry`` to the outbox; past twice ``OUTBOX_KEEP`` lines, the older half goes."""
-    with path.open("a", encoding="utf-8") as f:
+    with open(private_file(path), "a", encoding="utf-8") as f:
         f.write(json.dumps(entry, ensure_ascii=False) + "\n")
     if path.stat().st_size > 4096 * OUTBOX_KEEP:  # cheap test first: long files only
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -161,6 +161,7 @@ def test_unlisted_group_is_silent_except_a_hint_for_the_owner(store, clock):
     verdict = access.decide(owner)
     assert verdict.action is Action.REPLY
     assert "-200" in verdict.text and "channels.x.groups" in verdict.text
+    assert "`corvid reload`" in verdict.text and "restart" not in verdict.text  # live change
 
 
 def test_group_context_is_bounded_and_taken_once(store, clock):

@@ -4,9 +4,16 @@ agent behind it, the real anthropic client against the fake Messages API."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import json
 import os
+import pty
+import re
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +112,165 @@ async def test_a_reply_is_printed_as_it_is_written(chat, fake_api: FakeAnthropic
     release.set()
     out = await screen.wait_for(lambda s: "the second half.\n" in s)
     assert out.count("The first half") == 1  # printed once, continued in place
+
+
+def screen_of(raw: str) -> list[str]:
+    """What a terminal shows for ``raw``: carriage returns, erasing to the end of the line and
+    colours (dropped) understood, enough for a line-by-line chat."""
+    lines, row, col = [""], 0, 0
+    for token in re.findall(r"\x1b\[[0-9;]*[A-Za-z]|\r|\n|[^\x1b\r\n]", raw):
+        if token == "\r":
+            col = 0
+        elif token == "\n":
+            row += 1
+            lines += [""] * (row + 1 - len(lines))
+        elif token == "\x1b[K":
+            lines[row] = lines[row][:col]
+        elif token.startswith("\x1b["):
+            continue
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + 1 :]
+            col += 1
+    return lines
+
+
+class _Tty:
+    """``corvid chat`` at a (pseudo-)terminal, as a person has it."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
+        self.proc, self.master = proc, master
+        self.raw = b""
+        self._more = asyncio.Event()
+        asyncio.get_running_loop().add_reader(master, self._read)
+
+    def _read(self) -> None:
+        try:
+            self.raw += os.read(self.master, 65536)
+        except OSError:  # the other side has closed
+            asyncio.get_running_loop().remove_reader(self.master)
+        self._more.set()
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode(errors="replace")
+
+    async def wait_for(self, seen: Callable[[list[str]], bool], timeout: float = 30) -> list[str]:
+        async with asyncio.timeout(timeout):
+            while not seen(screen_of(self.text)):
+                self._more.clear()
+                await self._more.wait()
+        return screen_of(self.text)
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\r")
+
+
+@contextlib.asynccontextmanager
+async def corvid_chat_at_a_tty(home: Path, api: FakeAnthropic, **env: str) -> AsyncIterator[_Tty]:
+    master, slave = pty.openpty()
+    environ = {**os.environ, "ANTHROPIC_API_KEY": "sk-tty-key", "CORVID_HOME": str(home),
+               "ANTHROPIC_BASE_URL": api.base_url, "TERM": "xterm", **env}  # fmt: skip
+    if "NO_COLOR" not in env:
+        environ.pop("NO_COLOR", None)
+    environ.pop("ANTHROPIC_AUTH_TOKEN", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway.ops.cli", "chat",
+        stdin=slave, stdout=slave, stderr=slave, env=environ,
+    )  # fmt: skip
+    os.close(slave)
+    tty = _Tty(proc, master)
+    try:
+        yield tty
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await asyncio.wait_for(proc.wait(), 30)
+        asyncio.get_running_loop().remove_reader(master)
+        os.close(master)
+
+
+def prompts(screen: list[str]) -> bool:
+    return bool(screen) and screen[-1] == "you> "
+
+
+async def test_corvid_chat_at_a_terminal_reads_as_a_conversation(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply("Hello **there**, friend.\n\n- one\n- two"), Reply("Second reply."))
+    try:
+        async with corvid_chat_at_a_tty(tmp_path / "h", api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("hi")
+            await tty.wait_for(lambda s: prompts(s) and any("friend." in line for line in s))
+            tty.type("again")
+            await tty.wait_for(lambda s: prompts(s) and any("Second reply." in line for line in s))
+            tty.type("/help")
+            screen = await tty.wait_for(
+                lambda s: prompts(s) and any("/quit — leave" in x for x in s)
+            )
+            tty.type("/quit")
+            assert await asyncio.wait_for(tty.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+    talk = [line for line in screen if line.strip()]
+    # A prompt after every reply, the person's lines after it, and no status left behind.
+    first = talk.index("you> hi")
+    assert talk[first + 1 : first + 4] == [
+        "corvid> Hello there, friend.",
+        "        • one",
+        "        • two",
+    ]
+    assert talk[first + 4 : first + 6] == ["you> again", "corvid> Second reply."]
+    assert "you> /help" in talk, "\n".join(talk)
+    assert "…thinking" not in "\n".join(screen)
+    assert any(line.strip().startswith("/quit — leave") for line in talk)  # /help lists it
+    assert "\x1b[1mthere\x1b[22m" in tty.text  # Markdown as the terminal shows it
+    assert "**" not in tty.text
+
+
+async def test_no_color_is_honoured(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply("Some **bold** and `code`."))
+    try:
+        async with corvid_chat_at_a_tty(tmp_path / "h", api, NO_COLOR="1") as tty:
+            await tty.wait_for(prompts)
+            tty.type("hi")
+            screen = await tty.wait_for(lambda s: prompts(s) and any("code" in x for x in s))
+            tty.type("/quit")
+            assert await asyncio.wait_for(tty.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+    assert "corvid> Some bold and `code`." in screen
+    assert not re.search(r"\x1b\[[0-9;]*m", tty.text), repr(tty.text)  # no colour at all
+
+
+async def test_a_message_cancelled_with_ctrl_c_is_not_asked_again(tmp_path: Path):
+    never = asyncio.Event()
+
+    async def hang(body):
+        await never.wait()
+
+    api = FakeAnthropic(brain=hang)
+    await api.start()
+    home = tmp_path / "h"
+    try:
+        async with corvid_chat_at_a_tty(home, api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("write me a very long essay")
+            await api.wait_for_requests(1)
+            tty.proc.send_signal(signal.SIGINT)  # Ctrl-C
+            await asyncio.wait_for(tty.proc.wait(), 30)
+        api.brain = lambda body: Reply("hello again")
+        async with corvid_chat_at_a_tty(home, api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("hello")
+            await tty.wait_for(lambda s: prompts(s) and any("hello again" in x for x in s))
+            tty.type("/quit")
+            await asyncio.wait_for(tty.proc.wait(), 30)
+    finally:
+        never.set()
+        await api.close()
+    asked = json.dumps(api.message_requests[-1].body["messages"])
+    assert "hello" in asked and "long essay" not in asked

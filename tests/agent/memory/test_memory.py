@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -177,3 +178,33 @@ async def test_update_edits_long_term_atomically(memory):
     missing = await call(memory, PRIVATE, "memory_update", action="remove", old_text="nope")
     assert missing.is_error and "not found" in missing.text
     assert [p.name for p in memory.workspace.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    "place", ["memory/chats/test-group-2/2026-11-20.md", "chats/test-group-2/notes.md"]
+)
+async def test_a_hard_link_in_a_groups_own_places_reads_nothing_of_the_owners(memory, place):
+    """Another name for MEMORY.md (or the owner's log) placed in a group's own log or files
+    folder: the group can neither find its words nor read it, by search or by any tool."""
+    from agent.tools.files import FILE_TOOLS
+
+    ws = memory.workspace
+    (ws / "memory" / "2026-11-21.md").write_text("## 09:00\n\nowner-log-canary-71c2\n")
+    for target, name in (("MEMORY.md", "a"), ("memory/2026-11-21.md", "b")):
+        link = ws / place.replace(".md", f"-{name}.md")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.link(ws / target, link)
+        rel = link.relative_to(ws).as_posix()
+        group = ctx(memory, SHARED)
+        tools = ToolRegistry((*memory_tools(memory), *FILE_TOOLS))
+        for tool, args in (("memory_get", {"path": rel}), ("read_file", {"path": rel})):
+            if tool == "memory_get" and not rel.startswith("memory/"):
+                continue
+            result = await tools.call(tool, args, group)
+            assert result.is_error and CANARY not in result.text and "canary" not in result.text
+    memory.index.sync()
+    for query in (CANARY, "prefers tea", "owner-log-canary-71c2"):
+        found = await call(memory, SHARED, "memory_search", query=query)
+        assert "canary" not in found.text.lower() and "tea" not in found.text, query
+    # The owner still finds both, under their own names.
+    assert CANARY in (await call(memory, PRIVATE, "memory_search", query="prefers tea")).text

@@ -18,7 +18,7 @@ from aiohttp.abc import AbstractResolver
 
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
-from agent.web.fetch import MAX_REDIRECTS, WebFetcher, refusal, web_tools
+from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, WebFetcher, refusal, web_tools
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey
 
@@ -75,9 +75,15 @@ async def site() -> AsyncIterator[str]:
     async def huge(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
-        for _ in range(100):
+        for _ in range(int(request.query.get("chunks", 100))):
             await response.write(b"x" * 65536)
         return response
+
+    async def slow_hops(request: web.Request) -> web.Response:
+        n = int(request.match_info["n"])
+        await asyncio.sleep(0.4)  # the server's pace: each hop takes 0.4 s to answer
+        target = "/article" if n == 0 else f"/slowhops/{n - 1}"
+        raise web.HTTPFound(target)
 
     done = asyncio.Event()
 
@@ -90,6 +96,7 @@ async def site() -> AsyncIterator[str]:
     app.router.add_get("/r/{n}", redirect)
     app.router.add_get("/to", elsewhere)
     app.router.add_get("/huge", huge)
+    app.router.add_get("/slowhops/{n}", slow_hops)
     app.router.add_get("/slow", slow)
 
     async def data(request: web.Request) -> web.Response:
@@ -196,18 +203,47 @@ async def test_every_redirect_hop_is_checked(site):
 
 
 class _Names(AbstractResolver):
-    """A DNS that answers what the test says."""
+    """A DNS that answers what the test says (a name may have several addresses)."""
 
-    def __init__(self, answers: dict[str, str]) -> None:
+    def __init__(self, answers: dict[str, str | list[str]]) -> None:
         self.answers = answers
 
     async def resolve(self, host: str, port: int = 0, family: Any = socket.AF_INET) -> Any:
-        address = self.answers[host]
-        return [{"hostname": host, "host": address, "port": port, "family": socket.AF_INET,
-                 "proto": 0, "flags": 0}]  # fmt: skip
+        found = self.answers[host]
+        addresses = [found] if isinstance(found, str) else found
+        return [
+            {"hostname": host, "host": a, "port": port, "family": socket.AF_INET, "proto": 0,
+             "flags": 0}
+            for a in addresses
+        ]  # fmt: skip
 
     async def close(self) -> None:
         return None
+
+
+async def test_every_address_a_name_resolves_to_is_judged_not_only_the_first():
+    from agent.web.fetch import GuardedResolver
+
+    names = _Names({"mixed.example": ["8.8.8.8", "127.0.0.1", "10.0.0.7", "8.8.4.4"],
+                    "inner.example": ["10.0.0.7", "127.0.0.1"]})  # fmt: skip
+    guard = GuardedResolver(inner=names)
+    kept = await guard.resolve("mixed.example", 80)
+    assert [r["host"] for r in kept] == ["8.8.8.8", "8.8.4.4"]  # never the others
+    with pytest.raises(ToolError, match=r"Refused to fetch from inner\.example"):
+        await guard.resolve("inner.example", 80)
+
+
+async def test_the_time_limit_covers_the_whole_fetch_with_its_redirects(site):
+    """Each hop answers within the limit, but together they do not: the fetch is cut."""
+    fetcher = WebFetcher(allow=[HERE], timeout=1)
+    url = f"{site}/slowhops/4"
+    with pytest.raises(ToolError, match="did not answer within 1 s"):
+        await fetcher.fetch(url)
+
+
+async def test_the_default_size_cap_is_five_megabytes(site):
+    got = await WebFetcher(allow=[HERE]).fetch(f"{site}/huge?chunks=100")  # 6.5 MB
+    assert got["truncated"] and len(got["text"]) == MAX_BYTES == 5_000_000
 
 
 async def test_a_name_that_resolves_to_a_private_address_is_refused():

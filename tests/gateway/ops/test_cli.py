@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +31,13 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     assert rc == 2
     assert (home / "config.yaml").exists() and (home / "workspace" / "AGENTS.md").exists()
     assert "llm.api_key is empty: set the environment variable ANTHROPIC_API_KEY" in err
-    assert "no chat channel is enabled" in err
+    # The control page's chat (on by default) is a channel; without it there is none.
+    assert "no chat channel is enabled" not in err
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["web"]["enabled"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", "--home", str(home)], environ={}) == 2
+    assert "no chat channel is enabled" in capsys.readouterr().err
 
 
 def test_config_error_exits_non_zero_naming_the_key(tmp_path, capsys):
@@ -163,7 +171,7 @@ async def test_ctrl_c_twice_says_what_is_awaited_and_three_times_stops_it(tmp_pa
             run.proc.send_signal(signal.SIGINT)
             await run.wait_line("shutting down")
             run.proc.send_signal(signal.SIGINT)
-            await run.wait_line(r"waiting for 1 reply\(ies\) to finish \(up to 600 s\)")
+            await run.wait_line(r"waiting for 1 reply to finish \(up to 600 s\)")
             run.proc.send_signal(signal.SIGINT)
             code = await asyncio.wait_for(run.proc.wait(), 30)  # not the 600 s grace
             await run.wait_line("stopping the replies still running")
@@ -377,3 +385,117 @@ def test_bash_completion_offers_what_the_parser_takes(capsys, line, offered):
     done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == offered
+
+
+async def test_the_control_page_alone_is_enough_to_run(tmp_path: Path, capsys):
+    """A "control page and reminders" set-up: no chat platform, only the page's own chat."""
+    from tests.gateway.web.conftest import ControlClient
+
+    api = FakeAnthropic()
+    await api.start()
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["web"]["port"] = 0
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {}, watch=True) as running:
+            await running.wait_line("Corvid is running")
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["web", "--home", str(home)], {}) == 0
+            url = capsys.readouterr().out.strip()
+            base, token = url.split("login?token=")
+            client = ControlClient(base, token)
+            try:
+                await client.sign_in()
+                assert (await client.post("/chat", {"text": "hello from the page"}))[0] == 303
+                await api.wait_for_requests(1, timeout=30)
+            finally:
+                await client.close()
+            assert await running.stop() == 0
+    finally:
+        await api.close()
+    assert "hello from the page" in json.dumps(api.message_requests[0].body)
+    assert not any("cannot start" in line for line in running.lines)
+
+
+def test_bare_corvid_and_an_action_left_out_show_what_there_is(tmp_path: Path, capsys):
+    assert main([], environ={}) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: corvid") and "pairing" in out and "doctor" in out
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    capsys.readouterr()
+    assert main(["pairing", "--home", str(home)], environ={}) == 0  # as `pairing list`
+    assert capsys.readouterr().out.startswith("No pending pairing codes.")
+    assert main(["mcp", "--home", str(home)], environ={}) == 0  # as `mcp list`
+    assert "No MCP servers are configured" in capsys.readouterr().out
+    assert main(["memory", "--home", str(home)], environ={}) == 0  # its actions, explained
+    out = capsys.readouterr().out
+    assert "search MEMORY.md and the logs" in out and "rebuild the search index" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["pairing", "approve", "--help"], "Approve a pairing code."),
+        (["jobs", "--help"], "Scheduled jobs: next run, last run, status, last error."),
+        (["doctor", "--help"], "Check config, permissions, tokens and the schedule."),
+    ],
+)
+def test_each_command_says_what_it_does_in_its_help(capsys, argv, said):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
+    assert said in capsys.readouterr().out
+
+
+def test_the_short_version_option(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["-V"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("corvid ")
+
+
+def test_jobs_say_a_skipped_run_is_no_error_and_count_in_good_english(tmp_path, capsys):
+    from datetime import UTC, datetime
+
+    from gateway.scheduling.jobs import Job, RunStatus
+    from gateway.scheduling.ledger import Ledger
+    from gateway.scheduling.reminders import JobStore
+
+    home = tmp_path / "h"
+    assert main(["init", "--home", str(home)], environ={}) == 0
+    now = datetime.now(UTC)
+    beat = Job("stretch", "interval", "60", "UTC", "telegram:private:42", now, instruction="x")
+    JobStore(home / "state" / "jobs.json").add(beat)
+    ledger = Ledger(home / "state" / "scheduler.sqlite")
+    ledger.settle(beat, beat.slot(now), now, RunStatus.SKIPPED, now, "nothing to do")
+    ledger.close()
+    capsys.readouterr()
+    assert main(["jobs", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "schedule: every minute" in out
+    assert ": skipped" in out and "last error" not in out and "nothing to do" in out
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+@pytest.mark.parametrize(
+    ("line", "offered"),
+    [
+        ("corvid jo", ["jobs"]),
+        ("corvid jobs ", ["cancel", "run"]),
+        ("corvid pairing revoke d", ["discord"]),
+        ("corvid completion ", ["bash", "fish", "zsh"]),
+    ],
+)
+def test_fish_completion_offers_what_the_parser_takes(capsys, line, offered):
+    assert main(["completion", "fish"]) == 0
+    script = capsys.readouterr().out
+    probe = f"{script}\ncomplete -C {shlex.quote(line)}"
+    done = subprocess.run(["fish", "--no-config", "-c", probe], capture_output=True, text=True,
+                          timeout=20)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    words = sorted(w.split("\t")[0] for w in done.stdout.splitlines())
+    assert [w for w in words if not w.startswith("-")] == offered, done.stdout

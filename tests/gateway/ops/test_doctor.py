@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -60,6 +61,8 @@ def setup_home(
         "timezone": "Europe/Berlin",
         "llm": {"api_key": "${ANTHROPIC_API_KEY}", "base_url": api_url},
         "channels": {},
+        # Any free port: the default one may be taken on this machine, which doctor reports.
+        "web": {"port": 0},
     }
     env = {"ANTHROPIC_API_KEY": KEY}
     if telegram is not None:
@@ -165,7 +168,7 @@ async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
 
 
 async def test_no_gateway_running_is_said_but_is_no_failure(home: Path, api: FakeAnthropic):
-    env = setup_home(home, api.base_url)
+    env = setup_home(home, api.base_url, web={"enabled": False})
     checks = await run_checks(home, env, limit=5)
     gateway = by_name(checks)["gateway"]
     assert gateway.status == WARN
@@ -513,3 +516,91 @@ def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
     assert exposed.status == WARN and "without TLS" in exposed.message
     assert check(host="0.0.0.0", allow_remote=True, behind_tls_proxy=True).status == OK
     assert "off" in check(enabled=False).message
+
+
+async def test_a_damaged_jobs_file_is_told_the_same_way_twice(
+    home: Path, api: FakeAnthropic, capsys
+):
+    env = setup_home(home, api.base_url, schedule=SUMMARY)
+    (home / "state" / "jobs.json").write_text("{not json")
+    capsys.readouterr()
+    assert await doctor_cli("--home", str(home), "--timeout", "5", env=env) == 1
+    lines = capsys.readouterr().out.splitlines()
+    about = [line for line in lines if "jobs.json cannot be read" in line]
+    assert len(about) == 2, lines  # the file, and the jobs it leaves out
+    assert all("corvid run moves it aside" in line for line in about), about
+    assert not any("stop at start-up" in line for line in lines)
+    assert any("runs the jobs of config.yaml" in line for line in about), about
+
+
+@contextlib.contextmanager
+def held_port() -> Iterator[int]:
+    """A port another program listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+async def test_a_control_page_port_held_by_another_program_fails(
+    home: Path, api: FakeAnthropic, capsys
+):
+    with held_port() as port:
+        env = setup_home(home, api.base_url, web={"port": port})
+        capsys.readouterr()
+        assert await doctor_cli("--home", str(home), "--timeout", "5", env=env) == 1
+        out = capsys.readouterr().out
+        line = next(line for line in out.splitlines() if "control page:" in line)
+        assert line.startswith("FAIL") and "held by another program" in line, out
+        # The address corvid web would print is the other program's: it says so instead.
+        assert await asyncio.to_thread(main, ["web", "--home", str(home)], env) == 1
+        printed = capsys.readouterr()
+        assert "token=" not in printed.out and f"{port}" in printed.err
+
+
+async def test_a_running_gateway_whose_control_page_could_not_start(
+    home: Path, api: FakeAnthropic, capsys
+):
+    from gateway.app import build_app
+
+    with held_port() as port:
+        env = setup_home(home, api.base_url, web={"port": port})
+        app = build_app(load_config(home, env), [])
+        await app.start()
+        try:
+            assert app.web is None  # the port was taken
+            capsys.readouterr()
+            assert await asyncio.to_thread(main, ["web", "--home", str(home)], env) == 1
+            printed = capsys.readouterr()
+            assert "token=" not in printed.out and "could not start" in printed.err
+            assert await doctor_cli("--home", str(home), "--timeout", "5", env=env) == 1
+            out = capsys.readouterr().out
+        finally:
+            await app.stop()
+    line = next(line for line in out.splitlines() if "control page:" in line)
+    assert line.startswith("FAIL") and "could not start" in line, out
+
+
+@pytest.mark.parametrize("key_ok", [True, False])
+async def test_the_transcription_service_is_asked_whether_it_takes_the_key(
+    home: Path, api: FakeAnthropic, capsys, key_ok: bool
+):
+    from tests.fakes.transcription_api import FakeTranscription
+
+    service = FakeTranscription()
+    await service.start()
+    try:
+        section = service.config(api_key="${OPENAI_API_KEY}")
+        env = setup_home(home, api.base_url, transcription=section)
+        env["OPENAI_API_KEY"] = "tr-test-key" if key_ok else "tr-wrong-key"
+        checks = by_name(await run_checks(home, env, limit=5))
+    finally:
+        await service.close()
+    check = checks["transcription"]
+    assert all(not h.data.startswith(b"OggS") for h in service.heard)  # the probe is no audio
+    if key_ok:
+        assert check.status == OK and service.base_url in check.message
+    else:
+        assert check.status == FAIL and "refused the key" in check.message
+        assert "OPENAI_API_KEY" in check.message
+        assert "tr-wrong-key" not in report(list(checks.values()), env)

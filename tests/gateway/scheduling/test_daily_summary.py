@@ -127,3 +127,48 @@ async def test_a_summary_the_platform_refuses_is_failed_and_retried_never_sent(
         last = ledger.history("daily-summary")[0]
         assert last["status"] == "failed" and last["attempts"] == 5
     assert len(fake_telegram.sent) == 1  # only the answer to the owner's message
+
+
+async def test_a_groups_digest_reads_only_that_group(home, fake_api):
+    """Two groups and the owner talk on the same day; the digest for group A reads A's log and
+    conversations, and nothing of group B's or the owner's."""
+    import asyncio
+
+    from agent.workspace.audience import log_path
+    from gateway.app import build_app
+    from gateway.contract.events import SessionKey, audience_of
+    from tests.conftest import GROUP, PRIVATE, RecordingChannel
+
+    other = SessionKey.parse("test:group:200")
+    day = TODAY
+    nine = datetime(day.year, day.month, day.day, 21, 0, tzinfo=BERLIN)
+    said = {GROUP: "CANARY-group-a-talk", other: "CANARY-group-b-talk", PRIVATE: "CANARY-own-talk"}
+    logged = {GROUP: "CANARY-group-a-log", other: "CANARY-group-b-log", PRIVATE: "CANARY-own-log"}
+    for key, canary in logged.items():
+        path = home / "workspace" / log_path(audience_of(key), day)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {day}\n\n## 10:00\n\n{canary}\n")
+    config = make_config(
+        home,
+        fake_api.base_url,
+        schedule={"daily_summary": {"enabled": True, "time": "21:00", "target": str(GROUP)}},
+    )
+    clock = FakeClock(nine - timedelta(hours=1))
+    channel = RecordingChannel()
+    app = build_app(config, [channel], clock=clock)
+    await app.start()
+    try:
+        for key, canary in said.items():
+            await asyncio.wait_for(channel.push(canary, key=key), 10)
+        await clock.idle_until(nine)
+        fake_api.enqueue(Reply("Group A agreed on Sunday."))
+        await clock.set(nine)
+        await channel.wait_sent(4)
+        await clock.idle_until(nine + timedelta(days=1))
+    finally:
+        await app.stop()
+    assert channel.texts(GROUP)[-1] == "Group A agreed on Sunday."
+    digest = fake_api.message_requests[-1].raw
+    assert said[GROUP] in digest and logged[GROUP] in digest
+    for key in (other, PRIVATE):
+        assert said[key] not in digest and logged[key] not in digest

@@ -70,6 +70,27 @@ async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
     assert "A job you scheduled" not in chat
 
 
+async def test_a_reminders_turn_never_sees_memory_md(home, fake_api, fake_telegram):
+    """A job runs on the owner's behalf, but nobody watches it: MEMORY.md stays out of its
+    request, while the owner's own chat has it."""
+    canary = "CANARY-long-term-5b1e"
+    (home / "workspace" / "MEMORY.md").write_text(f"# Memory\n\n- {canary}\n")
+    nine = _today_at(9, days=1)
+    clock = FakeClock(_today_at(20))
+    async with running(_config(home, fake_api, fake_telegram), clock) as gateway:
+        await _ask_for_a_reminder(fake_api, fake_telegram, nine)
+        await clock.idle_until(nine)
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Time to call the bank."))
+        await clock.set(nine)
+        await fake_telegram.wait_sent(2)
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+    asked, job_turn = fake_api.message_requests[0], fake_api.message_requests[-1]
+    assert canary in asked.raw  # the owner's chat
+    assert "Remind Ada to call the bank" in job_turn.raw and canary not in job_turn.raw
+
+
 async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
     home, fake_api, fake_telegram
 ):
@@ -202,8 +223,17 @@ async def test_only_the_owner_schedules_unless_shared_chats_are_allowed(tmp_path
     tools = _Tools(tmp_path)
     await _started(tools)
     at = f"{_today_at(9, days=1):%Y-%m-%d %H:%M}"
-    refused = await tools.call(telegram_group(-5), instruction="spam", at=at)
-    assert refused.is_error and "Only the owner schedules" in refused.text
+    shared = (
+        telegram_group(-5),
+        SessionKey.parse("telegram:group:-5:topic:7"),  # a forum topic
+        SessionKey.parse("telegram:guest:1003"),  # someone the owner paired
+        SessionKey.parse("discord:channel:77"),
+        SessionKey.parse("discord:thread:78"),
+        SessionKey.parse("discord:guest:79"),
+    )
+    for key in shared:
+        refused = await tools.call(key, instruction="spam", at=at)
+        assert refused.is_error and "Only the owner schedules" in refused.text, key
     assert not (await tools.call(telegram_private(42), instruction="tea", at=at)).is_error
     # Nothing the silent memory flush or a scheduled job can do: it could post later, unseen.
     flush = await tools.call(telegram_private(42), FLUSH_GRANT, instruction="x", at=at)

@@ -113,3 +113,22 @@ async def test_corvid_run_logs_json_with_timings_and_no_secrets(tmp_path):
     assert len(same) >= 2
     output = "\n".join(proc.lines)
     assert API_KEY not in output and tg.token not in output
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_secret_inside_another_leaks_neither(captured, fmt, order):
+    """A token that contains the API key (or the other way round): the longer is masked whole,
+    in the log line and in the warnings kept for corvid status, given in either order."""
+    short = "sk-ant-0123456789"
+    longer = short + "-TAILOFTHELONGERONE"
+    logs.setup_logging("INFO", [short, longer][::order], fmt, captured)
+    log = logging.getLogger("corvid.test")
+    log.warning("sent %s and %s; %s again", longer, short, longer)
+    out = captured.getvalue()
+    assert "0123456789" not in out and "TAILOFTHELONGERONE" not in out
+    assert "sent *** and ***; *** again" in out
+    assert logs.RECENT is not None
+    [kept] = logs.RECENT.records
+    assert kept["msg"] == "sent *** and ***; *** again"
+    assert logs.Masker([short, longer][::order])(f"{short}{longer}") == "******"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 
 from gateway.contract.events import OutboundMessage
 from gateway.ops.cli import main
@@ -87,3 +88,83 @@ def test_status_without_a_running_gateway_reads_the_files(home, capsys):
     assert "Sessions: 1" in out and "1 turns" in out
     assert "Forbidden: bot was blocked by the user" in out
     assert "'Your reminder: call the bank Your reminder: call the bank" in out and "…'" in out
+
+
+def test_the_figures_kept_between_reports_are_only_those_of_current_sessions(tmp_path):
+    """Each report reads a transcript again only when it changed; what it keeps for that is
+    let go with the session (ended by /new), so it does not grow with every chat ever seen."""
+    from agent.sessions.transcript import SessionStore
+    from gateway.services.status import SessionFigures
+
+    store = SessionStore(tmp_path)
+    for key in (PRIVATE, GROUP):
+        store.create(key, "system")
+    figures = SessionFigures(store)
+    assert {f.key for f in figures.all()} == {PRIVATE, GROUP}
+    store.archive(GROUP)
+    assert [f.key for f in figures.all()] == [PRIVATE]
+    assert set(figures._seen) == {PRIVATE}
+
+
+MISSING = "/nonexistent/corvid-test-server"
+# Starts, then exits at once: a failure that a restart may mend, so it is retried.
+FLAKY = {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}
+
+
+async def test_a_server_that_cannot_start_is_one_line_and_is_not_retried(
+    home, fake_api, start_gateway, capsys, monkeypatch
+):
+    recent = logs.RecentProblems(logs.RedactingFormatter(logs.FORMAT, []))
+    monkeypatch.setattr(logs, "RECENT", recent)
+    logging.getLogger().addHandler(recent)
+    try:
+        servers = {"gone": {"command": MISSING}, "flaky": FLAKY}
+        app, _ = await start_gateway(mcp={"servers": servers})
+        assert app.mcp is not None
+        await app.mcp.settle()
+        gone, flaky = app.mcp.servers
+        await flaky.wait_until(lambda s: s.restarts >= 2, 30)  # type: ignore[attr-defined]
+        capsys.readouterr()
+        assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
+        out = capsys.readouterr().out
+    finally:
+        logging.getLogger().removeHandler(recent)
+    assert gone.view().restarts == 0 and gone.view().state == "failed"
+    assert f"gone (stdio, private chats only): failed: command not found: {MISSING}" in out
+    problems = out.split("Recent warnings and errors:")[1].splitlines()
+    assert len([line for line in problems if "MCP server gone" in line]) == 1, out
+    assert len([line for line in problems if "MCP server flaky" in line]) == 1, out
+
+
+async def test_no_server_is_started_again_while_corvid_shuts_down(home, fake_api):
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    release = asyncio.Event()
+
+    async def brain(body):
+        await release.wait()
+        return Reply("done")
+
+    fake_api.brain = brain
+    channel = RecordingChannel()
+    config = make_config(home, fake_api.base_url, mcp={"servers": {"flaky": FLAKY}})
+    app = build_app(config, [channel])
+    await app.start()
+    assert app.mcp is not None
+    stopping = None
+    try:
+        channel.push("a reply that is still being written at shutdown")
+        await fake_api.wait_for_requests(1)
+        await app.mcp.settle()
+        (flaky,) = app.mcp.servers
+        await flaky.wait_until(lambda s: s.state == "waiting", 30)  # type: ignore[attr-defined]
+        stopping = asyncio.create_task(app.stop())  # waits for the reply (shutdown grace)
+        await flaky.wait_until(lambda s: s.state == "stopped", 10)  # type: ignore[attr-defined]
+        assert not stopping.done() and flaky.view().restarts == 0
+    finally:
+        release.set()
+        if stopping is None:
+            await app.stop()
+        else:
+            await asyncio.wait_for(stopping, 30)

@@ -169,3 +169,18 @@ async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
     ]
     assert order == sorted(order)
     assert text.count("echo: good morning") == 1
+
+
+async def test_every_file_corvid_makes_is_for_its_user_alone(control, fake_api, home):
+    """The README promises 0600 files in 0700 folders, whatever the umask."""
+    app, channel, client = control
+    assert (await client.post("/chat", {"text": "hello from the page"}))[0] == 303
+    fake_api.enqueue(Reply(tool_calls=[("memory_search", {"query": "bank"})]), Reply("none"))
+    channel.push("what about the bank?")
+    await channel.wait_sent(1)
+    await app.idle()
+    made = [p for p in home.rglob("*") if p.is_file() or p.is_dir()]
+    assert {p.name for p in made} >= {"web_chat.jsonl", "index.sqlite", "scheduler.sqlite"}
+    loose = [f"{p.relative_to(home)} {p.stat().st_mode & 0o777:o}" for p in made
+             if p.stat().st_mode & 0o077]  # fmt: skip
+    assert loose == [], loose

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import stat
 
 import pytest
@@ -151,9 +152,15 @@ async def test_corvid_web_prints_the_address_that_signs_in(home, start_gateway, 
     finally:
         await client.close()
     await app.stop()
+    # Not running: the address the page will have, on a port free now (corvid web names no
+    # port another program holds).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (home / "config.yaml").write_text(f"web:\n  port: {port}\n")
     assert await asyncio.to_thread(main, ["web", "--home", str(home)], {}) == 0
     out, err = capsys.readouterr()
-    assert out.strip() == f"http://127.0.0.1:8787/login?token={app.web.token}"
+    assert out.strip() == f"http://127.0.0.1:{port}/login?token={app.web.token}"
     assert "not running" in err
 
 
