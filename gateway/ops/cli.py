@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 from gateway.config.home import AlreadyRunning, init_home, lock_home, resolve_home
 from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
-from gateway.ops import commands, jobs_cli, mcp_cli
+from gateway.ops import commands
+from gateway.ops import jobs as job_commands
+from gateway.ops import mcp as mcp_commands
 from gateway.ops.commands import EXIT_CONFIG, NoHome, prepare
 from gateway.services.logs import setup_logging
 
@@ -135,15 +137,15 @@ def _parser() -> argparse.ArgumentParser:
         "reindex", "rebuild the search index from the Markdown files", commands.memory_reindex
     )
     jobs_parser = top.add(
-        "jobs", "scheduled jobs: next run, last run, status, last error", jobs_cli.jobs
+        "jobs", "scheduled jobs: next run, last run, status, last error", job_commands.jobs
     )
     jobs_parser.add_argument("--json", action="store_true", help="the jobs as JSON, for scripts")
     jobs = top.group(jobs_parser, "jobs_command", False)
-    jobs.add("run", "run a job now, in the running gateway", jobs_cli.jobs_run).add_argument(
+    jobs.add("run", "run a job now, in the running gateway", job_commands.jobs_run).add_argument(
         "job_id"
     )
     jobs.add(
-        "cancel", "cancel a reminder or recurring job made in chat", jobs_cli.jobs_cancel
+        "cancel", "cancel a reminder or recurring job made in chat", job_commands.jobs_cancel
     ).add_argument("job_id")
     _pairing_commands(top)
     _mcp_commands(top)
@@ -177,11 +179,13 @@ def _version() -> str:
 
 def _mcp_commands(top: _Commands) -> None:
     mcp_parser = top.add(
-        "mcp", "the MCP servers whose tools the assistant uses (as `mcp list`)", mcp_cli.mcp_list
+        "mcp",
+        "the MCP servers whose tools the assistant uses (as `mcp list`)",
+        mcp_commands.mcp_list,
     )
     mcp_parser.set_defaults(json=False, timeout=30.0)  # what `mcp list` takes
     mcp = top.group(mcp_parser, "mcp_command", False)
-    listing = mcp.add("list", "every MCP server, its state and its tools", mcp_cli.mcp_list)
+    listing = mcp.add("list", "every MCP server, its state and its tools", mcp_commands.mcp_list)
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
         "--timeout", type=float, default=30.0, help="seconds for a server to start (default 30)"
@@ -336,8 +340,8 @@ def _reload_on_signal(app: App) -> None:
 async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
-    from gateway.ops.doctor import key_source
-    from gateway.ops.doctor_local import read_raw
+    from gateway.ops.doctor.offline import read_raw
+    from gateway.ops.doctor.report import key_source
 
     refused = await app.agent.llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
     if refused is not None:

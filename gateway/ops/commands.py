@@ -1,5 +1,5 @@
 """The ``corvid`` subcommands that look at or change a home: memory, pairing, status, web and
-doctor (``jobs`` is in ``jobs_cli.py``). Each takes the parsed arguments, the home and the
+doctor (``jobs`` is in ``jobs.py``). Each takes the parsed arguments, the home and the
 environment, and returns the exit status."""
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.doctor_local import port_problem
+    from gateway.ops.doctor.offline import port_problem
     from gateway.services.control import ask_running
     from gateway.web.guard import address, load_token
 
@@ -361,6 +361,6 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.doctor import doctor
+    from gateway.ops.doctor.report import doctor
 
     return doctor(home, environ, timeout=max(0.1, args.timeout), alive_only=args.alive)

@@ -19,7 +19,7 @@ import yaml
 from gateway.config.build import secret_keys
 from gateway.config.loader import Config, load_config
 from gateway.ops.cli import main
-from gateway.ops.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks
+from gateway.ops.doctor.report import FAIL, OK, WARN, Check, exit_status, render, run_checks
 from gateway.scheduling.jobs import Job
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
@@ -505,7 +505,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
 
 def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
     from gateway.config.loader import parse_config
-    from gateway.ops.doctor_local import web_setup
+    from gateway.ops.doctor.offline import web_setup
 
     def check(**web):
         (found,) = web_setup(parse_config({"web": web}, home=home, environ={}))

@@ -2,7 +2,7 @@
 
 Checks, in the order printed: the home folder, ``config.yaml`` (parses and validates; file mode
 when it holds secrets inline), the workspace, ``state/`` and its private files
-(``doctor_local.py``), the Anthropic API key and base URL and each enabled chat platform's token
+(``offline.py``), the Anthropic API key and base URL and each enabled chat platform's token
 (each port probes itself: ``AnthropicLLM.probe``, ``Channel.probe``), the scheduled jobs with
 their next run, and whether a gateway is running here. The network checks run side by side,
 each bounded by ``timeout`` seconds. Nothing is written: no file is created, no job slot is
@@ -28,14 +28,14 @@ from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Check, Status, SystemClock
-from gateway.ops.doctor_local import (
+from gateway.ops.doctor.offline import (
     channel_setup,
     env_ref,
     local_checks,
     lookup,
     read_raw,
 )
-from gateway.ops.doctor_services import check_transcription, check_web
+from gateway.ops.doctor.services import check_transcription, check_web
 from gateway.services.logs import Masker
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL

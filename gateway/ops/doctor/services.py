@@ -7,7 +7,7 @@ import asyncio
 
 from gateway.config.loader import Config
 from gateway.contract.ports import Check, Status
-from gateway.ops.doctor_local import port_problem, web_setup
+from gateway.ops.doctor.offline import port_problem, web_setup
 
 OK, FAIL = Status.OK, Status.FAIL
 
