@@ -283,8 +283,11 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
 
     config, _ = read_config(home, environ)
     if not config.state.is_dir():  # the token lives there, made by `corvid run` or `init`
-        print(f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
-              "`corvid run` too", file=sys.stderr)  # fmt: skip
+        print(
+            f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
+            "`corvid run` too",
+            file=sys.stderr,
+        )
         return 1
     if not config.web.enabled:
         print(
@@ -300,15 +303,21 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         base = report.get("web")
         if not base:
             problem = port_problem(config.web.host, config.web.port)
-            print(f"corvid: Corvid is running, but its control page could not start on {where}"
-                  f" ({problem or 'see its log'})", file=sys.stderr)  # fmt: skip
+            print(
+                f"corvid: Corvid is running, but its control page could not start on {where}"
+                f" ({problem or 'see its log'})",
+                file=sys.stderr,
+            )
             return 1
         note = ""
     except (ConnectionError, TimeoutError, KeyError):
         problem = port_problem(config.web.host, config.web.port)
         if problem:
-            print(f"corvid: Corvid is not running, and the control page could not start on "
-                  f"{where}: {problem}; set web.port to a free port", file=sys.stderr)  # fmt: skip
+            print(
+                f"corvid: Corvid is not running, and the control page could not start on "
+                f"{where}: {problem}; set web.port to a free port",
+                file=sys.stderr,
+            )
             return 1
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
     base = base or address(config.web.host, config.web.port)
@@ -316,8 +325,10 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
     print(url)
     if note:
         print(note, file=sys.stderr)
-    print("Anyone with this address can read all of Corvid's memory; keep it to yourself.",
-          file=sys.stderr)  # fmt: skip
+    print(
+        "Anyone with this address can read all of Corvid's memory; keep it to yourself.",
+        file=sys.stderr,
+    )
     if args.open:
         _open_in_browser(config.layout.web_open, url)
     return 0
@@ -353,8 +364,10 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         )
         return 1
     if not answer.get("ok"):
-        print(f"corvid: config.yaml was not reloaded, so nothing changed: {answer.get('error')}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"corvid: config.yaml was not reloaded, so nothing changed: {answer.get('error')}",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
     print(reloaded_text(answer.get("applied", []), answer.get("restart", [])))
     return 0

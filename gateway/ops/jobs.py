@@ -77,11 +77,11 @@ def _job_json(state: JobState) -> dict[str, Any]:
         "schedule": job.describe(),
         "instruction": job.instruction,
         "next_run": state.next_run.isoformat() if state.next_run else None,
-        "last_run": None if row is None else {
-            k: row[k] for k in ("slot", "status", "attempts", "error")
-        },
+        "last_run": None
+        if row is None
+        else {k: row[k] for k in ("slot", "status", "attempts", "error")},
         "problem": state.problem,
-    }  # fmt: skip
+    }
 
 
 def _print_job(state: JobState) -> None:

@@ -224,8 +224,12 @@ async def _check_server_search(config: Config, limit: float) -> Check:
             f"{where} does not take the web search tool with {config.llm.model}",
             "use another provider under tools.web.search (brave or searxng), or another model",
         )
-    return Check(OK, "web search", f"{where} runs web_search itself (up to "
-                 f"{config.tools.web.search.max_uses} searches a request)")  # fmt: skip
+    return Check(
+        OK,
+        "web search",
+        f"{where} runs web_search itself (up to "
+        f"{config.tools.web.search.max_uses} searches a request)",
+    )
 
 
 async def check_mcp(config: Config, name: str, limit: float) -> Check:

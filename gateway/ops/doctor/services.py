@@ -49,13 +49,21 @@ async def check_web(config: Config, limit: float) -> Check:
     except (ConnectionError, TimeoutError, OSError, ValueError, KeyError):
         served, running = None, False
     if served:
-        return Check(OK, name, f"served by the running gateway at {served}; `corvid web` "
-                     "prints its address with the token")  # fmt: skip
+        return Check(
+            OK,
+            name,
+            f"served by the running gateway at {served}; `corvid web` "
+            "prints its address with the token",
+        )
     problem = port_problem(config.web.host, config.web.port)
     if running:
         why = f": {problem}" if problem else " (its log says why)"
-        return Check(FAIL, name, f"the running gateway's control page could not start{why}",
-                     fix + ", then restart Corvid")  # fmt: skip
+        return Check(
+            FAIL,
+            name,
+            f"the running gateway's control page could not start{why}",
+            fix + ", then restart Corvid",
+        )
     if problem:
         return Check(FAIL, name, f"{problem}, so the control page cannot start there", fix)
     return setup
