@@ -91,6 +91,18 @@ class RecordingChannel(Channel):
         return [m.text for m in self.sent if key is None or m.key == key]
 
 
+def outbox_rows(home: Path) -> list[tuple[str, str]]:
+    """Each outbox message's text and status, oldest first, as the journal on disk has them."""
+    from gateway.runtime.journal import Journal
+
+    journal = Journal(home / "state" / "gateway.sqlite")
+    try:
+        rows = journal.db.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
+    finally:
+        journal.close()
+    return [(text, status) for text, status in rows]
+
+
 def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config:
     raw: dict[str, Any] = {
         "timezone": "Europe/Berlin",

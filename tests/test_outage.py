@@ -15,21 +15,11 @@ from channels.discord.channel import DiscordChannel
 from channels.telegram.channel import TelegramChannel
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
-from gateway.runtime.journal import Journal
-from tests.conftest import OWNER, make_config
+from tests.conftest import OWNER, make_config, outbox_rows
 from tests.fakes.anthropic_api import Reply
 from tests.fakes.clock import FakeClock
 
 START = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
-
-def _outbox(home) -> list[tuple[str, str]]:
-    journal = Journal(home / "state" / "gateway.sqlite")
-    try:
-        rows = journal.db.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
-    finally:
-        journal.close()
-    return [(text, status) for text, status in rows]
 
 
 async def _started(home, fake_api, section: str, values: dict, **attrs):
@@ -72,7 +62,7 @@ async def test_telegram_down_mid_reply_the_reply_arrives_once_after_and_polling_
     finally:
         await app.stop()
     assert [s["text"] for s in sent] == ["here is your answer", "echo: and tomorrow?"]
-    assert _outbox(home) == [("here is your answer", "sent"), ("echo: and tomorrow?", "sent")]
+    assert outbox_rows(home) == [("here is your answer", "sent"), ("echo: and tomorrow?", "sent")]
 
 
 async def test_discord_down_mid_reply_the_reply_arrives_once_after_and_the_gateway_resumes(
@@ -105,4 +95,4 @@ async def test_discord_down_mid_reply_the_reply_arrives_once_after_and_the_gatew
     finally:
         await app.stop()
     assert [m["content"] for m in sent] == ["here is your answer", "echo: and tomorrow?"]
-    assert _outbox(home) == [("here is your answer", "sent"), ("echo: and tomorrow?", "sent")]
+    assert outbox_rows(home) == [("here is your answer", "sent"), ("echo: and tomorrow?", "sent")]

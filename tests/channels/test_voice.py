@@ -97,6 +97,21 @@ async def test_recordings_over_the_caps_are_kept_but_not_sent_out(
     assert saved.read_bytes() == RECORDING
 
 
+async def test_a_recording_over_the_size_cap_is_kept_but_not_sent_out(
+    home, fake_api, fake_telegram, ears
+):
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    cap = len(RECORDING) - 1
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config(max_bytes=cap)):
+        _voice(fake_telegram)
+        await fake_telegram.wait_sent(1)
+    assert ears.heard == []  # not a byte of it went to the transcription service
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "(not transcribed: larger than " in told and "inbox/private/" in told
+    (saved,) = [p for p in (home / "workspace" / "inbox" / "private").rglob("*") if p.is_file()]
+    assert saved.read_bytes() == RECORDING
+
+
 async def test_a_key_read_from_a_file_with_its_newline_still_works(
     home, fake_api, fake_telegram, ears
 ):

@@ -178,6 +178,25 @@ async def test_a_6000_character_reply_is_split_cleanly(discord_gateway, fake_dis
     assert [bool(s.get("message_reference")) for s in fake_discord.sent].count(True) == 1
 
 
+async def test_a_reply_over_20000_characters_is_split_at_discords_limit_and_arrives_whole(
+    discord_gateway, fake_discord, fake_api
+):
+    """Replies this long are split off the event loop: the same limit, nothing lost."""
+    await discord_gateway()
+    paragraphs = [f"Paragraph {i:03d}: " + "words of a long answer " * 12 for i in range(90)]
+    reply = "\n\n".join(paragraphs)
+    assert len(reply) > 20_000
+    fake_api.enqueue(Reply(reply))
+    fake_discord.message("tell me everything", guild=False)
+    await fake_discord.wait_for(
+        lambda: any("Paragraph 089" in s["content"] for s in fake_discord.sent)
+    )
+    sent = [s["content"] for s in fake_discord.sent]
+    assert len(sent) >= 11 and all(len(s) <= 2000 for s in sent)
+    assert all("Discord refused part" not in s for s in sent)
+    assert "\n\n".join(sent).split() == reply.split()  # whole, in order
+
+
 async def test_a_ten_kilobyte_code_line_is_a_handful_of_messages(
     discord_gateway, fake_discord, fake_api
 ):

@@ -617,3 +617,58 @@ async def test_an_emoji_heavy_nested_list_never_yields_a_piece_over_the_limit(
     assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
     shown = "\n".join(s["shown"] for s in sent)
     assert all(f"item {i}\n" in shown + "\n" for i in range(300))
+
+
+async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_turn(
+    telegram_gateway, fake_telegram, fake_api
+):
+    """Telegram makes every message in a forum topic a reply to the topic's opening service
+    message; when the bot opened the topic, that is a message from the bot, yet not one that
+    addresses it. A bare command that is not one of ours is another bot's."""
+    app = await telegram_gateway()
+    opened = {
+        "message_id": 900,
+        "date": 0,
+        "chat": {"id": TG_GROUP, "type": "supergroup"},
+        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"},
+        "message_thread_id": 7,
+        "forum_topic_created": {"name": "Plans", "icon_color": 1},
+    }
+    topic = {"chat": TG_GROUP, "chat_type": "supergroup", "thread": 7}
+    fake_telegram.text("just chatting in the topic", reply_to=opened, **topic)
+    fake_telegram.text("/weather", **topic)  # another bot's command, without its name
+    fake_telegram.text("/weather", chat=TG_GROUP, chat_type="supergroup")
+    fake_telegram.text(f"@{BOT_USERNAME} what did we plan?", reply_to=opened, **topic)
+    last = fake_telegram.last_update_id()
+    # Every update taken (Telegram is told so by the next poll's offset), every turn done.
+    await fake_telegram.wait_for(
+        lambda: any(
+            int(c.params.get("offset", 0)) > last for c in fake_telegram.calls_to("getUpdates")
+        )
+    )
+    await asyncio.wait_for(app.idle(), 10)
+    [sent] = fake_telegram.sent
+    assert sent["shown"].endswith("what did we plan?") and sent["message_thread_id"] == "7"
+    [request] = fake_api.message_requests
+    # The earlier line came along as context, not as a turn of its own.
+    assert "just chatting in the topic" in request.raw
+
+
+async def test_a_piece_is_measured_in_utf16_units_after_rendering(
+    telegram_gateway, fake_telegram, fake_api
+):
+    """A table of emoji: short enough as Markdown, but rendered it is 4,997 UTF-16 units (3,977
+    characters) — over Telegram's 4,096 units though under 4,096 characters. It is cut again
+    before sending, so Telegram never refuses a piece."""
+    await telegram_gateway()
+    row = "|😀" * 20 + "|"
+    fake_api.enqueue(Reply("\n".join([row, "|" + "---|" * 20] + [row] * 50) + "\n\nThe end."))
+    fake_telegram.text("a table of faces")
+    await fake_telegram.wait_for(lambda: any("The end." in s["shown"] for s in fake_telegram.sent))
+    sent = fake_telegram.sent
+    assert len(sent) >= 2
+    assert len(fake_telegram.calls_to("sendMessage")) == len(sent)  # none refused, none resent
+    assert all(s.get("parse_mode") == "HTML" for s in sent)
+    assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
+    # Every row arrived (a table cut in two repeats its header row in the second piece).
+    assert sum(s["shown"].count("😀") for s in sent) >= 20 * 51

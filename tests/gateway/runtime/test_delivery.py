@@ -9,20 +9,11 @@ from datetime import UTC, datetime
 
 from gateway.app import build_app
 from gateway.contract.events import OutboundMessage
-from gateway.runtime.journal import Journal, SendStatus
-from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config
+from gateway.runtime.journal import SendStatus
+from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config, outbox_rows
 from tests.fakes.clock import FakeClock
 
 START = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-
-
-def _rows(home) -> list[tuple[str, str]]:
-    journal = Journal(home / "state" / "gateway.sqlite")
-    try:
-        rows = journal.db.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
-    finally:
-        journal.close()
-    return [(text, status) for text, status in rows]
 
 
 async def _started(home, fake_api, clock, **gateway):
@@ -48,7 +39,7 @@ async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order
         await app.stop()
     assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
     assert channel.texts(GROUP) == ["echo: elsewhere"]
-    assert [s for _, s in _rows(home)] == ["sent"] * 3
+    assert [s for _, s in outbox_rows(home)] == ["sent"] * 3
     assert clock.slept[:3] == [2.0, 4.0, 8.0]  # backoff between tries
 
 
@@ -74,7 +65,7 @@ async def test_a_reply_still_unsendable_after_the_window_is_given_up_and_shown(h
         channel.unreachable = 1000
         await asyncio.wait_for(channel.push("hello"), 10)
         await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
-        assert _rows(home) == [("echo: hello", "failed")]
+        assert outbox_rows(home) == [("echo: hello", "failed")]
         [row] = app.undelivered()
         assert row.error.startswith("given up after 0.05 h of retries; the last error: ")
         assert "ConnectionError: platform unreachable (injected)" in row.error
@@ -97,14 +88,14 @@ async def test_a_waiting_reply_is_sent_after_a_restart(home, fake_api):
         assert "cannot send since" in app.gateway.channel_states()[0]["state"]
     finally:
         await app.stop()
-    assert _rows(home) == [("echo: hello", "waiting")]
+    assert outbox_rows(home) == [("echo: hello", "waiting")]
     app, channel = await _started(home, fake_api, FakeClock(START))
     try:
         await channel.wait_sent(1)
     finally:
         await app.stop()
     assert channel.texts() == ["echo: hello"]
-    assert _rows(home) == [("echo: hello", "sent")]
+    assert outbox_rows(home) == [("echo: hello", "sent")]
 
 
 async def test_a_send_under_way_finishes_when_its_turn_is_stopped(home, fake_api):
@@ -134,4 +125,4 @@ async def test_a_send_under_way_finishes_when_its_turn_is_stopped(home, fake_api
     finally:
         await app.stop()
     assert sorted(channel.texts()) == ["Stopped.", "echo: hello"]
-    assert ("echo: hello", "sent") in _rows(home)
+    assert ("echo: hello", "sent") in outbox_rows(home)
