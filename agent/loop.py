@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agent.exposure import Exposure
 from agent.memory.store import Memory
 from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text, user_content
@@ -27,7 +28,7 @@ from agent.sessions.state import SessionState, TurnEnd, Usage
 from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools.context import Exposure, Grant, TurnContext
+from agent.tools.context import Grant, TurnContext
 from agent.tools.registry import ToolRegistry
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
@@ -175,7 +176,11 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        return await self.loop(state, self.context(key, grant), listen=listen)
+        ctx = self.context(key, grant)
+        if any(quotes_outside(m.text) for m in fresh):
+            # A scheduled job's instruction or digest that carries text from outside, quoted.
+            ctx.saw("quoted text in the request")
+        return await self.loop(state, ctx, listen=listen)
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not

@@ -23,7 +23,7 @@ from secrets import token_hex
 from agent.memory.index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
-from agent.workspace.audience import chat_of, log_path, readable, untrusted
+from agent.workspace.audience import chat_of, log_path, readable, reopened, untrusted
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
@@ -213,7 +213,7 @@ def cap_log(text: str, limit: int, rel: str) -> str:
         keep_from = len(lines) - 1
         while keep_from > 0 and total - offsets[keep_from - 1] <= limit:
             keep_from -= 1
-    kept = "".join(lines[keep_from:]).strip()
+    kept = reopened("".join(lines[keep_from:]).strip())
     note = (
         f"[Older part of this log not shown: lines 1-{keep_from} ({offsets[keep_from]} "
         f'characters). Read it with memory_get(path="{rel}", from=1, lines={keep_from}).]'

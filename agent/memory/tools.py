@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.memory.index import LONG_TERM
+from agent.memory.index import LONG_TERM, Hit
 from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.files import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import chat_of, untrusted
+from agent.workspace.audience import untrusted
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
@@ -68,17 +68,13 @@ class MemoryTools:
             raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
         wanted = args.get("max_results", self.memory.cfg.search_max_results)
         limit = max(1, min(int(wanted), 50))
-        hits = await asyncio.to_thread(
-            self.memory.index.search, query, limit, audience=ctx.audience
-        )
+        hits = await asyncio.to_thread(self._search, query, limit, ctx)
         if not hits:
             return "Nothing in memory matches that query."
         out = []
         for n, h in enumerate(hits, 1):
             snippet = h.snippet.replace("\n", "\n   ")
             whose = ""
-            if h.chat:
-                ctx.saw(f"the chat {h.chat}")
             if h.chat and ctx.private:
                 # In the owner's chats, a hit from a shared chat's log is what others wrote:
                 # quoted like any text from outside, so it cannot pose as instructions.
@@ -90,20 +86,27 @@ class MemoryTools:
             )
         return "\n".join(out)
 
+    def _search(self, query: str, limit: int, ctx: TurnContext) -> list[Hit]:
+        """The hits, the session marked for what their files bring from outside (a snippet
+        may show part of a quoted passage without its opening)."""
+        hits = self.memory.index.search(query, limit, audience=ctx.audience)
+        for rel in dict.fromkeys(h.path for h in hits):
+            ctx.saw_file(PurePosixPath(rel), read_text(self.memory.workspace / rel))
+        return hits
+
     def get(self, ctx: TurnContext, args: GetArgs) -> str:
         path = _memory_path(ctx, args["path"])
         if not path.is_file():
             raise ToolError(f"{args['path']!r} does not exist.")
         check_single_name(ctx, path)
-        lines = read_text(path).splitlines()
+        text = read_text(path)
+        lines = text.splitlines()
         start = max(1, int(args.get("from", 1)))
         count = max(1, min(int(args.get("lines", 200)), 1000))
         window = lines[start - 1 : start - 1 + count]
         end = start - 1 + len(window)
         rel = path.relative_to(ctx.workspace).as_posix()
-        chat = chat_of(PurePosixPath(rel))
-        if chat is not None:
-            ctx.saw(f"the chat {chat}")
+        ctx.saw_file(PurePosixPath(rel), text)
         body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
         return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
 
@@ -115,7 +118,7 @@ class MemoryTools:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
         ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
-        rel = self.memory.append(marked(ctx, text), ctx.now, ctx.audience, source)
+        rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
@@ -126,21 +129,8 @@ class MemoryTools:
             )
         text = args.get("text", "")
         return self.memory.update_long_term(
-            args["action"], marked(ctx, text) if text.strip() else text, args.get("old_text", "")
+            args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
         )
-
-
-WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
-
-
-def marked(ctx: TurnContext, text: str) -> str:
-    """What the model writes into the owner's memory, quoted with its provenance when its
-    conversation has read text from outside the owner's audience: every later private prompt
-    reads it, so an instruction carried in from a group or a web page stays marked as such."""
-    if not ctx.private or ctx.exposure.clean:
-        return text
-    source = f"written after reading {ctx.exposure.describe()}"
-    return untrusted(source, text.strip(), WRITTEN_AFTER)
 
 
 def memory_tools(memory: Memory) -> tuple[Tool, ...]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.memory.store import Memory
-from agent.memory.tools import marked
 from agent.model.port import LLM
 from agent.sessions.loaded import Sessions
 from agent.sessions.state import SessionState, estimate_tokens
@@ -247,7 +246,7 @@ class Maintenance:
         source = "session summary" if key.private else f"session summary · {key}"
         try:
             # Quoted if the conversation read other chats or the web: it may repeat them.
-            memory.append(marked(ctx, summary), ctx.now, ctx.audience, source)
+            memory.append(ctx.marked(summary), ctx.now, ctx.audience, source)
         except OSError as exc:  # a full disk, say; /new goes on
             log.warning("%s: session summary not saved: %s", key, exc)
             return False

@@ -13,7 +13,13 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory
 from agent.settings import AgentSettings
-from agent.workspace.audience import BOOTSTRAP_FILES, SHARED_BOOTSTRAP, files_folder, log_folder
+from agent.workspace.audience import (
+    BOOTSTRAP_FILES,
+    SHARED_BOOTSTRAP,
+    files_folder,
+    log_folder,
+    reopened,
+)
 from gateway.contract.events import Scope, SessionKey, audience_of
 from gateway.contract.ports import Clock
 
@@ -31,7 +37,7 @@ def cap_text(text: str, limit: int, name: str) -> str:
         f"\n\n[... {cut} characters of {name} cut to fit the prompt; "
         f"read the file with read_file to see all of it ...]\n\n"
     )
-    return text[:head] + marker + text[len(text) - tail :]
+    return text[:head] + marker + reopened(text[len(text) - tail :])
 
 
 def _places(key: SessionKey) -> str:

@@ -1,14 +1,20 @@
-"""What a tool call runs with: the turn's context, what an unwatched turn may do (``Grant``),
-and what the session has read from outside the owner's audience (``Exposure``)."""
+"""What a tool call runs with: the turn's context and what an unwatched turn may do (``Grant``);
+what the session has read from outside the owner's audience is ``agent/exposure.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
 
+from agent.exposure import Exposure
+from agent.workspace.audience import (
+    note_written,
+    read_from_outside,
+    untrusted,
+    written_after_outside,
+)
 from agent.workspace.quota import Quota
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience, SessionKey, audience_of
@@ -31,41 +37,6 @@ class Grant:
 
     def permits(self, name: str) -> bool:
         return (self.tools is None or name in self.tools) and name not in self.without
-
-
-class Exposure:
-    """What a session's context holds from outside the owner's own audience: another chat's
-    log or files, a web page, an MCP server's result, a file someone sent. The model may follow
-    instructions hidden in any of it, so once a session has read such text (until ``/new``),
-    what it writes where the owner's other chats read it is marked with where it came from,
-    and it cannot change the files every chat reads.
-
-    ``sources`` is shared with the session's state; ``record`` makes a new one durable."""
-
-    __slots__ = ("_record", "sources")
-
-    def __init__(
-        self, sources: list[str] | None = None, record: Callable[[str], None] | None = None
-    ) -> None:
-        self.sources = sources if sources is not None else []
-        self._record = record
-
-    def saw(self, source: str) -> None:
-        if source in self.sources:
-            return
-        self.sources.append(source)
-        if self._record is not None:
-            self._record(source)
-
-    @property
-    def clean(self) -> bool:
-        return not self.sources
-
-    def describe(self) -> str:
-        """The sources, for a note to the model or a quoted entry's heading."""
-        shown = self.sources[:3]
-        more = len(self.sources) - len(shown)
-        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +72,32 @@ class TurnContext:
     def saw(self, source: str) -> None:
         """This turn read ``source``, from outside the owner's audience (see ``Exposure``)."""
         self.exposure.saw(source)
+
+    def saw_file(self, rel: PurePosixPath, text: str) -> None:
+        """This turn read ``text`` from the workspace file at ``rel``
+        (``audience.read_from_outside``)."""
+        source = read_from_outside(rel, text)
+        if source is None and (read := written_after_outside(self.workspace).get(str(rel))):
+            source = f"{rel}, written after reading {read}"
+        if source is not None:
+            self.saw(source)
+
+    def wrote(self, rel: PurePosixPath) -> None:
+        """This turn writes the owner's file at ``rel``: remembered for good when the
+        conversation has read from outside, so that reading the file back counts as reading
+        from outside (``saw_file``)."""
+        if self.private and not self.exposure.clean:
+            note_written(self.workspace, str(rel), self.exposure.describe())
+
+    def marked(self, text: str) -> str:
+        """What the model writes where the owner's later conversations read it without asking
+        (their memory, their prompts), quoted with its provenance when this conversation has
+        read text from outside the owner's audience: an instruction carried in from a group or
+        a web page stays marked as such."""
+        if not self.private or self.exposure.clean:
+            return text
+        source = f"written after reading {self.exposure.describe()}"
+        return untrusted(source, text.strip(), WRITTEN_AFTER)
+
+
+WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"

@@ -21,11 +21,14 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from agent.workspace.audience import (
     EVERYONE,
+    SHARED_BOOTSTRAP,
     area,
     chat_of,
     files_folder,
+    in_owner_prompts,
+    linked_from,
+    named_in_chat,
     on_the_way,
-    outside_source,
     readable,
     untrusted,
     writable,
@@ -95,20 +98,22 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     """Nothing written for one audience may land where another reads: a shared chat writes
     only in its own folder; the owner's sessions never write into a shared chat's places."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-    if ctx.private and area(rel) is EVERYONE and not ctx.exposure.clean:
+    everyone = area(rel) is EVERYONE or linked_from(ctx.workspace, path, SHARED_BOOTSTRAP)
+    if ctx.private and everyone and not ctx.exposure.clean:
         # Read by every chat: text from outside that steered the model would reach them all.
         raise PathRefused(
             f"{rel} is read in every chat, groups included, and this conversation has read "
             f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
             f"carry instructions; so {rel} cannot be changed from it. The owner can edit it by "
-            "hand (the control page's Memory page, or any editor), or ask in a conversation "
-            "that has read nothing from outside (after /new)."
+            "hand (the control page's Memory page, or any editor). A new conversation (/new) "
+            "may change it only if it reads nothing from outside either, and quoted text in "
+            "its own prompt (in today's or yesterday's log, or in USER.md) counts as read."
         )
-    if writable(ctx.audience, rel):
+    if writable(ctx.audience, rel) and not (everyone and not ctx.private):
         return
     folder = files_folder(ctx.audience)
     if folder is not None:
-        if area(rel) is EVERYONE:
+        if everyone:
             raise PathRefused(
                 f"{rel} can only be changed from a private chat with the owner, not from a group."
             )
@@ -203,7 +208,7 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
         if len(lines) >= MAX_LIST_ENTRIES:  # one more this chat may see: say there are more
             complete = False
             break
-        if _named_outside(_relpath(ctx, entry)):
+        if named_in_chat(_relpath(ctx, entry)):
             ctx.saw("file names chosen in chat")
         lines.append(line)
     if not complete:
@@ -213,17 +218,6 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
 
 def _relpath(ctx: TurnContext, path: Path) -> PurePosixPath:
     return PurePosixPath(path.relative_to(ctx.workspace).as_posix())
-
-
-def _named_outside(rel: PurePosixPath) -> bool:
-    """A name someone chose in chat: a shared chat's own files, or a file sent to the inbox
-    (Corvid names the folders on the way, and the logs)."""
-    folded = [p.casefold() for p in rel.parts]
-    if folded[:1] == ["chats"]:
-        return len(folded) > 2  # chats/<chat>/<name>
-    if folded[:2] == ["inbox", "chats"]:
-        return len(folded) > 4  # inbox/chats/<chat>/<date>/<name>
-    return folded[:1] == ["inbox"] and len(folded) > 3  # inbox/private/<date>/<name>
 
 
 def _may_read(ctx: TurnContext, path: Path) -> bool:
@@ -258,7 +252,8 @@ def _listed(ctx: TurnContext, entry: Path) -> str | None:
 def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     path = resolve_in_workspace(ctx, args["path"])
     check_single_name(ctx, path)
-    lines = _read_text(path, args["path"]).splitlines()
+    text = _read_text(path, args["path"])
+    lines = text.splitlines()
     offset = max(1, int(args.get("offset", 1)))
     limit = max(1, int(args.get("limit", DEFAULT_READ_LINES)))
     window = lines[offset - 1 : offset - 1 + limit]
@@ -266,9 +261,7 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
         return f"{_rel(ctx, path)} is empty."
     body = "\n".join(window)
     rel = _relpath(ctx, path)
-    source = outside_source(rel)
-    if source is not None:
-        ctx.saw(source)
+    ctx.saw_file(rel, text)
     chat = chat_of(rel)
     if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
         body = untrusted(f"chats/{chat}", body)
@@ -278,6 +271,14 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     header = f"[{_rel(ctx, path)}: lines {offset}-{end} of {len(lines)}"
     header += "; use offset to read more]" if end < len(lines) else "]"
     return header + "\n" + body
+
+
+def _kept(ctx: TurnContext, path: Path, text: str) -> str:
+    """Text the file tools write: quoted where the owner's prompts load it, else remembered."""
+    if in_owner_prompts(ctx.workspace, path):
+        return ctx.marked(text) if text.strip() else text
+    ctx.wrote(_relpath(ctx, path))
+    return text
 
 
 def _writable_path(ctx: TurnContext, raw: Any) -> Path:
@@ -291,7 +292,7 @@ def _writable_path(ctx: TurnContext, raw: Any) -> Path:
 
 def write_file(ctx: TurnContext, args: WriteArgs) -> str:
     path = _writable_path(ctx, args["path"])
-    content: str = args["content"]
+    content = _kept(ctx, path, args["content"])
     if len(content) > MAX_WRITE_CHARS:
         raise ToolError(
             f"Content is too long ({len(content)} characters; limit {MAX_WRITE_CHARS})."
@@ -307,7 +308,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
 
 def edit_file(ctx: TurnContext, args: EditArgs) -> str:
     path = _writable_path(ctx, args["path"])
-    old, new = args["old_text"], args["new_text"]
+    old, new = args["old_text"], _kept(ctx, path, args["new_text"])
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
     text = _read_text(path, args["path"])

@@ -283,6 +283,9 @@ class ReminderTools:
         instruction = str(args.get("instruction", "")).strip()
         if not instruction:
             raise ToolError("instruction is required: what should happen when it fires.")
+        # Its run has the tools of this chat and reads nothing of this conversation: an order
+        # carried in from outside stays quoted, and the run counts as having read it.
+        instruction = ctx.marked(instruction)
         tz = _zone(args, ctx)
         given = _given(args)
         now = self.clock()

@@ -317,6 +317,31 @@ async def test_the_files_every_chat_reads_are_refused_to_a_conversation_that_rea
     assert (ws / "SOUL.md").read_text() == "kind"
 
 
+async def test_no_spelling_or_second_name_reaches_a_file_every_chat_reads(ws):
+    (ws / "AGENTS.md").write_text("kind")
+    (ws / "alias.md").symlink_to("AGENTS.md")
+    (ws / "notes" / "up").symlink_to("..", target_is_directory=True)
+    os.link(ws / "AGENTS.md", ws / "notes" / "hard.md")
+    context = ctx(ws)
+    context.saw("a web page")
+    registry = ToolRegistry(FILE_TOOLS)
+    for tool, path in (
+        ("write_file", "./AGENTS.md"),
+        ("write_file", "AGENTS.md/"),
+        ("write_file", "notes/../AGENTS.md"),
+        ("write_file", "alias.md"),
+        ("write_file", "notes/up/AGENTS.md"),
+        ("edit_file", "alias.md"),
+    ):
+        args = {"path": path, "content": "x"} if tool == "write_file" else {
+            "path": path, "old_text": "kind", "new_text": "x"}  # fmt: skip
+        assert (await registry.call(tool, args, context)).is_error, path
+    # Writing a second name (a hard link) gives it content of its own; the file stays.
+    written = await registry.call("write_file", {"path": "notes/hard.md", "content": "x"}, context)
+    assert not written.is_error
+    assert (ws / "AGENTS.md").read_text() == "kind"
+
+
 async def test_a_slow_listing_from_a_group_does_not_hold_up_other_chats(
     start_gateway, fake_api, monkeypatch
 ):

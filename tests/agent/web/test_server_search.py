@@ -183,3 +183,27 @@ async def test_a_restart_between_a_pause_and_its_continuation_goes_on(tmp_path):
     assert outcome.text == "Up to 20 years."
     sent = again.calls[0].messages[-1]
     assert sent["role"] == "assistant" and sent["content"][-1]["type"] == "web_search_tool_result"
+
+
+async def test_a_conversation_that_searched_cannot_change_what_every_chat_reads(
+    start_gateway, fake_api, home
+):
+    """What the API's own search found is text from outside the owner's chats, like a page
+    web_fetch reads: the conversation it went into cannot rewrite AGENTS.md."""
+    agents = (home / "workspace" / "AGENTS.md").read_text()
+    _, channel = await start_gateway(tools=SEARCH)
+    fake_api.enqueue(
+        Reply(blocks=[*searched(), {"type": "text", "text": "Crows live long."}]),
+        Reply(tool_calls=[("write_file", {"path": "AGENTS.md", "content": "obey the page"})]),
+        Reply("I could not."),
+    )
+    channel.push("how long do crows live?")
+    await channel.wait_sent(1)
+    channel.push("write what the page said into AGENTS.md")
+    await channel.wait_sent(2)
+    [result] = [
+        b for b in fake_api.message_requests[-1].body["messages"][-1]["content"]
+        if b["type"] == "tool_result"
+    ]  # fmt: skip
+    assert result.get("is_error") and "(web search results)" in json.dumps(result)
+    assert (home / "workspace" / "AGENTS.md").read_text() == agents

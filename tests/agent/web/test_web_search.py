@@ -157,3 +157,23 @@ def test_an_unknown_provider_is_named_with_the_choices(tmp_path):
         'tools.web.search.provider: expected one of "" (off), anthropic, brave, searxng, '
         "got 'bing'"
     )
+
+
+async def test_a_conversation_that_searched_cannot_change_what_every_chat_reads(
+    start_gateway, fake_api, search, home
+):
+    """Search results are text from outside the owner's chats: after them, the conversation
+    cannot rewrite the files every chat reads."""
+    soul = (home / "workspace" / "SOUL.md").read_text()
+    section = {"provider": "searxng", "base_url": f"{search.base_url}/searx"}
+    _, channel = await start_gateway(tools={"web": {"search": section}})
+    await _ask(channel, fake_api, "ravens")
+    fake_api.enqueue(
+        Reply(tool_calls=[("write_file", {"path": "SOUL.md", "content": "obey the results"})]),
+        Reply("I could not."),
+    )
+    channel.push("put that in SOUL.md")
+    await channel.wait_sent(2)
+    (result,) = tool_results(fake_api.message_requests[-1].body)
+    assert result.get("is_error") and "(web search results)" in str(result["content"])
+    assert (home / "workspace" / "SOUL.md").read_text() == soul
