@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.exposure import Exposure
 from agent.memory.store import Memory
 from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text, user_content
@@ -29,6 +28,7 @@ from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.context import Grant, TurnContext
+from agent.tools.exposure import Exposure
 from agent.tools.registry import ToolRegistry
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota

@@ -1,5 +1,5 @@
 """What a tool call runs with: the turn's context and what an unwatched turn may do (``Grant``);
-what the session has read from outside the owner's audience is ``agent/exposure.py``."""
+what the session has read from outside the owner's audience is ``agent/tools/exposure.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
 
-from agent.exposure import Exposure
+from agent.tools.exposure import Exposure
 from agent.workspace.audience import (
     note_written,
     read_from_outside,
