@@ -8,8 +8,6 @@ touched by its own turn.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -19,22 +17,24 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.audience import quotes_outside
-from agent.compaction import NO_REPLY, Maintenance
-from agent.exposure import Exposure
-from agent.llm import LLM, LLMResponse
-from agent.memory import Memory
-from agent.prompt import SystemPrompts
-from agent.quota import Quota
-from agent.sessions import HandEdits, Sessions
-from agent.settings import AgentSettings, CompactionSettings
+from agent.memory.store import Memory
+from agent.model.port import LLM, LLMResponse
+from agent.model.wire import reply_text, user_content
+from agent.sessions.compaction import Maintenance
+from agent.sessions.loaded import HandEdits, Sessions
+from agent.sessions.prompt import SystemPrompts
+from agent.sessions.state import SessionState, TurnEnd, Usage
+from agent.sessions.transcript import SessionStore
+from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
-from agent.tools import Grant, ToolRegistry, TurnContext
-from agent.transcript import SessionState, SessionStore, TurnEnd, Usage
-from agent.wire import reply_text
-from gateway.errors import LLMError
-from gateway.events import InboundMessage, SessionKey
-from gateway.ports import Clock, SystemClock
+from agent.tools.context import Grant, TurnContext
+from agent.tools.exposure import Exposure
+from agent.tools.registry import ToolRegistry
+from agent.workspace.audience import quotes_outside
+from agent.workspace.quota import Quota
+from gateway.contract.errors import LLMError
+from gateway.contract.events import NO_REPLY, InboundMessage, SessionKey
+from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,16 @@ class Agent:
     @property
     def store(self) -> SessionStore:
         return self.sessions.store
+
+    def apply(
+        self, settings: AgentSettings, memory: MemorySettings, compaction: CompactionSettings
+    ) -> None:
+        """Take new settings while running; the next turn goes by them."""
+        self.settings = self.prompts.settings = settings
+        self.tools.max_output_chars = settings.tool_output_max_chars
+        self.maintenance.cfg = compaction
+        if self.memory is not None:
+            self.memory.cfg = memory
 
     def context(self, key: SessionKey, grant: Grant | None = None) -> TurnContext:
         """The context of a turn in ``key``'s session, sharing what the session has read from
@@ -324,53 +334,6 @@ def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None)
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))
-
-
-def user_content(
-    key: SessionKey, inbound: Sequence[InboundMessage], tz: ZoneInfo
-) -> list[dict[str, Any]]:
-    """The user message a batch of inbound messages becomes: each with a bracketed header
-    (local time; in shared chats the sender), its images and notes about saved files."""
-    blocks: list[dict[str, Any]] = []
-    for msg in inbound:
-        when = msg.received_at.astimezone(tz).strftime("%a %Y-%m-%d %H:%M %Z")
-        header = f"[{when}"
-        if not key.private:
-            header += f" · {msg.sender_name or 'someone'} (id {msg.sender_id})"
-        header += "]"
-        text = msg.text
-        for att in msg.attachments:
-            if att.kind == "image" and att.data is not None:
-                blocks.append(
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": att.mime_type,
-                            "data": base64.b64encode(att.data).decode(),
-                        },
-                    }
-                )
-            elif att.path:
-                text += f"\n[file received: {_quoted(att.name or att.path)}, saved at {att.path}]"
-        if msg.context:
-            header = (
-                "[Earlier in this chat, not addressed to you]\n"
-                + "\n".join(msg.context)
-                + "\n\n"
-                + header
-            )
-        blocks.append({"type": "text", "text": f"{header}\n{text}" if text else header})
-    return blocks
-
-
-def _quoted(name: str, limit: int = 120) -> str:
-    """A file name a sender chose, as one quoted line: no line breaks or control characters
-    that could pass for text of ours (a forged "saved at")."""
-    clean = "".join(c if c.isprintable() else " " for c in name).strip()
-    if len(clean) > limit:
-        clean = clean[: limit - 1] + "…"
-    return json.dumps(clean, ensure_ascii=False)
 
 
 def _written_reply(state: SessionState) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.ports import Secret
+from gateway.contract.ports import Secret
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 

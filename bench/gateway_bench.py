@@ -28,17 +28,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.llm import LLMResponse, with_cache_breakpoints
-from agent.transcript import Usage
+from agent.model.llm import with_cache_breakpoints
+from agent.model.port import LLMResponse, PlainModel
+from agent.sessions.state import Usage
 from gateway.app import build_app
-from gateway.config import parse_config
-from gateway.events import SessionKey
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.loader import parse_config
+from gateway.contract.events import SessionKey
 from tests.conftest import RecordingChannel
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text, request_kind
 
 
-class InProcessLLM:
+class InProcessLLM(PlainModel):
     """A model that answers after ``latency`` seconds without any HTTP."""
 
     model = "bench"

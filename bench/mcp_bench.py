@@ -30,10 +30,11 @@ sys.path.insert(0, str(BENCH))
 
 import telegram_bench
 
-from agent.mcp_hub import McpHub
+from agent.mcp.hub import McpHub
 from agent.settings import McpServerSettings
-from agent.tools import ToolRegistry, TurnContext
-from gateway.events import SessionKey
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
+from gateway.contract.events import SessionKey
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 

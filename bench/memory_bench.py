@@ -20,12 +20,13 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.memory import Memory
-from agent.memory_index import MemoryIndex, chunk_lines
-from agent.prompt import build_system_prompt
+from agent.memory.index import MemoryIndex
+from agent.memory.store import Memory
+from agent.memory.text import chunk_lines
+from agent.sessions.prompt import build_system_prompt
 from agent.settings import AgentSettings, MemorySettings
-from gateway.events import OWNER, SessionKey, audience_of
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.contract.events import OWNER, SessionKey, audience_of
 
 FUNCTION_WORDS = (
     "the and to of a in is for on with we i it that was at be this have from by are "

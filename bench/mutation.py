@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The modules that keep the promises about privacy, scheduling, the journal and access.
 TARGETS = (
-    "agent/audience.py",
+    "agent/workspace/audience.py",
     "channels/access.py",
     "channels/pairing.py",
     "gateway/runtime/journal.py",

@@ -73,8 +73,8 @@ def fill_sessions(state: Path, sessions: int, long_lines: int) -> str:
 
 async def bench_pages(tmp: Path, sessions: int, long_lines: int, repeats: int) -> dict[str, Any]:
     from gateway.app import build_app
-    from gateway.config import parse_config
-    from gateway.home import init_home
+    from gateway.config.home import init_home
+    from gateway.config.loader import parse_config
 
     home = tmp / "pages"
     init_home(home, {})

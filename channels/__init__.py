@@ -1,1 +1,1 @@
-"""Chat platform adapters. Each imports only ``gateway.events`` from the rest of Corvid."""
+"""Chat platform adapters. Each imports only ``gateway.contract.events`` from the rest of Corvid."""

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingRequest, PairingStore
-from gateway.events import Attachment, SessionKey, guest_of, parse_command, scrub
-from gateway.ports import Clock, SystemClock
+from gateway.contract.events import Attachment, SessionKey, guest_of, parse_command, scrub
+from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,22 @@ class Access:
         clock: Clock | None = None,
     ) -> None:
         self.channel = channel
-        self.allow_from = frozenset(allow_from)
-        self.groups = frozenset(groups)
         self.pairing = pairing
-        self.context_messages = context_messages
+        self.apply(allow_from, groups, context_messages)
         self.clock = clock or SystemClock()
         self._context: dict[SessionKey, deque[str]] = {}
         self._noticed: dict[tuple[str, str], float] = {}
         # Told of each new pairing request (the gateway tells the owner in their chat).
         self.on_request: Callable[[PairingRequest], None] | None = None
+
+    def apply(
+        self, allow_from: Iterable[str], groups: Iterable[str], context_messages: int
+    ) -> None:
+        """Who may talk to the bot and where, and the group context kept: at start, and again
+        when the configuration is read while running."""
+        self.allow_from = frozenset(allow_from)
+        self.groups = frozenset(groups)
+        self.context_messages = context_messages
 
     def is_owner(self, user_id: str) -> bool:
         return user_id in self.allow_from
@@ -118,8 +125,9 @@ class Access:
         in their direct chat count; anyone else's is nothing."""
         if not self.is_owner(user_id) or not command.startswith("/") or not key.private:
             return None
-        return Arrival(key, user_id, name, command, message_id=f"button-{press_id}",
-                       is_command=True)  # fmt: skip
+        return Arrival(
+            key, user_id, name, command, message_id=f"button-{press_id}", is_command=True
+        )
 
     def allowed(self, user_id: str) -> bool:
         return self.is_owner(user_id) or self.is_guest(user_id)

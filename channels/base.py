@@ -29,8 +29,14 @@ from typing import Any, ClassVar, Self, TypeVar, final
 
 from channels.access import Access, Action, Arrival
 from channels.live import LiveReply
-from gateway.events import Attachment, InboundMessage, OutboundMessage, SessionKey, parse_command
-from gateway.ports import Check, Clock, SystemClock
+from gateway.contract.events import (
+    Attachment,
+    InboundMessage,
+    OutboundMessage,
+    SessionKey,
+    parse_command,
+)
+from gateway.contract.ports import Check, Clock, SystemClock
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
@@ -87,7 +93,13 @@ class Channel(ABC):
     async def stop(self) -> None: ...
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            # What start() got going before it failed (a client, a poller, a server) is
+            # stopped here, once for every adapter, so nothing is left half running.
+            await self._stop_logged()
+            raise
         if not self.polls:
             self.receiving.set()
         return self
@@ -99,6 +111,9 @@ class Channel(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.requests_done(FINISHING_SECONDS)
+        await self._stop_logged()
+
+    async def _stop_logged(self) -> None:
         try:
             await self.stop()
         except Exception:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
-from gateway.events import MODEL_IMAGE_TYPES, Attachment, SessionKey, sniff_image
+from gateway.contract.events import MODEL_IMAGE_TYPES, Attachment, SessionKey, sniff_image
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from gateway.events import OutboundMessage, SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,13 @@ import fcntl
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.ports import Clock, SystemClock
+from gateway.contract.atomic import write_atomic
+from gateway.contract.ports import Clock, SystemClock
 
 # No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -127,17 +127,8 @@ class PairingStore:
             os.close(fd)  # releases the lock
 
     def _write(self, data: dict[str, Any]) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".pairing.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # Who may talk to the bot: always the owner's alone, whatever the file was set to.
+        write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True), keep_mode=False)
 
     def request(self, channel: str, user_id: str, name: str) -> tuple[PairingRequest | None, bool]:
         """The pending request for this user, creating one if there is room.

@@ -20,7 +20,7 @@ from channels.access import Arrival
 from channels.base import Channel
 from channels.live import LiveReply, WholeText
 from channels.markdown.ansi import to_terminal
-from gateway.events import TERMINAL, OutboundMessage, SessionKey
+from gateway.contract.events import TERMINAL, OutboundMessage, SessionKey
 
 KEY = TERMINAL
 QUIT = frozenset({"/quit", "/exit"})

@@ -18,14 +18,21 @@ from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from channels.inbox import Intake, mb, safe_name
-from gateway.events import Attachment, SessionKey
-from gateway.ports import Check, Status
+from gateway.contract.events import Attachment, SessionKey
+from gateway.contract.ports import Check, Status
 
 log = logging.getLogger(__name__)
 
 # The file extensions transcription APIs go by when the type is vague.
-_SUFFIX = {"audio/ogg": ".ogg", "audio/mpeg": ".mp3", "audio/mp4": ".m4a", "audio/wav": ".wav",
-           "audio/x-wav": ".wav", "audio/webm": ".webm", "audio/flac": ".flac"}  # fmt: skip
+_SUFFIX = {
+    "audio/ogg": ".ogg",
+    "audio/mpeg": ".mp3",
+    "audio/mp4": ".m4a",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/webm": ".webm",
+    "audio/flac": ".flac",
+}
 
 
 class TranscriptionError(Exception):
@@ -155,8 +162,11 @@ async def hear(
     if rec.size > hearing.max_bytes or too_long:
         # Kept like any file (within the inbox's own limits), just not sent out.
         kept = await intake.take(key, name, rec.mime, rec.size, rec.read)
-        cap = f"longer than {duration(hearing.max_seconds)}" if too_long else (
-            f"larger than {mb(hearing.max_bytes)}")  # fmt: skip
+        cap = (
+            f"longer than {duration(hearing.max_seconds)}"
+            if too_long
+            else (f"larger than {mb(hearing.max_bytes)}")
+        )
         return _kept(kept), f"{head} (not transcribed: {cap}{_where(kept)})"
     data = await rec.read()
 

@@ -12,31 +12,28 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from agent.files import FILE_TOOLS
-from agent.llm import LLM, AnthropicLLM
 from agent.loop import Agent
-from agent.memory import Memory, migrate_shared_entries
-from agent.memory_index import MemoryIndex
-from agent.memory_tools import memory_tools
-from agent.sessions import HandEdits
-from agent.tools import ToolRegistry
-from agent.transcript import SessionStore
+from agent.memory.store import Memory, migrate_shared_entries
+from agent.memory.tools import memory_tools
+from agent.model.llm import AnthropicLLM
+from agent.model.port import LLM
+from agent.sessions.loaded import HandEdits
+from agent.sessions.transcript import SessionStore
+from agent.tools.files import FILE_TOOLS
+from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.channel_setup import quota
-from gateway.config import Config
-from gateway.errors import ConfigError
-from gateway.events import InboundMessage, SessionKey, discord_dm, telegram_private
-from gateway.home import mend_workspace
-from gateway.ops.control import ControlServer
-from gateway.ops.logs import Masker
-from gateway.ops.status import Live, SessionFigures, report
-from gateway.ports import Clock, SystemClock
+from gateway.channel_setup import apply_channels, quota, repair_pairing, web_chat
+from gateway.config.home import mend_workspace
+from gateway.config.loader import Config
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import InboundMessage
+from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal, Outgoing
@@ -45,16 +42,20 @@ from gateway.runtime.router import Router
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs, replan
 from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
-from gateway.statefiles import repair_pairing
-from gateway.tool_setup import mcp_hub, server_search, web_tools
+from gateway.services.control import ControlServer
+from gateway.services.logs import Masker
+from gateway.services.reload import reload
+from gateway.services.status import Live, SessionFigures, report
+from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
-    from agent.mcp_hub import McpHub
-    from gateway.web.server import Backend, WebServer
+    from agent.mcp.hub import McpHub
+    from gateway.web.backend import Backend
+    from gateway.web.server import WebServer
 
 log = logging.getLogger(__name__)
 
@@ -130,14 +131,14 @@ class App:
         # ready in the background, once the channels ask for messages; a turn waits for them
         # only within a bound.
         self._settling = asyncio.create_task(self._ready_tools(), name="tools")
-        repair_pairing(self.config.state / "pairing.json")
+        repair_pairing(self.config.layout.pairing)
         if self.scheduler is None:
             return
         self.jobs.repair()
         plan = planned_jobs(self.config, self.jobs, self.scheduler.clock.now())
         self.scheduler.start(plan, self.runner)
         self.control = ControlServer(
-            self.config.state / "control.sock",
+            self.config.layout.control_socket,
             status=self._status,
             run_job=self.scheduler.run_now,
             cancel_job=self.cancel_job,
@@ -164,24 +165,24 @@ class App:
         await self.agent.tools.settle()
 
     def _backend(self, scheduler: Scheduler) -> Backend:
-        from gateway.web.server import Backend
+        from gateway.web_setup import PageBackend
 
         config, clock = self.config, scheduler.clock
-        pairing = PairingStore(config.state / "pairing.json", clock=clock)
+        pairing = PairingStore(config.layout.pairing, clock=clock)
         if self.notices is not None:
             pairing.on_handled = self.notices.handled
-        return Backend(
+        return PageBackend(
             config=config,
             gateway=self.gateway,
-            status=self._status,
-            figures=self.figures,
+            clock=clock,
             pairing=pairing,
+            figures=self.figures,
+            status=self._status,
             job_states=lambda: listed_states(self.config, self.jobs, scheduler.ledger, clock),
             run_job=scheduler.run_now,
             cancel_job=self.cancel_job,
             reload=self.reload,
             pending_restart=lambda: self.pending_restart,
-            clock=clock,
         )
 
     async def stop(self, grace: float | None = None) -> None:
@@ -216,9 +217,7 @@ class App:
         await self.stop()
 
     def reload(self) -> dict[str, Any]:
-        """Read config.yaml again (``gateway/ops/reload.py``): what changed, applied or not."""
-        from gateway.ops.reload import reload
-
+        """Read config.yaml again (``gateway/services/reload.py``): what changed, applied or not."""
         try:
             done = reload(self, os.environ)
         except ConfigError as exc:
@@ -227,6 +226,34 @@ class App:
             log.exception("reloading config.yaml failed")
             return {"ok": False, "error": f"{type(exc).__name__} (see the log)"}
         return {"ok": True, "applied": done.applied, "restart": done.restart}
+
+    def appliers(self) -> dict[str, Callable[[Config], None]]:
+        """The parts that take new options while running, by the names reload's ``LIVE`` gives
+        them; each applies its own."""
+        agent, gateway = self.agent, self.gateway
+        return {
+            "channels": lambda new: apply_channels(gateway.channels, new),
+            "owners": self._new_owners,
+            "model": lambda new: agent.llm.apply(new.llm),
+            "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
+            "gateway": lambda new: gateway.apply(new.gateway),
+            "schedule": self._replan,
+        }
+
+    def adopt(self, new: Config, restart: list[str]) -> None:
+        self.config = new
+        self.pending_restart = sorted(set(self.pending_restart) | set(restart))
+        if self.web is not None:
+            self.web.backend.config = new
+
+    def _new_owners(self, new: Config) -> None:
+        if self.notices is not None:
+            self.notices.set_owners(new.channels.owner_chats())
+
+    def _replan(self, new: Config) -> None:
+        if self.scheduler is not None:
+            self.runner.handlers = job_runner(new, self.gateway).handlers
+            replan(self.scheduler, planned_jobs(new, self.jobs, self.scheduler.clock.now()))
 
     def cancel_job(self, job_id: str) -> str | None:
         """Cancel a job made in chat; None when done, else why not."""
@@ -267,13 +294,11 @@ def build_app(
     scheduled jobs run in one process only."""
     clock = clock or SystemClock()
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
-        from gateway.web.chat import web_chat
-
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
     memory = _memory(config, resources)
-    jobs = JobStore(config.state / "jobs.json")
-    ledger = Ledger(config.state / "scheduler.sqlite")
+    jobs = JobStore(config.layout.jobs)
+    ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
     model = llm or AnthropicLLM(config.llm)
@@ -288,11 +313,11 @@ def build_app(
         max_output_chars=config.agent.tool_output_max_chars,
         extra=[s for s in (server_search(config, model), mcp) if s is not None],
     )
-    resources.push_async_callback(_close, model)
+    resources.push_async_callback(model.close)
     agent = Agent(
         llm=model,
         tools=tools,
-        store=SessionStore(config.state / "sessions", clock),
+        store=SessionStore(config.layout.sessions, clock),
         settings=config.agent,
         compaction=config.compaction,
         workspace=memory.workspace,
@@ -300,9 +325,9 @@ def build_app(
         memory=memory,
         clock=clock,
         quota=quota(config),
-        edits=HandEdits(config.state / "hand_edited"),
+        edits=HandEdits(config.layout.hand_edits),
     )
-    journal = Journal(config.state / "gateway.sqlite", clock)
+    journal = Journal(config.layout.journal, clock)
     resources.callback(journal.close)
     by_name = {c.name: c for c in channels}
     gateway = Gateway(
@@ -319,7 +344,7 @@ def build_app(
         clock=clock,
         max_input_chars=config.agent.max_input_chars,
         shutdown_grace=config.gateway.shutdown_grace,
-        pairing=PairingStore(config.state / "pairing.json", clock=clock),
+        pairing=PairingStore(config.layout.pairing, clock=clock),
     )
     notices = _tell_owner(config, gateway, clock)
     resources.push_async_callback(notices.close)
@@ -338,18 +363,12 @@ def build_app(
 
 def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
     workspace = config.workspace.resolve()
-    m = config.memory
-    index = MemoryIndex(
-        config.state / "index.sqlite",
-        workspace,
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
+    index = memory_index(config)
     resources.callback(index.close)
     migrate_shared_entries(workspace)
     for name in mend_workspace(workspace):
         log.info("corrected a sentence of an earlier template in %s", name)
-    return Memory(workspace, index, m)
+    return Memory(workspace, index, config.memory)
 
 
 def job_runner(config: Config, gateway: Gateway) -> JobRunner:
@@ -364,17 +383,6 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     )
 
 
-def owner_chats(config: Config) -> dict[str, SessionKey]:
-    """The owner's private chat on each enabled platform (the first id in allow_from)."""
-    tg, dc = config.channels.telegram, config.channels.discord
-    owners: dict[str, SessionKey] = {}
-    if tg.enabled and tg.allow_from:
-        owners["telegram"] = telegram_private(tg.allow_from[0])
-    if dc.enabled and dc.allow_from:
-        owners["discord"] = discord_dm(dc.allow_from[0])
-    return owners
-
-
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
 
@@ -382,16 +390,10 @@ def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotice
         settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
         return any(settled)
 
-    notices = PairingNotices(gateway.delivery.send, owner_chats(config), clock, settle)
+    notices = PairingNotices(gateway.delivery.send, config.channels.owner_chats(), clock, settle)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested
     if gateway.commands.pairing is not None:
         gateway.commands.pairing.on_handled = notices.handled
     return notices
-
-
-async def _close(model: LLM) -> None:
-    close = getattr(model, "close", None)
-    if close is not None:
-        await close()

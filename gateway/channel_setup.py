@@ -3,20 +3,21 @@ its inbox (where files sent in a chat go) and the pairing store they share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
-from agent.audience import inbox_folder
-from agent.quota import Quota
+from agent.workspace.audience import inbox_folder
+from agent.workspace.quota import Quota
 from channels.access import Access
 from channels.base import Channel
 from channels.inbox import Intake
-from channels.pairing import PairingStore
+from channels.pairing import PairingError, PairingStore
 from channels.voice import Hearing, OpenAITranscriber, Transcriber
-from gateway.config import ChannelConfig, Config, DiscordConfig, TelegramConfig
-from gateway.errors import ConfigError
-from gateway.events import SessionKey, audience_of
-from gateway.ports import Clock, SystemClock
+from gateway.config.loader import ChannelConfig, Config, DiscordConfig, TelegramConfig
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import SessionKey, audience_of
+from gateway.contract.ports import Clock, SystemClock
+from gateway.statefiles import set_aside
 
 
 def build_channels(
@@ -25,17 +26,55 @@ def build_channels(
     """The adapters for every enabled chat platform (of ``only``, if given), sharing one
     pairing store."""
     clock = clock or SystemClock()
-    pairing = PairingStore(config.state / "pairing.json", clock=clock)
+    pairing = PairingStore(config.layout.pairing, clock=clock)
     channels: list[Channel] = []
     tg, dc = config.channels.telegram, config.channels.discord
-    if tg.enabled and (only is None or "telegram" in only):
+    wanted = [name for name in config.channels.enabled() if only is None or name in only]
+    for need in config.channels.unmet():
+        if need.key.split(".")[1] in wanted:
+            raise ConfigError(need.key, need.why)
+    if "telegram" in wanted:
         channels.append(_telegram(config, tg, pairing, clock))
-    if dc.enabled and (only is None or "discord" in only):
+    if "discord" in wanted:
         channels.append(_discord(config, dc, pairing, clock))
     for channel in channels:
-        cfg: ChannelConfig = tg if channel.name == "telegram" else dc
-        channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+        apply_channel(channel, tg if channel.name == "telegram" else dc)
     return channels
+
+
+def apply_channels(channels: Mapping[str, Channel], config: Config) -> None:
+    """Hand each running chat adapter its platform's options that change live."""
+    for name, cfg in config.channels.platforms().items():
+        channel = channels.get(name)
+        if channel is not None:
+            apply_channel(channel, cfg)
+
+
+def apply_channel(channel: Channel, cfg: ChannelConfig) -> None:
+    """The options of a channel that change while it runs: who may talk to the bot and where,
+    the group context it keeps, and what shows while a reply is written."""
+    channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+    if channel.access is not None:
+        channel.access.apply(cfg.allow_from, cfg.groups, cfg.group_context_messages)
+
+
+def web_chat(config: Config, clock: Clock) -> Channel:
+    """The control page's chat channel; files sent on the page go to the private inbox, within
+    the default size limits of a chat platform."""
+    from gateway.web.chat import WebChannel
+
+    files = intake(config, ChannelConfig(), clock)
+    return WebChannel(files, clock, config.layout.web_chat, config.tz)
+
+
+def repair_pairing(path: Path) -> None:
+    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
+    is moved aside (and logged) so pairing works again; approvals must be given anew."""
+    try:
+        PairingStore(path).approved()
+    except PairingError as exc:
+        if path.exists():
+            set_aside(path, str(exc), "guests approved before must be approved again")
 
 
 def quota(config: Config) -> Quota:
@@ -87,15 +126,11 @@ def intake(
 def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: Clock) -> Channel:
     from channels.telegram.channel import TelegramChannel, Webhook
 
-    if tg.token is None:
-        raise ConfigError("channels.telegram.token", "required when Telegram is enabled")
+    assert tg.token is not None  # build_channels said what is missing
     hook = tg.webhook
     webhook = None
     if hook.url:
-        if hook.secret_token is None:
-            raise ConfigError(
-                "channels.telegram.webhook.secret_token", "required when webhook.url is set"
-            )
+        assert hook.secret_token is not None
         webhook = Webhook(hook.url, hook.listen, hook.port, hook.path, hook.secret_token.value)
     access, intake = _policy(config, "telegram", tg, pairing, clock)
     return TelegramChannel(
@@ -114,8 +149,7 @@ def _telegram(config: Config, tg: TelegramConfig, pairing: PairingStore, clock: 
 def _discord(config: Config, dc: DiscordConfig, pairing: PairingStore, clock: Clock) -> Channel:
     from channels.discord.channel import DiscordChannel
 
-    if dc.token is None:
-        raise ConfigError("channels.discord.token", "required when Discord is enabled")
+    assert dc.token is not None  # build_channels said what is missing
     access, intake = _policy(config, "discord", dc, pairing, clock)
     return DiscordChannel(
         dc.token.value,

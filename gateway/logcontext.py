@@ -2,7 +2,7 @@
 
 Code that runs a turn (or a scheduled job) wraps it in ``turn_scope``; every line logged inside,
 in tasks started inside too, then carries the session key and a turn id. ``ContextFilter`` puts
-them on log records for the formatters in ``ops/logs.py``.
+them on log records for the formatters in ``services/logs.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A file that holds data (the journal, the scheduler's ledger, the chat-made jobs, pairing
 approvals) is moved aside under a name with the time, the reason is logged with what may have
 been lost and where the old copy is, and Corvid goes on with a fresh one. (A derived file, the
-search index, is simply rebuilt: ``agent/memory_index.py``.)
+search index, is simply rebuilt: ``agent/memory/index.py``.)
 """
 
 from __future__ import annotations
@@ -34,15 +34,3 @@ def set_aside(path: Path, problem: str, lost: str) -> Path:
         lost,
     )
     return aside
-
-
-def repair_pairing(path: Path) -> None:
-    """Pairing approvals that cannot be read let nobody in and take no new requests: the file
-    is moved aside (and logged) so pairing works again; approvals must be given anew."""
-    from channels.pairing import PairingError, PairingStore
-
-    try:
-        PairingStore(path).approved()
-    except PairingError as exc:
-        if path.exists():
-            set_aside(path, str(exc), "guests approved before must be approved again")

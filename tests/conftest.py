@@ -14,9 +14,9 @@ import pytest
 
 from channels.base import Channel
 from gateway.app import App, build_app
-from gateway.config import Config, parse_config
-from gateway.events import InboundMessage, OutboundMessage, SessionKey, parse_command
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.loader import Config, parse_config
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey, parse_command
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 

@@ -27,18 +27,19 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.audience import BOOTSTRAP_FILES, log_path
-from agent.files import FILE_TOOLS, MAX_WRITE_CHARS
-from agent.memory import Memory
-from agent.memory_index import MemoryIndex
-from agent.memory_tools import memory_tools
+from agent.memory.index import MemoryIndex
+from agent.memory.store import Memory
+from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
-from agent.tools import ToolRegistry, ToolResult, TurnContext
+from agent.tools.context import TurnContext
+from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
+from agent.tools.registry import ToolRegistry, ToolResult
+from agent.workspace.audience import BOOTSTRAP_FILES, log_path
 from gateway.app import App, build_app
-from gateway.config import parse_config
-from gateway.events import OWNER as OWNER_AUDIENCE
-from gateway.events import SessionKey, audience_of
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.loader import parse_config
+from gateway.contract.events import OWNER as OWNER_AUDIENCE
+from gateway.contract.events import SessionKey, audience_of
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.jobs import Job
 from tests.conftest import GROUP, PRIVATE, RecordingChannel
@@ -238,7 +239,7 @@ def tool_bugs() -> Iterator[list[logging.LogRecord]]:
             records.append(record)
 
     handler = Collect(logging.ERROR)
-    logger = logging.getLogger("agent.tools")
+    logger = logging.getLogger("agent.tools.registry")
     logger.addHandler(handler)
     try:
         yield records

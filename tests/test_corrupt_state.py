@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gateway.app import build_app
-from gateway.home import init_home
+from gateway.config.home import init_home
 from gateway.ops.cli import main
-from gateway.ops.doctor import run_checks
+from gateway.ops.doctor.report import run_checks
 from gateway.runtime.journal import Journal
 from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results

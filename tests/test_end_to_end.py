@@ -6,8 +6,8 @@ import asyncio
 import base64
 import json
 
-from agent.transcript import SessionStore
-from gateway.events import Attachment, InboundMessage
+from agent.sessions.transcript import SessionStore
+from gateway.contract.events import Attachment, InboundMessage
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import (
     CutStream,

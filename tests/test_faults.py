@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from agent.sessions import KEEP_LOADED
-from agent.transcript import SessionStore
-from gateway.errors import LLMError
-from gateway.events import OutboundMessage, SessionKey
+from agent.sessions.loaded import KEEP_LOADED
+from agent.sessions.transcript import SessionStore
+from gateway.contract.errors import LLMError
+from gateway.contract.events import OutboundMessage, SessionKey
 from tests.conftest import OWNER, TG_GROUP
 from tests.fakes import telegram_api as tg
 from tests.fakes.anthropic_api import (
@@ -95,9 +95,9 @@ def load_transcripts(
     """Load each session from disk the way a restart would; no line may be skipped."""
     store = SessionStore(home / "state" / "sessions")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="agent.transcript"):
+    with caplog.at_level(logging.WARNING, logger="agent.sessions.transcript"):
         states = {key: store.load(key) for key in keys}
-    assert [r.getMessage() for r in caplog.records if r.name == "agent.transcript"] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "agent.sessions.transcript"] == []
     assert all(state is not None for state in states.values())
     return states
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from agent.transcript import SessionStore
+from agent.sessions.transcript import SessionStore
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Fault, Reply, last_user_text, request_kind, tool_results
 

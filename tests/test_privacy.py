@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gateway.app import App, build_app
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text, request_kind, tool_results
 from tests.fakes.clock import FakeClock

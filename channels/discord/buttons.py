@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from channels.access import Access, Arrival
-from gateway.events import discord_dm
+from gateway.contract.events import discord_dm
 
 
 def view(buttons: tuple[tuple[str, str], ...]) -> Any:

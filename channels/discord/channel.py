@@ -30,15 +30,15 @@ from channels.discord.live import DiscordLive, replace_text, take_back
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.voice import Hearing
-from gateway.events import (
-    CHAT_COMMANDS,
+from gateway.contract.commands import CHAT_COMMANDS
+from gateway.contract.events import (
     OutboundMessage,
     SessionKey,
     discord_channel,
     discord_dm,
     discord_thread,
 )
-from gateway.ports import Check, Clock
+from gateway.contract.ports import Check, Clock
 
 if TYPE_CHECKING:
     import discord

@@ -10,7 +10,7 @@ from channels import inbox
 from channels.access import Fetched
 from channels.inbox import Intake
 from channels.voice import Hearing, Recording, hear
-from gateway.events import Attachment, SessionKey
+from gateway.contract.events import Attachment, SessionKey
 
 log = logging.getLogger(__name__)
 

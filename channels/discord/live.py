@@ -15,7 +15,7 @@ from typing import Any
 from channels.discord.replies import LONG, TEXT_LIMIT, UNSENDABLE
 from channels.live import LiveReply
 from channels.markdown import split_markdown
-from gateway.events import SessionKey, blank
+from gateway.contract.events import SessionKey, blank
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.ports import Check, Status
+from gateway.contract.ports import Check, Status
 
 MESSAGE_CONTENT_FIX = (
     "Developer Portal → your application → Bot → Privileged Gateway Intents → turn on "

@@ -14,7 +14,7 @@ from typing import Any
 
 from channels.discord import buttons
 from channels.markdown import split_markdown
-from gateway.events import OutboundMessage, SessionKey, blank
+from gateway.contract.events import OutboundMessage, SessionKey, blank
 
 log = logging.getLogger(__name__)
 

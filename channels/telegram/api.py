@@ -9,7 +9,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from gateway.ports import Clock
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from channels.telegram.inbound import Reader
 from channels.telegram.live import TelegramLive, edit_piece, take_back
 from channels.telegram.sdk import load_ptb
 from channels.voice import Hearing
-from gateway.events import CHAT_COMMANDS, OutboundMessage, SessionKey
-from gateway.ports import Check, Clock
+from gateway.contract.commands import CHAT_COMMANDS
+from gateway.contract.events import OutboundMessage, SessionKey
+from gateway.contract.ports import Check, Clock
 
 if TYPE_CHECKING:
     from telegram import Update

@@ -19,16 +19,15 @@ from channels.access import Access, Arrival, Fetched
 from channels.inbox import Intake
 from channels.telegram.api import call
 from channels.voice import Hearing, Recording, hear
-from gateway.events import (
-    CHAT_COMMANDS,
-    OWNER_COMMANDS,
+from gateway.contract.commands import COMMAND_NAMES
+from gateway.contract.events import (
     Attachment,
     SessionKey,
     sniff_image,
     telegram_group,
     telegram_private,
 )
-from gateway.ports import Clock
+from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
     from telegram import Bot, CallbackQuery, Message
@@ -50,7 +49,6 @@ _UNSUPPORTED = (
     ("game", "games"),
     ("story", "stories"),
 )
-_OUR_COMMANDS = frozenset(name for name, _ in (*CHAT_COMMANDS, *OWNER_COMMANDS)) | {"start"}
 
 
 @dataclass
@@ -125,7 +123,7 @@ class Reader:
                 name, _, target = value[1:].partition("@")
                 if target:
                     return target.casefold() == self.username.casefold()
-                return name.casefold() in _OUR_COMMANDS or None
+                return name.casefold() in COMMAND_NAMES or None
         return None
 
     def _mentions_me(self, msg: Message, entities: dict[Any, str]) -> bool:

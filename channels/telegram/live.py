@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from channels.live import LiveReply
 from channels.telegram.api import call
 from channels.telegram.replies import LONG, UNSENDABLE, pieces, refused_text, send_piece, target
-from gateway.events import Scope, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import Scope, SessionKey
+from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
     from telegram import Bot

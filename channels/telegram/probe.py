@@ -7,7 +7,7 @@ import asyncio
 import re
 
 from channels.telegram.sdk import load_ptb
-from gateway.ports import Check, Status
+from gateway.contract.ports import Check, Status
 
 
 def origin(url: str) -> str:

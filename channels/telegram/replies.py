@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from channels.markdown import split_markdown, utf16_len
 from channels.telegram.api import call
 from channels.telegram.html import to_telegram_html, visible_text
-from gateway.events import OutboundMessage, Scope, SessionKey, blank
-from gateway.ports import Clock
+from gateway.contract.events import OutboundMessage, Scope, SessionKey, blank
+from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
     from telegram import Bot

@@ -1,5 +1,5 @@
 """The ``corvid`` subcommands that look at or change a home: memory, pairing, status, web and
-doctor (``jobs`` is in ``jobs_cli.py``). Each takes the parsed arguments, the home and the
+doctor (``jobs`` is in ``jobs.py``). Each takes the parsed arguments, the home and the
 environment, and returns the exit status."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config import Config, load_config
-from gateway.errors import ConfigError
-from gateway.events import OWNER
-from gateway.home import init_home
+from gateway.config.home import init_home
+from gateway.config.layout import Layout
+from gateway.config.loader import Config, load_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import OWNER, shown
 
 if TYPE_CHECKING:
-    from agent.memory_index import MemoryIndex
+    from agent.memory.index import MemoryIndex
     from channels.pairing import PairingStore
 
 EXIT_CONFIG = 2
@@ -53,7 +54,7 @@ def _no_file(home: Path) -> None:
 
 
 def _existing(home: Path) -> None:
-    if not (home / "config.yaml").exists() and not (home / "state").is_dir():
+    if not Layout(home).config_file.exists() and not Layout(home).state.is_dir():
         raise NoHome(
             f"there is no Corvid home at {home}; create one with `corvid init --home {home}`, "
             "or give the right one with --home (or CORVID_HOME)"
@@ -93,11 +94,11 @@ def _config_without_what_fails(
     """The file's sections that can be used, and which were left out (None: all)."""
     import yaml
 
-    from gateway.config import parse_config
-    from gateway.config_yaml import strict_load
+    from gateway.config.loader import parse_config
+    from gateway.config.strict_yaml import strict_load
 
     try:
-        raw = strict_load((home / "config.yaml").read_text(encoding="utf-8"))
+        raw = strict_load(Layout(home).config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         raw = None
     left_out: list[str] = []
@@ -126,16 +127,9 @@ def _short(home: Path, path: str) -> str:
 
 
 def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:
-    from agent.memory_index import MemoryIndex
+    from gateway.tool_setup import memory_index
 
-    config = prepare(home, environ)
-    m = config.memory
-    return MemoryIndex(
-        config.state / "index.sqlite",
-        config.workspace.resolve(),
-        chunk_size=m.chunk_lines,
-        overlap=m.chunk_overlap_lines,
-    )
+    return memory_index(prepare(home, environ))
 
 
 def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -171,12 +165,14 @@ def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
     from dataclasses import asdict
 
     from channels.pairing import PairingStore
-    from gateway.ops.control import tell
+    from gateway.services.control import tell
 
-    store = PairingStore(read_config(home, environ)[0].state / "pairing.json")
-    sock = store.path.parent / "control.sock"  # the running gateway updates its notice
-    store.on_handled = lambda req, ok: tell(sock, {"cmd": "paired", "request": asdict(req),
-                                                   "approved": ok})  # fmt: skip
+    layout = read_config(home, environ)[0].layout
+    store = PairingStore(layout.pairing)
+    sock = layout.control_socket  # the running gateway updates its notice
+    store.on_handled = lambda req, ok: tell(
+        sock, {"cmd": "paired", "request": asdict(req), "approved": ok}
+    )
     return store
 
 
@@ -207,13 +203,6 @@ def pairing_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str
                 name = shown(str(info.get("name") or ""))
                 print(f"  {channel} user {name + ' ' if name else ''}(id {uid})")
     return 0
-
-
-def shown(name: str, limit: int = 64) -> str:
-    """A display name a stranger chose, safe for a terminal: control characters (escape
-    sequences, line breaks, direction marks) spelled out, and not too long."""
-    safe = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in name)
-    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
 
 
 def pairing_deny(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -279,13 +268,13 @@ def pairing_revoke(args: argparse.Namespace, home: Path, environ: Mapping[str, s
 
 
 def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.control import ask_running
-    from gateway.ops.status import render, report_from_files
+    from gateway.services.control import ask_running
+    from gateway.services.status import render, report_from_files
 
     config, _ = read_config(home, environ)
 
     try:
-        data = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        data = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
     except (ConnectionError, TimeoutError, KeyError):
         data = report_from_files(config)
     if getattr(args, "json", False):
@@ -297,14 +286,17 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.control import ask_running, rotate_web_token
-    from gateway.ops.doctor_local import port_problem
+    from gateway.ops.doctor.offline import port_problem
+    from gateway.services.control import ask_running, rotate_web_token
     from gateway.web.guard import address, load_token
 
     config, _ = read_config(home, environ)
     if not config.state.is_dir():  # the token lives there, made by `corvid run` or `init`
-        print(f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
-              "`corvid run` too", file=sys.stderr)  # fmt: skip
+        print(
+            f"corvid: {home} has no state/ yet: `corvid init --home {home}` makes it, "
+            "`corvid run` too",
+            file=sys.stderr,
+        )
         return 1
     if not config.web.enabled:
         print(
@@ -312,36 +304,44 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
         )
         return 1
     if getattr(args, "rotate_token", False):
-        rotate_web_token(config.state)
+        rotate_web_token(config.layout)
 
     # Never an address for the configured port unless the page is there or can be: another
     # program may hold the port, and the token must not go to it.
     where = f"{config.web.host}:{config.web.port}"
     try:
-        report = ask_running(config.state / "control.sock", {"cmd": "status"}, 10)["report"]
+        report = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
         base = report.get("web")
         if not base:
             problem = port_problem(config.web.host, config.web.port)
-            print(f"corvid: Corvid is running, but its control page could not start on {where}"
-                  f" ({problem or 'see its log'})", file=sys.stderr)  # fmt: skip
+            print(
+                f"corvid: Corvid is running, but its control page could not start on {where}"
+                f" ({problem or 'see its log'})",
+                file=sys.stderr,
+            )
             return 1
         note = ""
     except (ConnectionError, TimeoutError, KeyError):
         problem = port_problem(config.web.host, config.web.port)
         if problem:
-            print(f"corvid: Corvid is not running, and the control page could not start on "
-                  f"{where}: {problem}; set web.port to a free port", file=sys.stderr)  # fmt: skip
+            print(
+                f"corvid: Corvid is not running, and the control page could not start on "
+                f"{where}: {problem}; set web.port to a free port",
+                file=sys.stderr,
+            )
             return 1
         base, note = None, "Corvid is not running: start it with `corvid run`, then open this."
     base = base or address(config.web.host, config.web.port)
-    url = f"{base}login?token={load_token(config.state)}"
+    url = f"{base}login?token={load_token(config.layout.web_token)}"
     print(url)
     if note:
         print(note, file=sys.stderr)
-    print("Anyone with this address can read all of Corvid's memory; keep it to yourself.",
-          file=sys.stderr)  # fmt: skip
+    print(
+        "Anyone with this address can read all of Corvid's memory; keep it to yourself.",
+        file=sys.stderr,
+    )
     if args.open:
-        _open_in_browser(config.state / "web_open.html", url)
+        _open_in_browser(config.layout.web_open, url)
     return 0
 
 
@@ -360,13 +360,14 @@ def _open_in_browser(page: Path, url: str) -> None:
 def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Ask the running gateway to read config.yaml again. It checks the file itself (with its
     own environment, where the secrets are), so nothing is loaded here."""
-    from gateway.ops.control import ask_running
+    from gateway.services.control import ask_running
+    from gateway.services.reload import reloaded_text
 
-    if not (home / "state").is_dir():
+    if not Layout(home).state.is_dir():
         raise NoHome(f"there is no Corvid home at {home}; give the right one with --home")
 
     try:
-        answer = ask_running(home / "state" / "control.sock", {"cmd": "reload"}, 30)
+        answer = ask_running(Layout(home).control_socket, {"cmd": "reload"}, 30)
     except ConnectionError:
         print(
             "corvid: Corvid is not running here; `corvid run` reads config.yaml when it starts",
@@ -374,25 +375,16 @@ def reload(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         )
         return 1
     if not answer.get("ok"):
-        print(f"corvid: config.yaml was not reloaded, so nothing changed: {answer.get('error')}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"corvid: config.yaml was not reloaded, so nothing changed: {answer.get('error')}",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
     print(reloaded_text(answer.get("applied", []), answer.get("restart", [])))
     return 0
 
 
-def reloaded_text(applied: list[str], restart: list[str]) -> str:
-    if not applied and not restart:
-        return "config.yaml read again: nothing changed."
-    lines = ["config.yaml read again."]
-    if applied:
-        lines.append("Changed now: " + ", ".join(applied))
-    if restart:
-        lines.append("Changed at the next restart (`corvid run`): " + ", ".join(restart))
-    return "\n".join(lines)
-
-
 def doctor(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    from gateway.ops.doctor import doctor
+    from gateway.ops.doctor.report import doctor
 
     return doctor(home, environ, timeout=max(0.1, args.timeout), alive_only=args.alive)

@@ -12,25 +12,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.loop import Agent
-from agent.transcript import SessionState
+from agent.sessions.state import SessionState
 from channels.pairing import PairingError, PairingStore
-from gateway.errors import LLMError
-from gateway.events import TERMINAL, InboundMessage, SessionKey
+from gateway.contract.commands import HELP
+from gateway.contract.errors import LLMError
+from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
 
 log = logging.getLogger(__name__)
-
-HELP = """Commands:
-/new or /reset — start a fresh session (the old transcript stays on disk)
-/status — model, session, context use and turns
-/compact — summarise the conversation so far to free up context
-/stop — cancel the reply in progress
-/help — this list
-/approve CODE, /deny CODE — answer a pairing request (the owner, in a private chat)
-/revoke PLATFORM USER_ID — take an approval back
-
-Anything else you write goes to the assistant."""
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from zoneinfo import ZoneInfo
 
 from channels.base import Channel
 from channels.live import LiveReply
-from gateway.errors import DeliveryError
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.ports import Clock, SystemClock
+from gateway.contract.errors import DeliveryError
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.journal import Journal, Outgoing, SendStatus
 from gateway.runtime.retries import Held, Retries, Unreachable
 
@@ -264,8 +264,9 @@ class Delivery:
         hours = self.retries.window.total_seconds() / 3600
         error = f"given up after {hours:g} h of retries; the last error: {held.error}"
         self.journal.settle(held.oid, SendStatus.FAILED, error[:500])
-        log.error("%s: could not deliver %d characters: %s", held.out.key, len(held.out.text),
-                  error)  # fmt: skip
+        log.error(
+            "%s: could not deliver %d characters: %s", held.out.key, len(held.out.text), error
+        )
 
     def _late_note(self, written: datetime) -> str:
         when = written.astimezone(self.tz) if self.tz is not None else written

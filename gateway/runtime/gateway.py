@@ -12,18 +12,21 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.loop import Agent
-from agent.tools import Grant
+from agent.tools.context import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
+
+if TYPE_CHECKING:
+    from gateway.config.sections import GatewayConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,11 @@ class Gateway:
         # Turns wait for this, so work recovered from the journal runs once channels are up.
         self._ready = asyncio.Event()
 
+    def apply(self, cfg: GatewayConfig) -> None:
+        """Take the options that change while running: how long stopping waits for turns (the
+        retry window waits for a restart)."""
+        self.shutdown_grace = cfg.shutdown_grace
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -74,9 +82,7 @@ class Gateway:
         await self.delivery.take_back()
         self._ready.set()
         self.delivery.resend(outgoing)
-        warm_up = getattr(self.agent.llm, "warm_up", None)
-        if warm_up is not None:
-            self._spawn(warm_up())
+        self._spawn(self.agent.llm.warm_up())
 
     async def stop(self, grace: float | None = None) -> None:
         """Finish (or cancel and record) turns in flight, then close the channels.

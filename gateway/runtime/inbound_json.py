@@ -7,7 +7,7 @@ import base64
 from datetime import datetime
 from typing import Any
 
-from gateway.events import Attachment, InboundMessage, SessionKey, parse_command
+from gateway.contract.events import Attachment, InboundMessage, SessionKey, parse_command
 
 
 def dump_inbound(msg: InboundMessage) -> dict[str, Any]:

@@ -36,9 +36,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from agent.files import private_file
-from gateway.events import InboundMessage, OutboundMessage, SessionKey
-from gateway.ports import Clock, SystemClock
+from agent.tools.files import private_file
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
 from gateway.statefiles import set_aside
 

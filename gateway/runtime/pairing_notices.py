@@ -22,8 +22,8 @@ from typing import Any
 
 from channels.live import escape_markdown
 from channels.pairing import PairingRequest
-from gateway.events import OutboundMessage, SessionKey, discord_dm, telegram_private
-from gateway.ports import Clock
+from gateway.contract.events import OutboundMessage, SessionKey, discord_dm, telegram_private
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,9 @@ class PairingNotices:
         """A new request (called by the access policy): tell the owner, now or in a digest."""
         owner = self.owner_chat(req.channel)
         if owner is None:
-            log.info("pairing request from %s user %s; no owner chat to tell", req.channel,
-                     req.user_id)  # fmt: skip
+            log.info(
+                "pairing request from %s user %s; no owner chat to tell", req.channel, req.user_id
+            )
             return
         now = self._clock.monotonic()
         last = self._told.get((req.channel, req.user_id))

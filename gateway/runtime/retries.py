@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from channels.live import LiveReply
-from gateway.events import OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from gateway.events import InboundMessage, SessionKey
+from gateway.contract.events import InboundMessage, SessionKey
 
 log = logging.getLogger(__name__)
 

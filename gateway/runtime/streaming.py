@@ -22,14 +22,11 @@ from typing import Any
 from agent.stream import TextDelta, TextDone, TextVoid, ToolStarted, TurnEvent
 from channels.base import Channel
 from channels.live import LiveReply
-from gateway.events import OutboundMessage, SessionKey
-from gateway.ports import Clock
+from gateway.contract.events import SILENT_ANSWERS, OutboundMessage, SessionKey
+from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
 
-NO_REPLY = "NO_REPLY"
-# Whole answers that mean "say nothing"; a frame never shows a beginning of one.
-SILENT_ANSWERS = (NO_REPLY, "HEARTBEAT_OK")
 STOPPED = "_(stopped)_"
 STOP_TIMEOUT = 10.0  # seconds to mark a stopped reply before giving up on it
 

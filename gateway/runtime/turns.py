@@ -9,15 +9,15 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from agent.loop import Agent, TurnOutcome
-from agent.transcript import Usage
+from agent.sessions.state import Usage
 from channels.base import Channel
-from gateway.errors import LLMError
-from gateway.events import InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.contract.errors import LLMError
+from gateway.contract.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.contract.ports import Clock
 from gateway.logcontext import turn_scope
-from gateway.ports import Clock
 from gateway.runtime.commands import ChatCommand
 from gateway.runtime.delivery import Delivery
-from gateway.runtime.streaming import NO_REPLY, ReplyStream
+from gateway.runtime.streaming import ReplyStream
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +198,16 @@ def _log_turn(
     log.info(
         "%s: turn %s: %d message(s), %d ms (model %d ms in %d call(s), %d tool call(s), "
         "send %d ms), tokens in %d + cached %d, out %d",
-        key, status, messages, fields["turn_ms"], fields["model_ms"], fields["model_calls"],
-        fields["tool_calls"], fields["send_ms"], usage.input + usage.cache_write,
-        usage.cache_read, usage.output,
+        key,
+        status,
+        messages,
+        fields["turn_ms"],
+        fields["model_ms"],
+        fields["model_calls"],
+        fields["tool_calls"],
+        fields["send_ms"],
+        usage.input + usage.cache_write,
+        usage.cache_read,
+        usage.output,
         extra={"fields": fields},
-    )  # fmt: skip
+    )

@@ -19,16 +19,22 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.audience import log_path, quotes_outside, untrusted
-from agent.memory import Memory, cap_log
-from agent.tools import Grant
-from gateway.events import Audience, OutboundMessage, SessionKey, audience_of, job_key
+from agent.memory.store import Memory, cap_log
+from agent.tools.context import Grant
+from agent.workspace.audience import log_path, quotes_outside, untrusted
+from gateway.contract.events import (
+    NO_REPLY,
+    Audience,
+    OutboundMessage,
+    SessionKey,
+    audience_of,
+    job_key,
+)
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
 log = logging.getLogger(__name__)
 
-NO_REPLY = "NO_REPLY"
 # Everything the digest needs is in its prompt; what it reads from shared chats must not get
 # to act (read MEMORY.md, write files, fetch an address made of it).
 DIGEST_GRANT = Grant("the daily summary", frozenset())
@@ -66,7 +72,7 @@ def conversations(sessions: Path, day: date, tz: ZoneInfo, audience: Audience) -
         except (OSError, ValueError) as exc:
             log.warning("daily summary: skipped %s: %s", path.name, exc)
             continue
-        if key is None or key.channel == "cron" or not lines:
+        if key is None or key.job or not lines:
             continue
         theirs = audience_of(key)
         if audience.private or theirs == audience:

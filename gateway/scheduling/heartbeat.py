@@ -11,12 +11,11 @@ from datetime import datetime, time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.tools import Grant
-from gateway.events import OutboundMessage, SessionKey, job_key
+from agent.tools.context import Grant
+from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
-HEARTBEAT_OK = "HEARTBEAT_OK"
 HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
 act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
 Otherwise write the message to send them.
@@ -77,6 +76,6 @@ class Heartbeat:
         prompt = HEARTBEAT_PROMPT.format(when=when, checklist=checklist.strip())
         key = job_key(job.id, target)
         text = strip_heartbeat_ok(await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT))
-        if not text or text == "NO_REPLY":
+        if not text or text == NO_REPLY:
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agent.tools import Grant
-from gateway.events import OutboundMessage, SessionKey
+from agent.tools.context import Grant
+from gateway.contract.events import OutboundMessage, SessionKey
 
 
 class JobHost(Protocol):

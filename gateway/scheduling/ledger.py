@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.files import private_file
+from agent.tools.files import private_file
 from gateway.scheduling.jobs import Job, RunStatus
 from gateway.statefiles import set_aside
 
@@ -101,8 +101,15 @@ class Ledger:
             )
         return True
 
-    def settle(self, job: Job, slot: str, fire: datetime, status: RunStatus, now: datetime,
-               error: str | None = None) -> None:  # fmt: skip
+    def settle(
+        self,
+        job: Job,
+        slot: str,
+        fire: datetime,
+        status: RunStatus,
+        now: datetime,
+        error: str | None = None,
+    ) -> None:
         self.db.execute(
             "INSERT INTO runs (job, slot, fire, target, status, error, updated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.config import Config
-from gateway.ports import Clock
+from gateway.config.loader import Config
+from gateway.contract.ports import Clock
 from gateway.scheduling.jobs import DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 
 __all__ = [
+    "CONFIGURED",
     "DAILY_SUMMARY",
     "HEARTBEAT",
     "JobState",
@@ -28,12 +29,15 @@ __all__ = [
     "planned_jobs",
 ]
 
+# The jobs config.yaml makes; the others are made in chat.
+CONFIGURED = (DAILY_SUMMARY, HEARTBEAT)
+
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
     """Every scheduled job, the configured ones first, each made when ``config.yaml`` last
     changed (at the latest ``now``). Raises what reading ``state/jobs.json`` raises."""
     try:
-        changed = datetime.fromtimestamp((config.home / "config.yaml").stat().st_mtime, UTC)
+        changed = datetime.fromtimestamp(config.layout.config_file.stat().st_mtime, UTC)
     except OSError:
         changed = now
     now = min(now, changed)
@@ -68,6 +72,29 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
         )
     jobs.extend(store.load())
     return jobs
+
+
+def replan(scheduler: Scheduler, planned: list[Job]) -> None:
+    """Give the running ``scheduler`` the configured jobs as ``planned`` (``planned_jobs`` of a
+    new configuration): a job whose schedule did not change is left alone (a run in progress
+    goes on), and reminders made in chat are not touched."""
+    wanted = {j.id: j for j in planned if j.id in CONFIGURED}
+    running = {j.id: j for j in scheduler.jobs() if j.id in CONFIGURED}
+    for job_id in CONFIGURED:
+        old, job = running.get(job_id), wanted.get(job_id)
+        if old is not None and job is not None and _same(old, job):
+            continue
+        scheduler.remove(job_id)
+        if job is not None:
+            scheduler.add(job)
+
+
+def _same(a: Job, b: Job) -> bool:
+    return _when_and_where(a) == _when_and_where(b)
+
+
+def _when_and_where(job: Job) -> tuple[object, ...]:
+    return (job.kind, job.spec, job.timezone, job.target, job.grace)
 
 
 @dataclass(frozen=True)

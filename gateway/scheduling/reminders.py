@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,10 +18,12 @@ from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from agent.tools import Grant, Tool, TurnContext
-from gateway.config import ScheduleConfig
-from gateway.errors import ToolError
-from gateway.events import OutboundMessage, SessionKey, job_key
+from agent.tools.context import Grant, TurnContext
+from agent.tools.registry import Tool
+from gateway.config.loader import ScheduleConfig
+from gateway.contract.atomic import write_atomic
+from gateway.contract.errors import ToolError
+from gateway.contract.events import NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import (
     CONFIGURED,
@@ -86,17 +86,8 @@ class JobStore:
         if finished is None:
             finished = self._finished()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".jobs.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                data = {"jobs": [j.to_dict() for j in jobs], "finished": finished}
-                json.dump(data, f, indent=2)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        data = {"jobs": [j.to_dict() for j in jobs], "finished": finished}
+        write_atomic(self.path, json.dumps(data, indent=2))
 
     def add(self, job: Job) -> None:
         self._save([*self.load(), job])
@@ -167,7 +158,7 @@ class Reminder:
         when = f"{slot_time(slot, ZoneInfo(job.timezone)):%Y-%m-%d %H:%M}"
         prompt = REMINDER_PROMPT.format(when=when, instruction=job.instruction)
         text = await self.host.isolated_turn(job_key(job.id, target), prompt, REMINDER_GRANT)
-        if not text or text == "NO_REPLY":
+        if not text or text == NO_REPLY:
             raise Skip("the model had nothing to send")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
 
@@ -275,7 +266,7 @@ class ReminderTools:
         return min(self.rules.max_jobs_per_chat, self.rules.max_jobs // 2)
 
     def _may_schedule(self, ctx: TurnContext) -> None:
-        if ctx.key.channel == "cron":
+        if ctx.key.job:
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
         if not self.scheduler.running:
             raise ToolError(

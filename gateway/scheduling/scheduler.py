@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from gateway.ports import Clock
+from gateway.contract.ports import Clock
 from gateway.scheduling.jobs import Job, JobKind, RunStatus, Skip, Trigger, next_fire
 from gateway.scheduling.ledger import Ledger
 

@@ -20,13 +20,13 @@ import yaml
 from aiohttp import web
 
 from channels.pairing import PairingError
-from gateway.config import load_config
-from gateway.config_build import secret_keys
-from gateway.errors import ConfigError
-from gateway.ops.commands import shown
-from gateway.ports import Secret
+from gateway.config.build import secret_keys
+from gateway.config.loader import load_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import shown
+from gateway.contract.ports import Secret
 from gateway.web.html import esc, form, notice, page, table
-from gateway.web.server import BACKEND, GUARD, flash, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 CANCELLABLE = "cancellable"
 
@@ -245,7 +245,7 @@ async def config_page(request: web.Request) -> web.StreamResponse:
 
 
 async def reload_config(request: web.Request) -> web.StreamResponse:
-    from gateway.ops.commands import reloaded_text
+    from gateway.services.reload import reloaded_text
 
     answer = request.app[BACKEND].reload()
     if not answer["ok"]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import uuid
 from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -20,13 +19,13 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Any
 
-from agent.files import private_file
+from agent.tools.files import private_file
 from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
-from gateway.config import ChannelConfig, Config
-from gateway.events import (
+from gateway.contract.atomic import write_atomic
+from gateway.contract.events import (
     MODEL_IMAGE_TYPES,
     Attachment,
     OutboundMessage,
@@ -34,7 +33,7 @@ from gateway.events import (
     SessionKey,
     sniff_image,
 )
-from gateway.ports import Clock
+from gateway.contract.ports import Clock
 from gateway.web.html import esc, markdown
 from gateway.web.sessions_page import message_html, when_shown
 
@@ -43,15 +42,6 @@ WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 Event = tuple[str, str]  # (event name, HTML or text)
 # Events queued for one open page; one that falls further behind is told to reload.
 LISTENER_BACKLOG = 200
-
-
-def web_chat(config: Config, clock: Clock) -> WebChannel:
-    """The web chat's channel; files sent on the page go to the private inbox, within the
-    default size limits of a chat platform."""
-    from gateway.channel_setup import intake
-
-    files = intake(config, ChannelConfig(), clock)
-    return WebChannel(files, clock, config.state / "web_chat.jsonl", config.tz)
 
 
 # The outbox keeps the newest messages sent to the web chat, no more than this many.
@@ -65,9 +55,7 @@ def keep(path: Path, entry: dict[str, str]) -> None:
     if path.stat().st_size > 4096 * OUTBOX_KEEP:  # cheap test first: long files only
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         if len(lines) > 2 * OUTBOX_KEEP:
-            tmp = path.with_name(path.name + ".tmp")
-            private_file(tmp).write_text("".join(lines[-OUTBOX_KEEP:]), encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, "".join(lines[-OUTBOX_KEEP:]))
 
 
 class WebChannel(Channel):

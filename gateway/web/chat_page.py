@@ -21,7 +21,7 @@ from gateway.web.chat import WEB_CHAT, WebChannel
 from gateway.web.guard import CSRF_HEADER
 from gateway.web.html import esc, page
 from gateway.web.overview import sse
-from gateway.web.server import BACKEND, GUARD, STOPPING, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response, see_other
 from gateway.web.sessions_page import message_html, when_shown
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def routes(app: web.Application) -> None:
 
 
 def _channel(request: web.Request) -> WebChannel:
-    channel = request.app[BACKEND].gateway.channels.get("web")
+    channel = request.app[BACKEND].web_chat()
     if not isinstance(channel, WebChannel):
         raise web.HTTPNotFound(text="The web chat is not running in this process.\n")
     return channel
@@ -45,7 +45,7 @@ def _channel(request: web.Request) -> WebChannel:
 async def chat_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     channel = _channel(request)
-    transcript = backend.gateway.agent.store.path(WEB_CHAT)
+    transcript = backend.transcript(WEB_CHAT)
     tz = backend.config.tz
     shown = "".join(
         message_html(m, when_shown(m["ts"], tz))

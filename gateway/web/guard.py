@@ -24,7 +24,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -32,14 +31,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.config import WebConfig
-from gateway.config_checks import LOOPBACK
+from gateway.config.checks import LOOPBACK
+from gateway.config.loader import WebConfig
+from gateway.contract.atomic import write_atomic
 
 COOKIE = "corvid_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "X-CSRF-Token"
-TOKEN_FILE = "web_token"
-SESSIONS_FILE = "web_sessions.json"
 SESSION_DAYS = 14
 # Reachable without the cookie: the login form and what it needs to look right.
 OPEN_PATHS = frozenset({"/login", "/static/corvid.css", "/static/corvid.svg", "/favicon.ico"})
@@ -61,26 +59,20 @@ HEADERS = {
 }
 
 
-def load_token(state: Path) -> str:
-    """The page's access token, made (readable by the owner's user alone) if there is none."""
-    path = state / TOKEN_FILE
+def load_token(path: Path) -> str:
+    """The page's access token (kept at ``path``), made (readable by the owner's user alone) if
+    there is none."""
     with contextlib.suppress(FileNotFoundError):
         token = path.read_text(encoding="ascii").strip()
         if len(token) >= 32:
             return token
-    return new_token(state)
+    return new_token(path)
 
 
-def new_token(state: Path) -> str:
-    """A fresh access token in place of the old one (which stops working)."""
-    path = state / TOKEN_FILE
+def new_token(path: Path) -> str:
+    """A fresh access token at ``path`` in place of the old one (which stops working)."""
     token = secrets.token_urlsafe(32)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(token + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_atomic(path, token + "\n", keep_mode=False)
     return token
 
 
@@ -113,11 +105,7 @@ class SignedIn:
         self._save()
 
     def _save(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self._ids, f)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self._ids), keep_mode=False)
 
 
 class Guard:

@@ -1,6 +1,6 @@
 """The memory page: the workspace's Markdown files, rendered, searchable and editable.
 
-Paths go through the file tools' own rules (``agent.files``) as a private session of the
+Paths go through the file tools' own rules (``agent.tools.files``) as a private session of the
 owner: nothing outside the workspace, no hidden files, and no writing into a shared chat's
 places (a group's log is shown, not edited, so nothing private lands where a group reads it).
 
@@ -19,13 +19,14 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from agent.audience import BOOTSTRAP_FILES, writable
-from agent.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
-from agent.tools import TurnContext
-from gateway.errors import ToolError
-from gateway.events import OWNER, Scope, SessionKey
+from agent.tools.context import TurnContext
+from agent.tools.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
+from agent.workspace.audience import BOOTSTRAP_FILES, writable
+from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER, Scope, SessionKey
+from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page, table
-from gateway.web.server import BACKEND, GUARD, Backend, flash, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
@@ -42,7 +43,7 @@ def routes(app: web.Application) -> None:
 
 def _ctx(backend: Backend) -> TurnContext:
     cfg = backend.config
-    return TurnContext(WEB_OWNER, backend.memory.workspace, backend.clock.now(), cfg.tz)
+    return TurnContext(WEB_OWNER, backend.workspace, backend.clock.now(), cfg.tz)
 
 
 def version(data: bytes | None) -> str:
@@ -83,7 +84,7 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
     query = request.query.get("q", "").strip()
     found = ""
     if query:
-        hits = backend.memory.index.search(query, SEARCH_RESULTS, audience=OWNER)
+        hits = backend.search(query, SEARCH_RESULTS)
         found = "<h2>Found</h2>" + table(
             ("File", "Lines", "Text"),
             (
@@ -93,10 +94,10 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
             ),
             f"Nothing matches {query!r}.",
         )  # fmt: skip
-    top, logs, chats = listed(backend.memory.workspace)
+    top, logs, chats = listed(backend.workspace)
     files = "".join(
         f'<li><a href="{_link(rel)}">{esc(rel)}</a>'
-        f"{'' if (backend.memory.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
+        f"{'' if (backend.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
         "</li>"
         for rel in top
     )

@@ -16,11 +16,11 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.events import SessionKey
-from gateway.ops.status import duration
+from gateway.contract.events import SessionKey
+from gateway.services.status import duration
 from gateway.web.html import esc, page, table
 from gateway.web.people import Guests, guests, key_html
-from gateway.web.server import BACKEND, GUARD, STOPPING, html_response
+from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response
 
 log = logging.getLogger(__name__)
 

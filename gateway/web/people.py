@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from channels.pairing import PairingError, PairingStore
-from gateway.events import Scope, SessionKey
-from gateway.ops.commands import shown
+from gateway.contract.events import Scope, SessionKey, shown
 from gateway.web.html import esc
 
 Guests = Mapping[str, Mapping[str, Any]]  # platform → user id → what pairing knows of them

@@ -2,42 +2,39 @@
 
 ``WebServer`` is started by ``App.start`` in ``corvid run`` (not in ``corvid chat``) and
 stopped before the channels, so a browser never sees a half-stopped gateway. What the pages
-read and change comes in a ``Backend``: the same objects the gateway, the scheduler and the
-CLI use, so the page shows nothing the process does not know and changes nothing the tools
-could not.
+read and change comes through a ``Backend`` (``gateway/web/backend.py``), which the wiring
+implements over the same objects the gateway, the scheduler and the CLI use, so the page shows
+nothing the process does not know and changes nothing the tools could not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
 from importlib import resources
-from typing import Any
-from urllib.parse import quote, unquote
 
 from aiohttp import web
 
-from agent.memory import Memory
-from channels.pairing import PairingStore
-from gateway.config import ChannelConfig, Config
-from gateway.ops.status import SessionFigures
-from gateway.ports import Clock
-from gateway.runtime.gateway import Gateway
-from gateway.scheduling.plan import JobState
+from gateway.config.loader import ChannelConfig
+from gateway.web import admin, chat_page, memory_page, overview, sessions_page
+from gateway.web.backend import Backend
 from gateway.web.guard import (
-    SESSIONS_FILE,
     Guard,
-    Handler,
     SignedIn,
     add_headers,
     address,
     load_token,
     new_token,
+)
+from gateway.web.respond import (
+    BACKEND,
+    GUARD,
+    STOPPING,
+    flash_read,
+    html_response,
+    see_other,
 )
 
 log = logging.getLogger(__name__)
@@ -45,46 +42,11 @@ log = logging.getLogger(__name__)
 RunJob = Callable[[str], Awaitable[tuple[str | None, str | None]]]
 
 
-@dataclass
-class Backend:
-    """What the pages read and act on."""
-
-    config: Config
-    gateway: Gateway
-    status: Callable[[], dict[str, Any]]
-    figures: SessionFigures  # the sessions' figures, shared with the status report
-    pairing: PairingStore
-    job_states: Callable[[], list[JobState]]
-    run_job: RunJob
-    cancel_job: Callable[[str], str | None]
-    reload: Callable[[], dict[str, Any]]  # config.yaml read again (gateway/ops/reload.py)
-    pending_restart: Callable[[], list[str]]
-    clock: Clock
-
-    @property
-    def memory(self) -> Memory:
-        memory = self.gateway.agent.memory
-        assert memory is not None  # build_app always gives the agent its memory
-        return memory
-
-    def edited(self, when: datetime) -> None:
-        """The owner changed the workspace by hand: prompts made before are stale."""
-        edits = self.gateway.agent.sessions.edits
-        if edits is not None:
-            edits.mark(when)
-
-
-BACKEND = web.AppKey("backend", Backend)
-GUARD = web.AppKey("guard", Guard)
-STOPPING = web.AppKey("stopping", asyncio.Event)
-
 # The largest request: a file sent on the chat page (the chat platforms' default limit).
 MAX_BODY = ChannelConfig().max_file_bytes + 1024**2
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
 # The outcome of an action, shown once by the page it redirects to (never in the address,
 # where a reload or a shared link would show it again).
-FLASH = "corvid_flash"
-FLASH_SHOWN = web.RequestKey("flash_shown", bool)
 LOGIN_REFUSED = (
     '<p class="notice error" role="status">That token is not right: open the address '
     "<code>corvid web</code> prints, or paste the token again.</p>"
@@ -96,8 +58,10 @@ class WebServer:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        state = backend.config.state
-        self.guard = Guard(load_token(state), backend.config.web, SignedIn(state / SESSIONS_FILE))
+        layout = backend.config.layout
+        self.guard = Guard(
+            load_token(layout.web_token), backend.config.web, SignedIn(layout.web_sessions)
+        )
         self.stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -108,7 +72,7 @@ class WebServer:
 
     def rotate_token(self) -> bool:
         """A new access token: the old address stops working, every browser is signed out."""
-        self.guard.rotate(new_token(self.backend.config.state))
+        self.guard.rotate(new_token(self.backend.config.layout.web_token))
         log.info("control page: a new access token; every browser was signed out")
         return True
 
@@ -117,10 +81,8 @@ class WebServer:
         return address(self.backend.config.web.host, self.port)
 
     def app(self) -> web.Application:
-        from gateway.web import admin, chat_page, memory_page, overview, sessions_page
-
         app = web.Application(
-            middlewares=[self.guard.middleware, _flash_read], client_max_size=MAX_BODY
+            middlewares=[self.guard.middleware, flash_read], client_max_size=MAX_BODY
         )
         app[BACKEND] = self.backend
         app[SERVER] = self
@@ -295,46 +257,6 @@ async def static(request: web.Request) -> web.StreamResponse:
     except FileNotFoundError:
         raise web.HTTPNotFound() from None
     return web.Response(body=data, content_type=STATIC_TYPES[suffix], charset="utf-8")
-
-
-def html_response(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
-
-
-def see_other(location: str, *, ok: str = "", problem: str = "") -> web.Response:
-    """Sent on to ``location`` (after a change: post, redirect, get), with the outcome to show
-    there once."""
-    response = web.Response(status=303, headers={"Location": location})
-    if ok or problem:
-        said = quote(json.dumps({"ok": ok, "problem": problem}, ensure_ascii=False))
-        response.set_cookie(FLASH, said, path="/", httponly=True, samesite="Strict", max_age=300)
-    return response
-
-
-def flash(request: web.Request) -> str:
-    """The outcome of the action that led here, as a notice; shown once (the answer clears
-    it)."""
-    from gateway.web.html import outcome
-
-    raw = request.cookies.get(FLASH)
-    if raw is None:
-        return ""
-    request[FLASH_SHOWN] = True
-    try:
-        said = json.loads(unquote(raw))
-        return outcome(str(said.get("ok", "")), str(said.get("problem", "")))
-    except (ValueError, AttributeError):
-        return ""
-
-
-@web.middleware
-async def _flash_read(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A page that showed the outcome clears it (in the answer's headers, so not in the
-    response-prepare signal: aiohttp has written the cookies by then)."""
-    response = await handler(request)
-    if request.get(FLASH_SHOWN):
-        response.del_cookie(FLASH, path="/")
-    return response
 
 
 async def favicon(request: web.Request) -> web.StreamResponse:

@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.events import InboundMessage, SessionKey, parse_command
+from gateway.contract.events import InboundMessage, SessionKey, parse_command
 from gateway.web.html import esc, form, markdown, page, table
 from gateway.web.people import Guests, all_earlier, earlier, ended, guests, key_html, who_is
-from gateway.web.server import BACKEND, GUARD, flash, html_response, see_other
+from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 PAGE_LINES = 100  # transcript lines per page
 
@@ -34,7 +34,7 @@ def routes(app: web.Application) -> None:
 
 
 def scope_of(key: SessionKey) -> str:
-    if key.channel == "cron":
+    if key.job:
         return "job"
     if key.topic is not None:
         return "topic"
@@ -45,11 +45,11 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     window = backend.config.llm.context_window
     rows = []
-    router, known = backend.gateway.router, guests(backend.pairing)
-    for s in backend.figures.all(backend.gateway.agent.sessions.loaded):
+    known = guests(backend.pairing)
+    for s in backend.sessions():
         link = f'<a href="/sessions/view?key={quote(str(s.key))}">{key_html(s.key, known)}</a>'
-        now = "answering" if router.busy(s.key) else ""
-        if queued := router.queued(s.key):
+        now = "answering" if backend.busy(s.key) else ""
+        if queued := backend.queued(s.key):
             now += f", {queued} queued"
         cache = "—" if s.cache_share is None else f"{100 * s.cache_share:.0f}%"
         when = datetime.fromtimestamp(s.last_active, UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -68,7 +68,7 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
         ("Chat", "Ended"),
         (
             (_past_link(key, stamp, known, when_shown(when, tz)), esc(key))
-            for key, stamp, when in all_earlier(backend.gateway.agent.store.dir)
+            for key, stamp, when in all_earlier(backend.transcripts())
         ),
         "None yet: Start a fresh session (or /new in a chat) keeps the old one here.",
     )
@@ -91,12 +91,13 @@ def _key(raw: str) -> SessionKey:
 async def transcript_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
-    store, tz, known = backend.gateway.agent.store, backend.config.tz, guests(backend.pairing)
+    tz, known = backend.config.tz, guests(backend.pairing)
+    folder = backend.transcripts()
     until = request.query.get("until")  # an earlier session of the chat, by when it ended
     if until is not None and ended(until) is None:
         raise web.HTTPNotFound(text="No such session.\n")
-    path = store.path(key) if until is None else store.dir / f"{key}.{until}.jsonl"
-    past = earlier(store.dir, key)
+    path = backend.transcript(key) if until is None else folder / f"{key}.{until}.jsonl"
+    past = earlier(folder, key)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
@@ -315,12 +316,12 @@ async def fresh_session(request: web.Request) -> web.StreamResponse:
     key = _key(str(form_data.get("key", "")))
     if form_data.get("confirm") != "1":
         return see_other(f"/sessions/new?key={quote(str(key))}")
-    if key.channel not in backend.gateway.channels:
+    if not backend.serves(key.channel):
         problem = f"{key.channel} is not running here, so this session cannot be restarted now."
         return see_other("/sessions", problem=problem)
     # The same /new the chat has: it waits for its turn behind the session's messages, saves
     # a summary of the old session to the log, and tells the chat it started afresh.
     new = InboundMessage(key, "/new", sender_id="owner", sender_name="control page",
                          command=parse_command("/new"))  # fmt: skip
-    await backend.gateway.handle(new)
+    await backend.handle(new)
     return see_other("/sessions", ok=f"{key}: started a fresh session.")

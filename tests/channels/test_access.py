@@ -10,7 +10,7 @@ import pytest
 
 from channels.access import Access, Action, Arrival
 from channels.pairing import ALPHABET, PairingError, PairingStore
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.fakes.clock import FakeClock
 
 DM = SessionKey("x", "private", "7")
@@ -318,7 +318,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(store, monkeypa
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(json, "dump", full_disk)
+    monkeypatch.setattr(os, "fsync", full_disk)  # the new contents cannot be made durable
     with pytest.raises(OSError, match="No space left"):
         store.request("x", "8", "Gus")
     monkeypatch.undo()

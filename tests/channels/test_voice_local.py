@@ -11,7 +11,7 @@ import pytest
 
 from channels.voice import TranscriptionError
 from channels.voice_local import RATE, WhisperCppTranscriber, decode
-from gateway.errors import ConfigError
+from gateway.contract.errors import ConfigError
 from tests.channels.test_voice import RECORDING, _corvid, _voice
 from tests.conftest import OWNER
 from tests.fakes.anthropic_api import last_user_text

@@ -84,7 +84,7 @@ def last_user_text(body: dict[str, Any]) -> str:
         content = msg["content"]
         if isinstance(content, str):
             return content
-        texts = [b["text"] for b in content if b.get("type") == "text"]
+        texts = [str(b["text"]) for b in content if b.get("type") == "text"]
         if texts:
             return texts[-1]
     return ""
@@ -177,7 +177,7 @@ class FakeAnthropic:
 
     async def _record(self, request: web.Request) -> dict[str, Any]:
         raw = await request.text()
-        body = json.loads(raw)
+        body: dict[str, Any] = json.loads(raw)
         async with self._arrived:
             self.requests.append(Recorded(request.path, body, dict(request.headers), raw))
             self._arrived.notify_all()

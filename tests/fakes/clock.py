@@ -1,6 +1,6 @@
 """A clock for tests: time moves only when the test says so.
 
-It implements ``gateway.ports.Clock``; sleepers are visible, so a test can wait until the
+It implements ``gateway.contract.ports.Clock``; sleepers are visible, so a test can wait until the
 scheduler is idle until a given instant, and ``sleep`` returns once the test has moved time far
 enough (or at once with ``instant_sleep``, for backoff that should not cost a test real time).
 """

@@ -10,13 +10,13 @@ import json
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from aiohttp import WSMsgType, web
+from aiohttp import BodyPartReader, WSMsgType, web
 
 from tests.fakes.observed import Observed
 
@@ -86,7 +86,7 @@ class Fault:
 
 
 # Each REST request's parsed body, read once by the middleware for recording and the handler.
-_BODY = web.RequestKey("body", object)
+_BODY: web.RequestKey[Any] = web.RequestKey("body", object)
 _FILES = web.RequestKey("files", list)
 
 
@@ -841,7 +841,7 @@ class FakeDiscord(Observed):
 
     @web.middleware
     async def _middleware(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if request.path == "/gateway":
             return await handler(request)
@@ -1211,7 +1211,9 @@ async def _read_body(request: web.Request) -> tuple[Any, list[dict[str, Any]]]:
     if request.content_type == "multipart/form-data":
         payload: Any = None
         async for part in await request.multipart():
-            data = await part.read()  # type: ignore[union-attr]
+            if not isinstance(part, BodyPartReader):
+                continue  # a nested multipart: not something Discord's clients send
+            data = await part.read()
             if part.name == "payload_json":
                 payload = json.loads(data)
             elif part.filename:

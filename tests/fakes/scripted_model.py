@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.llm import LLMResponse
+from agent.model.port import LLMResponse, PlainModel
+from agent.sessions.state import Usage
 from agent.stream import Deltas
-from agent.transcript import Usage
-from gateway.errors import LLMError
+from gateway.contract.errors import LLMError
 
 
 @dataclass
@@ -39,7 +39,7 @@ def tool_use(name: str, args: dict[str, Any], call_id: str = "t1") -> LLMRespons
     return LLMResponse([block], "tool_use", Usage(100, 0, 0, 10))
 
 
-class ScriptedModel:
+class ScriptedModel(PlainModel):
     model = "scripted"
 
     def __init__(self, *steps: Step, context_window: int = 200_000) -> None:

@@ -156,7 +156,7 @@ class FakeTelegram(Observed):
     def write_corvid_config(self, home: Path, llm_base_url: str, **telegram: Any) -> None:
         """Set up a Corvid home whose config points at this fake and at ``llm_base_url``
         (for running ``corvid run`` as a process; tokens come from the environment)."""
-        from gateway.home import init_home
+        from gateway.config.home import init_home
 
         init_home(home, {})
         config = yaml.safe_load((home / "config.yaml").read_text())
@@ -207,8 +207,9 @@ class FakeTelegram(Observed):
         """Queue an update carrying ``message`` (filled in with ids and a date)."""
         message.setdefault("message_id", next(self._message_ids))
         message.setdefault("date", int(time.time()))
-        update = {"update_id": next(self._update_ids), kind: message}
-        self._last_update_id = update["update_id"]
+        update_id = next(self._update_ids)
+        update = {"update_id": update_id, kind: message}
+        self._last_update_id = update_id
         self._updates.append(update)
         self._notify()
         return message
@@ -271,8 +272,9 @@ class FakeTelegram(Observed):
                 "text": sent["shown"],
             },
         }
-        update = {"update_id": next(self._update_ids), "callback_query": query}
-        self._last_update_id = update["update_id"]
+        update_id = next(self._update_ids)
+        update = {"update_id": update_id, "callback_query": query}
+        self._last_update_id = update_id
         self._updates.append(update)
         self._notify()
         return query
@@ -321,7 +323,7 @@ class FakeTelegram(Observed):
             return _error(404, "Not Found: method not found")
         if method in self.latency:
             await asyncio.sleep(self.latency[method])  # the server's own time, not a test's wait
-        response = await handler(params)
+        response: web.Response = await handler(params)
         release = self._holds.pop(method, None)
         if release is not None:
             await release.wait()
@@ -390,16 +392,17 @@ class FakeTelegram(Observed):
         if isinstance(shown, web.Response):
             return shown
         chat_id = int(params["chat_id"])
+        message_id = next(self._message_ids)
         message = {
-            "message_id": next(self._message_ids),
+            "message_id": message_id,
             "date": int(time.time()),
             "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
             "from": {"id": BOT_ID, "is_bot": True, "first_name": "Corvid"},
             "text": shown,
         }
-        self.sent.append({**params, "message_id": message["message_id"], "shown": shown})
-        self.chat[(chat_id, message["message_id"])] = shown
-        self.markup[(chat_id, message["message_id"])] = params.get("reply_markup")
+        self.sent.append({**params, "message_id": message_id, "shown": shown})
+        self.chat[(chat_id, message_id)] = shown
+        self.markup[(chat_id, message_id)] = params.get("reply_markup")
         self._notify()
         return _ok(message)
 

@@ -16,7 +16,7 @@ from channels.telegram.channel import TelegramChannel
 from channels.telegram.transport import Transport
 from gateway.app import App, build_app
 from gateway.channel_setup import build_channels
-from gateway.events import OutboundMessage, telegram_private
+from gateway.contract.events import OutboundMessage, telegram_private
 from tests.conftest import make_config
 
 CHATS = [telegram_private(100 + i) for i in range(20)]

@@ -266,7 +266,7 @@ async def test_a_second_run_on_the_same_home_refuses_and_the_first_keeps_serving
 
 
 def test_the_control_socket_is_removed_only_by_the_server_that_made_it(tmp_path: Path):
-    from gateway.ops.control import ControlServer
+    from gateway.services.control import ControlServer
 
     async def scenario() -> bool:
         async def run_job(job_id: str) -> tuple[str | None, str | None]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from channels.pairing import PairingStore
-from gateway.home import init_home
+from gateway.config.home import init_home
 from gateway.ops.cli import main
 
 

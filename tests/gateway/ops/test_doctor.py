@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.config import Config, load_config
-from gateway.config_build import secret_keys
+from gateway.config.build import secret_keys
+from gateway.config.loader import Config, load_config
 from gateway.ops.cli import main
-from gateway.ops.control import ControlServer
-from gateway.ops.doctor import FAIL, OK, WARN, Check, exit_status, render, run_checks
+from gateway.ops.doctor.report import FAIL, OK, WARN, Check, exit_status, render, run_checks
 from gateway.scheduling.jobs import Job
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
+from gateway.services.control import ControlServer
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import OWNER_ID, FakeDiscord
 from tests.fakes.telegram_api import FakeTelegram
@@ -465,7 +465,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
     mistake would."""
     import io
 
-    from gateway.ops.logs import setup_logging
+    from gateway.services.logs import setup_logging
 
     setup_home(home, api.base_url, fake_telegram, fake_discord)
     raw = yaml.safe_load((home / "config.yaml").read_text())
@@ -504,8 +504,8 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
 
 
 def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
-    from gateway.config import parse_config
-    from gateway.ops.doctor_local import web_setup
+    from gateway.config.loader import parse_config
+    from gateway.ops.doctor.offline import web_setup
 
     def check(**web):
         (found,) = web_setup(parse_config({"web": web}, home=home, environ={}))

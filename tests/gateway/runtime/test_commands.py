@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gateway.events import Command, parse_command
+from gateway.contract.events import Command, parse_command
 from gateway.runtime import commands
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, echo_brain, last_user_text, request_kind
@@ -144,10 +144,25 @@ async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
 
 
 async def test_every_advertised_command_is_handled(start_gateway):
-    from gateway.events import CHAT_COMMANDS
+    from gateway.contract.commands import CHAT_COMMANDS
 
     app, _chan = await start_gateway()
     for name, description in CHAT_COMMANDS:
         assert app.gateway.commands.get(name) is not None, name
         assert f"/{name}" in commands.HELP
         assert 0 < len(description) <= 256
+
+
+async def test_the_table_answers_exactly_the_listed_commands(start_gateway):
+    from gateway.contract.commands import COMMAND_NAMES, OWNER_COMMANDS
+
+    app, _chan = await start_gateway()
+    assert set(app.gateway.commands.table) == COMMAND_NAMES
+    assert {name for name, _ in OWNER_COMMANDS} == {"approve", "deny", "revoke"}
+    assert commands.HELP.startswith("Commands:\n/new or /reset — start a fresh session")
+    assert commands.HELP.endswith(
+        "/help — this list\n/approve CODE, /deny CODE — answer a pairing "
+        "request (the owner, in a private chat)\n/revoke PLATFORM USER_ID"
+        " — take an approval back\n\nAnything else you write goes to the "
+        "assistant."
+    )

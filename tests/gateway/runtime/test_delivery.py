@@ -8,7 +8,7 @@ import asyncio
 from datetime import UTC, datetime
 
 from gateway.app import build_app
-from gateway.events import OutboundMessage
+from gateway.contract.events import OutboundMessage
 from gateway.runtime.journal import SendStatus
 from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config, outbox_rows
 from tests.fakes.clock import FakeClock

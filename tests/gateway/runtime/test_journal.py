@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.transcript import SessionStore
-from gateway.events import Attachment, InboundMessage, OutboundMessage
+from agent.sessions.transcript import SessionStore
+from gateway.contract.events import Attachment, InboundMessage, OutboundMessage
 from gateway.runtime.delivery import UNCERTAIN_NOTE
 from gateway.runtime.journal import Journal
 from tests.conftest import PRIVATE
@@ -301,7 +301,7 @@ def test_a_damaged_journal_is_an_error_when_only_looking(tmp_path):
 
 
 def test_a_finished_stream_leaves_nothing_to_take_back(tmp_path):
-    from gateway.events import SessionKey
+    from gateway.contract.events import SessionKey
     from gateway.runtime.journal import SendStatus
 
     journal = Journal(tmp_path / "g.sqlite")

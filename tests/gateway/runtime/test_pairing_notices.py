@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 
 from channels.pairing import PairingRequest
-from gateway.events import OutboundMessage, telegram_private
+from gateway.contract.events import OutboundMessage, telegram_private
 from gateway.runtime.pairing_notices import BURST, WINDOW, PairingNotices
 from tests.fakes.clock import FakeClock
 

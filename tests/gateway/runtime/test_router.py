@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.events import InboundMessage, SessionKey
+from gateway.contract.events import InboundMessage, SessionKey
 from gateway.runtime.router import Router, RouterClosed
 
 A = SessionKey("t", "private", "a")
@@ -96,7 +96,7 @@ async def test_a_flood_is_answered_in_bounded_batches_in_order():
 
 
 async def test_images_in_a_batch_stay_under_the_request_limit():
-    from gateway.events import Attachment
+    from gateway.contract.events import Attachment
 
     rec = Recorder()
     router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered, 25, 10_000, 10 << 20)

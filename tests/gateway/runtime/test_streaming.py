@@ -10,7 +10,7 @@ import pytest
 
 from agent.stream import TextDelta, TextDone, TextVoid, ToolFinished, ToolStarted
 from channels.live import LiveReply
-from gateway.events import OutboundMessage, SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.runtime.streaming import STOPPED, ReplyStream, could_be_silent
 from tests.fakes.clock import FakeClock
 

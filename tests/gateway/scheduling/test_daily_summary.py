@@ -134,9 +134,9 @@ async def test_a_groups_digest_reads_only_that_group(home, fake_api):
     conversations, and nothing of group B's or the owner's."""
     import asyncio
 
-    from agent.audience import log_path
+    from agent.workspace.audience import log_path
     from gateway.app import build_app
-    from gateway.events import SessionKey, audience_of
+    from gateway.contract.events import SessionKey, audience_of
     from tests.conftest import GROUP, PRIVATE, RecordingChannel
 
     other = SessionKey.parse("test:group:200")

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import yaml
 
-from gateway.config import load_config
+from gateway.config.loader import load_config
 from gateway.ops.cli import main
-from gateway.ops.doctor import run_checks
+from gateway.ops.doctor.report import run_checks
 from gateway.scheduling.jobs import Job, JobKind
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT
 from gateway.scheduling.reminders import JobStore

@@ -10,11 +10,12 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from agent.compaction import FLUSH_GRANT
-from agent.tools import ToolRegistry, TurnContext
+from agent.sessions.compaction import FLUSH_GRANT
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from gateway.app import build_app
-from gateway.config import ScheduleConfig
-from gateway.events import SessionKey, telegram_group, telegram_private
+from gateway.config.loader import ScheduleConfig
+from gateway.contract.events import SessionKey, telegram_group, telegram_private
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import REMINDER_GRANT, JobStore, reminder_tools
 from gateway.scheduling.scheduler import Scheduler

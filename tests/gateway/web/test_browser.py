@@ -24,7 +24,7 @@ from aiohttp import web
 
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
-from gateway.events import SessionKey
+from gateway.contract.events import SessionKey
 from tests.conftest import OWNER, make_config
 from tests.fakes.anthropic_api import Reply
 

@@ -9,9 +9,9 @@ import stat
 import pytest
 from yarl import URL
 
-from gateway.config import parse_config
-from gateway.errors import ConfigError
-from gateway.web.guard import COOKIE, TOKEN_FILE
+from gateway.config.loader import parse_config
+from gateway.contract.errors import ConfigError
+from gateway.web.guard import COOKIE
 from tests.gateway.web.conftest import WEB, ControlClient
 
 PAGES = ("/", "/memory", "/memory/file?path=MEMORY.md", "/jobs", "/pairing", "/config")
@@ -60,7 +60,7 @@ async def test_signing_in_sets_a_strict_http_only_cookie_and_drops_the_token(con
 
 async def test_the_token_is_private_and_survives_a_restart(home, start_gateway):
     app, _ = await start_gateway(web=WEB)
-    path = home / "state" / TOKEN_FILE
+    path = home / "state" / "web_token"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_text().strip() == app.web.token and len(app.web.token) >= 40
     await app.stop()

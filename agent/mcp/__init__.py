@@ -1,0 +1,1 @@
+"""Model Context Protocol servers: the client of one, the hub of all, and what passes between."""

@@ -1,0 +1,169 @@
+"""The memory tools: search, read, append to today's log, and edit ``MEMORY.md`` (private chats
+only, refused in code to every shared session)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from agent.memory.index import LONG_TERM, Hit
+from agent.memory.store import Memory, read_text
+from agent.tools.context import TurnContext
+from agent.tools.files import check_single_name, resolve_in_workspace
+from agent.tools.registry import Tool
+from agent.workspace.audience import untrusted
+from gateway.contract.errors import PathRefused, ToolError
+
+MAX_ENTRY_CHARS = 8000
+MAX_QUERY_CHARS = 1000
+
+
+class SearchArgs(TypedDict):
+    query: Annotated[str, "Keywords to look for."]
+    max_results: NotRequired[Annotated[int, "At most this many hits."]]
+
+
+# Functional syntax: "from" is a keyword.
+GetArgs = TypedDict(
+    "GetArgs",
+    {
+        "path": Annotated[str, "MEMORY.md or memory/<date>.md"],
+        "from": NotRequired[Annotated[int, "First line (1-based)."]],
+        "lines": NotRequired[Annotated[int, "How many lines (default 200)."]],
+    },
+)
+
+
+class AppendArgs(TypedDict):
+    text: Annotated[str, "The entry, Markdown."]
+
+
+class UpdateArgs(TypedDict):
+    action: Literal["append", "replace", "remove"]
+    text: NotRequired[Annotated[str, "New text (append, replace)."]]
+    old_text: NotRequired[Annotated[str, "Exact passage to change."]]
+
+
+def _memory_path(ctx: TurnContext, raw: Any) -> Path:
+    path = resolve_in_workspace(ctx, raw)
+    rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+    if not (
+        rel == PurePosixPath(LONG_TERM) or (rel.parts[:1] == ("memory",) and rel.suffix == ".md")
+    ):
+        raise PathRefused("memory_get reads MEMORY.md and memory/*.md; use read_file for others.")
+    return path
+
+
+class MemoryTools:
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    async def search(self, ctx: TurnContext, args: SearchArgs) -> str:
+        query = args["query"].strip()
+        if not query:
+            raise ToolError("query must not be empty.")
+        if len(query) > MAX_QUERY_CHARS:
+            # Every word costs a lookup, under the index lock every session shares.
+            raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
+        wanted = args.get("max_results", self.memory.cfg.search_max_results)
+        limit = max(1, min(int(wanted), 50))
+        hits = await asyncio.to_thread(self._search, query, limit, ctx)
+        if not hits:
+            return "Nothing in memory matches that query."
+        out = []
+        for n, h in enumerate(hits, 1):
+            snippet = h.snippet.replace("\n", "\n   ")
+            whose = ""
+            if h.chat and ctx.private:
+                # In the owner's chats, a hit from a shared chat's log is what others wrote:
+                # quoted like any text from outside, so it cannot pose as instructions.
+                whose = f", written in the shared chat {h.chat}"
+                snippet = untrusted(f"chat {h.chat}", h.snippet)
+            out.append(
+                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
+                f"   {snippet}"
+            )
+        return "\n".join(out)
+
+    def _search(self, query: str, limit: int, ctx: TurnContext) -> list[Hit]:
+        """The hits, the session marked for what their files bring from outside (a snippet
+        may show part of a quoted passage without its opening)."""
+        hits = self.memory.index.search(query, limit, audience=ctx.audience)
+        for rel in dict.fromkeys(h.path for h in hits):
+            ctx.saw_file(PurePosixPath(rel), read_text(self.memory.workspace / rel))
+        return hits
+
+    def get(self, ctx: TurnContext, args: GetArgs) -> str:
+        path = _memory_path(ctx, args["path"])
+        if not path.is_file():
+            raise ToolError(f"{args['path']!r} does not exist.")
+        check_single_name(ctx, path)
+        text = read_text(path)
+        lines = text.splitlines()
+        start = max(1, int(args.get("from", 1)))
+        count = max(1, min(int(args.get("lines", 200)), 1000))
+        window = lines[start - 1 : start - 1 + count]
+        end = start - 1 + len(window)
+        rel = path.relative_to(ctx.workspace).as_posix()
+        ctx.saw_file(PurePosixPath(rel), text)
+        body = self.memory.quoted(rel, "\n".join(window)) if ctx.private else "\n".join(window)
+        return f"[{rel}: lines {start}-{end} of {len(lines)}]\n" + body
+
+    def append(self, ctx: TurnContext, args: AppendArgs) -> str:
+        text = args["text"]
+        if not text.strip():
+            raise ToolError("text must not be empty.")
+        if len(text) > MAX_ENTRY_CHARS:
+            raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
+        source = "" if ctx.private else str(ctx.key)
+        ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
+        rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
+        return f"Appended to {rel}."
+
+    def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
+        if not ctx.private:
+            raise ToolError(
+                "memory_update works only in a private chat with the owner. In a shared chat, "
+                "use memory_append (today's log) for what should be kept."
+            )
+        text = args.get("text", "")
+        return self.memory.update_long_term(
+            args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
+        )
+
+
+def memory_tools(memory: Memory) -> tuple[Tool, ...]:
+    tools = MemoryTools(memory)
+    return (
+        Tool.typed(
+            "memory_search",
+            "Search your memory by keywords: in a private chat MEMORY.md and every log; in a "
+            "shared chat that chat's own log. Use it before answering about past events, people, "
+            "preferences or decisions.",
+            SearchArgs,
+            tools.search,
+        ),
+        Tool.typed(
+            "memory_get",
+            "Read lines of a memory file (MEMORY.md, memory/YYYY-MM-DD.md, or a chat's log in "
+            "memory/chats/), e.g. around a memory_search hit.",
+            GetArgs,
+            tools.get,
+        ),
+        Tool.typed(
+            "memory_append",
+            "Append an entry to today's log of this chat's audience, with a time heading: events, "
+            "decisions, promises, things to remember. In a private chat it goes to the owner's "
+            "log; in a shared chat to that chat's own log, which only it and the owner read.",
+            AppendArgs,
+            tools.append,
+        ),
+        Tool.typed(
+            "memory_update",
+            "Edit MEMORY.md, the curated long-term memory (private chats only): append a fact, "
+            "or replace/remove an exact passage that is out of date.",
+            UpdateArgs,
+            tools.update,
+        ),
+    )

@@ -1,0 +1,363 @@
+"""The model port's Anthropic implementation (official SDK, streaming, prompt caching).
+
+``LLM`` (``agent/model/port.py``) is the interface the agent loop and the app use;
+``AnthropicLLM`` implements it with ``anthropic.AsyncAnthropic``. The SDK is imported lazily: it
+is the slowest import Corvid has, and channels can start polling before the first model call
+needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
+
+from agent.model.port import LLMResponse
+from agent.model.wire import content_to_dicts, normalize_messages
+from agent.sessions.state import Usage
+from agent.settings import LLMSettings
+from agent.stream import Deltas
+from gateway.contract.errors import LLMError, LLMErrorKind
+from gateway.contract.ports import Check, Status
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from anthropic.types import (
+        CacheControlEphemeralParam,
+        MessageParam,
+        TextBlockParam,
+        ToolParam,
+    )
+
+log = logging.getLogger(__name__)
+
+EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
+
+
+def with_cache_breakpoints(
+    system: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    system_note: str | None = None,
+) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
+    """The request's system blocks, messages and tools, in the SDK's parameter types, with the
+    stable prefix (tools, system) and the newest message marked for prompt caching.
+
+    Three of the API's four breakpoints. The stored messages are not modified: the newest one
+    is copied before it is marked. Stored messages are plain JSON (they come from the
+    transcript), so they are the SDK's types by construction rather than by checking.
+    """
+    cached_tools = [cast("ToolParam", dict(t)) for t in tools]
+    if cached_tools:
+        cached_tools[-1]["cache_control"] = EPHEMERAL
+    sys_blocks: list[TextBlockParam] = [
+        {"type": "text", "text": system, "cache_control": EPHEMERAL}
+    ]
+    if system_note:
+        sys_blocks.append({"type": "text", "text": system_note})
+    msgs = normalize_messages(messages)
+    if msgs:
+        last = msgs[-1]
+        blocks = list(last["content"])
+        blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+        msgs[-1] = {"role": last["role"], "content": blocks}
+    return sys_blocks, cast("list[MessageParam]", msgs), cached_tools
+
+
+class AnthropicLLM:
+    def __init__(self, cfg: LLMSettings) -> None:
+        self.cfg = cfg
+        self.model = cfg.model
+        self.context_window = cfg.context_window
+        self._client: AsyncAnthropic | None = None
+        self._sdk: Any = None  # the anthropic module, imported lazily
+
+    async def warm_up(self) -> None:
+        """Import the SDK off the event loop so the first message does not pay for it."""
+        if self._sdk is None:
+            self._sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
+
+    def _get_client(self) -> AsyncAnthropic:
+        if self._client is None:
+            if self._sdk is None:
+                self._sdk = importlib.import_module("anthropic")
+            api_key = self.cfg.api_key.value if self.cfg.api_key else None
+            self._client = self._sdk.AsyncAnthropic(
+                api_key=api_key,
+                base_url=self.cfg.base_url or None,
+                timeout=self.cfg.timeout,
+                max_retries=self.cfg.retries,
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def apply(self, cfg: LLMSettings) -> None:
+        """Take the options that change while running (the model, the answer's and the
+        context's size); the key, the address and the retries wait for a restart."""
+        self.cfg = replace(
+            self.cfg, model=cfg.model, max_tokens=cfg.max_tokens, context_window=cfg.context_window
+        )
+        self.model, self.context_window = cfg.model, cfg.context_window
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def probe(self, limit: float, key_source: str) -> Check:
+        """A free, authenticated call (``corvid doctor``): counting the tokens of one word for
+        the configured model proves the key, the base URL and the model id at once.
+        ``key_source`` says where the key comes from, for the fix."""
+        import anthropic
+
+        client = self._probe_client(limit)
+        where = str(client.base_url).rstrip("/")
+        try:
+            await self._count_one(client, limit)
+        except anthropic.APIError as exc:
+            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+        except TimeoutError:
+            return Check.no_answer("anthropic", where, limit)
+        finally:
+            await client.close()
+        return Check(Status.OK, "anthropic", f"API key accepted by {where}; model {self.model}")
+
+    async def refused(self, limit: float, key_source: str) -> Check | None:
+        """The same call at start-up (``corvid run``): what the API refused (the key, its
+        permissions, the model), or None when it accepted or could not be asked (busy or
+        unreachable: turns retry, and say so if they must)."""
+        await self.warm_up()  # the import takes a second: never on the loop the channels use
+        anthropic = self._sdk
+        client = self._probe_client(limit)
+        where = str(client.base_url).rstrip("/")
+        try:
+            await self._count_one(client, limit)
+        except (
+            anthropic.AuthenticationError,
+            anthropic.PermissionDeniedError,
+            anthropic.NotFoundError,
+        ) as exc:
+            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+        except (anthropic.APIError, TimeoutError) as exc:
+            log.warning("could not check the API key at start (%s); going on", type(exc).__name__)
+        finally:
+            await client.close()
+        return None
+
+    async def accepts_tools(self, tools: list[dict[str, Any]], limit: float = 10.0) -> bool | None:
+        """Whether the API takes these tool definitions (a server tool such as its web search)
+        with the configured model: a free count_tokens call. None when it could not be asked."""
+        await self.warm_up()
+        sdk = self._sdk
+        client = self._probe_client(limit)
+        try:
+            async with asyncio.timeout(limit):
+                await client.messages.count_tokens(
+                    model=self.model,
+                    messages=[{"role": "user", "content": "ping"}],
+                    tools=tools,
+                )
+        except sdk.BadRequestError as exc:
+            log.info("the API refused the tools %s: %s", [t.get("name") for t in tools], exc)
+            return False
+        except (sdk.APIError, TimeoutError) as exc:
+            log.info("could not ask the API about tools: %s", type(exc).__name__)
+            return None
+        finally:
+            await client.close()
+        return True
+
+    def _probe_client(self, limit: float) -> Any:
+        import anthropic
+
+        cfg = self.cfg
+        return anthropic.AsyncAnthropic(
+            api_key=cfg.api_key.value if cfg.api_key else None,
+            base_url=cfg.base_url or None,
+            timeout=limit,
+            max_retries=0,
+        )
+
+    async def _count_one(self, client: Any, limit: float) -> None:
+        async with asyncio.timeout(limit):
+            await client.messages.count_tokens(
+                model=self.model, messages=[{"role": "user", "content": "ping"}]
+            )
+
+    async def complete(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None = None,
+        deltas: Deltas | None = None,
+    ) -> LLMResponse:
+        try:
+            return await self._complete(system, messages, tools, system_note, deltas)
+        except _BadToolJSON as exc:
+            # The model wrote a tool call whose input is not JSON: say so, and ask once more.
+            log.warning("the model wrote a tool call that is not valid JSON; asking again")
+            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+            if deltas is not None:
+                deltas.restart()
+            try:
+                return await self._complete(system, messages, tools, note, deltas)
+            except _BadToolJSON:
+                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+
+    async def _complete(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None,
+        deltas: Deltas | None = None,
+    ) -> LLMResponse:
+        client = self._get_client()
+        sys_blocks, msgs, cached_tools = with_cache_breakpoints(
+            system, messages, tools, system_note
+        )
+        try:
+            async with client.messages.stream(
+                model=self.model,
+                max_tokens=self.cfg.max_tokens,
+                system=sys_blocks,
+                messages=msgs,
+                tools=cached_tools if cached_tools else self._sdk.omit,
+            ) as stream:
+                if deltas is not None:
+                    async for event in stream:
+                        if event.type == "text":
+                            deltas.text(event.text)
+                msg = await stream.get_final_message()
+        except self._sdk.APIError as exc:
+            raise _map_error(self._sdk, exc) from None
+        except (OSError, EOFError) as exc:
+            raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
+        except ValueError as exc:
+            # What the SDK raises when a streamed tool input does not parse as JSON.
+            if "tool parameter JSON" in str(exc):
+                raise _BadToolJSON(str(exc)) from None
+            raise
+        except Exception as exc:
+            # httpx transport errors (a stream cut mid-reply) are not APIError subclasses.
+            if type(exc).__module__.startswith(("httpx", "httpcore")):
+                raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
+            raise
+        log.debug(
+            "model call %s: %d message(s), %d tool(s), %d characters of system prompt; stop %s",
+            msg.id,
+            len(msgs),
+            len(cached_tools),
+            sum(len(b["text"]) for b in sys_blocks),
+            msg.stop_reason,
+        )
+        u = msg.usage
+        usage = Usage(
+            input=u.input_tokens or 0,
+            cache_read=u.cache_read_input_tokens or 0,
+            cache_write=u.cache_creation_input_tokens or 0,
+            output=u.output_tokens or 0,
+        )
+        return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+
+
+class _BadToolJSON(Exception):
+    pass
+
+
+BAD_TOOL_JSON_NOTE = (
+    "Your previous answer to this request contained a tool call whose input was not valid "
+    "JSON, so it could not run. Answer again; write tool inputs as valid JSON objects."
+)
+
+
+def _probe_failure(
+    sdk: Any, exc: Exception, where: str, model: str, key_source: str, timeout: float
+) -> Check:
+    """What a failed probe call says, and how to fix it."""
+    name = "anthropic"
+    if isinstance(exc, sdk.AuthenticationError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"API key rejected by {where} (401)",
+            f"check {key_source}; keys are made at https://console.anthropic.com/settings/keys",
+        )
+    if isinstance(exc, sdk.PermissionDeniedError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"API key not allowed to use {where} (403)",
+            f"check the key's workspace and permissions, or {key_source}",
+        )
+    if isinstance(exc, sdk.NotFoundError):
+        return Check(
+            Status.FAIL,
+            name,
+            f"{where} does not know the model {model!r} (404)",
+            "check llm.model (and llm.base_url, if it is not Anthropic's API)",
+        )
+    if isinstance(exc, sdk.RateLimitError | sdk.InternalServerError):
+        return Check(
+            Status.WARN,
+            name,
+            f"{where} is busy right now (HTTP {exc.status_code}); the key could not be checked",
+            "run corvid doctor again in a minute",
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return Check.no_answer(name, where, timeout)
+    if isinstance(exc, sdk.APIConnectionError):
+        return Check.unreachable(name, where, exc, "llm.base_url (or ANTHROPIC_BASE_URL)")
+    status = getattr(exc, "status_code", "?")
+    return Check(
+        Status.FAIL,
+        name,
+        f"{where} answered HTTP {status} to an authenticated request",
+        "check llm.base_url and llm.api_key",
+    )
+
+
+def _map_error(sdk: Any, exc: Exception) -> LLMError:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    err_type = ""
+    message = ""
+    if isinstance(body, dict):
+        err: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else body
+        err_type = str(err.get("type", ""))
+        message = str(err.get("message", ""))
+    detail = f"{type(exc).__name__} status={status} type={err_type}"
+    if isinstance(exc, sdk.APITimeoutError):
+        return LLMError(LLMErrorKind.TIMEOUT, detail)
+    if isinstance(exc, sdk.APIConnectionError):
+        return LLMError(LLMErrorKind.CONNECTION, detail)
+    if status == 429 or err_type == "rate_limit_error":
+        return LLMError(LLMErrorKind.RATE_LIMITED, detail, status)
+    if status == 529 or err_type == "overloaded_error":
+        return LLMError(LLMErrorKind.OVERLOADED, detail, status)
+    if status in (401, 403) or err_type in ("authentication_error", "permission_error"):
+        return LLMError(LLMErrorKind.AUTH, detail, status)
+    if status == 413 or err_type == "request_too_large":
+        return LLMError(LLMErrorKind.TOO_LARGE, detail, status)
+    if status == 400 or err_type == "invalid_request_error":
+        lowered = message.lower()
+        if "prompt is too long" in lowered or ("context" in lowered and "exceed" in lowered):
+            return LLMError(LLMErrorKind.CONTEXT_OVERFLOW, detail, status)
+        return LLMError(LLMErrorKind.BAD_REQUEST, detail, status)
+    if (status and status >= 500) or err_type == "api_error":
+        return LLMError(LLMErrorKind.SERVER, detail, status)
+    return LLMError(LLMErrorKind.OTHER, detail, status)

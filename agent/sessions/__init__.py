@@ -1,0 +1,1 @@
+"""Sessions: transcripts on disk, the ones loaded, their system prompts, flush and compaction."""

@@ -1,0 +1,253 @@
+"""Keeping a session inside the context window: the silent memory flush, then compaction.
+
+After each turn: once the context reaches ``window - reserve - soft_threshold`` and no flush ran
+in this compaction cycle, a silent turn asks the model to write down what must survive; nothing
+of it reaches a chat. Once past ``window - reserve``, older messages are summarised by one model
+call and replaced by the summary; recent messages stay word for word, and a tool_use is never
+separated from its tool_result. The transcript keeps the full history either way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.memory.store import Memory
+from agent.model.port import LLM
+from agent.sessions.loaded import Sessions
+from agent.sessions.state import SessionState, estimate_tokens
+from agent.settings import CompactionSettings
+from agent.tools.context import Grant, TurnContext
+from gateway.contract.errors import LLMError
+from gateway.contract.events import NO_REPLY, SessionKey
+
+log = logging.getLogger(__name__)
+
+# The flush writes memory in its own session's audience, and nothing else: no reading of other
+# chats, no files, nothing that reaches out. It is shown its session's tools all the same, so
+# that its request reads the whole conversation from the prompt cache.
+FLUSH_GRANT = Grant(
+    "the memory flush", frozenset({"memory_append", "memory_update"}), show_all=True
+)
+
+FLUSH_NOTE = (
+    "Memory flush. This session is close to its context limit and will soon be compacted: "
+    "older messages will be replaced by a short summary. This turn is silent: nobody will see "
+    "your reply."
+)
+FLUSH_PROMPT = (
+    "[memory flush] Before the conversation is compacted, save what must not be lost. Use "
+    "memory_append to add durable facts from this conversation that are not written down yet "
+    "(decisions, promises, open tasks, facts about people and plans) to today's log of this "
+    "chat; in a private chat, use memory_update for lasting personal facts that belong in "
+    "MEMORY.md. Only the memory tools work in this turn. When done, or if there is nothing to "
+    "save, answer exactly NO_REPLY."
+)
+SUMMARY_SYSTEM = (
+    "You condense chat transcripts for a personal assistant, who will continue the "
+    "conversation from your summary alone. Write plain prose or short bullets, no preamble."
+)
+COMPACTION_PROMPT = (
+    "Summarise the conversation below so the assistant can carry on seamlessly: who is "
+    "involved, what was discussed and decided, promises and open tasks, facts and numbers that "
+    "are still needed, and what was being worked on last. At most 400 words."
+)
+SESSION_END_PROMPT = (
+    "The conversation below is ending. Write a short entry for today's log: what was "
+    "discussed, decided and promised, and any open to-dos, in at most 120 words. If nothing "
+    "worth keeping happened, answer exactly NO_REPLY."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    summarised: int  # messages replaced by the summary
+    kept: int
+    tokens_before: int
+    tokens_after: int
+
+
+def starts_exchange(msg: dict[str, Any]) -> bool:
+    """A user message that answers no tool call: cutting before it splits no tool pair."""
+    if msg["role"] != "user":
+        return False
+    content = msg["content"]
+    return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content)
+
+
+def choose_split(messages: list[dict[str, Any]], keep_tokens: int) -> int:
+    """Index of the first message kept verbatim: the longest clean suffix within budget."""
+    split = len(messages)
+    acc = 0
+    for i in range(len(messages) - 1, -1, -1):
+        acc += estimate_tokens(messages[i]["content"])
+        if acc > keep_tokens:
+            break
+        if starts_exchange(messages[i]):
+            split = i
+    return split
+
+
+def render(messages: list[dict[str, Any]], limit: int) -> str:
+    """A transcript as plain text for the summariser; the newest part wins if it is too long."""
+    lines: list[str] = []
+    for msg in messages:
+        who = "User" if msg["role"] == "user" else "Assistant"
+        content = msg["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for b in blocks:
+            kind = b.get("type")
+            if kind == "text" and b["text"].strip() in (FLUSH_PROMPT, NO_REPLY):
+                continue  # the silent flush turn is housekeeping, not conversation
+            if kind == "text" and b["text"].strip():
+                lines.append(f"{who}: {b['text'].strip()}")
+            elif kind == "tool_use":
+                args = json.dumps(b.get("input"), ensure_ascii=False)[:400]
+                lines.append(f"Assistant used {b['name']}({args})")
+            elif kind == "tool_result":
+                body = b.get("content")
+                if isinstance(body, list):  # text and images
+                    body = " ".join(
+                        str(c.get("text", "")) if c.get("type") == "text" else "[an image]"
+                        for c in body
+                        if isinstance(c, dict)
+                    )
+                body = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+                lines.append(f"Tool result: {body[:600]}")
+            elif kind == "image":
+                lines.append(f"{who} sent an image.")
+            elif kind == "server_tool_use":
+                asked = b.get("input")
+                query = str(asked.get("query", "") if isinstance(asked, dict) else "")[:200]
+                lines.append(f"Assistant searched the web for {query!r}")
+    text = "\n\n".join(lines)
+    if len(text) > limit:
+        text = "[the oldest part is left out]\n\n" + text[len(text) - limit :]
+    return text
+
+
+# Runs a silent turn in a session (the memory flush): the model may call tools; the returned
+# reply text reaches no chat.
+SilentTurn = Callable[[SessionState, TurnContext, str, Grant], Awaitable[str]]
+
+
+class Maintenance:
+    """Flush, compaction and session-end summaries for the sessions in ``sessions``.
+
+    Given only what it needs: the model port, the sessions, a way to make a fresh prompt
+    snapshot and a turn context, and a way to run a silent turn; never the agent itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        sessions: Sessions,
+        prompt: Callable[[SessionKey], str],
+        context: Callable[[SessionKey], TurnContext],
+        silent_turn: SilentTurn,
+        memory: Memory | None,
+        settings: CompactionSettings,
+    ) -> None:
+        self.llm = llm
+        self.sessions = sessions
+        self.prompt = prompt
+        self.context = context
+        self.silent_turn = silent_turn
+        self.memory = memory
+        self.cfg = settings
+
+    def thresholds(self) -> tuple[int, int]:
+        hard = self.llm.context_window - self.cfg.reserve_tokens
+        return hard - self.cfg.soft_threshold_tokens, hard
+
+    async def after_turn(self, key: SessionKey) -> None:
+        state = self.sessions.peek(key)
+        if state is None:
+            return
+        soft, hard = self.thresholds()
+        if state.context_tokens >= soft and not state.flushed:
+            await self.flush(state, self.context(key))
+        if state.context_tokens >= hard:
+            await self.compact(state, self.context(key), flush_first=False)
+
+    async def flush(self, state: SessionState, ctx: TurnContext) -> None:
+        """The silent turn. Marked first, so that a failing flush is not retried every turn."""
+        store = self.sessions.store
+        store.mark_flushed(state)
+        prompt = {"role": "user", "content": [{"type": "text", "text": FLUSH_PROMPT}]}
+        store.append_message(state, prompt)
+        log.info("%s: memory flush at %d context tokens", state.key, state.context_tokens)
+        try:
+            text = await self.silent_turn(state, ctx, FLUSH_NOTE, FLUSH_GRANT)
+        except LLMError as exc:
+            log.warning("%s: memory flush failed: %s", state.key, exc)
+            return
+        if text.strip() != NO_REPLY:
+            log.info("%s: flush turn answered %d characters (not delivered)", state.key, len(text))
+
+    async def compact(
+        self, state: SessionState, ctx: TurnContext, flush_first: bool
+    ) -> Compacted | None:
+        if choose_split(state.messages, self.cfg.keep_recent_tokens) == 0:
+            return None  # all of it is recent: no flush either, nothing would be lost
+        if flush_first and not state.flushed:
+            await self.flush(state, ctx)
+        split = choose_split(state.messages, self.cfg.keep_recent_tokens)
+        if split == 0:
+            return None
+        before = state.context_tokens
+        summary = await self.summarise(state.messages[:split], COMPACTION_PROMPT)
+        kept = len(state.messages) - split
+        store = self.sessions.store
+        store.compact(state, summary, kept, self.prompt(state.key))
+        await store.sync(state.key)
+        result = Compacted(split, kept, before, state.context_tokens)
+        log.info(
+            "%s: compacted %d messages, kept %d; ~%d → ~%d tokens",
+            state.key,
+            result.summarised,
+            kept,
+            before,
+            result.tokens_after,
+        )
+        return result
+
+    async def summarise(self, messages: list[dict[str, Any]], instruction: str) -> str:
+        limit = max(4000, (self.llm.context_window - self.cfg.reserve_tokens) * 2)
+        text = render(messages, limit)
+        request = [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"{instruction}\n\n<conversation>\n{text}\n</conversation>",
+                    }
+                ],
+            }
+        ]
+        resp = await self.llm.complete(SUMMARY_SYSTEM, request, [])
+        return "\n\n".join(b["text"] for b in resp.content if b.get("type") == "text").strip()
+
+    async def end_session(self, key: SessionKey) -> bool:
+        """Before /new: a short summary of the ending session goes to today's log."""
+        state = self.sessions.peek(key)
+        memory = self.memory
+        if state is None or memory is None or not any(starts_exchange(m) for m in state.messages):
+            return False
+        summary = await self.summarise(state.messages, SESSION_END_PROMPT)
+        if not summary or summary == NO_REPLY:
+            return False
+        ctx = self.context(key)
+        source = "session summary" if key.private else f"session summary · {key}"
+        try:
+            # Quoted if the conversation read other chats or the web: it may repeat them.
+            memory.append(ctx.marked(summary), ctx.now, ctx.audience, source)
+        except OSError as exc:  # a full disk, say; /new goes on
+            log.warning("%s: session summary not saved: %s", key, exc)
+            return False
+        return True

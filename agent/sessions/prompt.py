@@ -1,0 +1,141 @@
+"""The system prompt: identity, session facts and the workspace's bootstrap files, each capped.
+
+It is built once when a session starts and stored in the transcript, so every request of the
+session sends the same bytes and Anthropic's prompt cache can serve it. Nothing in it changes
+by the minute: the current time travels in each user message instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from agent.memory.store import Memory
+from agent.settings import AgentSettings
+from agent.workspace.audience import (
+    BOOTSTRAP_FILES,
+    SHARED_BOOTSTRAP,
+    files_folder,
+    log_folder,
+    reopened,
+)
+from gateway.contract.events import Scope, SessionKey, audience_of
+from gateway.contract.ports import Clock
+
+log = logging.getLogger(__name__)
+
+
+def cap_text(text: str, limit: int, name: str) -> str:
+    """Keep the head and tail of an over-long text and say what was cut and how to read it."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.7)
+    tail = int(limit * 0.2)
+    cut = len(text) - head - tail
+    marker = (
+        f"\n\n[... {cut} characters of {name} cut to fit the prompt; "
+        f"read the file with read_file to see all of it ...]\n\n"
+    )
+    return text[:head] + marker + reopened(text[len(text) - tail :])
+
+
+def _places(key: SessionKey) -> str:
+    """Where this session's notes and files go, as the code enforces it."""
+    audience = audience_of(key)
+    if audience.private:
+        return (
+            "\n- Private matters go in MEMORY.md or your own log (memory_append); the shared "
+            "chats' places (chats/, memory/chats/, inbox/chats/) are theirs, and you do not "
+            "write there."
+        )
+    return (
+        f"\n- This chat's notes: memory_append adds to its log in {log_folder(audience)}/. "
+        f"Its files: {files_folder(audience)}/ (the only place you can write files here). "
+        "The owner's memory and other chats' notes are not available here."
+    )
+
+
+def build_system_prompt(
+    workspace: Path,
+    key: SessionKey,
+    *,
+    timezone: str,
+    per_file_chars: int,
+    total_chars: int,
+    extra_sections: tuple[str, ...] = (),
+) -> str:
+    if key.private:
+        where = "a private chat with your owner"
+    elif key.scope is Scope.GUEST:
+        where = "a direct chat with someone your owner allowed to talk to you (not your owner)"
+    else:
+        where = "a shared chat (group or channel)"
+    parts = [
+        "You are Corvid, a personal assistant. Your workspace files below define who you are "
+        "and how you work.",
+        f"## This session\n- Session: {key}\n- Setting: {where}\n- Owner's time zone: {timezone}\n"
+        "- Each user message starts with a bracketed line giving the local date and time"
+        + (" and the sender's name." if not key.private else ".")
+        + _places(key),
+    ]
+    budget = total_chars
+    # USER.md and TOOLS.md are about the owner: in the owner's own sessions only.
+    for name in BOOTSTRAP_FILES if audience_of(key).private else SHARED_BOOTSTRAP:
+        path = workspace / name
+        if path.exists() and not path.is_file():  # a FIFO would block the process on open
+            log.warning("%s: %s is not a regular file; left out", key, name)
+            continue
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("%s: cannot read %s: %s", key, name, exc)
+            continue
+        if not text:
+            continue
+        if budget <= 200:
+            parts.append(f"[{name} and later files left out: bootstrap size limit reached]")
+            break
+        text = cap_text(text, min(per_file_chars, budget), name)
+        budget -= len(text)
+        parts.append(f"# {name}\n\n{text}")
+    parts.extend(extra_sections)
+    return "\n\n".join(parts)
+
+
+class SystemPrompts:
+    """Makes the snapshot a session's prompt starts with: the bootstrap files and, with memory
+    on, the memory section (``Memory.snapshot``) as of now."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        settings: AgentSettings,
+        tz: ZoneInfo,
+        memory: Memory | None,
+        clock: Clock,
+    ) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.tz = tz
+        self.memory = memory
+        self.clock = clock
+
+    def __call__(self, key: SessionKey) -> str:
+        extra: tuple[str, ...] = ()
+        if self.memory is not None:
+            now = self.clock.now().astimezone(self.tz)
+            # Scheduled jobs run unattended and may read what shared chats wrote: they get no
+            # MEMORY.md in their prompt (a private one can still look things up).
+            long_term = not key.job
+            extra = (self.memory.snapshot(audience_of(key), now, long_term=long_term),)
+        return build_system_prompt(
+            self.workspace,
+            key,
+            timezone=self.tz.key,
+            per_file_chars=self.settings.bootstrap_max_chars,
+            total_chars=self.settings.bootstrap_total_max_chars,
+            extra_sections=extra,
+        )

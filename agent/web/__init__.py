@@ -1,0 +1,1 @@
+"""Tools that read the web: fetching a page and searching."""

@@ -1,0 +1,1 @@
+"""The workspace's rules: who may read and write where, and how much shared chats may store."""

@@ -1,0 +1,1 @@
+"""The configuration: config.yaml to typed settings, its checks, the home's layout, corvid init."""

@@ -1,0 +1,98 @@
+"""Where everything lives in Corvid's home folder: the one place that names its files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of one home folder. ``state/`` is Corvid's own; ``workspace/`` is the
+    owner's and the agent's (``agent/`` knows its inside)."""
+
+    home: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "config.yaml"
+
+    @property
+    def workspace(self) -> Path:
+        return self.home / "workspace"
+
+    @property
+    def state(self) -> Path:
+        return self.home / "state"
+
+    # -- in state/ --------------------------------------------------------------------------------
+
+    @property
+    def run_lock(self) -> Path:
+        """Held by the one ``corvid run`` of this home."""
+        return self.state / "run.lock"
+
+    @property
+    def control_socket(self) -> Path:
+        """Where the running gateway answers ``corvid status``, ``jobs run`` and ``reload``."""
+        return self.state / "control.sock"
+
+    @property
+    def sessions(self) -> Path:
+        """The transcripts, one JSON-lines file per session."""
+        return self.state / "sessions"
+
+    @property
+    def journal(self) -> Path:
+        """Messages owed an answer, and what was sent (SQLite)."""
+        return self.state / "gateway.sqlite"
+
+    @property
+    def ledger(self) -> Path:
+        """The scheduler's runs, exactly once per slot (SQLite)."""
+        return self.state / "scheduler.sqlite"
+
+    @property
+    def jobs(self) -> Path:
+        """Reminders and jobs made in chat."""
+        return self.state / "jobs.json"
+
+    @property
+    def pairing(self) -> Path:
+        """Pairing requests and the guests the owner approved."""
+        return self.state / "pairing.json"
+
+    @property
+    def index(self) -> Path:
+        """The memory's search index, derived from the workspace (SQLite)."""
+        return self.state / "index.sqlite"
+
+    @property
+    def hand_edits(self) -> Path:
+        """When the owner last edited the workspace by hand."""
+        return self.state / "hand_edited"
+
+    @property
+    def mcp(self) -> Path:
+        """The MCP servers' logs."""
+        return self.state / "mcp"
+
+    @property
+    def web_chat(self) -> Path:
+        """The control page chat's outbox."""
+        return self.state / "web_chat.jsonl"
+
+    @property
+    def web_token(self) -> Path:
+        """The control page's access token."""
+        return self.state / "web_token"
+
+    @property
+    def web_sessions(self) -> Path:
+        """The browsers signed in to the control page."""
+        return self.state / "web_sessions.json"
+
+    @property
+    def web_open(self) -> Path:
+        """The page ``corvid web`` opens, which signs the browser in."""
+        return self.state / "web_open.html"

@@ -1,0 +1,381 @@
+"""The checks of ``corvid doctor`` that need no network: the home folder, ``config.yaml`` (it
+parses and validates; its mode when it holds secrets inline), the workspace, ``state/`` and its
+private files, and the channel settings ``corvid run`` would refuse or warn about."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shlex
+import socket
+import sqlite3
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.config.build import ENV_REF, secret_keys
+from gateway.config.layout import Layout
+from gateway.config.loader import Config, load_config
+from gateway.contract.errors import ConfigError
+from gateway.contract.ports import Check, Status
+from gateway.runtime.journal import unreadable_rows
+
+OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
+
+
+def q(path: Path | str) -> str:
+    """A path quoted for a shell command in a fix."""
+    return shlex.quote(str(path))
+
+
+def env_ref(value: Any) -> str | None:
+    """The variable name if ``value`` is exactly ``${VAR}``."""
+    m = ENV_REF.fullmatch(value.strip()) if isinstance(value, str) else None
+    return m[1] if m else None
+
+
+def lookup(raw: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key of the YAML as written, or None."""
+    node: Any = raw
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def local_checks(
+    home: Path, environ: Mapping[str, str]
+) -> tuple[list[Check], Config | None, Mapping[str, Any]]:
+    """The checks that need no network: the folders, the files and the configuration."""
+    if not home.is_dir():
+        what = "is not a folder" if home.exists() else "does not exist"
+        return [Check(FAIL, "home", f"{home} {what}", f"corvid init --home {q(home)}")], None, {}
+    layout = Layout(home)
+    raw = read_raw(home)
+    config_check, config = _load(home, environ)
+    checks = [
+        _check_dir("home", home, private=False),
+        config_check,
+        _check_config_file(home, raw),
+        _check_workspace(layout.workspace),
+        _check_dir("state", layout.state, private=True),
+        *_check_state_files(layout),
+        *_check_state_data(layout),
+    ]
+    return checks, config, raw
+
+
+def read_raw(home: Path) -> Mapping[str, Any]:
+    try:
+        raw = yaml.safe_load(Layout(home).config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _load(home: Path, environ: Mapping[str, str]) -> tuple[Check, Config | None]:
+    """``load_config``, the loader ``corvid run`` uses; a ConfigError names the key."""
+    path = Layout(home).config_file
+    try:
+        config = load_config(home, environ)
+    except ConfigError as exc:
+        return Check(FAIL, "config", f"{path}: {exc}", f"edit {q(path)}"), None
+    if not path.exists():
+        return Check(
+            WARN,
+            "config",
+            f"{path} does not exist; every option is at its default",
+            f"corvid init --home {q(home)} writes one with every option explained",
+        ), config
+    return Check(OK, "config", f"{path} is valid"), config
+
+
+def _check_config_file(home: Path, raw: Mapping[str, Any]) -> Check:
+    path = Layout(home).config_file
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return Check(OK, "config.yaml", "no file, so no secrets in it")
+    except OSError as exc:
+        return Check(FAIL, "config.yaml", f"cannot look at {path}: {exc.strerror}")
+    inline = [
+        k
+        for k in secret_keys(Config, raw=raw)
+        if (v := lookup(raw, k)) not in (None, "") and not env_ref(v)
+    ]
+    if mode & stat.S_IWOTH:
+        return Check(
+            FAIL,
+            "config.yaml",
+            f"{path} is writable by every user (mode {mode:04o}): "
+            "anyone could point llm.base_url elsewhere and collect your API key",
+            f"chmod 600 {q(path)}",
+        )
+    if inline and mode & 0o044:
+        who = "every user" if mode & stat.S_IROTH else "its group"
+        return Check(
+            FAIL,
+            "config.yaml",
+            f"{path} holds {', '.join(inline)} inline and is readable by {who} (mode {mode:04o})",
+            f"chmod 600 {q(path)} (or write the secrets as ${{ENV_VAR}} references "
+            "and set them in the environment)",
+        )
+    if mode & stat.S_IWGRP:
+        return Check(
+            WARN,
+            "config.yaml",
+            f"{path} is writable by its group (mode {mode:04o})",
+            f"chmod g-w {q(path)}",
+        )
+    where = f"{', '.join(inline)} inline, " if inline else "secrets from the environment, "
+    return Check(OK, "config.yaml", f"{where}mode {mode:04o}")
+
+
+def _check_workspace(path: Path) -> Check:
+    """Like any folder; and one other users of the machine can read is worth a warning: it
+    holds MEMORY.md, the logs and the files sent in private chats."""
+    check = _check_dir("workspace", path, private=False)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return check
+    if check.status is OK and mode & 0o077:
+        return Check(
+            WARN,
+            "workspace",
+            f"{path} can be read by other users of this machine (mode {mode:04o}); it holds "
+            "your long-term memory, logs and files",
+            f"chmod 700 {q(path)}",
+        )
+    return check
+
+
+def _check_dir(name: str, path: Path, *, private: bool) -> Check:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        home = path.parent if name != "home" else path
+        return Check(FAIL, name, f"{path} does not exist", f"corvid init --home {q(home)}")
+    except OSError as exc:
+        return Check(FAIL, name, f"cannot look at {path}: {exc.strerror}")
+    if not stat.S_ISDIR(st.st_mode):
+        return Check(FAIL, name, f"{path} is not a folder", "move it away, then corvid init")
+    mode = stat.S_IMODE(st.st_mode)
+    if private and mode & 0o077:
+        return Check(
+            FAIL,
+            name,
+            f"{path} is open to other users (mode {mode:04o}); it holds "
+            "transcripts and pairing approvals",
+            f"chmod 700 {q(path)}",
+        )
+    if mode & stat.S_IWOTH:
+        return Check(
+            FAIL,
+            name,
+            f"{path} is writable by every user (mode {mode:04o})",
+            f"chmod o-w {q(path)}",
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        return Check(
+            FAIL,
+            name,
+            f"{path} is not writable by this user (uid {os.geteuid()})",
+            f"run Corvid as its owner (uid {st.st_uid}), or chown -R {os.geteuid()} {q(path)}",
+        )
+    if mode & stat.S_IWGRP:
+        return Check(
+            WARN,
+            name,
+            f"{path} is writable by its group (mode {mode:04o})",
+            f"chmod g-w {q(path)}",
+        )
+    if st.st_uid != os.geteuid():
+        return Check(
+            WARN,
+            name,
+            f"{path} belongs to uid {st.st_uid}, not to you "
+            f"(uid {os.geteuid()}); Corvid should run as its owner",
+        )
+    return Check(OK, name, f"{path} (mode {mode:04o})")
+
+
+def _check_state_files(layout: Layout) -> list[Check]:
+    """Files Corvid writes as 0600 (and sessions/ as 0700). ``state/`` being 0700 already keeps
+    them private, so a loose mode here is a warning, not a failure."""
+    state, sessions = layout.state, layout.sessions
+    if not state.is_dir():
+        return []
+    paths = [layout.pairing, layout.jobs, sessions]
+    try:
+        if sessions.is_dir():
+            paths.extend(sorted(sessions.glob("*.jsonl")))
+    except OSError:
+        pass
+    loose: list[str] = []
+    for path in paths:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            continue
+        if mode & 0o077:
+            loose.append(f"{path.relative_to(state)} ({mode:04o})")
+    if not loose:
+        return []
+    shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+    return [
+        Check(
+            WARN, "state files", f"readable by other users: {shown}", f"chmod -R go-rwx {q(state)}"
+        )
+    ]
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True)
+
+
+def _sqlite_problem(path: Path) -> str | None:
+    """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
+    if not path.exists():
+        return None
+    try:
+        db = _read_only(path)
+        try:
+            found = db.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if found == "ok" else f"damaged: {found}"
+
+
+def _check_journal_rows(path: Path) -> list[Check]:
+    """Messages in a readable journal that cannot be read back (a hand edit, a bad sector)."""
+    try:
+        db = _read_only(path)
+        try:
+            bad = unreadable_rows(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return []  # said by the file's own check
+    if not bad:
+        return []
+    message = f"{bad} message(s) in state/gateway.sqlite cannot be read (a damaged or edited row)"
+    fix = "nothing to do: corvid run skips them, and corvid status lists replies never sent"
+    return [Check(WARN, "journal", message, fix)]
+
+
+def _json_problem(path: Path) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if isinstance(data, dict) else "not a JSON object"
+
+
+def _check_state_data(layout: Layout) -> list[Check]:
+    """Every state file opened (read only): what cannot be read, what that means, the fix."""
+    if not layout.state.is_dir():
+        return []
+    moves = "corvid run moves it aside when it starts and goes on with a new one"
+    files = [
+        (layout.journal, _sqlite_problem, FAIL, "messages owed an answer", moves),
+        (layout.ledger, _sqlite_problem, FAIL, "which runs were sent", moves),
+        (layout.jobs, _json_problem, FAIL, "the reminders made in chat", moves),
+        (layout.pairing, _json_problem, FAIL, "guests' approvals", moves),
+        (layout.index, _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
+    ]
+    checks = []
+    for path, probe, status, holds, fix in files:
+        name = path.name
+        problem = probe(path)
+        if problem is not None:
+            message = f"state/{name} cannot be read ({problem}); it holds {holds}"
+            checks.append(Check(status, name, message, fix))
+        elif path == layout.journal and path.exists():
+            checks += _check_journal_rows(path)
+    return checks
+
+
+def channel_setup(config: Config) -> list[Check]:
+    """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
+    channels = config.channels
+    checks: list[Check] = []
+    if not config.chat_channels():  # the control page has a chat of its own
+        checks.append(
+            Check(
+                FAIL,
+                "channels",
+                "no chat channel is enabled, so corvid run will not start",
+                f"set channels.telegram.enabled, channels.discord.enabled or web.enabled "
+                f"to true in {q(config.layout.config_file)}"
+                " (corvid chat works without)",
+            )
+        )
+    # A missing token is the platform's own check (``check_channel``).
+    for need in channels.unmet():
+        if need.key == "channels.telegram.webhook.secret_token":
+            checks.append(Check(FAIL, "telegram webhook", config.missing(need.key, need.what)))
+    for name in channels.open_to_all():
+        if channels.enabled()[name].token is not None:
+            checks.append(
+                Check(
+                    WARN,
+                    f"{name} access",
+                    "allow_from is empty: everyone who writes gets a pairing code, you included",
+                    f"put your own {name} user id in channels.{name}.allow_from",
+                )
+            )
+    return checks
+
+
+def web_setup(config: Config) -> list[Check]:
+    """The control page can read all memory: listening beyond loopback is worth a warning
+    unless a reverse proxy serves it over TLS."""
+    web = config.web
+    if not web.enabled:
+        return [Check(OK, "control page", "off (web.enabled: false)")]
+    where = f"{web.host}:{web.port}"
+    if web.allow_remote and not web.behind_tls_proxy:
+        return [
+            Check(
+                WARN,
+                "control page",
+                f"listens on {where} beyond loopback without TLS: the access token and all "
+                "memory cross the network in the clear",
+                "put a reverse proxy with TLS in front and set web.behind_tls_proxy: true, or "
+                "set web.host back to 127.0.0.1",
+            )
+        ]
+    return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the control page could not listen on ``host:port`` now (another program holds
+    it, say), or None. Bound as aiohttp binds, so a port merely in TIME_WAIT is free."""
+    if port == 0:  # any free port
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"{host} cannot be resolved ({exc.strerror or exc})"
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(where)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is held by another program"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None

@@ -1,0 +1,69 @@
+"""``corvid doctor``'s checks of what Corvid serves or calls besides the model and the chat
+platforms: the control page's port, and the transcription service for voice notes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.config.loader import Config
+from gateway.contract.ports import Check, Status
+from gateway.ops.doctor.offline import port_problem, web_setup
+
+OK, FAIL = Status.OK, Status.FAIL
+
+
+async def check_transcription(config: Config, key_source: str, limit: float) -> Check:
+    """Voice notes: the local model can be loaded, or the service answers and takes the key."""
+    from channels.voice import OpenAITranscriber
+    from gateway.channel_setup import hearing
+    from gateway.contract.errors import ConfigError
+
+    name = "transcription"
+    try:
+        heard = hearing(config)
+    except ConfigError as exc:
+        return Check(FAIL, name, str(exc), "fix transcription in config.yaml")
+    assert heard is not None
+    if not isinstance(heard.transcriber, OpenAITranscriber):
+        return Check(OK, name, f"on this machine, with {config.transcription.model_path}")
+    return await heard.transcriber.probe(limit, key_source)
+
+
+async def check_web(config: Config, limit: float) -> Check:
+    """The control page: beyond loopback without TLS is a warning (``web_setup``); a port it
+    cannot listen on is a failure, since the page then does not start (and the address
+    ``corvid web`` would print is another program's)."""
+    from gateway.services.control import ask
+
+    (setup,) = web_setup(config)
+    if setup.status != OK or not config.web.enabled:
+        return setup
+    name, fix = (
+        "control page",
+        "set web.port to a free port in config.yaml, or stop the other program",
+    )
+    try:
+        async with asyncio.timeout(limit):
+            answer = await ask(config.layout.control_socket, {"cmd": "status"})
+        served, running = answer["report"].get("web"), True
+    except (ConnectionError, TimeoutError, OSError, ValueError, KeyError):
+        served, running = None, False
+    if served:
+        return Check(
+            OK,
+            name,
+            f"served by the running gateway at {served}; `corvid web` "
+            "prints its address with the token",
+        )
+    problem = port_problem(config.web.host, config.web.port)
+    if running:
+        why = f": {problem}" if problem else " (its log says why)"
+        return Check(
+            FAIL,
+            name,
+            f"the running gateway's control page could not start{why}",
+            fix + ", then restart Corvid",
+        )
+    if problem:
+        return Check(FAIL, name, f"{problem}, so the control page cannot start there", fix)
+    return setup

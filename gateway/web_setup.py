@@ -1,0 +1,108 @@
+"""The control page's backend over the running app: what its pages read and act on."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agent.memory.index import Hit
+from agent.memory.store import Memory
+from channels.base import Channel
+from channels.pairing import PairingStore
+from gateway.config.loader import Config
+from gateway.contract.events import OWNER, InboundMessage, SessionKey
+from gateway.contract.ports import Clock
+from gateway.runtime.gateway import Gateway
+from gateway.scheduling.plan import JobState
+from gateway.services.status import Figures, SessionFigures
+
+
+class PageBackend:
+    """``gateway.web.backend.Backend`` over the gateway and the app's own services."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        gateway: Gateway,
+        clock: Clock,
+        pairing: PairingStore,
+        figures: SessionFigures,
+        status: Callable[[], dict[str, Any]],
+        job_states: Callable[[], list[JobState]],
+        run_job: Callable[[str], Awaitable[tuple[str | None, str | None]]],
+        cancel_job: Callable[[str], str | None],
+        reload: Callable[[], dict[str, Any]],
+        pending_restart: Callable[[], list[str]],
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.pairing = pairing
+        self._gateway = gateway
+        self._figures = figures
+        self._status, self._job_states = status, job_states
+        self._run_job, self._cancel_job = run_job, cancel_job
+        self._reload, self._pending_restart = reload, pending_restart
+
+    def status(self) -> dict[str, Any]:
+        return self._status()
+
+    def job_states(self) -> list[JobState]:
+        return self._job_states()
+
+    async def run_job(self, job_id: str) -> tuple[str | None, str | None]:
+        return await self._run_job(job_id)
+
+    def cancel_job(self, job_id: str) -> str | None:
+        return self._cancel_job(job_id)
+
+    def reload(self) -> dict[str, Any]:
+        return self._reload()
+
+    def pending_restart(self) -> list[str]:
+        return self._pending_restart()
+
+    def sessions(self) -> list[Figures]:
+        return self._figures.all(self._gateway.agent.sessions.loaded)
+
+    def busy(self, key: SessionKey) -> bool:
+        return self._gateway.router.busy(key)
+
+    def queued(self, key: SessionKey) -> int:
+        return self._gateway.router.queued(key)
+
+    def transcript(self, key: SessionKey) -> Path:
+        return self._gateway.agent.store.path(key)
+
+    def transcripts(self) -> Path:
+        return self._gateway.agent.store.dir
+
+    def serves(self, channel: str) -> bool:
+        return channel in self._gateway.channels
+
+    def handle(self, msg: InboundMessage) -> asyncio.Future[None]:
+        return self._gateway.handle(msg)
+
+    def web_chat(self) -> Channel | None:
+        return self._gateway.channels.get("web")
+
+    @property
+    def workspace(self) -> Path:
+        return self._memory.workspace
+
+    def search(self, query: str, limit: int) -> list[Hit]:
+        return self._memory.index.search(query, limit, audience=OWNER)
+
+    def edited(self, when: datetime) -> None:
+        edits = self._gateway.agent.sessions.edits
+        if edits is not None:
+            edits.mark(when)
+
+    @property
+    def _memory(self) -> Memory:
+        memory = self._gateway.agent.memory
+        assert memory is not None  # build_app always gives the agent its memory
+        return memory

@@ -1,0 +1,142 @@
+"""Transcripts: append-only JSONL, torn last lines dropped, sessions reload after a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from agent.sessions.state import Usage
+from agent.sessions.transcript import SessionStore
+from gateway.contract.events import SessionKey
+
+KEY = SessionKey("telegram", "private", "42")
+
+
+def test_round_trip_and_counters(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "system prompt")
+    store.append_message(state, {"role": "user", "content": "hi"})
+    store.append_usage(state, Usage(10, 100, 5, 7))
+    store.append_message(state, {"role": "assistant", "content": [{"type": "text", "text": "yo"}]})
+    store.end_turn(state, "ok")
+    again = SessionStore(tmp_path).load(KEY)
+    assert again is not None
+    assert again.session_id == state.session_id and again.system == "system prompt"
+    assert again.messages == state.messages and again.turns == 1
+    assert again.usage_total == Usage(10, 100, 5, 7) and again.context_tokens == 122
+    assert (tmp_path / "telegram:private:42.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_torn_last_line_is_dropped_and_appends_stay_readable(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    with store.path(KEY).open("ab") as f:
+        f.write(b'{"t":"msg","msg":{"role":"assistant","content":"tor')
+    loaded = store.load(KEY)
+    assert loaded is not None and [m["content"] for m in loaded.messages] == ["kept"]
+    store.append_message(loaded, {"role": "user", "content": "after"})
+    lines = store.path(KEY).read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
+    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+
+
+def test_corrupt_middle_line_is_skipped(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    with store.path(KEY).open("a") as f:
+        f.write("not json\n")
+    store.append_message(state, {"role": "user", "content": "ok"})
+    assert [m["content"] for m in store.load(KEY).messages] == ["ok"]
+
+
+def test_archive_keeps_the_old_file(tmp_path):
+    store = SessionStore(tmp_path)
+    store.create(KEY, "s")
+    archived = store.archive(KEY)
+    assert archived is not None and archived.exists() and not store.path(KEY).exists()
+    assert store.load(KEY) is None
+    assert store.archive(KEY) is None
+
+
+def test_malformed_lines_of_every_kind_are_skipped(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "before"})
+    with store.path(KEY).open("ab") as f:
+        f.write(b"null\n")
+        f.write(b'{"t":"msg"}\n')
+        f.write(b'{"t":"usage","input":"x"}\n')
+        f.write('{"t":"msg","msg":{"role":"user","content":"caf\u00e9"}}\n'.encode()[:-6] + b"\n")
+        f.write(b'{"t":"msg","msg":{"role":"robot","content":"?"}}\n')
+        f.write(b"\xff\xfe not utf-8\n")
+    store.append_message(state, {"role": "user", "content": "after"})
+    loaded = store.load(KEY)
+    assert loaded is not None
+    assert [m["content"] for m in loaded.messages] == ["before", "after"]
+
+
+def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    size = store.path(KEY).stat().st_size
+    real_write = os.write
+
+    def half_then_full_disk(fd, data):
+        if len(data) > 10:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full_disk)
+    with pytest.raises(OSError):
+        store.append_message(state, {"role": "user", "content": "lost to a full disk"})
+    monkeypatch.undo()
+    assert store.path(KEY).stat().st_size == size
+    store.append_message(state, {"role": "user", "content": "after"})
+    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+
+
+def test_a_withdrawn_turn_stays_on_disk_but_leaves_the_conversation(tmp_path):
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    store.append_message(state, {"role": "assistant", "content": "answer"})
+    state.turn_start = len(state.messages)
+    store.append_message(state, {"role": "user", "content": "stopped request"})
+    store.append_message(state, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "x"}}
+    ]})  # fmt: skip
+    store.withdraw(state, len(state.messages) - state.turn_start)
+    assert [m["content"] for m in state.messages] == ["kept", "answer"]
+    again = store.load(KEY)
+    assert again is not None and again.messages == state.messages
+    assert "stopped request" in store.path(KEY).read_text()  # the history keeps it
+
+
+def test_a_hand_edit_renews_each_snapshot_once_across_restarts(tmp_path):
+    from agent.sessions.loaded import HandEdits, Sessions
+    from tests.fakes.clock import FakeClock
+
+    clock = FakeClock()
+    made = iter(range(100))
+    store = SessionStore(tmp_path / "sessions", clock)
+    edits = HandEdits(tmp_path / "hand_edited")
+    sessions = Sessions(store, lambda key: f"prompt {next(made)}", edits)
+    state = sessions.get(KEY)
+    assert state.system == "prompt 0"
+    clock.tick(1)
+    edits.mark(clock.now())
+    clock.tick(1)
+    # A restart before the session's next turn: the edit is on disk, so it still counts.
+    again = Sessions(SessionStore(tmp_path / "sessions", clock), sessions._prompt, HandEdits(
+        tmp_path / "hand_edited"))  # fmt: skip
+    assert again.get(KEY).system == "prompt 1"
+    assert again.get(KEY).system == "prompt 1"  # once, not at every turn
+    # What a restart after the renewal loads is the renewed snapshot, with no new one.
+    third = Sessions(SessionStore(tmp_path / "sessions", clock), sessions._prompt, edits)
+    assert third.get(KEY).system == "prompt 1"
+    # No edit file at all: nothing is renewed.
+    assert HandEdits(tmp_path / "none").outdated(third.get(KEY)) is False
