@@ -96,8 +96,9 @@ class Restarts:
         if self._winding_down:
             return "stopped", ""
         if lasting:  # until the machine or the config changes, and a restart reads both
-            log.error("MCP server %s cannot start: %s; it is off until Corvid restarts",
-                      self.name, reason)  # fmt: skip
+            log.error(
+                "MCP server %s cannot start: %s; it is off until Corvid restarts", self.name, reason
+            )
             return "failed", f"{reason} (fix it, then restart Corvid)"
         if up_for >= STABLE_SECONDS:
             self.pause = self.first
@@ -105,8 +106,13 @@ class Restarts:
             log.debug("MCP server %s: %s; again in %g s", self.name, reason, self.pause)
         else:
             self._said = reason
-            log.warning("MCP server %s stopped: %s; starting it again in %g s (then longer "
-                        "apart while it keeps failing)", self.name, reason, self.pause)  # fmt: skip
+            log.warning(
+                "MCP server %s stopped: %s; starting it again in %g s (then longer "
+                "apart while it keeps failing)",
+                self.name,
+                reason,
+                self.pause,
+            )
         return "waiting", reason
 
     async def wait(self, cut_short: asyncio.Event) -> str:

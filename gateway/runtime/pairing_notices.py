@@ -103,8 +103,12 @@ class PairingNotices:
                 if not await self._settle(f"/approve {req.code}", text):
                     await self._settle(f"/deny {req.code}", text)  # known by a press of Deny
             except Exception as exc:  # the person is told all the same
-                log.warning("could not update the pairing notice for %s user %s: %s",
-                            req.channel, req.user_id, exc)  # fmt: skip
+                log.warning(
+                    "could not update the pairing notice for %s user %s: %s",
+                    req.channel,
+                    req.user_id,
+                    exc,
+                )
         chat = PRIVATE_CHAT.get(req.channel)
         if approved and chat is not None:
             await self._send(OutboundMessage(chat(req.user_id), WELCOME))

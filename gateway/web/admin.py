@@ -72,12 +72,20 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
             actions = form("/jobs/run", csrf, "Run now", {"id": job.id})
         if job.instruction and state.finished is None:  # made in chat: a reminder, a task
             actions += " " + form("/jobs/cancel", csrf, "Cancel", {"id": job.id})
-        what = esc(job.describe()) + (f"<br><small>{esc(job.instruction)}</small>" if
-                                      job.instruction else "")  # fmt: skip
+        what = esc(job.describe()) + (
+            f"<br><small>{esc(job.instruction)}</small>" if job.instruction else ""
+        )
         rows.append(
-            (f"<code>{esc(job.id)}</code>", f"<code>{esc(job.target)}</code>", what, esc(when),
-             esc(ran), esc(error), actions)
-        )  # fmt: skip
+            (
+                f"<code>{esc(job.id)}</code>",
+                f"<code>{esc(job.target)}</code>",
+                what,
+                esc(when),
+                esc(ran),
+                esc(error),
+                actions,
+            )
+        )
     body = flash(request) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),
         rows,
@@ -119,24 +127,32 @@ async def pairing_page(request: web.Request) -> web.StreamResponse:
     waiting = table(
         ("Code", "Channel", "Who", "Expires in", ""),
         (
-            (f"<code>{esc(r.code)}</code>", esc(r.channel), _who(r.name, r.user_id),
-             f"{max(1, round((r.expires - now) / 60))} min",
-             form("/pairing/approve", csrf, "Approve", {"code": r.code}) + " "
-             + form("/pairing/deny", csrf, "Deny", {"code": r.code}))
+            (
+                f"<code>{esc(r.code)}</code>",
+                esc(r.channel),
+                _who(r.name, r.user_id),
+                f"{max(1, round((r.expires - now) / 60))} min",
+                form("/pairing/approve", csrf, "Approve", {"code": r.code})
+                + " "
+                + form("/pairing/deny", csrf, "Deny", {"code": r.code}),
+            )
             for r in pending
         ),
         "Nobody is waiting. Someone new who writes to the bot gets a code that shows up here.",
-    )  # fmt: skip
+    )
     let_in = table(
         ("Channel", "Who", ""),
         (
-            (esc(channel), _who(str(info.get("name") or ""), uid),
-             form("/pairing/revoke", csrf, "Revoke", {"channel": channel, "user_id": uid}))
+            (
+                esc(channel),
+                _who(str(info.get("name") or ""), uid),
+                form("/pairing/revoke", csrf, "Revoke", {"channel": channel, "user_id": uid}),
+            )
             for channel, users in sorted(approved.items())
             for uid, info in sorted(users.items())
         ),
         "Nobody has been approved by pairing (owners are in allow_from in config.yaml).",
-    )  # fmt: skip
+    )
     body = f"{flash(request)}<h2>Waiting</h2>{waiting}<h2>Approved</h2>{let_in}"
     return html_response(page("Pairing", body, active="/pairing", csrf=csrf))
 

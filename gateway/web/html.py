@@ -75,10 +75,11 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> 
     Each cell carries its column's name: on a narrow screen a row is shown as a card."""
     labels = [f' data-label="{esc(h)}"' if h else "" for h in headers]
     body = "".join(
-        "<tr>" + "".join(f"<td{label}>{c}</td>" for label, c in zip(labels, row, strict=False))
+        "<tr>"
+        + "".join(f"<td{label}>{c}</td>" for label, c in zip(labels, row, strict=False))
         + "</tr>"
         for row in rows
-    )  # fmt: skip
+    )
     if not body:
         return f'<p class="empty">{esc(empty)}</p>'
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)

@@ -88,12 +88,15 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
         found = "<h2>Found</h2>" + table(
             ("File", "Lines", "Text"),
             (
-                (f'<a href="{_link(h.path)}">{esc(h.path)}</a>', f"{h.start_line}–{h.end_line}",
-                 esc(h.snippet))
+                (
+                    f'<a href="{_link(h.path)}">{esc(h.path)}</a>',
+                    f"{h.start_line}–{h.end_line}",
+                    esc(h.snippet),
+                )
                 for h in hits
             ),
             f"Nothing matches {query!r}.",
-        )  # fmt: skip
+        )
     top, logs, chats = listed(backend.workspace)
     files = "".join(
         f'<li><a href="{_link(rel)}">{esc(rel)}</a>'

@@ -71,13 +71,19 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
     undelivered = table(
         ("When", "Chat", "Why", "Text"),
         (
-            (esc(_when(u["when"])), chat(u["key"]),
-             esc(("waiting to be sent again: " if u["status"] == "waiting" else "")
-                 + (u["error"] or u["status"])), esc(u["text"]))
+            (
+                esc(_when(u["when"])),
+                chat(u["key"]),
+                esc(
+                    ("waiting to be sent again: " if u["status"] == "waiting" else "")
+                    + (u["error"] or u["status"])
+                ),
+                esc(u["text"]),
+            )
             for u in r["undelivered"]
         ),
         "Every reply was delivered.",
-    )  # fmt: skip
+    )
     problems = table(
         ("When", "Level", "What"),
         ((esc(_when(p["ts"])), esc(p["level"]), esc(p["msg"])) for p in r["problems"][-10:][::-1]),

@@ -189,9 +189,10 @@ async def confirm_everywhere(request: web.Request) -> web.StreamResponse:
     body = (
         "<p>Every browser signed in to this page is signed out, this one too. The access "
         "token stays the same: <code>corvid web</code> prints the address to sign in again.</p>"
-        + _choice(form("/logout", csrf, "Sign out every browser", {"everywhere": "1",
-                                                                   "confirm": "1"}))
-    )  # fmt: skip
+        + _choice(
+            form("/logout", csrf, "Sign out every browser", {"everywhere": "1", "confirm": "1"})
+        )
+    )
     return html_response(page("Sign out every browser?", body, active="/config", csrf=csrf))
 
 

@@ -54,10 +54,16 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
         cache = "—" if s.cache_share is None else f"{100 * s.cache_share:.0f}%"
         when = datetime.fromtimestamp(s.last_active, UTC).strftime("%Y-%m-%d %H:%M UTC")
         rows.append(
-            (link, esc(scope_of(s.key)), esc(when),
-             f"{s.context_tokens:,} ({100 * s.context_tokens / window:.0f}%)", str(s.turns),
-             cache, esc(now))
-        )  # fmt: skip
+            (
+                link,
+                esc(scope_of(s.key)),
+                esc(when),
+                f"{s.context_tokens:,} ({100 * s.context_tokens / window:.0f}%)",
+                str(s.turns),
+                cache,
+                esc(now),
+            )
+        )
     body = flash(request) + table(
         ("Session", "Scope", "Last active", "Context (of window)", "Turns", "From cache", "Now"),
         rows,
@@ -321,7 +327,8 @@ async def fresh_session(request: web.Request) -> web.StreamResponse:
         return see_other("/sessions", problem=problem)
     # The same /new the chat has: it waits for its turn behind the session's messages, saves
     # a summary of the old session to the log, and tells the chat it started afresh.
-    new = InboundMessage(key, "/new", sender_id="owner", sender_name="control page",
-                         command=parse_command("/new"))  # fmt: skip
+    new = InboundMessage(
+        key, "/new", sender_id="owner", sender_name="control page", command=parse_command("/new")
+    )
     await backend.handle(new)
     return see_other("/sessions", ok=f"{key}: started a fresh session.")
