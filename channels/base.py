@@ -166,9 +166,15 @@ class Channel(ABC):
 
     # -- streamed replies ------------------------------------------------------------------------
 
-    # Set from the channel's config: show replies while they are written, and which tools run.
+    # From the channel's config (``apply``): show replies while they are written, and which
+    # tools run.
     streaming: bool = True
     show_tool_progress: bool = True
+
+    def apply(self, *, streaming: bool, show_tool_progress: bool) -> None:
+        """The options of what shows while a reply is written, at start and on reload; the
+        access policy applies its own."""
+        self.streaming, self.show_tool_progress = streaming, show_tool_progress
 
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]

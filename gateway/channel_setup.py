@@ -53,7 +53,7 @@ def apply_channels(channels: Mapping[str, Channel], config: Config) -> None:
 def apply_channel(channel: Channel, cfg: ChannelConfig) -> None:
     """The options of a channel that change while it runs: who may talk to the bot and where,
     the group context it keeps, and what shows while a reply is written."""
-    channel.streaming, channel.show_tool_progress = cfg.streaming, cfg.show_tool_progress
+    channel.apply(streaming=cfg.streaming, show_tool_progress=cfg.show_tool_progress)
     if channel.access is not None:
         channel.access.apply(cfg.allow_from, cfg.groups, cfg.group_context_messages)
 
