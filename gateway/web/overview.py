@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -68,22 +69,7 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
         ),
         "No conversations yet.",
     )
-    undelivered = table(
-        ("When", "Chat", "Why", "Text"),
-        (
-            (
-                esc(_when(u["when"])),
-                chat(u["key"]),
-                esc(
-                    ("waiting to be sent again: " if u["status"] == "waiting" else "")
-                    + (u["error"] or u["status"])
-                ),
-                esc(u["text"]),
-            )
-            for u in r["undelivered"]
-        ),
-        "Every reply was delivered.",
-    )
+    undelivered = _undelivered(r["undelivered"], chat)
     problems = table(
         ("When", "Level", "What"),
         ((esc(_when(p["ts"])), esc(p["level"]), esc(p["msg"])) for p in r["problems"][-10:][::-1]),
@@ -96,6 +82,26 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
         f"<h2>Answering now</h2>{now}{waiting}"
         f"<h2>Sessions ({total})</h2>{sessions}"
         f"<h2>Undelivered messages</h2>{undelivered}<h2>Recent warnings and errors</h2>{problems}"
+    )
+
+
+def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str]) -> str:
+    """Replies that failed, may not have arrived, or wait to be sent again."""
+    return table(
+        ("When", "Chat", "Why", "Text"),
+        (
+            (
+                esc(_when(u["when"])),
+                chat(u["key"]),
+                esc(
+                    ("waiting to be sent again: " if u["status"] == "waiting" else "")
+                    + (u["error"] or u["status"])
+                ),
+                esc(u["text"]),
+            )
+            for u in rows
+        ),
+        "Every reply was delivered.",
     )
 
 
