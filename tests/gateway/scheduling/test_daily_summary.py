@@ -172,3 +172,39 @@ async def test_a_groups_digest_reads_only_that_group(home, fake_api):
     assert said[GROUP] in digest and logged[GROUP] in digest
     for key in (other, PRIVATE):
         assert said[key] not in digest and logged[key] not in digest
+
+
+async def test_a_digest_telegram_took_but_never_confirmed_is_not_sent_again_after_a_restart(
+    home, fake_api, fake_telegram
+):
+    """Telegram showed the digest, but Corvid died before the answer came back (its outbox row
+    still "sending"). Telegram cannot drop a repeat, so after the restart the digest is neither
+    sent again nor written again: it is recorded as one that may not have arrived, for
+    corvid status."""
+    import sqlite3
+
+    today = TODAY
+    nine = datetime(today.year, today.month, today.day, 21, 0, tzinfo=BERLIN)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(nine - timedelta(minutes=30))
+    async with running(config, clock):
+        fake_telegram.text("Book the dentist for Tuesday")
+        await fake_telegram.wait_sent(1)
+        await clock.idle_until(nine)
+        fake_api.enqueue(Reply("Dentist to book for Tuesday."))
+        await clock.set(nine)
+        await fake_telegram.wait_sent(2)
+        await clock.idle_until(nine + timedelta(days=1))
+    with sqlite3.connect(home / "state" / "gateway.sqlite") as db:  # as the crash left it
+        changed = db.execute(
+            "UPDATE outbox SET status = 'sending' WHERE text = 'Dentist to book for Tuesday.'"
+        ).rowcount
+    assert changed == 1
+    requests = len(fake_api.message_requests)
+    clock = FakeClock(nine + timedelta(minutes=5))
+    async with running(config, clock) as gateway:
+        await clock.idle_until(nine + timedelta(days=1))
+        [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "Dentist to book for Tuesday."
+    digests = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
+    assert len(digests) == 1 and len(fake_api.message_requests) == requests
