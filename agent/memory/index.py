@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
-from agent.tools.files import private_file
 from agent.workspace.audience import chat_of
+from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
 
 log = logging.getLogger(__name__)

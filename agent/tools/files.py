@@ -10,7 +10,6 @@ folder.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import unicodedata
 from pathlib import Path, PurePosixPath
@@ -150,15 +149,6 @@ def ensure_dir(path: Path) -> None:
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=PRIVATE_DIR_MODE)
         folder.chmod(PRIVATE_DIR_MODE)  # mkdir's mode is filtered by the umask
-
-
-def private_file(path: Path) -> Path:
-    """Make ``path`` (created empty if missing) readable by the owner's user alone, whatever
-    the umask. SQLite gives a database's -wal and -shm files the database's own mode, so a
-    database made this way before it is opened keeps those private too."""
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE))
-    os.chmod(path, PRIVATE_FILE_MODE)
-    return path
 
 
 def atomic_write(
