@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from agent.memory.index import LONG_TERM, Hit
 from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
-from agent.tools.files import check_single_name, resolve_in_workspace
+from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
 from agent.workspace.audience import untrusted
 from gateway.contract.errors import PathRefused, ToolError
