@@ -43,7 +43,8 @@ from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs, replan
-from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
+from gateway.scheduling.reminder_tools import reminder_tools
+from gateway.scheduling.reminders import JobStore, Reminder, cancellable
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.control import ControlServer
