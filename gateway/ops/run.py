@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.home import AlreadyRunning, lock_home
 from gateway.config.loader import Config
-from gateway.ops.commands import EXIT_CONFIG, prepare
+from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
