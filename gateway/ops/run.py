@@ -143,7 +143,7 @@ async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
     from gateway.ops.doctor.offline import read_raw
-    from gateway.ops.doctor.report import key_source
+    from gateway.ops.doctor.probes import key_source
 
     refused = await app.agent.llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
     if refused is not None:

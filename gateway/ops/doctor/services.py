@@ -1,15 +1,18 @@
 """``corvid doctor``'s checks of what Corvid serves or calls besides the model and the chat
-platforms: the control page's port, and the transcription service for voice notes."""
+platforms: the running gateway's control socket, the control page's port, and the transcription
+service for voice notes."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.ports import Check, Status
 from gateway.ops.doctor.offline import port_problem, web_setup
 
-OK, FAIL = Status.OK, Status.FAIL
+OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
 
 async def check_transcription(config: Config, key_source: str, limit: float) -> Check:
@@ -67,3 +70,41 @@ async def check_web(config: Config, limit: float) -> Check:
     if problem:
         return Check(FAIL, name, f"{problem}, so the control page cannot start there", fix)
     return setup
+
+
+async def check_gateway(home: Path, limit: float, *, required: bool = False) -> Check:
+    """Whether a gateway runs for this home: its control socket answers a ping. Not running is
+    only a warning, unless ``required`` (``--alive``, for health checks)."""
+    from gateway.services.control import ask
+
+    sock = Layout(home).control_socket
+    name = "gateway"
+    down = FAIL if required else WARN
+    try:
+        async with asyncio.timeout(limit):
+            answer = await ask(sock, {"cmd": "ping"})
+    except ConnectionError:
+        stale = " (a control.sock left by a process that was killed)" if sock.exists() else ""
+        return Check(
+            down,
+            name,
+            f"not running: nothing answers on {sock}{stale}",
+            "start it with corvid run (or your service manager)",
+        )
+    except TimeoutError:
+        return Check(
+            FAIL,
+            name,
+            f"{sock} took a connection but gave no answer within "
+            f"{limit:g} s: the gateway may be stuck",
+            "restart it",
+        )
+    except (OSError, ValueError) as exc:
+        return Check(
+            down,
+            name,
+            f"cannot ask {sock}: {type(exc).__name__}: {exc}",
+            "run corvid doctor as the user that runs Corvid",
+        )
+    pid = answer.get("pid")
+    return Check(OK, name, "running" + (f" (pid {pid})" if pid else "") + f"; {sock} answers")
