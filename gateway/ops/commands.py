@@ -35,7 +35,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
 
 def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     """Print (or open) the control page's address with the token that signs a browser in."""
-    from gateway.ops.doctor.offline import port_problem
+    from gateway.ops.doctor.services import port_problem
     from gateway.services.control import ask_running, rotate_web_token
     from gateway.web.guard import address, load_token
 

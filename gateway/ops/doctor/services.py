@@ -5,12 +5,13 @@ service for voice notes."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from pathlib import Path
 
 from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.ports import Check, Status
-from gateway.ops.doctor.offline import port_problem, web_setup
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -108,3 +109,45 @@ async def check_gateway(home: Path, limit: float, *, required: bool = False) -> 
         )
     pid = answer.get("pid")
     return Check(OK, name, "running" + (f" (pid {pid})" if pid else "") + f"; {sock} answers")
+
+
+def web_setup(config: Config) -> list[Check]:
+    """The control page can read all memory: listening beyond loopback is worth a warning
+    unless a reverse proxy serves it over TLS."""
+    web = config.web
+    if not web.enabled:
+        return [Check(OK, "control page", "off (web.enabled: false)")]
+    where = f"{web.host}:{web.port}"
+    if web.allow_remote and not web.behind_tls_proxy:
+        return [
+            Check(
+                WARN,
+                "control page",
+                f"listens on {where} beyond loopback without TLS: the access token and all "
+                "memory cross the network in the clear",
+                "put a reverse proxy with TLS in front and set web.behind_tls_proxy: true, or "
+                "set web.host back to 127.0.0.1",
+            )
+        ]
+    return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the control page could not listen on ``host:port`` now (another program holds
+    it, say), or None. Bound as aiohttp binds, so a port merely in TIME_WAIT is free."""
+    if port == 0:  # any free port
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"{host} cannot be resolved ({exc.strerror or exc})"
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(where)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is held by another program"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None

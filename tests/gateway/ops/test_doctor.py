@@ -505,7 +505,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
 
 def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
     from gateway.config.loader import parse_config
-    from gateway.ops.doctor.offline import web_setup
+    from gateway.ops.doctor.services import web_setup
 
     def check(**web):
         (found,) = web_setup(parse_config({"web": web}, home=home, environ={}))
