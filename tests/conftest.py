@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from channels.base import Channel
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import Config, parse_config
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey, parse_command
+from gateway.running import App
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 

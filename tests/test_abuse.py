@@ -35,11 +35,12 @@ from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import BOOTSTRAP_FILES, log_path
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import parse_config
 from gateway.contract.events import OWNER as OWNER_AUDIENCE
 from gateway.contract.events import SessionKey, audience_of
+from gateway.running import App
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.jobs import Job
 from tests.conftest import GROUP, PRIVATE, RecordingChannel

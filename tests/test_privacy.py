@@ -23,8 +23,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.contract.events import SessionKey
+from gateway.running import App
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text, request_kind, tool_results
 from tests.fakes.clock import FakeClock

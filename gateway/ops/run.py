@@ -19,7 +19,7 @@ from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
-    from gateway.app import App
+    from gateway.running import App
 
 log = logging.getLogger(__name__)
 
