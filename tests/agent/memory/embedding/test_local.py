@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -74,6 +75,17 @@ def test_batched_and_one_by_one_give_the_same_vectors(model):
     np.testing.assert_allclose(batched[0], batched[len(SENTENCES) + 3], atol=0)  # a repeat
 
 
+def test_two_threads_may_embed_at_once(model):
+    # The background indexer and a search's query share one embedder.
+    embedder = LocalEmbedder(model, "local:tiny", batch_size=2)
+    texts = SENTENCES * 4
+    want = embedder.embed(texts)
+    with ThreadPoolExecutor(2) as pool:
+        forward, backward = pool.map(embedder.embed, [texts, texts[::-1]])
+    np.testing.assert_allclose(forward, want, atol=1e-6)
+    np.testing.assert_allclose(backward, want[::-1], atol=1e-6)
+
+
 def test_text_past_the_model_limit_is_truncated(model):
     embedder = LocalEmbedder(model, "local:tiny")  # the folder says 16 tokens
     long = "the cat sat on the mat " * 10
@@ -140,7 +152,8 @@ def test_model_path_comes_before_everything_else(model, tmp_path, monkeypatch):
 
 def test_a_copy_in_the_models_folder_is_used_without_fetching(tmp_path):
     write_model(tmp_path / "models" / "all-MiniLM-L6-v2")
-    embedder = load_local_embedder(None, tmp_path / "models", base_url="http://127.0.0.1:9")
+    # An empty model_path (the setting left blank) is no path.
+    embedder = load_local_embedder("", tmp_path / "models", base_url="http://127.0.0.1:9")
     assert embedder.model_id == "local:all-MiniLM-L6-v2"
     assert embedder.embed(["cat"]).shape == (1, 32)  # port 9 was never asked
 
