@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -40,7 +41,7 @@ EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 def with_cache_breakpoints(
     system: str,
-    messages: list[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
@@ -75,6 +76,9 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
+        # A call's request is built only once it has a slot, so calls waiting for one hold
+        # nothing but their turn's own history.
+        self._slots = asyncio.Semaphore(cfg.parallel_calls)
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -201,7 +205,7 @@ class AnthropicLLM:
     async def complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
@@ -222,10 +226,21 @@ class AnthropicLLM:
     async def _complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
+    ) -> LLMResponse:
+        async with self._slots:
+            return await self._call(system, messages, tools, system_note, deltas)
+
+    async def _call(
+        self,
+        system: str,
+        messages: Sequence[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None,
+        deltas: Deltas | None,
     ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
