@@ -212,18 +212,20 @@ class AnthropicLLM:
         system_note: str | None = None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        try:
-            return await self._complete(system, messages, tools, system_note, deltas)
-        except _BadToolJSON as exc:
-            # The model wrote a tool call whose input is not JSON: say so, and ask once more.
-            log.warning("the model wrote a tool call that is not valid JSON; asking again")
-            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
-            if deltas is not None:
-                deltas.restart()
+        size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
+        async with self.in_flight.hold(size):
             try:
-                return await self._complete(system, messages, tools, note, deltas)
-            except _BadToolJSON:
-                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+                return await self._complete(system, messages, tools, system_note, deltas)
+            except _BadToolJSON as exc:
+                # The model wrote a tool call whose input is not JSON: say so, and ask again.
+                log.warning("the model wrote a tool call that is not valid JSON; asking again")
+                note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+                if deltas is not None:
+                    deltas.restart()
+                try:
+                    return await self._complete(system, messages, tools, note, deltas)
+                except _BadToolJSON:
+                    raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
     async def _complete(
         self,
@@ -232,18 +234,6 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
-    ) -> LLMResponse:
-        size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
-        async with self.in_flight.hold(size):
-            return await self._call(system, messages, tools, system_note, deltas)
-
-    async def _call(
-        self,
-        system: str,
-        messages: Sequence[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        system_note: str | None,
-        deltas: Deltas | None,
     ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
