@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,8 +18,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from agent.model.failures import llm_error, probe_failure
+from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
 from agent.model.wire import content_to_dicts, normalize_messages
+from agent.sessions.history import History
 from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
@@ -76,9 +79,9 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
-        # A call's request is built only once it has a slot, so calls waiting for one hold
-        # nothing but their turn's own history.
-        self._slots = asyncio.Semaphore(cfg.parallel_calls)
+        # A call's request is built only once it is admitted, so calls waiting hold nothing
+        # but their turn's own (compact) history.
+        self.in_flight = InFlight()
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -210,18 +213,20 @@ class AnthropicLLM:
         system_note: str | None = None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        try:
-            return await self._complete(system, messages, tools, system_note, deltas)
-        except _BadToolJSON as exc:
-            # The model wrote a tool call whose input is not JSON: say so, and ask once more.
-            log.warning("the model wrote a tool call that is not valid JSON; asking again")
-            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
-            if deltas is not None:
-                deltas.restart()
+        size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
+        async with self.in_flight.hold(size):
             try:
-                return await self._complete(system, messages, tools, note, deltas)
-            except _BadToolJSON:
-                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+                return await self._complete(system, messages, tools, system_note, deltas)
+            except _BadToolJSON as exc:
+                # The model wrote a tool call whose input is not JSON: say so, and ask again.
+                log.warning("the model wrote a tool call that is not valid JSON; asking again")
+                note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+                if deltas is not None:
+                    deltas.restart()
+                try:
+                    return await self._complete(system, messages, tools, note, deltas)
+                except _BadToolJSON:
+                    raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
     async def _complete(
         self,
@@ -230,17 +235,6 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
-    ) -> LLMResponse:
-        async with self._slots:
-            return await self._call(system, messages, tools, system_note, deltas)
-
-    async def _call(
-        self,
-        system: str,
-        messages: Sequence[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        system_note: str | None,
-        deltas: Deltas | None,
     ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
