@@ -7,7 +7,7 @@ import base64
 import json
 
 from agent.sessions.transcript import SessionStore
-from gateway.contract.events import Attachment, InboundMessage
+from gateway.contract.events import Attachment, InboundMessage, SessionKey
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import (
     CutStream,
@@ -301,3 +301,50 @@ async def test_the_fake_api_also_answers_non_streaming_requests(fake_api):
     assert [b.type for b in msg.content] == ["text", "tool_use"]
     assert msg.content[1].input == {"path": "."} and msg.stop_reason == "tool_use"
     assert fake_api.message_requests[0].body.get("stream") is None
+
+
+async def test_model_calls_in_flight_never_exceed_llm_parallel_calls(start_gateway, fake_api):
+    release = asyncio.Event()
+    in_flight = 0
+    most = 0
+
+    async def brain(body):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await release.wait()
+        in_flight -= 1
+        return Reply("ok " + last_user_text(body).split("\n", 1)[1])
+
+    fake_api.brain = brain
+    gateway, chan = await start_gateway(llm={"parallel_calls": 2})
+    llm = gateway.agent.llm
+    assert llm.cfg.parallel_calls == 2
+    slots = _WatchedSlots(llm.cfg.parallel_calls)
+    llm._slots = slots
+    chats = [SessionKey("test", "private", str(10 + i)) for i in range(4)]
+    pushed = [asyncio.ensure_future(chan.push(f"m{i}", key=key)) for i, key in enumerate(chats)]
+    # Two calls reach the API; the other two chats' calls wait for a slot, not at the API.
+    await fake_api.wait_for_requests(2)
+    await asyncio.wait_for(slots.two_waiting.wait(), 10)
+    assert in_flight == 2
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*pushed), 10)
+    assert sorted(chan.texts()) == [f"ok m{i}" for i in range(4)]
+    assert most == 2
+
+
+class _WatchedSlots(asyncio.Semaphore):
+    """The model client's slots, telling when two calls wait for one."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.waited = 0
+        self.two_waiting = asyncio.Event()
+
+    async def acquire(self) -> bool:
+        if self.locked():
+            self.waited += 1
+            if self.waited == 2:
+                self.two_waiting.set()
+        return await super().acquire()

@@ -74,6 +74,9 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
+        # A call's request is built only once it has a slot, so calls waiting for one hold
+        # nothing but their turn's own history.
+        self._slots = asyncio.Semaphore(cfg.parallel_calls)
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -225,6 +228,17 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
+    ) -> LLMResponse:
+        async with self._slots:
+            return await self._call(system, messages, tools, system_note, deltas)
+
+    async def _call(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None,
+        deltas: Deltas | None,
     ) -> LLMResponse:
         client = self._get_client()
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
