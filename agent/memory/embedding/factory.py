@@ -39,15 +39,16 @@ def build_embedder(settings: EmbeddingSettings, home: Path) -> Embedder | None:
             retries=settings.retries,
         )
     model_path, models_dir = settings.model_path, home / MODELS_DIR
+    return LazyEmbedder(model_id(settings), lambda: load_local(model_path, models_dir))
 
-    def load() -> Embedder:
-        # Imported by name when first used: the forward pass and its tokenizer stay out of
-        # memory until then.
-        try:
-            local = importlib.import_module("agent.memory.embedding.local")
-        except ImportError as exc:
-            raise EmbeddingError(f"the local embedding model is not available: {exc}") from exc
-        embedder: Embedder = local.load_local_embedder(model_path, models_dir)
-        return embedder
 
-    return LazyEmbedder(model_id(settings), load)
+def load_local(model_path: str, models_dir: Path) -> Embedder:
+    """The local model, read from ``model_path`` or fetched once into ``models_dir``."""
+    # Imported by name when first used: the forward pass and its tokenizer stay out of
+    # memory until then.
+    try:
+        local = importlib.import_module("agent.memory.embedding.local")
+    except ImportError as exc:
+        raise EmbeddingError(f"the local embedding model is not available: {exc}") from exc
+    embedder: Embedder = local.load_local_embedder(model_path, models_dir)
+    return embedder
