@@ -220,7 +220,7 @@ async def test_prompt_cache_prefix_is_stable_and_read_from_cache(start_gateway, 
     assert state is not None and state.turns == 4
     assert state.last_usage is not None and state.last_usage.cache_read > 0
     # Stored messages never carry the request-time cache markers.
-    assert "cache_control" not in json.dumps(state.messages)
+    assert "cache_control" not in json.dumps(list(state.messages))
 
 
 async def test_iteration_cap_stops_a_looping_model(start_gateway, fake_api):

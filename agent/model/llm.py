@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -39,7 +40,7 @@ EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 def with_cache_breakpoints(
     system: str,
-    messages: list[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
@@ -203,7 +204,7 @@ class AnthropicLLM:
     async def complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
@@ -224,7 +225,7 @@ class AnthropicLLM:
     async def _complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
@@ -235,7 +236,7 @@ class AnthropicLLM:
     async def _call(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None,
