@@ -16,9 +16,9 @@ age, exact matches kept on top, and MMR for variety. Pure functions over candida
   IDF (``EXACT_SHARE``), scores at least its text score, undecayed. A name, an order number
   or a code that BM25 puts first therefore stays first, however weak its vector or old its
   day; a question whose words are scattered over many notes is ranked by the blend.
-- MMR: picks the next hit by ``lambda * score - (1 - lambda) * likeness`` to those already
-  picked (cosine of their vectors, or word overlap when one has none), so overlapping
-  windows of one passage do not fill the list.
+- MMR (when ``mmr_lambda`` < 1; off by default): picks the next hit by ``lambda * score -
+  (1 - lambda) * likeness`` to those already picked (cosine of their vectors, or word overlap
+  when one has none), so overlapping windows of one passage do not fill the list.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(setup):
     [best, *_] = setup.search.search("where does my sister live", 5, audience=OWNER)
     assert best.path == "memory/2026-03-05.md"
     assert best.text_score == 0.0 and best.vector_score and best.vector_score > 0.3
-    assert best.recency == pytest.approx(0.5 ** (7 / 30), abs=1e-3)
+    assert best.recency == pytest.approx(0.5 ** (7 / 120), abs=1e-3)
 
 
 def test_an_exact_token_ranks_first_as_with_keywords_alone(setup):

@@ -53,7 +53,8 @@ def test_an_exact_token_stays_first_against_near_neighbours_however_old():
         Candidate(10 + i, f"travel plans {i}", "2026-03-11", cosine=0.6 - i / 100)
         for i in range(10)
     ]
-    ranked = score([*neighbours, exact], weights, DEFAULTS, TODAY)
+    steep = SearchSettings(half_life_days=30)  # the old note is worth almost nothing by age
+    ranked = score([*neighbours, exact], weights, steep, TODAY)
     assert ranked[0].candidate is exact
     assert ranked[0].score == pytest.approx(1.0) and ranked[0].recency < 0.01
     assert ranked[0].text == 1.0 and ranked[0].vector == pytest.approx(0.05)
