@@ -30,10 +30,6 @@ class LLMSettings:
     context_window: int = setting(200_000, minimum=1000)
     timeout: float = setting(120.0, minimum=1)
     retries: int = setting(2, minimum=0)
-    # Model calls in flight at once, across all chats; the others wait for a free one. Each
-    # call holds its whole request (the conversation, copied for the SDK and as JSON) while it
-    # runs, so this bounds what a burst of busy chats takes in memory.
-    parallel_calls: int = setting(8, minimum=1)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 
+from agent.model.in_flight import InFlight
 from agent.sessions.transcript import SessionStore
 from gateway.contract.events import Attachment, InboundMessage, SessionKey
 from tests.conftest import GROUP, PRIVATE
@@ -303,7 +304,9 @@ async def test_the_fake_api_also_answers_non_streaming_requests(fake_api):
     assert fake_api.message_requests[0].body.get("stream") is None
 
 
-async def test_model_calls_in_flight_never_exceed_llm_parallel_calls(start_gateway, fake_api):
+async def test_model_calls_wait_when_the_conversations_in_flight_fill_the_budget(
+    start_gateway, fake_api
+):
     release = asyncio.Event()
     in_flight = 0
     most = 0
@@ -317,34 +320,34 @@ async def test_model_calls_in_flight_never_exceed_llm_parallel_calls(start_gatew
         return Reply("ok " + last_user_text(body).split("\n", 1)[1])
 
     fake_api.brain = brain
-    gateway, chan = await start_gateway(llm={"parallel_calls": 2})
+    gateway, chan = await start_gateway()
     llm = gateway.agent.llm
-    assert llm.cfg.parallel_calls == 2
-    slots = _WatchedSlots(llm.cfg.parallel_calls)
-    llm._slots = slots
-    chats = [SessionKey("test", "private", str(10 + i)) for i in range(4)]
+    # Room for four short chats' calls at once (each counts the 1 KiB floor).
+    budget = _WatchedInFlight(budget=4096)
+    llm.in_flight = budget
+    chats = [SessionKey("test", "private", str(10 + i)) for i in range(6)]
     pushed = [asyncio.ensure_future(chan.push(f"m{i}", key=key)) for i, key in enumerate(chats)]
-    # Two calls reach the API; the other two chats' calls wait for a slot, not at the API.
-    await fake_api.wait_for_requests(2)
-    await asyncio.wait_for(slots.two_waiting.wait(), 10)
-    assert in_flight == 2
+    # Four calls reach the API; the other two chats' calls wait to be admitted, not at the API.
+    await fake_api.wait_for_requests(4)
+    await asyncio.wait_for(budget.two_waiting.wait(), 10)
+    assert in_flight == 4 and budget.waiting == 2
     release.set()
     await asyncio.wait_for(asyncio.gather(*pushed), 10)
-    assert sorted(chan.texts()) == [f"ok m{i}" for i in range(4)]
-    assert most == 2
+    assert sorted(chan.texts()) == [f"ok m{i}" for i in range(6)]
+    assert most == 4 and budget.used == 0 and budget.waiting == 0
 
 
-class _WatchedSlots(asyncio.Semaphore):
-    """The model client's slots, telling when two calls wait for one."""
+class _WatchedInFlight(InFlight):
+    """The model client's admission, telling when two calls wait."""
 
-    def __init__(self, value: int) -> None:
-        super().__init__(value)
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
         self.waited = 0
         self.two_waiting = asyncio.Event()
 
-    async def acquire(self) -> bool:
-        if self.locked():
+    async def _acquire(self, weight: int) -> None:
+        if self.waiting or self.used + weight > self.budget:
             self.waited += 1
             if self.waited == 2:
                 self.two_waiting.set()
-        return await super().acquire()
+        await super()._acquire(weight)

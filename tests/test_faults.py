@@ -192,8 +192,7 @@ async def test_fault_storm_across_20_sessions_gives_each_user_one_clear_answer(
 ):
     storm = Storm({f"u{u:02d} first": plan for u, (plan, _, _) in STORM.items()}, len(STORM))
     fake_api.brain = storm
-    # Every session's call at the API at once: as many slots as sessions.
-    gateway, chan = await start_gateway(llm={**FAST_LLM, "parallel_calls": len(STORM)})
+    gateway, chan = await start_gateway(llm=FAST_LLM)
     keys = {u: key_of(u) for u in STORM}
 
     async with asyncio.timeout(WITHIN):

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
 from agent.model.wire import content_to_dicts, normalize_messages
+from agent.sessions.history import History
 from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
@@ -75,9 +78,9 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
-        # A call's request is built only once it has a slot, so calls waiting for one hold
-        # nothing but their turn's own history.
-        self._slots = asyncio.Semaphore(cfg.parallel_calls)
+        # A call's request is built only once it is admitted, so calls waiting hold nothing
+        # but their turn's own (compact) history.
+        self.in_flight = InFlight()
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -230,7 +233,8 @@ class AnthropicLLM:
         system_note: str | None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        async with self._slots:
+        size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
+        async with self.in_flight.hold(size):
             return await self._call(system, messages, tools, system_note, deltas)
 
     async def _call(

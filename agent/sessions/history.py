@@ -79,3 +79,8 @@ class History(MutableSequence[Message]):
 
     def __repr__(self) -> str:
         return f"History({list(self)!r})"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of JSON held: what a model call carrying this conversation will copy."""
+        return sum(len(item) for item in self._items)

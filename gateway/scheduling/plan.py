@@ -8,7 +8,7 @@ or when it last ran.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.config.loader import Config
@@ -34,13 +34,10 @@ CONFIGURED = (DAILY_SUMMARY, HEARTBEAT)
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
-    """Every scheduled job, the configured ones first, each made when ``config.yaml`` last
-    changed (at the latest ``now``). Raises what reading ``state/jobs.json`` raises."""
-    try:
-        changed = datetime.fromtimestamp(config.layout.config_file.stat().st_mtime, UTC)
-    except OSError:
-        changed = now
-    now = min(now, changed)
+    """Every scheduled job, the configured ones first. A configured job is made ``now``: the
+    scheduler counts it from when it first planned it (``Ledger.first_planned``), so neither a
+    new install nor an edit of ``config.yaml`` (its date says nothing about when Corvid ran)
+    moves which slots are owed. Raises what reading ``state/jobs.json`` raises."""
     jobs: list[Job] = []
     ds = config.schedule.daily_summary
     if ds.enabled and ds.target:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -60,6 +61,7 @@ class Scheduler:
         except (ValueError, KeyError, TypeError) as exc:
             log.error("job %s cannot be scheduled (%s); it is left out", job.id, exc)
             return
+        job = self._anchored(job)
         self._jobs[job.id] = job
         if job.id in self._tasks:
             self._tasks.pop(job.id).cancel()
@@ -118,11 +120,17 @@ class Scheduler:
             await asyncio.wait(tasks, timeout=10)
 
     def next_run(self, job: Job) -> datetime | None:
+        job = self._anchored(job)
         now = self.clock.now()
         fire = next_fire(job.trigger(), self._resume_after(job, now), now)
         while fire is not None and fire < now - job.grace:
             fire = next_fire(job.trigger(), fire, now)
         return fire
+
+    def _anchored(self, job: Job) -> Job:
+        """The job as made when it was first planned: a configured job is planned anew at
+        every start and reload, and an interval's beats must keep to the grid they began on."""
+        return replace(job, created=self.ledger.first_planned(job))
 
     def _resume_after(self, job: Job, now: datetime) -> datetime:
         """Where a job's slots resume: after its newest recorded run; with none, from when it

@@ -3,8 +3,11 @@ anthropic ↔ fake Messages API."""
 
 from __future__ import annotations
 
+import os
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
+
+import pytest
 
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, last_user_text
@@ -208,3 +211,50 @@ async def test_a_digest_telegram_took_but_never_confirmed_is_not_sent_again_afte
     assert uncertain.status == "uncertain" and uncertain.out.text == "Dentist to book for Tuesday."
     digests = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
     assert len(digests) == 1 and len(fake_api.message_requests) == requests
+
+
+def _touched(path, when: datetime) -> None:
+    """config.yaml as the owner left it: last changed at ``when``."""
+    os.utime(path, (when.timestamp(), when.timestamp()))
+
+
+async def test_a_first_summary_missed_while_down_is_sent_though_config_yaml_changed_since(
+    home, fake_api, fake_telegram
+):
+    """Corvid ran that afternoon with the summary set up, was down at 21:00, and the owner
+    edited config.yaml at 21:30 while it was down: the first summary is still owed, once."""
+    nine = datetime(TODAY.year, TODAY.month, TODAY.day, 21, 0, tzinfo=BERLIN)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(nine - timedelta(hours=1))
+    async with running(config, clock):
+        fake_telegram.text("Book the dentist for Tuesday")
+        await fake_telegram.wait_sent(1)
+    _touched(config.layout.config_file, nine + timedelta(minutes=30))
+    for minutes in (60, 65):  # back at 22:00, and again at 22:05
+        fake_api.enqueue(Reply("Dentist to book for Tuesday."))
+        clock = FakeClock(nine + timedelta(minutes=minutes))
+        async with running(config, clock):
+            await clock.idle_until(nine + timedelta(days=1))
+    summaries = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
+    assert len(summaries) == 1
+
+
+@pytest.mark.parametrize("written", [timedelta(hours=1), timedelta(days=90)])
+async def test_a_new_install_sends_no_summary_for_a_slot_before_corvid_first_ran(
+    home, fake_api, fake_telegram, written
+):
+    """config.yaml written (or copied with its date kept) before 21:00, Corvid first started
+    at 21:30: the day's summary was never owed; the first one is tomorrow's."""
+    nine = datetime(TODAY.year, TODAY.month, TODAY.day, 21, 0, tzinfo=BERLIN)
+    config = _config(home, fake_api, fake_telegram)
+    _touched(config.layout.config_file, nine - written)
+    owners_log = home / "workspace" / "memory" / f"{TODAY.isoformat()}.md"
+    owners_log.write_text("- Promised Bob the slides\n")  # a day with something to summarise
+    fake_api.brain = lambda body: Reply("Promised: send Bob the slides.")
+    clock = FakeClock(nine + timedelta(minutes=30))
+    async with running(config, clock) as gateway:
+        await clock.idle_until(nine + timedelta(days=1))
+        assert gateway.scheduler is not None
+        assert gateway.scheduler.ledger.history("daily-summary") == []
+    assert fake_telegram.sent == []
+    assert fake_api.message_requests == []

@@ -95,3 +95,21 @@ async def test_the_heartbeat_may_look_things_up_and_note_them_but_not_reach_out(
         ("write_file cannot be used in the heartbeat.", True),
         ("Appended to memory/2026-11-21.md.", None),
     ]
+
+
+async def test_the_beats_keep_to_their_half_hours_across_a_restart(home, fake_api, fake_telegram):
+    """Planned anew at every start, the heartbeat still beats on the times it began on: up at
+    09:50 after a stop at 09:40, the next beat is at 10:00, not at once."""
+    start = datetime(2026, 11, 21, 9, 0, tzinfo=BERLIN)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(start)
+    async with running(config, clock):
+        await clock.idle_until(start + timedelta(minutes=30))  # beat at 09:00, next 09:30
+    clock = FakeClock(start + timedelta(minutes=50))
+    async with running(config, clock) as gateway:
+        await clock.idle_until(start + timedelta(minutes=60))
+        history = gateway.scheduler.ledger.history("heartbeat", limit=10)
+    assert [(row["slot"], row["status"]) for row in history] == [
+        ("2026-11-21T09:30", "missed"),
+        ("2026-11-21T09:00", "skipped"),
+    ]
