@@ -18,7 +18,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from agent.loop import Agent
-from agent.memory.store import Memory, migrate_shared_entries
 from agent.memory.tools import memory_tools
 from agent.model.llm import AnthropicLLM
 from agent.model.port import LLM
@@ -29,7 +28,6 @@ from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import apply_channels, quota, repair_pairing, web_chat
-from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import InboundMessage
@@ -50,7 +48,7 @@ from gateway.services.control import ControlServer
 from gateway.services.logs import Masker
 from gateway.services.reload import reload
 from gateway.services.status import Live, SessionFigures, report
-from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
+from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp.hub import McpHub
@@ -296,7 +294,7 @@ def build_app(
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
-    memory = _memory(config, resources)
+    memory = open_memory(config, resources, clock)
     jobs = JobStore(config.layout.jobs)
     ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
@@ -359,16 +357,6 @@ def build_app(
     app.notices = notices
     app.mcp = mcp
     return app
-
-
-def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
-    workspace = config.workspace.resolve()
-    index = memory_index(config)
-    resources.callback(index.close)
-    migrate_shared_entries(workspace)
-    for name in mend_workspace(workspace):
-        log.info("corrected a sentence of an earlier template in %s", name)
-    return Memory(workspace, index, config.memory)
 
 
 def job_runner(config: Config, gateway: Gateway) -> JobRunner:

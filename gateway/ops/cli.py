@@ -1,8 +1,8 @@
 """The ``corvid`` command: parses arguments, then calls into Corvid. No wiring lives here.
 
 ``run`` and ``chat`` start Corvid (``ops/run.py``, through ``gateway.app.build_app``); the
-commands that look at or change a home (memory, pairing, status, doctor) are in
-``ops/commands.py``.
+commands that look at or change a home (pairing, status, doctor) are in
+``ops/commands.py``, ``corvid memory`` in ``ops/memory.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from gateway.contract.errors import ConfigError
 from gateway.ops import commands
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
+from gateway.ops import memory as memory_commands
 from gateway.ops.commands import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
 
@@ -150,11 +151,13 @@ def _memory_commands(top: _Commands) -> None:
     memory = top.group(
         top.add("memory", "search or rebuild the memory index"), "memory_command", False
     )
-    search = memory.add("search", "search MEMORY.md and the logs", commands.memory_search)
+    search = memory.add("search", "search MEMORY.md and the logs", memory_commands.memory_search)
     search.add_argument("query", nargs="+")
     search.add_argument("-n", "--max-results", type=int, default=8)
     memory.add(
-        "reindex", "rebuild the search index from the Markdown files", commands.memory_reindex
+        "reindex",
+        "rebuild the search index from the Markdown files",
+        memory_commands.memory_reindex,
     )
 
 

@@ -1,6 +1,6 @@
-"""The ``corvid`` subcommands that look at or change a home: memory, pairing, status, web and
-doctor (``jobs`` is in ``jobs.py``). Each takes the parsed arguments, the home and the
-environment, and returns the exit status."""
+"""The ``corvid`` subcommands that look at or change a home: pairing, status, web and doctor
+(``jobs`` is in ``jobs.py``, ``memory`` in ``memory.py``). Each takes the parsed arguments,
+the home and the environment, and returns the exit status."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,10 +17,9 @@ from gateway.config.home import init_home
 from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
 from gateway.contract.errors import ConfigError
-from gateway.contract.events import OWNER, shown
+from gateway.contract.events import shown
 
 if TYPE_CHECKING:
-    from agent.memory.index import MemoryIndex
     from channels.pairing import PairingStore
 
 EXIT_CONFIG = 2
@@ -124,41 +122,6 @@ def _config_without_what_fails(
 def _short(home: Path, path: str) -> str:
     p = Path(path)
     return str(p.relative_to(home)) if p.is_relative_to(home) else str(p)
-
-
-def _open_index(home: Path, environ: Mapping[str, str]) -> MemoryIndex:
-    from gateway.tool_setup import memory_index
-
-    return memory_index(prepare(home, environ))
-
-
-def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    index = _open_index(home, environ)
-    try:
-        started = time.perf_counter()
-        files = index.rebuild()
-        chunks = index.chunk_count
-    finally:
-        index.close()
-    print(
-        f"Indexed {files} file(s) into {chunks} chunk(s) in {time.perf_counter() - started:.2f} s."
-    )
-    return 0
-
-
-def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
-    index = _open_index(home, environ)
-    try:
-        hits = index.search(" ".join(args.query), max(1, args.max_results), audience=OWNER)
-    finally:
-        index.close()
-    if not hits:
-        print("No matches.")
-        return 1
-    for hit in hits:
-        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score})")
-        print("    " + hit.snippet.replace("\n", "\n    "))
-    return 0
 
 
 def _pairing(home: Path, environ: Mapping[str, str]) -> PairingStore:
