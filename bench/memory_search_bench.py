@@ -9,7 +9,9 @@ no relevant entry: the table gives the share with no hit at or above the relevan
 (BM25 has no such threshold: any hit counts).
 
 Modes: BM25 is MemoryIndex.search as it is. Vectors is a plain baseline: the index's chunks
-(same chunk_lines) embedded with the local model, ranked by cosine similarity.
+(same chunk_lines) embedded with the local model, ranked by cosine similarity. Hybrid is
+memory_search as Corvid runs it with embeddings on (HybridSearch: both merged, decayed from
+the set's last day, MMR), its hits' merged score held against the threshold.
 
 Cost: embedding throughput over those chunks, query-embedding latency, brute-force vector
 search over 10k and 100k random unit vectors, and the RSS of a fresh process before and after
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.memory.embedding.local import LocalEmbedder, load_local_embedder
+from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
+from agent.memory.semantic import SemanticIndex
 from agent.memory.text import chunk_lines
-from agent.settings import MemorySettings
-from bench.retrieval.corpus import Query, build
+from agent.settings import MemorySettings, SearchSettings
+from bench.retrieval.corpus import DAYS, FIRST_DAY, Query, build
 from gateway.contract.events import OWNER
 
 CLASSES = ("keyword", "paraphrase", "latest", "crosslang", "nothing")
@@ -92,6 +97,19 @@ def bm25_search(idx: MemoryIndex) -> Callable[[str], Ranked]:
         return [
             (h.path, h.start_line, h.end_line, h.score)
             for h in idx.search(text, TOP, audience=OWNER)
+        ]
+
+    return search
+
+
+def hybrid_search(idx: MemoryIndex, vectors: SemanticIndex) -> Callable[[str], Ranked]:
+    last_day = FIRST_DAY + timedelta(days=DAYS - 1)
+    hybrid = HybridSearch(idx, vectors, SearchSettings(), lambda: last_day)
+
+    def search(text: str) -> Ranked:
+        return [
+            (h.path, h.start_line, h.end_line, h.score)
+            for h in hybrid.search(text, TOP, audience=OWNER)
         ]
 
     return search
@@ -176,9 +194,13 @@ def main() -> None:
         t0 = time.perf_counter()
         matrix = embedder.embed([c[3] for c in chunks])
         embed_s = time.perf_counter() - t0
+        vectors = SemanticIndex(embedder, Path(d) / "embeddings.sqlite", batch_size=64)
+        idx.listen(vectors)
+        vectors.catch_up()
         modes = {
             "BM25": (bm25_search(idx), None),
             "vectors": (vector_search(embedder, chunks, matrix), args.threshold),
+            "hybrid": (hybrid_search(idx, vectors), args.threshold),
         }
         results = {name: score(queries, search, t) for name, (search, t) in modes.items()}
         idx.close()
@@ -200,7 +222,7 @@ def main() -> None:
     print(
         f"retrieval set: {len(queries)} queries, {len(chunks)} chunks; "
         f"({args.chunk_lines} lines, {args.overlap} overlap; {cut} longer than the model's "
-        f"{limit} tokens and cut); model {embedder.model_id}; hybrid: not in this tree yet"
+        f"{limit} tokens and cut); model {embedder.model_id}"
     )
     table(
         "quality (owner's view, top 10)", ["mode", "class", "recall@1", "recall@5", "MRR@10"], rows

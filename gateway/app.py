@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from agent.loop import Agent
-from agent.memory.store import Memory, migrate_shared_entries
 from agent.memory.tools import memory_tools
 from agent.model.llm import AnthropicLLM
 from agent.model.port import LLM
@@ -24,7 +23,6 @@ from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota, web_chat
-from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock, SystemClock
 from gateway.job_setup import job_runner
@@ -38,7 +36,7 @@ from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
-from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
+from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ def build_app(
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
-    memory = _memory(config, resources)
+    memory = open_memory(config, resources, clock)
     jobs = JobStore(config.layout.jobs)
     ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
@@ -122,16 +120,6 @@ def build_app(
     app.notices = notices
     app.mcp = mcp
     return app
-
-
-def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
-    workspace = config.workspace.resolve()
-    index = memory_index(config)
-    resources.callback(index.close)
-    migrate_shared_entries(workspace)
-    for name in mend_workspace(workspace):
-        log.info("corrected a sentence of an earlier template in %s", name)
-    return Memory(workspace, index, config.memory)
 
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:

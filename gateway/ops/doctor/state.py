@@ -108,6 +108,13 @@ def check_state_data(layout: Layout) -> list[Check]:
         (layout.jobs, _json_problem, FAIL, "the reminders made in chat", moves),
         (layout.pairing, _json_problem, FAIL, "guests' approvals", moves),
         (layout.index, _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
+        (
+            layout.embeddings,
+            _sqlite_problem,
+            WARN,
+            "the memory's vectors, which can be made again",
+            "corvid run starts a new one and embeds the memory again",
+        ),
     ]
     checks = []
     for path, probe, status, holds, fix in files:

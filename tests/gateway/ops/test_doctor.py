@@ -441,6 +441,7 @@ def test_the_secret_options_are_found_from_the_config_classes():
         "channels.discord.token",
         "transcription.api_key",
         "tools.web.search.api_key",
+        "memory.embeddings.api_key",
     }
 
 
