@@ -142,14 +142,14 @@ class Delivery:
             return lambda ref: None
         return lambda ref: journal.placed(key, ref)
 
-    async def take_back(self) -> None:
-        """Remove the half-written messages a crash left mid-stream; the answers they began
-        are still owed and come again whole."""
+    async def take_back(self, channel_name: str) -> None:
+        """Remove the half-written messages a crash left mid-stream in this channel's chats;
+        the answers they began are still owed and come again whole."""
         if self.journal is None:
             return
         for key, ref in self.journal.half_written():
             channel = self.channels.get(key.channel)
-            if channel is None:
+            if channel is None or key.channel != channel_name:
                 continue
             try:
                 await channel.take_back(key, ref)

@@ -22,6 +22,7 @@ from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
+from gateway.runtime.journal import Outgoing
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
 
@@ -58,8 +59,10 @@ class Gateway:
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
         self._stack = contextlib.AsyncExitStack()
-        # Turns wait for this, so work recovered from the journal runs once channels are up.
-        self._ready = asyncio.Event()
+        # A session's turns wait for its channel to be up, so work recovered from the journal
+        # runs once it can be answered; a channel still connecting holds up only its own chats.
+        self._ready = {name: asyncio.Event() for name in channels}
+        self._all_ready = asyncio.Event()
 
     def apply(self, cfg: GatewayConfig) -> None:
         """Take the options that change while running: how long stopping waits for turns (the
@@ -74,15 +77,33 @@ class Gateway:
         # Queued before any channel receives, so what a crash left is answered first, in order.
         self._requeue()
         outgoing = self.delivery.recover()
-        for channel in self.channels.values():
-            await self._stack.enter_async_context(channel)
-            self._started.append(channel)
-            log.info("channel %s started", channel.name)
-        # Replies a crash cut off mid-stream go before the answers owed come again.
-        await self.delivery.take_back()
-        self._ready.set()
-        self.delivery.resend(outgoing)
+        starting = [
+            asyncio.ensure_future(self._start_channel(name, channel, outgoing))
+            for name, channel in self.channels.items()
+        ]
+        try:
+            # Side by side: one platform slow to connect does not hold up the others' chats.
+            done, _ = await asyncio.wait(starting, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if (error := task.exception()) is not None:
+                    raise error
+        finally:
+            # A channel still connecting when another could not start is stopped, not left
+            # half up (its own start stops what it began when cancelled).
+            for task in starting:
+                task.cancel()
+            await asyncio.gather(*starting, return_exceptions=True)
+        self._all_ready.set()
         self._spawn(self.agent.llm.warm_up())
+
+    async def _start_channel(self, name: str, channel: Channel, outgoing: list[Outgoing]) -> None:
+        await self._stack.enter_async_context(channel)
+        self._started.append(channel)
+        log.info("channel %s started", channel.name)
+        # Replies a crash cut off mid-stream go before the answers owed come again.
+        await self.delivery.take_back(name)
+        self._ready[name].set()
+        self.delivery.resend([row for row in outgoing if row.out.key.channel == name])
 
     async def stop(self, grace: float | None = None) -> None:
         """Finish (or cancel and record) turns in flight, then close the channels.
@@ -186,12 +207,15 @@ class Gateway:
 
     # -- what the router runs -----------------------------------------------------------------
 
+    async def _channel_up(self, key: SessionKey) -> None:
+        await self._ready.get(key.channel, self._all_ready).wait()
+
     async def _run_batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
-        await self._ready.wait()
+        await self._channel_up(key)
         await self.turns.batch(key, batch)
 
     async def _run_ordered(self, key: SessionKey, msg: InboundMessage) -> None:
-        await self._ready.wait()
+        await self._channel_up(key)
         command = self.commands.get(msg.command.name) if msg.command is not None else None
         assert command is not None, "only known commands are queued as ordered"
         await self.turns.ordered(key, msg, command)

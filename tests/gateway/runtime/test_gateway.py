@@ -4,7 +4,10 @@ message is answered after the restart."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+
+import pytest
 
 from tests.conftest import PRIVATE
 from tests.fakes.anthropic_api import Reply, last_user_text
@@ -38,3 +41,77 @@ async def test_stop_mid_turn_records_the_turn_and_the_session_resumes(
     assert chan2.texts() == ["re: are you there?", "re: hello again"]
     flat = json.dumps(fake_api.message_requests[-1].body["messages"])
     assert flat.count("\\nare you there?") == 1 and "hello again" in flat
+
+
+async def test_a_channel_answers_while_another_is_still_connecting(home, fake_api):
+    """Channels start side by side: a message on one is answered while another is still
+    connecting (a Discord login can take seconds), and that one answers once it is up."""
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    class Connecting(RecordingChannel):
+        name = "slow"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.release = asyncio.Event()
+
+        async def start(self) -> None:
+            await self.release.wait()
+
+    class Quick(RecordingChannel):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up = asyncio.Event()
+
+        async def start(self) -> None:
+            self.up.set()
+
+    quick, slow = Quick(), Connecting()
+    app = build_app(make_config(home, fake_api.base_url), [quick, slow])
+    starting = asyncio.ensure_future(app.start())
+    try:
+        await asyncio.wait_for(quick.up.wait(), 10)
+        await asyncio.wait_for(quick.push("hello"), 10)
+        assert quick.texts() == ["echo: hello"]
+        assert not starting.done()  # the slow channel is still connecting
+        slow.release.set()
+        await asyncio.wait_for(starting, 10)
+        key = dataclasses.replace(PRIVATE, channel="slow")
+        await asyncio.wait_for(slow.push("and you?", key=key), 10)
+        assert slow.texts() == ["echo: and you?"]
+    finally:
+        slow.release.set()
+        await asyncio.wait_for(starting, 10)
+        await app.stop()
+
+
+async def test_a_channel_that_cannot_start_stops_the_others_starting(home, fake_api):
+    """One channel's start fails while another is still connecting: the start fails at once
+    with that reason, and the other is stopped, not left connecting."""
+    from channels.base import ChannelStartError
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    stopped = asyncio.Event()
+
+    class Connecting(RecordingChannel):
+        name = "slow"
+
+        async def start(self) -> None:
+            await asyncio.Event().wait()  # connects forever
+
+        async def stop(self) -> None:
+            stopped.set()
+
+    class Refused(RecordingChannel):
+        async def start(self) -> None:
+            raise ChannelStartError("the token was refused")
+
+    app = build_app(make_config(home, fake_api.base_url), [Refused(), Connecting()])
+    try:
+        with pytest.raises(ChannelStartError, match="the token was refused"):
+            await asyncio.wait_for(app.start(), 10)
+        assert stopped.is_set()
+    finally:
+        await app.stop()
