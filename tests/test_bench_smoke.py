@@ -77,9 +77,13 @@ def test_the_mutation_run_finds_mutants_that_compile_and_change_the_module():
         import mutation
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    for module in mutation.TARGETS:
-        found = mutation.mutants(module)
-        assert len(found) >= 20, module
+    # Every module, function and test path named still exists (code moves: the list follows).
+    assert mutation.check(mutation.TARGETS) == []
+    for target in mutation.TARGETS:
+        module = target.module
+        assert len(mutation.mutants(module)) >= 20, module
+        found = mutation.mutants(target)
+        assert found and all(mutation.in_scope(m.where, target.only) for m in found), module
         original = ast.dump(ast.parse((ROOT / module).read_text()))
         for mutant in found[:: max(1, len(found) // 10)]:
             source = mutation.mutated_source(mutant)
