@@ -316,7 +316,7 @@ class Agent:
         return results
 
 
-def _request_start(messages: list[dict[str, Any]]) -> int:
+def _request_start(messages: Sequence[dict[str, Any]]) -> int:
     """Where the turn being resumed began: its request, the last user message that is not a
     tool result."""
     for i in range(len(messages) - 1, -1, -1):

@@ -46,12 +46,49 @@ class AgentSettings:
 
 
 @dataclass(frozen=True)
+class EmbeddingSettings:
+    """Where the vectors of memory search come from (``agent/memory/embedding/``)."""
+
+    # local: a small model run in this process (nothing leaves the machine, no key);
+    # openai: any OpenAI-compatible /embeddings endpoint; none: keyword search only.
+    provider: str = setting("local", choices=("local", "openai", "none"))
+    # The model's name; empty: the provider's default (all-MiniLM-L6-v2 for local,
+    # text-embedding-3-small for openai). It names the embedding cache too.
+    model: str = ""
+    base_url: str = "https://api.openai.com/v1"
+    api_key: Secret | None = None
+    # Texts sent in one request (openai) or run through the model at once (local).
+    batch_size: int = setting(32, minimum=1)
+    # The local model's files on this machine, instead of fetching them on first use.
+    model_path: str = ""
+    timeout: float = setting(60.0, minimum=1)
+    retries: int = setting(4, minimum=0)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How memory search ranks when vectors are on: the weights of the two scores, MMR's
+    trade of relevance for variety (1: relevance only), and the half-life of daily logs.
+
+    The defaults are measured on bench/retrieval/'s 160 queries (bench/memory_search_bench.py):
+    a 30-day half-life halved paraphrase recall@5 over three months of logs (0.61 to 0.31) and
+    MMR only ever lost recall there, so decay is gentle and MMR is off unless asked for."""
+
+    vector_weight: float = setting(0.7, minimum=0)
+    text_weight: float = setting(0.3, minimum=0)
+    mmr_lambda: float = setting(1.0, minimum=0)
+    half_life_days: float = setting(120.0, minimum=0)  # 0: no decay
+
+
+@dataclass(frozen=True)
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
     search_max_results: int = setting(8, minimum=1)
     chunk_lines: int = setting(30, minimum=4)
     chunk_overlap_lines: int = setting(6, minimum=0)
+    embeddings: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
 
 
 @dataclass(frozen=True)

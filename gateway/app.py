@@ -1,24 +1,18 @@
-"""The composition root: ``build_app`` puts Corvid together, and ``App`` starts and stops it.
+"""The composition root: ``build_app`` puts Corvid together from its configuration.
 
 Nothing else constructs the graph. The CLI parses arguments and calls ``build_app``; tests call
-it with their own channels, model or clock. ``App`` owns what it built: the gateway (channels,
-router, turns), the scheduler and the control socket, and the files and clients they hold.
+it with their own channels, model or clock. What it returns, an ``App`` (``gateway/running.py``),
+owns what was built and starts and stops it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
 
 from agent.loop import Agent
-from agent.memory.store import Memory, migrate_shared_entries
 from agent.memory.tools import memory_tools
 from agent.model.llm import AnthropicLLM
 from agent.model.port import LLM
@@ -28,256 +22,23 @@ from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry
 from channels.base import Channel
 from channels.pairing import PairingStore
-from gateway.channel_setup import apply_channels, quota, repair_pairing, web_chat
-from gateway.config.home import mend_workspace
+from gateway.channel_setup import quota, web_chat
 from gateway.config.loader import Config
-from gateway.contract.errors import ConfigError
-from gateway.contract.events import InboundMessage
 from gateway.contract.ports import Clock, SystemClock
+from gateway.job_setup import job_runner
+from gateway.running import App
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
-from gateway.runtime.journal import Journal, Outgoing
+from gateway.runtime.journal import Journal
 from gateway.runtime.pairing_notices import PairingNotices
-from gateway.runtime.router import Router
-from gateway.scheduling.daily_summary import DailySummary
-from gateway.scheduling.heartbeat import Heartbeat
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT, listed_states, planned_jobs, replan
-from gateway.scheduling.reminders import JobStore, Reminder, cancellable, reminder_tools
-from gateway.scheduling.runner import JobRunner
+from gateway.scheduling.reminder_tools import reminder_tools
+from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
-from gateway.services.control import ControlServer
 from gateway.services.logs import Masker
-from gateway.services.reload import reload
-from gateway.services.status import Live, SessionFigures, report
-from gateway.tool_setup import mcp_hub, memory_index, server_search, web_tools
-
-if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
-    from agent.mcp.hub import McpHub
-    from gateway.web.backend import Backend
-    from gateway.web.server import WebServer
+from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
 
 log = logging.getLogger(__name__)
-
-
-class App:
-    """Corvid, assembled. ``async with app:`` or ``start()`` / ``stop()``."""
-
-    def __init__(
-        self,
-        config: Config,
-        gateway: Gateway,
-        *,
-        scheduler: Scheduler | None,
-        runner: JobRunner,
-        jobs: JobStore,
-        resources: contextlib.AsyncExitStack,
-    ) -> None:
-        self.config = config
-        self.gateway = gateway
-        self.scheduler = scheduler
-        self.runner = runner
-        self.jobs = jobs
-        self.control: ControlServer | None = None
-        self.web: WebServer | None = None
-        # Options changed in config.yaml by a reload that take effect at the next start.
-        self.pending_restart: list[str] = []
-        self.notices: PairingNotices | None = None
-        self.mcp: McpHub | None = None
-        self.figures = SessionFigures(gateway.agent.store)
-        self._resources = resources
-        self._settling: asyncio.Task[None] | None = None
-        self.pid = os.getpid()
-        self.started_at = time.monotonic()
-
-    # What the parts are, for the status report and for tests.
-    @property
-    def agent(self) -> Agent:
-        return self.gateway.agent
-
-    @property
-    def router(self) -> Router:
-        return self.gateway.router
-
-    @property
-    def journal(self) -> Journal | None:
-        return self.gateway.delivery.journal
-
-    @property
-    def channels(self) -> dict[str, Channel]:
-        return dict(self.gateway.channels)
-
-    def handle(self, msg: InboundMessage) -> Any:
-        return self.gateway.handle(msg)
-
-    def undelivered(self, limit: int = 20) -> list[Outgoing]:
-        return self.gateway.delivery.undelivered(limit)
-
-    async def idle(self) -> None:
-        """Return once nothing is in progress: every message taken in by a channel has been
-        handled, and no session has a turn running or a message waiting."""
-        channels = list(self.gateway.channels.values())
-        while any(c.taking_in() for c in channels) or self.router.active_sessions():
-            for channel in channels:
-                await channel.settled()
-            await self.router.idle()
-
-    async def wait_failed(self) -> str:
-        return await self.gateway.wait_failed()
-
-    async def start(self) -> None:
-        await self.gateway.start()
-        # Tools that wait on something (MCP servers, the API's word on its search tool) get
-        # ready in the background, once the channels ask for messages; a turn waits for them
-        # only within a bound.
-        self._settling = asyncio.create_task(self._ready_tools(), name="tools")
-        repair_pairing(self.config.layout.pairing)
-        if self.scheduler is None:
-            return
-        self.jobs.repair()
-        plan = planned_jobs(self.config, self.jobs, self.scheduler.clock.now())
-        self.scheduler.start(plan, self.runner)
-        self.control = ControlServer(
-            self.config.layout.control_socket,
-            status=self._status,
-            run_job=self.scheduler.run_now,
-            cancel_job=self.cancel_job,
-            reload=self.reload,
-            paired=self.notices.handled if self.notices is not None else None,
-            rotate_token=lambda: self.web is not None and self.web.rotate_token(),
-        )
-        try:
-            await self.control.start()
-        except OSError as exc:
-            log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
-        if self.config.web.enabled:
-            from gateway.web.server import start_web
-
-            self.web = await start_web(self._backend(self.scheduler))
-
-    async def _ready_tools(self) -> None:
-        channels = [c.receiving.wait() for c in self.gateway.channels.values()]
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5):  # a channel slow to poll does not hold them up
-                await asyncio.gather(*channels)
-        if self.mcp is not None:
-            self.mcp.start()
-        await self.agent.tools.settle()
-
-    def _backend(self, scheduler: Scheduler) -> Backend:
-        from gateway.web_setup import PageBackend
-
-        config, clock = self.config, scheduler.clock
-        pairing = PairingStore(config.layout.pairing, clock=clock)
-        if self.notices is not None:
-            pairing.on_handled = self.notices.handled
-        return PageBackend(
-            config=config,
-            gateway=self.gateway,
-            clock=clock,
-            pairing=pairing,
-            figures=self.figures,
-            status=self._status,
-            job_states=lambda: listed_states(self.config, self.jobs, scheduler.ledger, clock),
-            run_job=scheduler.run_now,
-            cancel_job=self.cancel_job,
-            reload=self.reload,
-            pending_restart=lambda: self.pending_restart,
-        )
-
-    async def stop(self, grace: float | None = None) -> None:
-        """Finish (or cancel and record) turns in flight, then close everything.
-
-        ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
-        """
-        if self.mcp is not None:
-            self.mcp.wind_down()
-        if self.web is not None:
-            await self.web.stop()
-        if self.control is not None:
-            await self.control.stop()
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        await self.gateway.stop(grace)
-        if self._settling is not None:
-            self._settling.cancel()
-            await asyncio.wait({self._settling})
-        await self._resources.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    def reload(self) -> dict[str, Any]:
-        """Read config.yaml again (``gateway/services/reload.py``): what changed, applied or not."""
-        try:
-            done = reload(self, os.environ)
-        except ConfigError as exc:
-            return {"ok": False, "error": str(exc)}
-        except Exception as exc:
-            log.exception("reloading config.yaml failed")
-            return {"ok": False, "error": f"{type(exc).__name__} (see the log)"}
-        return {"ok": True, "applied": done.applied, "restart": done.restart}
-
-    def appliers(self) -> dict[str, Callable[[Config], None]]:
-        """The parts that take new options while running, by the names reload's ``LIVE`` gives
-        them; each applies its own."""
-        agent, gateway = self.agent, self.gateway
-        return {
-            "channels": lambda new: apply_channels(gateway.channels, new),
-            "owners": self._new_owners,
-            "model": lambda new: agent.llm.apply(new.llm),
-            "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
-            "gateway": lambda new: gateway.apply(new.gateway),
-            "schedule": self._replan,
-        }
-
-    def adopt(self, new: Config, restart: list[str]) -> None:
-        self.config = new
-        self.pending_restart = sorted(set(self.pending_restart) | set(restart))
-        if self.web is not None:
-            self.web.backend.config = new
-
-    def _new_owners(self, new: Config) -> None:
-        if self.notices is not None:
-            self.notices.set_owners(new.channels.owner_chats())
-
-    def _replan(self, new: Config) -> None:
-        if self.scheduler is not None:
-            self.runner.handlers = job_runner(new, self.gateway).handlers
-            replan(self.scheduler, planned_jobs(new, self.jobs, self.scheduler.clock.now()))
-
-    def cancel_job(self, job_id: str) -> str | None:
-        """Cancel a job made in chat; None when done, else why not."""
-        problem = cancellable(self.jobs, job_id)
-        if problem is None and self.scheduler is not None:
-            self.scheduler.remove(job_id)
-        return problem
-
-    def _status(self) -> dict[str, Any]:
-        gw = self.gateway
-        live = Live(
-            pid=self.pid,
-            uptime_seconds=round(time.monotonic() - self.started_at),
-            channels=gw.channel_states(),
-            loaded=self.agent.sessions.loaded,
-            busy=self.router.busy,
-            queued=self.router.queued,
-        )
-        out = report(self.config, self.agent.store, self.journal, live, self.figures)
-        if self.mcp is not None:
-            out["mcp"] = [view.as_dict() for view in self.mcp.describe()]
-        if self.web is not None:
-            out["web"] = self.web.url
-        return out
 
 
 # long: the whole object graph in one place, read top to bottom
@@ -296,7 +57,7 @@ def build_app(
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
-    memory = _memory(config, resources)
+    memory = open_memory(config, resources, clock)
     jobs = JobStore(config.layout.jobs)
     ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
@@ -359,28 +120,6 @@ def build_app(
     app.notices = notices
     app.mcp = mcp
     return app
-
-
-def _memory(config: Config, resources: contextlib.AsyncExitStack) -> Memory:
-    workspace = config.workspace.resolve()
-    index = memory_index(config)
-    resources.callback(index.close)
-    migrate_shared_entries(workspace)
-    for name in mend_workspace(workspace):
-        log.info("corrected a sentence of an earlier template in %s", name)
-    return Memory(workspace, index, config.memory)
-
-
-def job_runner(config: Config, gateway: Gateway) -> JobRunner:
-    """What each scheduled job does: by id for the configured ones, reminders for the rest."""
-    agent, schedule = gateway.agent, config.schedule
-    summary = DailySummary(
-        gateway, agent.memory, agent.store.dir, schedule.daily_summary.skip_inactive
-    )
-    heartbeat = Heartbeat(gateway, agent.workspace, schedule.heartbeat.active_hours)
-    return JobRunner(
-        gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
-    )
 
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:

@@ -1,20 +1,47 @@
 """Which tools a configuration gives the agent beyond its own (files, memory, reminders): the
-web tools, the API's own web search, and the MCP servers; and the memory's search index, which
-``corvid run`` and ``corvid memory`` open alike. ``build_app`` calls these."""
+web tools, the API's own web search, and the MCP servers; and the memory with its search
+index and vectors, which ``corvid run`` and ``corvid memory`` open alike. ``build_app`` calls
+these."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
+from agent.memory.hits import Searcher
+from agent.memory.store import Memory, migrate_shared_entries
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
+from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
+from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
     from agent.mcp.hub import McpHub
     from agent.memory.index import MemoryIndex
+    from agent.memory.semantic import SemanticIndex
+
+log = logging.getLogger(__name__)
+
+
+def open_memory(config: Config, resources: contextlib.AsyncExitStack, clock: Clock) -> Memory:
+    """The workspace's memory, its index, and its vectors embedding in the background when
+    ``memory.embeddings`` has a provider; closed with ``resources``."""
+    workspace = config.workspace.resolve()
+    index = memory_index(config)
+    resources.callback(index.close)
+    migrate_shared_entries(workspace)
+    for name in mend_workspace(workspace):
+        log.info("corrected a sentence of an earlier template in %s", name)
+    search, vectors = memory_search(config, index, lambda: clock.now().astimezone(config.tz).date())
+    if vectors is not None:
+        resources.callback(vectors.close)
+        vectors.start(prepare=index.sync)
+    return Memory(workspace, index, config.memory, search=search, vectors=vectors)
 
 
 def memory_index(config: Config) -> MemoryIndex:
@@ -28,6 +55,31 @@ def memory_index(config: Config) -> MemoryIndex:
         chunk_size=m.chunk_lines,
         overlap=m.chunk_overlap_lines,
     )
+
+
+def memory_search(
+    config: Config, index: MemoryIndex, today: Callable[[], date] | None = None
+) -> tuple[Searcher, SemanticIndex | None]:
+    """How memory is searched: by keywords alone (provider ``none``), or hybrid, with the
+    vectors (not started: ``corvid run`` embeds in the background, the command line in the
+    foreground) listening to the index."""
+    if config.memory.embeddings.provider == "none":
+        return index, None  # nothing of the vectors is imported: not even NumPy
+    from agent.memory.embedding.factory import build_embedder
+
+    embedder = build_embedder(config.memory.embeddings, config.home)
+    if embedder is None:
+        return index, None
+    from agent.memory.hybrid import HybridSearch
+    from agent.memory.semantic import SemanticIndex
+
+    vectors = SemanticIndex(embedder, config.layout.embeddings, config.memory.embeddings.batch_size)
+    index.listen(vectors)
+    tz = config.tz
+    search = HybridSearch(
+        index, vectors, config.memory.search, today or (lambda: datetime.now(tz).date())
+    )
+    return search, vectors
 
 
 def mcp_hub(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:

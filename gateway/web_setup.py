@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent.memory.index import Hit
+from agent.memory.hits import Hit
 from agent.memory.store import Memory
 from channels.base import Channel
 from channels.pairing import PairingStore
@@ -94,7 +94,7 @@ class PageBackend:
         return self._memory.workspace
 
     def search(self, query: str, limit: int) -> list[Hit]:
-        return self._memory.index.search(query, limit, audience=OWNER)
+        return self._memory.search(query, limit, OWNER)
 
     def edited(self, when: datetime) -> None:
         edits = self._gateway.agent.sessions.edits

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from channels.base import Channel
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import Config, parse_config
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey, parse_command
+from gateway.running import App
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -110,6 +111,8 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
         "gateway": {"shutdown_grace": 5},
         # The control page only where a test is about it (then on a free port).
         "web": {"enabled": False, "port": 0},
+        # Vectors only where a test is about them (then from a fake embedding model).
+        "memory": {"embeddings": {"provider": "none"}},
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}
@@ -130,10 +133,33 @@ def _logging_as_it_was() -> Iterator[None]:
         logging.getLogger(name).setLevel(old)
 
 
+def keywords_only(home: Path) -> None:
+    """A home's config.yaml with memory search by keywords: no test loads or fetches a real
+    embedding model unless it is about one."""
+    config = home / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert "    provider: local\n" in text
+    config.write_text(text.replace("    provider: local\n", "    provider: none\n"))
+
+
+@pytest.fixture(autouse=True)
+def _no_real_embedding_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What would load the local model fails instead: a test that reaches it forgot to say
+    ``provider: none`` (or to give a fake embedder), and must not fetch weights."""
+    from agent.memory.embedding import factory
+    from agent.memory.embedding.base import EmbeddingError
+
+    def refuse(model_path: str, models_dir: Path) -> Any:
+        raise EmbeddingError("the tests do not load the local embedding model")
+
+    monkeypatch.setattr(factory, "load_local", refuse)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     init_home(path, {})
+    keywords_only(path)
     return path
 
 

@@ -35,14 +35,15 @@ from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import BOOTSTRAP_FILES, log_path
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import parse_config
 from gateway.contract.events import OWNER as OWNER_AUDIENCE
 from gateway.contract.events import SessionKey, audience_of
+from gateway.running import App
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.jobs import Job
-from tests.conftest import GROUP, PRIVATE, RecordingChannel
+from tests.conftest import GROUP, PRIVATE, RecordingChannel, keywords_only
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, request_kind, tool_results
 
 TZ = ZoneInfo("Europe/Berlin")
@@ -130,6 +131,7 @@ def plant(root: Path) -> tuple[Path, Path]:
     (root / ".ssh" / "id_rsa").write_text(f"-----BEGIN KEY----- {USER_HOME_CANARY}\n")
     home = root / "corvid"
     init_home(home, {})
+    keywords_only(home)
     with (home / "config.yaml").open("a") as f:
         f.write(f"\n# telegram token: {CONFIG_CANARY}\n")
     (home / "secret.txt").write_text(f"{SECRET_CANARY}\n")

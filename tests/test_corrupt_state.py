@@ -26,7 +26,7 @@ GARBAGE = b"this is not a database, it is what a full disk left behind\n" * 20
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     init_home(path, {})
-    (path / "config.yaml").write_text("timezone: UTC\n")
+    (path / "config.yaml").write_text("timezone: UTC\nmemory: {embeddings: {provider: none}}\n")
     return path
 
 
@@ -152,12 +152,14 @@ async def test_damaged_jobs_and_pairing_files_are_said_not_thrown(home, fake_api
 
 
 async def test_doctor_names_every_damaged_state_file(home):
-    for name in ("gateway.sqlite", "scheduler.sqlite", "index.sqlite"):
+    for name in ("gateway.sqlite", "scheduler.sqlite", "index.sqlite", "embeddings.sqlite"):
         (home / "state" / name).write_bytes(GARBAGE)
     checks = {c.name: c for c in await run_checks(home, {"ANTHROPIC_API_KEY": "k"}, limit=2)}
     assert checks["gateway.sqlite"].status == "FAIL"
     assert checks["scheduler.sqlite"].status == "FAIL"
     assert checks["index.sqlite"].status == "warn" and "derived" in checks["index.sqlite"].message
+    vectors = checks["embeddings.sqlite"]
+    assert vectors.status == "warn" and "can be made again" in vectors.message
     assert (home / "state" / "gateway.sqlite").read_bytes() == GARBAGE  # doctor changes nothing
 
 

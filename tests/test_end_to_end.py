@@ -6,8 +6,9 @@ import asyncio
 import base64
 import json
 
+from agent.model.in_flight import InFlight
 from agent.sessions.transcript import SessionStore
-from gateway.contract.events import Attachment, InboundMessage
+from gateway.contract.events import Attachment, InboundMessage, SessionKey
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import (
     CutStream,
@@ -220,7 +221,7 @@ async def test_prompt_cache_prefix_is_stable_and_read_from_cache(start_gateway, 
     assert state is not None and state.turns == 4
     assert state.last_usage is not None and state.last_usage.cache_read > 0
     # Stored messages never carry the request-time cache markers.
-    assert "cache_control" not in json.dumps(state.messages)
+    assert "cache_control" not in json.dumps(list(state.messages))
 
 
 async def test_iteration_cap_stops_a_looping_model(start_gateway, fake_api):
@@ -301,3 +302,52 @@ async def test_the_fake_api_also_answers_non_streaming_requests(fake_api):
     assert [b.type for b in msg.content] == ["text", "tool_use"]
     assert msg.content[1].input == {"path": "."} and msg.stop_reason == "tool_use"
     assert fake_api.message_requests[0].body.get("stream") is None
+
+
+async def test_model_calls_wait_when_the_conversations_in_flight_fill_the_budget(
+    start_gateway, fake_api
+):
+    release = asyncio.Event()
+    in_flight = 0
+    most = 0
+
+    async def brain(body):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await release.wait()
+        in_flight -= 1
+        return Reply("ok " + last_user_text(body).split("\n", 1)[1])
+
+    fake_api.brain = brain
+    gateway, chan = await start_gateway()
+    llm = gateway.agent.llm
+    # Room for four short chats' calls at once (each counts the 1 KiB floor).
+    budget = _WatchedInFlight(budget=4096)
+    llm.in_flight = budget
+    chats = [SessionKey("test", "private", str(10 + i)) for i in range(6)]
+    pushed = [asyncio.ensure_future(chan.push(f"m{i}", key=key)) for i, key in enumerate(chats)]
+    # Four calls reach the API; the other two chats' calls wait to be admitted, not at the API.
+    await fake_api.wait_for_requests(4)
+    await asyncio.wait_for(budget.two_waiting.wait(), 10)
+    assert in_flight == 4 and budget.waiting == 2
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*pushed), 10)
+    assert sorted(chan.texts()) == [f"ok m{i}" for i in range(6)]
+    assert most == 4 and budget.used == 0 and budget.waiting == 0
+
+
+class _WatchedInFlight(InFlight):
+    """The model client's admission, telling when two calls wait."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
+        self.waited = 0
+        self.two_waiting = asyncio.Event()
+
+    async def _acquire(self, weight: int) -> None:
+        if self.waiting or self.used + weight > self.budget:
+            self.waited += 1
+            if self.waited == 2:
+                self.two_waiting.set()
+        await super()._acquire(weight)

@@ -120,7 +120,7 @@ async def test_long_conversation_flushes_once_then_compacts(start_gateway, fake_
     assert transcript.count("message 0: ") == 1 and '"t":"compaction"' in transcript
     reloaded = store.load(PRIVATE)
     assert reloaded is not None and reloaded.compactions == 1 and not reloaded.flushed
-    assert "message 0: " not in json.dumps(reloaded.messages)
+    assert "message 0: " not in json.dumps(list(reloaded.messages))
 
 
 async def test_one_message_past_the_hard_limit_is_still_flushed_before_compaction(

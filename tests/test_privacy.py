@@ -23,8 +23,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.contract.events import SessionKey
+from gateway.running import App
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text, request_kind, tool_results
 from tests.fakes.clock import FakeClock
@@ -826,3 +827,47 @@ async def test_the_heartbeat_keeps_quoted_what_a_checklist_written_after_a_group
     assert status == "sent"
     own_log = (ws / "memory" / "2026-03-12.md").read_text()
     assert PLANTED in own_log and PLANTED not in unquoted(own_log)
+
+
+GROUP_B_SECRET = "GROUP-B-CANARY-30e7"
+
+
+async def test_a_shared_chats_search_by_meaning_finds_only_its_own_log(home, fake_api):
+    """With vectors on (an OpenAI-compatible embedding service, here a fake on loopback), a
+    group's memory_search scores only its own log: MEMORY.md, the owner's log and another
+    group's log stay out however near in meaning, while the owner finds them all."""
+    from tests.fakes.embeddings_api import FakeEmbeddings
+
+    ws = home / "workspace"
+    (ws / "MEMORY.md").write_text(f"- The door code of the flat is {MEMORY}\n")
+    (ws / "memory" / "2026-03-11.md").write_text(f"## 09:00\n\nNew door code: {DOOR}\n")
+    for chat, text in (("100", "The office door code changes"), ("200", GROUP_B_SECRET)):
+        log = ws / "memory" / "chats" / f"test-group-{chat}" / "2026-03-11.md"
+        log.parent.mkdir(parents=True)
+        log.write_text(f"## 10:00 · test:group:{chat}\n\n{text} door code\n")
+    embeddings = FakeEmbeddings(api_key="emb-key")
+    await embeddings.start()
+    section = {"provider": "openai", "base_url": embeddings.base_url, "api_key": "emb-key"}
+    fake_api.brain = obedient
+    try:
+        async with serve(
+            home, fake_api.base_url, FakeClock(EVENING), memory={"embeddings": section}
+        ) as (app, channel):
+            vectors = app.gateway.agent.memory.vectors
+            assert vectors is not None
+            assert await asyncio.to_thread(vectors.wait_idle, 10)
+            assert vectors.progress().done and vectors.progress().total == 4
+            orders = "DO memory_search query=door code\nDO memory_search query=flat entry"
+            await asyncio.wait_for(channel.push(orders, key=GROUP_A, sender="66"), 10)
+            await asyncio.wait_for(channel.push("DO memory_search query=door code"), 10)
+    finally:
+        await embeddings.close()
+    group = [r.body for r in fake_api.message_requests if f"Session: {GROUP_A}" in r.raw]
+    results = [str(r["content"]) for r in tool_results(group[-1])]
+    assert "The office door code changes" in results[0]
+    for text in (*results, *group_requests(fake_api, GROUP_A), channel.texts(GROUP_A)[-1]):
+        assert [s for s in (*PRIVATE_SECRETS, GROUP_B_SECRET) if s in text] == []
+    owner = [r.body for r in fake_api.message_requests if f"Session: {OWNER}" in r.raw]
+    [found] = [str(r["content"]) for r in tool_results(owner[-1])]
+    assert DOOR in found and MEMORY in found and GROUP_B_SECRET in found
+    assert any("door code" in " ".join(a.inputs) for a in embeddings.asked)

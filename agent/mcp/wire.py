@@ -25,9 +25,9 @@ from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 
 from agent.settings import McpServerSettings
-from agent.tools.files import private_file
 from agent.tools.registry import Handler, Tool, ToolResult
 from agent.workspace.audience import enclosed
+from gateway.contract.atomic import private_file
 from gateway.contract.events import sniff_image
 
 # How much image one result may carry: the API caps an image's base64 text (5 MB), and a

@@ -4,6 +4,9 @@ The Markdown files are the truth; this index is derived and can be deleted at an
 are cut into overlapping windows of lines. Before each search the index catches up with the
 files cheaply (size and mtime first, then a content hash), so edits made by hand are found too.
 
+Whoever keeps vectors of the chunks (``SemanticIndex``) listens: it is told which chunks
+each catch-up added and removed, with the sha256 of their text.
+
 CJK scripts have no spaces between words, and FTS5's unicode61 tokenizer would take a whole
 sentence as one token; so each CJK character is indexed as its own token and a CJK query
 becomes a phrase of adjacent characters. Cyrillic, Greek and other spaced scripts need nothing
@@ -21,12 +24,13 @@ import sqlite3
 import stat
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from agent.memory.hits import ChunkListener, ChunkRow, Hit, StoredChunk, TextMatches
 from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
-from agent.tools.files import private_file
 from agent.workspace.audience import chat_of
+from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
 
 log = logging.getLogger(__name__)
@@ -39,24 +43,14 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha256 TEXT, day TEXT);
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER, end_line INTEGER,
-    day TEXT, text TEXT, chat TEXT NOT NULL DEFAULT '');
+    day TEXT, text TEXT, chat TEXT NOT NULL DEFAULT '', sha TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_by_chat ON chunks(chat);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, kind, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    snippet: str
-    chat: str = ""  # the shared chat whose log this is; "" for the owner's memory
+SCHEMA_VERSION = 4
 
 
 class MemoryIndex:
@@ -74,6 +68,9 @@ class MemoryIndex:
         self._folder_mtime = -2
         self._last_full_scan = 0.0
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        self._listener: ChunkListener | None = None
+        self._removed: list[int] = []
+        self._added: list[ChunkRow] = []
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(
@@ -111,6 +108,23 @@ class MemoryIndex:
         self._db = self._start_over(exc)
         self._folder_mtime = -2
         self._chunk_count = 0
+        self._reset_listener()
+
+    def listen(self, listener: ChunkListener) -> None:
+        """Tell ``listener`` every chunk now, and what changes from here on."""
+        with self._lock:
+            self._listener = listener
+            self._reset_listener()
+
+    def _reset_listener(self) -> None:
+        if self._listener is not None:
+            rows = self._db.execute("SELECT id, chat, sha FROM chunks").fetchall()
+            self._listener.chunks_reset(rows, self.chunk_texts)
+
+    def chunk_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The text of each of these chunks still in the index (for the embedder's thread)."""
+        with self._lock:
+            return {c.id: c.text for c in self._rows(ids)}
 
     @property
     def chunk_count(self) -> int:
@@ -168,7 +182,9 @@ class MemoryIndex:
                 )
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
-            return self._sync(full=True)
+            changed = self._sync(full=True)
+            self._reset_listener()
+            return changed
 
     def _due_for_full_scan(self) -> bool:
         """A full scan stats every file; it runs when the memory folder changed (a file was
@@ -213,6 +229,7 @@ class MemoryIndex:
             )
         known = {row[0]: (row[1], row[2], row[3]) for row in rows}
         changed = 0
+        self._removed, self._added = [], []
         self._db.execute("BEGIN")
         try:
             for rel, st in current.items():
@@ -242,9 +259,15 @@ class MemoryIndex:
             raise
         if changed:
             self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        if self._listener is not None and (self._removed or self._added):
+            self._listener.chunks_changed(self._removed, self._added)
+        self._removed, self._added = [], []
         return changed
 
     def _drop(self, rel: str) -> None:
+        if self._listener is not None:
+            ids = self._db.execute("SELECT id FROM chunks WHERE path=?", (rel,)).fetchall()
+            self._removed += [i for (i,) in ids]
         self._db.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path=?)", (rel,)
         )
@@ -261,11 +284,14 @@ class MemoryIndex:
         )
         chat = _chat_of(rel)
         for start, end, chunk in chunk_lines(text, self.chunk_size, self.overlap):
+            sha = hashlib.sha256(chunk.encode()).hexdigest()
             cur = self._db.execute(
-                "INSERT INTO chunks(path, start_line, end_line, day, text, chat) "
-                "VALUES (?,?,?,?,?,?)",
-                (rel, start, end, day, chunk, chat),
+                "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (rel, start, end, day, chunk, chat, sha),
             )
+            if self._listener is not None and cur.lastrowid is not None:
+                self._added.append((cur.lastrowid, chat, sha))
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
                 (cur.lastrowid, fold(chunk), "longterm" if rel == LONG_TERM else "log"),
@@ -279,42 +305,66 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        expr = f"body : ({self._plan_locked(terms)})"
-        only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
-        args: tuple[object, ...] = (expr, max_results * 3)
-        if audience.chat is not None:
-            args = (expr, audience.chat, max_results * 3)
-        with self._lock:
-            rows = self._db.execute(
-                f"""
-                SELECT c.path, c.start_line, c.end_line, -f.rank, c.text, c.day, c.chat
-                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {only}
-                      ORDER BY rank LIMIT ?) AS f
-                JOIN chunks c ON c.id = f.rowid
-                """,
-                args,
-            ).fetchall()
-        if audience.chat is not None:  # the query already keeps to the chat; this says so twice
-            rows = [r for r in rows if r[6] == audience.chat]
+        rows = self.text_matches(terms, max_results * 3, audience=audience).rows
         # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
-        rows.sort(key=lambda r: (r[0], r[1]))
-        rows.sort(key=lambda r: r[5], reverse=True)
-        rows.sort(key=lambda r: round(r[3], 6), reverse=True)
+        rows.sort(key=lambda r: (r.path, r.start_line))
+        rows.sort(key=lambda r: r.day, reverse=True)
+        rows.sort(key=lambda r: round(r.bm25, 6), reverse=True)
         return [
-            Hit(p, s, e, round(score, 3), snippet(text, terms), chat)
-            for p, s, e, score, text, _, chat in rows[:max_results]
+            Hit(r.path, r.start_line, r.end_line, round(r.bm25, 3), snippet(r.text, terms), r.chat)
+            for r in rows[:max_results]
         ]
 
-    def _plan_locked(self, terms: list[str]) -> str:
+    def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
+        """The ``limit`` best keyword matches this audience may see, after catching up with
+        the files, and how many chunks hold each term."""
         with self._lock:
             try:
                 self._sync(full=False)
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
                 self._sync(full=True)
-            return self._plan(terms)
+            plan, doc_freq = self._weighted_plan(terms)
+            only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
+            chat = () if audience.chat is None else (audience.chat,)
+            found = self._db.execute(
+                f"""
+                SELECT c.id, c.path, c.start_line, c.end_line, c.day, c.text, c.chat, -f.rank
+                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {only}
+                      ORDER BY rank LIMIT ?) AS f
+                JOIN chunks c ON c.id = f.rowid
+                """,
+                (f"body : ({plan})", *chat, limit),
+            ).fetchall()
+        rows = [StoredChunk(*r) for r in found]
+        if audience.chat is not None:  # the query already keeps to the chat; this says so twice
+            rows = [r for r in rows if r.chat == audience.chat]
+        return TextMatches(rows, doc_freq, self._chunk_count)
+
+    def chunks(self, ids: Sequence[int], *, audience: Audience) -> list[StoredChunk]:
+        """These chunks, those of them this audience may see."""
+        with self._lock:
+            rows = self._rows(ids)
+        return [r for r in rows if audience.private or r.chat == audience.chat]
+
+    def _rows(self, ids: Sequence[int]) -> list[StoredChunk]:
+        out: list[StoredChunk] = []
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            out += [
+                StoredChunk(*r)
+                for r in self._db.execute(
+                    "SELECT id, path, start_line, end_line, day, text, chat FROM chunks "
+                    f"WHERE id IN ({','.join('?' * len(part))})",
+                    part,
+                )
+            ]
+        return out
 
     def _plan(self, terms: list[str]) -> str:
+        return self._weighted_plan(terms)[0]
+
+    def _weighted_plan(self, terms: list[str]) -> tuple[str, dict[str, int]]:
         """Quote every term (no FTS syntax from the query survives) and leave out terms found in
         more than half of all chunks when rarer ones remain: BM25 gives those about zero
         weight, yet matching them means scoring nearly every chunk."""
@@ -333,10 +383,11 @@ class MemoryIndex:
             else:
                 row = self._db.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (low,))
                 parts.append((f'"{term}"', (row.fetchone() or (0,))[0]))
+        doc_freq = {t: df for t, (_, df) in zip(terms, parts, strict=True)}
         informative = [(p, df) for p, df in parts if df <= self._chunk_count / 2]
         if any(df != 0 for _, df in informative):
-            return " OR ".join(p for p, _ in informative)
-        return " OR ".join(p for p, _ in parts)
+            return " OR ".join(p for p, _ in informative), doc_freq
+        return " OR ".join(p for p, _ in parts), doc_freq
 
 
 def _chat_of(rel: str) -> str:

@@ -19,13 +19,18 @@ import stat
 from datetime import date, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from secrets import token_hex
+from typing import TYPE_CHECKING
 
+from agent.memory.hits import Hit, Searcher
 from agent.memory.index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import chat_of, log_path, readable, reopened, untrusted
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
+
+if TYPE_CHECKING:  # NumPy and the vectors are imported only when embeddings are on
+    from agent.memory.semantic import SemanticIndex
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +40,25 @@ _ENTRY = re.compile(r"^## (\d\d:\d\d)(?: · (.+))?$", re.M)
 
 
 class Memory:
-    def __init__(self, workspace: Path, index: MemoryIndex, cfg: MemorySettings) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        index: MemoryIndex,
+        cfg: MemorySettings,
+        *,
+        search: Searcher | None = None,
+        vectors: SemanticIndex | None = None,
+    ) -> None:
         self.workspace = workspace
         self.index = index
         self.cfg = cfg
+        self.searcher = search or index
+        self.vectors = vectors  # None: keyword search only
+
+    def search(self, query: str, max_results: int, audience: Audience) -> list[Hit]:
+        """Hybrid when vectors are on, else by keywords: the same chunks, the same audience
+        rules (the owner everything, a shared chat its own log)."""
+        return self.searcher.search(query, max_results, audience=audience)
 
     # -- the snapshot in the system prompt ----------------------------------------------------
 

@@ -7,10 +7,11 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from agent.memory.index import LONG_TERM, Hit
+from agent.memory.hits import Hit
+from agent.memory.index import LONG_TERM
 from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
-from agent.tools.files import check_single_name, resolve_in_workspace
+from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
 from agent.workspace.audience import untrusted
 from gateway.contract.errors import PathRefused, ToolError
@@ -89,7 +90,7 @@ class MemoryTools:
     def _search(self, query: str, limit: int, ctx: TurnContext) -> list[Hit]:
         """The hits, the session marked for what their files bring from outside (a snippet
         may show part of a quoted passage without its opening)."""
-        hits = self.memory.index.search(query, limit, audience=ctx.audience)
+        hits = self.memory.search(query, limit, ctx.audience)
         for rel in dict.fromkeys(h.path for h in hits):
             ctx.saw_file(PurePosixPath(rel), read_text(self.memory.workspace / rel))
         return hits

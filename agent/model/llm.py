@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.failures import llm_error, probe_failure
+from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
 from agent.model.wire import content_to_dicts, normalize_messages
+from agent.sessions.history import History
 from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
@@ -39,7 +44,7 @@ EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 def with_cache_breakpoints(
     system: str,
-    messages: list[dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
@@ -74,6 +79,9 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
+        # A call's request is built only once it is admitted, so calls waiting hold nothing
+        # but their turn's own (compact) history.
+        self.in_flight = InFlight()
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -128,7 +136,7 @@ class AnthropicLLM:
         try:
             await self._count_one(client, limit)
         except anthropic.APIError as exc:
-            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+            return probe_failure(anthropic, exc, where, self.model, key_source, limit)
         except TimeoutError:
             return Check.no_answer("anthropic", where, limit)
         finally:
@@ -150,7 +158,7 @@ class AnthropicLLM:
             anthropic.PermissionDeniedError,
             anthropic.NotFoundError,
         ) as exc:
-            return _probe_failure(anthropic, exc, where, self.model, key_source, limit)
+            return probe_failure(anthropic, exc, where, self.model, key_source, limit)
         except (anthropic.APIError, TimeoutError) as exc:
             log.warning("could not check the API key at start (%s); going on", type(exc).__name__)
         finally:
@@ -200,28 +208,30 @@ class AnthropicLLM:
     async def complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        try:
-            return await self._complete(system, messages, tools, system_note, deltas)
-        except _BadToolJSON as exc:
-            # The model wrote a tool call whose input is not JSON: say so, and ask once more.
-            log.warning("the model wrote a tool call that is not valid JSON; asking again")
-            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
-            if deltas is not None:
-                deltas.restart()
+        size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
+        async with self.in_flight.hold(size):
             try:
-                return await self._complete(system, messages, tools, note, deltas)
-            except _BadToolJSON:
-                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+                return await self._complete(system, messages, tools, system_note, deltas)
+            except _BadToolJSON as exc:
+                # The model wrote a tool call whose input is not JSON: say so, and ask again.
+                log.warning("the model wrote a tool call that is not valid JSON; asking again")
+                note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+                if deltas is not None:
+                    deltas.restart()
+                try:
+                    return await self._complete(system, messages, tools, note, deltas)
+                except _BadToolJSON:
+                    raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
     async def _complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
@@ -244,7 +254,7 @@ class AnthropicLLM:
                             deltas.text(event.text)
                 msg = await stream.get_final_message()
         except self._sdk.APIError as exc:
-            raise _map_error(self._sdk, exc) from None
+            raise llm_error(self._sdk, exc) from None
         except (OSError, EOFError) as exc:
             raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
         except ValueError as exc:
@@ -283,81 +293,3 @@ BAD_TOOL_JSON_NOTE = (
     "Your previous answer to this request contained a tool call whose input was not valid "
     "JSON, so it could not run. Answer again; write tool inputs as valid JSON objects."
 )
-
-
-def _probe_failure(
-    sdk: Any, exc: Exception, where: str, model: str, key_source: str, timeout: float
-) -> Check:
-    """What a failed probe call says, and how to fix it."""
-    name = "anthropic"
-    if isinstance(exc, sdk.AuthenticationError):
-        return Check(
-            Status.FAIL,
-            name,
-            f"API key rejected by {where} (401)",
-            f"check {key_source}; keys are made at https://console.anthropic.com/settings/keys",
-        )
-    if isinstance(exc, sdk.PermissionDeniedError):
-        return Check(
-            Status.FAIL,
-            name,
-            f"API key not allowed to use {where} (403)",
-            f"check the key's workspace and permissions, or {key_source}",
-        )
-    if isinstance(exc, sdk.NotFoundError):
-        return Check(
-            Status.FAIL,
-            name,
-            f"{where} does not know the model {model!r} (404)",
-            "check llm.model (and llm.base_url, if it is not Anthropic's API)",
-        )
-    if isinstance(exc, sdk.RateLimitError | sdk.InternalServerError):
-        return Check(
-            Status.WARN,
-            name,
-            f"{where} is busy right now (HTTP {exc.status_code}); the key could not be checked",
-            "run corvid doctor again in a minute",
-        )
-    if isinstance(exc, sdk.APITimeoutError):
-        return Check.no_answer(name, where, timeout)
-    if isinstance(exc, sdk.APIConnectionError):
-        return Check.unreachable(name, where, exc, "llm.base_url (or ANTHROPIC_BASE_URL)")
-    status = getattr(exc, "status_code", "?")
-    return Check(
-        Status.FAIL,
-        name,
-        f"{where} answered HTTP {status} to an authenticated request",
-        "check llm.base_url and llm.api_key",
-    )
-
-
-def _map_error(sdk: Any, exc: Exception) -> LLMError:
-    status = getattr(exc, "status_code", None)
-    body = getattr(exc, "body", None)
-    err_type = ""
-    message = ""
-    if isinstance(body, dict):
-        err: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else body
-        err_type = str(err.get("type", ""))
-        message = str(err.get("message", ""))
-    detail = f"{type(exc).__name__} status={status} type={err_type}"
-    if isinstance(exc, sdk.APITimeoutError):
-        return LLMError(LLMErrorKind.TIMEOUT, detail)
-    if isinstance(exc, sdk.APIConnectionError):
-        return LLMError(LLMErrorKind.CONNECTION, detail)
-    if status == 429 or err_type == "rate_limit_error":
-        return LLMError(LLMErrorKind.RATE_LIMITED, detail, status)
-    if status == 529 or err_type == "overloaded_error":
-        return LLMError(LLMErrorKind.OVERLOADED, detail, status)
-    if status in (401, 403) or err_type in ("authentication_error", "permission_error"):
-        return LLMError(LLMErrorKind.AUTH, detail, status)
-    if status == 413 or err_type == "request_too_large":
-        return LLMError(LLMErrorKind.TOO_LARGE, detail, status)
-    if status == 400 or err_type == "invalid_request_error":
-        lowered = message.lower()
-        if "prompt is too long" in lowered or ("context" in lowered and "exceed" in lowered):
-            return LLMError(LLMErrorKind.CONTEXT_OVERFLOW, detail, status)
-        return LLMError(LLMErrorKind.BAD_REQUEST, detail, status)
-    if (status and status >= 500) or err_type == "api_error":
-        return LLMError(LLMErrorKind.SERVER, detail, status)
-    return LLMError(LLMErrorKind.OTHER, detail, status)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,7 +28,7 @@ class LLM(Protocol):
     async def complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,

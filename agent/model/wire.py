@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from gateway.contract.events import InboundMessage, SessionKey, scrub
 
 
-def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def normalize_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Make a stored history valid for the API, whatever a crash or cancellation left behind.
 
     Blank text blocks are dropped (the API refuses them, and models do emit them); consecutive

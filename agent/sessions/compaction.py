@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +78,7 @@ def starts_exchange(msg: dict[str, Any]) -> bool:
     return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content)
 
 
-def choose_split(messages: list[dict[str, Any]], keep_tokens: int) -> int:
+def choose_split(messages: Sequence[dict[str, Any]], keep_tokens: int) -> int:
     """Index of the first message kept verbatim: the longest clean suffix within budget."""
     split = len(messages)
     acc = 0
@@ -91,7 +91,7 @@ def choose_split(messages: list[dict[str, Any]], keep_tokens: int) -> int:
     return split
 
 
-def render(messages: list[dict[str, Any]], limit: int) -> str:
+def render(messages: Sequence[dict[str, Any]], limit: int) -> str:
     """A transcript as plain text for the summariser; the newest part wins if it is too long."""
     lines: list[str] = []
     for msg in messages:
@@ -216,7 +216,7 @@ class Maintenance:
         )
         return result
 
-    async def summarise(self, messages: list[dict[str, Any]], instruction: str) -> str:
+    async def summarise(self, messages: Sequence[dict[str, Any]], instruction: str) -> str:
         limit = max(4000, (self.llm.context_window - self.cfg.reserve_tokens) * 2)
         text = render(messages, limit)
         request = [

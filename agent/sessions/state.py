@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from agent.sessions.history import History
 from gateway.contract.events import SessionKey
 
 
@@ -74,7 +75,7 @@ class SessionState:
     session_id: str
     created: str
     system: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: History = field(default_factory=History)
     usage_total: Usage = field(default_factory=Usage)
     last_usage: Usage | None = None
     turns: int = 0

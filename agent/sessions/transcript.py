@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.model.wire import check_message
+from agent.sessions.history import History
 from agent.sessions.jsonl import cut_torn_tail, fsync_path
 from agent.sessions.state import SessionState, TurnEnd, Usage, estimate_tokens, summary_message
 from gateway.contract.events import SessionKey
@@ -291,7 +292,7 @@ def _withdraw(state: SessionState, count: int) -> None:
 def _apply_compaction(state: SessionState, summary: str, keep: int, system: str) -> None:
     in_turn = len(state.messages) - state.turn_start
     kept = state.messages[len(state.messages) - keep :] if keep else []
-    state.messages = [summary_message(summary), *kept]
+    state.messages = History([summary_message(summary), *kept])
     # A compaction in the middle of a turn (the API said the context was too long) keeps the
     # turn's messages that were not folded into the summary withdrawable by /stop.
     state.turn_start = max(1, len(state.messages) - in_turn)

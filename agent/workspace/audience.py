@@ -19,7 +19,7 @@ a shared chat's file tools write only in ``chats/<chat>/`` (its log grows only t
 a shared chat's places, so private content cannot land where a group reads it, whatever the
 model is asked to do. The files everyone reads are changed only by the owner's sessions, and
 only by one whose context holds nothing from outside the owner's audience
-(``tools/files.py``); what such a session writes where the owner's prompts load it unasked is
+(``tools/paths.py``); what such a session writes where the owner's prompts load it unasked is
 kept quoted.
 """
 

@@ -1,43 +1,35 @@
 """Discord, through discord.py: gateway events in, Markdown replies out, slash commands.
 
-Inbound, each message becomes an ``Arrival`` for the shared access policy: direct messages are
-``discord:dm:<user_id>``, guild channels ``discord:channel:<id>``, threads ``discord:thread:<id>``
-(a session apart from its channel). A guild message is addressed to the bot when it mentions the
-bot (as a user, or one of its roles) or replies to one of its messages. Image attachments become
-images for the model; other files are saved to the inbox. Messages from bots, the bot included,
-are ignored.
+Inbound, each message becomes an ``Arrival`` for the shared access policy (``inbound``): direct
+messages are ``discord:dm:<user_id>``, guild channels ``discord:channel:<id>``, threads
+``discord:thread:<id>`` (a session apart from its channel). A guild message is addressed to the
+bot when it mentions the bot (as a user, or one of its roles) or replies to one of its messages.
+Image attachments become images for the model; other files are saved to the inbox. Messages from
+bots, the bot included, are ignored.
 
 Outbound, Discord renders Markdown itself, so replies are only split under its 2000-character
 limit, without breaking code blocks. Every reply is sent with mentions disabled, so nothing the
 model writes can ping @everyone, a role or a user. The chat commands are application (slash)
-commands, synced at start; their answers come back as follow-ups to the interaction.
+commands (``slash``), synced at start; their answers come back as follow-ups to the interaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from channels.access import Access, Arrival
+from channels.access import Access
 from channels.base import Channel, ChannelStartError
 from channels.discord import buttons, replies
-from channels.discord.files import fetch
+from channels.discord.inbound import arrival
 from channels.discord.live import DiscordLive, replace_text, take_back
+from channels.discord.slash import SlashCommands
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.voice import Hearing
-from gateway.contract.commands import CHAT_COMMANDS
-from gateway.contract.events import (
-    OutboundMessage,
-    SessionKey,
-    discord_channel,
-    discord_dm,
-    discord_thread,
-)
+from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Check, Clock
 
 if TYPE_CHECKING:
@@ -81,8 +73,7 @@ class DiscordChannel(Channel):
         self._client: discord.Client | None = None
         self._runner: asyncio.Task[None] | None = None
         self._stopping = False
-        # Slash commands waiting for their answer, by the message id the gateway replies to.
-        self._interactions: dict[str, Any] = {}
+        self._slash = SlashCommands(self)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -125,7 +116,6 @@ class DiscordChannel(Channel):
         """The client, with the intents Corvid needs and the chat commands as slash commands."""
         import discord
         import yarl
-        from discord import app_commands
 
         # discord.py has no per-client base URL: these are the places it reads them from.
         discord.http.Route.BASE = self.api_base_url
@@ -147,13 +137,7 @@ class DiscordChannel(Channel):
         )
         client.on_message = self._on_message  # type: ignore[attr-defined]  # the event hook
         client.on_interaction = self._on_button  # type: ignore[attr-defined]
-        tree = app_commands.CommandTree(client)
-        for name, description in CHAT_COMMANDS:
-            callback = self._command_callback(name)
-            tree.add_command(
-                app_commands.Command(name=name, description=description, callback=callback)
-            )
-        return client, tree
+        return client, self._slash.tree(client)
 
     async def _await_ready(self, client: discord.Client, runner: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())
@@ -192,20 +176,6 @@ class DiscordChannel(Channel):
 
     # -- inbound --------------------------------------------------------------------------------
 
-    def _where(self, channel: Any, user: Any) -> tuple[SessionKey, tuple[str, ...]]:
-        import discord
-
-        guild = getattr(channel, "guild", None)
-        if guild is None:
-            if not isinstance(channel, discord.DMChannel):
-                # A guild channel that is not cached: never guess it is a private chat.
-                raise LookupError(f"cannot place channel {getattr(channel, 'id', '?')}")
-            return discord_dm(user.id), ()
-        if isinstance(channel, discord.Thread):
-            ids = (str(channel.id), str(channel.parent_id), str(guild.id))
-            return discord_thread(channel.id), ids
-        return discord_channel(channel.id), (str(channel.id), str(guild.id))
-
     async def _on_message(self, message: discord.Message) -> None:
         client = self._client
         if client is None or client.user is None or message.author.bot:
@@ -215,124 +185,19 @@ class DiscordChannel(Channel):
         self.in_order(message.channel.id, self._take(message))
 
     async def _take(self, message: discord.Message) -> None:
-        import discord
-
         client = self._client
         if client is None or client.user is None:
             return
-        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
-            return  # joins, pins, thread starts...
-        me = client.user
-        try:
-            key, group_ids = self._where(message.channel, message.author)
-        except LookupError as exc:
-            log.warning("discord: ignored a message: %s", exc)
-            return
-        text = re.sub(rf"<@!?{me.id}>", f"@{me.name}", message.content)
-        unsupported = ""
-        voice = bool(message.flags.voice)
-        if voice and self.hearing is None:
-            unsupported = "voice messages"
-        elif message.stickers and not text.strip() and not message.attachments:
-            unsupported = "stickers"
-        elif not text.strip() and not message.attachments:
-            unsupported = "messages like that (forwards, polls and embeds)"
-        files = [a for a in message.attachments if self.hearing is not None or not voice]
-        await self.admit(
-            Arrival(
-                key=key,
-                sender_id=str(message.author.id),
-                sender_name=message.author.display_name,
-                text=text,
-                message_id=str(message.id),
-                addressed=self._addressed(message),
-                group_ids=group_ids,
-                unsupported=unsupported,
-                fetch=(
-                    (lambda k: fetch(files, k, self.intake, self.hearing, voice)) if files else None
-                ),
-            )
-        )
+        found = arrival(message, client.user, self.intake, self.hearing)
+        if found is not None:
+            await self.admit(found)
 
     async def _on_button(self, interaction: discord.Interaction) -> None:
-        arrival = await buttons.pressed(interaction, self.access)
-        if arrival is not None:
+        pressed = await buttons.pressed(interaction, self.access)
+        if pressed is not None:
             if interaction.message is not None:
-                self.pressed_under(arrival.text, arrival.key, str(interaction.message.id))
-            await self.admit(arrival)
-
-    def _addressed(self, message: discord.Message) -> bool:
-        import discord
-
-        client = self._client
-        assert client is not None and client.user is not None
-        me = client.user
-        if any(u.id == me.id for u in message.mentions):
-            return True
-        # The bot's own (managed) role, not any role it happens to hold: @Moderators is not
-        # a question for the bot.
-        own_role = message.guild.self_role if message.guild is not None else None
-        if own_role is not None and any(r.id == own_role.id for r in message.role_mentions):
-            return True
-        ref = message.reference
-        resolved = ref.resolved if ref is not None else None
-        return isinstance(resolved, discord.Message) and resolved.author.id == me.id
-
-    def _command_callback(self, name: str) -> Callable[[Any], Any]:
-        async def callback(interaction):  # type: ignore[no-untyped-def]
-            await self._on_command(interaction, name)
-
-        return callback
-
-    async def _on_command(self, interaction: discord.Interaction, name: str) -> None:
-        import discord
-
-        user = interaction.user
-        group_ids: tuple[str, ...]
-        if interaction.guild_id is None:
-            key, group_ids = discord_dm(user.id), ()
-        elif interaction.channel is None or getattr(interaction.channel, "guild", None) is None:
-            return  # a guild channel we cannot place: never guess it is a private chat
-        else:
-            key, group_ids = self._where(interaction.channel, user)
-        # Refusals and hints go to the person who asked, not to the whole channel.
-        access = self.access
-        welcome = access is not None and access.allowed(str(user.id))
-        if access is not None and group_ids:
-            welcome = welcome and any(g in access.groups for g in group_ids)
-        msg_id = f"i{interaction.id}"
-        try:
-            # Discord wants an answer within 3 seconds; the real one follows from the gateway.
-            await interaction.response.defer(thinking=True, ephemeral=not welcome)
-        except discord.HTTPException as exc:
-            log.warning("%s: could not acknowledge /%s: %s", key, name, exc)
-            return
-        self._interactions[msg_id] = interaction
-        arrival = Arrival(
-            key=key,
-            sender_id=str(user.id),
-            sender_name=user.display_name,
-            text=f"/{name}",
-            message_id=msg_id,
-            addressed=True,
-            is_command=True,
-            group_ids=group_ids,
-        )
-        answered: list[asyncio.Future[None] | None] = []
-
-        async def take() -> None:
-            answered.append(await self.admit(arrival))
-
-        try:
-            # In line with the chat's messages, so /new never overtakes one still downloading.
-            await self.in_order(interaction.channel_id, take())
-            if answered and answered[0] is not None:
-                await answered[0]
-        finally:
-            pending = self._interactions.pop(msg_id, None)
-        if pending is not None:  # refused without a word: say so, to this user only
-            with contextlib.suppress(Exception):
-                await pending.followup.send("That command isn't available to you here.")
+                self.pressed_under(pressed.text, pressed.key, str(interaction.message.id))
+            await self.admit(pressed)
 
     # -- outbound -------------------------------------------------------------------------------
 
@@ -346,7 +211,7 @@ class DiscordChannel(Channel):
         return client.get_channel(int(key.id)) or await client.fetch_channel(int(key.id))
 
     async def send(self, msg: OutboundMessage) -> None:
-        interaction = self._interactions.pop(msg.reply_to, None) if msg.reply_to else None
+        interaction = self._slash.answering(msg.reply_to)
         last = await replies.send(msg, interaction, self._resolve)
         if msg.buttons and last is not None:
             self.sent_buttons(msg, str(last.id))
@@ -359,7 +224,7 @@ class DiscordChannel(Channel):
     ) -> LiveReply[Any] | None:
         if self._client is None or not self.streaming:
             return None
-        if reply_to is not None and reply_to in self._interactions:
+        if reply_to is not None and self._slash.waiting(reply_to):
             return None  # a slash command is answered by follow-ups, whole
         return DiscordLive(self._resolve, key, reply_to, placed)
 

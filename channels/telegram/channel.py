@@ -1,19 +1,17 @@
 """The Telegram adapter: long polling (or a webhook) in, replies out, through python-telegram-bot.
 
-Polling is Corvid's own loop over ``getUpdates`` rather than PTB's Updater: it stops the channel
-when the token is revoked or another process keeps polling the same bot (instead of retrying
-forever), and it confirms an update to Telegram only once the gateway has it, so an update still
-being downloaded at a crash comes again. Updates run in order within a chat and independently
-across chats. How messages are read is in ``inbound``, how replies are written in ``replies``.
+Polling is Corvid's own loop over ``getUpdates`` rather than PTB's Updater (``polling``): it
+stops the channel when the token is revoked or another process keeps polling the same bot, and
+it confirms an update to Telegram only once the gateway has it. Updates run in order within a
+chat and independently across chats. How messages are read is in ``inbound``, how replies are
+written in ``replies``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,9 +20,10 @@ from channels.base import Channel, ChannelStartError
 from channels.inbox import Intake
 from channels.live import LiveReply
 from channels.telegram import replies
-from channels.telegram.api import call, retry_after_seconds
+from channels.telegram.api import call
 from channels.telegram.inbound import Reader
 from channels.telegram.live import TelegramLive, edit_piece, take_back
+from channels.telegram.polling import UPDATES, Poller
 from channels.telegram.sdk import load_ptb
 from channels.voice import Hearing
 from gateway.contract.commands import CHAT_COMMANDS
@@ -40,10 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-CONFLICTS_BEFORE_GIVING_UP = 4
-# Messages, and presses of the buttons under the bot's own (pairing requests for the owner).
-UPDATES = ["message", "callback_query"]
 
 
 @dataclass(frozen=True)
@@ -88,11 +83,7 @@ class TelegramChannel(Channel):
         self.bot_id = 0
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._poller: asyncio.Task[None] | None = None
-        self._offset: int | None = None
-        # Updates still being taken in (a download, say), by update id. Telegram is not told
-        # they were received until the gateway has them, so a crash meanwhile loses none.
-        self._taking: dict[int, asyncio.Task[None]] = {}
-        self._next_update = 0  # updates below this were dispatched by this process
+        self._updates = Poller(self._dispatch, self.fail, self.receiving, self.clock)
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -128,7 +119,8 @@ class TelegramChannel(Channel):
             else:
                 # getUpdates is refused while a webhook is set (say, from an earlier setup).
                 await self._call(lambda: app.bot.delete_webhook())
-                self._poller = asyncio.create_task(self._poll(), name="telegram-poll")
+                polling = self._updates.run(app.bot, self.poll_timeout, self.retry_backoff)
+                self._poller = asyncio.create_task(polling, name="telegram-poll")
         except (TelegramError, OSError) as exc:
             await self.stop()
             how = "set the webhook" if self.webhook is not None else "start polling"
@@ -192,84 +184,6 @@ class TelegramChannel(Channel):
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _poll(self) -> None:
-        """Long polling. Unlike PTB's Updater, it stops the channel when the token is revoked
-        or another process keeps polling the same bot, instead of retrying forever."""
-        from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError, TimedOut
-
-        assert self._app is not None
-        bot = self._app.bot
-        failures = conflicts = 0
-        while True:
-            try:
-                self.receiving.set()
-                updates = await bot.get_updates(
-                    offset=self._offset,
-                    timeout=dt.timedelta(seconds=self.poll_timeout),
-                    allowed_updates=UPDATES,
-                )
-            except InvalidToken:
-                self.fail(
-                    "Telegram no longer accepts the bot token (revoked or changed in "
-                    "@BotFather); put the new one in channels.telegram.token"
-                )
-                return
-            except Conflict:
-                # Right after a restart the previous process's poll may still be open for a
-                # moment; only a conflict that persists means a second instance.
-                conflicts += 1
-                if conflicts >= CONFLICTS_BEFORE_GIVING_UP:
-                    self.fail(
-                        "another program is receiving updates for this Telegram bot token (409 "
-                        "Conflict): stop the other Corvid instance, or give each one its own "
-                        "bot token"
-                    )
-                    return
-                await self.clock.sleep(self.retry_backoff * 2 ** (conflicts - 1))
-                continue
-            except RetryAfter as exc:
-                await self.clock.sleep(retry_after_seconds(exc))
-                continue
-            except TimedOut:
-                continue  # a long poll that outlived the read timeout: just poll again
-            except TelegramError as exc:
-                failures += 1
-                wait = min(30.0, self.retry_backoff * 2 ** min(failures - 1, 5))
-                log.warning("telegram: polling failed (%s); retrying in %.0f s", exc, wait)
-                await self.clock.sleep(wait)
-                continue
-            failures = conflicts = 0
-            await self._take(updates)
-
-    async def _take(self, updates: Sequence[Update]) -> None:
-        """Hand a batch from getUpdates to the chats' lanes, then move the offset past what
-        the gateway has."""
-        fresh = [u for u in updates if u.update_id >= self._next_update]
-        for update in fresh:
-            self._next_update = update.update_id + 1
-            task = self._dispatch(update)
-            if task is not None:
-                self._taking[update.update_id] = task
-        # One pass of the loop lets plain messages, which need no I/O, reach the gateway,
-        # so the next poll confirms them instead of receiving them again.
-        await asyncio.sleep(0)
-        self._offset = self._confirmable()
-        if updates and not fresh and self._taking:
-            # All Telegram returned is still being taken in: asking again now would only
-            # return the same updates, so wait for one of them to be done.
-            await asyncio.wait(list(self._taking.values()), return_when=asyncio.FIRST_COMPLETED)
-            self._offset = self._confirmable()
-
-    def _confirmable(self) -> int | None:
-        """The offset that confirms every update the gateway has (or has turned away). An
-        intake cancelled by stop() stays unconfirmed, for the next start to receive."""
-        for uid, task in list(self._taking.items()):
-            if task.done() and not task.cancelled():
-                del self._taking[uid]
-        if self._taking:
-            return min(self._taking)
-        return self._next_update or self._offset
-
     def _dispatch(self, update: Update) -> asyncio.Task[None] | None:
         query = update.callback_query
         msg = update.message
@@ -293,12 +207,8 @@ class TelegramChannel(Channel):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        self._offset = self._confirmable()
-        if self.webhook is None and self._offset is not None:
-            # Confirm what the gateway has, so a restart does not receive it again. Updates
-            # whose intake was cut short stay unconfirmed and come again after the restart.
-            with contextlib.suppress(Exception):
-                await app.bot.get_updates(offset=self._offset, timeout=dt.timedelta(0))
+        if self.webhook is None:
+            await self._updates.confirm(app.bot)
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if app.running:

@@ -1,5 +1,6 @@
 """The checks across options that one option's type cannot say: a schedule's times, channel ids
-and webhook, where the control page listens, and the MCP servers. Each names the key at fault.
+and webhook, where the control page listens, the MCP servers, and memory search's provider and
+weights. Each names the key at fault.
 """
 
 from __future__ import annotations
@@ -14,18 +15,43 @@ from gateway.contract.errors import ConfigError
 from gateway.contract.events import SessionKey
 
 if TYPE_CHECKING:
-    from agent.settings import McpSettings
+    from agent.settings import McpSettings, MemorySettings
     from gateway.config.sections import ChannelsConfig, ScheduleConfig, WebConfig
 
 
 def check_config(
-    channels: ChannelsConfig, schedule: ScheduleConfig, web: WebConfig, mcp: McpSettings
+    channels: ChannelsConfig,
+    schedule: ScheduleConfig,
+    web: WebConfig,
+    mcp: McpSettings,
+    memory: MemorySettings,
 ) -> None:
     _check_channels(channels)
     _check_schedule(schedule)
     _check_heartbeat_target(schedule, channels)
     _check_web(web)
     _check_mcp(mcp)
+    _check_memory(memory)
+
+
+def _check_memory(memory: MemorySettings) -> None:
+    emb, search = memory.embeddings, memory.search
+    if emb.provider == "openai" and urlsplit(emb.base_url).scheme not in ("http", "https"):
+        raise ConfigError(
+            "memory.embeddings.base_url",
+            f"expected an http:// or https:// URL such as https://api.openai.com/v1, got "
+            f"{emb.base_url!r}",
+        )
+    if search.vector_weight + search.text_weight <= 0:
+        raise ConfigError(
+            "memory.search",
+            "vector_weight and text_weight cannot both be 0 (the defaults are 0.7 and 0.3)",
+        )
+    if search.mmr_lambda > 1:
+        raise ConfigError(
+            "memory.search.mmr_lambda",
+            f"must be between 0 and 1 (1: no re-ranking for variety), got {search.mmr_lambda}",
+        )
 
 
 _HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")

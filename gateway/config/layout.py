@@ -68,6 +68,11 @@ class Layout:
         return self.state / "index.sqlite"
 
     @property
+    def embeddings(self) -> Path:
+        """Memory search's vectors by model and chunk text (SQLite), kept across reindexing."""
+        return self.state / "embeddings.sqlite"
+
+    @property
     def hand_edits(self) -> Path:
         """When the owner last edited the workspace by hand."""
         return self.state / "hand_edited"

@@ -165,7 +165,7 @@ def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
             "timezone", f"unknown time zone {timezone!r} (expected an IANA name like Europe/Berlin)"
         ) from None
     config = Config(home=home, missing_env=missing, **values)
-    check_config(config.channels, config.schedule, config.web, config.mcp)
+    check_config(config.channels, config.schedule, config.web, config.mcp, config.memory)
     return _fit_compaction(config, resolved.get("compaction"))
 
 

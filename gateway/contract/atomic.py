@@ -1,7 +1,8 @@
-"""Replacing a file's contents so that a crash leaves the old file or the new one, never half.
+"""Writing files safely: replaced whole, so a crash leaves the old file or the new one, never half.
 
 A leaf like the contract: every part that rewrites a file whole (state files, workspace files,
-the control page's sign-ins) goes through ``write_atomic``.
+the control page's sign-ins) goes through ``write_atomic``, and every file made private to the
+owner's user before it is first written (the databases, the logs) through ``private_file``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ def write_atomic(
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_folder(path.parent)
+
+
+def private_file(path: Path) -> Path:
+    """Make ``path`` (created empty if missing) readable by the owner's user alone, whatever
+    the umask. SQLite gives a database's -wal and -shm files the database's own mode, so a
+    database made this way before it is opened keeps those private too."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE))
+    os.chmod(path, PRIVATE)
+    return path
 
 
 def fsync_folder(folder: Path) -> None:

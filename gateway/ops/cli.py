@@ -1,8 +1,8 @@
 """The ``corvid`` command: parses arguments, then calls into Corvid. No wiring lives here.
 
 ``run`` and ``chat`` start Corvid (``ops/run.py``, through ``gateway.app.build_app``); the
-commands that look at or change a home (memory, pairing, status, doctor) are in
-``ops/commands.py``.
+commands that look at or change a home have a module each (``ops/memory.py``, ``ops/pairing.py``,
+``ops/jobs.py``, ``ops/mcp.py``), and status, web, reload and doctor are in ``ops/commands.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from gateway.contract.errors import ConfigError
 from gateway.ops import commands
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
-from gateway.ops.commands import EXIT_CONFIG, NoHome
+from gateway.ops import memory as memory_commands
+from gateway.ops import pairing as pairing_commands
+from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
 
 if TYPE_CHECKING:
@@ -150,11 +152,13 @@ def _memory_commands(top: _Commands) -> None:
     memory = top.group(
         top.add("memory", "search or rebuild the memory index"), "memory_command", False
     )
-    search = memory.add("search", "search MEMORY.md and the logs", commands.memory_search)
+    search = memory.add("search", "search MEMORY.md and the logs", memory_commands.memory_search)
     search.add_argument("query", nargs="+")
     search.add_argument("-n", "--max-results", type=int, default=8)
     memory.add(
-        "reindex", "rebuild the search index from the Markdown files", commands.memory_reindex
+        "reindex",
+        "rebuild the search index from the Markdown files",
+        memory_commands.memory_reindex,
     )
 
 
@@ -203,13 +207,21 @@ def _mcp_commands(top: _Commands) -> None:
 
 def _pairing_commands(top: _Commands) -> None:
     about = "let someone new talk to the bot with a pairing code (as `pairing list`)"
-    pairing = top.group(top.add("pairing", about, commands.pairing_list), "pairing_command", False)
-    pairing.add("list", "pending codes, and who has been approved", commands.pairing_list)
-    pairing.add("approve", "approve a pairing code", commands.pairing_approve).add_argument("code")
-    pairing.add("deny", "drop a pending pairing code", commands.pairing_deny).add_argument("code")
-    pairing.add("clear", "drop every pending pairing code", commands.pairing_clear)
+    pairing = top.group(
+        top.add("pairing", about, pairing_commands.pairing_list), "pairing_command", False
+    )
+    pairing.add("list", "pending codes, and who has been approved", pairing_commands.pairing_list)
+    pairing.add("approve", "approve a pairing code", pairing_commands.pairing_approve).add_argument(
+        "code"
+    )
+    pairing.add("deny", "drop a pending pairing code", pairing_commands.pairing_deny).add_argument(
+        "code"
+    )
+    pairing.add("clear", "drop every pending pairing code", pairing_commands.pairing_clear)
     revoke = pairing.add(
-        "revoke", "take back an approval (allow_from is in config.yaml)", commands.pairing_revoke
+        "revoke",
+        "take back an approval (allow_from is in config.yaml)",
+        pairing_commands.pairing_revoke,
     )
     revoke.add_argument("channel", choices=("telegram", "discord"))
     revoke.add_argument("user_id")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
-from gateway.ops.commands import read_config
+from gateway.ops.home import read_config
 
 if TYPE_CHECKING:
     from gateway.scheduling.plan import JobState

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gateway.ops.commands import read_config
+from gateway.ops.home import read_config
 from gateway.services.status import server_lines
 
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from gateway.config.home import AlreadyRunning, lock_home
 from gateway.config.loader import Config
-from gateway.ops.commands import EXIT_CONFIG, prepare
+from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
-    from gateway.app import App
+    from gateway.running import App
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
     from gateway.ops.doctor.offline import read_raw
-    from gateway.ops.doctor.report import key_source
+    from gateway.ops.doctor.probes import key_source
 
     refused = await app.agent.llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
     if refused is not None:

@@ -36,7 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from agent.tools.files import private_file
+from gateway.contract.atomic import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.inbound_json import dump_inbound, load_inbound

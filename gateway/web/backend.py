@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import asyncio
 
-    from agent.memory.index import Hit
+    from agent.memory.hits import Hit
     from channels.base import Channel
     from channels.pairing import PairingStore
     from gateway.config.loader import Config

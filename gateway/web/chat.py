@@ -19,12 +19,11 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Any
 
-from agent.tools.files import private_file
 from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
-from gateway.contract.atomic import write_atomic
+from gateway.contract.atomic import private_file, write_atomic
 from gateway.contract.events import (
     MODEL_IMAGE_TYPES,
     Attachment,

@@ -1,6 +1,6 @@
 """The memory page: the workspace's Markdown files, rendered, searchable and editable.
 
-Paths go through the file tools' own rules (``agent.tools.files``) as a private session of the
+Paths go through the file tools' own rules (``agent.tools.paths``) as a private session of the
 owner: nothing outside the workspace, no hidden files, and no writing into a shared chat's
 places (a group's log is shown, not edited, so nothing private lands where a group reads it).
 
@@ -20,7 +20,8 @@ from urllib.parse import quote
 from aiohttp import web
 
 from agent.tools.context import TurnContext
-from agent.tools.files import MAX_WRITE_CHARS, atomic_write, check_writable, resolve_in_workspace
+from agent.tools.files import MAX_WRITE_CHARS, atomic_write
+from agent.tools.paths import check_writable, resolve_in_workspace
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +53,12 @@ class ScriptedModel(PlainModel):
     async def complete(
         self,
         system: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        call = Call(system, copy.deepcopy(messages), tools, system_note)
+        call = Call(system, copy.deepcopy(list(messages)), tools, system_note)
         self.calls.append(call)
         if not self.script:
             raise AssertionError(f"the model was called once more than scripted: {call}")

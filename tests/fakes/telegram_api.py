@@ -164,6 +164,7 @@ class FakeTelegram(Observed):
         init_home(home, {})
         config = yaml.safe_load((home / "config.yaml").read_text())
         config["llm"]["base_url"] = llm_base_url
+        config["memory"]["embeddings"]["provider"] = "none"  # no real embedding model
         section = {k: v for k, v in self.channel_config(**telegram).items() if k != "token"}
         config["channels"]["telegram"].update(allow_from=[42], **section)
         (home / "config.yaml").write_text(yaml.safe_dump(config))

@@ -1,15 +1,11 @@
 """The checks of ``corvid doctor`` that need no network: the home folder, ``config.yaml`` (it
 parses and validates; its mode when it holds secrets inline), the workspace, ``state/`` and its
-private files, and the channel settings ``corvid run`` would refuse or warn about."""
+files (``state.py``), and the channel settings ``corvid run`` would refuse or warn about."""
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import shlex
-import socket
-import sqlite3
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +18,7 @@ from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.ports import Check, Status
-from gateway.runtime.journal import unreadable_rows
+from gateway.ops.doctor.state import check_state_data, check_state_files
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -64,8 +60,8 @@ def local_checks(
         _check_config_file(home, raw),
         _check_workspace(layout.workspace),
         _check_dir("state", layout.state, private=True),
-        *_check_state_files(layout),
-        *_check_state_data(layout),
+        *check_state_files(layout),
+        *check_state_data(layout),
     ]
     return checks, config, raw
 
@@ -205,108 +201,6 @@ def _check_dir(name: str, path: Path, *, private: bool) -> Check:
     return Check(OK, name, f"{path} (mode {mode:04o})")
 
 
-def _check_state_files(layout: Layout) -> list[Check]:
-    """Files Corvid writes as 0600 (and sessions/ as 0700). ``state/`` being 0700 already keeps
-    them private, so a loose mode here is a warning, not a failure."""
-    state, sessions = layout.state, layout.sessions
-    if not state.is_dir():
-        return []
-    paths = [layout.pairing, layout.jobs, sessions]
-    try:
-        if sessions.is_dir():
-            paths.extend(sorted(sessions.glob("*.jsonl")))
-    except OSError:
-        pass
-    loose: list[str] = []
-    for path in paths:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except OSError:
-            continue
-        if mode & 0o077:
-            loose.append(f"{path.relative_to(state)} ({mode:04o})")
-    if not loose:
-        return []
-    shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
-    return [
-        Check(
-            WARN, "state files", f"readable by other users: {shown}", f"chmod -R go-rwx {q(state)}"
-        )
-    ]
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    wal = any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm"))
-    uri = f"{path.absolute().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
-    return sqlite3.connect(uri, uri=True)
-
-
-def _sqlite_problem(path: Path) -> str | None:
-    """Why a SQLite file cannot be read, or None; opened read only, nothing is written."""
-    if not path.exists():
-        return None
-    try:
-        db = _read_only(path)
-        try:
-            found = db.execute("PRAGMA quick_check").fetchone()[0]
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        return str(exc)
-    return None if found == "ok" else f"damaged: {found}"
-
-
-def _check_journal_rows(path: Path) -> list[Check]:
-    """Messages in a readable journal that cannot be read back (a hand edit, a bad sector)."""
-    try:
-        db = _read_only(path)
-        try:
-            bad = unreadable_rows(db)
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return []  # said by the file's own check
-    if not bad:
-        return []
-    message = f"{bad} message(s) in state/gateway.sqlite cannot be read (a damaged or edited row)"
-    fix = "nothing to do: corvid run skips them, and corvid status lists replies never sent"
-    return [Check(WARN, "journal", message, fix)]
-
-
-def _json_problem(path: Path) -> str | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None if isinstance(data, dict) else "not a JSON object"
-
-
-def _check_state_data(layout: Layout) -> list[Check]:
-    """Every state file opened (read only): what cannot be read, what that means, the fix."""
-    if not layout.state.is_dir():
-        return []
-    moves = "corvid run moves it aside when it starts and goes on with a new one"
-    files = [
-        (layout.journal, _sqlite_problem, FAIL, "messages owed an answer", moves),
-        (layout.ledger, _sqlite_problem, FAIL, "which runs were sent", moves),
-        (layout.jobs, _json_problem, FAIL, "the reminders made in chat", moves),
-        (layout.pairing, _json_problem, FAIL, "guests' approvals", moves),
-        (layout.index, _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),
-    ]
-    checks = []
-    for path, probe, status, holds, fix in files:
-        name = path.name
-        problem = probe(path)
-        if problem is not None:
-            message = f"state/{name} cannot be read ({problem}); it holds {holds}"
-            checks.append(Check(status, name, message, fix))
-        elif path == layout.journal and path.exists():
-            checks += _check_journal_rows(path)
-    return checks
-
-
 def channel_setup(config: Config) -> list[Check]:
     """What ``corvid run`` refuses (no channel enabled) or warns about (nobody allowed)."""
     channels = config.channels
@@ -337,45 +231,3 @@ def channel_setup(config: Config) -> list[Check]:
                 )
             )
     return checks
-
-
-def web_setup(config: Config) -> list[Check]:
-    """The control page can read all memory: listening beyond loopback is worth a warning
-    unless a reverse proxy serves it over TLS."""
-    web = config.web
-    if not web.enabled:
-        return [Check(OK, "control page", "off (web.enabled: false)")]
-    where = f"{web.host}:{web.port}"
-    if web.allow_remote and not web.behind_tls_proxy:
-        return [
-            Check(
-                WARN,
-                "control page",
-                f"listens on {where} beyond loopback without TLS: the access token and all "
-                "memory cross the network in the clear",
-                "put a reverse proxy with TLS in front and set web.behind_tls_proxy: true, or "
-                "set web.host back to 127.0.0.1",
-            )
-        ]
-    return [Check(OK, "control page", f"on {where}; `corvid web` prints its address")]
-
-
-def port_problem(host: str, port: int) -> str | None:
-    """Why the control page could not listen on ``host:port`` now (another program holds
-    it, say), or None. Bound as aiohttp binds, so a port merely in TIME_WAIT is free."""
-    if port == 0:  # any free port
-        return None
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        return f"{host} cannot be resolved ({exc.strerror or exc})"
-    family, kind, proto, _, where = infos[0]
-    with socket.socket(family, kind, proto) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(where)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                return f"port {port} on {host} is held by another program"
-            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
-    return None

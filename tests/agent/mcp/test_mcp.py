@@ -427,7 +427,7 @@ async def test_corvid_mcp_list_and_the_doctor_start_each_server_once(home, capsy
 
     from gateway.config.loader import load_config
     from gateway.ops.cli import main
-    from gateway.ops.doctor.report import check_mcp
+    from gateway.ops.doctor.probes import check_mcp
 
     raw = yaml.safe_load((home / "config.yaml").read_text()) or {}
     raw["mcp"] = {

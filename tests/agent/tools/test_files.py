@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.tools.context import TurnContext
-from agent.tools.files import FILE_TOOLS, resolve_in_workspace
+from agent.tools.files import FILE_TOOLS
+from agent.tools.paths import resolve_in_workspace
 from agent.tools.registry import Tool, ToolRegistry, ToolResult
 from gateway.contract.errors import PathRefused, ToolError
 from gateway.contract.events import SessionKey

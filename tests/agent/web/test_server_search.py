@@ -112,7 +112,7 @@ async def test_a_paused_turn_is_asked_again_with_its_answer_so_far(start_gateway
 
 async def test_the_doctor_asks_the_api_about_the_tool(fake_api, tmp_path):
     from gateway.config.loader import parse_config
-    from gateway.ops.doctor.report import check_search
+    from gateway.ops.doctor.probes import check_search
 
     config = parse_config(
         {"llm": {"api_key": "sk-test", "base_url": fake_api.base_url}, "tools": SEARCH},

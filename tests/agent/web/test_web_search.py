@@ -132,7 +132,7 @@ async def test_a_provider_without_what_it_needs_is_a_config_error(start_gateway,
 
 async def test_doctor_asks_the_provider_once(search, tmp_path):
     from gateway.config.loader import parse_config
-    from gateway.ops.doctor.report import check_search
+    from gateway.ops.doctor.probes import check_search
 
     def config(**section: Any):
         return parse_config({"tools": {"web": {"search": section}}}, home=tmp_path, environ={})

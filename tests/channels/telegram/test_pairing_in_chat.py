@@ -138,7 +138,7 @@ async def test_approved_on_the_command_line_while_the_gateway_runs(
     import argparse
     import asyncio
 
-    from gateway.ops.commands import pairing_approve
+    from gateway.ops.pairing import pairing_approve
 
     app = await telegram_gateway()
     notice, code = await _stranger_asks(fake_telegram)

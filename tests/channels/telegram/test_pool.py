@@ -14,9 +14,10 @@ import pytest
 
 from channels.telegram.channel import TelegramChannel
 from channels.telegram.transport import Transport
-from gateway.app import App, build_app
+from gateway.app import build_app
 from gateway.channel_setup import build_channels
 from gateway.contract.events import OutboundMessage, telegram_private
+from gateway.running import App
 from tests.conftest import make_config
 
 CHATS = [telegram_private(100 + i) for i in range(20)]

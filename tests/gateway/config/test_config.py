@@ -279,8 +279,39 @@ def test_the_layout_names_every_state_file_under_the_home(tmp_path):
         "ledger": "scheduler.sqlite",
         "journal": "gateway.sqlite",
         "index": "index.sqlite",
+        "embeddings": "embeddings.sqlite",
         "web_sessions": "web_sessions.json",
     }
     for attr, name in names.items():
         assert getattr(layout, attr) == tmp_path / "state" / name
     assert layout.config_file == tmp_path / "config.yaml"
+
+
+def test_memory_search_options_are_checked_and_named():
+    cfg = _parse({})
+    assert cfg.memory.embeddings.provider == "local" and cfg.memory.search.vector_weight == 0.7
+    cfg = _parse(
+        {"memory": {"embeddings": {"provider": "OpenAI", "api_key": "${EMB}"}}}, {"EMB": "sk-e"}
+    )
+    assert cfg.memory.embeddings.provider == "openai"
+    assert cfg.memory.embeddings.api_key == Secret("sk-e") and "sk-e" in cfg.secrets()
+    for raw, key, words in [
+        ({"embeddings": {"provider": "cohere"}}, "memory.embeddings.provider", "one of local"),
+        ({"embeddings": {"batch_size": 0}}, "memory.embeddings.batch_size", "at least 1"),
+        ({"embeddings": {"modle": "x"}}, "memory.embeddings.modle", "unknown option"),
+        (
+            {"embeddings": {"provider": "openai", "base_url": "localhost:11434"}},
+            "memory.embeddings.base_url",
+            "expected an http:// or https:// URL",
+        ),
+        ({"search": {"mmr_lambda": 1.5}}, "memory.search.mmr_lambda", "between 0 and 1"),
+        ({"search": {"half_life_days": -1}}, "memory.search.half_life_days", "at least 0"),
+        (
+            {"search": {"vector_weight": 0, "text_weight": 0}},
+            "memory.search",
+            "cannot both be 0",
+        ),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            _parse({"memory": raw})
+        assert caught.value.key == key and words in str(caught.value), raw

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from gateway.ops.cli import main
+from tests.conftest import keywords_only
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
 from tests.fakes.process import API_KEY, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
@@ -105,6 +106,7 @@ async def test_chat_over_a_pipe_holds_a_conversation_with_tool_use(tmp_path: Pat
 def test_memory_search_and_reindex_from_the_command_line(tmp_path, capsys):
     home = tmp_path / "h"
     main(["init", "--home", str(home)], environ={})
+    keywords_only(home)
     (home / "workspace" / "memory" / "2026-11-20.md").write_text("## 10:00\n\nCall the bank\n")
     capsys.readouterr()
     assert main(["memory", "reindex", "--home", str(home)], environ={}) == 0
@@ -225,6 +227,7 @@ async def test_run_serves_discord(tmp_path: Path):
     await dc.start()
     home = tmp_path / "h"
     main(["init", "--home", str(home)], environ={})
+    keywords_only(home)
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["llm"]["base_url"] = api.base_url
     section = dc.channel_config()
@@ -298,6 +301,7 @@ def test_the_control_socket_is_removed_only_by_the_server_that_made_it(tmp_path:
 def test_home_is_taken_wherever_it_is_written(tmp_path: Path, capsys, argv):
     home = tmp_path / "h"
     assert main(["init", "--home", str(home)], environ={}) == 0
+    keywords_only(home)
     (home / "workspace" / "memory" / "2026-11-20.md").write_text("## 10:00\n\nCall the bank\n")
     capsys.readouterr()
     elsewhere = {"CORVID_HOME": str(tmp_path / "default-home")}
@@ -332,6 +336,7 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path):
     """`corvid memory search ... | head`: the reader leaves early; no traceback follows."""
     home = tmp_path / "h"
     main(["init", "--home", str(home)], environ={})
+    keywords_only(home)
     for day in range(1, 29):
         log = home / "workspace" / "memory" / f"2026-02-{day:02d}.md"
         log.write_text(f"## 10:00\n\nThe bank called again about the loan {day}\n" * 3)
@@ -395,6 +400,7 @@ async def test_the_control_page_alone_is_enough_to_run(tmp_path: Path, capsys):
     await api.start()
     home = tmp_path / "h"
     assert main(["init", "--home", str(home)], environ={}) == 0
+    keywords_only(home)
     config = yaml.safe_load((home / "config.yaml").read_text())
     config["llm"]["base_url"] = api.base_url
     config["web"]["port"] = 0

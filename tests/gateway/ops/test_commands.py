@@ -1,4 +1,5 @@
-"""The corvid subcommands that look at or change a home (gateway/ops/commands.py)."""
+"""The corvid subcommands that look at or change a home (gateway/ops/: commands.py, home.py,
+pairing.py)."""
 
 from __future__ import annotations
 

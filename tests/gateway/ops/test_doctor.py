@@ -441,6 +441,7 @@ def test_the_secret_options_are_found_from_the_config_classes():
         "channels.discord.token",
         "transcription.api_key",
         "tools.web.search.api_key",
+        "memory.embeddings.api_key",
     }
 
 
@@ -505,7 +506,7 @@ async def test_every_secret_option_is_masked_in_logs_status_and_doctor(
 
 def test_a_control_page_beyond_loopback_without_tls_is_a_warning(home):
     from gateway.config.loader import parse_config
-    from gateway.ops.doctor.offline import web_setup
+    from gateway.ops.doctor.services import web_setup
 
     def check(**web):
         (found,) = web_setup(parse_config({"web": web}, home=home, environ={}))

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.app import App, build_app
+from gateway.app import build_app
+from gateway.running import App
 from tests.conftest import PRIVATE, RecordingChannel, make_config
 from tests.fakes.scripted_model import ScriptedModel, text
 

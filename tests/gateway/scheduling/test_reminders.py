@@ -17,7 +17,8 @@ from gateway.app import build_app
 from gateway.config.loader import ScheduleConfig
 from gateway.contract.events import SessionKey, telegram_group, telegram_private
 from gateway.scheduling.ledger import Ledger
-from gateway.scheduling.reminders import REMINDER_GRANT, JobStore, reminder_tools
+from gateway.scheduling.reminder_tools import reminder_tools
+from gateway.scheduling.reminders import REMINDER_GRANT, JobStore
 from gateway.scheduling.scheduler import Scheduler
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results

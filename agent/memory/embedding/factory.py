@@ -1,0 +1,54 @@
+"""Which embedder ``memory.embeddings`` asks for: none, an OpenAI-compatible service, or the
+local model, made lazily so that its weights are read only when something is embedded."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from agent.memory.embedding.base import Embedder, EmbeddingError, LazyEmbedder
+from agent.settings import EmbeddingSettings
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+OPENAI_MODEL = "text-embedding-3-small"
+MODELS_DIR = "models"  # in Corvid's home: where a fetched local model is kept
+
+
+def model_id(settings: EmbeddingSettings) -> str:
+    """The id the configured provider's vectors are cached under ("" when there is none)."""
+    if settings.provider == "local":
+        return f"local:{settings.model or LOCAL_MODEL}"
+    if settings.provider == "openai":
+        return f"openai:{settings.model or OPENAI_MODEL}"
+    return ""
+
+
+def build_embedder(settings: EmbeddingSettings, home: Path) -> Embedder | None:
+    """The embedder ``memory.embeddings`` asks for, not yet loaded; None for ``none``."""
+    if settings.provider == "none":
+        return None
+    if settings.provider == "openai":
+        from agent.memory.embedding.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(
+            base_url=settings.base_url,
+            model=settings.model or OPENAI_MODEL,
+            api_key=settings.api_key.value if settings.api_key else None,
+            batch_size=settings.batch_size,
+            timeout=settings.timeout,
+            retries=settings.retries,
+        )
+    model_path, models_dir = settings.model_path, home / MODELS_DIR
+    return LazyEmbedder(model_id(settings), lambda: load_local(model_path, models_dir))
+
+
+def load_local(model_path: str, models_dir: Path) -> Embedder:
+    """The local model, read from ``model_path`` or fetched once into ``models_dir``."""
+    # Imported by name when first used: the forward pass and its tokenizer stay out of
+    # memory until then.
+    try:
+        local = importlib.import_module("agent.memory.embedding.local")
+    except ImportError as exc:
+        raise EmbeddingError(f"the local embedding model is not available: {exc}") from exc
+    embedder: Embedder = local.load_local_embedder(model_path, models_dir)
+    return embedder

@@ -1,0 +1,65 @@
+"""What memory search hands around: a hit as the tools show it, a chunk as the index stores
+it, and the listener that keeps vectors of the chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.contract.events import Audience
+
+ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), sha256 of its text
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    chat: str = ""  # the shared chat whose log this is; "" for the owner's memory
+    # Why it ranked, when vectors are on: the text score (BM25 over the best), the cosine
+    # (None: not embedded yet), and the recency factor of a daily log.
+    text_score: float | None = None
+    vector_score: float | None = None
+    recency: float | None = None
+
+
+TextsOf = Callable[[Sequence[int]], dict[int, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    day: str
+    text: str
+    chat: str
+    bm25: float = 0.0  # 0: not found by keywords
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatches:
+    rows: list[StoredChunk]
+    doc_freq: dict[str, int]  # chunks holding each query term (-1: not counted)
+    chunks: int  # chunks in the index
+
+
+class ChunkListener(Protocol):
+    """Told every chunk on ``MemoryIndex.listen`` and after a rebuild (with how to read their
+    texts), then what each catch-up with the files removed and added."""
+
+    def chunks_reset(self, rows: Sequence[ChunkRow], texts_of: TextsOf) -> None: ...
+
+    def chunks_changed(self, removed: Sequence[int], added: Sequence[ChunkRow]) -> None: ...
+
+
+class Searcher(Protocol):
+    """Memory search as the tools, the control page and ``corvid memory search`` use it: the
+    keyword index alone, or hybrid search over it."""
+
+    def search(self, query: str, max_results: int = 8, *, audience: Audience) -> list[Hit]: ...

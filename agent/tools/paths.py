@@ -1,0 +1,135 @@
+"""Where the file tools may reach: a path the model gave, resolved in the workspace and checked.
+
+Absolute paths, ``..`` components and symbolic links that lead outside are refused, and what a
+session may reach follows from its audience (``agent/workspace/audience.py``): a shared chat sees
+the bootstrap files and its own places, nothing of the owner's, nothing of another chat's, and
+writes only in its own ``chats/<chat>/`` folder.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from agent.tools.context import TurnContext
+from agent.workspace.audience import (
+    EVERYONE,
+    SHARED_BOOTSTRAP,
+    area,
+    files_folder,
+    linked_from,
+    readable,
+    writable,
+)
+from gateway.contract.errors import PathRefused, ToolError
+
+
+def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
+    """Map a model-supplied relative path to a real path inside the workspace that this
+    session may read, or refuse."""
+    resolved = resolve_path(ctx, raw)
+    rel = PurePosixPath(resolved.relative_to(ctx.workspace).as_posix())
+    if not readable(ctx.audience, rel):
+        raise PathRefused(not_yours(raw, rel))
+    return resolved
+
+
+def resolve_path(ctx: TurnContext, raw: Any) -> Path:
+    """The real path inside the workspace that a model-supplied path names, or refuse; whether
+    this session may use it is the caller's to check."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError("A path is required, relative to the workspace (e.g. notes/todo.md).")
+    text = unicodedata.normalize("NFC", raw.strip())
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in text):
+        raise PathRefused("Paths may not contain control or invisible formatting characters.")
+    if "\\" in text:
+        raise PathRefused("Use forward slashes in paths (e.g. notes/todo.md).")
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or text.startswith("~"):
+        raise PathRefused(
+            f"{raw!r} is an absolute path. Only files inside the workspace can be used; "
+            "give a relative path such as memory/notes.md."
+        )
+    if ".." in pure.parts:
+        raise PathRefused(f"{raw!r} contains '..'. Paths must stay inside the workspace.")
+    if any(part.startswith(".") for part in pure.parts):
+        raise PathRefused(f"{raw!r}: hidden files and folders (starting with '.') are off limits.")
+    root = ctx.workspace
+    try:
+        resolved = root.joinpath(*pure.parts).resolve()
+    except RuntimeError:  # a loop of links (Python < 3.13); its message names host paths
+        raise PathRefused(f"{raw!r} goes through a loop of symbolic links.") from None
+    # is_relative_to compares path parts, so a sibling named like the workspace
+    # (workspace-old/) is outside, as it should be.
+    if resolved != root and not resolved.is_relative_to(root):
+        raise PathRefused(f"{raw!r} leads outside the workspace (through a symbolic link).")
+    return resolved
+
+
+def not_yours(raw: Any, rel: PurePosixPath) -> str:
+    """Why a path this session may not read is refused, without saying what is there."""
+    where = area(rel)
+    if where is EVERYONE or getattr(where, "chat", None) is None:
+        return (
+            f"{raw!r} is only available in private chats with the owner (their memory, logs and "
+            "files stay out of shared chats)."
+        )
+    return f"{raw!r} belongs to another chat; each chat sees only its own files and notes."
+
+
+def check_writable(ctx: TurnContext, path: Path) -> None:
+    """Nothing written for one audience may land where another reads: a shared chat writes
+    only in its own folder; the owner's sessions never write into a shared chat's places."""
+    rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+    everyone = area(rel) is EVERYONE or linked_from(ctx.workspace, path, SHARED_BOOTSTRAP)
+    if ctx.private and everyone and not ctx.exposure.clean:
+        # Read by every chat: text from outside that steered the model would reach them all.
+        raise PathRefused(
+            f"{rel} is read in every chat, groups included, and this conversation has read "
+            f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
+            f"carry instructions; so {rel} cannot be changed from it. The owner can edit it by "
+            "hand (the control page's Memory page, or any editor). A new conversation (/new) "
+            "may change it only if it reads nothing from outside either, and quoted text in "
+            "its own prompt (in today's or yesterday's log, or in USER.md) counts as read."
+        )
+    if writable(ctx.audience, rel) and not (everyone and not ctx.private):
+        return
+    folder = files_folder(ctx.audience)
+    if folder is not None:
+        if everyone:
+            raise PathRefused(
+                f"{rel} can only be changed from a private chat with the owner, not from a group."
+            )
+        raise PathRefused(
+            f"In this chat, files can be written only in {folder}/ (e.g. {folder}/notes.md); "
+            "notes for later go in this chat's log with memory_append."
+        )
+    raise PathRefused(
+        f"{rel} is a shared chat's place; private chats do not write there, so nothing private "
+        "can reach that chat."
+    )
+
+
+def check_single_name(ctx: TurnContext, path: Path) -> None:
+    """In a shared chat, a file with another name elsewhere (a hard link) is refused: the
+    other name may be one of the owner's files."""
+    if ctx.private:
+        return
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if st.st_nlink > 1 and not path.is_dir():
+        raise PathRefused(f"{path.name} has other names (hard links); not readable here.")
+
+
+def relpath(ctx: TurnContext, path: Path) -> PurePosixPath:
+    """``path`` relative to the workspace, as the audience rules take it."""
+    return PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+
+
+def shown_path(ctx: TurnContext, path: Path) -> str:
+    """``path`` as the tools' answers name it: relative to the workspace, ``.`` for its root."""
+    rel = path.relative_to(ctx.workspace)
+    return str(rel) if rel.parts else "."

@@ -1,0 +1,24 @@
+"""What each scheduled job does, built from the configuration: the daily summary and the
+heartbeat by their ids, and a reminder for every job made in chat."""
+
+from __future__ import annotations
+
+from gateway.config.loader import Config
+from gateway.runtime.gateway import Gateway
+from gateway.scheduling.daily_summary import DailySummary
+from gateway.scheduling.heartbeat import Heartbeat
+from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT
+from gateway.scheduling.reminders import Reminder
+from gateway.scheduling.runner import JobRunner
+
+
+def job_runner(config: Config, gateway: Gateway) -> JobRunner:
+    """What each scheduled job does: by id for the configured ones, reminders for the rest."""
+    agent, schedule = gateway.agent, config.schedule
+    summary = DailySummary(
+        gateway, agent.memory, agent.store.dir, schedule.daily_summary.skip_inactive
+    )
+    heartbeat = Heartbeat(gateway, agent.workspace, schedule.heartbeat.active_hours)
+    return JobRunner(
+        gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
+    )

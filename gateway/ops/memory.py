@@ -1,0 +1,125 @@
+"""``corvid memory``: search the memory as the assistant does, and rebuild its index, with
+the vectors of every chunk when embeddings are on (a progress bar on a terminal)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from gateway.contract.events import OWNER
+from gateway.ops.home import prepare
+
+if TYPE_CHECKING:
+    from agent.memory.hits import Hit
+    from agent.memory.semantic import SemanticIndex
+
+
+def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.tool_setup import memory_index, memory_search
+
+    config = prepare(home, environ)
+    index = memory_index(config)
+    try:
+        started = time.perf_counter()
+        files = index.rebuild()
+        chunks = index.chunk_count
+        print(
+            f"Indexed {files} file(s) into {chunks} chunk(s) "
+            f"in {time.perf_counter() - started:.2f} s."
+        )
+        vectors = memory_search(config, index)[1]
+        return 0 if vectors is None else _embed_all(vectors)
+    finally:
+        index.close()
+
+
+def _embed_all(vectors: SemanticIndex) -> int:
+    """Give every chunk its vector (from the cache when it has one), with a progress bar on
+    a terminal and a line now and then otherwise."""
+    from agent.memory.embedding.base import EmbeddingError
+
+    bar = ProgressBar(sys.stdout, f"Embedding with {vectors.model}")
+    started = time.perf_counter()
+    try:
+        bar.show(vectors.progress().embedded, vectors.progress().total)
+        done = vectors.catch_up(lambda p: bar.show(p.embedded, p.total))
+    except EmbeddingError as exc:
+        bar.end()
+        print(f"corvid: embedding stopped: {exc}; search uses keywords for the rest")
+        return 1
+    finally:
+        vectors.close()
+    bar.end()
+    print(
+        f"{done.embedded} of {done.total} chunk(s) have vectors ({vectors.model}), "
+        f"{time.perf_counter() - started:.2f} s."
+    )
+    return 0
+
+
+def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from gateway.tool_setup import memory_index
+    from gateway.tool_setup import memory_search as searcher
+
+    config = prepare(home, environ)
+    index = memory_index(config)
+    search, vectors = searcher(config, index)
+    try:
+        if vectors is not None:
+            index.sync()
+            vectors.from_cache()  # what ``corvid run`` embedded; the rest by keywords
+        hits = search.search(" ".join(args.query), max(1, args.max_results), audience=OWNER)
+    finally:
+        if vectors is not None:
+            vectors.close()
+        index.close()
+    if not hits:
+        print("No matches.")
+        return 1
+    for hit in hits:
+        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score}{_why(hit)})")
+        print("    " + hit.snippet.replace("\n", "\n    "))
+    return 0
+
+
+def _why(hit: Hit) -> str:
+    if hit.text_score is None:
+        return ""
+    vector = "-" if hit.vector_score is None else f"{hit.vector_score}"
+    return f"; text {hit.text_score}, vector {vector}, recency {hit.recency}"
+
+
+class ProgressBar:
+    """``[#####.....] 512/1024`` redrawn in place on a terminal; elsewhere (a log, a pipe) a
+    plain line at each tenth of the way."""
+
+    WIDTH = 30
+
+    def __init__(self, out: TextIO, label: str) -> None:
+        self.out = out
+        self.label = label
+        self.tty = out.isatty()
+        self._tenth = -1
+        self._drawn = False
+
+    def show(self, done: int, total: int) -> None:
+        share = done / total if total else 1.0
+        if self.tty:
+            filled = int(share * self.WIDTH)
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            self.out.write(f"\r{self.label} [{bar}] {done}/{total}")
+            self._drawn = True
+        elif int(share * 10) != self._tenth:
+            self._tenth = int(share * 10)
+            self.out.write(f"{self.label}: {done}/{total} chunks\n")
+        self.out.flush()
+
+    def end(self) -> None:
+        if self._drawn:
+            self.out.write("\n")
+            self.out.flush()
+            self._drawn = False

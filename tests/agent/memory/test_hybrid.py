@@ -1,0 +1,206 @@
+"""Hybrid memory search over the real keyword index, vector table and embedding cache, with a
+small deterministic embedding model: paraphrases found, exact tokens kept first, audiences
+kept apart, CJK, the background embedder and the keyword fallback, the cache."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from agent.memory.embedding.base import EmbeddingError
+from agent.memory.hybrid import HybridSearch
+from agent.memory.index import MemoryIndex
+from agent.memory.semantic import SemanticIndex
+from agent.settings import SearchSettings
+from gateway.contract.events import OWNER, Audience
+from tests.fakes.embedding_model import WordHashEmbedder
+
+TODAY = date(2026, 3, 12)
+# The fake model's idea of meaning: these words land where the others do.
+MEANINGS = {"sister": "anna", "live": "moved", "lives": "moved", "city": "lisbon"}
+GROUP = "telegram-group--5"
+
+
+class Setup:
+    def __init__(self, ws: Path, state: Path, model: WordHashEmbedder) -> None:
+        self.ws, self.state, self.model = ws, state, model
+        self.index = MemoryIndex(state / "index.sqlite", ws, chunk_size=4, overlap=1)
+        self.vectors = SemanticIndex(model, state / "embeddings.sqlite", batch_size=4)
+        self.index.listen(self.vectors)
+        self.search = HybridSearch(self.index, self.vectors, SearchSettings(), lambda: TODAY)
+
+    def embedded(self) -> None:
+        """Catch up with the files and embed everything, in this thread."""
+        self.index.sync()
+        self.vectors.catch_up()
+
+    def paths(self, query: str, audience: Audience = OWNER, k: int = 5) -> list[str]:
+        return [h.path for h in self.search.search(query, k, audience=audience)]
+
+    def close(self) -> None:
+        self.vectors.close()
+        self.index.close()
+
+
+def write(ws: Path, rel: str, text: str) -> None:
+    path = ws / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "Passport number X1234567, renew by 2027.\n")
+    write(root, "memory/2026-03-05.md", "## 09:00\n\nAnna moved to Lisbon last week.\n")
+    write(root, "memory/2026-03-06.md", "## 10:00\n\nMy dentist is on Friday at noon.\n")
+    write(root, "memory/2026-03-07.md", "## 11:00\n\nWhere did the week go?\n")
+    write(root, "memory/2026-03-08.md", "## 12:00\n\nBooked flight TP1080 to Porto.\n")
+    write(root, f"memory/chats/{GROUP}/2026-03-09.md", "## 13:00\n\nThe team lunch was fun.\n")
+    return root
+
+
+@pytest.fixture
+def setup(ws: Path, tmp_path: Path):
+    state = tmp_path / "state"
+    state.mkdir()
+    s = Setup(ws, state, WordHashEmbedder(MEANINGS))
+    yield s
+    s.close()
+
+
+def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(setup):
+    setup.embedded()
+    assert setup.index.search("where does my sister live", audience=OWNER)[0].path != (
+        "memory/2026-03-05.md"
+    )
+    [best, *_] = setup.search.search("where does my sister live", 5, audience=OWNER)
+    assert best.path == "memory/2026-03-05.md"
+    assert best.text_score == 0.0 and best.vector_score and best.vector_score > 0.3
+    assert best.recency == pytest.approx(0.5 ** (7 / 120), abs=1e-3)
+
+
+def test_an_exact_token_ranks_first_as_with_keywords_alone(setup):
+    for day in range(10, 20):  # many notes near in meaning to a trip, none with the code
+        write(setup.ws, f"memory/2026-02-{day}.md", "## 08:00\n\nflight to porto booked\n")
+    setup.embedded()
+    assert setup.paths("TP1080", k=1) == ["memory/2026-03-08.md"]
+    assert setup.paths("X1234567", k=1) == ["MEMORY.md"]
+    hit = setup.search.search("TP1080", 1, audience=OWNER)[0]
+    assert hit.text_score == 1.0 and "TP1080" in hit.snippet
+
+
+def test_cjk_is_found_through_hybrid_search(setup):
+    write(setup.ws, "memory/2026-03-10.md", "## 09:00\n\n下周一和王经理开会讨论预算\n")
+    write(setup.ws, "memory/2026-03-11.md", "## 09:00\n\n周末去爬山\n")
+    setup.embedded()
+    assert setup.paths("王经理", k=1) == ["memory/2026-03-10.md"]
+    assert setup.paths("预算", k=1) == ["memory/2026-03-10.md"]
+
+
+def test_a_shared_chat_scores_and_sees_only_its_own_log(setup):
+    setup.embedded()
+    group = Audience(GROUP)
+    for query in ("where does my sister live", "passport X1234567", "lunch", "dentist"):
+        hits = setup.search.search(query, 8, audience=group)
+        assert {h.chat for h in hits} <= {GROUP}, query
+        assert all(h.path.startswith(f"memory/chats/{GROUP}/") for h in hits)
+    assert setup.paths("team lunch", group) == [f"memory/chats/{GROUP}/2026-03-09.md"]
+    assert setup.search.search("anything", 8, audience=Audience("another-chat")) == []
+    # The vector side is cut to the chat before it compares anything.
+    query = setup.vectors.embed_query("Anna moved to Lisbon")
+    assert setup.vectors.nearest(query, 50, GROUP) == setup.vectors.nearest(query, 50, GROUP)[:1]
+    [(chunk, _)] = setup.vectors.nearest(query, 50, GROUP)
+    assert setup.index.chunks([chunk], audience=group)
+
+
+def test_until_vectors_exist_and_when_the_query_fails_it_is_keyword_search(setup, caplog):
+    setup.index.sync()
+    for query in ("dentist friday", "flight", "Anna"):
+        assert setup.search.search(query, 5, audience=OWNER) == setup.index.search(
+            query, 5, audience=OWNER
+        )
+    setup.vectors.catch_up()
+    setup.model.fail = EmbeddingError("the model is gone")
+    caplog.set_level(logging.WARNING)
+    for _ in range(2):
+        assert setup.search.search("dentist", 5, audience=OWNER) == setup.index.search(
+            "dentist", 5, audience=OWNER
+        )
+    assert caplog.text.count("the model is gone") == 1  # said once, not at every search
+
+
+def test_the_background_embedder_never_holds_up_a_search(setup):
+    setup.vectors.start(prepare=setup.index.sync)
+    assert setup.vectors.wait_idle(10)
+    assert setup.vectors.progress().done
+    setup.model.gated_thread = "memory-embedder"
+    setup.model.gate.clear()  # the worker's next batch hangs inside the model
+    write(setup.ws, "memory/2026-03-11.md", "## 18:00\n\nThe plumber fixes the boiler.\n")
+    hits = setup.search.search("plumber", 5, audience=OWNER)  # the edit is seen, by words
+    assert hits[0].path == "memory/2026-03-11.md" and hits[0].vector_score is None
+    progress = setup.vectors.progress()
+    assert (progress.total - progress.embedded, progress.model) == (1, "test:word-hash")
+    assert not setup.vectors.wait_idle(0.05)
+    setup.model.gate.set()
+    assert setup.vectors.wait_idle(10)
+    [hit] = setup.search.search("plumber", 1, audience=OWNER)
+    assert hit.vector_score is not None and hit.vector_score > 0.3
+
+
+def test_nothing_is_embedded_twice_across_a_rebuild_a_rename_and_a_restart(setup, tmp_path):
+    setup.embedded()
+    first = len(setup.model.embedded)
+    setup.index.rebuild()
+    setup.vectors.catch_up()
+    (setup.ws / "memory/2026-03-06.md").rename(setup.ws / "memory/2026-03-16.md")
+    setup.embedded()
+    assert len(setup.model.embedded) == first
+    setup.close()
+    again = Setup(setup.ws, tmp_path / "state", WordHashEmbedder(MEANINGS))
+    try:
+        again.embedded()
+        assert again.model.embedded == [] and again.vectors.progress().done
+        assert again.paths("where does my sister live", k=1) == ["memory/2026-03-05.md"]
+    finally:
+        again.close()
+
+
+def test_another_model_embeds_everything_again_and_the_old_vectors_go(setup, tmp_path):
+    setup.embedded()
+    setup.close()
+    other = WordHashEmbedder(MEANINGS, name="test:other-model")
+    again = Setup(setup.ws, tmp_path / "state", other)
+    try:
+        assert again.vectors.cache.count("test:word-hash") > 0
+        again.vectors.start(prepare=again.index.sync)
+        assert again.vectors.wait_idle(10)
+        assert len(other.embedded) == again.vectors.progress().total > 0
+        assert again.vectors.cache.count("test:word-hash") == 0
+    finally:
+        again.close()
+
+
+def test_a_failing_model_is_tried_again_later_and_search_goes_on(setup, caplog):
+    from agent.memory.semantic import FIRST_PAUSE
+
+    pauses: list[float | None] = []
+
+    class StopAtThePause(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            pauses.append(timeout)
+            self.set()  # told to stop while pausing: the worker ends
+            return True
+
+    setup.model.fail = EmbeddingError("connection refused")
+    setup.vectors._stop = StopAtThePause()
+    caplog.set_level(logging.WARNING)
+    setup.vectors._run(setup.index.sync)  # the worker's loop, in this thread
+    assert pauses == [FIRST_PAUSE]
+    assert setup.vectors.progress().error == "connection refused"
+    assert "connection refused; keyword search until it works" in caplog.text
+    assert setup.paths("dentist") == ["memory/2026-03-06.md"]

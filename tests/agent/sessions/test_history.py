@@ -1,0 +1,55 @@
+"""The history kept as JSON text reads back exactly what was stored, and behaves as a list."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.sessions.history import History
+
+TEXT = {"role": "user", "content": [{"type": "text", "text": 'Grüße 🌍 \u2028 "quoted"'}]}
+TOOL = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"n": 1.5}}],
+}
+
+
+def test_messages_read_back_equal_and_as_fresh_copies():
+    history = History([TEXT])
+    history.append(TOOL)
+    assert list(history) == [TEXT, TOOL] and history == [TEXT, TOOL]
+    assert history[-1] == TOOL and history[0:1] == [TEXT]
+    # What is read is a copy: changing it leaves the conversation as it was.
+    history[0]["content"][0]["text"] = "changed"
+    assert history[0] == TEXT
+    history[1] = TEXT
+    assert list(history) == [TEXT, TEXT]
+
+
+def test_slices_deletion_and_insertion_act_as_on_a_list():
+    history = History(_msg(i) for i in range(6))
+    del history[4:]
+    history.insert(0, _msg(9))
+    history[1:3] = [_msg(7)]
+    assert [m["content"][0]["text"] for m in history] == ["9", "7", "2", "3"]
+    assert len(history) == 4 and History(list(history)) == history
+    assert History() == [] and History([TEXT]) != [TOOL]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["append", "del", "pop"]), st.integers(0, 50))))
+def test_any_sequence_of_changes_matches_a_list(ops):
+    history, plain = History(), []
+    for op, n in ops:
+        if op == "append":
+            history.append(_msg(n))
+            plain.append(_msg(n))
+        elif plain and op == "del":
+            del history[n % len(plain)]
+            del plain[n % len(plain)]
+        elif plain:
+            assert history.pop() == plain.pop()
+    assert list(history) == plain and len(history) == len(plain)
+
+
+def _msg(n: int) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": str(n)}]}
