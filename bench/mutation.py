@@ -542,6 +542,146 @@ EXPLAINED: tuple[Why, ...] = (
         "a JSON reader reads `\\u00e9` and `é` alike, and secrets are masked value by value "
         "before the line is encoded",
     ),
+    # The scheduler's ledger and its runs.
+    Why(
+        "gateway/scheduling/ledger.py",
+        "_open",
+        "db.close()",
+        "`db.close()` removed",
+        UNSEEN,
+        "closing a connection whose opening failed leaves no trace; the file is set aside "
+        "either way",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.__init__",
+        "raise",
+        "`raise` removed",
+        UNSEEN,
+        "only when a ledger open for writing cannot make its tables, which SQLite refuses "
+        "earlier (a damaged file is set aside first)",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.claim",
+        "return False",
+        "`return False` → `return None`",
+        EQUIVALENT,
+        "its callers read it as true or false",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.__init__",
+        "uri=True",
+        "`True` → `False`",
+        EQUIVALENT,
+        "Debian's SQLite reads a file: name as a URI either way",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.history",
+        "strict=True",
+        "`True` → `False`",
+        EQUIVALENT,
+        "the names and the row come from the same cursor",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler.stop",
+        "self._tasks.clear()",
+        "`self._tasks.clear()` removed",
+        EQUIVALENT,
+        "the tasks are cancelled and awaited; the next start replaces each entry",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler._drive",
+        "self._tasks.pop(job.id, None)",
+        "`self._tasks.pop(job.id, None)` removed",
+        UNSEEN,
+        "a finished one-off job's task would stay in a dict until stop; nothing reads it",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler._resume_after",
+        "timedelta(seconds=1)",
+        "`1` → `2`",
+        UNSEEN,
+        "a slot one second before the job was first planned; slots are minutes apart",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler.stop",
+        "timeout=10",
+        "`10` → `11`",
+        UNSEEN,
+        "how long stop waits for cancelled runs, which end at once",
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "",
+        "GAPS_CHECKED = 1000",
+        "`1000` → `1001`",
+        UNSEEN,
+        "how many runs the check of gaps looks at: two days of a schedule the interval "
+        "allows show a too-short gap long before",
+    ),
+    *(
+        Why(
+            "gateway/scheduling/reminder_tools.py",
+            "ReminderTools._check_often",
+            fragment,
+            what,
+            EQUIVALENT,
+            "a cron's hours and minutes repeat every day it runs: a run "
+            "exactly two days on, or a third day, shows no gap the first two did not",
+        )
+        for fragment, what in (
+            ("following > end", "`>` → `>=`"),
+            ("timedelta(days=2)", "`2` → `3`"),
+        )
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "_when",
+        'replace(" ", "T", 1)',
+        "`1` → `2`",
+        EQUIVALENT,
+        "a local time has one space, between its date and its time",
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "ReminderTools.schedule",
+        "token_hex(3)",
+        "`3` → `4`",
+        EQUIVALENT,
+        "a job's id is two random characters longer",
+    ),
+    # Delivery after an outage.
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries.stop",
+        "self._lanes.clear()",
+        "`self._lanes.clear()` removed",
+        EQUIVALENT,
+        "the workers are cancelled and awaited; the rows wait in the outbox for the next start",
+    ),
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries.stop",
+        "await asyncio.wait(workers)",
+        "`await asyncio.wait(workers)` removed",
+        UNSEEN,
+        "waiting for the cancelled workers only orders the shutdown: they hold nothing",
+    ),
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries._work",
+        "> self.window",
+        "`>` → `>=`",
+        UNSEEN,
+        "only a message exactly at the end of its retry window, to the microsecond",
+    ),
     # Replies: where a long reply is split (a thread or the loop), not how.
     *(
         Why(

@@ -126,3 +126,26 @@ async def test_a_send_under_way_finishes_when_its_turn_is_stopped(home, fake_api
         await app.stop()
     assert sorted(channel.texts()) == ["Stopped.", "echo: hello"]
     assert ("echo: hello", "sent") in outbox_rows(home)
+
+
+async def test_a_reply_waits_behind_one_already_waiting_even_once_the_platform_is_back(
+    home, fake_api
+):
+    """The first reply waits out its backoff; the platform comes back meanwhile. The next reply
+    to that chat is not sent ahead of it, and corvid status counts both as waiting."""
+    clock = FakeClock(START)  # the retry's wait lasts until the test moves the clock
+    app, channel = await _started(home, fake_api, clock)
+    try:
+        channel.unreachable = 1
+        await asyncio.wait_for(channel.push("first"), 10)
+        await clock.next_wake()  # the first reply waits to be tried again
+        channel.unreachable = 0  # the platform is back
+        await asyncio.wait_for(channel.push("second"), 10)
+        assert channel.sent == []  # behind the first, not ahead of it
+        trouble = app.gateway.delivery.trouble("test")
+        assert trouble is not None and trouble.endswith("; 2 message(s) waiting to be sent again")
+        await clock.set(await clock.next_wake())
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+    finally:
+        await app.stop()
+    assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
