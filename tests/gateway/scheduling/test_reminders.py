@@ -393,6 +393,8 @@ async def test_a_chat_lists_and_cancels_its_own_jobs_only(tmp_path):
     assert (await tools.use("list_schedules", other)).text == "No jobs are scheduled in this chat."
     refused = await tools.use("cancel_schedule", other, id=stretch)
     assert refused.is_error and f"No job '{stretch}' in this chat" in refused.text
+    unknown = await tools.use("cancel_schedule", me, id="job-000000")  # mine are others
+    assert unknown.is_error and "No job 'job-000000' in this chat" in unknown.text
     assert len(tools.store.load()) == 2
     done = await tools.use("cancel_schedule", me, id=stretch)
     assert done.text == f"Cancelled {stretch}."
