@@ -542,6 +542,52 @@ EXPLAINED: tuple[Why, ...] = (
         "a JSON reader reads `\\u00e9` and `é` alike, and secrets are masked value by value "
         "before the line is encoded",
     ),
+    # The journal: what a crash leaves owed.
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        'db.execute("PRAGMA synchronous=NORMAL")',
+        "`db.execute('PRAGMA synchronous=NORMAL')` removed",
+        UNSEEN,
+        "in WAL mode it decides what a power cut may lose, which no test can cause",
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        "db.close()",
+        "`db.close()` removed",
+        UNSEEN,
+        "closing a connection whose opening failed leaves no trace; the file is set aside "
+        "either way",
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        "timeout=10",
+        "`10` → `11`",
+        UNSEEN,
+        "how long a write waits for a lock only the same process takes",
+    ),
+    *(
+        Why(
+            "gateway/runtime/journal.py",
+            "Journal.__init__",
+            "secrets.randbits(40) << 16",
+            what,
+            EQUIVALENT,
+            "where a new journal's numbers start is random by design; another random range "
+            "serves as well",
+        )
+        for what in ("`16` → `17`", "`40` → `41`")
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "Journal.take",
+        "ensure_ascii=False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a JSON reader reads `\\u00e9` and `é` alike",
+    ),
     # The scheduler's ledger and its runs.
     Why(
         "gateway/scheduling/ledger.py",
