@@ -1,17 +1,22 @@
 """How many small, plausible bugs the test suite catches, in the modules that keep Corvid's
-promises: ``python bench/mutation.py``.
+promises: ``python bench/mutation.py --module agent/web/fetch.py``.
 
 Each mutant is one change to one module (a comparison turned around, ``and`` for ``or``, a
 ``not`` dropped, a constant changed, a ``raise`` or a call left out, a value returned as
-None). The whole suite runs once under ``bench/linetrace.py``, a line tracer limited to these
-modules, to learn which tests run which lines; then, for each mutant, the tests that run the
-changed lines run against a copy of the project with the change in it. A failing or hanging run
-kills the mutant, a green one lets it survive. Prints, per module, the share killed and every
-survivor with its line, so each can be judged: a real gap in the tests, or a change that does
-not alter behaviour (an equivalent mutant).
+None). Each module in ``TARGETS`` names the test files that reach it; they run once under
+``bench/linetrace.py``, a line tracer limited to that module, to learn which tests run which
+lines; then, for each mutant, the tests that run the changed lines run against a copy of the
+project with the change in it. A failing or hanging run kills the mutant, a green one lets it
+survive. Prints, per module, the share killed and every survivor with its line; a survivor
+listed in ``EXPLAINED`` is shown with the reason it stays, and an equivalent one (it changes
+no behaviour) is left out of the share.
 
-Run on demand, not in CI: a full run takes tens of minutes on two cores. ``--module`` runs one
-module, ``--limit N`` a sample of N mutants per module, ``--jobs`` sets the parallel runs.
+Run on demand, not in CI, and one module at a time on a busy machine: ``--module`` (repeatable;
+every module when none is given), ``--limit N`` for a sample of N mutants per module, ``--jobs``
+for the parallel runs. ``--save FILE`` keeps each module's result in a JSON file as it ends and
+``--summary FILE`` prints the table of what the file holds. ``--map`` traces the whole suite
+once and prints, per module, the test files that run it: how to update ``TARGETS`` when code
+moves.
 """
 
 from __future__ import annotations
@@ -30,21 +35,225 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The modules that keep the promises about privacy, scheduling, the journal and access.
-TARGETS = (
-    "agent/workspace/audience.py",
-    "channels/access.py",
-    "channels/pairing.py",
-    "gateway/runtime/journal.py",
-    "gateway/scheduling/ledger.py",
-    "gateway/scheduling/scheduler.py",
-)
 
-TARGET_KILL_SHARE = 0.90
+@dataclass(frozen=True)
+class Target:
+    """A module that keeps a promise, the test files (or folders) that reach it, and, for a
+    module that does much else, the functions and classes that keep the promise (``only``)."""
+
+    module: str
+    tests: tuple[str, ...]
+    only: tuple[str, ...] = ()
+
+
+def _t(module: str, *tests: str, only: tuple[str, ...] = ()) -> Target:
+    return Target(module, tests, only)
+
+
+# When code moves, change the paths here. Each module's tests are listed likeliest to catch a
+# bug first; ``--map`` prints every test file that runs a module's code, to add what is missing.
+PRIVACY = ("tests/test_privacy.py", "tests/test_memory_e2e.py")
+TELEGRAM = ("tests/channels/telegram/test_channel.py", "tests/channels/test_contract.py")
+DISCORD = ("tests/channels/discord/test_channel.py", "tests/channels/test_contract.py")
+TARGETS = (
+    # Who may read what, and the memory and file tools that ask.
+    _t(
+        "agent/workspace/audience.py",
+        "tests/agent/workspace/test_audience.py",
+        "tests/agent/tools/test_files.py",
+        "tests/agent/memory/test_memory.py",
+        "tests/agent/memory/test_memory_index.py",
+        "tests/agent/sessions/test_prompt.py",
+        *PRIVACY,
+        "tests/gateway/scheduling/test_daily_summary.py",
+    ),
+    _t(
+        "agent/memory/store.py",
+        "tests/agent/memory/test_memory.py",
+        "tests/agent/memory/test_memory_index.py",
+        "tests/agent/workspace/test_quota.py",
+        *PRIVACY,
+        "tests/gateway/scheduling/test_daily_summary.py",
+    ),
+    _t(
+        "agent/memory/index.py",
+        "tests/agent/memory/test_memory_index.py",
+        "tests/agent/memory/test_memory.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    _t(
+        "agent/memory/hybrid.py",
+        "tests/agent/memory/test_hybrid.py",
+        "tests/agent/memory/test_memory.py",
+        *PRIVACY,
+    ),
+    _t(
+        "agent/memory/vectors.py",
+        "tests/agent/memory/test_vectors.py",
+        "tests/agent/memory/test_hybrid.py",
+        *PRIVACY,
+        only=("VectorTable",),
+    ),
+    _t(
+        "agent/memory/tools.py",
+        "tests/agent/memory/test_memory.py",
+        "tests/agent/workspace/test_quota.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    _t(
+        "agent/tools/paths.py",
+        "tests/agent/tools/test_files.py",
+        "tests/agent/workspace/test_quota.py",
+        "tests/agent/memory/test_memory.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    _t(
+        "agent/tools/listing.py",
+        "tests/agent/tools/test_files.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    _t(
+        "agent/tools/files.py",
+        "tests/agent/tools/test_files.py",
+        "tests/agent/workspace/test_quota.py",
+        "tests/agent/memory/test_memory.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    # Who is let in, and which group messages are for the bot.
+    _t(
+        "channels/access.py",
+        "tests/channels/test_access.py",
+        *TELEGRAM,
+        "tests/channels/discord/test_channel.py",
+        "tests/channels/telegram/test_pairing_in_chat.py",
+    ),
+    _t(
+        "channels/pairing.py",
+        "tests/channels/test_access.py",
+        "tests/channels/telegram/test_pairing_in_chat.py",
+        "tests/gateway/ops/test_commands.py",
+        "tests/gateway/ops/test_cli.py",
+    ),
+    _t(
+        "channels/telegram/inbound.py",
+        *TELEGRAM,
+        "tests/channels/telegram/test_pairing_in_chat.py",
+        "tests/channels/test_voice.py",
+    ),
+    _t("channels/discord/inbound.py", *DISCORD, only=("addressed",)),
+    _t("channels/discord/channel.py", *DISCORD, only=("DiscordChannel._on_message",)),
+    _t(
+        "gateway/runtime/gateway.py",
+        "tests/gateway/runtime/test_gateway.py",
+        *TELEGRAM,
+        "tests/channels/discord/test_channel.py",
+        "tests/gateway/runtime/test_journal.py",
+        "tests/gateway/runtime/test_commands.py",
+        only=("Gateway.handle",),
+    ),
+    # What the fetch tool may reach, and how much.
+    _t("agent/web/fetch.py", "tests/agent/web/test_web.py"),
+    # What survives a crash: the journal, the outbox, delivery after a restart.
+    _t(
+        "gateway/runtime/journal.py",
+        "tests/gateway/runtime/test_journal.py",
+        "tests/gateway/runtime/test_delivery.py",
+        "tests/test_corrupt_state.py",
+        "tests/test_outage.py",
+        "tests/test_faults.py",
+    ),
+    _t(
+        "gateway/runtime/delivery.py",
+        "tests/gateway/runtime/test_delivery.py",
+        "tests/gateway/runtime/test_journal.py",
+        "tests/test_outage.py",
+        "tests/test_faults.py",
+        "tests/gateway/scheduling/test_daily_summary.py",
+        "tests/test_corrupt_state.py",
+    ),
+    _t(
+        "gateway/runtime/retries.py",
+        "tests/gateway/runtime/test_delivery.py",
+        "tests/test_outage.py",
+        "tests/test_faults.py",
+        "tests/gateway/runtime/test_journal.py",
+    ),
+    # Exactly-once scheduling, and the caps on jobs made in chat.
+    _t(
+        "gateway/scheduling/ledger.py",
+        "tests/gateway/scheduling/test_ledger.py",
+        "tests/gateway/scheduling/test_scheduler.py",
+        "tests/gateway/scheduling/test_daily_summary.py",
+        "tests/gateway/scheduling/test_plan.py",
+        "tests/gateway/ops/test_doctor.py",
+        "tests/test_corrupt_state.py",
+    ),
+    _t(
+        "gateway/scheduling/scheduler.py",
+        "tests/gateway/scheduling/test_scheduler.py",
+        "tests/gateway/scheduling/test_daily_summary.py",
+        "tests/gateway/scheduling/test_reminders.py",
+        "tests/gateway/scheduling/test_plan.py",
+        "tests/gateway/scheduling/test_heartbeat.py",
+        "tests/gateway/services/test_reload.py",
+    ),
+    _t(
+        "gateway/scheduling/reminder_tools.py",
+        "tests/gateway/scheduling/test_reminders.py",
+        "tests/gateway/scheduling/test_jobs_on_a_host.py",
+        "tests/gateway/scheduling/test_plan.py",
+        "tests/gateway/ops/test_doctor.py",
+        "tests/gateway/ops/test_cli.py",
+        "tests/test_corrupt_state.py",
+    ),
+    # The caps on what is sent out to be transcribed.
+    _t(
+        "channels/voice.py",
+        "tests/channels/test_voice.py",
+        "tests/channels/test_voice_local.py",
+        "tests/gateway/ops/test_doctor.py",
+    ),
+    # Secrets masked in logs, stored errors and doctor's report.
+    _t(
+        "gateway/services/logs.py",
+        "tests/gateway/services/test_logs.py",
+        "tests/gateway/ops/test_doctor.py",
+        "tests/gateway/ops/test_cli.py",
+    ),
+    _t(
+        "gateway/config/build.py",
+        "tests/gateway/services/test_logs.py",
+        "tests/gateway/config/test_config.py",
+        "tests/gateway/ops/test_doctor.py",
+        only=("secrets_in",),
+    ),
+    _t(
+        "gateway/ops/doctor/report.py",
+        "tests/gateway/ops/test_doctor.py",
+        "tests/gateway/ops/test_cli.py",
+        only=("secret_values", "render"),
+    ),
+    # Replies split under each platform's limit without breaking their Markdown.
+    _t("channels/markdown/split.py", "tests/channels/test_markdown.py", *TELEGRAM, *DISCORD[:1]),
+    _t("channels/markdown/cut.py", "tests/channels/test_markdown.py", *TELEGRAM, *DISCORD[:1]),
+    _t(
+        "channels/telegram/replies.py",
+        *TELEGRAM,
+        "tests/channels/telegram/test_pairing_in_chat.py",
+        "tests/channels/telegram/test_streaming.py",
+    ),
+    _t("channels/discord/replies.py", *DISCORD),
+)
 
 _SWAPS: dict[type, type] = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt,
@@ -67,6 +276,11 @@ class Mutant:
     what: str
     lines: tuple[int, int] = (0, 0)  # the source lines whose running means the change runs
     on_import: bool = False  # module or class level: it runs when the module is imported
+    where: str = ""  # the function or class it is in (``Class.method``), "" at module level
+    text: str = ""  # the source line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.line} ({self.where or 'module'}) `{self.text}`: {self.what}"
 
 
 def _quiet(node: ast.AST) -> bool:
@@ -223,17 +437,50 @@ def _statements(tree: ast.Module) -> tuple[dict[int, ast.stmt], set[int]]:
     return owner, on_import
 
 
-def mutants(module: str) -> list[Mutant]:
-    tree = ast.parse((ROOT / module).read_text())
+def _scopes(tree: ast.Module) -> dict[int, str]:
+    """Each node's innermost enclosing function or class, as ``Outer.inner``."""
+    out: dict[int, str] = {}
+
+    def visit(node: ast.AST, name: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = f"{name}.{node.name}" if name else node.name
+        out[id(node)] = name
+        for child in ast.iter_child_nodes(node):
+            visit(child, name)
+
+    visit(tree, "")
+    return out
+
+
+def in_scope(where: str, only: tuple[str, ...]) -> bool:
+    return not only or any(where == name or where.startswith(name + ".") for name in only)
+
+
+def mutants(target: Target | str) -> list[Mutant]:
+    """The module's mutants (within ``target.only``, when given)."""
+    if isinstance(target, str):
+        target = Target(target, ())
+    source = (ROOT / target.module).read_text()
+    tree = ast.parse(source)
+    lines = source.splitlines()
     owner, on_import = _statements(tree)
+    scopes = _scopes(tree)
     out = []
     for index, (node, kind, variant) in enumerate(_points(tree)):
+        where = scopes.get(id(node), "")
+        if not in_scope(where, target.only):
+            continue
         what = _apply(copy.deepcopy(node), kind, variant)
         line = getattr(node, "lineno", 0)
         stmt = owner.get(id(node))
         first = min(line, stmt.lineno) if stmt is not None else line
         last = getattr(node, "end_lineno", None) or line
-        out.append(Mutant(module, index, line, what, (first, last), id(node) in on_import))
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        out.append(
+            Mutant(
+                target.module, index, line, what, (first, last), id(node) in on_import, where, text
+            )
+        )
     return out
 
 
@@ -249,6 +496,363 @@ def mutated_source(mutant: Mutant, source: str | None = None) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
+# -- why a survivor stays ----------------------------------------------------------------------
+
+EQUIVALENT = "equivalent"  # changes no behaviour: left out of the share
+UNSEEN = "unseen"  # a change no test can observe, or not worth a test: counted as a survivor
+
+
+@dataclass(frozen=True)
+class Why:
+    """A survivor explained: the mutants of ``module`` in ``where`` whose source line contains
+    ``fragment`` and whose change is ``what`` (as printed)."""
+
+    module: str
+    where: str
+    fragment: str
+    what: str
+    kind: str
+    reason: str
+    nth: int = 0  # when several mutants match, only the nth of them (from 1) in the module
+
+    def matches(self, m: Mutant) -> bool:
+        return (
+            m.module == self.module
+            and m.where == self.where
+            and self.fragment in m.text
+            and m.what == self.what
+        )
+
+    def explains(self, m: Mutant) -> bool:
+        if not self.matches(m):
+            return False
+        if not self.nth:
+            return True
+        found = [x.index for x in mutants(self.module) if self.matches(x)]
+        return len(found) >= self.nth and found[self.nth - 1] == m.index
+
+
+EXPLAINED: tuple[Why, ...] = (
+    Why(
+        "gateway/services/logs.py",
+        "JsonFormatter.format",
+        "ensure_ascii=False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a JSON reader reads `\\u00e9` and `é` alike, and secrets are masked value by value "
+        "before the line is encoded",
+    ),
+    # The journal: what a crash leaves owed.
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        'db.execute("PRAGMA synchronous=NORMAL")',
+        "`db.execute('PRAGMA synchronous=NORMAL')` removed",
+        UNSEEN,
+        "in WAL mode it decides what a power cut may lose, which no test can cause",
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        "db.close()",
+        "`db.close()` removed",
+        UNSEEN,
+        "closing a connection whose opening failed leaves no trace; the file is set aside "
+        "either way",
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "_open",
+        "timeout=10",
+        "`10` → `11`",
+        UNSEEN,
+        "how long a write waits for a lock only the same process takes",
+    ),
+    *(
+        Why(
+            "gateway/runtime/journal.py",
+            "Journal.__init__",
+            "secrets.randbits(40) << 16",
+            what,
+            EQUIVALENT,
+            "where a new journal's numbers start is random by design; another random range "
+            "serves as well",
+        )
+        for what in ("`16` → `17`", "`40` → `41`")
+    ),
+    Why(
+        "gateway/runtime/journal.py",
+        "Journal.take",
+        "ensure_ascii=False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a JSON reader reads `\\u00e9` and `é` alike",
+    ),
+    # The scheduler's ledger and its runs.
+    Why(
+        "gateway/scheduling/ledger.py",
+        "_open",
+        "db.close()",
+        "`db.close()` removed",
+        UNSEEN,
+        "closing a connection whose opening failed leaves no trace; the file is set aside "
+        "either way",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.__init__",
+        "raise",
+        "`raise` removed",
+        UNSEEN,
+        "only when a ledger open for writing cannot make its tables, which SQLite refuses "
+        "earlier (a damaged file is set aside first)",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.claim",
+        "return False",
+        "`return False` → `return None`",
+        EQUIVALENT,
+        "its callers read it as true or false",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.__init__",
+        "uri=True",
+        "`True` → `False`",
+        EQUIVALENT,
+        "Debian's SQLite reads a file: name as a URI either way",
+    ),
+    Why(
+        "gateway/scheduling/ledger.py",
+        "Ledger.history",
+        "strict=True",
+        "`True` → `False`",
+        EQUIVALENT,
+        "the names and the row come from the same cursor",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler.stop",
+        "self._tasks.clear()",
+        "`self._tasks.clear()` removed",
+        EQUIVALENT,
+        "the tasks are cancelled and awaited; the next start replaces each entry",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler._drive",
+        "self._tasks.pop(job.id, None)",
+        "`self._tasks.pop(job.id, None)` removed",
+        UNSEEN,
+        "a finished one-off job's task would stay in a dict until stop; nothing reads it",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler._resume_after",
+        "timedelta(seconds=1)",
+        "`1` → `2`",
+        UNSEEN,
+        "a slot one second before the job was first planned; slots are minutes apart",
+    ),
+    Why(
+        "gateway/scheduling/scheduler.py",
+        "Scheduler.stop",
+        "timeout=10",
+        "`10` → `11`",
+        UNSEEN,
+        "how long stop waits for cancelled runs, which end at once",
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "",
+        "GAPS_CHECKED = 1000",
+        "`1000` → `1001`",
+        UNSEEN,
+        "how many runs the check of gaps looks at: two days of a schedule the interval "
+        "allows show a too-short gap long before",
+    ),
+    *(
+        Why(
+            "gateway/scheduling/reminder_tools.py",
+            "ReminderTools._check_often",
+            fragment,
+            what,
+            EQUIVALENT,
+            "a cron's hours and minutes repeat every day it runs: a run "
+            "exactly two days on, or a third day, shows no gap the first two did not",
+        )
+        for fragment, what in (
+            ("following > end", "`>` → `>=`"),
+            ("timedelta(days=2)", "`2` → `3`"),
+        )
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "_when",
+        'replace(" ", "T", 1)',
+        "`1` → `2`",
+        EQUIVALENT,
+        "a local time has one space, between its date and its time",
+    ),
+    Why(
+        "gateway/scheduling/reminder_tools.py",
+        "ReminderTools.schedule",
+        "token_hex(3)",
+        "`3` → `4`",
+        EQUIVALENT,
+        "a job's id is two random characters longer",
+    ),
+    # Delivery after an outage.
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries.stop",
+        "self._lanes.clear()",
+        "`self._lanes.clear()` removed",
+        EQUIVALENT,
+        "the workers are cancelled and awaited; the rows wait in the outbox for the next start",
+    ),
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries.stop",
+        "await asyncio.wait(workers)",
+        "`await asyncio.wait(workers)` removed",
+        UNSEEN,
+        "waiting for the cancelled workers only orders the shutdown: they hold nothing",
+    ),
+    Why(
+        "gateway/runtime/retries.py",
+        "Retries._work",
+        "> self.window",
+        "`>` → `>=`",
+        UNSEEN,
+        "only a message exactly at the end of its retry window, to the microsecond",
+    ),
+    # Replies: where a long reply is split (a thread or the loop), not how.
+    *(
+        Why(
+            module,
+            where,
+            "LONG",
+            what,
+            EQUIVALENT,
+            "where a long reply is split (a thread or the event loop), not how: the pieces "
+            "are the same",
+        )
+        for module in ("channels/telegram/replies.py", "channels/discord/replies.py")
+        for where, what in (("", "`20000` → `20001`"), ("send", "`>` → `>=`"))
+    ),
+    Why(
+        "channels/telegram/replies.py",
+        "send_piece",
+        "unreachable",
+        "`raise AssertionError('unreachable: the last attempt returns ` removed",
+        EQUIVALENT,
+        "after the loop, which always returns or raises",
+    ),
+    *(
+        Why(
+            "channels/telegram/replies.py",
+            "_fit",
+            "limit >= 400",
+            what,
+            EQUIVALENT,
+            "the limits are 4,000 halved (2,000, 1,000, 500, 250): never 400 or 401",
+        )
+        for what in ("`>=` → `>`", "`400` → `401`")
+    ),
+    Why(
+        "channels/telegram/replies.py",
+        "_fit",
+        "out.append((piece, None))",
+        "`out.append((piece, None))` removed",
+        UNSEEN,
+        "a piece of under 400 characters that renders to over 4,096 UTF-16 units; nothing "
+        "renders that much longer",
+        nth=2,  # the last branch, not the piece that renders to nothing
+    ),
+    *(
+        Why(
+            "channels/telegram/replies.py",
+            "_fit",
+            fragment,
+            "`2` → `3`",
+            UNSEEN,
+            "cut in thirds instead of halves, every piece still fits; only the number of "
+            "messages differs",
+        )
+        for fragment in ("split_markdown(piece, limit // 2", "_fit(sub, limit // 2, out)")
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "GuardedResolver.resolve",
+        "port: int = 0",
+        "`0` → `1`",
+        EQUIVALENT,
+        "aiohttp always passes the port",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "GuardedResolver.close",
+        "await self._inner.close()",
+        "`await self._inner.close()` removed",
+        EQUIVALENT,
+        "aiohttp closes only a resolver it made itself, and the threaded resolver inside "
+        "holds nothing to close",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "WebFetcher.fetch",
+        "use_dns_cache=False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "one connector per fetch, and what it would cache is what the guard already kept",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "_read",
+        "iter_chunked(65536)",
+        "`65536` → `65537`",
+        EQUIVALENT,
+        "the size of the pieces the body is read in; the cap applies to the bytes joined",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "WebFetcher.fetch",
+        "sock_connect=10",
+        "`10` → `11`",
+        UNSEEN,
+        "only a connection that hangs between 10 and 11 s differs; the limit on the whole "
+        "fetch is tested",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "_readable",
+        "favor_recall=True",
+        "`True` → `False`",
+        UNSEEN,
+        "it leans trafilatura toward keeping a borderline part of a page; which parts those "
+        "are is its own judgement, not a promise",
+    ),
+    Why(
+        "agent/web/fetch.py",
+        "WebFetcher._follow",
+        "raise exc.__cause__ from None",
+        "`raise exc.__cause__ from None` removed",
+        UNSEEN,
+        "aiohttp 3.14 lets the guard's refusal out of the resolver unwrapped; this keeps its "
+        "words should a version wrap it",
+    ),
+)
+
+
+def explained(mutant: Mutant) -> Why | None:
+    return next((why for why in EXPLAINED if why.explains(mutant)), None)
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
 def _copy_project(into: Path) -> Path:
     ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", ".hypothesis", "*.egg-info")
     target = into / "project"
@@ -256,110 +860,283 @@ def _copy_project(into: Path) -> Path:
     return target
 
 
-def _pytest(project: Path, args: list[str], timeout: float, **env: str) -> str:
+def _pytest(project: Path, args: list[str], timeout: float, **env: str) -> tuple[str, str]:
+    """Run pytest in ``project``: "survived" (green), "killed" or "timeout", and its output."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     path = os.pathsep.join([str(project), str(project / "bench")])
     environ = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", **env}
     try:
-        done = subprocess.run(cmd, cwd=project, env=environ, capture_output=True, timeout=timeout)
+        done = subprocess.run(
+            cmd, cwd=project, env=environ, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
-        return "timeout"
-    return "survived" if done.returncode == 0 else "killed"
+        return "timeout", ""
+    return ("survived" if done.returncode == 0 else "killed"), done.stdout
 
 
-def trace(project: Path, modules: list[str]) -> dict[str, set[str]]:
-    """Run the whole suite once, recording which tests run which lines of ``modules``."""
+def trace(
+    project: Path, modules: list[str], tests: list[str], strict: bool = True
+) -> dict[str, set[str]]:
+    """Run ``tests`` once, recording which tests run which lines of ``modules``. A failing
+    test stops the run when ``strict`` (every mutant would seem killed)."""
     out = project / "trace.json"
-    result = _pytest(
+    result, output = _pytest(
         project,
-        ["-p", "linetrace", "tests"],
+        ["-p", "linetrace", *tests],
         3600,
         CORVID_TRACE_FILES=os.pathsep.join(modules),
         CORVID_TRACE_OUT=str(out),
     )
     if result != "survived":
-        raise SystemExit("the test suite fails without any mutation; fix that first")
+        failed = [line for line in output.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        said = "\n  ".join(failed or output.splitlines()[-5:] or [result])
+        if strict or not out.exists():
+            raise SystemExit(f"the tests fail without any mutation; fix that first:\n  {said}")
+        print(f"(failing without any mutation, left as they are:\n  {said})")
     return {test: set(lines) for test, lines in json.loads(out.read_text()).items()}
 
 
-def covering(mutant: Mutant, traced: dict[str, set[str]]) -> list[str]:
-    """The tests that run the mutated lines (in suite order); for a change that runs on
-    import (a constant, a default), every test that runs any of the module."""
+def covering(mutant: Mutant, traced: dict[str, set[str]], first: tuple[str, ...] = ()) -> list[str]:
+    """The tests that run the mutated lines; for a change that runs on import (a constant, a
+    default), every test that runs any of the module. Those under the paths of ``first`` come
+    first, in that order (the module's own tests, likeliest to fail first), then the rest in
+    suite order."""
     if mutant.on_import:
         prefix = mutant.module + ":"
-        return [t for t, lines in traced.items() if any(x.startswith(prefix) for x in lines)]
-    first, last = mutant.lines
-    wanted = {f"{mutant.module}:{n}" for n in range(first, last + 1)}
-    return [test for test, lines in traced.items() if lines & wanted]
+        found = [t for t, lines in traced.items() if any(x.startswith(prefix) for x in lines)]
+    else:
+        a, b = mutant.lines
+        wanted = {f"{mutant.module}:{n}" for n in range(a, b + 1)}
+        found = [test for test, lines in traced.items() if lines & wanted]
+
+    def rank(test: str) -> int:
+        path = test.split("::")[0]
+        hits = (i for i, p in enumerate(first) if _under(path, p))
+        return next(hits, len(first))
+
+    return sorted(found, key=rank)  # stable: suite order within each path
+
+
+def check(targets: tuple[Target, ...]) -> list[str]:
+    """What in ``targets`` no longer matches the tree (code moved): an empty list when all do."""
+    problems = []
+    for target in targets:
+        path = ROOT / target.module
+        if not path.is_file():
+            problems.append(f"{target.module}: no such module")
+            continue
+        scopes = set(_scopes(ast.parse(path.read_text())).values())
+        problems += [f"{target.module}: no {name}" for name in target.only if name not in scopes]
+        problems += [
+            f"{target.module}: no test {t}" for t in target.tests if not (ROOT / t).exists()
+        ]
+        if not target.tests:
+            problems.append(f"{target.module}: no tests named")
+    return problems
+
+
+@dataclass
+class Outcome:
+    target: Target
+    results: list[tuple[Mutant, str]]
+    seconds: float
+
+    def counts(self) -> tuple[int, int, int]:
+        """Mutants, killed, equivalent (survivors explained as such)."""
+        killed = sum(r in ("killed", "timeout") for _, r in self.results)
+        equivalent = sum(
+            r not in ("killed", "timeout")
+            and (w := explained(m)) is not None
+            and w.kind == EQUIVALENT
+            for m, r in self.results
+        )
+        return len(self.results), killed, equivalent
+
+    def to_json(self) -> dict[str, object]:
+        total, killed, equivalent = self.counts()
+        survivors = [
+            {
+                "line": m.line,
+                "where": m.where,
+                "text": m.text,
+                "what": m.what,
+                "result": r,
+                "why": (w.kind + ": " + w.reason) if (w := explained(m)) else None,
+            }
+            for m, r in self.results
+            if r not in ("killed", "timeout")
+        ]
+        return {
+            "mutants": total,
+            "killed": killed,
+            "equivalent": equivalent,
+            "seconds": round(self.seconds),
+            "date": datetime.now(UTC).date().isoformat(),
+            "survivors": survivors,
+        }
+
+
+def run_target(target: Target, found: list[Mutant], projects: list[Path], jobs: int) -> Outcome:
+    began = time.monotonic()
+    traced = trace(projects[0], [target.module], list(target.tests))
+    took = time.monotonic() - began
+    print(
+        f"{target.module}: traced {len(target.tests)} test path(s) in {took:.0f} s;"
+        f" {len(found)} mutants, {jobs} at a time",
+        flush=True,
+    )
+    free = list(projects)
+
+    def run(mutant: Mutant) -> tuple[Mutant, str]:
+        tests = covering(mutant, traced, target.tests)
+        if not tests:
+            return mutant, "not run by any test"
+        project = free.pop()
+        path = project / mutant.module
+        original = path.read_text()
+        try:
+            path.write_text(mutated_source(mutant, original))
+            return mutant, _pytest(project, ["-x", *tests], 3 * took + 60)[0]
+        finally:
+            path.write_text(original)
+            free.append(project)
+
+    results = []
+    with ThreadPoolExecutor(jobs) as pool:
+        for n, (mutant, result) in enumerate(pool.map(run, found), 1):
+            results.append((mutant, result))
+            if result not in ("killed", "timeout"):
+                why = explained(mutant)
+                note = f" [{why.kind}]" if why else ""
+                print(f"  [{n}/{len(found)}] {result}{note}: {mutant}", flush=True)
+    return Outcome(target, results, time.monotonic() - began)
+
+
+def report(outcomes: list[Outcome]) -> None:
+    print("\n| module | mutants | killed | equivalent | share of the rest |\n|---|---|---|---|---|")
+    for o in outcomes:
+        total, killed, equivalent = o.counts()
+        print(
+            f"| `{o.target.module}` | {total} | {killed} | {equivalent} |"
+            f" {_share(killed, total - equivalent)} |"
+        )
+    for o in outcomes:
+        survivors = [(m, r) for m, r in o.results if r not in ("killed", "timeout")]
+        if survivors:
+            print(f"\n{o.target.module}, survivors:")
+        for m, r in survivors:
+            why = explained(m)
+            note = "" if r == "survived" else f" ({r})"
+            said = f"\n    {why.kind}: {why.reason}" if why else "\n    NOT EXPLAINED"
+            print(f"- {m}{note}{said}")
+    stale = [
+        w
+        for w in EXPLAINED
+        if any(o.target.module == w.module for o in outcomes)
+        and not any(w.explains(m) for o in outcomes for m, _ in o.results)
+    ]
+    for why in stale:
+        print(f"\nEXPLAINED matches no mutant any more: {why.module} {why.where} {why.fragment!r}")
+
+
+def _share(killed: int, of: int) -> str:
+    return f"{killed / of:.1%}" if of else "—"
+
+
+def save(path: Path, outcomes: list[Outcome]) -> None:
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    for o in outcomes:
+        saved[o.target.module] = o.to_json()
+    path.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n")
+
+
+def summary(path: Path) -> None:
+    """The README's table, from the results ``--save`` kept."""
+    saved = json.loads(path.read_text())
+    order = [t.module for t in TARGETS] + sorted(set(saved) - {t.module for t in TARGETS})
+    print("| module | mutants | caught | equivalent | share | run |\n|---|---|---|---|---|---|")
+    sums = [0, 0, 0, 0]
+    for module in (m for m in order if m in saved):
+        r = saved[module]
+        total, killed, eq = r["mutants"], r["killed"], r["equivalent"]
+        minutes = f"{r['seconds'] / 60:.0f} min"
+        print(
+            f"| `{module}` | {total} | {killed} | {eq} | {_share(killed, total - eq)} | {minutes} |"
+        )
+        for i, n in enumerate((total, killed, eq, r["seconds"])):
+            sums[i] += n
+    total, killed, eq, seconds = sums
+    print(
+        f"| all | {total} | {killed} | {eq} | {_share(killed, total - eq)} |"
+        f" {seconds / 3600:.1f} h |"
+    )
+
+
+def map_tests(projects: list[Path]) -> None:
+    """Trace the whole suite and print, per target, the test files whose tests run its code
+    (beyond importing it), with how many tests each, most first."""
+    modules = [t.module for t in TARGETS]
+    # The benchmarks' smoke test runs them in processes of their own, which are not traced.
+    traced = trace(projects[0], modules, ["tests", "--ignore=tests/test_bench_smoke.py"], False)
+    for target in TARGETS:
+        inside = {
+            f"{m.module}:{n}"
+            for m in mutants(target)
+            if not m.on_import
+            for n in range(m.lines[0], m.lines[1] + 1)
+        }
+        files: dict[str, int] = {}
+        for test, lines in traced.items():
+            if lines & inside:
+                path = test.split("::")[0]
+                files[path] = files.get(path, 0) + 1
+        ranked = sorted(files, key=lambda f: -files[f])
+        print(f"{target.module}: " + " ".join(f"{f} ({files[f]})" for f in ranked))
+        named = [f for f in ranked if not any(_under(f, t) for t in target.tests)]
+        if named:
+            print(f"  not in TARGETS: {' '.join(named)}")
+
+
+def _under(path: str, test_path: str) -> bool:
+    return path == test_path or path.startswith(test_path.rstrip("/") + "/")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--module", choices=sorted(TARGETS), action="append")
+    by_module = {t.module: t for t in TARGETS}
+    parser.add_argument("--module", choices=list(by_module), action="append")
     parser.add_argument("--limit", type=int, help="a random sample of N mutants per module")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--save", type=Path, help="keep each module's result in this JSON file")
+    parser.add_argument(
+        "--summary", type=Path, help="print the table of a --save file, run nothing"
+    )
+    parser.add_argument("--map", action="store_true", help="which test files reach each module")
     args = parser.parse_args()
-    modules = args.module or sorted(TARGETS)
-    todo: list[Mutant] = []
-    for module in modules:
-        found = mutants(module)
-        if args.limit is not None and len(found) > args.limit:
-            sample = random.Random(args.seed).sample(found, args.limit)
-            found = sorted(sample, key=lambda m: m.index)
-        todo.extend(found)
+    if args.summary is not None:
+        summary(args.summary)
+        return 0
+    targets = [by_module[m] for m in args.module] if args.module else list(TARGETS)
+    problems = check(tuple(targets))
+    if problems:
+        raise SystemExit("TARGETS no longer matches the tree:\n  " + "\n  ".join(problems))
     with tempfile.TemporaryDirectory(prefix="corvid-mutation-") as tmp:
-        projects = [_copy_project(Path(tmp) / f"w{i}") for i in range(args.jobs)]
-        began = time.monotonic()
-        traced = trace(projects[0], modules)
-        took = time.monotonic() - began
-        print(f"traced the suite in {took:.0f} s; {len(todo)} mutants, {args.jobs} at a time")
-        free = list(projects)
-
-        def run(mutant: Mutant) -> tuple[Mutant, str]:
-            tests = covering(mutant, traced)
-            if not tests:
-                return mutant, "not run by any test"
-            project = free.pop()
-            path = project / mutant.module
-            original = path.read_text()
-            try:
-                path.write_text(mutated_source(mutant, original))
-                return mutant, _pytest(project, ["-x", *tests], 3 * took + 60)
-            finally:
-                path.write_text(original)
-                free.append(project)
-
-        results = []
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for n, (mutant, result) in enumerate(pool.map(run, todo), 1):
-                results.append((mutant, result))
-                if result not in ("killed", "timeout"):
-                    where = f"{mutant.module}:{mutant.line}"
-                    print(f"  [{n}/{len(todo)}] {result}: {where}", flush=True)
-    return _report(modules, results)
-
-
-def _report(modules: list[str], results: list[tuple[Mutant, str]]) -> int:
-    total_killed = total = 0
-    print("\n| module | mutants | killed | share |\n|---|---|---|---|")
-    for module in modules:
-        mine = [r for m, r in results if m.module == module]
-        killed = sum(r in ("killed", "timeout") for r in mine)
-        total_killed += killed
-        total += len(mine)
-        share = killed / len(mine) if mine else 1.0
-        print(f"| `{module}` | {len(mine)} | {killed} | {share:.0%} |")
-    share = total_killed / total if total else 1.0
-    print(f"| all | {total} | {total_killed} | {share:.0%} |")
-    survivors = [(m, r) for m, r in results if r not in ("killed", "timeout")]
-    if survivors:
-        print("\nSurvivors:")
-        for m, r in survivors:
-            note = "" if r == "survived" else f" ({r})"
-            print(f"- {m.module}:{m.line}: {m.what}{note}")
-    verdict = "met" if share >= TARGET_KILL_SHARE else "NOT met"
-    print(f"\ntarget: at least {TARGET_KILL_SHARE:.0%} killed: {verdict}")
+        projects = [_copy_project(Path(tmp) / f"w{i}") for i in range(max(1, args.jobs))]
+        if args.map:
+            map_tests(projects)
+            return 0
+        outcomes = []
+        for target in targets:
+            found = mutants(target)
+            if args.limit is not None and len(found) > args.limit:
+                sample = random.Random(args.seed).sample(found, args.limit)
+                found = sorted(sample, key=lambda m: m.index)
+            outcome = run_target(target, found, projects, max(1, args.jobs))
+            outcomes.append(outcome)
+            if args.save is not None and args.limit is None:
+                save(args.save, [outcome])
+    report(outcomes)
     return 0
 
 

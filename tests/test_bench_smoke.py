@@ -77,9 +77,22 @@ def test_the_mutation_run_finds_mutants_that_compile_and_change_the_module():
         import mutation
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    for module in mutation.TARGETS:
-        found = mutation.mutants(module)
-        assert len(found) >= 20, module
+    # Every module, function and test path named still exists (code moves: the list follows).
+    assert mutation.check(mutation.TARGETS) == []
+    first = (
+        "agent/workspace/audience.py",
+        "channels/access.py",
+        "channels/pairing.py",
+        "gateway/runtime/journal.py",
+        "gateway/scheduling/ledger.py",
+        "gateway/scheduling/scheduler.py",
+    )
+    for module in first:
+        assert len(mutation.mutants(module)) >= 20, module
+    for target in mutation.TARGETS:
+        module = target.module
+        found = mutation.mutants(target)
+        assert found and all(mutation.in_scope(m.where, target.only) for m in found), module
         original = ast.dump(ast.parse((ROOT / module).read_text()))
         for mutant in found[:: max(1, len(found) // 10)]:
             source = mutation.mutated_source(mutant)

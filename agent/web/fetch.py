@@ -161,7 +161,7 @@ class WebFetcher:
         self.max_bytes = max_bytes
         self.timeout = timeout
 
-    def _check(self, url: str) -> str:
+    def _check(self, url: str) -> None:
         """Refuse what is not http(s), and an address in the URL that is not public. The host
         is read as aiohttp will connect to it (IDNA and Unicode digits normalised: full-width
         "１２７.0.0.1" is 127.0.0.1)."""
@@ -176,11 +176,10 @@ class WebFetcher:
             )
         address = _literal_address(host)
         if address is None:
-            return url  # a name: the resolver checks what it resolves to
+            return  # a name: the resolver checks what it resolves to
         why = refusal(address, self.allow)
         if why is not None:
             raise ToolError(f"Refused to fetch {shown(url)}: {why}.")
-        return url
 
     async def fetch(self, url: str) -> Fetched:
         resolver = GuardedResolver(self.allow, self._resolver)

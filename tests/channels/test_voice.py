@@ -4,6 +4,7 @@ fakes, and a fake transcription service, with a real few-second Ogg/Opus recordi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -60,6 +61,7 @@ async def test_a_telegram_voice_note_is_answered_by_its_words(home, fake_api, fa
         await fake_telegram.wait_sent(1)
     (heard,) = ears.heard
     assert heard.data == RECORDING and heard.model == "whisper-test"
+    assert heard.content_type == "audio/ogg"
     assert heard.authorization == "Bearer tr-test-key" and heard.filename.endswith(".ogg")
     told = last_user_text(fake_api.message_requests[0].body)
     assert f"[voice note, 0:03] {WORDS}" in told
@@ -144,3 +146,127 @@ async def test_a_discord_voice_message_is_answered_by_its_words(home, fake_api, 
         await fake_discord.wait_sent(1)
     assert [h.data for h in ears.heard] == [RECORDING]
     assert f"[voice note, 0:03] {WORDS}" in last_user_text(fake_api.message_requests[0].body)
+
+
+async def test_a_recording_exactly_at_the_caps_is_heard(home, fake_api, fake_telegram, ears):
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    caps = {"max_seconds": 60, "max_bytes": len(RECORDING)}
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config(**caps)):
+        _voice(fake_telegram, seconds=60)
+        await fake_telegram.wait_sent(1)
+    assert [h.data for h in ears.heard] == [RECORDING]
+    assert f"[voice note, 1:00] {WORDS}" in last_user_text(fake_api.message_requests[0].body)
+
+
+async def test_a_recording_too_large_for_the_inbox_too_says_so(home, fake_api, fake_telegram, ears):
+    """Over the transcription cap and over the chat's file limit: neither heard nor kept,
+    and the model is told both."""
+    small = len(RECORDING) - 1
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)], max_file_bytes=small)
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config(max_bytes=small)):
+        _voice(fake_telegram)
+        await fake_telegram.wait_sent(1)
+    assert ears.heard == []
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "(not transcribed: larger than " in told
+    assert "was not saved: files larger than " in told and "saved at" not in told
+    assert not [p for p in (home / "workspace" / "inbox").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ({"text": "   "}, "[voice note, 0:03] (no words could be made out)"),
+        ({"transcript": WORDS}, "(could not be transcribed: the transcription service's "
+                                "answer had no text; the recording is saved at inbox/private/"),
+    ],
+)  # fmt: skip
+async def test_an_answer_without_words_is_said(home, fake_api, fake_telegram, ears, answer, said):
+    ears.answer = answer
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config()):
+        _voice(fake_telegram)
+        await fake_telegram.wait_sent(1)
+    assert said in last_user_text(fake_api.message_requests[0].body)
+
+
+async def test_a_service_that_cannot_be_reached_is_said(home, fake_api, fake_telegram, ears):
+    await ears.close()  # nothing listens at its address any more
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config()):
+        _voice(fake_telegram)
+        await fake_telegram.wait_sent(1)
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "(could not be transcribed: the transcription service did not answer (Connect" in told
+
+
+async def test_a_discord_audio_file_of_unknown_length_is_heard(home, fake_api, fake_discord, ears):
+    section = fake_discord.channel_config()
+    async with _corvid(home, fake_api, "discord", section, **ears.config()):
+        att = fake_discord.attachment("crows.ogg", RECORDING, "audio/ogg")  # no duration given
+        fake_discord.message("", guild=False, attachments=[att])
+        await fake_discord.wait_sent(1)
+    assert [h.filename for h in ears.heard] == ["crows.ogg"]
+    assert f"[audio file, ?] {WORDS}" in last_user_text(fake_api.message_requests[0].body)
+
+
+def test_lengths_are_shown_in_hours_minutes_and_seconds():
+    from channels.voice import duration
+
+    assert [duration(s) for s in (None, 0, 59.6, 3599, 3600, 3661)] == [
+        "?", "0:00", "1:00", "59:59", "1:00:00", "1:01:01"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "key", "level", "said"),
+    [
+        (200, "tr-test-key", "ok", "answers and takes the key; model whisper-test"),
+        (422, "tr-test-key", "ok", "answers and takes the key"),  # no audio, as expected
+        (403, "tr-test-key", "FAIL", "refused the key in transcription.api_key (HTTP 403)"),
+        (200, "", "FAIL", "wants a key (HTTP 401) and transcription.api_key is empty"),
+        (404, "tr-test-key", "FAIL", "no transcription service at"),
+        (405, "tr-test-key", "FAIL", "no transcription service at"),
+        (500, "tr-test-key", "warn", "answered HTTP 500"),
+        (503, "tr-test-key", "warn", "answered HTTP 503"),
+    ],
+)
+async def test_the_doctor_probe_reads_the_services_answer(ears, status, key, level, said):
+    from channels.voice import OpenAITranscriber
+
+    ears.status = status
+    check = await OpenAITranscriber(ears.base_url, key, "whisper-test", 5).probe(
+        5, "transcription.api_key"
+    )
+    assert (check.status.value, check.name) == (level, "transcription")
+    assert said in check.message
+    if status in (404, 405):
+        assert check.fix.endswith("as in https://api.openai.com/v1")
+
+
+async def test_the_doctor_probe_says_when_the_service_is_away_or_slow(ears):
+    from channels.voice import OpenAITranscriber
+
+    base = ears.base_url
+    await ears.close()
+    away = await OpenAITranscriber(base, "k", "m", 5).probe(5, "transcription.api_key")
+    assert away.status.value == "FAIL" and "cannot reach http://127.0.0.1:" in away.message
+    assert away.fix == "check the network and its base_url"
+
+    # A server that takes the connection and never answers.
+    release = asyncio.Event()
+
+    async def stuck(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await release.wait()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(stuck, "127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+        slow = await OpenAITranscriber(url, "k", "m", 5).probe(0.2, "transcription.api_key")
+    finally:
+        release.set()
+        server.close()
+        await server.wait_closed()
+    assert slow.status.value == "FAIL" and slow.message.endswith("did not answer within 0.2 s")

@@ -115,6 +115,9 @@ class FakeTelegram(Observed):
         # leaves out reply_markup removes the keyboard, as Telegram does.
         self.markup: dict[tuple[int, int], str | None] = {}
         self.edits: list[dict[str, Any]] = []  # accepted editMessageText calls
+        # (chat, message id) of people's messages deleted since: a reply to one is refused
+        # unless it allows sending without the reply, as Telegram does.
+        self.deleted: set[tuple[int, int]] = set()
         self.drafts: list[dict[str, Any]] = []  # accepted sendMessageDraft calls
         self.answered: list[dict[str, Any]] = []  # answerCallbackQuery calls
         self._held: dict[str, asyncio.Event] = {}
@@ -393,6 +396,10 @@ class FakeTelegram(Observed):
         if isinstance(shown, web.Response):
             return shown
         chat_id = int(params["chat_id"])
+        reply = params.get("reply_parameters") or {}
+        gone = (chat_id, int(reply.get("message_id", 0))) in self.deleted
+        if gone and not reply.get("allow_sending_without_reply"):
+            return _error(400, "Bad Request: message to be replied not found")
         message_id = next(self._message_ids)
         message = {
             "message_id": message_id,

@@ -28,6 +28,7 @@ class FakeTranscription(Observed):
         self.text = text  # what every recording "says"
         self.api_key = api_key
         self.status = 200  # set to make the service fail
+        self.answer: Any = None  # set to answer this JSON instead of {"text": ...}
         self.heard: list[Heard] = []
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -66,4 +67,4 @@ class FakeTranscription(Observed):
             return web.json_response({"error": {"message": "injected"}}, status=self.status)
         if not data.startswith(b"OggS"):
             return web.json_response({"error": {"message": "not audio"}}, status=400)
-        return web.json_response({"text": self.text})
+        return web.json_response({"text": self.text} if self.answer is None else self.answer)

@@ -33,6 +33,21 @@ researchers wore masks while trapping birds, and the crows scolded the mask year
 <footer>Copyright 2026. Cookie settings. Advertising.</footer></body></html>"""
 
 
+TABLE = """<html><body><article><h1>Crow counts</h1><p>Counts of crows seen in the park over
+the last three years by volunteers of the local bird club, as recorded.</p>
+<table><tr><th>Year</th><th>Crows</th></tr><tr><td>2024</td><td>1312</td></tr></table>
+<p>More is in <a href="https://example.org/report">the full report of the club</a>, with the
+method.</p></article></body></html>"""
+
+# Served with their own types: (Content-Type, body)
+TYPED = {
+    "xml": ("application/xml", "<crows><crow>Ada</crow></crows>"),
+    "rst": ("text/x-rst", "Crows\n=====\n\nThey remember faces."),
+    "broken-json": ("application/json", '{"crows": ['),
+    "german-json": ("application/json", '{"name": "Krähe", "count": [1, 2]}'),
+}
+
+
 def _pdf(text: str) -> bytes:
     """A one-page PDF with ``text`` in Helvetica, its cross-reference table right."""
     stream = f"BT /F1 18 Tf 20 100 Td ({text}) Tj ET".encode()
@@ -111,6 +126,27 @@ async def site() -> AsyncIterator[str]:
     async def broken(request: web.Request) -> web.Response:
         return web.Response(body=b"%PDF-1.4 not really", content_type="application/pdf")
 
+    async def moved(request: web.Request) -> web.Response:
+        # 301, 302, 303, 307 or 308: every kind of redirect is followed
+        return web.Response(
+            status=int(request.match_info["code"]), headers={"Location": "/article"}
+        )
+
+    async def located(request: web.Request) -> web.Response:
+        # A Location header on an answer that is not a redirect (201 Created, say)
+        return web.Response(text="made", headers={"Location": "/article"})
+
+    async def typed(request: web.Request) -> web.Response:
+        kind, body = TYPED[request.match_info["name"]]
+        return web.Response(body=body.encode(), content_type=kind, charset="utf-8")
+
+    async def table(request: web.Request) -> web.Response:
+        return web.Response(text=TABLE, content_type="text/html")
+
+    app.router.add_get("/moved/{code}", moved)
+    app.router.add_get("/located", located)
+    app.router.add_get("/typed/{name}", typed)
+    app.router.add_get("/table", table)
     app.router.add_get("/paper.pdf", paper)
     app.router.add_get("/broken.pdf", broken)
     app.router.add_get("/json", data)
@@ -344,3 +380,88 @@ def test_the_text_finder_reads_a_bounded_part_of_a_huge_page(monkeypatch):
     assert text.endswith("[only the first 50,000 characters of the page were read]")
     given.clear()
     assert not web_module._readable(f"<p>{'Short page. ' * 30}</p>").endswith("were read]")
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+async def test_every_kind_of_redirect_is_followed(site, code):
+    got = await WebFetcher(allow=[HERE]).fetch(f"{site}/moved/{code}")
+    assert got["url"].endswith("/article") and "remember them for years" in got["text"]
+
+
+async def test_a_location_on_an_answer_that_is_no_redirect_is_not_followed(site):
+    got = await WebFetcher(allow=[HERE]).fetch(f"{site}/located")
+    assert got["url"].endswith("/located") and got["text"] == "made"
+
+
+async def test_text_of_any_kind_passes_through_and_json_is_laid_out(site):
+    fetcher = WebFetcher(allow=[HERE])
+    xml = await fetcher.fetch(f"{site}/typed/xml")
+    assert xml["text"] == "<crows><crow>Ada</crow></crows>" and not xml["truncated"]
+    rst = await fetcher.fetch(f"{site}/typed/rst")  # text/ of a kind no list names
+    assert rst["text"] == "Crows\n=====\n\nThey remember faces."
+    broken = await fetcher.fetch(f"{site}/typed/broken-json")  # given as it came
+    assert broken["text"] == '{"crows": ['
+    german = await fetcher.fetch(f"{site}/typed/german-json")  # letters as they are, compact
+    assert german["text"] == '{\n "name": "Krähe",\n "count": [\n  1,\n  2\n ]\n}'
+
+
+async def test_a_pages_tables_and_links_are_kept(site):
+    got = await WebFetcher(allow=[HERE]).fetch(f"{site}/table")
+    assert "| 2024 | 1312 |" in got["text"]
+    assert "[the full report of the club](https://example.org/report)" in got["text"]
+
+
+async def test_a_body_of_exactly_the_cap_is_whole(site):
+    got = await WebFetcher(allow=[HERE], max_bytes=65536).fetch(f"{site}/huge?chunks=1")
+    assert not got["truncated"] and len(got["text"]) == 65536
+    got = await WebFetcher(allow=[HERE], max_bytes=65535).fetch(f"{site}/huge?chunks=1")
+    assert got["truncated"] and len(got["text"]) == 65535
+
+
+async def test_what_is_not_a_web_address_is_refused_before_any_connection(site):
+    fetcher = WebFetcher(allow=[HERE])
+    for url, said in (
+        ("http://[::1/", r"^'http://\[::1/' is not a web address"),
+        ("ftp://example.org/file", "Only http:// and https://"),
+        ("http:///no-host", "Only http:// and https://"),
+        # Numeric, but too large for any address: refused, never looked up as a name.
+        ("http://99999999999/", "Refused to fetch .*: it is a private or reserved"),
+    ):
+        with pytest.raises(ToolError, match=said):
+            await fetcher.fetch(url)
+
+
+async def test_an_address_nothing_answers_at_is_said_plainly():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    with pytest.raises(ToolError, match=rf"^Could not fetch http://127\.0\.0\.1:{port}/: Client"):
+        await WebFetcher(allow=[HERE]).fetch(f"http://127.0.0.1:{port}/")
+
+
+async def test_a_token_as_the_user_of_an_address_is_never_shown(site):
+    key = SessionKey("test", "private", "1")
+    ctx = TurnContext(key, Path("/nonexistent"), datetime.now(UTC), ZoneInfo("UTC"))
+    url = f"http://ghp_0123456789secret@127.0.0.1:{site.rsplit(':', 1)[1]}/article"
+    refused = await ToolRegistry(web_tools(WebFetcher())).call("web_fetch", {"url": url}, ctx)
+    assert refused.is_error and "Refused to fetch http://127.0.0.1" in refused.text
+    assert "ghp_" not in refused.text
+
+
+def test_scripts_styles_and_comments_are_left_out_of_the_page():
+    from agent.web.fetch import _without_code
+
+    assert _without_code("a<script>x</script><style>y</style>b<!-- c -->d") == "abd"
+    assert _without_code("<p>kept</p><SCRIPT>gone</script >") == "<p>kept</p>"
+    assert _without_code("text<script>never closed") == "text"
+
+
+def test_a_page_of_exactly_the_bound_is_read_whole(monkeypatch):
+    import trafilatura
+
+    from agent.web import fetch as web_module
+
+    monkeypatch.setattr(trafilatura, "extract", lambda page, **options: f"{len(page)} read")
+    assert web_module._readable("x" * 1_500_000) == "1500000 read"
+    cut = web_module._readable("x" * 1_500_001)
+    assert cut == "1500000 read\n\n[only the first 1,500,000 characters of the page were read]"

@@ -413,3 +413,102 @@ async def test_the_owner_approves_a_stranger_with_a_button(discord_gateway, fake
 
 def _said_start(fake_discord, text: str) -> bool:
     return any(m["content"].startswith(text) for m in fake_discord.sent)
+
+
+async def test_a_notice_answered_by_typing_the_command_loses_its_buttons(
+    discord_gateway, fake_discord
+):
+    app = await discord_gateway()
+    fake_discord.message("hi", author=77, author_name="Eve", guild=False)
+    await fake_discord.wait_for(
+        lambda: any("wants to talk" in m["content"] for m in fake_discord.sent)
+    )
+    notice = next(m for m in fake_discord.sent if "wants to talk" in m["content"])
+    code = re.search(r"pairing code is (\w+)", notice["content"])[1]
+    fake_discord.message(f"/deny {code}", guild=False)  # typed by the owner, not pressed
+    shown = fake_discord.messages[int(notice["message_id"])]
+    await fake_discord.wait_for(lambda: not shown["components"])
+    assert shown["content"].endswith("Denied: their code no longer works.")
+    await app.idle()
+
+
+async def test_a_reply_to_a_message_deleted_meanwhile_still_arrives(
+    discord_gateway, fake_discord, fake_api
+):
+    await discord_gateway()
+    asked = fake_discord.message("what now?", author=6, mentions_bot=True)
+
+    def answer(body):
+        fake_discord.messages.pop(int(asked["id"]))  # deleted while the model thought
+        return Reply("Here is what now.")
+
+    fake_api.brain = answer
+    sent = await fake_discord.wait_sent(1)
+    assert sent[0]["content"] == "Here is what now."
+
+
+async def test_an_interaction_that_expires_midway_loses_no_piece_and_repeats_none():
+    """A command's answer in several pieces: the interaction expires after the first
+    follow-up, and the rest goes to the channel, each piece once, in order."""
+    from types import SimpleNamespace
+
+    import discord
+
+    from channels.discord import replies
+    from gateway.contract.events import OutboundMessage, SessionKey
+
+    posted: list[str] = []
+
+    class Followup:
+        async def send(self, piece, **options):
+            if posted:
+                gone = SimpleNamespace(status=404, reason="Not Found")
+                raise discord.NotFound(gone, {"code": 10015, "message": "Unknown Webhook"})
+            posted.append(f"followup: {piece}")
+
+    class Channel:
+        id = 1
+
+        async def send(self, piece, **options):
+            posted.append(f"channel: {piece}")
+            return SimpleNamespace(id=len(posted))
+
+    async def resolve(key):
+        return Channel()
+
+    text = "\n\n".join(f"Part {n}. " + "words " * 300 for n in range(3))
+    key = SessionKey("discord", "channel", "1")
+    last = await replies.send(
+        OutboundMessage(key, text), SimpleNamespace(followup=Followup()), resolve
+    )
+    assert [p.split(":")[0] for p in posted] == ["followup", "channel", "channel"]
+    assert [p.split(". ")[0].split(": ")[1] for p in posted] == ["Part 0", "Part 1", "Part 2"]
+    assert last is not None and last.id == 3
+
+
+async def test_buttons_go_under_the_last_piece_only():
+    from types import SimpleNamespace
+
+    from channels.discord import replies
+    from gateway.contract.events import OutboundMessage, SessionKey
+
+    views: list[object] = []
+
+    class Channel:
+        id = 1
+
+        async def send(self, piece, **options):
+            views.append(options.get("view"))
+            return SimpleNamespace(id=len(views))
+
+    async def resolve(key):
+        return Channel()
+
+    key = SessionKey("discord", "dm", "42")
+    text = "\n\n".join(f"Part {n}. " + "words " * 300 for n in range(3))
+    buttons = (("Approve", "/approve ABC"), ("Deny", "/deny ABC"))
+    await replies.send(OutboundMessage(key, text, buttons=buttons), None, resolve)
+    assert len(views) == 3 and views[:2] == [None, None] and views[2] is not None
+    views.clear()
+    await replies.send(OutboundMessage(key, text), None, resolve)
+    assert views == [None, None, None]

@@ -672,3 +672,68 @@ async def test_a_piece_is_measured_in_utf16_units_after_rendering(
     assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
     # Every row arrived (a table cut in two repeats its header row in the second piece).
     assert sum(s["shown"].count("😀") for s in sent) >= 20 * 51
+
+
+async def test_a_refusal_for_where_a_reply_goes_is_not_tried_again_as_text(
+    telegram_gateway, fake_telegram
+):
+    """Telegram refused the message for its chat, not for its text: it is recorded as not
+    delivered at once, not sent again as plain text or replaced by a notice."""
+    gateway = await telegram_gateway()
+    fake_telegram.fail("sendMessage", Fault(400, "Bad Request: chat not found"))
+    fake_telegram.text("one")
+    await fake_telegram.wait_for(lambda: len(fake_telegram.calls_to("sendMessage")) == 1)
+    fake_telegram.text("two")
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "echo: two"
+    assert len(fake_telegram.calls_to("sendMessage")) == 2
+    [failed] = gateway.undelivered()
+    assert failed.out.text == "echo: one" and "hat not found" in failed.error
+
+
+async def test_a_group_reply_to_a_message_deleted_meanwhile_still_arrives(
+    telegram_gateway, fake_telegram, fake_api
+):
+    await telegram_gateway()
+    asked = fake_telegram.text(
+        f"@{BOT_USERNAME} what now?", user=5, chat=TG_GROUP, chat_type="supergroup"
+    )
+
+    def answer(body):
+        fake_telegram.deleted.add((TG_GROUP, asked["message_id"]))  # deleted meanwhile
+        return Reply("Here is what now.")
+
+    fake_api.brain = answer
+    sent = await fake_telegram.wait_sent(1)
+    assert sent[0]["shown"] == "Here is what now."
+
+
+def test_pieces_are_cut_at_4000_characters_and_sent_whole_up_to_the_limit():
+    """Cut a little under Telegram's 4,096 (rendering can add a character here and there); a
+    piece that renders to exactly 4,096 UTF-16 units goes out as it is."""
+    from channels.telegram.replies import _fit, pieces
+
+    assert [len(p) for p, _ in pieces("x" * 8001)] == [4000, 4000, 1]
+    for size, count in ((4096, 1), (4097, 3)):
+        out: list[tuple[str, str | None]] = []
+        _fit("a" * size, 4000, out)
+        assert len(out) == count and all(html is not None for _, html in out)
+
+
+def test_a_link_defined_once_works_in_every_piece():
+    """A reference-style link defined at the end of a long reply: every piece that uses it
+    links to its target, even pieces that had to be cut again after rendering."""
+    from channels.telegram.replies import pieces
+
+    target = 'href="https://example.org/crows"'
+    text = "See [the crows][c].\n\n" + "Words of prose here. " * 250 + "\n\nAgain [the crows][c]."
+    text += "\n\n[c]: https://example.org/crows"
+    cut = pieces(text)
+    assert len(cut) >= 2 and target in str(cut[0][1]) and target in str(cut[-1][1])
+    # Numbered "1." every time: rendered, the numbers grow and the pieces must be cut again.
+    items = "".join(f"1. [crow][c] {n}\n" if n % 100 == 0 else f"1. a{n}\n" for n in range(1200))
+    cut = pieces(items + "\n[c]: https://example.org/crows")
+    assert len(cut) > 4 and all(html is not None for _, html in cut)
+    assert sum(str(html).count(target) for _, html in cut) == 12  # every link, resolved
+    shown = "\n".join(visible_text(str(html)) for _, html in cut) + "\n"
+    assert all((f"crow {n}\n" if n % 100 == 0 else f"a{n}\n") in shown for n in range(1200))

@@ -605,3 +605,24 @@ async def test_the_transcription_service_is_asked_whether_it_takes_the_key(
         assert check.status == FAIL and "refused the key" in check.message
         assert "OPENAI_API_KEY" in check.message
         assert "tr-wrong-key" not in report(list(checks.values()), env)
+
+
+def test_the_report_masks_every_secret_the_configuration_holds_or_names(home: Path):
+    """A last line of defence: whatever a check says, no secret of config.yaml (inline or
+    through ${VAR}) is printed, down to four characters; an option left unset masks nothing."""
+    from gateway.ops.doctor.report import secret_values
+
+    raw = {
+        "llm": {"api_key": "${ANTHROPIC_API_KEY}"},
+        "channels": {
+            "telegram": {"token": "7777:inline-token", "webhook": {"secret_token": "wxyz"}}
+        },
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    secrets = secret_values(home, {"ANTHROPIC_API_KEY": "sk-from-the-environment"})
+    said = "keys sk-from-the-environment 7777:inline-token wxyz; None of them is right"
+    text = render([Check(FAIL, "llm", said), Check(WARN, "web", "slow")], secrets)
+    assert "llm: keys *** *** ***; None of them is right" in text
+    assert text.endswith("1 problem(s) to fix, 1 warning(s).")
+    assert render([Check(WARN, "web", "slow")]).endswith("No problems; 1 warning(s).")
+    assert render([Check(OK, "web", "fine")]).endswith("All checks passed.")

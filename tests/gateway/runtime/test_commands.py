@@ -134,6 +134,12 @@ async def test_over_long_message_is_refused_without_a_model_call(start_gateway, 
     assert fake_api.message_requests == []
 
 
+async def test_a_message_of_exactly_the_limit_is_answered(start_gateway, fake_api):
+    _gateway, chan = await start_gateway(agent={"max_input_chars": 100})
+    await asyncio.wait_for(chan.push("x" * 100), 5)
+    assert chan.texts() == ["echo: " + "x" * 100]
+
+
 async def test_commands_for_another_bot_are_ignored(start_gateway, fake_api):
     _gateway, chan = await start_gateway()
     chan.bot_username = "corvid_bot"

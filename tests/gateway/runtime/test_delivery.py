@@ -5,7 +5,7 @@ given up at the end of the window; kept across a restart. A send is never cut of
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from gateway.app import build_app
 from gateway.contract.events import OutboundMessage
@@ -25,22 +25,28 @@ async def _started(home, fake_api, clock, **gateway):
 
 
 async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order(home, fake_api):
-    clock = FakeClock(START, instant_sleep=True)  # each retry's wait passes at once
+    clock = FakeClock(START)  # each retry waits until the test moves the clock
     app, channel = await _started(home, fake_api, clock)
     try:
-        channel.unreachable = 3
+        channel.unreachable = 1
         await asyncio.wait_for(channel.push("first"), 10)
+        assert await clock.next_wake() == START + timedelta(seconds=2)
         assert channel.sent == []  # not now: it waits to be sent again
         # Another chat is not held up; a later reply to the same chat waits its turn.
         await asyncio.wait_for(channel.push("elsewhere", key=GROUP), 10)
+        assert channel.texts(GROUP) == ["echo: elsewhere"]
         await asyncio.wait_for(channel.push("second"), 10)
+        assert channel.texts(PRIVATE) == []
+        channel.unreachable = 2  # the next two tries fail as well
+        await clock.advance()
+        await clock.advance()
+        await clock.set(await clock.next_wake())
         await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
     finally:
         await app.stop()
     assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
-    assert channel.texts(GROUP) == ["echo: elsewhere"]
     assert [s for _, s in outbox_rows(home)] == ["sent"] * 3
-    assert clock.slept[:3] == [2.0, 4.0, 8.0]  # backoff between tries
+    assert clock.slept == [2.0, 4.0, 8.0]  # backoff between tries
 
 
 async def test_a_reply_sent_minutes_late_says_so(home, fake_api):
@@ -126,3 +132,26 @@ async def test_a_send_under_way_finishes_when_its_turn_is_stopped(home, fake_api
         await app.stop()
     assert sorted(channel.texts()) == ["Stopped.", "echo: hello"]
     assert ("echo: hello", "sent") in outbox_rows(home)
+
+
+async def test_a_reply_waits_behind_one_already_waiting_even_once_the_platform_is_back(
+    home, fake_api
+):
+    """The first reply waits out its backoff; the platform comes back meanwhile. The next reply
+    to that chat is not sent ahead of it, and corvid status counts both as waiting."""
+    clock = FakeClock(START)  # the retry's wait lasts until the test moves the clock
+    app, channel = await _started(home, fake_api, clock)
+    try:
+        channel.unreachable = 1
+        await asyncio.wait_for(channel.push("first"), 10)
+        await clock.next_wake()  # the first reply waits to be tried again
+        channel.unreachable = 0  # the platform is back
+        await asyncio.wait_for(channel.push("second"), 10)
+        assert channel.sent == []  # behind the first, not ahead of it
+        trouble = app.gateway.delivery.trouble("test")
+        assert trouble is not None and trouble.endswith("; 2 message(s) waiting to be sent again")
+        await clock.set(await clock.next_wake())
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+    finally:
+        await app.stop()
+    assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]

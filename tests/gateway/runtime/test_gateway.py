@@ -115,3 +115,30 @@ async def test_a_channel_that_cannot_start_stops_the_others_starting(home, fake_
         assert stopped.is_set()
     finally:
         await app.stop()
+
+
+async def test_a_message_that_comes_while_shutting_down_is_answered_after_the_restart(
+    home, fake_api
+):
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    config = make_config(home, fake_api.base_url)
+    channel = RecordingChannel()
+    app = build_app(config, [channel])
+    await app.start()
+    try:
+        await app.gateway.router.drain(0)  # shutting down: no turn starts any more
+        await asyncio.wait_for(channel.push("are you there?"), 5)
+    finally:
+        await app.stop()
+    assert channel.texts() == ["I'm restarting right now; I'll answer this as soon as I'm back."]
+    assert fake_api.message_requests == []
+    channel = RecordingChannel()
+    app = build_app(config, [channel])
+    await app.start()
+    try:
+        await channel.wait_sent(1)
+    finally:
+        await app.stop()
+    assert channel.texts() == ["echo: are you there?"]

@@ -351,3 +351,59 @@ def test_a_failed_transaction_is_rolled_back_and_its_error_raised(tmp_path):
         journal.queue(OutboundMessage(PRIVATE, "whole"))
     assert [r.out.text for r in journal.unsettled()] == ["whole"]
     journal.close()
+
+
+def test_doctor_counts_each_kind_of_row_that_cannot_be_read(tmp_path):
+    from gateway.runtime.journal import unreadable_rows
+
+    journal = Journal(tmp_path / "g.sqlite")
+    journal.take(_msg("fine", "1"))
+    journal.queue(OutboundMessage(PRIVATE, "a reply"))
+    journal.db.execute(
+        "INSERT INTO live (key, ref, created) VALUES (?, '7', '2026-01-01')", (str(PRIVATE),)
+    )
+    assert unreadable_rows(journal.db) == 0
+    journal.db.execute(
+        "INSERT INTO outbox (key, text, status, created, updated)"
+        " VALUES ('nonsense', 'x', 'pending', '2026-01-01', '2026-01-01')"
+    )
+    journal.db.execute(
+        "INSERT INTO inbound (key, payload, created) VALUES ('x', '{not json', '2026-01-01')"
+    )
+    journal.db.execute("INSERT INTO live (key, ref, created) VALUES ('nonsense', '8', '2026')")
+    assert unreadable_rows(journal.db) == 3
+    journal.close()
+
+
+def test_a_half_written_message_that_cannot_be_read_is_dropped_once(tmp_path, caplog):
+    journal = Journal(tmp_path / "g.sqlite")
+    journal.db.execute(
+        "INSERT INTO live (key, ref, created) VALUES (?, '7', '2026-01-01')", (str(PRIVATE),)
+    )
+    journal.db.execute("INSERT INTO live (key, ref, created) VALUES ('nonsense', '8', '2026')")
+    assert journal.half_written() == [(PRIVATE, "7")]
+    assert journal.db.execute("SELECT key FROM live").fetchall() == [(str(PRIVATE),)]
+    assert journal.half_written() == [(PRIVATE, "7")]
+    assert sum("cannot be read" in r.message for r in caplog.records) == 1
+    journal.close()
+
+
+def test_a_journal_damaged_inside_is_found_by_its_check_and_set_aside(tmp_path):
+    """A file SQLite opens without a word, but one of whose pages is not sound: only the
+    check made on opening finds it."""
+    path = tmp_path / "g.sqlite"
+    journal = Journal(path)
+    for i in range(2000):
+        journal.take(_msg(f"message {i}", str(i)))
+    journal.db.execute("PRAGMA journal_mode=DELETE")  # folded into the file, no -wal beside it
+    journal.close()
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[16:18], "big")
+    data[4 * size + 7] += 5  # page 5's count of fragmented bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(sqlite3.DatabaseError, match=r"^damaged: "):
+        Journal(path, repair=False)
+    fresh = Journal(path)
+    assert fresh.unanswered() == []  # a new journal; the damaged one is kept aside
+    assert len(list(tmp_path.glob("g.sqlite.unreadable-*"))) == 1
+    fresh.close()

@@ -92,3 +92,55 @@ def test_the_ledger_makes_the_folders_it_needs(tmp_path):
     ledger.settle(_job(), "s1", NOW, RunStatus.SENT, NOW)
     assert ledger.history("daily-summary")[0]["status"] == "sent"
     ledger.close()
+
+
+def _damaged_inside(path) -> None:
+    """A ledger SQLite opens without a word, but whose pages are not sound: one b-tree page
+    reports fragments it does not have, which only a check of the pages finds."""
+    db = sqlite3.connect(path)
+    Ledger(path).close()
+    rows = [(f"j{i}", f"s{i}", "f", "t", "sent", 1, None, "u") for i in range(2000)]
+    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.commit()
+    db.execute("PRAGMA journal_mode=DELETE")  # folded into the file, no -wal beside it
+    db.close()
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[16:18], "big")
+    data[4 * size + 7] += 5  # page 5's count of fragmented bytes
+    path.write_bytes(bytes(data))
+
+
+def test_a_ledger_damaged_inside_is_set_aside_and_found_by_a_check(tmp_path):
+    path = tmp_path / "scheduler.sqlite"
+    _damaged_inside(path)
+    looking = Ledger(path, read_only=True)
+    with pytest.raises(sqlite3.DatabaseError, match=r"(?s)^damaged: .*Page 5"):
+        looking.check()
+    looking.close()
+    again = Ledger(path)
+    assert again.history("j1") == []  # a fresh ledger; the damaged one is kept aside
+    aside = [p for p in tmp_path.iterdir() if ".unreadable-" in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes()[:16] == b"SQLite format 3\x00"
+    again.close()
+
+
+def test_a_ledger_from_before_first_sightings_were_kept_is_read_as_it_is(tmp_path):
+    """Opened by corvid jobs or doctor, which write nothing: a ledger without the table of
+    first sightings still gives its runs, and a job counts from when it says it was made."""
+    path = tmp_path / "scheduler.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE runs (job TEXT, slot TEXT, fire TEXT, target TEXT, status TEXT,"
+        " attempts INTEGER DEFAULT 0, error TEXT, updated TEXT, PRIMARY KEY (job, slot))"
+    )
+    db.execute(
+        "INSERT INTO runs VALUES ('daily-summary', 's1', ?, 't', 'sent', 1, NULL, ?)",
+        (NOW.isoformat(), NOW.isoformat()),
+    )
+    db.commit()
+    db.close()
+    looking = Ledger(path, read_only=True)
+    assert [r["slot"] for r in looking.history("daily-summary")] == ["s1"]
+    made = NOW + timedelta(hours=3)
+    assert looking.first_planned(_job(made)) == made
+    looking.close()

@@ -10,6 +10,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from agent.sessions.compaction import FLUSH_GRANT
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
@@ -109,7 +111,11 @@ async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
     assert sent[1]["shown"] == "Sorry I'm late: call the bank!"
 
 
-async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_api, fake_telegram):
+@pytest.mark.parametrize("late", [timedelta(minutes=61), timedelta(hours=3)])
+async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(
+    home, fake_api, fake_telegram, late
+):
+    """The grace of a reminder is one hour: a minute more, and it is missed."""
     nine = _today_at(9, days=1)
     config = _config(home, fake_api, fake_telegram)
     clock = FakeClock(_today_at(20))
@@ -117,7 +123,7 @@ async def test_a_reminder_missed_beyond_grace_is_recorded_not_sent(home, fake_ap
         await _ask_for_a_reminder(fake_api, fake_telegram, nine)
         job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
     requests = len(fake_api.message_requests)
-    clock = FakeClock(nine + timedelta(hours=3))
+    clock = FakeClock(nine + late)
     async with running(config, clock) as gateway:
         async with asyncio.timeout(5):
             await gateway.scheduler.join(job_id)
@@ -210,8 +216,11 @@ class _Tools:
         self.registry = ToolRegistry(tools)
 
     async def call(self, key, grant=None, **args):
+        return await self.use("schedule", key, grant, **args)
+
+    async def use(self, tool, key, grant=None, **args):
         ctx = TurnContext(key, Path("/nonexistent"), self.clock.now(), BERLIN, grant=grant)
-        return await self.registry.call("schedule", args, ctx)
+        return await self.registry.call(tool, args, ctx)
 
 
 async def _started(tools: _Tools):
@@ -365,3 +374,75 @@ async def test_a_reminder_that_fired_stays_listed_for_a_day_with_its_outcome(
             assert job_id not in page and "No scheduled jobs" in page
         finally:
             await client.close()
+
+
+async def test_a_chat_lists_and_cancels_its_own_jobs_only(tmp_path):
+    tools = _Tools(tmp_path)
+    await _started(tools)
+    me, other = telegram_private(42), telegram_group(-5)
+    assert (await tools.use("list_schedules", me)).text == "No jobs are scheduled in this chat."
+    made = await tools.call(me, instruction="stretch", cron="10 * * * *")
+    assert not made.is_error and made.text.startswith("Scheduled job-")
+    assert "first run Thu 2026-03-12 20:10 CET" in made.text
+    tea = await tools.call(me, instruction="tea", at=f"{_today_at(9, days=1):%Y-%m-%d %H:%M}")
+    stretch = re.search(r"job-\w+", made.text)[0]
+    listed = (await tools.use("list_schedules", me)).text.splitlines()
+    assert len(listed) == 2 and listed[0].startswith(stretch)
+    assert listed[0].endswith("(Europe/Berlin); next 2026-03-12 20:10; stretch")
+    assert listed[1].endswith("; next 2026-03-13 09:00; tea")
+    assert (await tools.use("list_schedules", other)).text == "No jobs are scheduled in this chat."
+    refused = await tools.use("cancel_schedule", other, id=stretch)
+    assert refused.is_error and f"No job '{stretch}' in this chat" in refused.text
+    unknown = await tools.use("cancel_schedule", me, id="job-000000")  # mine are others
+    assert unknown.is_error and "No job 'job-000000' in this chat" in unknown.text
+    assert len(tools.store.load()) == 2
+    done = await tools.use("cancel_schedule", me, id=stretch)
+    assert done.text == f"Cancelled {stretch}."
+    assert [j.instruction for j in tools.store.load()] == ["tea"]
+    assert [j.instruction for j in tools.scheduler.jobs()] == ["tea"]
+    assert not tea.is_error
+    await tools.scheduler.stop()
+    tools.ledger.close()
+
+
+async def test_what_the_schedule_tool_refuses_and_why(tmp_path):
+    tools = _Tools(tmp_path, min_interval_minutes=10)
+    await _started(tools)
+    me = telegram_private(42)
+    now = f"{tools.clock.now():%Y-%m-%d %H:%M}"
+    for args, said in (
+        ({"instruction": "x"}, "Give exactly one of: at, every_minutes, cron."),
+        ({"instruction": "x", "at": now, "cron": "0 9 * * *"}, "Give exactly one of"),
+        ({"instruction": "x", "at": "tomorrow at nine"}, "at must look like 2026-11-22 09:00"),
+        ({"instruction": "x", "at": now}, "2026-03-12 20:00 is in the past (now: 2026-03-12"),
+        ({"instruction": "x", "cron": "0 9 * *"}, "Not a valid schedule"),
+        ({"instruction": "x", "cron": "0 0 30 2 *"}, "That schedule never fires."),
+        (
+            {"instruction": "x", "cron": "0 9 * * *", "timezone": "Mars/Olympus"},
+            "Unknown time zone 'Mars/Olympus'",
+        ),
+        ({"instruction": "  ", "cron": "0 9 * * *"}, "instruction is required"),
+        ({"instruction": "x", "every_minutes": 9.9}, "more often than every 10 minutes"),
+    ):
+        refused = await tools.call(me, **args)
+        assert refused.is_error and said in refused.text, (args, refused.text)
+    from gateway.contract.events import job_key
+
+    in_a_job = await tools.call(job_key("job-abc", me), instruction="x", cron="0 9 * * *")
+    assert in_a_job.is_error and "Scheduled jobs cannot schedule further jobs." in in_a_job.text
+    assert tools.store.load() == []
+    await tools.scheduler.stop()
+    tools.ledger.close()
+
+
+async def test_shared_chats_leave_the_owner_half_the_jobs_at_most(tmp_path):
+    """The owner's room is the smaller of a chat's cap and half of all jobs."""
+    tools = _Tools(tmp_path, allow_shared=True, max_jobs=10, max_jobs_per_chat=6)
+    await _started(tools)
+    at = f"{_today_at(9, days=1):%Y-%m-%d %H:%M}"
+    for _ in range(5):
+        assert not (await tools.call(telegram_group(-6), instruction="x", at=at)).is_error
+    full = await tools.call(telegram_group(-7), instruction="x", at=at)
+    assert full.is_error and "Shared chats have 5 scheduled jobs already" in full.text
+    await tools.scheduler.stop()
+    tools.ledger.close()

@@ -481,3 +481,59 @@ async def test_a_run_by_hand_does_not_hide_a_slot_a_crash_left_claimed(ledger):
     await runs.wait(1)
     assert runs.slots == ["2026-11-21T21:00"]  # still owed, so sent once
     await sched.stop()
+
+
+# -- the last instant of the grace period still counts -------------------------------------------
+
+
+async def test_a_claimed_run_is_owed_until_the_last_instant_of_its_grace(ledger):
+    job = daily(grace_hours=12)
+    fire = local(2026, 11, 21, 21, 0)
+    assert ledger.claim(job, job.slot(fire), fire, fire)  # then the process died
+    clock = FakeClock(fire + job.grace)  # back at 09:00 sharp, as the grace ends
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
+    await runs.wait(1)
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"]
+
+
+async def test_a_never_claimed_slot_is_owed_until_the_last_instant_of_its_grace(ledger):
+    job = daily(grace_hours=12, created=local(2026, 11, 21, 20, 0))
+    clock = FakeClock(local(2026, 11, 21, 21, 0) + job.grace)
+    assert Scheduler(ledger, clock).next_run(job) == local(2026, 11, 21, 21, 0)
+    clock.tick(1)
+    assert Scheduler(ledger, clock).next_run(job) == local(2026, 11, 22, 21, 0)
+
+
+async def test_back_exactly_at_a_slot_only_that_slot_runs(ledger):
+    t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    job = _every_minute(300, t0)
+    ledger.settle(job, job.slot(t0), t0, "sent", t0)
+    clock = FakeClock(t0 + timedelta(minutes=2))  # 12:01 came while down; 12:02 is now
+    runs = Runs()
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
+    await runs.wait(1)
+    await clock.idle_until(t0 + timedelta(minutes=3))
+    await sched.stop()
+    assert runs.slots == ["2026-11-22T12:02"]
+    assert ledger.status(job.id, "2026-11-22T12:01") == "missed"
+
+
+async def test_a_retry_that_falls_as_the_grace_ends_is_still_made(ledger):
+    """Retries come 30 s and then 2 min after a failure: with 150 s of grace the second falls
+    on its last instant, and is made."""
+    job = daily(grace_hours=150 / 3600)
+    fire = local(2026, 11, 21, 21, 0)
+    clock = FakeClock(fire)
+    runs = Runs(fail=2)
+    sched = Scheduler(ledger, clock)
+    sched.start([job], runs)
+    await runs.wait(1)
+    assert await clock.advance() == fire + timedelta(seconds=30)
+    assert await clock.advance() == fire + timedelta(seconds=150)
+    await sched.stop()
+    assert runs.slots == ["2026-11-21T21:00"] * 3
+    assert ledger.status(job.id, "2026-11-21T21:00") == "sent"

@@ -132,3 +132,45 @@ def test_a_secret_inside_another_leaks_neither(captured, fmt, order):
     [kept] = logs.RECENT.records
     assert kept["msg"] == "sent *** and ***; *** again"
     assert logs.Masker([short, longer][::order])(f"{short}{longer}") == "******"
+
+
+def test_a_secret_in_a_list_or_tuple_field_is_masked(captured):
+    secret = "sk-in-a-list-0123456789"
+    logs.setup_logging("INFO", [secret], "json", captured)
+    fields = {"to": ["owner", secret], "pair": ("x", secret)}
+    logging.getLogger("corvid.test").info("sent", extra={"fields": fields})
+    [entry] = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert entry["to"] == ["owner", "***"] and entry["pair"] == ["x", "***"]
+    assert "0123456789" not in captured.getvalue()
+
+
+def test_secrets_from_six_characters_on_are_masked(captured):
+    """Shorter values would mask ordinary words; from six characters on, a value is masked."""
+    logs.setup_logging("INFO", ["q7x9k2", "z8w1v"], "text", captured)
+    logging.getLogger("corvid.test").info("q7x9k2 z8w1v")
+    assert captured.getvalue().rstrip().endswith("corvid.test: *** z8w1v")
+
+
+def test_a_second_set_up_replaces_the_first_and_keeps_bodies_out(captured):
+    """``corvid run`` sets logging up once per process, but a set-up replaces the last one
+    whole: no line is written twice, and without ``log_bodies`` the libraries that log
+    request bodies stay at WARNING even at DEBUG."""
+    first = io.StringIO()
+    logs.setup_logging("DEBUG", [], "text", first)
+    logs.setup_logging("DEBUG", [], "text", captured)
+    logging.getLogger("corvid.test").info("once")
+    assert first.getvalue() == ""
+    assert captured.getvalue().count("once") == 1
+    assert logging.getLogger("anthropic").level == logging.WARNING
+    assert logging.getLogger("httpx").level == logging.WARNING
+
+
+def test_status_keeps_the_last_twenty_problems_each_cut_short(captured):
+    logs.setup_logging("INFO", [], "text", captured)
+    log = logging.getLogger("corvid.test")
+    for n in range(25):
+        log.warning("problem %d %s", n, "x" * 600)
+    assert logs.RECENT is not None
+    kept = list(logs.RECENT.records)
+    assert len(kept) == 20 and kept[0]["msg"].startswith("problem 5 ")
+    assert {len(r["msg"]) for r in kept} == {500}
