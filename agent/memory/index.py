@@ -25,10 +25,11 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from agent.memory.hits import ChunkListener, ChunkRow, Hit, StoredChunk, TextMatches
-from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
+from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, strip_accents, words_held
 from agent.workspace.audience import chat_of
 from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
@@ -305,15 +306,13 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        rows = self.text_matches(terms, max_results * 3, audience=audience).rows
+        found = self.text_matches(terms, max_results * 3, audience=audience)
+        rows, words = found.rows, partial(words_held, doc_freq=found.doc_freq, chunks=found.chunks)
         # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
         rows.sort(key=lambda r: (r.path, r.start_line))
         rows.sort(key=lambda r: r.day, reverse=True)
         rows.sort(key=lambda r: round(r.bm25, 6), reverse=True)
-        return [
-            Hit(r.path, r.start_line, r.end_line, round(r.bm25, 3), snippet(r.text, terms), r.chat)
-            for r in rows[:max_results]
-        ]
+        return [r.hit(round(r.bm25, 3), terms, words(r.text)) for r in rows[:max_results]]
 
     def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
         """The ``limit`` best keyword matches this audience may see, after catching up with
