@@ -90,7 +90,7 @@ class RecallSettings:
     # A note is recalled when its vector's cosine with the message reaches min_similarity
     # (embeddings on), or when its words hold min_words of the message's words, each counted
     # by how rare it is in the memory (BM25's IDF): a name or a code asked about by itself.
-    min_similarity: float = setting(0.45, minimum=0)
+    min_similarity: float = setting(0.5, minimum=0)
     min_words: float = setting(0.8, minimum=0)
     max_notes: int = setting(3, minimum=1)
     max_bytes: int = setting(1200, minimum=200)

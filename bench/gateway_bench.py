@@ -270,8 +270,8 @@ async def bench_prompt_cache(
     gw = build_app(config, [chan])
     await gw.start()
     memory = gw.agent.memory
-    if memory is not None and memory.vectors is not None:  # embedded before the chat starts
-        await asyncio.to_thread(memory.vectors.wait_idle, 600)
+    if seed is not None and memory is not None and memory.vectors is not None:
+        await asyncio.to_thread(memory.vectors.wait_idle, 600)  # the seeded notes embedded
     try:
         for i in range(turns):
             await chan.push(CHAT[i % len(CHAT)] + f" ({i + 1})")

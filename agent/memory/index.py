@@ -1,8 +1,9 @@
 """Keyword search over the memory files: SQLite FTS5 with BM25, in ``state/index.sqlite``.
 
 The Markdown files are the truth; this index is derived and can be deleted at any time. Files
-are cut into overlapping windows of lines. Before each search the index catches up with the
-files cheaply (size and mtime first, then a content hash), so edits made by hand are found too.
+are cut at their notes (``chunk_entries``: a log's entries, MEMORY.md's sections and list
+items; a long note into overlapping windows of lines). Before each search the index catches up
+with the files cheaply (size and mtime first, then a content hash), so hand edits are found.
 
 Whoever keeps vectors of the chunks (``SemanticIndex``) listens: it is told which chunks
 each catch-up added and removed, with the sha256 of their text.
@@ -29,7 +30,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 
 from agent.memory.hits import ChunkListener, ChunkRow, Hit, StoredChunk, TextMatches
-from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, strip_accents, words_held
+from agent.memory.text import chunk_entries, fold, is_cjk, query_terms, strip_accents, words_held
 from agent.workspace.audience import chat_of
 from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
@@ -51,7 +52,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, kind, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: chunks follow the notes (chunk_entries)
 
 
 class MemoryIndex:
@@ -284,7 +285,7 @@ class MemoryIndex:
             (rel, st.st_mtime_ns, st.st_size, digest, day),
         )
         chat = _chat_of(rel)
-        for start, end, chunk in chunk_lines(text, self.chunk_size, self.overlap):
+        for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
             sha = hashlib.sha256(chunk.encode()).hexdigest()
             cur = self._db.execute(
                 "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "

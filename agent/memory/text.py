@@ -94,3 +94,28 @@ def words_held(text: str, doc_freq: Mapping[str, int], chunks: int) -> float:
     """``share_of_query`` with each term weighted by its IDF among ``chunks`` chunks."""
     weights = {t: idf(df, chunks) for t, df in doc_freq.items()}
     return round(share_of_query(text, weights), 3)
+
+
+def chunk_entries(text: str, size: int, overlap: int) -> list[tuple[int, int, str]]:
+    """Chunks that follow the notes' own structure: a new chunk at each Markdown heading (a
+    daily log's entry, a section of MEMORY.md) and at each top-level list item, so one
+    chunk holds one note; a note longer than ``size`` lines is cut into windows as
+    ``chunk_lines`` cuts a file. Headings with nothing under them join the next note."""
+    lines = text.splitlines()
+    starts = [
+        i for i, line in enumerate(lines) if line.startswith("#") or line.startswith(("- ", "* "))
+    ]
+    out: list[tuple[int, int, str]] = []
+    pending = 0  # where the current note starts, headings above it included
+    for start in [*starts, len(lines)]:
+        end = start
+        body = lines[pending:end]
+        if start < len(lines) and not any(
+            line.strip() and not line.startswith("#") for line in body
+        ):
+            continue  # only headings so far: they head the next note
+        if any(line.strip() for line in body):
+            for first, last, piece in chunk_lines("\n".join(body), size, overlap):
+                out.append((pending + first, pending + last, piece))
+        pending = end
+    return out

@@ -220,7 +220,9 @@ async def test_memory_search_says_why_each_hit_ranked_and_recall_finds_by_meanin
     )
     ctx = TurnContext(PRIVATE, setup.ws, datetime(2026, 3, 12, 9, 0, tzinfo=UTC), UTC)
     tools = ToolRegistry(memory_tools(memory))
-    out = (await tools.call("memory_search", {"query": "sister lives?"}, ctx)).content()
+    out = (
+        await tools.call("memory_search", {"query": "sister lives in which city?"}, ctx)
+    ).content()
     assert isinstance(out, str)
     assert re.fullmatch(
         r"1\. memory/2026-03-05\.md lines 1-3 \(score 0\.\d\d: text 0\.00, vector 0\.\d\d, "
@@ -228,7 +230,7 @@ async def test_memory_search_says_why_each_hit_ranked_and_recall_finds_by_meanin
         out.splitlines()[0],
     ), out
     # No word of the question is in memory: recall finds the note by its vector alone.
-    block, files = recall(memory, "sister lives?", OWNER, [])
+    block, files = recall(memory, "sister lives in which city?", OWNER, [])
     assert "\n- memory/2026-03-05.md lines 1-3: ## 09:00 / Anna moved to Lisbon last week." in block
     assert [rel for rel, _ in files] == ["memory/2026-03-05.md"]
-    assert recall(memory, "sister lives?", OWNER, [block]) == ("", [])  # given once
+    assert recall(memory, "sister lives in which city?", OWNER, [block]) == ("", [])  # given once
