@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agent.memory.recall import earlier_recalls, recall
 from agent.memory.store import Memory
 from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text, user_content
@@ -160,12 +161,23 @@ class Agent:
         # Messages already in the transcript come from a turn a crash or restart cut short:
         # they are answered now, not recorded again.
         fresh = [m for m in inbound if m.seq is None or m.seq not in state.seqs]
+        ctx = self.context(key, grant)
         if fresh:
-            # The user's words reach the file before the model is called (and before the
-            # turn's first await, so even a turn cancelled at once has recorded them). The
-            # fsync that makes them durable comes with the reply's, once per turn.
+            # The user's words reach the file before the model is called; a turn cancelled
+            # while notes are recalled has recorded them too. The fsync that makes them
+            # durable comes with the reply's, once per turn.
             content = user_content(key, fresh, self.tz)
             seqs = [m.seq for m in fresh if m.seq is not None]
+            try:
+                # Notes a search of the words finds, ahead of them (not for a scheduled job:
+                # its instruction is the owner's, written for it).
+                recalled = await self._recall(state, ctx, fresh) if grant is None else ""
+            except asyncio.CancelledError:
+                self.store.append_message(state, {"role": "user", "content": content}, seqs)
+                self.store.end_turn(state, TurnEnd.CANCELLED)
+                raise
+            if recalled:
+                content = [{"type": "text", "text": recalled}, *content]
             self.store.append_message(state, {"role": "user", "content": content}, seqs)
         else:
             written = _written_reply(state)
@@ -176,11 +188,30 @@ class Agent:
                 return TurnOutcome(written, Usage(), 0, status=TurnStatus.RESUMED)
             log.info("%s: resuming a turn cut short by a restart", key)
             state.turn_start = _request_start(state.messages)
-        ctx = self.context(key, grant)
         if any(quotes_outside(m.text) for m in fresh):
             # A scheduled job's instruction or digest that carries text from outside, quoted.
             ctx.saw("quoted text in the request")
         return await self.loop(state, ctx, listen=listen)
+
+    async def _recall(
+        self, state: SessionState, ctx: TurnContext, fresh: Sequence[InboundMessage]
+    ) -> str:
+        """The block of notes recalled for these messages ("" for none); the turn goes on
+        without them when the search fails."""
+        message = "\n".join(m.text for m in fresh if m.text.strip())
+        if self.memory is None or not message or not self.memory.cfg.recall.enabled:
+            return ""
+        loaded = [state.system, *earlier_recalls(state.messages)]
+        try:
+            block, files = await asyncio.to_thread(
+                recall, self.memory, message, ctx.audience, loaded
+            )
+        except Exception:
+            log.exception("%s: recalling notes failed; answering without them", state.key)
+            return ""
+        for rel, text in files:
+            ctx.saw_file(PurePosixPath(rel), text)  # as memory_search would mark them
+        return block
 
     def withdraw_turn(self, key: SessionKey) -> None:
         """/stop: the stopped turn's messages leave the conversation, so the request is not

@@ -81,6 +81,22 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class RecallSettings:
+    """Notes found by searching the message, handed to the model with it before it answers
+    (``agent/memory/recall.py``). The bars are measured on bench/retrieval/'s queries
+    (bench/recall_bench.py)."""
+
+    enabled: bool = True
+    # A note is recalled when its vector's cosine with the message reaches min_similarity
+    # (embeddings on), or when its words hold min_words of the message's words, each counted
+    # by how rare it is in the memory (BM25's IDF): a name or a code asked about by itself.
+    min_similarity: float = setting(0.5, minimum=0)
+    min_words: float = setting(0.8, minimum=0)
+    max_notes: int = setting(3, minimum=1)
+    max_bytes: int = setting(1200, minimum=200)
+
+
+@dataclass(frozen=True)
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
@@ -89,6 +105,7 @@ class MemorySettings:
     chunk_overlap_lines: int = setting(6, minimum=0)
     embeddings: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +65,12 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def make_config(home: Path, base_url: str | None = None):
+def make_config(home: Path, base_url: str | None = None, **sections: dict[str, Any]):
     init_home(home, {})
     llm: dict[str, Any] = {"api_key": "bench-key", "retries": 0, "timeout": 30}
     if base_url:
         llm["base_url"] = base_url
-    return parse_config({"timezone": "UTC", "llm": llm}, home=home, environ={})
+    return parse_config({"timezone": "UTC", "llm": llm, **sections}, home=home, environ={})
 
 
 async def bench_overhead(tmp: Path, n: int = 2000, sessions: int = 20) -> dict[str, float]:
@@ -229,6 +231,7 @@ class CacheUsage(FakeAnthropic):
         # The API caches a prefix only from 1024 tokens on (Sonnet); the fake can do the same.
         super().__init__(brain=self.answer, min_cache_tokens=1024)
         self.usages: list[dict[str, int]] = []
+        self.recalled = 0  # chat requests whose newest message carries recalled notes
 
     @staticmethod
     def answer(body: dict[str, Any]) -> Reply:
@@ -239,11 +242,19 @@ class CacheUsage(FakeAnthropic):
         usage = super()._usage(body)
         if request_kind(body) == "chat":
             self.usages.append(usage)
+            self.recalled += "[Recalled from memory" in json.dumps(body["messages"][-1])
         return usage
 
 
-async def bench_prompt_cache(tmp: Path, turns: int = 20) -> dict[str, float]:
-    """A private chat of ``turns`` turns through the gateway, the agent and the real SDK.
+async def bench_prompt_cache(
+    tmp: Path,
+    turns: int = 20,
+    *,
+    seed: Callable[[Path], object] | None = None,
+    **sections: dict[str, Any],
+) -> dict[str, float]:
+    """A private chat of ``turns`` turns through the gateway, the agent and the real SDK;
+    ``seed`` may write the workspace's memory first, ``sections`` change the configuration.
 
     Returns the share of input tokens read from the cache, as the fake API reports them, over
     all requests and over the requests after the first (which can only write the cache); and
@@ -253,8 +264,14 @@ async def bench_prompt_cache(tmp: Path, turns: int = 20) -> dict[str, float]:
     api = CacheUsage()
     await api.start()
     chan = RecordingChannel()
-    gw = build_app(make_config(tmp / "cache", api.base_url), [chan])
+    config = make_config(tmp / "cache", api.base_url, **sections)
+    if seed is not None:
+        seed(config.workspace)
+    gw = build_app(config, [chan])
     await gw.start()
+    memory = gw.agent.memory
+    if seed is not None and memory is not None and memory.vectors is not None:
+        await asyncio.to_thread(memory.vectors.wait_idle, 600)  # the seeded notes embedded
     try:
         for i in range(turns):
             await chan.push(CHAT[i % len(CHAT)] + f" ({i + 1})")
@@ -277,6 +294,7 @@ async def bench_prompt_cache(tmp: Path, turns: int = 20) -> dict[str, float]:
         "prefix_kept": kept,
         "first_request_tokens": usages[0]["cache_creation_input_tokens"]
         + usages[0]["input_tokens"],
+        "recalled": api.recalled,
     }
 
 

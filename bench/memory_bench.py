@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.memory.index import MemoryIndex
 from agent.memory.store import Memory
-from agent.memory.text import chunk_lines
+from agent.memory.text import chunk_entries
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import AgentSettings, MemorySettings
 from gateway.config.home import init_home
@@ -69,12 +69,12 @@ def build_corpus(
     vocab = vocabulary(rng)
     weights = [1 / (rank + 1) for rank in range(len(vocab))]
     (ws / "MEMORY.md").write_text(MEMORY_MD)
-    count = len(chunk_lines(MEMORY_MD, m.chunk_lines, m.chunk_overlap_lines))
+    count = len(chunk_entries(MEMORY_MD, m.chunk_lines, m.chunk_overlap_lines))
     day = LAST_DAY
     while count < chunks:
         text = day_log(day, lines_per_day, rng, vocab, weights)
         (ws / "memory" / f"{day}.md").write_text(text)
-        count += len(chunk_lines(text, m.chunk_lines, m.chunk_overlap_lines))
+        count += len(chunk_entries(text, m.chunk_lines, m.chunk_overlap_lines))
         day -= timedelta(days=1)
     return ws, vocab
 

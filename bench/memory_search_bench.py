@@ -41,7 +41,7 @@ from agent.memory.embedding.local import LocalEmbedder, load_local_embedder
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.semantic import SemanticIndex
-from agent.memory.text import chunk_lines
+from agent.memory.text import chunk_entries
 from agent.settings import MemorySettings, SearchSettings
 from bench.retrieval.corpus import DAYS, FIRST_DAY, Query, build
 from gateway.contract.events import OWNER
@@ -62,7 +62,7 @@ def chunks_of(ws: Path, lines: int, overlap: int) -> list[tuple[str, int, int, s
     return [
         (f.relative_to(ws).as_posix(), start, end, text)
         for f in files
-        for start, end, text in chunk_lines(f.read_text(encoding="utf-8"), lines, overlap)
+        for start, end, text in chunk_entries(f.read_text(encoding="utf-8"), lines, overlap)
     ]
 
 

@@ -32,6 +32,7 @@ from gateway.scheduling.reminders import JobStore, cancellable
 from gateway.scheduling.runner import JobRunner
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.control import ControlServer
+from gateway.services.index_status import index_report
 from gateway.services.reload import reload
 from gateway.services.status import Live, SessionFigures, report
 
@@ -260,4 +261,6 @@ class App:
             out["mcp"] = [view.as_dict() for view in self.mcp.describe()]
         if self.web is not None:
             out["web"] = self.web.url
+        provider = self.config.memory.embeddings.provider
+        out["memory_search"] = index_report(self.agent.memory, provider)
         return out

@@ -65,6 +65,9 @@ def memory_search(
     foreground) listening to the index."""
     if config.memory.embeddings.provider == "none":
         return index, None  # nothing of the vectors is imported: not even NumPy
+    from agent.memory.embedding.threads import load_numpy_on_one_thread
+
+    load_numpy_on_one_thread()
     from agent.memory.embedding.factory import build_embedder
 
     embedder = build_embedder(config.memory.embeddings, config.home)

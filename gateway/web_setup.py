@@ -17,6 +17,7 @@ from gateway.contract.events import OWNER, InboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
+from gateway.services.index_status import index_report
 from gateway.services.status import Figures, SessionFigures
 
 
@@ -95,6 +96,9 @@ class PageBackend:
 
     def search(self, query: str, limit: int) -> list[Hit]:
         return self._memory.search(query, limit, OWNER)
+
+    def memory_search(self) -> dict[str, Any]:
+        return index_report(self._memory, self.config.memory.embeddings.provider)
 
     def edited(self, when: datetime) -> None:
         edits = self._gateway.agent.sessions.edits

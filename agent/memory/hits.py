@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent.memory.text import snippet
 from gateway.contract.events import Audience
 
 ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), sha256 of its text
@@ -25,6 +26,9 @@ class Hit:
     text_score: float | None = None
     vector_score: float | None = None
     recency: float | None = None
+    # How much of the query's weight (each word's IDF) the chunk holds, 0..1: unlike the
+    # scores above it does not depend on the other hits, so recall can hold it to a bar.
+    words: float = 0.0
 
 
 TextsOf = Callable[[Sequence[int]], dict[int, str]]
@@ -40,6 +44,18 @@ class StoredChunk:
     text: str
     chat: str
     bm25: float = 0.0  # 0: not found by keywords
+
+    def hit(self, score: float, terms: list[str], words: float) -> Hit:
+        """This chunk as a keyword search's hit."""
+        return Hit(
+            self.path,
+            self.start_line,
+            self.end_line,
+            score,
+            snippet(self.text, terms),
+            self.chat,
+            words=words,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,9 @@ from datetime import date
 from agent.memory.embedding.base import EmbeddingError
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
-from agent.memory.ranking import Candidate, Ranked, diversify, idf, score
+from agent.memory.ranking import Candidate, Ranked, diversify, score
 from agent.memory.semantic import SemanticIndex
-from agent.memory.text import query_terms, snippet
+from agent.memory.text import idf, query_terms, snippet
 from agent.settings import SearchSettings
 from gateway.contract.events import Audience
 
@@ -83,4 +83,5 @@ class HybridSearch:
             text_score=round(r.text, 3),
             vector_score=None if r.vector is None else round(r.vector, 3),
             recency=round(r.recency, 3),
+            words=round(r.share, 3),
         )

@@ -1,8 +1,9 @@
 """Keyword search over the memory files: SQLite FTS5 with BM25, in ``state/index.sqlite``.
 
 The Markdown files are the truth; this index is derived and can be deleted at any time. Files
-are cut into overlapping windows of lines. Before each search the index catches up with the
-files cheaply (size and mtime first, then a content hash), so edits made by hand are found too.
+are cut at their notes (``chunk_entries``: a log's entries, MEMORY.md's sections and list
+items; a long note into overlapping windows of lines). Before each search the index catches up
+with the files cheaply (size and mtime first, then a content hash), so hand edits are found.
 
 Whoever keeps vectors of the chunks (``SemanticIndex``) listens: it is told which chunks
 each catch-up added and removed, with the sha256 of their text.
@@ -25,10 +26,11 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from agent.memory.hits import ChunkListener, ChunkRow, Hit, StoredChunk, TextMatches
-from agent.memory.text import chunk_lines, fold, is_cjk, query_terms, snippet, strip_accents
+from agent.memory.text import chunk_entries, fold, is_cjk, query_terms, strip_accents, words_held
 from agent.workspace.audience import chat_of
 from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
@@ -50,7 +52,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, kind, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: chunks follow the notes (chunk_entries)
 
 
 class MemoryIndex:
@@ -283,7 +285,7 @@ class MemoryIndex:
             (rel, st.st_mtime_ns, st.st_size, digest, day),
         )
         chat = _chat_of(rel)
-        for start, end, chunk in chunk_lines(text, self.chunk_size, self.overlap):
+        for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
             sha = hashlib.sha256(chunk.encode()).hexdigest()
             cur = self._db.execute(
                 "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
@@ -305,15 +307,13 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        rows = self.text_matches(terms, max_results * 3, audience=audience).rows
+        found = self.text_matches(terms, max_results * 3, audience=audience)
+        rows, words = found.rows, partial(words_held, doc_freq=found.doc_freq, chunks=found.chunks)
         # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
         rows.sort(key=lambda r: (r.path, r.start_line))
         rows.sort(key=lambda r: r.day, reverse=True)
         rows.sort(key=lambda r: round(r.bm25, 6), reverse=True)
-        return [
-            Hit(r.path, r.start_line, r.end_line, round(r.bm25, 3), snippet(r.text, terms), r.chat)
-            for r in rows[:max_results]
-        ]
+        return [r.hit(round(r.bm25, 3), terms, words(r.text)) for r in rows[:max_results]]
 
     def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
         """The ``limit`` best keyword matches this audience may see, after catching up with

@@ -30,7 +30,7 @@ from datetime import date
 
 import numpy as np
 
-from agent.memory.text import is_cjk, query_terms, strip_accents
+from agent.memory.text import query_terms, share_of_query
 from agent.memory.vectors import Vector
 from agent.settings import SearchSettings
 
@@ -53,35 +53,7 @@ class Ranked:
     text: float  # normalised text score, 0..1
     vector: float | None  # the cosine used, None when the chunk had no vector
     recency: float  # the decay factor applied, 0..1
-
-
-def idf(doc_freq: int, chunks: int) -> float:
-    """BM25's inverse document frequency, never below zero (an unknown count counts as 1)."""
-    df = max(1, doc_freq)
-    return math.log(1 + (max(chunks, df) - df + 0.5) / (df + 0.5))
-
-
-def share_of_query(text: str, weights: Mapping[str, float]) -> float:
-    """How much of the query's weight the text holds: the IDF of the terms found in it over
-    the IDF of all the terms. Terms match as the keyword index matches them: whole words up
-    to two letters, word beginnings from three, and runs of CJK characters anywhere."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    folded = strip_accents(text).casefold()
-    words = set(query_terms(folded))
-    found = 0.0
-    for term, weight in weights.items():
-        low = strip_accents(term).casefold()
-        if is_cjk(term):
-            hit = low in folded
-        elif len(low) >= 3:
-            hit = any(w.startswith(low) for w in words)
-        else:
-            hit = low in words
-        if hit:
-            found += weight
-    return found / total
+    share: float = 0.0  # of the query's weight (IDF) the chunk's words hold, 0..1
 
 
 def recency(day: str, today: date, half_life_days: float) -> float:
@@ -113,7 +85,7 @@ def score(
         merged = decay * (w_vec * vector + w_text * text)
         if share >= EXACT_SHARE:
             merged = max(merged, text)
-        out.append(Ranked(c, merged, text, c.cosine, decay))
+        out.append(Ranked(c, merged, text, c.cosine, decay, share))
     out.sort(key=lambda r: (-r.score, _newest_first(r.candidate.day), r.candidate.id))
     return out
 

@@ -3,8 +3,10 @@ the tokenizer, the terms of a query, and the snippet a hit shows."""
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
+from collections.abc import Mapping
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"([{_CJK}])")
@@ -57,3 +59,63 @@ def snippet(text: str, terms: list[str], width: int = 280) -> str:
             return piece if len(piece) <= width else piece[:width] + "…"
     head = text.strip()
     return head if len(head) <= width else head[:width] + "…"
+
+
+def idf(doc_freq: int, chunks: int) -> float:
+    """BM25's inverse document frequency, never below zero (an unknown count counts as 1)."""
+    df = max(1, doc_freq)
+    return math.log(1 + (max(chunks, df) - df + 0.5) / (df + 0.5))
+
+
+def share_of_query(text: str, weights: Mapping[str, float]) -> float:
+    """How much of the query's weight the text holds: the IDF of the terms found in it over
+    the IDF of all the terms. Terms match as the keyword index matches them: whole words up
+    to two letters, word beginnings from three, and runs of CJK characters anywhere."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    folded = strip_accents(text).casefold()
+    words = set(query_terms(folded))
+    found = 0.0
+    for term, weight in weights.items():
+        low = strip_accents(term).casefold()
+        if is_cjk(term):
+            hit = low in folded
+        elif len(low) >= 3:
+            hit = any(w.startswith(low) for w in words)
+        else:
+            hit = low in words
+        if hit:
+            found += weight
+    return found / total
+
+
+def words_held(text: str, doc_freq: Mapping[str, int], chunks: int) -> float:
+    """``share_of_query`` with each term weighted by its IDF among ``chunks`` chunks."""
+    weights = {t: idf(df, chunks) for t, df in doc_freq.items()}
+    return round(share_of_query(text, weights), 3)
+
+
+def chunk_entries(text: str, size: int, overlap: int) -> list[tuple[int, int, str]]:
+    """Chunks that follow the notes' own structure: a new chunk at each Markdown heading (a
+    daily log's entry, a section of MEMORY.md) and at each top-level list item, so one
+    chunk holds one note; a note longer than ``size`` lines is cut into windows as
+    ``chunk_lines`` cuts a file. Headings with nothing under them join the next note."""
+    lines = text.splitlines()
+    starts = [
+        i for i, line in enumerate(lines) if line.startswith("#") or line.startswith(("- ", "* "))
+    ]
+    out: list[tuple[int, int, str]] = []
+    pending = 0  # where the current note starts, headings above it included
+    for start in [*starts, len(lines)]:
+        end = start
+        body = lines[pending:end]
+        if start < len(lines) and not any(
+            line.strip() and not line.startswith("#") for line in body
+        ):
+            continue  # only headings so far: they head the next note
+        if any(line.strip() for line in body):
+            for first, last, piece in chunk_lines("\n".join(body), size, overlap):
+                out.append((pending + first, pending + last, piece))
+        pending = end
+    return out

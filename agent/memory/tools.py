@@ -82,8 +82,7 @@ class MemoryTools:
                 whose = f", written in the shared chat {h.chat}"
                 snippet = untrusted(f"chat {h.chat}", h.snippet)
             out.append(
-                f"{n}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score}{whose})\n"
-                f"   {snippet}"
+                f"{n}. {h.path} lines {h.start_line}-{h.end_line} ({why(h)}{whose})\n   {snippet}"
             )
         return "\n".join(out)
 
@@ -132,6 +131,16 @@ class MemoryTools:
         return self.memory.update_long_term(
             args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
         )
+
+
+def why(h: Hit) -> str:
+    """Why a hit ranked, in a few words: its keyword score alone, or hybrid search's merged
+    score with its parts (the text score, the cosine, and a daily log's age factor)."""
+    if h.text_score is None:
+        return f"score {h.score}"
+    vector = "no vector yet" if h.vector_score is None else f"vector {h.vector_score:.2f}"
+    age = f", age ×{h.recency:.2f}" if h.recency is not None and h.recency < 1 else ""
+    return f"score {h.score:.2f}: text {h.text_score:.2f}, {vector}{age}"
 
 
 def memory_tools(memory: Memory) -> tuple[Tool, ...]:

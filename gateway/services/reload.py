@@ -45,6 +45,7 @@ LIVE: dict[str, tuple[str, ...]] = {
         "memory.daily_log_max_chars",
         "memory.long_term_max_chars",
         "memory.search_max_results",
+        "memory.recall.",
         "compaction.",
     ),
     "gateway": ("gateway.shutdown_grace",),

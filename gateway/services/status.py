@@ -19,6 +19,7 @@ from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.runtime.journal import Journal
 from gateway.services import logs
+from gateway.services.index_status import index_line
 
 MAX_SESSIONS = 20
 PREVIEW_CHARS = 60
@@ -185,6 +186,8 @@ def render(r: dict[str, Any]) -> str:
                 )
         if r.get("mcp"):
             lines += ["", "MCP servers:", *server_lines(r["mcp"])]
+        if r.get("memory_search"):
+            lines += ["", index_line(r["memory_search"])]
     else:
         lines.append("Corvid is not running; this is what its files in state/ say.")
     lines.append("")

@@ -88,6 +88,10 @@ class Backend(Protocol):
         """The owner's search over all memory."""
         ...
 
+    def memory_search(self) -> dict[str, Any]:
+        """How memory is searched and how far its vectors are (``index_status``)."""
+        ...
+
     def edited(self, when: datetime) -> None:
         """The owner changed the workspace by hand: prompts made before are stale."""
         ...

@@ -26,13 +26,13 @@ from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
 from gateway.web.backend import Backend
-from gateway.web.html import esc, markdown, notice, page, table
+from gateway.web.html import esc, markdown, notice, page
+from gateway.web.memory_search import found as search_results
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
 FIRST = ("MEMORY.md", "USER.md", "SOUL.md")
-SEARCH_RESULTS = 20
 
 
 def routes(app: web.Application) -> None:
@@ -83,21 +83,7 @@ def listed(workspace: Path) -> tuple[list[str], list[str], list[str]]:
 async def memory_index(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
     query = request.query.get("q", "").strip()
-    found = ""
-    if query:
-        hits = backend.search(query, SEARCH_RESULTS)
-        found = "<h2>Found</h2>" + table(
-            ("File", "Lines", "Text"),
-            (
-                (
-                    f'<a href="{_link(h.path)}">{esc(h.path)}</a>',
-                    f"{h.start_line}–{h.end_line}",
-                    esc(h.snippet),
-                )
-                for h in hits
-            ),
-            f"Nothing matches {query!r}.",
-        )
+    found = await search_results(backend, query) if query else ""
     top, logs, chats = listed(backend.workspace)
     files = "".join(
         f'<li><a href="{_link(rel)}">{esc(rel)}</a>'

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.contract.events import SessionKey
+from gateway.services.index_status import index_line
 from gateway.services.status import duration
 from gateway.web.html import esc, page, table
 from gateway.web.people import Guests, guests, key_html
@@ -78,7 +79,7 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
     waiting = f"<p>Messages waiting for an answer: {r['unanswered']}</p>" if r["unanswered"] else ""
     total = r["sessions_total"]
     return (
-        f"{head}<h2>Channels</h2>{channels}{_mcp(r.get('mcp') or [])}"
+        f"{head}<h2>Channels</h2>{channels}{_mcp(r.get('mcp') or [])}{_memory(r)}"
         f"<h2>Answering now</h2>{now}{waiting}"
         f"<h2>Sessions ({total})</h2>{sessions}"
         f"<h2>Undelivered messages</h2>{undelivered}<h2>Recent warnings and errors</h2>{problems}"
@@ -125,6 +126,12 @@ def _mcp(servers: list[dict[str, Any]]) -> str:
         for m in servers
     )
     return "<h2>Tools</h2>" + table(("MCP server", "State", "Tools", "Offered in"), rows, "")
+
+
+def _memory(r: dict[str, Any]) -> str:
+    """How far memory search's index is (``corvid status`` says the same)."""
+    search = r.get("memory_search")
+    return f"<h2>Memory search</h2><p>{esc(index_line(search))}</p>" if search else ""
 
 
 def _state(state: str) -> str:

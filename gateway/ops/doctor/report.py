@@ -25,6 +25,7 @@ from typing import TextIO
 from gateway.config.build import ENV_REF, secret_keys
 from gateway.config.loader import Config
 from gateway.contract.ports import Check, Status
+from gateway.ops.doctor.memory_search import check_memory_search
 from gateway.ops.doctor.offline import channel_setup, local_checks, lookup, read_raw
 from gateway.ops.doctor.probes import (
     check_channel,
@@ -99,6 +100,7 @@ async def run_checks(
     checks.extend(platforms)
     checks.extend(channel_setup(config))
     checks.append(await _guarded("control page", check_web(config, limit)))
+    checks.append(check_memory_search(config))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:

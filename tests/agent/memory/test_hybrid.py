@@ -5,8 +5,9 @@ kept apart, CJK, the background embedder and the keyword fallback, the cache."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -14,15 +15,21 @@ import pytest
 from agent.memory.embedding.base import EmbeddingError
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
+from agent.memory.recall import recall
 from agent.memory.semantic import SemanticIndex
-from agent.settings import SearchSettings
-from gateway.contract.events import OWNER, Audience
+from agent.memory.store import Memory
+from agent.memory.tools import memory_tools
+from agent.settings import MemorySettings, SearchSettings
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
+from gateway.contract.events import OWNER, Audience, SessionKey
 from tests.fakes.embedding_model import WordHashEmbedder
 
 TODAY = date(2026, 3, 12)
 # The fake model's idea of meaning: these words land where the others do.
 MEANINGS = {"sister": "anna", "live": "moved", "lives": "moved", "city": "lisbon"}
 GROUP = "telegram-group--5"
+PRIVATE = SessionKey("test", "private", "1")
 
 
 class Setup:
@@ -204,3 +211,26 @@ def test_a_failing_model_is_tried_again_later_and_search_goes_on(setup, caplog):
     assert setup.vectors.progress().error == "connection refused"
     assert "connection refused; keyword search until it works" in caplog.text
     assert setup.paths("dentist") == ["memory/2026-03-06.md"]
+
+
+async def test_memory_search_says_why_each_hit_ranked_and_recall_finds_by_meaning(setup):
+    setup.embedded()
+    memory = Memory(
+        setup.ws, setup.index, MemorySettings(), search=setup.search, vectors=setup.vectors
+    )
+    ctx = TurnContext(PRIVATE, setup.ws, datetime(2026, 3, 12, 9, 0, tzinfo=UTC), UTC)
+    tools = ToolRegistry(memory_tools(memory))
+    out = (
+        await tools.call("memory_search", {"query": "sister lives in which city?"}, ctx)
+    ).content()
+    assert isinstance(out, str)
+    assert re.fullmatch(
+        r"1\. memory/2026-03-05\.md lines 1-3 \(score 0\.\d\d: text 0\.00, vector 0\.\d\d, "
+        r"age ×0\.96\)",
+        out.splitlines()[0],
+    ), out
+    # No word of the question is in memory: recall finds the note by its vector alone.
+    block, files = recall(memory, "sister lives in which city?", OWNER, [])
+    assert "\n- memory/2026-03-05.md lines 1-3: ## 09:00 / Anna moved to Lisbon last week." in block
+    assert [rel for rel, _ in files] == ["memory/2026-03-05.md"]
+    assert recall(memory, "sister lives in which city?", OWNER, [block]) == ("", [])  # given once

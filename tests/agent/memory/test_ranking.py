@@ -8,14 +8,8 @@ from datetime import date
 import numpy as np
 import pytest
 
-from agent.memory.ranking import (
-    Candidate,
-    diversify,
-    idf,
-    recency,
-    score,
-    share_of_query,
-)
+from agent.memory.ranking import Candidate, diversify, recency, score
+from agent.memory.text import idf, share_of_query
 from agent.settings import SearchSettings
 
 TODAY = date(2026, 3, 12)

@@ -144,6 +144,7 @@ async def test_a_healthy_home_beside_a_running_gateway_is_all_ok(
         (OK, "telegram"),
         (OK, "discord"),
         (OK, "control page"),
+        (OK, "memory search"),
         (OK, "jobs"),
         (OK, "gateway"),
     ], report(checks, env)

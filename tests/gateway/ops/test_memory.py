@@ -38,9 +38,10 @@ async def test_reindex_embeds_every_chunk_once_and_search_says_why(tmp_path, cap
         argv = ["memory", "reindex", "--home", str(home)]
         assert await asyncio.to_thread(main, argv, environ=env) == 0
         out = capsys.readouterr().out
-        assert "Indexed 2 file(s) into 2 chunk(s)" in out
-        assert "Embedding with openai:text-embedding-3-small: 0/2 chunks" in out  # not a tty
-        assert "2 of 2 chunk(s) have vectors (openai:text-embedding-3-small)" in out
+        # MEMORY.md, and the log's two entries: a chunk each.
+        assert "Indexed 2 file(s) into 3 chunk(s)" in out
+        assert "Embedding with openai:text-embedding-3-small: 0/3 chunks" in out  # not a tty
+        assert "3 of 3 chunk(s) have vectors (openai:text-embedding-3-small)" in out
         sent = len(api.asked)
         assert sent >= 1 and all(a.model == "text-embedding-3-small" for a in api.asked)
         assert await asyncio.to_thread(main, argv, environ=env) == 0  # all from the cache

@@ -1,0 +1,174 @@
+"""Recall before answering: the bars a note must clear, notes the session already has left
+out, the byte budget; and through the gateway, the real client and the fake API: the notes go
+with the message, ahead of it, never into the system prompt, once per conversation, and only
+when recall is on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import yaml
+
+from agent.memory.hits import Hit
+from agent.memory.recall import HEADER, already_there, notes_block, relevant
+from agent.settings import RecallSettings
+from agent.workspace.audience import log_path
+from gateway.app import build_app
+from gateway.config.loader import parse_config
+from gateway.contract.events import audience_of
+from gateway.services.reload import reload
+from tests.conftest import RecordingChannel, make_config
+from tests.fakes.anthropic_api import FakeAnthropic, last_user_text, request_kind
+from tests.fakes.clock import FakeClock
+from tests.test_privacy import DOOR, GROUP_A, GROUP_A_SECRET, MEMORY, obedient, serve
+
+CFG = RecallSettings()
+NOON = datetime(2026, 3, 12, 12, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+OLD_LOG = "memory/2026-01-05.md"
+GATE = "GATE-4411-ALLOT"
+
+
+def hit(snippet: str = "a note", *, words: float = 0.0, cosine: float | None = None) -> Hit:
+    return Hit("memory/2026-01-05.md", 3, 9, 1.0, snippet, words=words, vector_score=cosine)
+
+
+def test_a_note_is_relevant_by_its_cosine_or_by_the_words_of_the_message_it_holds():
+    assert relevant(hit(cosine=CFG.min_similarity), CFG)
+    assert not relevant(hit(cosine=CFG.min_similarity - 0.01, words=0.5), CFG)
+    assert relevant(hit(words=CFG.min_words), CFG)  # no vector: keyword search, or not embedded
+    assert not relevant(hit(words=CFG.min_words - 0.01), CFG)
+    stricter = replace(CFG, min_words=1.01)
+    assert not relevant(hit(words=1.0), stricter)
+
+
+def test_a_note_whose_lines_the_session_has_is_already_there():
+    prompt = "## memory/2026-03-12.md (today)\n\n## 09:00\n\nBought the bike.\nIt is blue.\n"
+    assert already_there(hit("## 09:00\n\nBought the bike.\nIt is blue."), prompt)
+    assert not already_there(hit("Bought the bike.\nIt is red."), prompt)
+    assert not already_there(hit(""), prompt)
+
+
+def test_the_block_keeps_to_its_byte_budget_and_names_path_and_lines():
+    hits = [replace(hit("ünïcödé " * 100), start_line=i, end_line=i + 5) for i in (1, 20, 40)]
+    shown, block = notes_block(hits, 400)
+    assert block.startswith(HEADER) and block.endswith("]")
+    assert len(block.encode()) <= 400
+    assert "- memory/2026-01-05.md lines 1-6: ünïcödé" in block
+    assert shown == hits[: len(shown)] and 1 <= len(shown) < 3
+    assert notes_block([], 400) == ([], "")
+    everything, whole = notes_block([hit("short one"), hit("short two")], 1200)
+    assert len(everything) == 2 and "short one" in whole and "short two" in whole
+
+
+def _seed(ws: Path) -> None:
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / OLD_LOG).write_text(f"# 2026-01-05\n\n## 09:00\n\nAllotment gate code: {GATE}\n")
+    (ws / "MEMORY.md").write_text("# Long-term memory\n\n- Favourite tea: LONGTERM-SENCHA-77\n")
+
+
+async def _chat(home: Path, api: FakeAnthropic, messages: list[str], **memory: object) -> None:
+    config = make_config(home, api.base_url, memory=memory)
+    channel = RecordingChannel()
+    app = build_app(config, [channel], clock=FakeClock(NOON))
+    await app.start()
+    try:
+        for text in messages:
+            await asyncio.wait_for(channel.push(text), 10)
+    finally:
+        await app.stop()
+
+
+def _texts(message: dict) -> list[str]:
+    return [b["text"] for b in message["content"] if b.get("type") == "text"]
+
+
+async def test_notes_go_with_the_message_ahead_of_it_once_and_never_into_the_system_prompt(
+    home, fake_api
+):
+    _seed(home / "workspace")
+    await _chat(home, fake_api, ["allotment gate code?", "gate code of the allotment?"])
+    first, second = (r.body for r in fake_api.message_requests)
+    asked = _texts(first["messages"][-1])
+    assert asked[0].startswith(HEADER) and f"- {OLD_LOG} line 5: " in asked[0]
+    assert GATE in asked[0] and GATE not in json.dumps(first["system"])
+    assert last_user_text(first).endswith("allotment gate code?")  # the words come last
+    # The second message finds the same note: it is not given again.
+    assert sum(t.startswith(HEADER) for m in second["messages"] for t in _texts(m)) == 1
+    assert not _texts(second["messages"][-1])[0].startswith(HEADER)
+    # What the first request sent is where the second starts (the cache keeps its prefix).
+    assert first["system"] == second["system"]
+    kept = second["messages"][: len(first["messages"])]
+    assert _no_cache_marks(first["messages"]) == _no_cache_marks(kept)
+
+
+def _no_cache_marks(messages: list[dict]) -> list[dict]:
+    return [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in messages
+    ]
+
+
+async def test_what_the_prompt_holds_is_not_recalled_and_recall_can_be_off(home, fake_api):
+    _seed(home / "workspace")
+    await _chat(home, fake_api, ["allotment gate code?"], recall={"enabled": False})
+    await _chat(home, fake_api, ["LONGTERM-SENCHA-77?", "allotment gate code?"])
+    off, tea, gate = (r.body for r in fake_api.message_requests)
+    assert "LONGTERM-SENCHA-77" in json.dumps(tea["system"])  # MEMORY.md: in the prompt
+    assert not _texts(tea["messages"][-1])[0].startswith(HEADER)
+    assert _texts(gate["messages"][-1])[0].startswith(HEADER)  # the control: it does recall
+    assert GATE not in json.dumps(off)
+
+
+async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api):
+    ws = home / "workspace"
+    _seed(ws)
+    (ws / OLD_LOG).write_text(f"# 2026-01-05\n\n## 09:00\n\nThe door code is {DOOR}\n")
+    (ws / "MEMORY.md").write_text(f"- The door code of the office: {MEMORY}\n")
+    group_log = ws / log_path(audience_of(GROUP_A), date(2026, 1, 5))
+    group_log.parent.mkdir(parents=True)
+    group_log.write_text(f"# 2026-01-05\n\n## 10:00\n\nThe shed door code is {GROUP_A_SECRET}\n")
+    fake_api.brain = obedient  # answers with everything it was sent
+    async with serve(home, fake_api.base_url, FakeClock(NOON)) as (_app, channel):
+        await asyncio.wait_for(channel.push("door code?", key=GROUP_A, sender="66"), 10)
+        await asyncio.wait_for(channel.push("door code?"), 10)
+    group, owner = (r for r in fake_api.message_requests if request_kind(r.body) == "chat")
+    assert _texts(group.body["messages"][-1])[0].startswith(HEADER)
+    assert GROUP_A_SECRET in channel.texts(GROUP_A)[-1]  # its own note, recalled
+    assert [s for s in (DOOR, MEMORY) if s in group.raw + channel.texts(GROUP_A)[-1]] == []
+    # The owner's chat recalls the owner's note, and not what the group wrote in its log.
+    recalled = _texts(owner.body["messages"][-1])[0]
+    assert recalled.startswith(HEADER) and DOOR in recalled and GROUP_A_SECRET not in recalled
+
+
+async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api):
+    _seed(home / "workspace")
+    (home / "workspace" / "memory" / "2026-01-06.md").write_text("## 08:00\n\nBike lock: 9090\n")
+    raw = {
+        "timezone": "Europe/Berlin",
+        "llm": {"api_key": "sk-test-0123456789", "base_url": fake_api.base_url},
+        "web": {"enabled": False},
+        "memory": {"embeddings": {"provider": "none"}, "recall": {"max_notes": 2}},
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    channel = RecordingChannel()
+    app = build_app(parse_config(raw, home=home, environ={}), [channel], clock=FakeClock(NOON))
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("allotment gate code?"), 10)
+        raw["memory"]["recall"]["enabled"] = False
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        assert reload(app, {}).applied == ["memory.recall.enabled"]
+        await asyncio.wait_for(channel.push("bike lock?"), 10)
+    finally:
+        await app.stop()
+    on, off = (r.body for r in fake_api.message_requests)
+    assert _texts(on["messages"][-1])[0].startswith(HEADER)
+    assert not _texts(off["messages"][-1])[0].startswith(HEADER)
