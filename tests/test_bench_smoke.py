@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # One table row for each of these, found by words that do not depend on the sizes run.
@@ -44,6 +46,7 @@ ROWS = (
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?( |$)")
 
 
+@pytest.mark.timeout(330)  # the run's own bound below, not the suite's default
 def test_quick_bench_prints_every_row_with_a_number():
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--quick"],

@@ -83,7 +83,9 @@ class Gateway:
         ]
         try:
             # Side by side: one platform slow to connect does not hold up the others' chats.
-            done, _ = await asyncio.wait(starting, return_when=asyncio.FIRST_EXCEPTION)
+            done: set[asyncio.Future[None]] = set()
+            if starting:  # none at all in a process that only runs jobs or the terminal
+                done, _ = await asyncio.wait(starting, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 if (error := task.exception()) is not None:
                     raise error
