@@ -38,6 +38,7 @@ from gateway.config.build import (
 )
 from gateway.config.checks import check_config
 from gateway.config.layout import Layout
+from gateway.config.ops_sections import BackupConfig
 from gateway.config.sections import (
     ChannelConfig,
     ChannelsConfig,
@@ -92,6 +93,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     transcription: TranscriptionConfig = field(default_factory=TranscriptionConfig)
     mcp: McpSettings = field(default_factory=McpSettings)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 

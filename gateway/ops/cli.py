@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.home import init_home, resolve_home
 from gateway.contract.errors import ConfigError
+from gateway.ops import backup as backup_commands
 from gateway.ops import commands
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
@@ -134,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     _jobs_commands(top)
     _pairing_commands(top)
     _mcp_commands(top)
+    _backup_commands(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -174,6 +176,29 @@ def _jobs_commands(top: _Commands) -> None:
     jobs.add(
         "cancel", "cancel a reminder or recurring job made in chat", job_commands.jobs_cancel
     ).add_argument("job_id")
+
+
+def _backup_commands(top: _Commands) -> None:
+    backup = top.add(
+        "backup",
+        "back up the home into one archive, also while Corvid runs",
+        backup_commands.cmd_backup,
+    )
+    backup.add_argument("file", nargs="?", help="the archive to write (default: in state/backups)")
+    backup.add_argument(
+        "--with-secrets",
+        action="store_true",
+        help="also keep the environment file and the control page's token",
+    )
+    restore = top.add(
+        "restore",
+        "put a backup in place of the home (with Corvid stopped)",
+        backup_commands.cmd_restore,
+    )
+    restore.add_argument("file", nargs="?", help="an archive made by corvid backup")
+    restore.add_argument(
+        "--undo", action="store_true", help="put back the home as it was before the last restore"
+    )
 
 
 def _completion(parser: argparse.ArgumentParser, shell: str) -> int:

@@ -48,7 +48,7 @@ LIVE: dict[str, tuple[str, ...]] = {
         "compaction.",
     ),
     "gateway": ("gateway.shutdown_grace",),
-    "schedule": ("schedule.daily_summary.", "schedule.heartbeat."),
+    "schedule": ("schedule.daily_summary.", "schedule.heartbeat.", "backup."),
 }
 
 
