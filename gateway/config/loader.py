@@ -55,6 +55,7 @@ from gateway.config.sections import (
 )
 from gateway.config.strict_yaml import strict_load, yaml_problem
 from gateway.contract.errors import ConfigError
+from gateway.upgrades.config_steps import upgrade
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -154,6 +155,7 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
 
 
 def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
+    raw, _ = upgrade(raw)  # an older file is read as its current version says
     if not isinstance(raw, dict):
         raise ConfigError("", f"expected a mapping at the top level, got {kind(raw)}")
     missing: dict[str, str] = {}
