@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from gateway.config.yaml_lines import KEY, find_key, key_span
 from gateway.contract.errors import ConfigError
 
 CONFIG_VERSION = 2
@@ -135,9 +136,6 @@ def _same(text: str, wanted: dict[str, Any], current: int) -> bool:
     return isinstance(back, dict) and back.pop("version", None) == current and back == wanted
 
 
-_KEY = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w-]*)\s*:(?P<rest>.*)$")
-
-
 def _edit(text: str, raw: dict[str, Any], steps: Sequence[Step]) -> str | None:
     lines = text.splitlines(keepends=True)
     found = version_of(raw)
@@ -148,7 +146,7 @@ def _edit(text: str, raw: dict[str, Any], steps: Sequence[Step]) -> str | None:
             if not _rename_lines(lines, old, new):
                 return None
         for key, _why in step.dropped:
-            span = _span(lines, key.split("."))
+            span = key_span(lines, key.split("."))
             if span is not None:
                 del lines[span[0] : span[1]]
     return "".join(lines)
@@ -157,58 +155,17 @@ def _edit(text: str, raw: dict[str, Any], steps: Sequence[Step]) -> str | None:
 def _rename_lines(lines: list[str], old: str, new: str) -> bool:
     """Rename ``old`` to ``new`` in place when both are in one section; False when the file
     needs writing whole for it."""
-    at = _find(lines, old.split("."))
+    at = find_key(lines, old.split("."))
     if at is None:
         return True  # not in the file: nothing to do
     *old_parents, _ = old.split(".")
     *new_parents, new_leaf = new.split(".")
-    if old_parents != new_parents or _find(lines, new.split(".")) is not None:
+    if old_parents != new_parents or find_key(lines, new.split(".")) is not None:
         return False
-    m = _KEY.match(lines[at])
+    m = KEY.match(lines[at])
     assert m is not None  # _find matched it
     lines[at] = f"{m['indent']}{new_leaf}:{m['rest']}" + ("\n" if lines[at].endswith("\n") else "")
     return True
-
-
-def _find(lines: list[str], path: list[str]) -> int | None:
-    """The line of the block-style key ``path``; None when it is not there."""
-    stack: list[tuple[int, str]] = []
-    for i, line in enumerate(lines):
-        m = _KEY.match(line)
-        if m is None or line.lstrip().startswith("#"):
-            continue
-        indent = len(m["indent"])
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        stack.append((indent, m["key"]))
-        if [k for _, k in stack] == path:
-            return i
-    return None
-
-
-def _span(lines: list[str], path: list[str]) -> tuple[int, int] | None:
-    """The lines of the key ``path`` with its block and the comments just above it (which
-    describe it), up to the next key as far out."""
-    at = _find(lines, path)
-    if at is None:
-        return None
-    indent = len(lines[at]) - len(lines[at].lstrip(" "))
-    end = at + 1
-    while end < len(lines):
-        nxt = _KEY.match(lines[end])
-        if nxt and not lines[end].lstrip().startswith("#") and len(nxt["indent"]) <= indent:
-            break
-        end += 1
-    while end > at + 1 and _comment_or_blank(lines[end - 1]):
-        end -= 1  # the comments before the next key are that key's
-    start = at
-    while start > 0 and lines[start - 1].strip().startswith("#"):
-        start -= 1
-    return start, end
-
-
-def _comment_or_blank(line: str) -> bool:
-    return not line.strip() or line.lstrip().startswith("#")
 
 
 def _with_version(text: str, current: int) -> str:
