@@ -71,14 +71,31 @@ def restore(layout: Layout, archive: Path, backup_dir: Path) -> dict[str, Any]:
                 shutil.rmtree(undo)  # the undo of an earlier restore: this one replaces it
             undo.mkdir(mode=0o700)
             (undo / "home").mkdir(mode=0o700)
-            _move_out(layout.home, undo / "home", keep | {undo, layout.run_lock})
             note = {"archive": str(archive), "restored": _now(), "created": manifest["created"]}
             (undo / UNDO_NOTE).write_text(json.dumps(note) + "\n", encoding="utf-8")
-            _move_in(staging, layout.home)
+            _swap_in(layout, staging, undo, keep | {undo, layout.run_lock})
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         layout.state.chmod(0o700)
     return manifest
+
+
+def _swap_in(layout: Layout, staging: Path, undo: Path, keep: set[Path]) -> None:
+    """The home's contents to ``undo/home``, the staged ones in their place; if a move fails
+    (a file the system will not move, such as a read-only mount), the home is put back."""
+    try:
+        _move_out(layout.home, undo / "home", keep)
+        _move_in(staging, layout.home)
+    except OSError as exc:
+        try:
+            _move_out(layout.home, staging, keep)  # what came in goes back out
+            _move_in(undo / "home", layout.home)
+        except OSError:
+            raise RestoreError(
+                f"a file could not be moved ({exc}); the home as it was is in {undo / 'home'}"
+            ) from None
+        shutil.rmtree(undo, ignore_errors=True)
+        raise RestoreError(f"a file could not be moved ({exc}); the home is as it was") from None
 
 
 def undo_restore(layout: Layout, backup_dir: Path) -> dict[str, Any]:

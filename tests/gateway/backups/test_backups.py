@@ -280,3 +280,26 @@ def test_cli_backup_and_restore(tmp_path, capsys):
     assert main(["restore", str(made[0]), "--home", str(fresh)], environ={}) == 1
     assert "nothing was changed" in capsys.readouterr().err
     os.remove(made[0])
+
+
+def test_a_file_that_cannot_be_moved_leaves_the_home_as_it_was(tmp_path, monkeypatch):
+    from gateway.backups import restore as restoring
+
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.workspace / "MEMORY.md").write_text("Today's memory.\n")
+    before = _tree(layout.home)
+    real = os.replace
+
+    def refusing(src: object, dst: object) -> None:
+        # Like a read-only mount in a container: the restored workspace cannot go in.
+        if str(src).endswith("workspace") and ".restore-" in str(src) and "undo" not in str(src):
+            raise OSError(16, "Device or resource busy")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(restoring.os, "replace", refusing)
+    with pytest.raises(RestoreError, match="the home is as it was"):
+        restore(layout, archive, layout.backups)
+    assert _tree(layout.home) == before
+    assert not layout.restore_undo.exists()
