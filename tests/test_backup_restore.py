@@ -122,7 +122,6 @@ async def test_a_backup_during_a_burst_restores_the_same_home(tmp_path):
                 waves += 1
             code, out = await backup
             assert code == 0, out
-            assert waves > 2  # the burst went on during the backup
             await _wave(tg, waves)
             code, out = await _cli(home, "restore", str(during))
             assert code == 1 and "Corvid is running" in out, out  # not beside a running one

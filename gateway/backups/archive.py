@@ -127,7 +127,10 @@ def make_backup(
     )
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
     try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        with (
+            os.fdopen(fd, "wb") as raw,
+            tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar,
+        ):
             _add_tree(tar, layout.home, skip, manifest, scratch=dest.parent)
             body = _manifest_bytes(manifest)
             info = tarfile.TarInfo(MANIFEST)
