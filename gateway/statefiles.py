@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,3 +35,11 @@ def set_aside(path: Path, problem: str, lost: str) -> Path:
         lost,
     )
     return aside
+
+
+def stamp_schema(db: sqlite3.Connection, version: int) -> None:
+    """Give a database made just now, or before schema versions were kept (both 0), the
+    schema ``version`` its module writes. ``corvid run`` has compared the number first
+    (``gateway/upgrades/state.py``): an older one carried forward, a newer one refused."""
+    if db.execute("PRAGMA user_version").fetchone()[0] == 0:
+        db.execute(f"PRAGMA user_version = {int(version)}")

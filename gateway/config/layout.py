@@ -101,3 +101,20 @@ class Layout:
     def web_open(self) -> Path:
         """The page ``corvid web`` opens, which signs the browser in."""
         return self.state / "web_open.html"
+
+    # -- owner operations -------------------------------------------------------------------------
+
+    @property
+    def env_file(self) -> Path:
+        """The secrets (``NAME=value`` lines), kept out of backups unless asked for."""
+        return self.home / "corvid.env"
+
+    @property
+    def backups(self) -> Path:
+        """Where ``corvid backup`` and the scheduled backups write, unless ``backup.dir`` says."""
+        return self.state / "backups"
+
+    @property
+    def restore_undo(self) -> Path:
+        """What the last ``corvid restore`` moved aside, for ``corvid restore --undo``."""
+        return self.home / ".restore-undo"

@@ -38,6 +38,7 @@ from gateway.config.build import (
 )
 from gateway.config.checks import check_config
 from gateway.config.layout import Layout
+from gateway.config.ops_sections import BackupConfig
 from gateway.config.sections import (
     ChannelConfig,
     ChannelsConfig,
@@ -54,6 +55,7 @@ from gateway.config.sections import (
 )
 from gateway.config.strict_yaml import strict_load, yaml_problem
 from gateway.contract.errors import ConfigError
+from gateway.upgrades.config_steps import upgrade
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -92,6 +94,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     transcription: TranscriptionConfig = field(default_factory=TranscriptionConfig)
     mcp: McpSettings = field(default_factory=McpSettings)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 
@@ -152,6 +155,7 @@ def load_config(home: Path, environ: Mapping[str, str]) -> Config:
 
 
 def parse_config(raw: Any, *, home: Path, environ: Mapping[str, str]) -> Config:
+    raw, _ = upgrade(raw)  # an older file is read as its current version says
     if not isinstance(raw, dict):
         raise ConfigError("", f"expected a mapping at the top level, got {kind(raw)}")
     missing: dict[str, str] = {}

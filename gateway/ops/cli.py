@@ -16,8 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.config.envfile import with_env_file
 from gateway.config.home import init_home, resolve_home
+from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
+from gateway.ops import backup as backup_commands
 from gateway.ops import commands
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
@@ -25,6 +28,7 @@ from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
+from gateway.ops.setup import cmd_setup
 
 if TYPE_CHECKING:
     pass
@@ -41,6 +45,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     if getattr(args, "func", None) is None:  # a bare `corvid`: what it can do
         return _help(parser)
     home = resolve_home(getattr(args, "home", None), environ)
+    # The secrets `corvid setup` wrote, under what the environment itself sets.
+    environ = with_env_file(Layout(home).env_file, environ)
     try:
         func: Command = args.func
         status = int(func(args, home, environ) or 0)
@@ -109,6 +115,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-V", "--version", action="version", version=f"corvid {_version()}")
     top = _Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
+    setup = top.add(
+        "setup", "a guided first run: keys, bots, your ids, time zone; ends with doctor", cmd_setup
+    )
+    setup.add_argument(
+        "--wait",
+        type=float,
+        default=300.0,
+        help="seconds to wait for your first message to the Telegram bot (default 300)",
+    )
     run = top.add("run", "start the gateway with every enabled channel", cmd_run)
     run.add_argument(
         "--log-format",
@@ -134,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     _jobs_commands(top)
     _pairing_commands(top)
     _mcp_commands(top)
+    _backup_commands(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -174,6 +190,29 @@ def _jobs_commands(top: _Commands) -> None:
     jobs.add(
         "cancel", "cancel a reminder or recurring job made in chat", job_commands.jobs_cancel
     ).add_argument("job_id")
+
+
+def _backup_commands(top: _Commands) -> None:
+    backup = top.add(
+        "backup",
+        "back up the home into one archive, also while Corvid runs",
+        backup_commands.cmd_backup,
+    )
+    backup.add_argument("file", nargs="?", help="the archive to write (default: in state/backups)")
+    backup.add_argument(
+        "--with-secrets",
+        action="store_true",
+        help="also keep the environment file and the control page's token",
+    )
+    restore = top.add(
+        "restore",
+        "put a backup in place of the home (with Corvid stopped)",
+        backup_commands.cmd_restore,
+    )
+    restore.add_argument("file", nargs="?", help="an archive made by corvid backup")
+    restore.add_argument(
+        "--undo", action="store_true", help="put back the home as it was before the last restore"
+    )
 
 
 def _completion(parser: argparse.ArgumentParser, shell: str) -> int:

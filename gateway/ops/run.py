@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gateway.config.home import AlreadyRunning, lock_home
 from gateway.config.loader import Config
+from gateway.contract.errors import ConfigError
 from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
@@ -70,7 +71,25 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
     except AlreadyRunning as exc:
         print(f"corvid: {exc}", file=sys.stderr)
         return 1
+    if not _upgraded(config):
+        return EXIT_CONFIG
     return asyncio.run(_serve(config))
+
+
+def _upgraded(config: Config) -> bool:
+    """Carry the home forward from an older Corvid, naming each change in the log; False
+    (said on stderr) when a file is from a newer Corvid."""
+    from gateway.upgrades.home import upgrade_home
+    from gateway.upgrades.state import NewerState
+
+    try:
+        changes = upgrade_home(config.layout)
+    except (NewerState, ConfigError) as exc:
+        print(f"corvid: cannot start: {exc}", file=sys.stderr)
+        return False
+    for change in changes:
+        log.warning("upgraded: %s", change)
+    return True
 
 
 async def _serve(config: Config) -> int:
@@ -159,6 +178,8 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     problems = _missing_llm(config)
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
+        return EXIT_CONFIG
+    if not _upgraded(config):
         return EXIT_CONFIG
     return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org
 

@@ -40,7 +40,7 @@ from gateway.contract.atomic import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
-from gateway.statefiles import set_aside
+from gateway.statefiles import set_aside, stamp_schema
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,8 @@ class SendStatus(StrEnum):
 KEEP_SENT = timedelta(days=7)
 KEEP_SEEN = timedelta(days=2)
 
+# The schema's version (SQLite's user_version), for carrying it forward: gateway/upgrades.
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbound (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -317,6 +319,7 @@ def _open(path: Path) -> sqlite3.Connection:
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise sqlite3.DatabaseError(f"damaged: {check}")
         db.executescript(_SCHEMA)
+        stamp_schema(db, SCHEMA_VERSION)
     except sqlite3.DatabaseError:
         db.close()
         raise

@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo
 # The jobs the configuration makes (schedule: in config.yaml); the others are made in chat.
 DAILY_SUMMARY = "daily-summary"
 HEARTBEAT = "heartbeat"
-CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT})
+BACKUP = "backup"
+CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT, BACKUP})
 
 
 class JobKind(StrEnum):

@@ -12,8 +12,10 @@ from typing import Any
 
 from gateway.contract.atomic import private_file
 from gateway.scheduling.jobs import Job, RunStatus
-from gateway.statefiles import set_aside
+from gateway.statefiles import set_aside, stamp_schema
 
+# The schema's version (SQLite's user_version), for carrying it forward: gateway/upgrades.
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (job TEXT, slot TEXT, fire TEXT, target TEXT, status TEXT,
     attempts INTEGER DEFAULT 0, error TEXT, updated TEXT, PRIMARY KEY (job, slot));
@@ -49,6 +51,8 @@ class Ledger:
         self.read_only = read_only
         try:
             self.db.executescript(_SCHEMA)
+            if not read_only:
+                stamp_schema(self.db, SCHEMA_VERSION)
         except sqlite3.OperationalError:
             if not read_only:
                 raise  # read only: an older ledger without a table is read as far as it goes

@@ -13,12 +13,13 @@ from typing import Any
 
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock
-from gateway.scheduling.jobs import DAILY_SUMMARY, HEARTBEAT, Job, JobKind
+from gateway.scheduling.jobs import BACKUP, DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 
 __all__ = [
+    "BACKUP",
     "CONFIGURED",
     "DAILY_SUMMARY",
     "HEARTBEAT",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 # The jobs config.yaml makes; the others are made in chat.
-CONFIGURED = (DAILY_SUMMARY, HEARTBEAT)
+CONFIGURED = (DAILY_SUMMARY, HEARTBEAT, BACKUP)
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
@@ -67,8 +68,25 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
                 grace=timedelta(minutes=min(hb.every_minutes, 5)),
             )
         )
+    if config.backup.schedule:
+        jobs.append(backup_job(config, now))
     jobs.extend(store.load())
     return jobs
+
+
+def backup_job(config: Config, now: datetime) -> Job:
+    """The scheduled backup; its target names the folder the backups go to."""
+    from gateway.backups.archive import backup_folder
+
+    return Job(
+        id=BACKUP,
+        kind=JobKind.CRON,
+        spec=config.backup.cron(),
+        timezone=config.timezone,
+        target=str(backup_folder(config.layout, config.backup.dir)),
+        created=now,
+        grace=timedelta(hours=12),
+    )
 
 
 def replan(scheduler: Scheduler, planned: list[Job]) -> None:

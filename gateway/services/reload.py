@@ -49,7 +49,7 @@ LIVE: dict[str, tuple[str, ...]] = {
         "compaction.",
     ),
     "gateway": ("gateway.shutdown_grace",),
-    "schedule": ("schedule.daily_summary.", "schedule.heartbeat."),
+    "schedule": ("schedule.daily_summary.", "schedule.heartbeat.", "backup."),
 }
 
 

@@ -156,6 +156,7 @@ class FakeAnthropic:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_get("/v1/models", self._models)
         # handler_cancellation: a request whose client went away (a cancelled turn) stops here too.
         self._runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
@@ -200,6 +201,17 @@ class FakeAnthropic:
         message = f"tools.0: unknown tool type {server[0]['type']!r}"
         return _json({"type": "error", "error": {"type": "invalid_request_error",
                                                   "message": message}}, status=400)  # fmt: skip
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        """The models list: free, and the way to ask whether a key is accepted."""
+        self.requests.append(Recorded(request.path, {}, dict(request.headers), ""))
+        rejected = self._rejected(request)
+        if rejected is not None:
+            return rejected
+        model = {"type": "model", "id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5",
+                 "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+        return _json({"data": [model], "has_more": False, "first_id": model["id"],
+                      "last_id": model["id"]})  # fmt: skip
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)

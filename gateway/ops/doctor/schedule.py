@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Check, Status, SystemClock
+from gateway.scheduling.jobs import BACKUP
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -72,6 +73,8 @@ def _jobs_check(config: Config, states: list[Any]) -> Check:
             line += f"; last run failed: {state.last['error']}"
             problems.append(f"the last run of {job.id} failed")
         details.append(line)
+        if job.id == BACKUP:
+            continue  # writes to a folder, not to a chat
         try:
             channel = SessionKey.parse(job.target).channel
         except ValueError:

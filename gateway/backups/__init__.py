@@ -1,0 +1,1 @@
+"""Backing up a home, and restoring one: ``corvid backup`` and ``corvid restore``."""

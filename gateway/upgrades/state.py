@@ -1,0 +1,124 @@
+"""The versions of the state files, checked when Corvid starts: an older file is carried
+forward, a newer one (written by a later Corvid, before a downgrade) is refused by name.
+
+Each SQLite database Corvid keeps says its schema in SQLite's ``user_version`` (0: made before
+versions were kept). The JSON state files and the transcripts have one version together, in
+``state/layout.json``. ``index.sqlite`` keeps a version of its own and is rebuilt from the
+Markdown when it differs, and ``embeddings.sqlite`` is a cache made again when it cannot be
+read: both are derived. A database this table does not name is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from gateway.config.layout import Layout
+from gateway.contract.atomic import write_atomic
+from gateway.runtime import journal
+from gateway.scheduling import ledger
+
+# The schema version this Corvid writes, by database file name in state/ (each module stamps a
+# database it makes: gateway/statefiles.stamp_schema).
+DATABASES: dict[str, int] = {
+    "gateway.sqlite": journal.SCHEMA_VERSION,
+    "scheduler.sqlite": ledger.SCHEMA_VERSION,
+}
+# The version of the JSON state files and transcripts (state/layout.json).
+STATE_LAYOUT = 1
+LAYOUT_FILE = "layout.json"
+
+# How a database reaches a version from the one before: (file name, version) → the change.
+# Version 1 is what every Corvid before versions wrote: each database's tables are made (when
+# missing) by the module that opens it, so reaching it only records the number.
+DatabaseStep = Callable[[sqlite3.Connection], None]
+DATABASE_STEPS: dict[tuple[str, int], DatabaseStep] = {}
+# How the JSON state reaches a version from the one before.
+LayoutStep = Callable[[Path], None]
+LAYOUT_STEPS: dict[int, LayoutStep] = {}
+
+
+class NewerState(Exception):
+    """State written by a newer Corvid; the message names each file and what to do."""
+
+
+def upgrade_state(layout: Layout) -> list[str]:
+    """Check every versioned state file, refuse (``NewerState``) before changing anything if
+    one is newer than this Corvid, then carry the older ones forward. Returns a sentence per
+    file changed."""
+    found: dict[str, int] = {}
+    for name in DATABASES:
+        if (version := _user_version(layout.state / name)) is not None:
+            found[name] = version
+    state_layout = _layout_version(layout.state / LAYOUT_FILE)
+    newer = [
+        f"state/{name} has schema {v}, this Corvid knows up to {DATABASES[name]}"
+        for name, v in sorted(found.items())
+        if v > DATABASES[name]
+    ]
+    if state_layout > STATE_LAYOUT:
+        newer.append(f"state/{LAYOUT_FILE} says {state_layout}, this Corvid knows {STATE_LAYOUT}")
+    if newer:
+        raise NewerState(
+            "the state was written by a newer Corvid ("
+            + "; ".join(newer)
+            + "): install that version again, or restore a backup made before it "
+            "(corvid restore FILE)"
+        )
+    changes = []
+    for name, version in sorted(found.items()):
+        if version < DATABASES[name]:
+            _upgrade_database(layout.state / name, name, version)
+            changes.append(f"state/{name}: schema {version} → {DATABASES[name]}")
+    if layout.state.is_dir() and state_layout < STATE_LAYOUT:
+        for step in range(state_layout + 1, STATE_LAYOUT + 1):
+            if step in LAYOUT_STEPS:
+                LAYOUT_STEPS[step](layout.state)
+        write_atomic(layout.state / LAYOUT_FILE, json.dumps({"layout": STATE_LAYOUT}) + "\n")
+        changes.append(f"state/: layout {state_layout} → {STATE_LAYOUT}")
+    return changes
+
+
+def _user_version(path: Path) -> int | None:
+    """A database's schema version; None when there is none to read (missing, damaged: the
+    module that opens it deals with that)."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=10)
+        try:
+            return int(db.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
+def _upgrade_database(path: Path, name: str, version: int) -> None:
+    db = sqlite3.connect(path, isolation_level=None, timeout=10)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for to in range(version + 1, DATABASES[name] + 1):
+                step = DATABASE_STEPS.get((name, to))
+                if step is not None:
+                    step(db)
+            db.execute(f"PRAGMA user_version = {DATABASES[name]}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    finally:
+        db.close()
+
+
+def _layout_version(path: Path) -> int:
+    """``state/layout.json``'s version; 0 when there is none (state from before versions)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    version = data.get("layout") if isinstance(data, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else 0

@@ -1,0 +1,305 @@
+"""Backups of a home and their restore: what goes in, what stays out, what is refused."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from gateway.backups.archive import MANIFEST, make_backup
+from gateway.backups.job import SCHEDULED, ScheduledBackup, prune
+from gateway.backups.restore import RestoreError, holding_home, restore, undo_restore
+from gateway.config.home import init_home
+from gateway.config.layout import Layout
+from gateway.config.ops_sections import BackupConfig
+from gateway.contract.errors import ConfigError
+
+
+def _home(tmp_path: Path, name: str = "home") -> Layout:
+    layout = Layout(tmp_path / name)
+    init_home(layout.home, {})
+    (layout.workspace / "MEMORY.md").write_text("Anna lives in Lisbon.\n")
+    (layout.sessions / "telegram_private_42.jsonl").write_text('{"role": "user"}\n')
+    (layout.state / "jobs.json").write_text('{"jobs": []}\n')
+    return layout
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` by relative path, with its SHA-256 (but the run lock, which
+    taking the home for a restore creates)."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "run.lock"
+    }
+
+
+def _members(archive: Path) -> set[str]:
+    with tarfile.open(archive) as tar:
+        return {m.name for m in tar.getmembers() if m.isfile()}
+
+
+def test_a_database_written_meanwhile_is_copied_whole_with_what_is_only_in_its_wal(tmp_path):
+    layout = _home(tmp_path)
+    # A database a later version might add, open in WAL mode with rows not yet checkpointed.
+    db = sqlite3.connect(layout.state / "usage.sqlite")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute("CREATE TABLE spend (cents INTEGER)")
+    db.executemany("INSERT INTO spend VALUES (?)", [(i,) for i in range(100)])
+    db.commit()
+    assert (layout.state / "usage.sqlite-wal").stat().st_size > 0
+    archive = tmp_path / "b.tar.gz"
+    manifest = make_backup(layout, archive, backup_dir=layout.backups)
+    db.close()
+
+    names = _members(archive)
+    assert "state/usage.sqlite" in names
+    assert not any(n.endswith(("-wal", "-shm")) for n in names)
+    assert [e.path for e in manifest.files if e.sqlite] == ["state/usage.sqlite"]
+    fresh = Layout(tmp_path / "fresh")
+    restore(fresh, archive, fresh.backups)
+    copy = sqlite3.connect(fresh.state / "usage.sqlite")
+    assert copy.execute("SELECT count(*), sum(cents) FROM spend").fetchone() == (100, 4950)
+    copy.close()
+
+
+def test_secrets_stay_out_unless_asked_for(tmp_path):
+    layout = _home(tmp_path)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-secret\n")
+    layout.web_token.write_text("token\n")
+    (layout.state / "control.sock").write_text("")  # stands for the socket: never kept
+    plain, full = tmp_path / "plain.tar.gz", tmp_path / "full.tar.gz"
+    make_backup(layout, plain, backup_dir=layout.backups)
+    make_backup(layout, full, backup_dir=layout.backups, with_secrets=True)
+
+    assert {"corvid.env", "state/web_token", "state/control.sock"}.isdisjoint(_members(plain))
+    assert {"corvid.env", "state/web_token"} <= _members(full)
+    assert "state/control.sock" not in _members(full)
+    assert b"sk-secret" not in gzip.decompress(plain.read_bytes())
+    assert oct(plain.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_the_manifest_lists_every_file_with_its_checksum(tmp_path):
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile(MANIFEST))  # type: ignore[arg-type]
+        for entry in manifest["files"]:
+            data = tar.extractfile(entry["path"]).read()  # type: ignore[union-attr]
+            assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+    listed = {e["path"] for e in manifest["files"]}
+    assert listed == set(_tree(layout.home))
+
+
+def test_backups_are_not_backed_up_and_a_restore_leaves_them_in_place(tmp_path):
+    layout = _home(tmp_path)
+    first = layout.backups / "first.tar.gz"
+    make_backup(layout, first, backup_dir=layout.backups)
+    second = layout.backups / "second.tar.gz"
+    make_backup(layout, second, backup_dir=layout.backups)
+    assert not any(n.startswith("state/backups") for n in _members(second))
+
+    restore(layout, second, layout.backups)
+    assert first.exists() and second.exists()
+
+
+def test_restore_into_a_fresh_home_gives_the_same_files(tmp_path):
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    fresh = Layout(tmp_path / "fresh")
+    restore(fresh, archive, fresh.backups)
+    before = _tree(layout.home)
+    after = {k: v for k, v in _tree(fresh.home).items() if not k.startswith(".restore-undo/")}
+    assert after == before
+    assert fresh.state.stat().st_mode & 0o777 == 0o700
+    assert (fresh.workspace / "MEMORY.md").stat().st_mode & 0o777 == 0o600
+
+
+def test_restore_keeps_the_home_aside_and_undo_swaps_it_back_and_forth(tmp_path):
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.workspace / "MEMORY.md").write_text("Anna moved to Porto.\n")
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-kept\n")
+
+    restore(layout, archive, layout.backups)
+    memory = layout.workspace / "MEMORY.md"
+    assert memory.read_text() == "Anna lives in Lisbon.\n"
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-kept\n"  # not in the backup
+    assert (
+        layout.restore_undo / "home/workspace/MEMORY.md"
+    ).read_text() == "Anna moved to Porto.\n"
+
+    undo_restore(layout, layout.backups)
+    assert memory.read_text() == "Anna moved to Porto.\n"
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-kept\n"
+    undo_restore(layout, layout.backups)
+    assert memory.read_text() == "Anna lives in Lisbon.\n"
+
+
+def test_undo_without_a_restore_is_refused(tmp_path):
+    layout = _home(tmp_path)
+    with pytest.raises(RestoreError, match="no restore to undo"):
+        undo_restore(layout, layout.backups)
+
+
+def test_restore_is_refused_while_corvid_runs(tmp_path):
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.workspace / "MEMORY.md").write_text("changed\n")
+    before = _tree(layout.home)
+    # The lock `corvid run` holds, taken by another process.
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, fcntl, os; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, b'4242\\n', 0); print('held', flush=True);"
+         " sys.stdin.read()",
+         str(layout.run_lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(RestoreError, match=r"running for this home \(pid 4242\)"):
+            restore(layout, archive, layout.backups)
+    finally:
+        holder.communicate("", timeout=30)
+    assert _tree(layout.home) == before
+
+
+def _rewrite(archive: Path, out: Path, change: dict[str, bytes]) -> None:
+    """A copy of ``archive`` with some members' contents replaced (the manifest kept)."""
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+            if member.name in change:
+                data = change[member.name]
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "cut short", "altered file", "bad database"])
+def test_a_damaged_backup_is_refused_before_anything_is_touched(tmp_path, damage):
+    layout = _home(tmp_path)
+    sqlite3.connect(layout.state / "usage.sqlite").execute("CREATE TABLE t (x)").connection.commit()
+    good = tmp_path / "good.tar.gz"
+    make_backup(layout, good, backup_dir=layout.backups)
+    bad = tmp_path / "bad.tar.gz"
+    raw = bytearray(good.read_bytes())
+    if damage == "flipped byte":
+        raw[len(raw) // 2] ^= 0xFF
+        bad.write_bytes(bytes(raw))
+    elif damage == "cut short":
+        bad.write_bytes(bytes(raw[: len(raw) * 2 // 3]))
+    elif damage == "altered file":
+        _rewrite(good, bad, {"workspace/MEMORY.md": b"Planted.\n"})
+    else:
+        db = (layout.state / "usage.sqlite").read_bytes()
+        broken = db[:100] + b"\xff" * 200 + db[300:]
+        with tarfile.open(good) as tar:
+            manifest = json.load(tar.extractfile(MANIFEST))  # type: ignore[arg-type]
+        for entry in manifest["files"]:
+            if entry["path"] == "state/usage.sqlite":
+                entry["sha256"] = hashlib.sha256(broken).hexdigest()
+        _rewrite(good, bad, {"state/usage.sqlite": broken, MANIFEST: json.dumps(manifest).encode()})
+    (layout.workspace / "MEMORY.md").write_text("Today's memory.\n")
+    before = _tree(layout.home)
+
+    with pytest.raises(RestoreError):
+        restore(layout, bad, layout.backups)
+    assert _tree(layout.home) == before
+    assert not layout.restore_undo.exists()
+    assert sorted(p.name for p in layout.home.iterdir()) == ["config.yaml", "state", "workspace"]
+
+
+def test_an_archive_naming_a_path_outside_the_home_is_refused(tmp_path):
+    layout = _home(tmp_path)
+    bad = tmp_path / "bad.tar.gz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(RestoreError, match="outside the home"):
+        restore(layout, bad, layout.backups)
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_the_lock_is_held_while_restoring(tmp_path):
+    layout = _home(tmp_path)
+    with holding_home(layout), pytest.raises(RestoreError, match="running"), holding_home(layout):
+        pass
+
+
+def test_scheduled_backups_keep_only_the_newest(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    layout = _home(tmp_path)
+    hand_made = layout.backups / "corvid-backup-20260101-000000.tar.gz"
+    layout.backups.mkdir()
+    hand_made.write_bytes(b"")
+    job = ScheduledBackup(layout, BackupConfig(schedule="03:00", keep=2))
+    start = datetime(2026, 11, 1, 3, tzinfo=UTC)
+    made = [job.run_once(start + timedelta(days=d)) for d in range(4)]
+    left = sorted(p.name for p in layout.backups.iterdir())
+    assert left == sorted([hand_made.name, made[2].name, made[3].name])
+    assert all(name.startswith(SCHEDULED) for name in left if name != hand_made.name)
+    assert prune(layout.backups, 2) == []
+
+
+def test_the_schedule_is_a_time_or_a_cron_expression():
+    assert BackupConfig(schedule="3:30").cron() == "30 3 * * *"
+    assert BackupConfig(schedule="0 4 * * sun").cron() == "0 4 * * sun"
+    with pytest.raises(ConfigError, match=r"backup\.schedule"):
+        BackupConfig(schedule="every night")
+
+
+def test_cli_backup_and_restore(tmp_path, capsys):
+    from gateway.ops.cli import main
+
+    layout = _home(tmp_path)
+    assert main(["backup", "--home", str(layout.home)], environ={}) == 0
+    made = list(layout.backups.glob("corvid-backup-*.tar.gz"))
+    assert len(made) == 1
+    assert "Secrets are not in it" in capsys.readouterr().out
+    fresh = tmp_path / "fresh"
+    assert main(["restore", str(made[0]), "--home", str(fresh)], environ={}) == 0
+    assert (fresh / "workspace/MEMORY.md").read_text() == "Anna lives in Lisbon.\n"
+    made[0].write_bytes(b"not an archive")
+    assert main(["restore", str(made[0]), "--home", str(fresh)], environ={}) == 1
+    assert "nothing was changed" in capsys.readouterr().err
+    os.remove(made[0])
+
+
+def test_a_file_that_cannot_be_moved_leaves_the_home_as_it_was(tmp_path, monkeypatch):
+    from gateway.backups import restore as restoring
+
+    layout = _home(tmp_path)
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.workspace / "MEMORY.md").write_text("Today's memory.\n")
+    before = _tree(layout.home)
+    real = os.replace
+
+    def refusing(src: object, dst: object) -> None:
+        # Like a read-only mount in a container: the restored workspace cannot go in.
+        if str(src).endswith("workspace") and ".restore-" in str(src) and "undo" not in str(src):
+            raise OSError(16, "Device or resource busy")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(restoring.os, "replace", refusing)
+    with pytest.raises(RestoreError, match="the home is as it was"):
+        restore(layout, archive, layout.backups)
+    assert _tree(layout.home) == before
+    assert not layout.restore_undo.exists()
