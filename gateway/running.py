@@ -37,6 +37,7 @@ from gateway.services.status import Live, SessionFigures, report
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp.hub import McpHub
+    from agent.usage.meter import Meter
     from gateway.web.backend import Backend
     from gateway.web.server import WebServer
 
@@ -67,6 +68,7 @@ class App:
         self.pending_restart: list[str] = []
         self.notices: PairingNotices | None = None
         self.mcp: McpHub | None = None
+        self.meter: Meter | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self._settling: asyncio.Task[None] | None = None

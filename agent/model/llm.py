@@ -17,6 +17,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.charge import Charge, Purpose
 from agent.model.failures import llm_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
@@ -110,7 +111,11 @@ class AnthropicLLM:
         """Take the options that change while running (the model, the answer's and the
         context's size); the key, the address and the retries wait for a restart."""
         self.cfg = replace(
-            self.cfg, model=cfg.model, max_tokens=cfg.max_tokens, context_window=cfg.context_window
+            self.cfg,
+            model=cfg.model,
+            max_tokens=cfg.max_tokens,
+            context_window=cfg.context_window,
+            models=cfg.models,
         )
         self.model, self.context_window = cfg.model, cfg.context_window
 
@@ -212,11 +217,14 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
+        *,
+        charge: Charge,
     ) -> LLMResponse:
         size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
+        model = self.model_for(charge.purpose)
         async with self.in_flight.hold(size):
             try:
-                return await self._complete(system, messages, tools, system_note, deltas)
+                return await self._complete(model, system, messages, tools, system_note, deltas)
             except _BadToolJSON as exc:
                 # The model wrote a tool call whose input is not JSON: say so, and ask again.
                 log.warning("the model wrote a tool call that is not valid JSON; asking again")
@@ -224,12 +232,23 @@ class AnthropicLLM:
                 if deltas is not None:
                     deltas.restart()
                 try:
-                    return await self._complete(system, messages, tools, note, deltas)
+                    return await self._complete(model, system, messages, tools, note, deltas)
                 except _BadToolJSON:
                     raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
+    def model_for(self, purpose: Purpose) -> str:
+        """``llm.models``: the purpose's own model, else the background one for silent work,
+        else the chat one, else ``llm.model``."""
+        models = self.cfg.models
+        if purpose in models:
+            return models[purpose]
+        if purpose.background and "background" in models:
+            return models["background"]
+        return models.get("chat", self.model)
+
     async def _complete(
         self,
+        model: str,
         system: str,
         messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
@@ -242,7 +261,7 @@ class AnthropicLLM:
         )
         try:
             async with client.messages.stream(
-                model=self.model,
+                model=model,
                 max_tokens=self.cfg.max_tokens,
                 system=sys_blocks,
                 messages=msgs,
@@ -275,14 +294,28 @@ class AnthropicLLM:
             sum(len(b["text"]) for b in sys_blocks),
             msg.stop_reason,
         )
-        u = msg.usage
-        usage = Usage(
-            input=u.input_tokens or 0,
-            cache_read=u.cache_read_input_tokens or 0,
-            cache_write=u.cache_creation_input_tokens or 0,
-            output=u.output_tokens or 0,
-        )
-        return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+        return _response(msg, model)
+
+
+def _response(msg: Any, model: str) -> LLMResponse:
+    """The answer, with what it used as the bill counts it and the model that wrote it."""
+    u = msg.usage
+    usage = Usage(
+        input=u.input_tokens or 0,
+        cache_read=u.cache_read_input_tokens or 0,
+        cache_write=u.cache_creation_input_tokens or 0,
+        output=u.output_tokens or 0,
+    )
+    server = getattr(u, "server_tool_use", None)
+    searches = (getattr(server, "web_search_requests", 0) or 0) if server is not None else 0
+    return LLMResponse(
+        content_to_dicts(msg.content),
+        msg.stop_reason or "end_turn",
+        usage,
+        model=msg.model or model,
+        web_searches=searches,
+        id=msg.id or "",
+    )
 
 
 class _BadToolJSON(Exception):
