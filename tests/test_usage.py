@@ -145,3 +145,35 @@ async def test_the_ledger_matches_the_bill_across_a_sigkill(tmp_path):
     assert bill[("chat", "owner")]["calls"] == 2
     assert bill[("chat", "group")]["calls"] == 2
     assert kept(home) == bill
+
+
+async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
+    start_gateway, fake_api, home, capsys
+):
+    import json
+
+    from gateway.ops.cli import main
+
+    fake_api.brain = brain
+    _gateway, chan = await start_gateway(llm={"models": {"chat": "claude-sonnet-5-5"}})
+    await asyncio.wait_for(chan.push("hello"), 10)
+    await asyncio.wait_for(chan.push("GROUPTAG hi", key=GROUP), 10)
+    await asyncio.wait_for(chan.push("/usage"), 10)
+    await asyncio.wait_for(chan.push("/usage", key=GROUP), 10)
+    owner_view, group_view = chan.texts(PRIVATE)[-1], chan.texts(GROUP)[-1]
+    assert "today:" in owner_view and "in 2 call(s)" in owner_view
+    assert "top shared chats this month:\n  test-group-100:" in owner_view
+    assert group_view.startswith("Usage of this chat:") and "in 1 call(s)" in group_view
+    assert "top" not in group_view  # a shared chat sees its own figures alone
+
+    capsys.readouterr()
+    assert main(["usage", "--by", "chat", "--json", "--home", str(home)], environ={}) == 0
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert set(rows) == {"owner", "test-group-100"}
+    assert rows["owner"]["calls"] == 1 and rows["owner"]["cost"] > 0
+    assert main(["usage", "--by", "model", "--home", str(home)], environ={}) == 0
+    shown = capsys.readouterr().out
+    assert "claude-sonnet-5-5" in shown and "total " in shown
+    # It asks the running gateway over its socket, from a process (a thread here) of its own.
+    assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
+    assert "Usage: today " in capsys.readouterr().out

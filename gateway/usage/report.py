@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agent.usage.ledger import Period, UsageLedger
 
@@ -46,3 +48,23 @@ def status_figures(ledger: UsageLedger, now: datetime) -> dict[str, Any]:
         "today": {"cost": today["cost"], "calls": today["calls"]},
         "month": {"cost": month["cost"], "calls": month["calls"]},
     }
+
+
+def file_figures(path: Path, tz: ZoneInfo) -> dict[str, Any]:
+    """``status_figures`` from the ledger's file, for ``corvid status`` (zero without one)."""
+    if not path.exists():
+        zero = {"cost": 0.0, "calls": 0}
+        return {"today": zero, "month": zero}
+    ledger = UsageLedger(path, tz)
+    try:
+        return status_figures(ledger, datetime.now(UTC))
+    finally:
+        ledger.close()
+
+
+def figures_line(figures: dict[str, Any]) -> str:
+    today, month = figures["today"], figures["month"]
+    return (
+        f"Usage: today {money(today['cost'])} ({today['calls']} model calls), "
+        f"this month {money(month['cost'])} ({month['calls']} calls); corvid usage for more"
+    )
