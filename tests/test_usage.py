@@ -177,3 +177,21 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     # It asks the running gateway over its socket, from a process (a thread here) of its own.
     assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
     assert "Usage: today " in capsys.readouterr().out
+
+
+async def test_status_and_the_ledger_name_the_fallback_that_answered(start_gateway, fake_api, home):
+    from tests.fakes.anthropic_api import Fault
+
+    fake_api.enqueue(Fault(529, "overloaded_error"))
+    _gateway, chan = await start_gateway(
+        llm={"retries": 0, "fallbacks": [{"model": "claude-opus-5-5"}]}
+    )
+    await asyncio.wait_for(chan.push("hello"), 10)
+    await asyncio.wait_for(chan.push("/status"), 10)
+    assert chan.texts()[0].startswith("echo: ")
+    assert chan.texts()[1].startswith("Answering on the fallback claude-opus-5-5 (")
+    ledger = UsageLedger(home / "state" / "usage.sqlite", __import__("zoneinfo").ZoneInfo("UTC"))
+    try:
+        assert [r["key"] for r in ledger.totals("model")] == ["claude-opus-5-5"]
+    finally:
+        ledger.close()

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from agent.model.charge import Charge, Purpose
+from agent.model.failover import Failover, Route
 from agent.model.failures import llm_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
@@ -83,6 +84,8 @@ class AnthropicLLM:
         # A call's request is built only once it is admitted, so calls waiting hold nothing
         # but their turn's own (compact) history.
         self.in_flight = InFlight()
+        self.failover = Failover(cfg.fallbacks, cfg.fallback_minutes)
+        self._others: dict[tuple[str | None, str | None], AsyncAnthropic] = {}
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -102,10 +105,28 @@ class AnthropicLLM:
             )
         return self._client
 
+    def _client_for(self, route: Route) -> AsyncAnthropic:
+        """The primary's client, or one of a fallback's own endpoint or key."""
+        if route.base_url is None and route.api_key is None:
+            return self._get_client()
+        key = (route.base_url, route.api_key)
+        if key not in self._others:
+            primary = self._get_client()  # imports the SDK too
+            self._others[key] = self._sdk.AsyncAnthropic(
+                api_key=route.api_key or primary.api_key,
+                base_url=route.base_url or self.cfg.base_url or None,
+                timeout=self.cfg.timeout,
+                max_retries=self.cfg.retries,
+            )
+        return self._others[key]
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
             self._client = None
+        others, self._others = list(self._others.values()), {}
+        for client in others:
+            await client.close()
 
     def apply(self, cfg: LLMSettings) -> None:
         """Take the options that change while running (the model, the answer's and the
@@ -221,20 +242,39 @@ class AnthropicLLM:
         charge: Charge,
     ) -> LLMResponse:
         size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
-        model = self.model_for(charge.purpose)
+        request = (system, messages, tools, system_note, deltas)
+        tried: list[Route] = []
+
+        async def attempt(route: Route) -> LLMResponse:
+            if tried and deltas is not None:
+                deltas.restart()  # what the route before wrote is not the answer
+            tried.append(route)
+            return await self._attempt(route, *request)
+
         async with self.in_flight.hold(size):
+            return await self.failover.run(self.model_for(charge.purpose), attempt)
+
+    async def _attempt(
+        self,
+        route: Route,
+        system: str,
+        messages: Sequence[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None,
+        deltas: Deltas | None,
+    ) -> LLMResponse:
+        try:
+            return await self._complete(route, system, messages, tools, system_note, deltas)
+        except _BadToolJSON as exc:
+            # The model wrote a tool call whose input is not JSON: say so, and ask again.
+            log.warning("the model wrote a tool call that is not valid JSON; asking again")
+            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+            if deltas is not None:
+                deltas.restart()
             try:
-                return await self._complete(model, system, messages, tools, system_note, deltas)
-            except _BadToolJSON as exc:
-                # The model wrote a tool call whose input is not JSON: say so, and ask again.
-                log.warning("the model wrote a tool call that is not valid JSON; asking again")
-                note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
-                if deltas is not None:
-                    deltas.restart()
-                try:
-                    return await self._complete(model, system, messages, tools, note, deltas)
-                except _BadToolJSON:
-                    raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+                return await self._complete(route, system, messages, tools, note, deltas)
+            except _BadToolJSON:
+                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
     def model_for(self, purpose: Purpose) -> str:
         """``llm.models``: the purpose's own model, else the background one for silent work,
@@ -248,14 +288,14 @@ class AnthropicLLM:
 
     async def _complete(
         self,
-        model: str,
+        route: Route,
         system: str,
         messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None = None,
     ) -> LLMResponse:
-        client = self._get_client()
+        client, model = self._client_for(route), route.model
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
             system, messages, tools, system_note
         )

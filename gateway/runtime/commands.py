@@ -81,7 +81,9 @@ class ChatCommands:
 
     async def _status(self, msg: InboundMessage) -> str:
         key = msg.key
-        return status_text(
+        failover = getattr(self.agent.llm, "failover", None)
+        note = failover.note() if failover is not None else None
+        return (f"Answering {note}.\n" if note else "") + status_text(
             model=self.agent.llm.model,
             context_window=self.agent.llm.context_window,
             state=self.agent.sessions.peek(key),
