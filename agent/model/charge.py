@@ -29,6 +29,13 @@ class Purpose(StrEnum):
         """Work nobody reads as it is written: a cheaper model does it as well."""
         return self in BACKGROUND
 
+    def caches(self, offers_tools: bool) -> bool:
+        """Whether a call marks its prompt for caching. Writing the cache costs a quarter more
+        than plain input and pays only when a later call reads it within minutes: a chat's
+        next message does, and so does the next call of a turn that may use tools. Silent
+        work offered no tools (a summary) is one call whose prompt is never sent again."""
+        return not self.background or offers_tools
+
 
 BACKGROUND = frozenset(
     {

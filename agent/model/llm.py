@@ -49,24 +49,26 @@ def with_cache_breakpoints(
     messages: Sequence[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
+    cache: bool = True,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
     """The request's system blocks, messages and tools, in the SDK's parameter types, with the
     stable prefix (tools, system) and the newest message marked for prompt caching.
 
-    Three of the API's four breakpoints. The stored messages are not modified: the newest one
-    is copied before it is marked. Stored messages are plain JSON (they come from the
-    transcript), so they are the SDK's types by construction rather than by checking.
+    Three of the API's four breakpoints (none when ``cache`` is False). The stored messages are
+    not modified: the newest one is copied before it is marked. Stored messages are plain JSON
+    (they come from the transcript), so they are the SDK's types by construction rather than
+    by checking.
     """
     cached_tools = [cast("ToolParam", dict(t)) for t in tools]
-    if cached_tools:
+    if cached_tools and cache:
         cached_tools[-1]["cache_control"] = EPHEMERAL
-    sys_blocks: list[TextBlockParam] = [
-        {"type": "text", "text": system, "cache_control": EPHEMERAL}
-    ]
+    sys_blocks: list[TextBlockParam] = [{"type": "text", "text": system}]
+    if cache:
+        sys_blocks[0]["cache_control"] = EPHEMERAL
     if system_note:
         sys_blocks.append({"type": "text", "text": system_note})
     msgs = normalize_messages(messages)
-    if msgs:
+    if msgs and cache:
         last = msgs[-1]
         blocks = list(last["content"])
         blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
@@ -242,7 +244,7 @@ class AnthropicLLM:
         charge: Charge,
     ) -> LLMResponse:
         size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
-        request = (system, messages, tools, system_note, deltas)
+        request = (system, messages, tools, system_note, deltas, charge.purpose.caches(bool(tools)))
         tried: list[Route] = []
 
         async def attempt(route: Route) -> LLMResponse:
@@ -262,9 +264,11 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None,
         deltas: Deltas | None,
+        cache: bool,
     ) -> LLMResponse:
+        request = (messages, tools)
         try:
-            return await self._complete(route, system, messages, tools, system_note, deltas)
+            return await self._complete(route, system, request, system_note, deltas, cache)
         except _BadToolJSON as exc:
             # The model wrote a tool call whose input is not JSON: say so, and ask again.
             log.warning("the model wrote a tool call that is not valid JSON; asking again")
@@ -272,7 +276,7 @@ class AnthropicLLM:
             if deltas is not None:
                 deltas.restart()
             try:
-                return await self._complete(route, system, messages, tools, note, deltas)
+                return await self._complete(route, system, request, note, deltas, cache)
             except _BadToolJSON:
                 raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
 
@@ -290,14 +294,15 @@ class AnthropicLLM:
         self,
         route: Route,
         system: str,
-        messages: Sequence[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        request: tuple[Sequence[dict[str, Any]], list[dict[str, Any]]],
         system_note: str | None,
-        deltas: Deltas | None = None,
+        deltas: Deltas | None,
+        cache: bool,
     ) -> LLMResponse:
         client, model = self._client_for(route), route.model
+        messages, tools = request
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
-            system, messages, tools, system_note
+            system, messages, tools, system_note, cache
         )
         try:
             async with client.messages.stream(

@@ -107,3 +107,17 @@ async def test_each_silent_purpose_runs_on_the_background_model(fake_api):
             wanted = "claude-haiku-5-5" if purpose.background else "claude-sonnet-5-5"
             assert answer.model == wanted, purpose
     assert models(fake_api).count("claude-haiku-5-5") == 6  # flush ... consolidation
+
+
+async def test_only_calls_whose_cache_is_read_again_write_it(fake_api):
+    settings = LLMSettings(api_key=Secret("k"), base_url=fake_api.base_url)
+    tool = {"name": "memory_append", "description": "d", "input_schema": {"type": "object"}}
+    async with AnthropicLLM(settings) as model:
+        await model.complete("s", ASK, [], charge=Charge(Purpose.CHAT))
+        await model.complete("s", ASK, [], charge=Charge(Purpose.COMPACTION))
+        await model.complete("s", ASK, [tool], charge=Charge(Purpose.FLUSH))
+        await model.complete("s", ASK, [], charge=Charge(Purpose.DIGEST))
+    marked = ["cache_control" in r.raw for r in fake_api.message_requests]
+    # The chat's next message reads its cache, and so may the flush's next call (it has tools);
+    # a summary or a digest without tools is one call whose prompt is not sent again.
+    assert marked == [True, False, True, False]
