@@ -13,6 +13,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,10 +108,16 @@ def main() -> None:
                 100,
             ),
             (
-                "corvid usage --by chat, 100k rows",
-                timed(lambda: ledger.totals("chat")),
+                "corvid usage --by chat (30 days), 100k rows",
+                timed(lambda: ledger.totals("chat", since)),
                 "ms",
                 100,
+            ),
+            (
+                "corvid usage --by chat, a year, 100k rows",
+                timed(lambda: ledger.totals("chat", "2025-01-01")),
+                "ms",
+                1000,
             ),
             (
                 "Usage page queries (30 days), 100k rows",
@@ -131,6 +138,81 @@ def main() -> None:
     for name, value, unit, limit in rows:
         flag = "ok" if value <= limit else "OVER"
         print(f"{name:45} {value:8.3f} {unit}  ≤ {limit} {flag}")
+    import asyncio
+
+    cache = asyncio.run(bench_cache_with_background())
+    flag = "ok" if cache["prefix_kept"] >= 0.99 else "UNDER"
+    print(
+        f"{'prefix read from cache, turns 2-12':45} {cache['prefix_kept']:8.2%}     ≥ 99% {flag}"
+        f"  ({cache['flushes']:.0f} flush calls on the background model, "
+        f"{cache['summaries']:.0f} summaries)"
+    )
+
+
+async def bench_cache_with_background(turns: int = 12, window: int = 7000) -> dict[str, float]:
+    """A private chat through the gateway and the real SDK, with the background model on and a
+    window small enough that the silent flush runs (on that model) midway: how much of each
+    chat request's prompt, turns 2 to ``turns``, was read from the cache the turn before left.
+    """
+    import asyncio
+
+    from bench.gateway_bench import CHAT, CacheUsage
+    from gateway.app import build_app
+    from gateway.config.home import init_home
+    from gateway.config.loader import parse_config
+    from tests.conftest import RecordingChannel
+    from tests.fakes.anthropic_api import request_kind
+
+    api = CacheUsage()
+    models: list[str] = []
+    answer = api.answer
+
+    def brain(body: dict[str, Any]) -> Any:
+        models.append(f"{request_kind(body)} {body['model']}")
+        return answer(body)
+
+    api.brain = brain
+    await api.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        init_home(home, {})
+        raw = {
+            "timezone": "UTC",
+            "llm": {
+                "api_key": "bench-key",
+                "base_url": api.base_url,
+                "retries": 0,
+                "context_window": window,
+                "models": {"chat": "claude-sonnet-5-5", "background": "claude-haiku-5-5"},
+            },
+            "memory": {"embeddings": {"provider": "none"}},
+            "compaction": {
+                "reserve_tokens": 1000,
+                "soft_threshold_tokens": 1500,
+                "keep_recent_tokens": 1000,
+            },
+            "web": {"enabled": False},
+        }
+        chan = RecordingChannel()
+        gw = build_app(parse_config(raw, home=home, environ={}), [chan])
+        await gw.start()
+        try:
+            for i in range(turns):
+                await asyncio.wait_for(chan.push(CHAT[i % len(CHAT)] + f" ({i + 1})"), 30)
+        finally:
+            await gw.stop()
+            await api.close()
+    usages = api.usages[:turns]
+
+    def total(u: dict[str, int]) -> int:
+        return u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+
+    kept = sum(u["cache_read_input_tokens"] for u in usages[1:]) / sum(map(total, usages[:-1]))
+    return {
+        "prefix_kept": kept,
+        "flushes": sum(1 for m in models if m == "flush claude-haiku-5-5"),
+        "summaries": sum(1 for m in models if m.startswith("summary")),
+    }
 
 
 if __name__ == "__main__":
