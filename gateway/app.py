@@ -39,7 +39,7 @@ from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
 from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
 from gateway.usage.commands import UsageCommands
-from gateway.usage.setup import open_meter, owner_line
+from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +60,13 @@ def build_app(
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
-    memory = open_memory(config, resources, clock)
+    meter = open_meter(config, clock, resources)
+    memory = open_memory(config, resources, clock, embedded=embeddings_counter(meter))
+    meter_hearing(channels, meter, config)
     jobs = JobStore(config.layout.jobs)
     ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
-    meter = open_meter(config, clock, resources)
     model = Metered(llm or AnthropicLLM(config.llm), meter, config.llm.max_tokens)
     mcp = mcp_hub(config, resources)
     tools = ToolRegistry(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,6 +100,8 @@ class UsageLedger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        # Embeddings are counted from the thread that makes them.
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._db.close()
@@ -106,6 +109,10 @@ class UsageLedger:
     def record(self, call: Call, when: datetime) -> bool:
         """Keep ``call``; False when a call with its id is already kept."""
         period = Period.of(when, self.tz)
+        with self._lock:
+            return self._insert(call, when, period)
+
+    def _insert(self, call: Call, when: datetime, period: Period) -> bool:
         charge = call.charge
         cur = self._db.execute(
             "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -240,5 +247,5 @@ def _row(r: tuple[Any, ...]) -> dict[str, Any]:
         "cache_read": int(cr or 0),
         "output": int(out or 0),
         "web_searches": int(ws or 0),
-        "cost": round(float(cost or 0.0), 6),
+        "cost": float(cost or 0.0),
     }

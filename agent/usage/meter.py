@@ -43,17 +43,22 @@ class Meter:
         tokens: tuple[int, int, int, int] = (0, 0, 0, 0),
         web_searches: int = 0,
         call_id: str = "",
+        cost: float | None = None,
+        budget: bool = True,
     ) -> Call:
-        """Keep one call: ``tokens`` are input, cache write, cache read and output."""
+        """Keep one call: ``tokens`` are input, cache write, cache read and output; ``cost``,
+        when given, is what it cost (priced otherwise). ``budget`` False: from another thread
+        (an embedding), so it only counts in the caps' sums from the next period's reading."""
         inp, cw, cr, out = tokens
-        cost = self.prices.cost(model, inp, cw, cr, out, web_searches)
+        if cost is None:
+            cost = self.prices.cost(model, inp, cw, cr, out, web_searches)
         call = Call(charge, model, inp, cw, cr, out, web_searches, cost, call_id)
         try:
             fresh = self.ledger.record(call, self.clock.now())
         except Exception:  # a full disk, say: the answer still goes out
             log.exception("could not write a %s call to the usage ledger", charge.purpose)
             return call
-        if fresh and self.budget is not None:
+        if fresh and budget and self.budget is not None:
             self.budget.recorded(call)
         return call
 

@@ -59,6 +59,9 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "claude-haiku-5-5": Price(0.10, 0.125, 0.01, 0.50, long_above=100_000, long_factor=5.0),
     "claude-haiku-4-5": Price(1.0, 1.25, 0.10, 5.0),
     "claude-3-5-haiku": Price(0.80, 1.0, 0.08, 4.0),
+    # OpenAI's embedding models, for memory search with memory.embeddings.provider: openai.
+    "text-embedding-3-small": Price(0.02, 0.0, 0.0, 0.0),
+    "text-embedding-3-large": Price(0.13, 0.0, 0.0, 0.0),
 }
 
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
+from agent.model.charge import Charge, Purpose
 from agent.usage.budget import Budget, Tell
 from agent.usage.ledger import UsageLedger
 from agent.usage.meter import Meter
 from agent.usage.prices import PriceTable
+from channels.base import Channel
+from channels.voice import Hearing, OpenAITranscriber
 from gateway.config.loader import Config
-from gateway.contract.events import TERMINAL, OutboundMessage
+from gateway.contract.events import TERMINAL, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.gateway import Gateway
 
@@ -24,6 +29,31 @@ def open_meter(config: Config, clock: Clock, resources: contextlib.AsyncExitStac
     resources.callback(ledger.close)
     budget = Budget(config.budget, ledger, clock)
     return Meter(ledger, PriceTable(config.llm.prices), clock, budget)
+
+
+def embeddings_counter(meter: Meter) -> Callable[[str, int], None]:
+    """What a paid embedding service's answers are counted with (from the embedding thread:
+    kept in the ledger, and in the caps' sums once they are next read from it)."""
+
+    def embedded(model: str, tokens: int) -> None:
+        meter.count(Charge(Purpose.EMBEDDING), model, (tokens, 0, 0, 0), budget=False)
+
+    return embedded
+
+
+def meter_hearing(channels: Sequence[Channel], meter: Meter, config: Config) -> None:
+    """Recordings a paid service transcribes are counted, at ``price_per_minute``."""
+    price = config.transcription.price_per_minute
+    model = config.transcription.model
+
+    def heard(key: SessionKey, seconds: float | None) -> None:
+        cost = (seconds or 0.0) / 60 * price
+        meter.count(Charge(Purpose.TRANSCRIPTION, key), model, cost=cost)
+
+    for channel in channels:
+        hearing = getattr(channel, "hearing", None)
+        if isinstance(hearing, Hearing) and isinstance(hearing.transcriber, OpenAITranscriber):
+            channel.hearing = replace(hearing, heard=heard)  # type: ignore[attr-defined]
 
 
 def owner_line(config: Config, gateway: Gateway) -> Tell:
