@@ -223,7 +223,13 @@ class App:
             "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
             "gateway": lambda new: gateway.apply(new.gateway),
             "schedule": self._replan,
+            "budget": self._new_budget,
         }
+
+    def _new_budget(self, new: Config) -> None:
+        budget = self.meter.budget if self.meter is not None else None
+        if budget is not None:
+            budget.apply(new.budget)
 
     def adopt(self, new: Config, restart: list[str]) -> None:
         self.config = new

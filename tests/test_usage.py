@@ -195,3 +195,20 @@ async def test_status_and_the_ledger_name_the_fallback_that_answered(start_gatew
         assert [r["key"] for r in ledger.totals("model")] == ["claude-opus-5-5"]
     finally:
         ledger.close()
+
+
+async def test_a_cap_raised_in_config_yaml_holds_at_once_on_reload(start_gateway, fake_api, home):
+    from gateway.config.loader import parse_config
+    from gateway.services.reload import live
+
+    app, chan = await start_gateway(budget={"daily": 0.000001})
+    await asyncio.wait_for(chan.push("hello"), 10)  # passes the tiny cap by this one call
+    await asyncio.wait_for(chan.push("again"), 10)
+    assert "/budget daily" in chan.texts()[-1] and len(fake_api.message_requests) == 1
+    assert live("budget.daily")
+    raised = parse_config(
+        {"llm": {"api_key": "k"}, "budget": {"daily": 100}}, home=home, environ={}
+    )
+    app.appliers()["budget"](raised)
+    await asyncio.wait_for(chan.push("and now?"), 10)
+    assert chan.texts()[-1].startswith("echo: ") and len(fake_api.message_requests) == 2

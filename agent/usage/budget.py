@@ -93,6 +93,11 @@ class Budget:
         self._pending: dict[tuple[str, str, bool, str], list[float]] = {}
         self._changed = asyncio.Event()
 
+    def apply(self, cfg: BudgetSettings) -> None:
+        """New caps (``corvid reload``): calls waiting on the old ones look again."""
+        self.cfg = cfg
+        self._wake()
+
     # -- which caps a call counts against --------------------------------------------------
 
     def caps(self, charge: Charge) -> list[Cap]:
