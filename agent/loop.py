@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.recall import earlier_recalls, recall
 from agent.memory.store import Memory
+from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text, user_content
 from agent.sessions.compaction import Maintenance
@@ -153,9 +154,11 @@ class Agent:
         inbound: Sequence[InboundMessage],
         listen: Listener | None = None,
         grant: Grant | None = None,
+        purpose: Purpose = Purpose.CHAT,
     ) -> TurnOutcome:
         """Answer ``inbound``; ``listen`` hears the answer as it is written (``agent.stream``).
-        A turn nobody watches (a scheduled job) runs with only the tools ``grant`` gives."""
+        A turn nobody watches (a scheduled job) runs with only the tools ``grant`` gives;
+        ``purpose`` is what its model calls are counted as."""
         state = self.sessions.get(key)
         state.turn_start = len(state.messages)
         # Messages already in the transcript come from a turn a crash or restart cut short:
@@ -191,7 +194,7 @@ class Agent:
         if any(quotes_outside(m.text) for m in fresh):
             # A scheduled job's instruction or digest that carries text from outside, quoted.
             ctx.saw("quoted text in the request")
-        return await self.loop(state, ctx, listen=listen)
+        return await self.loop(state, ctx, purpose, listen=listen)
 
     async def _recall(
         self, state: SessionState, ctx: TurnContext, fresh: Sequence[InboundMessage]
@@ -231,6 +234,7 @@ class Agent:
         self,
         state: SessionState,
         ctx: TurnContext,
+        purpose: Purpose,
         system_note: str | None = None,
         listen: Listener | None = None,
     ) -> TurnOutcome:
@@ -244,7 +248,8 @@ class Agent:
             # to be offered in this turn.
             await self.tools.settle()
             while tally.calls < self.settings.max_iterations:
-                resp = await self._call_model(state, ctx, (system_note, listen), tally)
+                charge = Charge(purpose, state.key)
+                resp = await self._call_model(state, ctx, (system_note, listen), tally, charge)
                 if resp.content:
                     message: dict[str, Any] = {"role": "assistant", "content": resp.content}
                     if resp.stop_reason == "pause_turn":
@@ -284,10 +289,11 @@ class Agent:
         )
 
     async def _silent_turn(
-        self, state: SessionState, ctx: TurnContext, note: str, grant: Grant
+        self, state: SessionState, ctx: TurnContext, note: str, grant: Grant, purpose: Purpose
     ) -> str:
         # Nobody watches this turn: only what ``grant`` gives runs in it.
-        return (await self.loop(state, replace(ctx, grant=grant), system_note=note)).text
+        silent = replace(ctx, grant=grant)
+        return (await self.loop(state, silent, purpose, system_note=note)).text
 
     async def _call_model(
         self,
@@ -295,6 +301,7 @@ class Agent:
         ctx: TurnContext,
         note_and_listener: tuple[str | None, Listener | None],
         tally: _Tally,
+        charge: Charge,
     ) -> LLMResponse:
         system_note, listen = note_and_listener
         deltas = ToListener(listen) if listen is not None else None
@@ -307,6 +314,7 @@ class Agent:
                     self.tools.schemas(ctx.private, ctx.grant),
                     system_note,
                     deltas=deltas,
+                    charge=charge,
                 )
             except LLMError as exc:
                 # Too large for the API: compaction folds older messages (and their images)

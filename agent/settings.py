@@ -22,6 +22,27 @@ def setting(default: Any, minimum: float | None = None, choices: tuple[str, ...]
 
 
 @dataclass(frozen=True)
+class PriceSettings:
+    """A model's price in ``llm.prices``, per million tokens (web searches: per thousand)."""
+
+    input: float = setting(0.0, minimum=0)
+    output: float = setting(0.0, minimum=0)
+    cache_write: float = setting(0.0, minimum=0)
+    cache_read: float = setting(0.0, minimum=0)
+    web_search: float = setting(10.0, minimum=0)
+
+
+@dataclass(frozen=True)
+class FallbackSettings:
+    """A model tried when the ones before it are overloaded or down: on the same API, or on
+    another Anthropic-compatible one (its own ``base_url`` and ``api_key``)."""
+
+    model: str = ""
+    base_url: str | None = None
+    api_key: Secret | None = None
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     api_key: Secret | None = None
     base_url: str | None = None
@@ -30,6 +51,16 @@ class LLMSettings:
     context_window: int = setting(200_000, minimum=1000)
     timeout: float = setting(120.0, minimum=1)
     retries: int = setting(2, minimum=0)
+    # Prices by model id (a prefix matches dated ids), over the built-in table.
+    prices: dict[str, PriceSettings] = field(default_factory=dict)
+    # The model for a purpose: "chat", "background" (the flush, summaries, the digest, the
+    # heartbeat, consolidation) or one purpose by name; unset ones use ``model``.
+    models: dict[str, str] = field(default_factory=dict)
+    # Tried in order when the model is overloaded (529), failing (5xx after retries) or too
+    # slow; never for a request the API refuses.
+    fallbacks: list[FallbackSettings] = field(default_factory=list)
+    # How long calls stay on a fallback before the first model is tried again.
+    fallback_minutes: float = setting(10.0, minimum=0)
 
 
 @dataclass(frozen=True)
@@ -167,3 +198,20 @@ class McpServerSettings:
 @dataclass(frozen=True)
 class McpSettings:
     servers: dict[str, McpServerSettings] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BudgetSettings:
+    """Caps on what model calls cost, in the price table's currency (0: no cap). Days and
+    months follow the configured time zone."""
+
+    daily: float = setting(0.0, minimum=0)
+    monthly: float = setting(0.0, minimum=0)
+    # Each shared chat (a group, a channel, a guest), its jobs included.
+    chat_daily: float = setting(0.0, minimum=0)
+    chat_monthly: float = setting(0.0, minimum=0)
+    # Each scheduled job.
+    job_daily: float = setting(0.0, minimum=0)
+    job_monthly: float = setting(0.0, minimum=0)
+    # The owner is told once per cap and period when this share of it is spent.
+    warn_at: float = setting(0.8, minimum=0)

@@ -51,7 +51,9 @@ class InProcessLLM(PlainModel):
         self.latency = latency
         self.calls: list[list[dict[str, Any]]] = []
 
-    async def complete(self, system, messages, tools, system_note=None, deltas=None) -> LLMResponse:
+    async def complete(
+        self, system, messages, tools, system_note=None, deltas=None, *, charge
+    ) -> LLMResponse:
         self.calls.append(messages[-1]["content"])
         if self.latency:
             await asyncio.sleep(self.latency)

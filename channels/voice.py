@@ -127,6 +127,8 @@ class Hearing:
     transcriber: Transcriber
     max_bytes: int
     max_seconds: int
+    # Told of each recording a paid service transcribed (the chat, its seconds): the ledger.
+    heard: Callable[[SessionKey, float | None], None] | None = None
 
 
 def duration(seconds: int | float | None) -> str:
@@ -180,6 +182,8 @@ async def hear(
     except TranscriptionError as exc:
         log.warning("%s: a %s could not be transcribed: %s", key, rec.kind, exc)
         return saved, f"{head} (could not be transcribed: {exc}{_where(kept)}; tell them)"
+    if hearing.heard is not None:
+        hearing.heard(key, rec.seconds)
     if not words:
         return saved, f"{head} (no words could be made out)"
     return saved, f"{head} {words}"

@@ -20,6 +20,7 @@ from agent.sessions.loaded import HandEdits
 from agent.sessions.transcript import SessionStore
 from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry
+from agent.usage.meter import Metered
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota, web_chat
@@ -37,6 +38,8 @@ from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
 from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
+from gateway.usage.commands import UsageCommands
+from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +60,14 @@ def build_app(
     if with_scheduler and config.web.enabled:  # the control page's chat, with the page
         channels = [*channels, web_chat(config, clock)]
     resources = contextlib.AsyncExitStack()
-    memory = open_memory(config, resources, clock)
+    meter = open_meter(config, clock, resources)
+    memory = open_memory(config, resources, clock, embedded=embeddings_counter(meter))
+    meter_hearing(channels, meter, config)
     jobs = JobStore(config.layout.jobs)
     ledger = Ledger(config.layout.ledger)
     resources.callback(ledger.close)
     scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
-    model = llm or AnthropicLLM(config.llm)
+    model = Metered(llm or AnthropicLLM(config.llm), meter, config.llm.max_tokens)
     mcp = mcp_hub(config, resources)
     tools = ToolRegistry(
         (
@@ -108,6 +113,9 @@ def build_app(
         pairing=PairingStore(config.layout.pairing, clock=clock),
     )
     notices = _tell_owner(config, gateway, clock)
+    gateway.commands.usage = UsageCommands(meter)
+    if meter.budget is not None:
+        meter.budget.tell = owner_line(config, gateway)
     resources.push_async_callback(notices.close)
     app = App(
         config,
@@ -118,6 +126,7 @@ def build_app(
         resources=resources,
     )
     app.notices = notices
+    app.meter = meter
     app.mcp = mcp
     return app
 

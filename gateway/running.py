@@ -38,6 +38,7 @@ from gateway.services.status import Live, SessionFigures, report
 
 if TYPE_CHECKING:  # the control page and the MCP client are imported only when they are on
     from agent.mcp.hub import McpHub
+    from agent.usage.meter import Meter
     from gateway.web.backend import Backend
     from gateway.web.server import WebServer
 
@@ -68,6 +69,7 @@ class App:
         self.pending_restart: list[str] = []
         self.notices: PairingNotices | None = None
         self.mcp: McpHub | None = None
+        self.meter: Meter | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self._settling: asyncio.Task[None] | None = None
@@ -222,7 +224,13 @@ class App:
             "agent": lambda new: agent.apply(new.agent, new.memory, new.compaction),
             "gateway": lambda new: gateway.apply(new.gateway),
             "schedule": self._replan,
+            "budget": self._new_budget,
         }
+
+    def _new_budget(self, new: Config) -> None:
+        budget = self.meter.budget if self.meter is not None else None
+        if budget is not None:
+            budget.apply(new.budget)
 
     def adopt(self, new: Config, restart: list[str]) -> None:
         self.config = new

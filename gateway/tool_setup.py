@@ -28,7 +28,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def open_memory(config: Config, resources: contextlib.AsyncExitStack, clock: Clock) -> Memory:
+def open_memory(
+    config: Config,
+    resources: contextlib.AsyncExitStack,
+    clock: Clock,
+    embedded: Callable[[str, int], None] | None = None,
+) -> Memory:
     """The workspace's memory, its index, and its vectors embedding in the background when
     ``memory.embeddings`` has a provider; closed with ``resources``."""
     workspace = config.workspace.resolve()
@@ -37,7 +42,11 @@ def open_memory(config: Config, resources: contextlib.AsyncExitStack, clock: Clo
     migrate_shared_entries(workspace)
     for name in mend_workspace(workspace):
         log.info("corrected a sentence of an earlier template in %s", name)
-    search, vectors = memory_search(config, index, lambda: clock.now().astimezone(config.tz).date())
+
+    def today() -> date:
+        return clock.now().astimezone(config.tz).date()
+
+    search, vectors = memory_search(config, index, today, embedded)
     if vectors is not None:
         resources.callback(vectors.close)
         vectors.start(prepare=index.sync)
@@ -58,7 +67,10 @@ def memory_index(config: Config) -> MemoryIndex:
 
 
 def memory_search(
-    config: Config, index: MemoryIndex, today: Callable[[], date] | None = None
+    config: Config,
+    index: MemoryIndex,
+    today: Callable[[], date] | None = None,
+    embedded: Callable[[str, int], None] | None = None,
 ) -> tuple[Searcher, SemanticIndex | None]:
     """How memory is searched: by keywords alone (provider ``none``), or hybrid, with the
     vectors (not started: ``corvid run`` embeds in the background, the command line in the
@@ -73,6 +85,8 @@ def memory_search(
     embedder = build_embedder(config.memory.embeddings, config.home)
     if embedder is None:
         return index, None
+    if embedded is not None and hasattr(embedder, "on_usage"):  # a paid service's
+        embedder.on_usage = embedded
     from agent.memory.hybrid import HybridSearch
     from agent.memory.semantic import SemanticIndex
 

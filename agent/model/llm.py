@@ -17,6 +17,8 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.charge import Charge, Purpose
+from agent.model.failover import Failover, Route
 from agent.model.failures import llm_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
@@ -47,24 +49,26 @@ def with_cache_breakpoints(
     messages: Sequence[dict[str, Any]],
     tools: list[dict[str, Any]],
     system_note: str | None = None,
+    cache: bool = True,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
     """The request's system blocks, messages and tools, in the SDK's parameter types, with the
     stable prefix (tools, system) and the newest message marked for prompt caching.
 
-    Three of the API's four breakpoints. The stored messages are not modified: the newest one
-    is copied before it is marked. Stored messages are plain JSON (they come from the
-    transcript), so they are the SDK's types by construction rather than by checking.
+    Three of the API's four breakpoints (none when ``cache`` is False). The stored messages are
+    not modified: the newest one is copied before it is marked. Stored messages are plain JSON
+    (they come from the transcript), so they are the SDK's types by construction rather than
+    by checking.
     """
     cached_tools = [cast("ToolParam", dict(t)) for t in tools]
-    if cached_tools:
+    if cached_tools and cache:
         cached_tools[-1]["cache_control"] = EPHEMERAL
-    sys_blocks: list[TextBlockParam] = [
-        {"type": "text", "text": system, "cache_control": EPHEMERAL}
-    ]
+    sys_blocks: list[TextBlockParam] = [{"type": "text", "text": system}]
+    if cache:
+        sys_blocks[0]["cache_control"] = EPHEMERAL
     if system_note:
         sys_blocks.append({"type": "text", "text": system_note})
     msgs = normalize_messages(messages)
-    if msgs:
+    if msgs and cache:
         last = msgs[-1]
         blocks = list(last["content"])
         blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
@@ -82,6 +86,8 @@ class AnthropicLLM:
         # A call's request is built only once it is admitted, so calls waiting hold nothing
         # but their turn's own (compact) history.
         self.in_flight = InFlight()
+        self.failover = Failover(cfg.fallbacks, cfg.fallback_minutes)
+        self._others: dict[tuple[str | None, str | None], AsyncAnthropic] = {}
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
@@ -101,16 +107,38 @@ class AnthropicLLM:
             )
         return self._client
 
+    def _client_for(self, route: Route) -> AsyncAnthropic:
+        """The primary's client, or one of a fallback's own endpoint or key."""
+        if route.base_url is None and route.api_key is None:
+            return self._get_client()
+        key = (route.base_url, route.api_key)
+        if key not in self._others:
+            primary = self._get_client()  # imports the SDK too
+            self._others[key] = self._sdk.AsyncAnthropic(
+                api_key=route.api_key or primary.api_key,
+                base_url=route.base_url or self.cfg.base_url or None,
+                timeout=self.cfg.timeout,
+                max_retries=self.cfg.retries,
+            )
+        return self._others[key]
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
             self._client = None
+        others, self._others = list(self._others.values()), {}
+        for client in others:
+            await client.close()
 
     def apply(self, cfg: LLMSettings) -> None:
         """Take the options that change while running (the model, the answer's and the
         context's size); the key, the address and the retries wait for a restart."""
         self.cfg = replace(
-            self.cfg, model=cfg.model, max_tokens=cfg.max_tokens, context_window=cfg.context_window
+            self.cfg,
+            model=cfg.model,
+            max_tokens=cfg.max_tokens,
+            context_window=cfg.context_window,
+            models=cfg.models,
         )
         self.model, self.context_window = cfg.model, cfg.context_window
 
@@ -212,37 +240,73 @@ class AnthropicLLM:
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
+        *,
+        charge: Charge,
     ) -> LLMResponse:
         size = messages.nbytes if isinstance(messages, History) else len(json.dumps(messages))
-        async with self.in_flight.hold(size):
-            try:
-                return await self._complete(system, messages, tools, system_note, deltas)
-            except _BadToolJSON as exc:
-                # The model wrote a tool call whose input is not JSON: say so, and ask again.
-                log.warning("the model wrote a tool call that is not valid JSON; asking again")
-                note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
-                if deltas is not None:
-                    deltas.restart()
-                try:
-                    return await self._complete(system, messages, tools, note, deltas)
-                except _BadToolJSON:
-                    raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+        request = (system, messages, tools, system_note, deltas, charge.purpose.caches(bool(tools)))
+        tried: list[Route] = []
 
-    async def _complete(
+        async def attempt(route: Route) -> LLMResponse:
+            if tried and deltas is not None:
+                deltas.restart()  # what the route before wrote is not the answer
+            tried.append(route)
+            return await self._attempt(route, *request)
+
+        async with self.in_flight.hold(size):
+            return await self.failover.run(self.model_for(charge.purpose), attempt)
+
+    async def _attempt(
         self,
+        route: Route,
         system: str,
         messages: Sequence[dict[str, Any]],
         tools: list[dict[str, Any]],
         system_note: str | None,
-        deltas: Deltas | None = None,
+        deltas: Deltas | None,
+        cache: bool,
     ) -> LLMResponse:
-        client = self._get_client()
+        request = (messages, tools)
+        try:
+            return await self._complete(route, system, request, system_note, deltas, cache)
+        except _BadToolJSON as exc:
+            # The model wrote a tool call whose input is not JSON: say so, and ask again.
+            log.warning("the model wrote a tool call that is not valid JSON; asking again")
+            note = "\n\n".join(filter(None, (system_note, BAD_TOOL_JSON_NOTE)))
+            if deltas is not None:
+                deltas.restart()
+            try:
+                return await self._complete(route, system, request, note, deltas, cache)
+            except _BadToolJSON:
+                raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
+
+    def model_for(self, purpose: Purpose) -> str:
+        """``llm.models``: the purpose's own model, else the background one for silent work,
+        else the chat one, else ``llm.model``."""
+        models = self.cfg.models
+        if purpose in models:
+            return models[purpose]
+        if purpose.background and "background" in models:
+            return models["background"]
+        return models.get("chat", self.model)
+
+    async def _complete(
+        self,
+        route: Route,
+        system: str,
+        request: tuple[Sequence[dict[str, Any]], list[dict[str, Any]]],
+        system_note: str | None,
+        deltas: Deltas | None,
+        cache: bool,
+    ) -> LLMResponse:
+        client, model = self._client_for(route), route.model
+        messages, tools = request
         sys_blocks, msgs, cached_tools = with_cache_breakpoints(
-            system, messages, tools, system_note
+            system, messages, tools, system_note, cache
         )
         try:
             async with client.messages.stream(
-                model=self.model,
+                model=model,
                 max_tokens=self.cfg.max_tokens,
                 system=sys_blocks,
                 messages=msgs,
@@ -275,14 +339,28 @@ class AnthropicLLM:
             sum(len(b["text"]) for b in sys_blocks),
             msg.stop_reason,
         )
-        u = msg.usage
-        usage = Usage(
-            input=u.input_tokens or 0,
-            cache_read=u.cache_read_input_tokens or 0,
-            cache_write=u.cache_creation_input_tokens or 0,
-            output=u.output_tokens or 0,
-        )
-        return LLMResponse(content_to_dicts(msg.content), msg.stop_reason or "end_turn", usage)
+        return _response(msg, model)
+
+
+def _response(msg: Any, model: str) -> LLMResponse:
+    """The answer, with what it used as the bill counts it and the model that wrote it."""
+    u = msg.usage
+    usage = Usage(
+        input=u.input_tokens or 0,
+        cache_read=u.cache_read_input_tokens or 0,
+        cache_write=u.cache_creation_input_tokens or 0,
+        output=u.output_tokens or 0,
+    )
+    server = getattr(u, "server_tool_use", None)
+    searches = (getattr(server, "web_search_requests", 0) or 0) if server is not None else 0
+    return LLMResponse(
+        content_to_dicts(msg.content),
+        msg.stop_reason or "end_turn",
+        usage,
+        model=msg.model or model,
+        web_searches=searches,
+        id=msg.id or "",
+    )
 
 
 class _BadToolJSON(Exception):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.model.charge import Charge
 from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
@@ -17,13 +18,21 @@ class LLMResponse:
     content: list[dict[str, Any]]
     stop_reason: str
     usage: Usage
+    model: str = ""  # the model that answered (a fallback's, say); empty: the one asked
+    web_searches: int = 0  # the API's own searches while it wrote, billed apiece
+    id: str = ""  # the API's message id
 
 
 class LLM(Protocol):
     """The model port: the turn calls ``complete``; the app calls the rest over its life."""
 
-    model: str
-    context_window: int
+    @property
+    def model(self) -> str:
+        """The model chat turns run on."""
+        ...
+
+    @property
+    def context_window(self) -> int: ...
 
     async def complete(
         self,
@@ -32,9 +41,12 @@ class LLM(Protocol):
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
+        *,
+        charge: Charge,
     ) -> LLMResponse:
         """One model call. ``system_note`` is an extra system block after the cached prompt;
-        ``deltas``, when given, hears the answer's text as it is written."""
+        ``deltas``, when given, hears the answer's text as it is written; ``charge`` says
+        what the call is for and whose it is (the ledger counts it, a cap may refuse it)."""
         ...
 
     async def warm_up(self) -> None:

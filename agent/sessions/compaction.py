@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.memory.store import Memory
+from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM
 from agent.sessions.loaded import Sessions
 from agent.sessions.state import SessionState, estimate_tokens
@@ -131,7 +132,7 @@ def render(messages: Sequence[dict[str, Any]], limit: int) -> str:
 
 # Runs a silent turn in a session (the memory flush): the model may call tools; the returned
 # reply text reaches no chat.
-SilentTurn = Callable[[SessionState, TurnContext, str, Grant], Awaitable[str]]
+SilentTurn = Callable[[SessionState, TurnContext, str, Grant, Purpose], Awaitable[str]]
 
 
 class Maintenance:
@@ -182,7 +183,7 @@ class Maintenance:
         store.append_message(state, prompt)
         log.info("%s: memory flush at %d context tokens", state.key, state.context_tokens)
         try:
-            text = await self.silent_turn(state, ctx, FLUSH_NOTE, FLUSH_GRANT)
+            text = await self.silent_turn(state, ctx, FLUSH_NOTE, FLUSH_GRANT, Purpose.FLUSH)
         except LLMError as exc:
             log.warning("%s: memory flush failed: %s", state.key, exc)
             return
@@ -200,7 +201,9 @@ class Maintenance:
         if split == 0:
             return None
         before = state.context_tokens
-        summary = await self.summarise(state.messages[:split], COMPACTION_PROMPT)
+        summary = await self.summarise(
+            state.messages[:split], COMPACTION_PROMPT, Charge(Purpose.COMPACTION, state.key)
+        )
         kept = len(state.messages) - split
         store = self.sessions.store
         store.compact(state, summary, kept, self.prompt(state.key))
@@ -216,7 +219,9 @@ class Maintenance:
         )
         return result
 
-    async def summarise(self, messages: Sequence[dict[str, Any]], instruction: str) -> str:
+    async def summarise(
+        self, messages: Sequence[dict[str, Any]], instruction: str, charge: Charge
+    ) -> str:
         limit = max(4000, (self.llm.context_window - self.cfg.reserve_tokens) * 2)
         text = render(messages, limit)
         request = [
@@ -230,7 +235,7 @@ class Maintenance:
                 ],
             }
         ]
-        resp = await self.llm.complete(SUMMARY_SYSTEM, request, [])
+        resp = await self.llm.complete(SUMMARY_SYSTEM, request, [], charge=charge)
         return "\n\n".join(b["text"] for b in resp.content if b.get("type") == "text").strip()
 
     async def end_session(self, key: SessionKey) -> bool:
@@ -239,7 +244,9 @@ class Maintenance:
         memory = self.memory
         if state is None or memory is None or not any(starts_exchange(m) for m in state.messages):
             return False
-        summary = await self.summarise(state.messages, SESSION_END_PROMPT)
+        summary = await self.summarise(
+            state.messages, SESSION_END_PROMPT, Charge(Purpose.NEW_SUMMARY, key)
+        )
         if not summary or summary == NO_REPLY:
             return False
         ctx = self.context(key)

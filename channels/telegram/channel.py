@@ -256,6 +256,15 @@ class TelegramChannel(Channel):
         piece = replies.pieces(text)[0]
         await edit_piece(self._app.bot, (chat_id, int(ref)), piece, self.clock, self.retry_backoff)
 
+    @property
+    def hearing(self) -> Hearing | None:
+        """How voice notes are heard (the app counts what a paid service hears)."""
+        return self._reader.hearing
+
+    @hearing.setter
+    def hearing(self, hearing: Hearing | None) -> None:
+        self._reader.hearing = hearing
+
     def health(self) -> dict[str, int]:
         return self.transport.pool() if self.transport is not None else {}
 

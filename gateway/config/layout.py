@@ -53,6 +53,11 @@ class Layout:
         return self.state / "scheduler.sqlite"
 
     @property
+    def usage(self) -> Path:
+        """Every paid call and what it cost (SQLite)."""
+        return self.state / "usage.sqlite"
+
+    @property
     def jobs(self) -> Path:
         """Reminders and jobs made in chat."""
         return self.state / "jobs.json"

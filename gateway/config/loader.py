@@ -23,6 +23,7 @@ import yaml
 from agent.settings import (
     DEFAULT_MODEL,
     AgentSettings,
+    BudgetSettings,
     CompactionSettings,
     LLMSettings,
     McpSettings,
@@ -95,6 +96,7 @@ class Config:
     transcription: TranscriptionConfig = field(default_factory=TranscriptionConfig)
     mcp: McpSettings = field(default_factory=McpSettings)
     backup: BackupConfig = field(default_factory=BackupConfig)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 

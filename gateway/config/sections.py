@@ -173,6 +173,8 @@ class TranscriptionConfig:
     model_path: str = ""
     # For the local model: the language spoken ("en", "de", ...); empty: detected.
     language: str = ""
+    # What the service charges a minute of audio (OpenAI's whisper-1: 0.006), for the ledger.
+    price_per_minute: float = setting(0.0, minimum=0)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,17 @@ COMMANDS: tuple[ChatCommandInfo, ...] = (
         "/compact — summarise the conversation so far to free up context",
     ),
     ChatCommandInfo("stop", "Cancel the reply in progress", "/stop — cancel the reply in progress"),
+    ChatCommandInfo(
+        "usage",
+        "What model calls cost",
+        "/usage — what model calls cost today and this month (a shared chat: its own)",
+    ),
+    ChatCommandInfo(
+        "budget",
+        "",  # the owner's: kept out of the menus groups see too
+        "/budget — the spending caps; /budget CAP AMOUNT raises one until its period ends "
+        "(the owner, in a private chat)",
+    ),
     ChatCommandInfo("help", "List the commands", "/help — this list"),
     ChatCommandInfo("start"),  # what Telegram sends first: answered like /help
     ChatCommandInfo(

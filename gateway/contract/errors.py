@@ -52,6 +52,7 @@ class LLMErrorKind(StrEnum):
     TOO_LARGE = "too_large"
     CONTEXT_OVERFLOW = "context_overflow"
     MALFORMED = "malformed"  # the model's answer could not be read (a tool call's bad JSON)
+    BUDGET = "budget"  # a spending cap is reached: no call was made
     OTHER = "other"
 
     @property
@@ -90,5 +91,6 @@ _USER_MESSAGES = {
     LLMErrorKind.CONTEXT_OVERFLOW: "This conversation has grown too long for the model. "
     "Send /new to start a fresh session.",
     LLMErrorKind.MALFORMED: f"My answer came back garbled. {_SAVED}.",
+    LLMErrorKind.BUDGET: "The spending cap for model calls is reached.",
     LLMErrorKind.OTHER: f"Something went wrong while I was answering. {_SAVED}.",
 }

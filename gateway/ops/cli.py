@@ -26,6 +26,7 @@ from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
+from gateway.ops import usage as usage_commands
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
 from gateway.ops.setup import cmd_setup
@@ -150,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     _pairing_commands(top)
     _mcp_commands(top)
     _backup_commands(top)
+    _usage_command(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -162,6 +164,22 @@ def _parser() -> argparse.ArgumentParser:
         help="only check that a running gateway answers (for health checks)",
     )
     return p
+
+
+def _usage_command(top: _Commands) -> None:
+    usage = top.add(
+        "usage", "what model calls cost, by day, chat, job or model", usage_commands.usage
+    )
+    usage.add_argument(
+        "--by", choices=("day", "chat", "job", "model", "purpose"), default="day", help="grouped by"
+    )
+    usage.add_argument(
+        "--since",
+        type=usage_commands.day,
+        help="from this local day on, YYYY-MM-DD (default: the last "
+        f"{usage_commands.DEFAULT_DAYS} days)",
+    )
+    usage.add_argument("--json", action="store_true", help="the rows as JSON, for scripts")
 
 
 def _memory_commands(top: _Commands) -> None:

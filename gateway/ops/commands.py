@@ -19,6 +19,7 @@ from gateway.ops.home import EXIT_CONFIG, NoHome, read_config
 def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     from gateway.services.control import ask_running
     from gateway.services.status import render, report_from_files
+    from gateway.usage.report import figures_line, file_figures
 
     config, _ = read_config(home, environ)
 
@@ -26,10 +27,12 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         data = ask_running(config.layout.control_socket, {"cmd": "status"}, 10)["report"]
     except (ConnectionError, TimeoutError, KeyError):
         data = report_from_files(config)
+    data["usage"] = file_figures(config.layout.usage, config.tz)
     if getattr(args, "json", False):
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         print(render(data))
+        print(figures_line(data["usage"]))
     return 0
 
 

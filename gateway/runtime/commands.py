@@ -19,6 +19,7 @@ from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.router import Router
+from gateway.usage.commands import UsageCommands
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,12 @@ class ChatCommands:
                 ChatCommand("approve", False, self._approve),
                 ChatCommand("deny", False, self._deny),
                 ChatCommand("revoke", False, self._revoke),
+                ChatCommand("usage", False, self._usage),
+                ChatCommand("budget", False, self._budget),
             )
         }
+        # /usage and /budget, once the app has a usage ledger (``gateway/usage/commands.py``).
+        self.usage: UsageCommands | None = None
 
     def get(self, name: str) -> ChatCommand | None:
         return self.table.get(name)
@@ -61,12 +66,24 @@ class ChatCommands:
             )
         return HELP
 
+    async def _usage(self, msg: InboundMessage) -> str:
+        if self.usage is None:
+            return "Usage is not recorded here."
+        return self.usage.usage(msg)
+
+    async def _budget(self, msg: InboundMessage) -> str:
+        if self.usage is None:
+            return "There is no budget here."
+        return self.usage.budget(msg)
+
     async def _stop(self, msg: InboundMessage) -> str:
         return "Stopped." if self.router.stop_turn(msg.key) else "Nothing is running."
 
     async def _status(self, msg: InboundMessage) -> str:
         key = msg.key
-        return status_text(
+        failover = getattr(self.agent.llm, "failover", None)
+        note = failover.note() if failover is not None else None
+        return (f"Answering {note}.\n" if note else "") + status_text(
             model=self.agent.llm.model,
             context_window=self.agent.llm.context_window,
             state=self.agent.sessions.peek(key),

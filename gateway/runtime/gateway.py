@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent.loop import Agent
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
@@ -227,11 +228,13 @@ class Gateway:
 
     # -- for scheduled jobs (scheduling.host.JobHost) -----------------------------------------
 
-    async def isolated_turn(self, key: SessionKey, prompt: str, grant: Grant) -> str:
+    async def isolated_turn(
+        self, key: SessionKey, prompt: str, grant: Grant, purpose: Purpose
+    ) -> str:
         self.agent.sessions.reset(key)  # each run starts afresh
         asked = InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")
         try:
-            outcome = await self.agent.run_turn(key, [asked], grant=grant)
+            outcome = await self.agent.run_turn(key, [asked], grant=grant, purpose=purpose)
         finally:
             self.agent.sessions.forget(key)  # the next run starts afresh from its prompt
         return outcome.text.strip()

@@ -20,6 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory, cap_log
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from agent.workspace.audience import log_path, quotes_outside, untrusted
 from gateway.contract.events import (
@@ -169,7 +170,9 @@ class DailySummary:
             logs=logs or "(empty)",
             conversations=convo or "(none)",
         )
-        text = await self.host.isolated_turn(job_key(job.id, target), prompt, DIGEST_GRANT)
+        text = await self.host.isolated_turn(
+            job_key(job.id, target), prompt, DIGEST_GRANT, Purpose.DIGEST
+        )
         if not text or text == NO_REPLY:
             raise Skip("the model had nothing to report")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

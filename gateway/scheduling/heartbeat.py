@@ -11,6 +11,7 @@ from datetime import datetime, time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
 from gateway.scheduling.host import JobHost
@@ -75,7 +76,9 @@ class Heartbeat:
         when = f"{slot_time(slot, tz):%Y-%m-%d %H:%M}"
         prompt = HEARTBEAT_PROMPT.format(when=when, checklist=checklist.strip())
         key = job_key(job.id, target)
-        text = strip_heartbeat_ok(await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT))
+        text = strip_heartbeat_ok(
+            await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT, Purpose.HEARTBEAT)
+        )
         if not text or text == NO_REPLY:
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from gateway.contract.events import OutboundMessage, SessionKey
 
 
 class JobHost(Protocol):
-    async def isolated_turn(self, key: SessionKey, prompt: str, grant: Grant) -> str:
-        """A fresh turn in the job's own session ``key``, with only the tools ``grant`` gives;
-        the reply, stripped. Nothing of it reaches a chat by itself."""
+    async def isolated_turn(
+        self, key: SessionKey, prompt: str, grant: Grant, purpose: Purpose
+    ) -> str:
+        """A fresh turn in the job's own session ``key``, with only the tools ``grant`` gives,
+        its model calls counted as ``purpose``; the reply, stripped. Nothing of it reaches a
+        chat by itself."""
         ...
 
     async def deliver(self, out: OutboundMessage, origin: str | None = None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from gateway.contract.atomic import write_atomic
 from gateway.contract.events import NO_REPLY, OutboundMessage, SessionKey, job_key
@@ -141,7 +142,9 @@ class Reminder:
         target = SessionKey.parse(job.target)
         when = f"{slot_time(slot, ZoneInfo(job.timezone)):%Y-%m-%d %H:%M}"
         prompt = REMINDER_PROMPT.format(when=when, instruction=job.instruction)
-        text = await self.host.isolated_turn(job_key(job.id, target), prompt, REMINDER_GRANT)
+        text = await self.host.isolated_turn(
+            job_key(job.id, target), prompt, REMINDER_GRANT, Purpose.REMINDER
+        )
         if not text or text == NO_REPLY:
             raise Skip("the model had nothing to send")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -36,7 +36,7 @@ LIVE: dict[str, tuple[str, ...]] = {
         *(f"channels.{name}.{opt}" for name in ("telegram", "discord") for opt in _CHANNEL_OPTIONS),
     ),
     "owners": _OWNERS,  # who is told about pairing requests
-    "model": ("llm.model", "llm.max_tokens", "llm.context_window"),
+    "model": ("llm.model", "llm.max_tokens", "llm.context_window", "llm.models"),
     "agent": (
         "agent.max_iterations",
         "agent.bootstrap_max_chars",
@@ -50,6 +50,7 @@ LIVE: dict[str, tuple[str, ...]] = {
     ),
     "gateway": ("gateway.shutdown_grace",),
     "schedule": ("schedule.daily_summary.", "schedule.heartbeat.", "backup."),
+    "budget": ("budget.",),  # a cap raised in config.yaml holds at once
 }
 
 

@@ -20,6 +20,7 @@ NAV = (
     ("/sessions", "Sessions"),
     ("/memory", "Memory"),
     ("/jobs", "Jobs"),
+    ("/usage", "Usage"),
     ("/pairing", "Pairing"),
     ("/chat", "Chat"),
     ("/config", "Config"),

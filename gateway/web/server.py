@@ -18,6 +18,7 @@ from importlib import resources
 from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
+from gateway.usage import page as usage_page
 from gateway.web import admin, chat_page, memory_page, overview, sessions_page
 from gateway.web.backend import Backend
 from gateway.web.guard import (
@@ -102,6 +103,7 @@ class WebServer:
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)
+        usage_page.routes(app)
         return app
 
     async def start(self) -> None:

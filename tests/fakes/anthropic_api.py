@@ -66,6 +66,13 @@ Brain = Callable[[dict[str, Any]], "Action | Awaitable[Action]"]
 
 
 @dataclass
+class Served:
+    body: dict[str, Any]
+    model: str
+    usage: dict[str, int]
+
+
+@dataclass
 class Recorded:
     path: str
     body: dict[str, Any]
@@ -130,6 +137,11 @@ class FakeAnthropic:
         self.latency = latency
         self.min_cache_tokens = min_cache_tokens
         self.requests: list[Recorded] = []
+        # With ``keep_served``, every answer sent whole: the request, the model named and the
+        # usage reported, as a bill would have them (an answer cut off or never sent is not
+        # here). Off by default: it keeps every request body.
+        self.keep_served = False
+        self.served: list[Served] = []
         self._script: deque[Action] = deque()
         self._cache: set[bytes] = set()
         self._ids = itertools.count(1)
@@ -243,6 +255,7 @@ class FakeAnthropic:
         blocks = self._blocks(action)
         if not body.get("stream"):
             assert isinstance(action, Reply)
+            self._served(body, usage, blocks)
             return _json(self._message(body, blocks, _stop(action), usage))
         return await self._stream(request, body, action, blocks, usage)
 
@@ -379,7 +392,15 @@ class FakeAnthropic:
         )
         await send("message_stop", {"type": "message_stop"})
         await resp.write_eof()
+        self._served(body, usage, blocks)
         return resp
+
+    def _served(
+        self, body: dict[str, Any], usage: dict[str, int], blocks: list[dict[str, Any]]
+    ) -> None:
+        if self.keep_served:
+            out_tokens = sum(tokens(json.dumps(b)) for b in blocks)
+            self.served.append(Served(body, body["model"], {**usage, "output_tokens": out_tokens}))
 
     # -- prompt-cache simulation --------------------------------------------------------------
 

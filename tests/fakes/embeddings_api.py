@@ -24,6 +24,7 @@ class Asked:
 
 class FakeEmbeddings(Observed):
     def __init__(self, api_key: str | None = "emb-test-key", dim: int = 32) -> None:
+        self.billed = 0  # prompt tokens reported in answers
         super().__init__()
         self.api_key = api_key
         self.model = WordHashEmbedder(dim=dim)
@@ -72,4 +73,10 @@ class FakeEmbeddings(Observed):
             {"object": "embedding", "index": i, "embedding": (3.0 * self.model.vector(t)).tolist()}
             for i, t in enumerate(inputs)
         ]
-        return web.json_response({"object": "list", "data": data[::-1], "model": body["model"]})
+        # What OpenAI bills: a token for every four characters, say.
+        tokens = sum(max(1, len(t) // 4) for t in inputs)
+        self.billed += tokens
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return web.json_response(
+            {"object": "list", "data": data[::-1], "model": body["model"], "usage": usage}
+        )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from gateway.contract.events import OutboundMessage, SessionKey
 
@@ -15,6 +16,7 @@ class Turn:
     key: SessionKey
     prompt: str
     grant: Grant
+    purpose: Purpose | None = None
 
 
 @dataclass
@@ -29,8 +31,10 @@ class FakeJobHost:
     def reply(self, *texts: str) -> None:
         self.replies.extend(texts)
 
-    async def isolated_turn(self, key: SessionKey, prompt: str, grant: Grant) -> str:
-        self.turns.append(Turn(key, prompt, grant))
+    async def isolated_turn(
+        self, key: SessionKey, prompt: str, grant: Grant, purpose: Purpose
+    ) -> str:
+        self.turns.append(Turn(key, prompt, grant, purpose))
         if not self.replies:
             raise AssertionError(f"a turn in {key} that the test did not script")
         return self.replies.popleft().strip()

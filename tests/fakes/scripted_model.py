@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.model.charge import Charge
 from agent.model.port import LLMResponse, PlainModel
 from agent.sessions.state import Usage
 from agent.stream import Deltas
@@ -25,6 +26,7 @@ class Call:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     system_note: str | None
+    charge: Charge | None = None
 
 
 Step = LLMResponse | LLMError | Callable[[Call], LLMResponse]
@@ -57,8 +59,10 @@ class ScriptedModel(PlainModel):
         tools: list[dict[str, Any]],
         system_note: str | None = None,
         deltas: Deltas | None = None,
+        *,
+        charge: Charge,
     ) -> LLMResponse:
-        call = Call(system, copy.deepcopy(list(messages)), tools, system_note)
+        call = Call(system, copy.deepcopy(list(messages)), tools, system_note, charge)
         self.calls.append(call)
         if not self.script:
             raise AssertionError(f"the model was called once more than scripted: {call}")

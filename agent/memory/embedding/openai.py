@@ -53,6 +53,8 @@ class OpenAIEmbedder:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         )
         self._dim = 0
+        # Told the tokens of each answered request (the model, its input tokens): the ledger.
+        self.on_usage: Callable[[str, int], None] | None = None
 
     @property
     def model_id(self) -> str:
@@ -89,13 +91,24 @@ class OpenAIEmbedder:
             else:
                 status = response.status_code
                 if status == 200:
-                    return self._vectors(response, len(texts))
+                    vectors = self._vectors(response, len(texts))
+                    self._count(response)
+                    return vectors
                 if not (status in _RETRIED or status >= 500) or attempt >= self.retries:
                     raise EmbeddingError(self._refusal(response))
                 pause = self._pause(attempt, response.headers.get("Retry-After"))
                 log.warning("embedding service answered %d; again in %.1f s", status, pause)
             self._sleep(pause)
             attempt += 1
+
+    def _count(self, response: httpx.Response) -> None:
+        if self.on_usage is None:
+            return
+        try:
+            tokens = int(response.json().get("usage", {}).get("prompt_tokens", 0))
+        except (ValueError, AttributeError, TypeError):
+            tokens = 0  # a service that does not say still made a call
+        self.on_usage(self.model, tokens)
 
     def _pause(self, attempt: int, retry_after: str | None) -> float:
         if retry_after:

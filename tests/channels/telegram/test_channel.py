@@ -63,7 +63,15 @@ async def test_start_registers_the_command_menu(telegram_gateway, fake_telegram)
     gateway = await telegram_gateway()
     await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("setMyCommands")))
     commands = fake_telegram.calls_to("setMyCommands")[0].params["commands"]
-    assert [c["command"] for c in commands] == ["new", "reset", "status", "compact", "stop", "help"]
+    assert [c["command"] for c in commands] == [
+        "new",
+        "reset",
+        "status",
+        "compact",
+        "stop",
+        "usage",
+        "help",
+    ]
     assert gateway.channels["telegram"].bot_username == BOT_USERNAME
 
 

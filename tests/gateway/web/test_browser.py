@@ -570,3 +570,20 @@ async def test_no_page_is_wider_than_the_screen(browser, corvid, fake_telegram, 
     box = await run.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= SIZES[size]["width"]
     await _shot(page, f"jobs-{size}")
+
+
+async def test_the_usage_page_charts_the_days_cost_by_purpose(browser, corvid, fake_telegram):
+    fake_telegram.text("hello, what does this cost?")
+    await fake_telegram.wait_sent(1)
+    page = await _signed_in(browser, corvid)
+    await page.get_by_role("link", name="Usage").click()
+    await page.get_by_role("heading", name="Usage", exact=True).wait_for()
+    chart = page.get_by_role("img", name="Daily cost by purpose")
+    await chart.wait_for()
+    # One bar today, for the chat turn, drawn on the server: no script, nothing fetched.
+    bars = chart.locator("rect title")
+    assert await bars.count() == 1
+    assert " chat: " in await bars.first.text_content()
+    await page.get_by_role("cell", name="owner").first.wait_for()
+    await page.get_by_role("cell", name="chat", exact=True).wait_for()
+    await _shot(page, "usage")

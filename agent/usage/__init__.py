@@ -1,0 +1,1 @@
+"""What model calls cost: the ledger in ``state/usage.sqlite``, the price table, the caps."""

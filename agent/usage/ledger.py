@@ -1,0 +1,251 @@
+"""The usage ledger: one row per paid call in ``state/usage.sqlite``, and the sums read from it.
+
+A row is written, and committed, as soon as the call's answer is in, before anything else
+happens with it: a process killed later has counted it, one killed earlier was never answered.
+A row's id is the API's message id when there is one, so the same answer is never counted
+twice. WAL with ``synchronous=NORMAL``: a commit survives the process being killed (what is
+lost to a power cut is at most the last moment's calls).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from agent.model.charge import Charge
+from gateway.contract.atomic import private_file
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    id TEXT PRIMARY KEY,
+    ts REAL NOT NULL,
+    day TEXT NOT NULL,
+    month TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    session TEXT,
+    audience TEXT NOT NULL,
+    job TEXT,
+    model TEXT NOT NULL,
+    input INTEGER NOT NULL,
+    cache_write INTEGER NOT NULL,
+    cache_read INTEGER NOT NULL,
+    output INTEGER NOT NULL,
+    web_searches INTEGER NOT NULL,
+    cost REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS calls_day ON calls (day, purpose, cost);
+CREATE INDEX IF NOT EXISTS calls_month_audience ON calls (month, audience, cost);
+CREATE INDEX IF NOT EXISTS calls_month_job ON calls (month, job, cost);
+CREATE INDEX IF NOT EXISTS calls_day_audience ON calls (day, audience, cost);
+CREATE INDEX IF NOT EXISTS calls_day_job ON calls (day, job, cost);
+CREATE TABLE IF NOT EXISTS raised (
+    cap TEXT NOT NULL, period TEXT NOT NULL, amount REAL NOT NULL, PRIMARY KEY (cap, period)
+);
+CREATE TABLE IF NOT EXISTS told (
+    cap TEXT NOT NULL, period TEXT NOT NULL, level INTEGER NOT NULL,
+    PRIMARY KEY (cap, period, level)
+);
+"""
+
+# What ``by`` may group on, and the column it reads.
+GROUPS = {"day": "day", "chat": "audience", "job": "job", "model": "model", "purpose": "purpose"}
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One paid call, as the ledger keeps it."""
+
+    charge: Charge
+    model: str
+    input: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    output: int = 0
+    web_searches: int = 0
+    cost: float = 0.0
+    id: str = ""  # the API's message id; empty: one is made
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """The local day and month a moment falls in."""
+
+    day: str  # YYYY-MM-DD
+    month: str  # YYYY-MM
+
+    @classmethod
+    def of(cls, when: datetime, tz: ZoneInfo) -> Period:
+        local = when.astimezone(tz)
+        return cls(f"{local:%Y-%m-%d}", f"{local:%Y-%m}")
+
+
+class UsageLedger:
+    def __init__(self, path: Path, tz: ZoneInfo) -> None:
+        self.path = path
+        self.tz = tz
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(
+            private_file(path), isolation_level=None, check_same_thread=False, timeout=10
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        # Embeddings are counted from the thread that makes them.
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def record(self, call: Call, when: datetime) -> bool:
+        """Keep ``call``; False when a call with its id is already kept."""
+        period = Period.of(when, self.tz)
+        with self._lock:
+            return self._insert(call, when, period)
+
+    def _insert(self, call: Call, when: datetime, period: Period) -> bool:
+        charge = call.charge
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                call.id or f"local-{uuid.uuid4().hex}",
+                when.timestamp(),
+                period.day,
+                period.month,
+                str(charge.purpose),
+                None if charge.key is None else str(charge.key),
+                charge.audience,
+                charge.job,
+                call.model,
+                call.input,
+                call.cache_write,
+                call.cache_read,
+                call.output,
+                call.web_searches,
+                call.cost,
+            ),
+        )
+        return cur.rowcount == 1
+
+    # -- sums -------------------------------------------------------------------------------
+
+    def spent(self, period: str, audience: str | None = None, job: str | None = None) -> float:
+        """What was spent in a day (YYYY-MM-DD) or month (YYYY-MM), for everything or one
+        shared chat's audience or one job."""
+        column = "day" if len(period) > 7 else "month"
+        sql = f"SELECT coalesce(sum(cost), 0) FROM calls WHERE {column} = ?"
+        args: list[Any] = [period]
+        if audience is not None:
+            sql += " AND audience = ?"
+            args.append(audience)
+        if job is not None:
+            sql += " AND job = ?"
+            args.append(job)
+        return float(self._db.execute(sql, args).fetchone()[0])
+
+    def totals(
+        self,
+        by: str,
+        since: str | None = None,
+        audience: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Calls, tokens and cost grouped by ``by`` (a key of ``GROUPS``), from the local day
+        ``since`` on, most expensive first (by day: oldest first)."""
+        column = GROUPS[by]
+        where, args = _where(since, audience)
+        order = "key" if by == "day" else "cost DESC, key"
+        sql = (
+            f"SELECT {column} AS key, count(*), sum(input), sum(cache_write), sum(cache_read), "
+            f"sum(output), sum(web_searches), sum(cost) FROM calls {where} "
+            f"GROUP BY {column} ORDER BY {order}"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_row(r) for r in self._db.execute(sql, args)]
+
+    def daily_by_purpose(
+        self, since: str, audience: str | None = None
+    ) -> Iterator[tuple[str, str, float]]:
+        """(day, purpose, cost) from the local day ``since`` on, for the chart."""
+        where, args = _where(since, audience)
+        sql = (
+            f"SELECT day, purpose, sum(cost) FROM calls {where} GROUP BY day, purpose ORDER BY day"
+        )
+        for day, purpose, cost in self._db.execute(sql, args):
+            yield str(day), str(purpose), float(cost)
+
+    def summary(self, period: str, audience: str | None = None) -> dict[str, Any]:
+        """Calls, tokens and cost of one day or month."""
+        column = "day" if len(period) > 7 else "month"
+        sql = (
+            "SELECT 'all', count(*), sum(input), sum(cache_write), sum(cache_read), "
+            f"sum(output), sum(web_searches), sum(cost) FROM calls WHERE {column} = ?"
+        )
+        args: list[Any] = [period]
+        if audience is not None:
+            sql += " AND audience = ?"
+            args.append(audience)
+        return _row(self._db.execute(sql, args).fetchone())
+
+    def top(self, by: str, month: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The month's most expensive shared chats (``by="chat"``) or jobs."""
+        column = GROUPS[by]
+        skip = "audience != 'owner'" if by == "chat" else "job IS NOT NULL"
+        sql = (
+            f"SELECT {column}, count(*), sum(input), sum(cache_write), sum(cache_read), "
+            f"sum(output), sum(web_searches), sum(cost) FROM calls "
+            f"WHERE month = ? AND {skip} GROUP BY {column} ORDER BY sum(cost) DESC LIMIT ?"
+        )
+        return [_row(r) for r in self._db.execute(sql, (month, limit))]
+
+    # -- caps raised by the owner, and what the owner was told --------------------------------
+
+    def raised(self, cap: str, period: str) -> float | None:
+        row = self._db.execute(
+            "SELECT amount FROM raised WHERE cap = ? AND period = ?", (cap, period)
+        ).fetchone()
+        return None if row is None else float(row[0])
+
+    def raise_cap(self, cap: str, period: str, amount: float) -> None:
+        self._db.execute("INSERT OR REPLACE INTO raised VALUES (?, ?, ?)", (cap, period, amount))
+
+    def first_telling(self, cap: str, period: str, level: int) -> bool:
+        """Whether the owner is yet to hear that ``cap`` reached ``level`` % in ``period``;
+        recorded now, so they hear it once, restarts included."""
+        cur = self._db.execute("INSERT OR IGNORE INTO told VALUES (?, ?, ?)", (cap, period, level))
+        return cur.rowcount == 1
+
+
+def _where(since: str | None, audience: str | None) -> tuple[str, list[Any]]:
+    clauses, args = [], []
+    if since is not None:
+        clauses.append("day >= ?")
+        args.append(since)
+    if audience is not None:
+        clauses.append("audience = ?")
+        args.append(audience)
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _row(r: tuple[Any, ...]) -> dict[str, Any]:
+    key, calls, inp, cw, cr, out, ws, cost = r
+    return {
+        "key": key,
+        "calls": int(calls or 0),
+        "input": int(inp or 0),
+        "cache_write": int(cw or 0),
+        "cache_read": int(cr or 0),
+        "output": int(out or 0),
+        "web_searches": int(ws or 0),
+        "cost": float(cost or 0.0),
+    }

@@ -1,0 +1,67 @@
+"""``/usage`` and ``/budget`` in chat: the figures, and the owner raising a spending cap until
+its period ends."""
+
+from __future__ import annotations
+
+from agent.usage.budget import Budget
+from agent.usage.meter import Meter
+from gateway.contract.events import InboundMessage, audience_of
+from gateway.usage.report import chat_report, money
+
+
+class UsageCommands:
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+
+    def usage(self, msg: InboundMessage) -> str:
+        """The owner's private chats see everything; a shared chat only its own figures."""
+        audience = None if msg.key.private else audience_of(msg.key).chat
+        return chat_report(self.meter.ledger, self.meter.clock.now(), audience)
+
+    def budget(self, msg: InboundMessage) -> str:
+        if not msg.key.private:
+            return "Only my owner can see and raise the budget, in a private chat with me."
+        budget = self.meter.budget
+        if budget is None:
+            return "There is no budget here."
+        words = (msg.command.args if msg.command is not None else "").split()
+        if not words:
+            return _caps(budget)
+        if len(words) != 2:
+            return "Use /budget CAP AMOUNT, e.g. /budget daily 5 (until the day ends)."
+        try:
+            amount = float(words[1])
+        except ValueError:
+            return f"{words[1]!r} is not an amount."
+        if amount <= 0:
+            return "The amount must be more than 0."
+        try:
+            cap = budget.raise_cap(words[0], amount)
+        except ValueError as exc:
+            return (
+                f"{exc}. The caps are daily, monthly, chat_daily:CHAT, chat_monthly:CHAT, "
+                "job_daily:JOB and job_monthly:JOB."
+            )
+        span = "day" if cap.daily else "month"
+        return (
+            f"{cap.describe().capitalize()} is {amount:g} until this {span} ends "
+            f"({money(budget.spent(cap))} spent so far)."
+        )
+
+
+def _caps(budget: Budget) -> str:
+    c = budget.cfg
+    configured = [
+        ("daily", c.daily),
+        ("monthly", c.monthly),
+        ("each shared chat, daily", c.chat_daily),
+        ("each shared chat, monthly", c.chat_monthly),
+        ("each job, daily", c.job_daily),
+        ("each job, monthly", c.job_monthly),
+    ]
+    lines = [f"{name}: {limit:g}" for name, limit in configured if limit > 0]
+    if not lines:
+        return "No spending caps are set (budget in config.yaml)."
+    return "\n".join(
+        ["Spending caps (budget in config.yaml):", *lines, "/budget CAP AMOUNT raises one."]
+    )

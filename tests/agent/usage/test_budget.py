@@ -1,0 +1,194 @@
+"""Spending caps on the metered model port: the owner told at 80 % and 100 %, calls stopped at
+100 % for the owner, a shared chat and a job, the day rolling over at local midnight, raising a
+cap until the period ends, and concurrent calls passing a cap by one call at most."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.model.charge import Charge, Purpose
+from agent.model.port import LLMResponse, PlainModel
+from agent.sessions.state import Usage
+from agent.settings import BudgetSettings, PriceSettings
+from agent.stream import Deltas
+from agent.usage.budget import Budget, BudgetSpent
+from agent.usage.ledger import UsageLedger
+from agent.usage.meter import Meter, Metered
+from agent.usage.prices import PriceTable
+from gateway.contract.events import NO_REPLY, SessionKey, job_key
+from tests.fakes.clock import FakeClock
+
+BERLIN = ZoneInfo("Europe/Berlin")
+PRIVATE = SessionKey("telegram", "private", "42")
+GROUP = SessionKey("telegram", "group", "-100")
+OTHER_GROUP = SessionKey("telegram", "group", "-200")
+# 1,000 input tokens at 100 per million: 0.1 a call.
+PRICES = {"tenth": PriceSettings(input=100.0)}
+
+
+class Tenth(PlainModel):
+    """Every call costs 0.1; ``gate``, when set, holds each call until it is opened."""
+
+    model = "tenth"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.gate: asyncio.Event | None = None
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system_note: str | None = None,
+        deltas: Deltas | None = None,
+        *,
+        charge: Charge,
+    ) -> LLMResponse:
+        self.calls += 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+        finally:
+            self.in_flight -= 1
+        return LLMResponse([{"type": "text", "text": "ok"}], "end_turn", Usage(1000, 0, 0, 0))
+
+
+def metered(
+    tmp_path: Path, clock: FakeClock, **caps: float
+) -> tuple[Metered, Tenth, list[str], Budget]:
+    told: list[str] = []
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    budget = Budget(BudgetSettings(**caps), ledger, clock, lambda text, _b: told.append(text))
+    model = Tenth()
+    meter = Meter(ledger, PriceTable(PRICES), clock, budget)
+    # Tiny answers, so what a call may cost at most is close to what it costs.
+    return Metered(model, meter, max_tokens=1), model, told, budget
+
+
+async def call(llm: Metered, key: SessionKey, purpose: Purpose = Purpose.CHAT) -> LLMResponse:
+    # A request of 1,000 bytes: at most 1,000 tokens, what the model charges.
+    request = [{"role": "user", "content": "x" * 960}]
+    return await llm.complete("s", request, [], charge=Charge(purpose, key))
+
+
+async def test_the_owner_hears_at_80_and_100_percent_once_and_calls_stop(tmp_path):
+    llm, model, told, _ = metered(tmp_path, FakeClock(), daily=1.0)
+    for _ in range(7):
+        await call(llm, PRIVATE)
+    assert told == []
+    await call(llm, PRIVATE)  # 0.8
+    assert len(told) == 1 and "80%" in told[0]
+    await call(llm, GROUP)
+    await call(llm, PRIVATE)  # 1.0: reached
+    assert len(told) == 2 and "reached" in told[1] and "/budget daily" in told[1]
+    with pytest.raises(BudgetSpent) as private:
+        await call(llm, PRIVATE)
+    assert "/budget daily" in private.value.user_message()
+    assert "config.yaml" in private.value.user_message()
+    with pytest.raises(BudgetSpent) as group:
+        await call(llm, GROUP)
+    assert group.value.user_message() == NO_REPLY  # a shared chat hears nothing of it
+    with pytest.raises(BudgetSpent):
+        await call(llm, job_key("heartbeat", PRIVATE), Purpose.HEARTBEAT)
+    assert model.calls == 10
+    assert len(told) == 2  # once each, however many calls are refused
+
+
+async def test_a_shared_chats_cap_stops_that_chat_alone(tmp_path):
+    llm, model, told, _ = metered(tmp_path, FakeClock(), chat_daily=0.3)
+    for _ in range(3):
+        await call(llm, GROUP)
+    with pytest.raises(BudgetSpent) as refused:
+        await call(llm, GROUP)
+    assert refused.value.cap.name == "chat_daily:telegram-group--100"
+    # A job reporting to that chat counts as the chat too.
+    with pytest.raises(BudgetSpent):
+        await call(llm, job_key("r1", GROUP), Purpose.REMINDER)
+    await call(llm, OTHER_GROUP)
+    await call(llm, PRIVATE)
+    assert model.calls == 5
+    # From 67 % straight to 100 %: told once, that it is reached.
+    [reached] = told
+    assert reached.startswith("The daily budget of the chat telegram-group--100 is reached")
+
+
+async def test_a_jobs_cap_stops_that_job_alone(tmp_path):
+    llm, model, told, _ = metered(tmp_path, FakeClock(), job_monthly=0.2)
+    job = job_key("weather", PRIVATE)
+    await call(llm, job, Purpose.REMINDER)
+    await call(llm, job, Purpose.REMINDER)
+    with pytest.raises(BudgetSpent) as refused:
+        await call(llm, job, Purpose.REMINDER)
+    assert refused.value.cap.name == "job_monthly:weather"
+    assert not refused.value.owner_private
+    await call(llm, job_key("other", PRIVATE), Purpose.REMINDER)
+    await call(llm, PRIVATE)
+    assert model.calls == 4
+    [reached] = told
+    assert reached.startswith("The monthly budget of the job weather is reached")
+
+
+async def test_the_day_rolls_over_at_local_midnight(tmp_path):
+    # 23:59:30 in Berlin (UTC+1 in November).
+    clock = FakeClock(datetime(2026, 11, 22, 22, 59, 30, tzinfo=UTC))
+    llm, model, _told, _ = metered(tmp_path, clock, daily=0.2)
+    await call(llm, PRIVATE)
+    await call(llm, PRIVATE)
+    with pytest.raises(BudgetSpent):
+        await call(llm, PRIVATE)
+    clock.tick(29)  # 23:59:59: still the same day
+    with pytest.raises(BudgetSpent):
+        await call(llm, PRIVATE)
+    clock.tick(1)  # local midnight: a new day, though UTC's day has an hour to go
+    await call(llm, PRIVATE)
+    assert model.calls == 3
+
+
+async def test_raising_a_cap_lasts_until_the_period_ends(tmp_path):
+    clock = FakeClock(datetime(2026, 11, 22, 12, 0, tzinfo=UTC))
+    llm, model, _, budget = metered(tmp_path, clock, daily=0.1)
+    await call(llm, PRIVATE)
+    with pytest.raises(BudgetSpent):
+        await call(llm, PRIVATE)
+    budget.raise_cap("daily", 0.3)
+    await call(llm, PRIVATE)
+    await call(llm, PRIVATE)
+    with pytest.raises(BudgetSpent):
+        await call(llm, PRIVATE)
+    clock.tick(timedelta(days=1).total_seconds())
+    await call(llm, PRIVATE)  # a new day: the configured cap again
+    with pytest.raises(BudgetSpent):
+        await call(llm, PRIVATE)
+    with pytest.raises(ValueError):
+        budget.raise_cap("weekly", 1)
+    assert model.calls == 4
+
+
+async def test_concurrent_calls_pass_a_cap_by_one_call_at_most(tmp_path):
+    llm, model, _, budget = metered(tmp_path, FakeClock(), daily=0.55)
+    model.gate = asyncio.Event()
+    calls = [asyncio.create_task(call(llm, PRIVATE)) for _ in range(12)]
+    # Let every call that can be admitted start, then let them all finish.
+    for _ in range(20):
+        await asyncio.sleep(0)
+    model.gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
+    made = [r for r in results if isinstance(r, LLMResponse)]
+    refused = [r for r in results if isinstance(r, BudgetSpent)]
+    assert len(made) + len(refused) == 12
+    spent = budget.ledger.spent(budget.caps(Charge(Purpose.CHAT, PRIVATE))[0].period)
+    assert spent == pytest.approx(0.1 * len(made))
+    assert 0.55 <= spent < 0.55 + 0.1 + 1e-9  # past the cap by one call at most
+    assert model.most_in_flight > 1  # far from the cap, calls did run at once
