@@ -141,7 +141,14 @@ class Agent:
             if quotes_outside(state.system):
                 exposure.saw("quoted text in memory")
         return TurnContext(
-            key, self.workspace, now, self.tz, grant=grant, quota=self.quota, exposure=exposure
+            key,
+            self.workspace,
+            now,
+            self.tz,
+            grant=grant,
+            quota=self.quota,
+            exposure=exposure,
+            history=None if self.memory is None else self.memory.history,
         )
 
     # -- turns --------------------------------------------------------------------------------

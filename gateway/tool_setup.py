@@ -16,6 +16,7 @@ from agent.memory.hits import Searcher
 from agent.memory.store import Memory, migrate_shared_entries
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
+from agent.workspace.history import History
 from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock
@@ -41,7 +42,11 @@ def open_memory(config: Config, resources: contextlib.AsyncExitStack, clock: Clo
     if vectors is not None:
         resources.callback(vectors.close)
         vectors.start(prepare=index.sync)
-    return Memory(workspace, index, config.memory, search=search, vectors=vectors)
+    history = History(workspace, config.layout.history)
+    resources.callback(history.close)
+    if found := history.look():
+        log.info("%d workspace file(s) changed by hand since last recorded", found)
+    return Memory(workspace, index, config.memory, search=search, vectors=vectors, history=history)
 
 
 def memory_index(config: Config) -> MemoryIndex:

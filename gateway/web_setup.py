@@ -10,6 +10,7 @@ from typing import Any
 
 from agent.memory.hits import Hit
 from agent.memory.store import Memory
+from agent.workspace.history import History
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.config.loader import Config
@@ -95,6 +96,10 @@ class PageBackend:
 
     def search(self, query: str, limit: int) -> list[Hit]:
         return self._memory.search(query, limit, OWNER)
+
+    @property
+    def history(self) -> History | None:
+        return self._memory.history
 
     def edited(self, when: datetime) -> None:
         edits = self._gateway.agent.sessions.edits

@@ -26,6 +26,7 @@ from agent.memory.index import LONG_TERM, MemoryIndex
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import chat_of, log_path, readable, reopened, untrusted
+from agent.workspace.history import History, recording
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
@@ -48,8 +49,10 @@ class Memory:
         *,
         search: Searcher | None = None,
         vectors: SemanticIndex | None = None,
+        history: History | None = None,
     ) -> None:
         self.workspace = workspace
+        self.history = history  # None: changes are not kept
         self.index = index
         self.cfg = cfg
         self.searcher = search or index
@@ -142,14 +145,15 @@ class Memory:
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        fd = os.open(path, flags, PRIVATE_FILE_MODE)
-        try:
-            if os.fstat(fd).st_size == 0:
-                entry = f"# {now.date().isoformat()}\n\n" + entry
-            os.write(fd, entry.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with recording(self.history, path):
+            fd = os.open(path, flags, PRIVATE_FILE_MODE)
+            try:
+                if os.fstat(fd).st_size == 0:
+                    entry = f"# {now.date().isoformat()}\n\n" + entry
+                os.write(fd, entry.encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         return rel
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
@@ -197,7 +201,8 @@ class Memory:
             raise ToolError("action must be append, replace or remove.")
         if len(new) > MAX_WRITE_CHARS and len(new) > len(current):
             raise ToolError(f"MEMORY.md would be too long ({len(new)} characters).")
-        atomic_write(path, new, keep_mode=False)  # private whatever it was made with
+        # Private whatever it was made with.
+        atomic_write(path, new, keep_mode=False, history=self.history)
         return f"MEMORY.md updated ({action}); it now has {len(new)} characters."
 
 

@@ -15,6 +15,7 @@ from agent.workspace.audience import (
     untrusted,
     written_after_outside,
 )
+from agent.workspace.history import History
 from agent.workspace.quota import Quota
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience, SessionKey, audience_of
@@ -53,6 +54,8 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # Where the changes its writes make are kept; None: not kept (tests of other things).
+    history: History | None = None
 
     def check_room(self, adding: int) -> None:
         """Refuse a write that would take this chat past its share of the disk."""

@@ -73,6 +73,11 @@ class Layout:
         return self.state / "embeddings.sqlite"
 
     @property
+    def history(self) -> Path:
+        """Every change to a workspace file, with its versions (SQLite)."""
+        return self.state / "history.sqlite"
+
+    @property
     def hand_edits(self) -> Path:
         """When the owner last edited the workspace by hand."""
         return self.state / "hand_edited"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from gateway.config.home import init_home, resolve_home
 from gateway.contract.errors import ConfigError
 from gateway.ops import commands
+from gateway.ops import history as memory_history
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
@@ -150,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _memory_commands(top: _Commands) -> None:
     memory = top.group(
-        top.add("memory", "search or rebuild the memory index"), "memory_command", False
+        top.add("memory", "search, rebuild, look back at and undo memory"), "memory_command", False
     )
     search = memory.add("search", "search MEMORY.md and the logs", memory_commands.memory_search)
     search.add_argument("query", nargs="+")
@@ -160,6 +161,20 @@ def _memory_commands(top: _Commands) -> None:
         "rebuild the search index from the Markdown files",
         memory_commands.memory_reindex,
     )
+    history = memory.add(
+        "history",
+        "what changed in the workspace, and who changed it",
+        memory_history.memory_history,
+    )
+    history.add_argument("file", nargs="?", help="only this file (workspace-relative)")
+    history.add_argument("-n", "--limit", type=int, default=30)
+    history.add_argument("--diff", action="store_true", help="show each change as a diff")
+    memory.add("undo", "take back the latest change to the workspace", memory_history.memory_undo)
+    restore = memory.add(
+        "restore", "put a file back as it was after a change", memory_history.memory_restore
+    )
+    restore.add_argument("file", help="workspace-relative, e.g. MEMORY.md")
+    restore.add_argument("at", help="a change number (from `history`) or an ISO date and time")
 
 
 def _jobs_commands(top: _Commands) -> None:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from agent.memory.hits import Hit
+    from agent.workspace.history import History
     from channels.base import Channel
     from channels.pairing import PairingStore
     from gateway.config.loader import Config
@@ -86,6 +87,11 @@ class Backend(Protocol):
 
     def search(self, query: str, limit: int) -> list[Hit]:
         """The owner's search over all memory."""
+        ...
+
+    @property
+    def history(self) -> History | None:
+        """Every change to the workspace's files, kept to look back and undo."""
         ...
 
     def edited(self, when: datetime) -> None:

@@ -18,7 +18,7 @@ from importlib import resources
 from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
-from gateway.web import admin, chat_page, memory_page, overview, sessions_page
+from gateway.web import admin, chat_page, history_page, memory_page, overview, sessions_page
 from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
@@ -99,6 +99,7 @@ class WebServer:
         app.router.add_get("/favicon.ico", favicon)
         overview.routes(app)
         memory_page.routes(app)
+        history_page.routes(app)
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)
