@@ -129,6 +129,15 @@ class Memory:
             return ""
         return read_text(path)
 
+    def holds(self, rel: str, text: str, audience: Audience) -> bool:
+        """Does the file at ``rel`` already hold ``text`` word for word (line breaks and
+        spacing aside)? A near-duplicate is left for consolidation to merge."""
+        words = " ".join(text.split())
+        return (
+            bool(words)
+            and f" {words} " in " " + " ".join(self.read_visible(rel, audience).split()) + " "
+        )
+
     def quoted(self, rel: str, text: str) -> str:
         """``text`` read from ``rel``, quoted as untrusted when a shared chat wrote it."""
         chat = chat_of(PurePosixPath(rel))
@@ -188,6 +197,8 @@ class Memory:
         if action == "append":
             if not text.strip():
                 raise ToolError("text must not be empty.")
+            if self.holds(LONG_TERM, text, OWNER):
+                return "MEMORY.md already holds that word for word; nothing was added."
             new = current.rstrip("\n") + ("\n\n" if current.strip() else "") + text.strip() + "\n"
         elif action in ("replace", "remove"):
             if not old_text:

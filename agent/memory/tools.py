@@ -13,7 +13,7 @@ from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import untrusted
+from agent.workspace.audience import log_path, untrusted
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
@@ -118,6 +118,9 @@ class MemoryTools:
         if len(text) > MAX_ENTRY_CHARS:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
+        today = log_path(ctx.audience, ctx.now.date())
+        if self.memory.holds(today, text, ctx.audience):
+            return f"That is already in {today} word for word; nothing was added."
         ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
         rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
@@ -129,6 +132,9 @@ class MemoryTools:
                 "use memory_append (today's log) for what should be kept."
             )
         text = args.get("text", "")
+        if args["action"] == "append" and self.memory.holds(LONG_TERM, text, ctx.audience):
+            # Checked before the text is marked: a fact is the same whoever had been read.
+            return "MEMORY.md already holds that word for word; nothing was added."
         return self.memory.update_long_term(
             args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
         )
