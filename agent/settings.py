@@ -81,6 +81,22 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class ConsolidationSettings:
+    """The job that proposes changes to MEMORY.md from the owner's new log entries."""
+
+    enabled: bool = True
+    # Local time, HH:MM (the top-level timezone); empty: half an hour after the daily summary.
+    time: str = ""
+    # The owner's chat the proposal goes to; empty: the daily summary's target. Without one,
+    # proposals wait on the control page and in `corvid memory proposals`.
+    target: str | None = None
+    # Apply proposals without asking (still recorded in the history, and reported).
+    auto_apply: bool = False
+    # A log never read before is read only if this recent (the first run reads a week).
+    first_days: int = setting(7, minimum=1)
+
+
+@dataclass(frozen=True)
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
@@ -89,6 +105,7 @@ class MemorySettings:
     chunk_overlap_lines: int = setting(6, minimum=0)
     embeddings: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,15 @@ heartbeat by their ids, and a reminder for every job made in chat."""
 
 from __future__ import annotations
 
+from agent.memory.consolidation import Curator
 from gateway.config.loader import Config
 from gateway.runtime.gateway import Gateway
+from gateway.scheduling.consolidation import Consolidation
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT
+from gateway.scheduling.plan import CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT
 from gateway.scheduling.reminders import Reminder
-from gateway.scheduling.runner import JobRunner
+from gateway.scheduling.runner import Handler, JobRunner
 
 
 def job_runner(config: Config, gateway: Gateway) -> JobRunner:
@@ -19,6 +21,9 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
         gateway, agent.memory, agent.store.dir, schedule.daily_summary.skip_inactive
     )
     heartbeat = Heartbeat(gateway, agent.workspace, schedule.heartbeat.active_hours)
-    return JobRunner(
-        gateway, {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}, default=Reminder(gateway)
-    )
+    jobs: dict[str, Handler] = {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat}
+    curator = Curator.of(agent.memory)
+    if curator is not None:
+        auto = config.memory.consolidation.auto_apply
+        jobs[CONSOLIDATION] = Consolidation(gateway, curator, agent.llm, auto)
+    return JobRunner(gateway, jobs, default=Reminder(gateway))

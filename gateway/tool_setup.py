@@ -13,6 +13,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from agent.memory.hits import Searcher
+from agent.memory.proposals import Store
 from agent.memory.store import Memory, migrate_shared_entries
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
@@ -46,7 +47,15 @@ def open_memory(config: Config, resources: contextlib.AsyncExitStack, clock: Clo
     resources.callback(history.close)
     if found := history.look():
         log.info("%d workspace file(s) changed by hand since last recorded", found)
-    return Memory(workspace, index, config.memory, search=search, vectors=vectors, history=history)
+    return Memory(
+        workspace,
+        index,
+        config.memory,
+        search=search,
+        vectors=vectors,
+        history=history,
+        proposals=Store(config.layout.proposals),
+    )
 
 
 def memory_index(config: Config) -> MemoryIndex:

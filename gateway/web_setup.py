@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent.memory.consolidation import Curator
 from agent.memory.hits import Hit
 from agent.memory.store import Memory
 from agent.workspace.history import History
@@ -100,6 +101,10 @@ class PageBackend:
     @property
     def history(self) -> History | None:
         return self._memory.history
+
+    @property
+    def curator(self) -> Curator | None:
+        return Curator.of(self._memory)
 
     def edited(self, when: datetime) -> None:
         edits = self._gateway.agent.sessions.edits

@@ -31,6 +31,7 @@ from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
 if TYPE_CHECKING:  # NumPy and the vectors are imported only when embeddings are on
+    from agent.memory.proposals import Store
     from agent.memory.semantic import SemanticIndex
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,11 @@ class Memory:
         search: Searcher | None = None,
         vectors: SemanticIndex | None = None,
         history: History | None = None,
+        proposals: Store | None = None,
     ) -> None:
         self.workspace = workspace
         self.history = history  # None: changes are not kept
+        self.proposals = proposals  # what consolidation proposes; None: no consolidation
         self.index = index
         self.cfg = cfg
         self.searcher = search or index

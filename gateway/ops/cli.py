@@ -24,6 +24,7 @@ from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
+from gateway.ops import proposals as memory_proposals
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
 
@@ -175,6 +176,16 @@ def _memory_commands(top: _Commands) -> None:
     )
     restore.add_argument("file", help="workspace-relative, e.g. MEMORY.md")
     restore.add_argument("at", help="a change number (from `history`) or an ISO date and time")
+    memory.add(
+        "proposals",
+        "consolidation's proposals for MEMORY.md that wait for you",
+        memory_proposals.memory_proposals,
+    )
+    apply = memory.add("apply", "apply a memory proposal", memory_proposals.memory_apply)
+    apply.add_argument("id")
+    apply.add_argument("numbers", nargs="*", type=int, help="only these of its changes")
+    reject = memory.add("reject", "reject a memory proposal", memory_proposals.memory_reject)
+    reject.add_argument("id")
 
 
 def _jobs_commands(top: _Commands) -> None:

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 # The jobs the configuration makes (schedule: in config.yaml); the others are made in chat.
 DAILY_SUMMARY = "daily-summary"
 HEARTBEAT = "heartbeat"
+CONSOLIDATION = "memory-consolidation"
 CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT})
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import asyncio
 
+    from agent.memory.consolidation import Curator
     from agent.memory.hits import Hit
     from agent.workspace.history import History
     from channels.base import Channel
@@ -92,6 +93,11 @@ class Backend(Protocol):
     @property
     def history(self) -> History | None:
         """Every change to the workspace's files, kept to look back and undo."""
+        ...
+
+    @property
+    def curator(self) -> Curator | None:
+        """Consolidation's proposals for MEMORY.md, to show and answer."""
         ...
 
     def edited(self, when: datetime) -> None:

@@ -18,7 +18,15 @@ from importlib import resources
 from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
-from gateway.web import admin, chat_page, history_page, memory_page, overview, sessions_page
+from gateway.web import (
+    admin,
+    chat_page,
+    history_page,
+    memory_page,
+    overview,
+    proposals_page,
+    sessions_page,
+)
 from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
@@ -100,6 +108,7 @@ class WebServer:
         overview.routes(app)
         memory_page.routes(app)
         history_page.routes(app)
+        proposals_page.routes(app)
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)
