@@ -106,6 +106,9 @@ class MemorySettings:
     embeddings: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    # The owner's private chats may read each paired guest's notes (memory/chats/<guest>/NOTES.md,
+    # quoted as the guest's); off: only the guest's own chat reads them.
+    owner_reads_guest_notes: bool = True
 
 
 @dataclass(frozen=True)
