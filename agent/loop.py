@@ -149,6 +149,8 @@ class Agent:
             quota=self.quota,
             exposure=exposure,
             history=None if self.memory is None else self.memory.history,
+            guest_notes_hidden=self.memory is not None
+            and not self.memory.cfg.owner_reads_guest_notes,
         )
 
     # -- turns --------------------------------------------------------------------------------

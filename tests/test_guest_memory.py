@@ -87,11 +87,17 @@ async def test_the_owner_can_be_kept_out_of_guests_notes(home, fake_api):
     async with serve(home, fake_api.base_url, FakeClock(EVENING), **off) as (_app, channel):
         await _eve_notes(channel)
         await asyncio.wait_for(
-            channel.push(f"DO memory_get path={NOTES}\nDO memory_search query=allergic"), 10
+            channel.push(
+                f"DO memory_get path={NOTES}\nDO memory_search query=allergic\n"
+                f"DO read_file path={NOTES}\nDO list_files path=memory/chats/test-guest-77"
+            ),
+            10,
         )
     request = fake_api.message_requests[-1]
     assert NOTES not in request.body["system"][0]["text"]
-    got, found = tool_results(request.body)
-    assert got.get("is_error") and EVE_SECRET not in str(got["content"])
-    assert EVE_SECRET not in str(found["content"])
+    got, found, read, listed = tool_results(request.body)
+    assert got.get("is_error") and read.get("is_error")
+    assert "NOTES.md" not in str(listed["content"]) and not listed.get("is_error")
+    for result in (got, found, read, listed):
+        assert EVE_SECRET not in str(result["content"])
     assert OWNER  # the owner's own chat, where both were asked
