@@ -116,6 +116,8 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
         f"<h2>Files</h2><ul>{files}</ul>"
         f"<h2>Daily logs</h2>{_list(logs, 'No daily logs yet.')}"
         f"<h2>Shared chats' logs</h2>{_list(chats, 'No shared chat has a log.')}"
+        '<p><a href="/memory/history">Every change to the workspace</a>, newest first, with '
+        "who made it; undo one with its Restore button.</p>"
     )
     return html_response(page("Memory", body, active="/memory", csrf=request.app[GUARD].csrf))
 

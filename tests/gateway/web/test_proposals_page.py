@@ -4,6 +4,12 @@ rejected with a button; and a file's history over HTTP, for the owner only."""
 from __future__ import annotations
 
 from agent.memory.proposals import Item, Proposal, Store, digest
+from gateway.web.memory_page import version
+
+
+def version_of(home) -> str:
+    return version((home / "workspace" / "MEMORY.md").read_bytes())
+
 
 MEMORY = "# Memory\n\n- Anna lives in Porto.\n"
 
@@ -45,3 +51,21 @@ async def test_a_proposal_is_rejected_and_a_post_without_the_token_refused(contr
     status, _, answer = await client.post("/memory/proposal", {"id": "def456", "action": "reject"})
     assert "Rejected memory proposal def456" in await client.shown(answer)
     assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+
+
+async def test_the_whole_workspaces_history_is_one_link_away(control, home):
+    _, channel, client = control
+    channel.push("hello")  # nothing written: no history yet
+    await channel.wait_sent(1)
+    status, text, _ = await client.get("/memory")
+    assert '<a href="/memory/history">Every change to the workspace</a>' in text
+    status, text, _ = await client.get("/memory/history")
+    assert status == 200 and "No change has been recorded yet." in text
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    status, _, _ = await client.post(
+        "/memory/edit",
+        {"path": "MEMORY.md", "text": MEMORY + "- more\n", "version": version_of(home)},
+    )
+    assert status == 303
+    status, text, _ = await client.get("/memory/history")
+    assert "MEMORY.md" in text and "the control page&#x27;s editor" in text
