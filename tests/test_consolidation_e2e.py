@@ -278,3 +278,35 @@ async def test_proposals_answered_from_the_terminal(home, fake_api, consolidatin
     assert "was rejected already" in capsys.readouterr().out
     assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
     assert "No memory proposal is waiting." in capsys.readouterr().out
+
+
+async def test_a_guests_log_feeds_only_the_guests_notes_and_a_groups_log_nothing(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    day = NOW.date().isoformat()
+    chats = home / "workspace" / "memory" / "chats"
+    for chat, said in (("test-guest-77", "Eve: I am allergic to nuts."),
+                       ("test-group-100", "Bob: GROUP-ONLY-CANARY")):  # fmt: skip
+        (chats / chat).mkdir(parents=True)
+        (chats / chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\n{said}\n")
+    calls: list[dict] = []
+    eve = {"changes": [{"op": "add", "text": "- Allergic to nuts.", "reason": "she said so",
+                        "sources": [f"memory/chats/test-guest-77/{day}.md:5"]}]}  # fmt: skip
+    fake_api.brain = consolidating_brain(calls, eve)
+    app, chan = await consolidating.start()
+    await run_job(app)
+    # The owner's logs are empty: one call, for Eve's notes; none for the group.
+    [asked] = calls
+    prompt = last_user_text(asked)
+    assert "Eve: I am allergic to nuts." in prompt and "GROUP-ONLY-CANARY" not in prompt
+    assert "memory/chats/test-guest-77/NOTES.md" in asked["system"][0]["text"]
+    [proposal] = chan.sent
+    assert "change(s) to memory/chats/test-guest-77/NOTES.md" in proposal.text
+    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
+    assert "to memory/chats/test-guest-77/NOTES.md" in chan.texts()[-1]
+    notes = chats / "test-guest-77" / "NOTES.md"
+    assert notes.read_text() == "- Allergic to nuts.\n"
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 1  # nothing new anywhere

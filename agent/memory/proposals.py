@@ -63,13 +63,16 @@ class Proposal:
     marks_before: dict[str, int]  # where it started reading each log: read again if refused
     status: str = PENDING
     note: str = ""  # why refused, who applied
+    target: str = "MEMORY.md"  # the file it changes (a guest's notes: memory/chats/<guest>/...)
 
     def pending(self) -> list[int]:
         return [i for i, item in enumerate(self.items, 1) if item.status == PENDING]
 
     def summary(self) -> str:
         """The proposal as the owner reads it: each item, its reason, source and diff."""
-        head = f"Memory proposal {self.id}: {len(self.items)} change(s) to MEMORY.md"
+        head = f"Memory proposal {self.id}: {len(self.items)} change(s) to {self.target}"
+        if self.target != "MEMORY.md":
+            head += " (a paired guest's notes, from their own chat's log: their words)"
         body = "\n\n".join(
             item.describe(n) for n, item in enumerate(self.items, 1) if item.status == PENDING
         )
@@ -177,7 +180,7 @@ def applied(current: str, items: list[Item]) -> str:
             new = untrusted(item.origin, new, FROM_OUTSIDE)
         for passage in item.old:
             if text.count(passage) != 1:
-                raise ToolError("a passage it changes is no longer in MEMORY.md as it was.")
+                raise ToolError("a passage it changes is no longer there as it was.")
         if item.op == "add":
             text = text.rstrip("\n") + ("\n\n" if text.strip() else "") + new + "\n"
             continue
@@ -189,12 +192,12 @@ def applied(current: str, items: list[Item]) -> str:
     return text
 
 
-def diff(before: str, after: str) -> str:
+def diff(before: str, after: str, name: str = "MEMORY.md") -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
-        "MEMORY.md now",
-        "MEMORY.md proposed",
+        f"{name} now",
+        f"{name} proposed",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
@@ -283,6 +286,7 @@ def _proposal(raw: dict[str, Any]) -> Proposal:
         marks_before={str(k): int(v) for k, v in raw.get("marks_before", {}).items()},
         status=str(raw.get("status", PENDING)),
         note=str(raw.get("note", "")),
+        target=str(raw.get("target", "MEMORY.md")),
     )
 
 

@@ -1,4 +1,5 @@
-"""``corvid memory proposals|apply|reject``: consolidation's proposals for MEMORY.md, answered
+"""``corvid memory proposals|apply|reject``: consolidation's proposals (for MEMORY.md, and for
+guests' notes), answered
 from the terminal as from the chat's buttons."""
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def memory_apply(args: argparse.Namespace, home: Path, environ: Mapping[str, str
             return 1
     left = proposal.pending()
     print(
-        f"Applied to MEMORY.md; still waiting: {', '.join(map(str, left))}."
+        f"Applied to {proposal.target}; still waiting: {', '.join(map(str, left))}."
         if left
-        else "Applied to MEMORY.md. To take it back: corvid memory undo"
+        else f"Applied to {proposal.target}. To take it back: corvid memory undo"
     )
     return 0
 
@@ -70,9 +71,9 @@ def memory_apply(args: argparse.Namespace, home: Path, environ: Mapping[str, str
 def memory_reject(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     with _curator(home, environ) as curator:
         try:
-            curator.reject(args.id, TERMINAL)
+            rejected = curator.reject(args.id, TERMINAL)
         except ToolError as exc:
             print(f"corvid: {exc}")
             return 1
-    print(f"Rejected memory proposal {args.id}; MEMORY.md is unchanged.")
+    print(f"Rejected memory proposal {args.id}; {rejected.target} is unchanged.")
     return 0

@@ -23,15 +23,15 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
         if action == "choose":
             return _choices(curator, pid)
         if action == "reject":
-            curator.reject(pid, who)
-            return f"Rejected memory proposal {pid}; MEMORY.md is unchanged.", ()
+            rejected = curator.reject(pid, who)
+            return f"Rejected memory proposal {pid}; {rejected.target} is unchanged.", ()
         chosen = [int(n) for n in numbers if n.isdigit()]
         proposal = curator.apply(pid, who, chosen or None)
     except ToolError as exc:
         return str(exc), ()
     left = proposal.pending()
     which = "change(s) " + ", ".join(map(str, chosen)) if chosen else "all changes"
-    text = f"Applied {which} of memory proposal {pid} to MEMORY.md."
+    text = f"Applied {which} of memory proposal {pid} to {proposal.target}."
     if left:
         return text + " Still to decide:", _buttons(pid, left)
     return text + " To take it back: corvid memory undo, or the file's History page.", ()

@@ -1,6 +1,7 @@
 """The memory consolidation job: a proposal for ``MEMORY.md`` from the owner's new log
-entries (``agent.memory.consolidation``), sent to the owner's chat with buttons to apply all,
-choose or reject; with ``auto_apply`` applied at once, and reported."""
+entries, and for each paired guest's notes from their own chat's log
+(``agent.memory.consolidation``), sent to the owner's chat with buttons to apply all, choose or
+reject; with ``auto_apply`` applied at once, and reported."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from agent.memory.consolidation import Curator
 from agent.memory.proposals import Proposal
 from agent.model.port import LLM
 from gateway.contract.errors import DeliveryError
-from gateway.contract.events import OutboundMessage, SessionKey
+from gateway.contract.events import OWNER, OutboundMessage, SessionKey
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
@@ -37,7 +38,7 @@ def message(proposal: Proposal, diff: str) -> str:
         else diff[:SHOWN_CHARS] + "\n[... the rest on the control page]\n"
     )
     return (
-        f"{proposal.summary()}\n\nMEMORY.md would change so:\n```diff\n{shown}```\n"
+        f"{proposal.summary()}\n\n{proposal.target} would change so:\n```diff\n{shown}```\n"
         "Nothing changes until you say so."
     )
 
@@ -50,26 +51,39 @@ class Consolidation:
     auto_apply: bool = False
 
     async def __call__(self, job: Job, slot: str) -> None:
-        origin = run_origin(job, slot)
+        """A proposal for MEMORY.md from the owner's logs, and one for each paired guest's
+        notes from that guest's own log; each sent to the owner's chat."""
         when = slot_time(slot, ZoneInfo(job.timezone))
-        outcome = await self.curator.propose(self.llm, when)
-        log.info(
-            "job %s: read %d characters; %d tokens in, %d out",
-            job.id,
-            outcome.chars_in,
-            outcome.usage.input + outcome.usage.cache_read + outcome.usage.cache_write,
-            outcome.usage.output,
-        )
-        proposal = outcome.proposal
-        if proposal is None:
-            raise Skip("nothing new in the logs" if not outcome.chars_in else "nothing to change")
+        made: list[Proposal] = []
+        for audience in (OWNER, *self.curator.guests()):
+            outcome = await self.curator.propose(self.llm, when, audience)
+            if outcome.chars_in:
+                log.info(
+                    "job %s: %s: read %d characters; %d tokens in, %d out",
+                    job.id,
+                    audience,
+                    outcome.chars_in,
+                    outcome.usage.input + outcome.usage.cache_read + outcome.usage.cache_write,
+                    outcome.usage.output,
+                )
+            if outcome.proposal is not None:
+                made.append(outcome.proposal)
+        if not made:
+            raise Skip("nothing new in the logs, or nothing to change")
+        origin = run_origin(job, slot)
+        for n, proposal in enumerate(made):
+            # The first message under the run's own name: a run repeated after a crash finds
+            # it (the proposals themselves are kept already).
+            await self._send(job, proposal, origin if n == 0 else f"{origin}#{n}")
+
+    async def _send(self, job: Job, proposal: Proposal, origin: str) -> None:
         target = SessionKey.parse(job.target)
         diff = self.curator.preview(proposal)
         if self.auto_apply:
             self.curator.apply(proposal.id, f"job {job.id} (auto_apply)")
             text = (
-                "Applied to MEMORY.md on its own (memory.consolidation.auto_apply):\n\n"
-                f"{proposal.summary()}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
+                f"Applied to {proposal.target} on its own (memory.consolidation.auto_apply):"
+                f"\n\n{proposal.summary()}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
                 "To take it back: corvid memory undo"
             )
             out = OutboundMessage(target, text)

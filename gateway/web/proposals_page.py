@@ -48,9 +48,9 @@ async def answer(request: web.Request) -> web.StreamResponse:
         raise web.HTTPNotFound(text="No such proposal.\n")
     try:
         if action == "apply":
-            await asyncio.to_thread(curator.apply, pid, ANSWERER)
+            done = await asyncio.to_thread(curator.apply, pid, ANSWERER)
             backend.edited(backend.clock.now())
-            return see_other("/memory", ok=f"Applied memory proposal {pid} to MEMORY.md.")
+            return see_other("/memory", ok=f"Applied memory proposal {pid} to {done.target}.")
         await asyncio.to_thread(curator.reject, pid, ANSWERER)
     except ToolError as exc:
         return see_other("/memory", problem=str(exc))
