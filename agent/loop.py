@@ -143,7 +143,16 @@ class Agent:
             if quotes_outside(state.system):
                 exposure.saw("quoted text in memory")
         return TurnContext(
-            key, self.workspace, now, self.tz, grant=grant, quota=self.quota, exposure=exposure
+            key,
+            self.workspace,
+            now,
+            self.tz,
+            grant=grant,
+            quota=self.quota,
+            exposure=exposure,
+            history=None if self.memory is None else self.memory.history,
+            guest_notes_hidden=self.memory is not None
+            and not self.memory.cfg.owner_reads_guest_notes,
         )
 
     # -- turns --------------------------------------------------------------------------------

@@ -128,6 +128,22 @@ class RecallSettings:
 
 
 @dataclass(frozen=True)
+class ConsolidationSettings:
+    """The job that proposes changes to MEMORY.md from the owner's new log entries."""
+
+    enabled: bool = True
+    # Local time, HH:MM (the top-level timezone); empty: half an hour after the daily summary.
+    time: str = ""
+    # The owner's chat the proposal goes to; empty: the daily summary's target. Without one,
+    # proposals wait on the control page and in `corvid memory proposals`.
+    target: str | None = None
+    # Apply proposals without asking (still recorded in the history, and reported).
+    auto_apply: bool = False
+    # A log never read before is read only if this recent (the first run reads a week).
+    first_days: int = setting(7, minimum=1)
+
+
+@dataclass(frozen=True)
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
@@ -137,6 +153,10 @@ class MemorySettings:
     embeddings: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    # The owner's private chats may read each paired guest's notes (memory/chats/<guest>/NOTES.md,
+    # quoted as the guest's); off: only the guest's own chat reads them.
+    owner_reads_guest_notes: bool = True
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@ heartbeat by their ids, and a reminder for every job made in chat."""
 
 from __future__ import annotations
 
+from agent.memory.consolidation import Curator
 from gateway.backups.job import ScheduledBackup
 from gateway.config.loader import Config
 from gateway.runtime.gateway import Gateway
+from gateway.scheduling.consolidation import Consolidation
 from gateway.scheduling.daily_summary import DailySummary
 from gateway.scheduling.heartbeat import Heartbeat
-from gateway.scheduling.plan import BACKUP, DAILY_SUMMARY, HEARTBEAT
+from gateway.scheduling.plan import BACKUP, CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT
 from gateway.scheduling.reminders import Reminder
 from gateway.scheduling.runner import Handler, JobRunner
 
@@ -21,5 +23,9 @@ def job_runner(config: Config, gateway: Gateway) -> JobRunner:
     )
     heartbeat = Heartbeat(gateway, agent.workspace, schedule.heartbeat.active_hours)
     backup = ScheduledBackup(config.layout, config.backup)
-    handlers: dict[str, Handler] = {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat, BACKUP: backup}
-    return JobRunner(gateway, handlers, default=Reminder(gateway))
+    jobs: dict[str, Handler] = {DAILY_SUMMARY: summary, HEARTBEAT: heartbeat, BACKUP: backup}
+    curator = Curator.of(agent.memory)
+    if curator is not None:
+        auto = config.memory.consolidation.auto_apply
+        jobs[CONSOLIDATION] = Consolidation(gateway, curator, agent.llm, auto)
+    return JobRunner(gateway, jobs, default=Reminder(gateway))

@@ -13,9 +13,11 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from agent.memory.hits import Searcher
+from agent.memory.proposals import Store
 from agent.memory.store import Memory, migrate_shared_entries
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
+from agent.workspace.history import History
 from gateway.config.home import mend_workspace
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock
@@ -50,7 +52,19 @@ def open_memory(
     if vectors is not None:
         resources.callback(vectors.close)
         vectors.start(prepare=index.sync)
-    return Memory(workspace, index, config.memory, search=search, vectors=vectors)
+    history = History(workspace, config.layout.history)
+    resources.callback(history.close)
+    if found := history.look():
+        log.info("%d workspace file(s) changed by hand since last recorded", found)
+    return Memory(
+        workspace,
+        index,
+        config.memory,
+        search=search,
+        vectors=vectors,
+        history=history,
+        proposals=Store(config.layout.proposals),
+    )
 
 
 def memory_index(config: Config) -> MemoryIndex:

@@ -8,8 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent.memory.consolidation import Curator
 from agent.memory.hits import Hit
 from agent.memory.store import Memory
+from agent.workspace.history import History
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.config.loader import Config
@@ -99,6 +101,14 @@ class PageBackend:
 
     def memory_search(self) -> dict[str, Any]:
         return index_report(self._memory, self.config.memory.embeddings.provider)
+
+    @property
+    def history(self) -> History | None:
+        return self._memory.history
+
+    @property
+    def curator(self) -> Curator | None:
+        return Curator.of(self._memory)
 
     def edited(self, when: datetime) -> None:
         edits = self._gateway.agent.sessions.edits

@@ -111,8 +111,9 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
         "gateway": {"shutdown_grace": 5},
         # The control page only where a test is about it (then on a free port).
         "web": {"enabled": False, "port": 0},
-        # Vectors only where a test is about them (then from a fake embedding model).
-        "memory": {"embeddings": {"provider": "none"}},
+        # Vectors only where a test is about them (then from a fake embedding model), and
+        # consolidation too (its job would ask the model beside the daily summary's).
+        "memory": {"embeddings": {"provider": "none"}, "consolidation": {"enabled": False}},
     }
     for name, values in sections.items():
         raw[name] = {**raw.get(name, {}), **values}

@@ -13,7 +13,7 @@ from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import untrusted
+from agent.workspace.audience import guest_notes, log_path, notes_path, untrusted
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
@@ -96,6 +96,9 @@ class MemoryTools:
 
     def get(self, ctx: TurnContext, args: GetArgs) -> str:
         path = _memory_path(ctx, args["path"])
+        where = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
+        if ctx.private and guest_notes(where) and not self.memory.cfg.owner_reads_guest_notes:
+            raise ToolError("A guest's notes are read in their own chat only (a setting).")
         if not path.is_file():
             raise ToolError(f"{args['path']!r} does not exist.")
         check_single_name(ctx, path)
@@ -117,17 +120,32 @@ class MemoryTools:
         if len(text) > MAX_ENTRY_CHARS:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
+        today = log_path(ctx.audience, ctx.now.date())
+        if self.memory.holds(today, text, ctx.audience):
+            return f"That is already in {today} word for word; nothing was added."
         ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
         rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
         return f"Appended to {rel}."
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
-        if not ctx.private:
-            raise ToolError(
-                "memory_update works only in a private chat with the owner. In a shared chat, "
-                "use memory_append (today's log) for what should be kept."
-            )
         text = args.get("text", "")
+        if not ctx.private:
+            notes = notes_path(ctx.audience)
+            if notes is None:
+                raise ToolError(
+                    "memory_update works only in a private chat with the owner, or in a paired "
+                    "guest's own chat. In a shared chat, use memory_append (today's log) for "
+                    "what should be kept."
+                )
+            # A guest's own notes: what is said here is theirs, and stays in their chat.
+            current = len(read_text(self.memory.workspace / notes).encode())
+            ctx.check_room(len(text.encode()) + (current if args["action"] != "append" else 0))
+            return self.memory.update_long_term(
+                args["action"], text, args.get("old_text", ""), notes
+            )
+        if args["action"] == "append" and self.memory.holds(LONG_TERM, text, ctx.audience):
+            # Checked before the text is marked: a fact is the same whoever had been read.
+            return "MEMORY.md already holds that word for word; nothing was added."
         return self.memory.update_long_term(
             args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
         )
@@ -171,8 +189,9 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
         ),
         Tool.typed(
             "memory_update",
-            "Edit MEMORY.md, the curated long-term memory (private chats only): append a fact, "
-            "or replace/remove an exact passage that is out of date.",
+            "Edit MEMORY.md, the curated long-term memory (private chats only; in a paired "
+            "guest's chat, that guest's own notes): append a fact, or replace/remove an exact "
+            "passage that is out of date.",
             UpdateArgs,
             tools.update,
         ),

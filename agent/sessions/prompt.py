@@ -18,6 +18,7 @@ from agent.workspace.audience import (
     SHARED_BOOTSTRAP,
     files_folder,
     log_folder,
+    notes_path,
     reopened,
 )
 from gateway.contract.events import Scope, SessionKey, audience_of
@@ -49,8 +50,14 @@ def _places(key: SessionKey) -> str:
             "chats' places (chats/, memory/chats/, inbox/chats/) are theirs, and you do not "
             "write there."
         )
+    notes = notes_path(audience)
+    kept = (
+        f" What is worth knowing about this person for good: memory_update keeps it in {notes}."
+        if notes is not None
+        else ""
+    )
     return (
-        f"\n- This chat's notes: memory_append adds to its log in {log_folder(audience)}/. "
+        f"\n- This chat's notes: memory_append adds to its log in {log_folder(audience)}/.{kept} "
         f"Its files: {files_folder(audience)}/ (the only place you can write files here). "
         "The owner's memory and other chats' notes are not available here."
     )

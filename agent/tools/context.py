@@ -10,11 +10,14 @@ from zoneinfo import ZoneInfo
 
 from agent.tools.exposure import Exposure
 from agent.workspace.audience import (
+    guest_notes,
     note_written,
     read_from_outside,
+    readable,
     untrusted,
     written_after_outside,
 )
+from agent.workspace.history import History
 from agent.workspace.quota import Quota
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience, SessionKey, audience_of
@@ -53,6 +56,17 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # Where the changes its writes make are kept; None: not kept (tests of other things).
+    history: History | None = None
+    # The owner's chats are kept out of guests' notes (memory.owner_reads_guest_notes off).
+    guest_notes_hidden: bool = False
+
+    def may_read(self, rel: PurePosixPath) -> bool:
+        """May this session read the workspace file at ``rel`` (``audience.readable``, and a
+        guest's notes only where the settings allow)?"""
+        if not readable(self.audience, rel):
+            return False
+        return not (self.private and self.guest_notes_hidden and guest_notes(rel))
 
     def check_room(self, adding: int) -> None:
         """Refuse a write that would take this chat past its share of the disk."""

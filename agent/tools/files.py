@@ -23,6 +23,7 @@ from agent.tools.paths import (
 )
 from agent.tools.registry import Tool
 from agent.workspace.audience import chat_of, in_owner_prompts, untrusted
+from agent.workspace.history import History, recording
 from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
 
@@ -46,12 +47,19 @@ def ensure_dir(path: Path) -> None:
 
 
 def atomic_write(
-    path: Path, text: str, mode: int = PRIVATE_FILE_MODE, *, keep_mode: bool = True
+    path: Path,
+    text: str,
+    mode: int = PRIVATE_FILE_MODE,
+    *,
+    keep_mode: bool = True,
+    history: History | None = None,
 ) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file. A new
-    file gets ``mode``; a replaced one keeps its own unless ``keep_mode`` is off."""
+    file gets ``mode``; a replaced one keeps its own unless ``keep_mode`` is off. The change
+    is kept in ``history`` when given."""
     ensure_dir(path.parent)
-    write_atomic(path, text, mode=mode, keep_mode=keep_mode)
+    with recording(history, path):
+        write_atomic(path, text, mode=mode, keep_mode=keep_mode)
 
 
 def _read_text(path: Path, raw: str) -> str:
@@ -119,7 +127,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
         raise ToolError(f"{args['path']!r} is a folder.")
     existed = path.exists()
     ctx.check_room(len(content.encode()) - (path.stat().st_size if existed else 0))
-    atomic_write(path, content)
+    atomic_write(path, content, history=ctx.history)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {shown_path(ctx, path)} ({len(content)} characters)."
 
@@ -150,7 +158,7 @@ def edit_file(ctx: TurnContext, args: EditArgs) -> str:
         )
     edited = text.replace(old, new)
     ctx.check_room(len(edited.encode()) - len(text.encode()))
-    atomic_write(path, edited)
+    atomic_write(path, edited, history=ctx.history)
     return f"Edited {shown_path(ctx, path)}: {count} replacement(s)."
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, NotRequired, TypedDict
 from agent.tools import walk
 from agent.tools.context import TurnContext
 from agent.tools.paths import not_yours, relpath, resolve_path, shown_path
-from agent.workspace.audience import named_in_chat, on_the_way, readable
+from agent.workspace.audience import named_in_chat, on_the_way
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_LIST_ENTRIES = 500
@@ -50,7 +50,7 @@ def list_files(ctx: TurnContext, args: ListArgs) -> str:
 
 
 def _may_read(ctx: TurnContext, path: Path) -> bool:
-    return path.is_relative_to(ctx.workspace) and readable(ctx.audience, relpath(ctx, path))
+    return path.is_relative_to(ctx.workspace) and ctx.may_read(relpath(ctx, path))
 
 
 def _leads_to_own(ctx: TurnContext, path: Path) -> bool:
@@ -60,6 +60,8 @@ def _leads_to_own(ctx: TurnContext, path: Path) -> bool:
 def _listed(ctx: TurnContext, entry: Path) -> str | None:
     """How an entry shows in a listing, or None when this session may not see it."""
     rel = entry.relative_to(ctx.workspace)
+    if ctx.private and not _may_read(ctx, entry):
+        return None  # a guest's notes, when the owner's chats are kept out of them
     if not ctx.private:
         try:
             target = entry.resolve()

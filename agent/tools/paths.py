@@ -19,7 +19,6 @@ from agent.workspace.audience import (
     area,
     files_folder,
     linked_from,
-    readable,
     writable,
 )
 from gateway.contract.errors import PathRefused, ToolError
@@ -30,7 +29,7 @@ def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     session may read, or refuse."""
     resolved = resolve_path(ctx, raw)
     rel = PurePosixPath(resolved.relative_to(ctx.workspace).as_posix())
-    if not readable(ctx.audience, rel):
+    if not ctx.may_read(rel):
         raise PathRefused(not_yours(raw, rel))
     return resolved
 

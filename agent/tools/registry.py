@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 
 from agent.tools.context import Grant, TurnContext
+from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,9 @@ class ToolRegistry:
         await asyncio.gather(*(source.settle() for source in self._extra))
 
     async def call(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
-        result = await self._call(name, args, ctx)
+        what = name if ctx.grant is None else f"{name}, {ctx.grant.purpose}"
+        with authored(Author(str(ctx.key), what)):  # whatever the call writes is theirs
+            result = await self._call(name, args, ctx)
         # Errors too: a refusal quotes the model's arguments, and those can be huge.
         text = result.text
         limit = self.max_output_chars

@@ -8,6 +8,7 @@ its own audience, nothing else. Where a path belongs:
     AGENTS.md SOUL.md IDENTITY.md          everyone: they are in every prompt
     chats/<chat>/...                        that chat's own files
     memory/chats/<chat>/YYYY-MM-DD.md       that chat's daily log
+    memory/chats/<guest>/NOTES.md           a paired guest's long-term notes (``notes_path``)
     inbox/chats/<chat>/YYYY-MM-DD/...       files sent in that chat
     anything else                           the owner's alone: USER.md and TOOLS.md (in the
                                             owner's prompts only), MEMORY.md, the owner's log
@@ -69,6 +70,26 @@ def log_folder(audience: Audience) -> str:
 def log_path(audience: Audience, day: date) -> str:
     """The daily log an audience writes to on ``day``."""
     return f"{log_folder(audience)}/{day.isoformat()}.md"
+
+
+# A paired guest's direct chat, as ``audience_of`` names it: "<channel>-guest-<id>".
+_GUEST_CHAT = re.compile(r"^[a-z0-9]+-guest-[^/]+$")
+GUEST_NOTES = "NOTES.md"
+
+
+def notes_path(audience: Audience) -> str | None:
+    """Where a paired guest's long-term notes are: loaded only in the guest's own direct
+    chat and written only there (``memory_update``); None for every other audience, the
+    owner's (whose long-term memory is MEMORY.md) and a group's alike."""
+    if audience.chat is None or not _GUEST_CHAT.match(audience.chat):
+        return None
+    return f"{log_folder(audience)}/{GUEST_NOTES}"
+
+
+def guest_notes(rel: PurePosixPath) -> bool:
+    """Is ``rel`` a guest's notes (``notes_path``)?"""
+    chat = chat_of(rel)
+    return chat is not None and notes_path(Audience(chat)) == str(rel)
 
 
 def inbox_folder(audience: Audience, day: date) -> str:

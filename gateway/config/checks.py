@@ -36,6 +36,7 @@ def check_config(
 
 def _check_memory(memory: MemorySettings) -> None:
     emb, search = memory.embeddings, memory.search
+    _check_consolidation(memory)
     if emb.provider == "openai" and urlsplit(emb.base_url).scheme not in ("http", "https"):
         raise ConfigError(
             "memory.embeddings.base_url",
@@ -55,6 +56,24 @@ def _check_memory(memory: MemorySettings) -> None:
 
 
 _HHMM = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+
+
+def _check_consolidation(memory: MemorySettings) -> None:
+    cs = memory.consolidation
+    if cs.time and not _HHMM.match(cs.time):
+        raise ConfigError("memory.consolidation.time", f"expected HH:MM (24 h), got {cs.time!r}")
+    if cs.target is not None:
+        try:
+            private = SessionKey.parse(cs.target).private
+        except ValueError:
+            private = False
+        if not private:
+            # A proposal quotes MEMORY.md: it may only go where the owner alone reads it.
+            raise ConfigError(
+                "memory.consolidation.target",
+                f"expected the session key of your private chat (e.g. telegram:private:<your "
+                f"id>), got {cs.target!r}",
+            )
 
 
 def _check_schedule(schedule: ScheduleConfig) -> None:

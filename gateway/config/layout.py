@@ -78,6 +78,16 @@ class Layout:
         return self.state / "embeddings.sqlite"
 
     @property
+    def history(self) -> Path:
+        """Every change to a workspace file, with its versions (SQLite)."""
+        return self.state / "history.sqlite"
+
+    @property
+    def proposals(self) -> Path:
+        """Consolidation's proposals for MEMORY.md, and how far it has read each log."""
+        return self.state / "proposals.json"
+
+    @property
     def hand_edits(self) -> Path:
         """When the owner last edited the workspace by hand."""
         return self.state / "hand_edited"

@@ -62,6 +62,9 @@ COMMANDS: tuple[ChatCommandInfo, ...] = (
         "/revoke PLATFORM USER_ID — take an approval back",
         owner=True,
     ),
+    # The owner's answer to a memory proposal: sent by the proposal's buttons (or typed, as
+    # their text fallback shows), so in no menu and not in /help.
+    ChatCommandInfo("memory", owner=True),
 )
 COMMAND_NAMES = frozenset(c.name for c in COMMANDS)
 # The chat commands every channel offers (name, short description), e.g. for a platform's

@@ -22,10 +22,12 @@ from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
 from gateway.ops import backup as backup_commands
 from gateway.ops import commands
+from gateway.ops import history as memory_history
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
+from gateway.ops import proposals as memory_proposals
 from gateway.ops import usage as usage_commands
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
@@ -184,7 +186,7 @@ def _usage_command(top: _Commands) -> None:
 
 def _memory_commands(top: _Commands) -> None:
     memory = top.group(
-        top.add("memory", "search or rebuild the memory index"), "memory_command", False
+        top.add("memory", "search, rebuild, look back at and undo memory"), "memory_command", False
     )
     search = memory.add("search", "search MEMORY.md and the logs", memory_commands.memory_search)
     search.add_argument("query", nargs="+")
@@ -194,6 +196,30 @@ def _memory_commands(top: _Commands) -> None:
         "rebuild the search index from the Markdown files",
         memory_commands.memory_reindex,
     )
+    history = memory.add(
+        "history",
+        "what changed in the workspace, and who changed it",
+        memory_history.memory_history,
+    )
+    history.add_argument("file", nargs="?", help="only this file (workspace-relative)")
+    history.add_argument("-n", "--limit", type=int, default=30)
+    history.add_argument("--diff", action="store_true", help="show each change as a diff")
+    memory.add("undo", "take back the latest change to the workspace", memory_history.memory_undo)
+    restore = memory.add(
+        "restore", "put a file back as it was after a change", memory_history.memory_restore
+    )
+    restore.add_argument("file", help="workspace-relative, e.g. MEMORY.md")
+    restore.add_argument("at", help="a change number (from `history`) or an ISO date and time")
+    memory.add(
+        "proposals",
+        "consolidation's proposals for MEMORY.md that wait for you",
+        memory_proposals.memory_proposals,
+    )
+    apply = memory.add("apply", "apply a memory proposal", memory_proposals.memory_apply)
+    apply.add_argument("id")
+    apply.add_argument("numbers", nargs="*", type=int, help="only these of its changes")
+    reject = memory.add("reject", "reject a memory proposal", memory_proposals.memory_reject)
+    reject.add_argument("id")
 
 
 def _jobs_commands(top: _Commands) -> None:

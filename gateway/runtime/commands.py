@@ -10,25 +10,35 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agent.loop import Agent
+from agent.memory.consolidation import Curator
 from agent.sessions.state import SessionState
 from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
+from gateway.runtime.proposal_answers import proposal_answer
 from gateway.runtime.router import Router
 from gateway.usage.commands import UsageCommands
 
 log = logging.getLogger(__name__)
 
 
+class WithButtons(NamedTuple):
+    """An answer with buttons under it, as (label, chat command) pairs."""
+
+    text: str
+    buttons: tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True)
 class ChatCommand:
     name: str
     ordered: bool  # waits for its turn in the session's queue
-    run: Callable[[InboundMessage], Awaitable[str]]  # returns the answer
+    run: Callable[[InboundMessage], Awaitable[str | WithButtons]]  # returns the answer
 
 
 class ChatCommands:
@@ -51,6 +61,7 @@ class ChatCommands:
                 ChatCommand("revoke", False, self._revoke),
                 ChatCommand("usage", False, self._usage),
                 ChatCommand("budget", False, self._budget),
+                ChatCommand("memory", False, self._memory),
             )
         }
         # /usage and /budget, once the app has a usage ledger (``gateway/usage/commands.py``).
@@ -154,6 +165,14 @@ class ChatCommands:
         if not removed:
             return f"{platform} user {user_id.strip()} was not approved by pairing."
         return f"Revoked {platform} user {user_id.strip()}: I no longer answer them."
+
+    async def _memory(self, msg: InboundMessage) -> str | WithButtons:
+        """The owner's answer to a memory proposal (its buttons send these)."""
+        if not msg.key.private:
+            return "Only my owner can answer a memory proposal, in a private chat with me."
+        return WithButtons(
+            *proposal_answer(Curator.of(self.agent.memory), _argument(msg), str(msg.key))
+        )
 
     async def _compact(self, msg: InboundMessage) -> str:
         key = msg.key

@@ -75,14 +75,16 @@ class Turns:
             try:
                 # /new and /compact ask the model for a summary: show that work is under way.
                 async with self.channels[key.channel].typing(key):
-                    text = await command.run(msg)
+                    answer = await command.run(msg)
             except asyncio.CancelledError:
                 self._forget([msg])
                 raise
             except Exception:
                 log.exception("%s: /%s failed", key, command.name)
-                text = "That command failed on my side; the details are in the log."
-            await self.delivery.answer([msg], OutboundMessage(key, text, reply_to=msg.message_id))
+                answer = "That command failed on my side; the details are in the log."
+            text, buttons = (answer, ()) if isinstance(answer, str) else answer
+            out = OutboundMessage(key, text, reply_to=msg.message_id, buttons=buttons)
+            await self.delivery.answer([msg], out)
 
     def unanswered(self, key: SessionKey, msgs: list[InboundMessage]) -> None:
         if all(m.seq is not None for m in msgs):

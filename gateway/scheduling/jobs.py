@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 DAILY_SUMMARY = "daily-summary"
 HEARTBEAT = "heartbeat"
 BACKUP = "backup"
-CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT, BACKUP})
+CONSOLIDATION = "memory-consolidation"
+CONFIGURED = frozenset({DAILY_SUMMARY, HEARTBEAT, BACKUP, CONSOLIDATION})
 
 
 class JobKind(StrEnum):

@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.config.loader import Config
+from gateway.contract.events import SessionKey
 from gateway.contract.ports import Clock
-from gateway.scheduling.jobs import BACKUP, DAILY_SUMMARY, HEARTBEAT, Job, JobKind
+from gateway.scheduling.jobs import BACKUP, CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
@@ -21,6 +22,7 @@ from gateway.scheduling.scheduler import Scheduler
 __all__ = [
     "BACKUP",
     "CONFIGURED",
+    "CONSOLIDATION",
     "DAILY_SUMMARY",
     "HEARTBEAT",
     "JobState",
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 # The jobs config.yaml makes; the others are made in chat.
-CONFIGURED = (DAILY_SUMMARY, HEARTBEAT, BACKUP)
+CONFIGURED = (DAILY_SUMMARY, HEARTBEAT, BACKUP, CONSOLIDATION)
 
 
 def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
@@ -70,6 +72,9 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
         )
     if config.backup.schedule:
         jobs.append(backup_job(config, now))
+    consolidation = _consolidation(config, now)
+    if consolidation is not None:
+        jobs.append(consolidation)
     jobs.extend(store.load())
     return jobs
 
@@ -86,6 +91,32 @@ def backup_job(config: Config, now: datetime) -> Job:
         target=str(backup_folder(config.layout, config.backup.dir)),
         created=now,
         grace=timedelta(hours=12),
+    )
+
+
+def _consolidation(config: Config, now: datetime) -> Job | None:
+    """The memory consolidation job: on by default, half an hour after the daily summary,
+    proposing to the owner's chat (its own target, else the daily summary's)."""
+    cs, ds = config.memory.consolidation, config.schedule.daily_summary
+    target = cs.target or (ds.target if ds.target and SessionKey.parse(ds.target).private else None)
+    if not cs.enabled or not target:
+        return None
+    if cs.time:
+        hour, minute = (int(part) for part in cs.time.split(":"))
+        tz = config.timezone
+    else:
+        hour, minute = (int(part) for part in ds.time.split(":"))
+        hour, minute = divmod(hour * 60 + minute + 30, 60)
+        hour %= 24
+        tz = ds.timezone or config.timezone
+    return Job(
+        id=CONSOLIDATION,
+        kind=JobKind.CRON,
+        spec=f"{minute} {hour} * * *",
+        timezone=tz,
+        target=target,
+        created=now,
+        grace=timedelta(hours=ds.grace_hours),
     )
 
 

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import asyncio
 
+    from agent.memory.consolidation import Curator
     from agent.memory.hits import Hit
+    from agent.workspace.history import History
     from channels.base import Channel
     from channels.pairing import PairingStore
     from gateway.config.loader import Config
@@ -90,6 +92,16 @@ class Backend(Protocol):
 
     def memory_search(self) -> dict[str, Any]:
         """How memory is searched and how far its vectors are (``index_status``)."""
+        ...
+
+    @property
+    def history(self) -> History | None:
+        """Every change to the workspace's files, kept to look back and undo."""
+        ...
+
+    @property
+    def curator(self) -> Curator | None:
+        """Consolidation's proposals for MEMORY.md, to show and answer."""
         ...
 
     def edited(self, when: datetime) -> None:

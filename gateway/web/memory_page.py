@@ -23,8 +23,10 @@ from agent.tools.context import TurnContext
 from agent.tools.files import MAX_WRITE_CHARS, atomic_write
 from agent.tools.paths import check_writable, resolve_in_workspace
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
+from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
+from gateway.web import proposals_page
 from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page
 from gateway.web.memory_search import found as search_results
@@ -32,6 +34,7 @@ from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
 WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
+EDITOR = Author("the owner", "the control page's editor")
 FIRST = ("MEMORY.md", "USER.md", "SOUL.md")
 
 
@@ -94,10 +97,13 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
     body = (
         '<form method="get" action="/memory" role="search"><input name="q" type="search" '
         f'value="{esc(query)}" placeholder="Search memory and logs" aria-label="Search">'
-        f"<button>Search</button></form>{found}"
+        f"<button>Search</button></form>{flash(request)}{found}"
+        f"{proposals_page.section(backend.curator, request.app[GUARD].csrf)}"
         f"<h2>Files</h2><ul>{files}</ul>"
         f"<h2>Daily logs</h2>{_list(logs, 'No daily logs yet.')}"
         f"<h2>Shared chats' logs</h2>{_list(chats, 'No shared chat has a log.')}"
+        '<p><a href="/memory/history">Every change to the workspace</a>, newest first, with '
+        "who made it; undo one with its Restore button.</p>"
     )
     return html_response(page("Memory", body, active="/memory", csrf=request.app[GUARD].csrf))
 
@@ -151,7 +157,8 @@ async def view_file(request: web.Request) -> web.StreamResponse:
     text, _ = content(path)
     saved = flash(request)
     can_edit = writable(OWNER, PurePosixPath(rel))
-    actions = f'<p><a class="button" href="{_link(rel, "edit")}">Edit</a></p>' if can_edit else ""
+    edit = f'<a class="button" href="{_link(rel, "edit")}">Edit</a> ' if can_edit else ""
+    actions = f'<p>{edit}<a href="{_link(rel, "history")}">History</a></p>'
     shown = await rendered(text) if text.strip() else '<p class="empty">This file is empty.</p>'
     body = f'{saved}{actions}<article class="markdown">{shown}</article>'
     return html_response(page(rel, body, active="/memory", csrf=request.app[GUARD].csrf))
@@ -199,7 +206,8 @@ async def save(request: web.Request) -> web.StreamResponse:
     now, current = content(path)
     if current != started:
         return await _stale(rel, now, text, current, csrf)
-    atomic_write(path, text)
+    with authored(EDITOR):
+        atomic_write(path, text, history=backend.history)
     backend.edited(ctx.now)
     return see_other(_link(rel), ok="Saved.")
 

@@ -19,7 +19,15 @@ from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
 from gateway.usage import page as usage_page
-from gateway.web import admin, chat_page, memory_page, overview, sessions_page
+from gateway.web import (
+    admin,
+    chat_page,
+    history_page,
+    memory_page,
+    overview,
+    proposals_page,
+    sessions_page,
+)
 from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
@@ -100,6 +108,8 @@ class WebServer:
         app.router.add_get("/favicon.ico", favicon)
         overview.routes(app)
         memory_page.routes(app)
+        history_page.routes(app)
+        proposals_page.routes(app)
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)

@@ -6,8 +6,15 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from agent.workspace.audience import EVERYONE, area, quotes_outside, untrusted
-from gateway.contract.events import OWNER, Audience
+from agent.workspace.audience import (
+    EVERYONE,
+    area,
+    guest_notes,
+    notes_path,
+    quotes_outside,
+    untrusted,
+)
+from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
 
 @pytest.mark.parametrize(
@@ -48,3 +55,18 @@ def test_no_spelling_of_the_closing_tag_ends_the_quote_early():
     assert text.casefold().count("</untrusted") == 1
     assert quotes_outside(text) and quotes_outside("<UnTrusted source=x>")
     assert not quotes_outside("nothing quoted here")
+
+
+def test_only_a_paired_guests_chat_has_notes_of_its_own():
+    guest = audience_of(SessionKey("telegram", "guest", "77"))
+    assert notes_path(guest) == "memory/chats/telegram-guest-77/NOTES.md"
+    assert guest_notes(PurePosixPath("memory/chats/telegram-guest-77/NOTES.md"))
+    for key in (
+        SessionKey("telegram", "private", "1"),
+        SessionKey("telegram", "group", "-100"),
+        SessionKey("discord", "channel", "5"),
+        SessionKey("discord", "thread", "6"),
+    ):
+        assert notes_path(audience_of(key)) is None, key
+    assert not guest_notes(PurePosixPath("memory/chats/telegram-group--100/NOTES.md"))
+    assert not guest_notes(PurePosixPath("memory/NOTES.md"))

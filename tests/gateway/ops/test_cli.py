@@ -365,9 +365,13 @@ def test_version_and_jobs_as_json(tmp_path, capsys):
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     capsys.readouterr()
     assert main(["jobs", "--json", "--home", str(home)], environ={}) == 0
-    (job,) = json.loads(capsys.readouterr().out)
+    job, consolidation = json.loads(capsys.readouterr().out)
     assert job["id"] == "daily-summary" and job["target"] == "telegram:private:42"
     assert job["next_run"].endswith(("+01:00", "+02:00", "+00:00")) and job["last_run"] is None
+    # Memory consolidation is on by default, half an hour after the summary, to its chat.
+    assert consolidation["id"] == "memory-consolidation"
+    assert consolidation["target"] == "telegram:private:42"
+    assert "30 21 * * *" in consolidation["schedule"]
 
 
 @pytest.mark.parametrize(

@@ -358,7 +358,9 @@ async def test_missing_secrets_name_their_environment_variables(
 async def test_jobs_are_listed_from_the_ledger_without_writing_to_it(
     home: Path, api: FakeAnthropic, fake_telegram: FakeTelegram
 ):
-    env = setup_home(home, api.base_url, fake_telegram, schedule=SUMMARY)
+    # Consolidation off: the jobs listed are the summary's and the one made in chat.
+    off = {"consolidation": {"enabled": False}}
+    env = setup_home(home, api.base_url, fake_telegram, schedule=SUMMARY, memory=off)
     state = home / "state"
     now = datetime.now(UTC)
     JobStore(state / "jobs.json").add(

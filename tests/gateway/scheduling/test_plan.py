@@ -12,7 +12,7 @@ from gateway.config.loader import load_config
 from gateway.ops.cli import main
 from gateway.ops.doctor.report import run_checks
 from gateway.scheduling.jobs import Job, JobKind
-from gateway.scheduling.plan import DAILY_SUMMARY, HEARTBEAT
+from gateway.scheduling.plan import CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT
 from gateway.scheduling.reminders import JobStore
 from tests.conftest import OWNER, make_config, running
 from tests.fakes.anthropic_api import Reply, last_user_text
@@ -38,7 +38,8 @@ async def test_the_gateway_corvid_jobs_and_doctor_list_the_same_jobs(
     JobStore(config.state / "jobs.json").add(
         Job("job-abc123", JobKind.ONCE, tomorrow, "UTC", target, now, instruction="water")
     )
-    expected = {DAILY_SUMMARY, HEARTBEAT, "job-abc123"}
+    # Memory consolidation is on by default, proposing to the daily summary's chat.
+    expected = {DAILY_SUMMARY, HEARTBEAT, CONSOLIDATION, "job-abc123"}
 
     async with running(config, FakeClock(now)) as app:
         assert app.scheduler is not None
@@ -51,7 +52,7 @@ async def test_the_gateway_corvid_jobs_and_doctor_list_the_same_jobs(
 
     checks = {c.name: c for c in await run_checks(home, {}, limit=5)}
     assert {line.split(" → ")[0] for line in checks["jobs"].details} == expected
-    assert checks["jobs"].message.startswith("3 scheduled")
+    assert checks["jobs"].message.startswith("4 scheduled")
 
 
 async def test_corvid_jobs_run_works_for_every_kind_of_job(home, fake_api, fake_telegram, capsys):

@@ -587,3 +587,29 @@ async def test_the_usage_page_charts_the_days_cost_by_purpose(browser, corvid, f
     await page.get_by_role("cell", name="owner").first.wait_for()
     await page.get_by_role("cell", name="chat", exact=True).wait_for()
     await _shot(page, "usage")
+
+
+async def test_a_files_history_shows_each_change_and_restores_one(browser, corvid, home):
+    memory = home / "workspace" / "MEMORY.md"
+    memory.write_text("# Memory\n\n- lives in Porto\n")
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "memory/edit?path=MEMORY.md")
+    await page.get_by_label("MEMORY.md").fill("# Memory\n\n- lives in Lisbon\n")
+    await page.get_by_role("button", name="Save").click()
+    await page.get_by_text("Saved.").wait_for()
+    memory.write_text("# Memory\n\n- lives in Lisbon\n- edited by hand\n")
+    await page.get_by_role("link", name="History").click()
+    await page.get_by_role("heading", name="History of MEMORY.md").wait_for()
+    # Newest first: the hand edit found on this look, then the editor's change with its diff.
+    headings = await page.locator("section.change h2").all_inner_texts()
+    assert [h.split(" ")[0] for h in headings] == ["#2", "#1"]
+    first = page.locator("#change-1")
+    assert "the control page's editor" in await first.inner_text()
+    diff = await first.locator("pre").inner_text()
+    assert "-- lives in Porto" in diff and "+- lives in Lisbon" in diff
+    assert "hand edit" in await page.locator("#change-2").inner_text()
+    await _shot(page, "history")
+    await first.get_by_role("button", name="Restore #1").click()
+    await page.get_by_text("MEMORY.md is back as it was after #1.").wait_for()
+    assert memory.read_text() == "# Memory\n\n- lives in Lisbon\n"
+    assert "restore to #1" in await page.locator("#change-3").inner_text()

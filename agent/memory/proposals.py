@@ -1,0 +1,298 @@
+"""Proposed changes to ``MEMORY.md`` that wait for the owner: read from the model's answer,
+kept in ``state/proposals.json`` (so a restart keeps them), shown as a diff, and applied only
+when the owner says so, and only to the text they were made from.
+
+Each item adds, updates, merges or drops passages, with its reason and the log lines it comes
+from; an item drawn from text a shared chat or a guest wrote names that source, and is kept
+quoted as theirs (``audience.untrusted``) when applied. A proposal made before a later edit of
+``MEMORY.md`` is refused whole, not merged blindly: the logs it read are read again next time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import re
+import threading
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agent.workspace.audience import quotes_outside, untrusted
+from gateway.contract.atomic import write_atomic
+from gateway.contract.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+OPS = ("add", "update", "merge", "drop")
+FROM_OUTSIDE = "Proposed from text written outside the owner's own chats, and approved"
+PENDING, APPLIED, REJECTED, REFUSED = "pending", "applied", "rejected", "refused"
+
+
+@dataclass(frozen=True)
+class Item:
+    op: str  # add, update, merge, drop
+    text: str  # the new passage ("" for drop)
+    old: tuple[str, ...]  # exact passages of MEMORY.md it replaces or drops
+    reason: str
+    sources: tuple[str, ...]  # "memory/2026-11-20.md:14"
+    origin: str = ""  # who wrote what it comes from, when not the owner: "the chat x"
+    status: str = PENDING
+
+    def describe(self, n: int) -> str:
+        lines = [f"{n}. {self.op.upper()}: {self.reason}"]
+        for passage in self.old:
+            lines.append("   - " + passage.replace("\n", "\n     "))
+        if self.text:
+            lines.append("   + " + self.text.replace("\n", "\n     "))
+        if self.sources:
+            lines.append("   from " + ", ".join(self.sources))
+        if self.origin:
+            lines.append(f"   ⚠ written by {self.origin}, not by you")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: str
+    made: str  # ISO time
+    base: str  # digest of MEMORY.md it was made from (and applied items since)
+    items: tuple[Item, ...]
+    marks_before: dict[str, int]  # where it started reading each log: read again if refused
+    status: str = PENDING
+    note: str = ""  # why refused, who applied
+    target: str = "MEMORY.md"  # the file it changes (a guest's notes: memory/chats/<guest>/...)
+
+    def pending(self) -> list[int]:
+        return [i for i, item in enumerate(self.items, 1) if item.status == PENDING]
+
+    def summary(self) -> str:
+        """The proposal as the owner reads it: each item, its reason, source and diff."""
+        head = f"Memory proposal {self.id}: {len(self.items)} change(s) to {self.target}"
+        if self.target != "MEMORY.md":
+            head += " (a paired guest's notes, from their own chat's log: their words)"
+        body = "\n\n".join(
+            item.describe(n) for n, item in enumerate(self.items, 1) if item.status == PENDING
+        )
+        return f"{head}\n\n{body}"
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_UNTRUSTED = re.compile(r'<untrusted source="([^"]*)">(.*?)</untrusted>', re.S | re.I)
+
+
+def origins(text: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, source) of each passage of ``text`` quoted as untrusted."""
+    found = []
+    for m in _UNTRUSTED.finditer(text):
+        first = text.count("\n", 0, m.start()) + 1
+        last = text.count("\n", 0, m.end()) + 1
+        found.append((first, last, m.group(1)))
+    return found
+
+
+def parse(
+    answer: str, current: str, logs: dict[str, str], first_lines: dict[str, int]
+) -> list[Item]:
+    """The items of the model's answer that can be applied to ``current``: each ``old``
+    found exactly once, each op known; the rest are left out, and logged. ``logs``: the text
+    of each log read, for the sources' origins; ``first_lines``: the first line of it read."""
+    start, end = answer.find("{"), answer.rfind("}")
+    try:
+        data = json.loads(answer[start : end + 1]) if start >= 0 else {}
+    except ValueError as exc:
+        raise ToolError(f"the proposal is not JSON: {exc}") from None
+    raw = data.get("changes") if isinstance(data, dict) else None
+    if not isinstance(raw, list):
+        raise ToolError('the proposal has no "changes" list.')
+    marks = {rel: origins(text) for rel, text in logs.items()}
+    items = []
+    for entry in raw:
+        item = _item(entry, current, marks, first_lines)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _item(
+    entry: Any,
+    current: str,
+    marks: dict[str, list[tuple[int, int, str]]],
+    first_lines: dict[str, int],
+) -> Item | None:
+    if not isinstance(entry, dict) or entry.get("op") not in OPS:
+        log.info("consolidation: an item without a known op left out: %.200r", entry)
+        return None
+    old = entry.get("old") or []
+    old = (old,) if isinstance(old, str) else tuple(str(p) for p in old if str(p).strip())
+    text = str(entry.get("text") or "").strip()
+    op = str(entry["op"])
+    # add: new text alone; update and merge: passages and their new text; drop: passages alone
+    if bool(old) != (op != "add") or bool(text) != (op != "drop"):
+        log.info("consolidation: an item whose parts do not fit its op left out: %.200r", entry)
+        return None
+    for passage in old:
+        if current.count(passage) != 1:
+            log.info("consolidation: a passage not found once in MEMORY.md: %.200r", passage)
+            return None
+    sources = tuple(str(s) for s in entry.get("sources") or [])
+    origin = _origin(sources, marks, first_lines)
+    if not origin and any(quotes_outside(p) for p in old):
+        origin = "text quoted in MEMORY.md"  # it stays quoted when rewritten
+    return Item(op, text, old, str(entry.get("reason") or ""), sources, origin)
+
+
+def _origin(
+    sources: tuple[str, ...],
+    marks: dict[str, list[tuple[int, int, str]]],
+    first_lines: dict[str, int],
+) -> str:
+    """Who wrote the lines an item comes from, when not the owner. Deny by default: when
+    what was read quotes anyone else, an item that names no line it can be traced to is from
+    "an unnamed source"."""
+    if not any(marks.values()):
+        return ""  # nothing read was written by anyone but the owner
+    named = []
+    for source in sources:
+        rel, _, line = source.rpartition(":")
+        if rel not in marks or not line.isdigit():
+            return "an unnamed source"
+        n = int(line) - first_lines.get(rel, 1) + 1  # the line within the part read
+        for first, last, who in marks[rel]:
+            if first <= n <= last and who not in named:
+                named.append(who)
+    if not sources:
+        return "an unnamed source"
+    return ", ".join(named)
+
+
+def applied(current: str, items: list[Item]) -> str:
+    """``current`` with ``items`` applied in order (each ``old`` must still be there once)."""
+    text = current
+    for item in items:
+        new = item.text
+        if item.origin and new:
+            new = untrusted(item.origin, new, FROM_OUTSIDE)
+        for passage in item.old:
+            if text.count(passage) != 1:
+                raise ToolError("a passage it changes is no longer there as it was.")
+        if item.op == "add":
+            text = text.rstrip("\n") + ("\n\n" if text.strip() else "") + new + "\n"
+            continue
+        first, *rest = item.old
+        text = text.replace(first, new, 1)
+        for passage in rest:
+            text = text.replace(passage, "", 1)
+        text = re.sub(r"\n{3,}", "\n\n", text)
+    return text
+
+
+def diff(before: str, after: str, name: str = "MEMORY.md") -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        f"{name} now",
+        f"{name} proposed",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+@dataclass
+class Store:
+    """``state/proposals.json``: the proposals, and how far each log has been read."""
+
+    path: Path
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"marks": {}, "proposals": []}
+        except ValueError:
+            aside = self.path.with_name(self.path.name + ".unreadable")
+            self.path.rename(aside)
+            log.warning("%s could not be read; set aside as %s", self.path.name, aside.name)
+            return {"marks": {}, "proposals": []}
+        return data if isinstance(data, dict) else {"marks": {}, "proposals": []}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False))
+
+    def marks(self) -> dict[str, int]:
+        with self._lock:
+            return {str(k): int(v) for k, v in self._load().get("marks", {}).items()}
+
+    def set_marks(self, marks: dict[str, int]) -> None:
+        with self._lock:
+            data = self._load()
+            data["marks"] = marks
+            self._save(data)
+
+    def all(self) -> list[Proposal]:
+        with self._lock:
+            return [_proposal(p) for p in self._load().get("proposals", [])]
+
+    def get(self, pid: str) -> Proposal:
+        for p in self.all():
+            if p.id == pid:
+                return p
+        raise ToolError(f"There is no memory proposal {pid}.")
+
+    def add(self, proposal: Proposal, marks: dict[str, int]) -> None:
+        """Keep ``proposal`` and the logs' new marks together: both or neither."""
+        with self._lock:
+            data = self._load()
+            data["marks"] = marks
+            data["proposals"] = [*data.get("proposals", []), asdict(proposal)][-50:]
+            self._save(data)
+
+    def put(self, proposal: Proposal, marks: dict[str, int] | None = None) -> None:
+        with self._lock:
+            data = self._load()
+            data["proposals"] = [
+                asdict(proposal) if p.get("id") == proposal.id else p
+                for p in data.get("proposals", [])
+            ]
+            if marks is not None:
+                data["marks"] = marks
+            self._save(data)
+
+
+def _proposal(raw: dict[str, Any]) -> Proposal:
+    items = tuple(
+        Item(
+            op=str(i["op"]),
+            text=str(i["text"]),
+            old=tuple(i["old"]),
+            reason=str(i["reason"]),
+            sources=tuple(i["sources"]),
+            origin=str(i.get("origin", "")),
+            status=str(i.get("status", PENDING)),
+        )
+        for i in raw.get("items", [])
+    )
+    return Proposal(
+        id=str(raw["id"]),
+        made=str(raw["made"]),
+        base=str(raw["base"]),
+        items=items,
+        marks_before={str(k): int(v) for k, v in raw.get("marks_before", {}).items()},
+        status=str(raw.get("status", PENDING)),
+        note=str(raw.get("note", "")),
+        target=str(raw.get("target", "MEMORY.md")),
+    )
+
+
+def with_status(proposal: Proposal, numbers: list[int], status: str) -> Proposal:
+    items = tuple(
+        replace(item, status=status) if n in numbers else item
+        for n, item in enumerate(proposal.items, 1)
+    )
+    return replace(proposal, items=items)

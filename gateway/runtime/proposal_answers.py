@@ -1,0 +1,52 @@
+"""``/memory apply|choose|reject ID``: the owner's answer to a memory proposal, which the
+proposal's buttons send from the owner's private chat."""
+
+from __future__ import annotations
+
+from agent.memory.consolidation import Curator
+from gateway.contract.errors import ToolError
+
+Buttons = tuple[tuple[str, str], ...]
+USAGE = "Which proposal? /memory apply ID [N ...], /memory choose ID or /memory reject ID."
+
+
+def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[str, Buttons]:
+    """The answer to ``/memory ARGUMENT`` from ``who`` (the owner's session), with buttons
+    when there is still something to choose."""
+    if curator is None:
+        return "Memory proposals are not kept here.", ()
+    action, _, rest = argument.partition(" ")
+    pid, *numbers = rest.split() or [""]
+    if not pid or action not in ("apply", "choose", "reject"):
+        return USAGE, ()
+    try:
+        if action == "choose":
+            return _choices(curator, pid)
+        if action == "reject":
+            rejected = curator.reject(pid, who)
+            return f"Rejected memory proposal {pid}; {rejected.target} is unchanged.", ()
+        chosen = [int(n) for n in numbers if n.isdigit()]
+        proposal = curator.apply(pid, who, chosen or None)
+    except ToolError as exc:
+        return str(exc), ()
+    left = proposal.pending()
+    which = "change(s) " + ", ".join(map(str, chosen)) if chosen else "all changes"
+    text = f"Applied {which} of memory proposal {pid} to {proposal.target}."
+    if left:
+        return text + " Still to decide:", _buttons(pid, left)
+    return text + " To take it back: corvid memory undo, or the file's History page.", ()
+
+
+def _choices(curator: Curator, pid: str) -> tuple[str, Buttons]:
+    proposal = curator.store.get(pid)
+    if proposal.status != "pending":
+        raise ToolError(f"Memory proposal {pid} was {proposal.status} already.")
+    body = "\n\n".join(proposal.items[n - 1].describe(n) for n in proposal.pending())
+    return f"Pick the changes to apply, one at a time:\n\n{body}", _buttons(pid, proposal.pending())
+
+
+def _buttons(pid: str, numbers: list[int]) -> Buttons:
+    return (
+        *((f"Apply {n}", f"/memory apply {pid} {n}") for n in numbers),
+        ("Reject the rest", f"/memory reject {pid}"),
+    )

@@ -1,0 +1,97 @@
+"""The memory consolidation job: a proposal for ``MEMORY.md`` from the owner's new log
+entries, and for each paired guest's notes from their own chat's log
+(``agent.memory.consolidation``), sent to the owner's chat with buttons to apply all, choose or
+reject; with ``auto_apply`` applied at once, and reported."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from agent.memory.consolidation import Curator
+from agent.memory.proposals import Proposal
+from agent.model.port import LLM
+from gateway.contract.errors import DeliveryError
+from gateway.contract.events import OWNER, OutboundMessage, SessionKey, job_key
+from gateway.scheduling.host import JobHost
+from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
+
+log = logging.getLogger(__name__)
+
+# What the message shows at most of the proposal's diff; the control page shows it all.
+SHOWN_CHARS = 3000
+
+
+def buttons(proposal: Proposal) -> tuple[tuple[str, str], ...]:
+    return (
+        ("Apply all", f"/memory apply {proposal.id}"),
+        ("Choose", f"/memory choose {proposal.id}"),
+        ("Reject", f"/memory reject {proposal.id}"),
+    )
+
+
+def message(proposal: Proposal, diff: str) -> str:
+    shown = (
+        diff
+        if len(diff) <= SHOWN_CHARS
+        else diff[:SHOWN_CHARS] + "\n[... the rest on the control page]\n"
+    )
+    return (
+        f"{proposal.summary()}\n\n{proposal.target} would change so:\n```diff\n{shown}```\n"
+        "Nothing changes until you say so."
+    )
+
+
+@dataclass
+class Consolidation:
+    host: JobHost
+    curator: Curator
+    llm: LLM
+    auto_apply: bool = False
+
+    async def __call__(self, job: Job, slot: str) -> None:
+        """A proposal for MEMORY.md from the owner's logs, and one for each paired guest's
+        notes from that guest's own log; each sent to the owner's chat."""
+        when = slot_time(slot, ZoneInfo(job.timezone))
+        made: list[Proposal] = []
+        key = job_key(job.id, SessionKey.parse(job.target))
+        for audience in (OWNER, *self.curator.guests()):
+            outcome = await self.curator.propose(self.llm, when, audience, key)
+            if outcome.chars_in:
+                log.info(
+                    "job %s: %s: read %d characters; %d tokens in, %d out",
+                    job.id,
+                    audience,
+                    outcome.chars_in,
+                    outcome.usage.input + outcome.usage.cache_read + outcome.usage.cache_write,
+                    outcome.usage.output,
+                )
+            if outcome.proposal is not None:
+                made.append(outcome.proposal)
+        if not made:
+            raise Skip("nothing new in the logs, or nothing to change")
+        origin = run_origin(job, slot)
+        for n, proposal in enumerate(made):
+            # The first message under the run's own name: a run repeated after a crash finds
+            # it (the proposals themselves are kept already).
+            await self._send(job, proposal, origin if n == 0 else f"{origin}#{n}")
+
+    async def _send(self, job: Job, proposal: Proposal, origin: str) -> None:
+        target = SessionKey.parse(job.target)
+        diff = self.curator.preview(proposal)
+        if self.auto_apply:
+            self.curator.apply(proposal.id, f"job {job.id} (auto_apply)")
+            text = (
+                f"Applied to {proposal.target} on its own (memory.consolidation.auto_apply):"
+                f"\n\n{proposal.summary()}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
+                "To take it back: corvid memory undo"
+            )
+            out = OutboundMessage(target, text)
+        else:
+            out = OutboundMessage(target, message(proposal, diff), buttons=buttons(proposal))
+        try:
+            await self.host.deliver(out, origin)
+        except DeliveryError as exc:
+            # Kept all the same: the control page and the terminal show it.
+            log.warning("job %s: proposal %s not sent: %s", job.id, proposal.id, exc)

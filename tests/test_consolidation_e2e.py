@@ -1,0 +1,312 @@
+"""Consolidation through the real chat path: a week of the owner's logs turned by the (fake)
+model into a proposal sent with buttons; applied by a button press, rejected, refused when
+MEMORY.md changed meanwhile, undone; a group's text shown as such; no model call when nothing
+is new; a pending proposal kept across a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.workspace.audience import untrusted
+from gateway.app import build_app
+from gateway.ops.cli import main
+from tests.conftest import PRIVATE, RecordingChannel, make_config
+from tests.fakes.anthropic_api import Reply, last_user_text
+from tests.fakes.clock import FakeClock
+
+BERLIN = ZoneInfo("Europe/Berlin")
+NOW = datetime(2026, 3, 12, 22, 0, tzinfo=BERLIN)
+MEMORY = "# Memory\n\n- Anna lives in Porto.\n- Likes tea.\n- Likes tea a lot.\n"
+
+
+def week_of_logs(home) -> None:
+    folder = home / "workspace" / "memory"
+    for back in range(7):
+        day = (NOW - timedelta(days=back)).date()
+        (folder / f"{day.isoformat()}.md").write_text(
+            f"# {day.isoformat()}\n\n## 10:00\n\nTalked about the garden on day {back}.\n"
+        )
+    today = folder / f"{NOW.date().isoformat()}.md"
+    today.write_text(
+        today.read_text()
+        + "\n## 18:00\n\nAnna has moved to Lisbon.\n\n"
+        + untrusted("the chat telegram-group--100", "Bob says: the owner loves durian.")
+        + "\n"
+    )
+
+
+def consolidating_brain(calls: list[dict], answer: dict):
+    def brain(body):
+        system = body.get("system", [])
+        first = system if isinstance(system, str) else system[0]["text"]
+        if first.startswith("You curate"):
+            calls.append(body)
+            return Reply(json.dumps(answer))
+        return Reply("ok")
+
+    return brain
+
+
+def changes(today: str) -> dict:
+    return {
+        "changes": [
+            {
+                "op": "update",
+                "old": "- Anna lives in Porto.",
+                "text": "- Anna lives in Lisbon.",
+                "reason": "she moved",
+                "sources": [f"memory/{today}.md:9"],
+            },
+            {
+                "op": "merge",
+                "old": ["- Likes tea.", "- Likes tea a lot."],
+                "text": "- Likes tea a lot.",
+                "reason": "the same fact twice",
+                "sources": [],
+            },
+            {
+                "op": "add",
+                "text": "- Loves durian.",
+                "reason": "said in a group",
+                "sources": [f"memory/{today}.md:12"],
+            },
+        ]
+    }
+
+
+class Gateways:
+    """Gateways whose consolidation proposes to the test chat; stopped at the end."""
+
+    def __init__(self, home, fake_api) -> None:
+        self.home, self.api, self.running = home, fake_api, []
+
+    async def start(self, **consolidation):
+        channel = RecordingChannel()
+        config = make_config(
+            self.home,
+            self.api.base_url,
+            memory={"consolidation": {"target": str(PRIVATE), "time": "23:30", **consolidation}},
+        )
+        app = build_app(config, [channel], clock=FakeClock(NOW))
+        await app.start()
+        self.running.append(app)
+        return app, channel
+
+    async def stop(self, app) -> None:
+        self.running.remove(app)
+        await app.stop()
+
+
+@pytest.fixture
+async def consolidating(home, fake_api):
+    gateways = Gateways(home, fake_api)
+    yield gateways
+    for app in list(gateways.running):
+        await gateways.stop(app)
+
+
+async def run_job(app) -> tuple:
+    """Run the job now, as ``corvid jobs run`` does (a minute later each time: each run by
+    hand is its own slot)."""
+    assert app.scheduler is not None
+    app.scheduler.clock.tick(60)
+    return await asyncio.wait_for(app.scheduler.run_now("memory-consolidation"), 10)
+
+
+async def test_a_week_of_logs_becomes_a_proposal_applied_by_button_then_undone(
+    home, fake_api, consolidating, capsys
+):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    calls: list[dict] = []
+    today = NOW.date().isoformat()
+    fake_api.brain = consolidating_brain(calls, changes(today))
+    app, chan = await consolidating.start()
+    status, error = await run_job(app)
+    assert (str(status), error) == ("sent", None)
+    assert len(calls) == 1
+    asked = last_user_text(calls[0])
+    assert "Talked about the garden on day 6." in asked and "day 7" not in asked
+    assert "Anna lives in Porto." in asked  # MEMORY.md as it is
+    [proposal] = chan.sent
+    assert proposal.key == PRIVATE
+    labels = [label for label, _ in proposal.buttons]
+    assert labels == ["Apply all", "Choose", "Reject"]
+    assert (
+        "-- Anna lives in Porto." in proposal.text and "+- Anna lives in Lisbon." in proposal.text
+    )
+    # The group's words are shown as theirs.
+    assert "written by the chat telegram-group--100, not by you" in proposal.text
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY  # nothing yet
+
+    # Nothing new: the next run asks the model nothing.
+    status, error = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 1
+
+    apply_all = dict(proposal.buttons)["Apply all"]
+    await asyncio.wait_for(chan.push(apply_all), 10)
+    assert "Applied all changes" in chan.texts()[-1]
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert "- Anna lives in Lisbon." in memory and "Porto" not in memory
+    assert memory.count("Likes tea") == 1
+    # Promoted from a group's text: kept quoted as theirs.
+    assert '<untrusted source="the chat telegram-group--100">' in memory
+    assert "Loves durian" in memory
+
+    capsys.readouterr()
+    assert (
+        await asyncio.to_thread(
+            main, ["memory", "history", "MEMORY.md", "--home", str(home)], environ={}
+        )
+        == 0
+    )
+    assert f"{PRIVATE} (memory proposal" in capsys.readouterr().out
+    assert await asyncio.to_thread(main, ["memory", "undo", "--home", str(home)], environ={}) == 0
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+
+
+async def test_rejected_and_a_stale_proposal_refused(home, fake_api, consolidating):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    first = dict(chan.sent[-1].buttons)
+    await asyncio.wait_for(chan.push(first["Reject"]), 10)
+    assert "Rejected memory proposal" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+    await asyncio.wait_for(chan.push(first["Apply all"]), 10)
+    assert "was rejected already" in chan.texts()[-1]
+
+    # A new entry, a new proposal; then MEMORY.md is edited before the owner answers.
+    log = home / "workspace" / "memory" / f"{NOW.date().isoformat()}.md"
+    log.write_text(log.read_text() + "\n## 21:00\n\nStill likes tea.\n")
+    await run_job(app)
+    assert len(calls) == 2
+    assert "Still likes tea." in last_user_text(calls[1])
+    assert "Anna has moved" not in last_user_text(calls[1])  # read already
+    second = dict(chan.sent[-1].buttons)
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY + "- Edited by hand.\n")
+    await asyncio.wait_for(chan.push(second["Apply all"]), 10)
+    assert "MEMORY.md changed after memory proposal" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY + "- Edited by hand.\n"
+    # Refused: its logs are read again by the next run.
+    await run_job(app)
+    assert len(calls) == 3 and "Still likes tea." in last_user_text(calls[2])
+
+
+async def test_choose_applies_one_change_and_a_restart_keeps_the_proposal(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    buttons = dict(chan.sent[-1].buttons)
+    await consolidating.stop(app)
+
+    app, chan = await consolidating.start()
+    await asyncio.wait_for(chan.push(buttons["Choose"]), 10)
+    choices = dict(chan.sent[-1].buttons)
+    assert list(choices) == ["Apply 1", "Apply 2", "Apply 3", "Reject the rest"]
+    await asyncio.wait_for(chan.push(choices["Apply 2"]), 10)
+    assert "Applied change(s) 2" in chan.texts()[-1]
+    assert list(dict(chan.sent[-1].buttons)) == ["Apply 1", "Apply 3", "Reject the rest"]
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert memory.count("Likes tea") == 1 and "Porto" in memory
+    await asyncio.wait_for(chan.push(choices["Reject the rest"]), 10)
+    assert "Porto" in (home / "workspace" / "MEMORY.md").read_text()
+
+
+async def test_a_group_cannot_answer_a_proposal(home, fake_api, consolidating):
+    from tests.conftest import GROUP
+
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    buttons = dict(chan.sent[-1].buttons)
+    await asyncio.wait_for(chan.push(buttons["Apply all"], key=GROUP), 10)
+    assert "Only my owner" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+
+
+async def test_auto_apply_changes_memory_at_once_and_says_so(home, fake_api, consolidating, capsys):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start(auto_apply=True)
+    await run_job(app)
+    [told] = chan.sent
+    assert told.text.startswith("Applied to MEMORY.md on its own") and not told.buttons
+    assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
+    capsys.readouterr()
+    argv = ["memory", "history", "MEMORY.md", "--home", str(home)]
+    assert await asyncio.to_thread(main, argv, environ={}) == 0
+    assert "job memory-consolidation (auto_apply) (memory proposal" in capsys.readouterr().out
+
+
+async def test_proposals_answered_from_the_terminal(home, fake_api, consolidating, capsys):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    pid = dict(chan.sent[-1].buttons)["Reject"].split()[-1]
+    home_arg = ["--home", str(home)]
+
+    def corvid(*argv: str) -> int:
+        return main([*argv, *home_arg], environ={})
+
+    capsys.readouterr()
+    assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
+    out = capsys.readouterr().out
+    assert f"Memory proposal {pid}: 3 change(s)" in out and "+- Anna lives in Lisbon." in out
+    assert await asyncio.to_thread(corvid, "memory", "apply", pid, "1") == 0
+    assert "still waiting: 2, 3" in capsys.readouterr().out
+    assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
+    assert await asyncio.to_thread(corvid, "memory", "reject", pid) == 0
+    assert await asyncio.to_thread(corvid, "memory", "apply", pid) == 1
+    assert "was rejected already" in capsys.readouterr().out
+    assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
+    assert "No memory proposal is waiting." in capsys.readouterr().out
+
+
+async def test_a_guests_log_feeds_only_the_guests_notes_and_a_groups_log_nothing(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    day = NOW.date().isoformat()
+    chats = home / "workspace" / "memory" / "chats"
+    for chat, said in (("test-guest-77", "Eve: I am allergic to nuts."),
+                       ("test-group-100", "Bob: GROUP-ONLY-CANARY")):  # fmt: skip
+        (chats / chat).mkdir(parents=True)
+        (chats / chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\n{said}\n")
+    calls: list[dict] = []
+    eve = {"changes": [{"op": "add", "text": "- Allergic to nuts.", "reason": "she said so",
+                        "sources": [f"memory/chats/test-guest-77/{day}.md:5"]}]}  # fmt: skip
+    fake_api.brain = consolidating_brain(calls, eve)
+    app, chan = await consolidating.start()
+    await run_job(app)
+    # The owner's logs are empty: one call, for Eve's notes; none for the group.
+    [asked] = calls
+    prompt = last_user_text(asked)
+    assert "Eve: I am allergic to nuts." in prompt and "GROUP-ONLY-CANARY" not in prompt
+    assert "memory/chats/test-guest-77/NOTES.md" in asked["system"][0]["text"]
+    [proposal] = chan.sent
+    assert "change(s) to memory/chats/test-guest-77/NOTES.md" in proposal.text
+    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
+    assert "to memory/chats/test-guest-77/NOTES.md" in chan.texts()[-1]
+    notes = chats / "test-guest-77" / "NOTES.md"
+    assert notes.read_text() == "- Allergic to nuts.\n"
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 1  # nothing new anywhere
