@@ -12,6 +12,7 @@ from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
 import yaml
 
 from agent.memory.hits import Hit
@@ -25,6 +26,7 @@ from gateway.services.reload import reload
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import FakeAnthropic, last_user_text, request_kind
 from tests.fakes.clock import FakeClock
+from tests.fakes.embeddings_api import FakeEmbeddings
 from tests.test_privacy import DOOR, GROUP_A, GROUP_A_SECRET, MEMORY, obedient, serve
 
 CFG = RecallSettings()
@@ -127,7 +129,17 @@ async def test_what_the_prompt_holds_is_not_recalled_and_recall_can_be_off(home,
     assert GATE not in json.dumps(off)
 
 
-async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api):
+@pytest.mark.parametrize("vectors", [False, True], ids=["keywords", "vectors"])
+async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api, vectors):
+    embeddings = FakeEmbeddings(api_key="emb-key")
+    await embeddings.start()
+    try:
+        await _group_and_owner_ask(home, fake_api, embeddings if vectors else None)
+    finally:
+        await embeddings.close()
+
+
+async def _group_and_owner_ask(home, fake_api, embeddings: FakeEmbeddings | None) -> None:
     ws = home / "workspace"
     _seed(ws)
     (ws / OLD_LOG).write_text(f"# 2026-01-05\n\n## 09:00\n\nThe door code is {DOOR}\n")
@@ -136,7 +148,17 @@ async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api
     group_log.parent.mkdir(parents=True)
     group_log.write_text(f"# 2026-01-05\n\n## 10:00\n\nThe shed door code is {GROUP_A_SECRET}\n")
     fake_api.brain = obedient  # answers with everything it was sent
-    async with serve(home, fake_api.base_url, FakeClock(NOON)) as (_app, channel):
+    memory = {}
+    if embeddings is not None:  # the owner's notes are near in meaning too: still not the group's
+        memory["embeddings"] = {
+            "provider": "openai",
+            "base_url": embeddings.base_url,
+            "api_key": "emb-key",
+        }
+    async with serve(home, fake_api.base_url, FakeClock(NOON), memory=memory) as (app, channel):
+        if embeddings is not None:
+            vectors = app.gateway.agent.memory.vectors
+            assert vectors is not None and await asyncio.to_thread(vectors.wait_idle, 10)
         await asyncio.wait_for(channel.push("door code?", key=GROUP_A, sender="66"), 10)
         await asyncio.wait_for(channel.push("door code?"), 10)
     group, owner = (r for r in fake_api.message_requests if request_kind(r.body) == "chat")
@@ -146,6 +168,8 @@ async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api
     # The owner's chat recalls the owner's note, and not what the group wrote in its log.
     recalled = _texts(owner.body["messages"][-1])[0]
     assert recalled.startswith(HEADER) and DOOR in recalled and GROUP_A_SECRET not in recalled
+    if embeddings is not None:
+        assert any("door code?" in asked.inputs for asked in embeddings.asked)  # by meaning too
 
 
 async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api):
