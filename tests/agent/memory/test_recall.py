@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from agent.memory.hits import Hit
-from agent.memory.recall import HEADER, already_there, notes_block, relevant
+from agent.memory.recall import HEADER, already_there, by_meaning, notes_block, relevant
 from agent.settings import RecallSettings
 from agent.workspace.audience import log_path
 from gateway.app import build_app
@@ -46,6 +46,13 @@ def test_a_note_is_relevant_by_its_cosine_or_by_the_words_of_the_message_it_hold
     assert not relevant(hit(words=CFG.min_words - 0.01), CFG)
     stricter = replace(CFG, min_words=1.01)
     assert not relevant(hit(words=1.0), stricter)
+
+
+def test_a_message_of_fewer_than_three_words_is_searched_by_its_words_alone():
+    for short in ("ok", "thanks!", "LH 1234", "message 17", "王经理"):
+        assert not by_meaning(short), short
+    for longer in ("where does Anna live", "the door code is?", "我对什么药过敏"):
+        assert by_meaning(longer), longer
 
 
 def test_a_note_whose_lines_the_session_has_is_already_there():
@@ -159,8 +166,8 @@ async def _group_and_owner_ask(home, fake_api, embeddings: FakeEmbeddings | None
         if embeddings is not None:
             vectors = app.gateway.agent.memory.vectors
             assert vectors is not None and await asyncio.to_thread(vectors.wait_idle, 10)
-        await asyncio.wait_for(channel.push("door code?", key=GROUP_A, sender="66"), 10)
-        await asyncio.wait_for(channel.push("door code?"), 10)
+        await asyncio.wait_for(channel.push("the door code is?", key=GROUP_A, sender="66"), 10)
+        await asyncio.wait_for(channel.push("the door code is?"), 10)
     group, owner = (r for r in fake_api.message_requests if request_kind(r.body) == "chat")
     assert _texts(group.body["messages"][-1])[0].startswith(HEADER)
     assert GROUP_A_SECRET in channel.texts(GROUP_A)[-1]  # its own note, recalled
@@ -169,7 +176,7 @@ async def _group_and_owner_ask(home, fake_api, embeddings: FakeEmbeddings | None
     recalled = _texts(owner.body["messages"][-1])[0]
     assert recalled.startswith(HEADER) and DOOR in recalled and GROUP_A_SECRET not in recalled
     if embeddings is not None:
-        assert any("door code?" in asked.inputs for asked in embeddings.asked)  # by meaning too
+        assert any("the door code is?" in a.inputs for a in embeddings.asked)  # by meaning too
 
 
 async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api):
