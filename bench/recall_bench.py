@@ -33,7 +33,7 @@ from agent.memory.embedding.local import load_local_embedder
 from agent.memory.hits import Hit
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
-from agent.memory.recall import relevant
+from agent.memory.recall import by_meaning, relevant
 from agent.memory.semantic import SemanticIndex
 from agent.settings import RecallSettings, SearchSettings
 from bench.gateway_bench import bench_prompt_cache
@@ -121,7 +121,13 @@ def main() -> None:
         idx.listen(vectors)
         vectors.catch_up()
         hybrid = HybridSearch(idx, vectors, SearchSettings(), lambda: last_day)
-        hybrid_hits = {q.text: hybrid.search(q.text, args.notes, audience=OWNER) for q in queries}
+        # As recall searches: a message of fewer than three words by its words alone.
+        hybrid_hits = {
+            q.text: hybrid.search(q.text, args.notes, audience=OWNER)
+            if by_meaning(q.text)
+            else keyword_hits[q.text]
+            for q in queries
+        }
         idx.close()
     counts = ", ".join(f"{c} {sum(q.kind == c for q in queries)}" for c in CLASSES)
     print(

@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.memory.hits import Hit
 from agent.memory.store import Memory, read_text
+from agent.memory.text import is_cjk, query_terms
 from agent.settings import RecallSettings
 from gateway.contract.events import Audience
 
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 HEADER = "[Recalled from memory by searching the message below"
 MAX_QUERY_CHARS = 1000
 MIN_EXCERPT = 60  # bytes: a note is not listed with less of its text than this
+MIN_WORDS_FOR_MEANING = 3
 
 
 def relevant(hit: Hit, cfg: RecallSettings) -> bool:
@@ -39,6 +41,16 @@ def relevant(hit: Hit, cfg: RecallSettings) -> bool:
     words hold."""
     near = hit.vector_score is not None and hit.vector_score >= cfg.min_similarity
     return near or hit.words >= cfg.min_words
+
+
+def by_meaning(message: str) -> bool:
+    """Whether a message is long enough to be searched by meaning as well as by its words:
+    three words or more, a CJK character counting as half a word. A shorter one ("ok",
+    "thanks", a code or a name alone) is searched by its words alone: its vector says little,
+    and the words bar is what recalls an exact token anyway, so no model runs for it."""
+    terms = query_terms(message)
+    words = sum(len(t) / 2 if is_cjk(t) else 1 for t in terms)
+    return words >= MIN_WORDS_FOR_MEANING
 
 
 def already_there(hit: Hit, loaded: str) -> bool:
@@ -61,7 +73,10 @@ def recall(
     query = message.strip()[:MAX_QUERY_CHARS]
     if not cfg.enabled or not query:
         return "", []
-    hits = memory.search(query, cfg.max_notes, audience)
+    if by_meaning(query):
+        hits = memory.search(query, cfg.max_notes, audience)
+    else:
+        hits = memory.index.search(query, cfg.max_notes, audience=audience)
     seen = "\n".join(loaded)
     kept = [
         h

@@ -12,10 +12,11 @@ from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
 import yaml
 
 from agent.memory.hits import Hit
-from agent.memory.recall import HEADER, already_there, notes_block, relevant
+from agent.memory.recall import HEADER, already_there, by_meaning, notes_block, relevant
 from agent.settings import RecallSettings
 from agent.workspace.audience import log_path
 from gateway.app import build_app
@@ -25,6 +26,7 @@ from gateway.services.reload import reload
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import FakeAnthropic, last_user_text, request_kind
 from tests.fakes.clock import FakeClock
+from tests.fakes.embeddings_api import FakeEmbeddings
 from tests.test_privacy import DOOR, GROUP_A, GROUP_A_SECRET, MEMORY, obedient, serve
 
 CFG = RecallSettings()
@@ -44,6 +46,13 @@ def test_a_note_is_relevant_by_its_cosine_or_by_the_words_of_the_message_it_hold
     assert not relevant(hit(words=CFG.min_words - 0.01), CFG)
     stricter = replace(CFG, min_words=1.01)
     assert not relevant(hit(words=1.0), stricter)
+
+
+def test_a_message_of_fewer_than_three_words_is_searched_by_its_words_alone():
+    for short in ("ok", "thanks!", "LH 1234", "message 17", "王经理"):
+        assert not by_meaning(short), short
+    for longer in ("where does Anna live", "the door code is?", "我对什么药过敏"):
+        assert by_meaning(longer), longer
 
 
 def test_a_note_whose_lines_the_session_has_is_already_there():
@@ -127,7 +136,17 @@ async def test_what_the_prompt_holds_is_not_recalled_and_recall_can_be_off(home,
     assert GATE not in json.dumps(off)
 
 
-async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api):
+@pytest.mark.parametrize("vectors", [False, True], ids=["keywords", "vectors"])
+async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api, vectors):
+    embeddings = FakeEmbeddings(api_key="emb-key")
+    await embeddings.start()
+    try:
+        await _group_and_owner_ask(home, fake_api, embeddings if vectors else None)
+    finally:
+        await embeddings.close()
+
+
+async def _group_and_owner_ask(home, fake_api, embeddings: FakeEmbeddings | None) -> None:
     ws = home / "workspace"
     _seed(ws)
     (ws / OLD_LOG).write_text(f"# 2026-01-05\n\n## 09:00\n\nThe door code is {DOOR}\n")
@@ -136,9 +155,19 @@ async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api
     group_log.parent.mkdir(parents=True)
     group_log.write_text(f"# 2026-01-05\n\n## 10:00\n\nThe shed door code is {GROUP_A_SECRET}\n")
     fake_api.brain = obedient  # answers with everything it was sent
-    async with serve(home, fake_api.base_url, FakeClock(NOON)) as (_app, channel):
-        await asyncio.wait_for(channel.push("door code?", key=GROUP_A, sender="66"), 10)
-        await asyncio.wait_for(channel.push("door code?"), 10)
+    memory = {}
+    if embeddings is not None:  # the owner's notes are near in meaning too: still not the group's
+        memory["embeddings"] = {
+            "provider": "openai",
+            "base_url": embeddings.base_url,
+            "api_key": "emb-key",
+        }
+    async with serve(home, fake_api.base_url, FakeClock(NOON), memory=memory) as (app, channel):
+        if embeddings is not None:
+            vectors = app.gateway.agent.memory.vectors
+            assert vectors is not None and await asyncio.to_thread(vectors.wait_idle, 10)
+        await asyncio.wait_for(channel.push("the door code is?", key=GROUP_A, sender="66"), 10)
+        await asyncio.wait_for(channel.push("the door code is?"), 10)
     group, owner = (r for r in fake_api.message_requests if request_kind(r.body) == "chat")
     assert _texts(group.body["messages"][-1])[0].startswith(HEADER)
     assert GROUP_A_SECRET in channel.texts(GROUP_A)[-1]  # its own note, recalled
@@ -146,6 +175,8 @@ async def test_a_group_recalls_its_own_notes_and_never_the_owners(home, fake_api
     # The owner's chat recalls the owner's note, and not what the group wrote in its log.
     recalled = _texts(owner.body["messages"][-1])[0]
     assert recalled.startswith(HEADER) and DOOR in recalled and GROUP_A_SECRET not in recalled
+    if embeddings is not None:
+        assert any("the door code is?" in a.inputs for a in embeddings.asked)  # by meaning too
 
 
 async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api):
