@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from secrets import token_hex
 
-from agent.memory.index import LONG_TERM
+from agent.memory.catchup import LONG_TERM
 from agent.memory.proposals import (
     APPLIED,
     PENDING,

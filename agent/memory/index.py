@@ -17,29 +17,21 @@ special (unicode61 folds their case).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import os
-import re
 import sqlite3
-import stat
 import threading
-import time
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from agent.memory.hits import ChunkListener, ChunkRow, Hit, StoredChunk, TextMatches
-from agent.memory.text import chunk_entries, fold, is_cjk, query_terms, strip_accents, words_held
-from agent.workspace.audience import chat_of
+from agent.memory.catchup import CatchUp
+from agent.memory.hits import ChunkListener, Hit, StoredChunk, TextMatches
+from agent.memory.text import is_cjk, query_terms, strip_accents, words_held
 from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
 
 log = logging.getLogger(__name__)
 
-LONG_TERM = "MEMORY.md"
-FULL_SCAN_SECONDS = 30.0
-_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha256 TEXT, day TEXT);
@@ -67,12 +59,9 @@ class MemoryIndex:
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:
             self._db = self._start_over(exc)
-        self._folder_mtime = -2
-        self._last_full_scan = 0.0
+        self._files = CatchUp(workspace, chunk_size, overlap)
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
         self._listener: ChunkListener | None = None
-        self._removed: list[int] = []
-        self._added: list[ChunkRow] = []
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(
@@ -108,7 +97,7 @@ class MemoryIndex:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._db = self._start_over(exc)
-        self._folder_mtime = -2
+        self._files.forget()
         self._chunk_count = 0
         self._reset_listener()
 
@@ -138,39 +127,6 @@ class MemoryIndex:
 
     # -- keeping up with the files ------------------------------------------------------------
 
-    def memory_files(self) -> dict[str, os.stat_result]:
-        """Every memory file with its stat: MEMORY.md and memory/**/*.md, links not followed."""
-        found: dict[str, os.stat_result] = {}
-        long_term: tuple[int, int] | None = None
-        with contextlib.suppress(OSError):
-            st = (self.workspace / LONG_TERM).stat(follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode):
-                found[LONG_TERM] = st
-            target = (self.workspace / LONG_TERM).stat()
-            long_term = (target.st_dev, target.st_ino)
-        stack = [self.workspace / "memory"]
-        while stack:
-            folder = stack.pop()
-            with contextlib.suppress(OSError), os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
-                    elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                        with contextlib.suppress(OSError):
-                            st = entry.stat(follow_symlinks=False)
-                            rel = Path(entry.path).relative_to(self.workspace).as_posix()
-                            # A file with another name in a chat's log folder may be one of
-                            # the owner's (a hard link to MEMORY.md is MEMORY.md): it is not
-                            # that chat's to search.
-                            if (st.st_dev, st.st_ino) == long_term or (
-                                st.st_nlink > 1 and _chat_of(rel)
-                            ):
-                                continue
-                            found[rel] = st
-        return found
-
     def sync(self) -> int:
         """Bring the index fully up to date with the files; returns how many were reindexed."""
         with self._lock:
@@ -188,116 +144,14 @@ class MemoryIndex:
             self._reset_listener()
             return changed
 
-    def _due_for_full_scan(self) -> bool:
-        """A full scan stats every file; it runs when the memory folder changed (a file was
-        added, removed or replaced by rename) or every FULL_SCAN_SECONDS. In between, only the
-        files most likely to change are checked: MEMORY.md and the two newest logs."""
-        try:
-            folder_mtime = (self.workspace / "memory").stat().st_mtime_ns
-        except OSError:
-            folder_mtime = -1
-        if folder_mtime != self._folder_mtime:
-            self._folder_mtime = folder_mtime
-            return True
-        return time.monotonic() - self._last_full_scan > FULL_SCAN_SECONDS
-
-    def _hot_files(self) -> dict[str, os.stat_result]:
-        rows = self._db.execute(
-            "SELECT path FROM files WHERE path = ? OR path IN "
-            "(SELECT path FROM files WHERE day != '' ORDER BY day DESC LIMIT 2)",
-            (LONG_TERM,),
-        ).fetchall()
-        found: dict[str, os.stat_result] = {}
-        for (rel,) in rows:
-            with contextlib.suppress(OSError):
-                found[rel] = (self.workspace / rel).stat(follow_symlinks=False)
-        return found
-
     def _sync(self, full: bool) -> int:
-        if full or self._due_for_full_scan():
-            current = self.memory_files()
-            self._last_full_scan = time.monotonic()
-            complete = True
-        else:
-            current = self._hot_files()
-            complete = False
-        if complete:
-            rows = self._db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-        else:
-            marks = ",".join("?" * len(current))
-            rows = self._db.execute(
-                f"SELECT path, mtime_ns, size, sha256 FROM files WHERE path IN ({marks})",
-                tuple(current),
-            )
-        known = {row[0]: (row[1], row[2], row[3]) for row in rows}
-        changed = 0
-        self._removed, self._added = [], []
-        self._db.execute("BEGIN")
-        try:
-            for rel, st in current.items():
-                old = known.get(rel)
-                if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
-                    continue
-                try:
-                    data = (self.workspace / rel).read_bytes()
-                except OSError:
-                    continue
-                digest = hashlib.sha256(data).hexdigest()
-                if old and old[2] == digest:
-                    self._db.execute(
-                        "UPDATE files SET mtime_ns=?, size=? WHERE path=?",
-                        (st.st_mtime_ns, st.st_size, rel),
-                    )
-                    continue
-                self._index_file(rel, data.decode("utf-8", errors="replace"), st, digest)
-                changed += 1
-            if complete:
-                for rel in set(known) - set(current):
-                    self._drop(rel)
-                    changed += 1
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        changed = self._files.run(self._db, full, listening=self._listener is not None)
         if changed:
             self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        if self._listener is not None and (self._removed or self._added):
-            self._listener.chunks_changed(self._removed, self._added)
-        self._removed, self._added = [], []
+        removed, added = self._files.changes()
+        if self._listener is not None and (removed or added):
+            self._listener.chunks_changed(removed, added)
         return changed
-
-    def _drop(self, rel: str) -> None:
-        if self._listener is not None:
-            ids = self._db.execute("SELECT id FROM chunks WHERE path=?", (rel,)).fetchall()
-            self._removed += [i for (i,) in ids]
-        self._db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path=?)", (rel,)
-        )
-        self._db.execute("DELETE FROM chunks WHERE path=?", (rel,))
-        self._db.execute("DELETE FROM files WHERE path=?", (rel,))
-
-    def _index_file(self, rel: str, text: str, st: os.stat_result, digest: str) -> None:
-        self._drop(rel)
-        m = _DAY.search(rel)
-        day = m.group(1) if m and rel.startswith("memory/") else ""
-        self._db.execute(
-            "INSERT INTO files(path, mtime_ns, size, sha256, day) VALUES (?,?,?,?,?)",
-            (rel, st.st_mtime_ns, st.st_size, digest, day),
-        )
-        chat = _chat_of(rel)
-        for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
-            sha = hashlib.sha256(chunk.encode()).hexdigest()
-            cur = self._db.execute(
-                "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (rel, start, end, day, chunk, chat, sha),
-            )
-            if self._listener is not None and cur.lastrowid is not None:
-                self._added.append((cur.lastrowid, chat, sha))
-            self._db.execute(
-                "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
-                (cur.lastrowid, fold(chunk), "longterm" if rel == LONG_TERM else "log"),
-            )
 
     # -- searching ----------------------------------------------------------------------------
 
@@ -388,8 +242,3 @@ class MemoryIndex:
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative), doc_freq
         return " OR ".join(p for p, _ in parts), doc_freq
-
-
-def _chat_of(rel: str) -> str:
-    """The shared chat a memory file belongs to, or "" for the owner's."""
-    return chat_of(PurePosixPath(rel)) or ""

@@ -21,8 +21,9 @@ from pathlib import Path, PurePosixPath
 from secrets import token_hex
 from typing import TYPE_CHECKING
 
+from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
-from agent.memory.index import LONG_TERM, MemoryIndex
+from agent.memory.index import MemoryIndex
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import (

@@ -7,8 +7,8 @@ import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit
-from agent.memory.index import LONG_TERM
 from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace

@@ -1,0 +1,212 @@
+"""How the search index keeps up with the memory files: which files there are, which of them
+changed (size and mtime first, then a content hash), and their chunks written anew.
+
+A full scan stats every file; between full scans only the files likeliest to change are
+looked at. The index (``agent/memory/index.py``) owns the database and its lock and calls
+``run`` holding it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sqlite3
+import stat
+import time
+from pathlib import Path, PurePosixPath
+
+from agent.memory.hits import ChunkRow
+from agent.memory.text import chunk_entries, fold
+from agent.workspace.audience import chat_of
+
+LONG_TERM = "MEMORY.md"
+FULL_SCAN_SECONDS = 30.0
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+class CatchUp:
+    """The index's view of the files: what it saw at the last full scan, and the chunks the
+    last catch-up added and removed (for whoever keeps vectors of them)."""
+
+    def __init__(self, workspace: Path, chunk_size: int, overlap: int) -> None:
+        self.workspace = workspace
+        self.chunk_size = chunk_size
+        self.overlap = overlap
+        self._folder_mtime = -2
+        self._last_full_scan = 0.0
+        self._db: sqlite3.Connection | None = None
+        self._listening = False
+        self._removed: list[int] = []
+        self._added: list[ChunkRow] = []
+
+    def forget(self) -> None:
+        """The database was made anew: the next catch-up scans every file."""
+        self._folder_mtime = -2
+
+    def run(self, db: sqlite3.Connection, full: bool, listening: bool) -> int:
+        """Catch ``db`` up with the files (every one if ``full``); returns how many files were
+        reindexed or dropped. ``listening``: keep the chunks added and removed for ``changes``."""
+        self._db, self._listening = db, listening
+        try:
+            return self._sync(full)
+        finally:
+            self._db = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        assert self._db is not None, "the database is lent only for a catch-up (run)"
+        return self._db
+
+    def changes(self) -> tuple[list[int], list[ChunkRow]]:
+        """The chunk ids the last catch-up removed and the chunks it added; then forgotten."""
+        changes = (self._removed, self._added)
+        self._removed, self._added = [], []
+        return changes
+
+    def memory_files(self) -> dict[str, os.stat_result]:
+        """Every memory file with its stat: MEMORY.md and memory/**/*.md, links not followed."""
+        found: dict[str, os.stat_result] = {}
+        long_term: tuple[int, int] | None = None
+        with contextlib.suppress(OSError):
+            st = (self.workspace / LONG_TERM).stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                found[LONG_TERM] = st
+            target = (self.workspace / LONG_TERM).stat()
+            long_term = (target.st_dev, target.st_ino)
+        stack = [self.workspace / "memory"]
+        while stack:
+            folder = stack.pop()
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            st = entry.stat(follow_symlinks=False)
+                            rel = Path(entry.path).relative_to(self.workspace).as_posix()
+                            # A file with another name in a chat's log folder may be one of
+                            # the owner's (a hard link to MEMORY.md is MEMORY.md): it is not
+                            # that chat's to search.
+                            if (st.st_dev, st.st_ino) == long_term or (
+                                st.st_nlink > 1 and _chat_of(rel)
+                            ):
+                                continue
+                            found[rel] = st
+        return found
+
+    def _due_for_full_scan(self) -> bool:
+        """A full scan stats every file; it runs when the memory folder changed (a file was
+        added, removed or replaced by rename) or every FULL_SCAN_SECONDS. In between, only the
+        files most likely to change are checked: MEMORY.md and the two newest logs."""
+        try:
+            folder_mtime = (self.workspace / "memory").stat().st_mtime_ns
+        except OSError:
+            folder_mtime = -1
+        if folder_mtime != self._folder_mtime:
+            self._folder_mtime = folder_mtime
+            return True
+        return time.monotonic() - self._last_full_scan > FULL_SCAN_SECONDS
+
+    def _hot_files(self) -> dict[str, os.stat_result]:
+        rows = self.db.execute(
+            "SELECT path FROM files WHERE path = ? OR path IN "
+            "(SELECT path FROM files WHERE day != '' ORDER BY day DESC LIMIT 2)",
+            (LONG_TERM,),
+        ).fetchall()
+        found: dict[str, os.stat_result] = {}
+        for (rel,) in rows:
+            with contextlib.suppress(OSError):
+                found[rel] = (self.workspace / rel).stat(follow_symlinks=False)
+        return found
+
+    def _sync(self, full: bool) -> int:
+        """One catch-up in one transaction; the chunks it added and removed wait in
+        ``removed`` and ``added``."""
+        if full or self._due_for_full_scan():
+            current = self.memory_files()
+            self._last_full_scan = time.monotonic()
+            complete = True
+        else:
+            current = self._hot_files()
+            complete = False
+        if complete:
+            rows = self.db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
+        else:
+            marks = ",".join("?" * len(current))
+            rows = self.db.execute(
+                f"SELECT path, mtime_ns, size, sha256 FROM files WHERE path IN ({marks})",
+                tuple(current),
+            )
+        known = {row[0]: (row[1], row[2], row[3]) for row in rows}
+        changed = 0
+        self._removed, self._added = [], []
+        self.db.execute("BEGIN")
+        try:
+            for rel, st in current.items():
+                old = known.get(rel)
+                if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
+                    continue
+                try:
+                    data = (self.workspace / rel).read_bytes()
+                except OSError:
+                    continue
+                digest = hashlib.sha256(data).hexdigest()
+                if old and old[2] == digest:
+                    self.db.execute(
+                        "UPDATE files SET mtime_ns=?, size=? WHERE path=?",
+                        (st.st_mtime_ns, st.st_size, rel),
+                    )
+                    continue
+                self._index_file(rel, data.decode("utf-8", errors="replace"), st, digest)
+                changed += 1
+            if complete:
+                for rel in set(known) - set(current):
+                    self._drop(rel)
+                    changed += 1
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return changed
+
+    def _drop(self, rel: str) -> None:
+        if self._listening:
+            ids = self.db.execute("SELECT id FROM chunks WHERE path=?", (rel,)).fetchall()
+            self._removed += [i for (i,) in ids]
+        self.db.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path=?)", (rel,)
+        )
+        self.db.execute("DELETE FROM chunks WHERE path=?", (rel,))
+        self.db.execute("DELETE FROM files WHERE path=?", (rel,))
+
+    def _index_file(self, rel: str, text: str, st: os.stat_result, digest: str) -> None:
+        self._drop(rel)
+        m = _DAY.search(rel)
+        day = m.group(1) if m and rel.startswith("memory/") else ""
+        self.db.execute(
+            "INSERT INTO files(path, mtime_ns, size, sha256, day) VALUES (?,?,?,?,?)",
+            (rel, st.st_mtime_ns, st.st_size, digest, day),
+        )
+        chat = _chat_of(rel)
+        for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
+            sha = hashlib.sha256(chunk.encode()).hexdigest()
+            cur = self.db.execute(
+                "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (rel, start, end, day, chunk, chat, sha),
+            )
+            if self._listening and cur.lastrowid is not None:
+                self._added.append((cur.lastrowid, chat, sha))
+            self.db.execute(
+                "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
+                (cur.lastrowid, fold(chunk), "longterm" if rel == LONG_TERM else "log"),
+            )
+
+
+def _chat_of(rel: str) -> str:
+    """The shared chat a memory file belongs to, or "" for the owner's."""
+    return chat_of(PurePosixPath(rel)) or ""
