@@ -174,8 +174,8 @@ TARGETS = (
     ),
     _t(
         "gateway/runtime/delivery.py",
-        "tests/gateway/runtime/test_delivery.py",
-        "tests/gateway/runtime/test_journal.py",
+        "tests/gateway/runtime/",
+        "tests/test_end_to_end.py",
         "tests/test_outage.py",
         "tests/test_faults.py",
         "tests/gateway/scheduling/test_daily_summary.py",
