@@ -88,6 +88,13 @@ TARGETS = (
         "tests/test_abuse.py",
     ),
     _t(
+        "agent/memory/catchup.py",
+        "tests/agent/memory/test_memory_index.py",
+        "tests/agent/memory/test_memory.py",
+        *PRIVACY,
+        "tests/test_abuse.py",
+    ),
+    _t(
         "agent/memory/hybrid.py",
         "tests/agent/memory/test_hybrid.py",
         "tests/agent/memory/test_memory.py",
