@@ -4,9 +4,10 @@ the vectors of every chunk when embeddings are on (a progress bar on a terminal)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -16,6 +17,7 @@ from gateway.ops.home import prepare
 if TYPE_CHECKING:
     from agent.memory.hits import Hit
     from agent.memory.semantic import SemanticIndex
+    from gateway.config.loader import Config
 
 
 def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -31,10 +33,28 @@ def memory_reindex(args: argparse.Namespace, home: Path, environ: Mapping[str, s
             f"Indexed {files} file(s) into {chunks} chunk(s) "
             f"in {time.perf_counter() - started:.2f} s."
         )
-        vectors = memory_search(config, index)[1]
-        return 0 if vectors is None else _embed_all(vectors)
+        with _billed(config) as embedded:
+            vectors = memory_search(config, index, embedded=embedded)[1]
+            return 0 if vectors is None else _embed_all(vectors)
     finally:
         index.close()
+
+
+@contextlib.contextmanager
+def _billed(config: Config) -> Iterator[Callable[[str, int], None]]:
+    """What a paid embedding service bills for a command's embeddings goes in the usage
+    ledger, as ``corvid run``'s does."""
+    from agent.usage.ledger import UsageLedger
+    from agent.usage.meter import Meter
+    from agent.usage.prices import PriceTable
+    from gateway.contract.ports import SystemClock
+    from gateway.usage.setup import embeddings_counter
+
+    ledger = UsageLedger(config.layout.usage, config.tz)
+    try:
+        yield embeddings_counter(Meter(ledger, PriceTable(config.llm.prices), SystemClock()))
+    finally:
+        ledger.close()
 
 
 def _embed_all(vectors: SemanticIndex) -> int:
@@ -67,15 +87,19 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
 
     config = prepare(home, environ)
     index = memory_index(config)
-    search, vectors = searcher(config, index)
     try:
-        if vectors is not None:
-            index.sync()
-            vectors.from_cache()  # what ``corvid run`` embedded; the rest by keywords
-        hits = search.search(" ".join(args.query), max(1, args.max_results), audience=OWNER)
+        with _billed(config) as embedded:
+            search, vectors = searcher(config, index, embedded=embedded)
+            try:
+                if vectors is not None:
+                    index.sync()
+                    vectors.from_cache()  # what ``corvid run`` embedded; the rest by keywords
+                query = " ".join(args.query)
+                hits = search.search(query, max(1, args.max_results), audience=OWNER)
+            finally:
+                if vectors is not None:
+                    vectors.close()
     finally:
-        if vectors is not None:
-            vectors.close()
         index.close()
     if not hits:
         print("No matches.")

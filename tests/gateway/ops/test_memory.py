@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+from datetime import UTC
 from pathlib import Path
 
 import yaml
 
+from agent.usage.ledger import UsageLedger
 from gateway.ops.cli import main
 from gateway.ops.memory import ProgressBar
 from tests.fakes.embeddings_api import FakeEmbeddings
@@ -55,6 +57,14 @@ async def test_reindex_embeds_every_chunk_once_and_search_says_why(tmp_path, cap
         assert len(api.asked) == sent + 1  # the query
     finally:
         await api.close()
+    # What the service billed, for the reindex and for the query, is in the usage ledger.
+    ledger = UsageLedger(home / "state" / "usage.sqlite", UTC)
+    try:
+        [row] = ledger.totals("purpose")
+    finally:
+        ledger.close()
+    assert (row["key"], row["calls"]) == ("embedding", sent + 1)
+    assert row["input"] == api.billed > 0
 
 
 async def test_reindex_says_when_the_service_fails_and_keeps_the_keyword_index(tmp_path, capsys):
