@@ -25,6 +25,8 @@ from gateway.contract.atomic import private_file
 
 log = logging.getLogger(__name__)
 
+# Carried forward or refused at start by gateway/upgrades/state.py.
+SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     id TEXT PRIMARY KEY,
@@ -100,6 +102,8 @@ class UsageLedger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # Embeddings are counted from the thread that makes them.
         self._lock = threading.Lock()
 

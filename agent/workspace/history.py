@@ -49,6 +49,8 @@ MAX_KEPT_BYTES = 4_000_000
 MAX_DEPTH = 64
 
 
+# Carried forward or refused at start by gateway/upgrades/state.py.
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
@@ -97,6 +99,8 @@ class History:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # The file tools run in worker threads: one write and its record at a time.
         self._lock = threading.RLock()
 

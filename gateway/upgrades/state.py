@@ -15,6 +15,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.usage import ledger as usage
+from agent.workspace import history
 from gateway.config.layout import Layout
 from gateway.contract.atomic import write_atomic
 from gateway.runtime import journal
@@ -25,6 +27,8 @@ from gateway.scheduling import ledger
 DATABASES: dict[str, int] = {
     "gateway.sqlite": journal.SCHEMA_VERSION,
     "scheduler.sqlite": ledger.SCHEMA_VERSION,
+    "usage.sqlite": usage.SCHEMA_VERSION,
+    "history.sqlite": history.SCHEMA_VERSION,
 }
 # The version of the JSON state files and transcripts (state/layout.json).
 STATE_LAYOUT = 1

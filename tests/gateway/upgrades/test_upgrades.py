@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,15 @@ def test_newer_state_is_refused_before_anything_changes(tmp_path):
         upgrade_state(layout)
 
 
+@pytest.mark.parametrize("name", ["usage.sqlite", "history.sqlite"])
+def test_a_newer_usage_ledger_or_history_is_refused(tmp_path, name):
+    layout = Layout(tmp_path)
+    layout.state.mkdir()
+    _database(layout.state / name, 5)
+    with pytest.raises(NewerState, match=rf"state/{name.replace('.', '[.]')} has schema 5"):
+        upgrade_state(layout)
+
+
 def test_database_steps_run_in_order(tmp_path, monkeypatch):
     layout = Layout(tmp_path)
     layout.state.mkdir()
@@ -197,9 +207,14 @@ def test_upgrade_home_keeps_the_old_config_beside_it(tmp_path):
 
 
 def test_a_database_made_now_has_its_version(tmp_path):
+    from agent.usage.ledger import UsageLedger
+    from agent.workspace.history import History
     from gateway.runtime.journal import Journal
     from gateway.scheduling.ledger import Ledger
 
     Ledger(tmp_path / "scheduler.sqlite").close()
     Journal(tmp_path / "gateway.sqlite").close()
-    assert _version(tmp_path / "scheduler.sqlite") == _version(tmp_path / "gateway.sqlite") == 1
+    UsageLedger(tmp_path / "usage.sqlite", UTC).close()
+    History(tmp_path / "ws", tmp_path / "history.sqlite").close()
+    made = ("scheduler.sqlite", "gateway.sqlite", "usage.sqlite", "history.sqlite")
+    assert [_version(tmp_path / name) for name in made] == [1, 1, 1, 1]
