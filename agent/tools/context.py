@@ -53,6 +53,11 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # Who wrote the messages this turn answers (platform ids; none for a scheduled job).
+    senders: frozenset[str] = frozenset()
+    # The owner approved this very call (``agent/approvals``): a file every chat reads may be
+    # changed although the conversation has read text from outside.
+    owner_approved: bool = False
 
     def check_room(self, adding: int) -> None:
         """Refuse a write that would take this chat past its share of the disk."""

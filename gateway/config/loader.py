@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
+from agent.approvals.policy import ApprovalSettings
 from agent.settings import (
     DEFAULT_MODEL,
     AgentSettings,
@@ -92,6 +93,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     transcription: TranscriptionConfig = field(default_factory=TranscriptionConfig)
     mcp: McpSettings = field(default_factory=McpSettings)
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 

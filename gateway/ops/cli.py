@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 
 from gateway.config.home import init_home, resolve_home
 from gateway.contract.errors import ConfigError
+from gateway.ops import actions as action_commands
 from gateway.ops import commands
 from gateway.ops import jobs as job_commands
 from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
+from gateway.ops import skills as skill_commands
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
 
@@ -134,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     _jobs_commands(top)
     _pairing_commands(top)
     _mcp_commands(top)
+    _action_commands(top)
+    _skill_commands(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -202,6 +206,50 @@ def _mcp_commands(top: _Commands) -> None:
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
         "--timeout", type=float, default=30.0, help="seconds for a server to start (default 30)"
+    )
+
+
+def _action_commands(top: _Commands) -> None:
+    trail = top.add(
+        "actions", "approvals asked, given and refused, and commands run", action_commands.actions
+    )
+    trail.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    trail.add_argument("-n", "--limit", type=int, default=50, help="how many (default 50)")
+    approvals = top.group(
+        top.add(
+            "approvals",
+            "requests to act waiting for your answer (as `approvals list`)",
+            action_commands.approvals,
+        ),
+        "approvals_command",
+        False,
+    )
+    approvals.add("list", "requests to act waiting for your answer", action_commands.approvals)
+    approve = approvals.add("approve", "run a waiting request", action_commands.approvals_approve)
+    approve.add_argument("request_id")
+    approve.add_argument("--always", action="store_true", help="and allow the tool from now on")
+    approvals.add(
+        "deny", "turn a waiting request down", action_commands.approvals_deny
+    ).add_argument("request_id")
+
+
+def _skill_commands(top: _Commands) -> None:
+    skills = top.group(
+        top.add("skills", "what the assistant knows how to do (as `skills list`)",
+                skill_commands.skills_list),
+        "skills_command",
+        False,
+    )  # fmt: skip
+    skills.add("list", "every skill, bundled and installed", skill_commands.skills_list)
+    add = skills.add(
+        "add",
+        "install a skill from a folder or a git URL (shows it first)",
+        skill_commands.skills_add,
+    )
+    add.add_argument("source", help="a folder with SKILL.md (or folders of them), or a git URL")
+    add.add_argument("-y", "--yes", action="store_true", help="install without asking")
+    skills.add("remove", "remove an installed skill", skill_commands.skills_remove).add_argument(
+        "name"
     )
 
 

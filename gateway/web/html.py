@@ -21,6 +21,7 @@ NAV = (
     ("/memory", "Memory"),
     ("/jobs", "Jobs"),
     ("/pairing", "Pairing"),
+    ("/actions", "Actions"),
     ("/chat", "Chat"),
     ("/config", "Config"),
 )

@@ -18,7 +18,7 @@ from importlib import resources
 from aiohttp import web
 
 from gateway.config.loader import ChannelConfig
-from gateway.web import admin, chat_page, memory_page, overview, sessions_page
+from gateway.web import actions_page, admin, chat_page, memory_page, overview, sessions_page
 from gateway.web.backend import Backend
 from gateway.web.guard import (
     Guard,
@@ -102,6 +102,7 @@ class WebServer:
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)
+        actions_page.routes(app)
         return app
 
     async def start(self) -> None:
