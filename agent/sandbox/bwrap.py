@@ -149,6 +149,10 @@ class Sandbox:
             _kill(proc.pid)
         try:
             async with asyncio.timeout(5):
+                # What is left in the pipe is read to its end, which closes it (a pipe left
+                # open with data in it outlives the process).
+                while await proc.stdout.read(READ_CHUNK):
+                    pass
                 status = await proc.wait()
         except TimeoutError:  # bounded: a box that will not die is killed again
             _kill(proc.pid)

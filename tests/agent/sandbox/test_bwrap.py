@@ -4,6 +4,7 @@ output, a memory hog, and Corvid's environment."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import time
@@ -107,6 +108,7 @@ async def test_a_fork_bomb_is_contained_and_cleaned_up(home: Path):
     assert time.monotonic() - began < 15
     assert ran.stopped == "time" or ran.status != 0
     assert leftover_groups() == []
+    gc.collect()  # nothing of the stopped box is left open (a ResourceWarning fails it)
     # Bounded, not merely slow: more than the limit of processes at once cannot be made.
     ran = await sandbox(home, max_processes=8, timeout=10).run(
         "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 2 & done; wait; echo done"
@@ -120,6 +122,7 @@ async def test_a_gigabyte_of_output_is_cut_and_stopped(home: Path):
     assert ran.stopped == "output" and ran.status is None
     assert len(ran.output.encode()) == 64 * 1024 and ran.cut > 0
     assert time.monotonic() - began < 10  # stopped at the limit, not after the gigabyte
+    gc.collect()  # nothing of the stopped process is left open (a ResourceWarning fails it)
 
 
 async def test_memory_is_limited(home: Path):
@@ -141,3 +144,4 @@ async def test_corvids_environment_is_not_passed(home: Path, monkeypatch: pytest
 async def test_a_command_that_runs_too_long_is_stopped(home: Path):
     ran = await sandbox(home, timeout=1).run("echo started; sleep 30")
     assert ran.stopped == "time" and ran.output == "started\n" and ran.seconds < 10
+    gc.collect()  # nothing of the stopped process is left open (a ResourceWarning fails it)
