@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from agent.approvals.audit import recent
+from agent.approvals.audit import always_allowed, recent
 from gateway.app import build_app
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.running import App
@@ -213,6 +213,12 @@ async def test_always_does_not_apply_to_a_turn_that_read_outside_text(home, fake
         await asyncio.wait_for(turn, 30)
         assert calendar_log(log) == ["added dentist", "added gym"]
     assert [e for e, _ in events(home)] == ["asked", "always", "asked", "denied"]
+    # Taken back from the command line: the tool is not allowed always any more.
+    from gateway.ops.cli import main
+
+    assert main(["approvals", "forget", "cal__add_event", "--home", str(home)], {}) == 0
+    assert main(["approvals", "forget", "cal__add_event", "--home", str(home)], {}) == 1
+    assert always_allowed(home / "state" / "actions.sqlite") == []
 
 
 async def test_a_group_member_cannot_trigger_an_approval(home, fake_api, tmp_path):

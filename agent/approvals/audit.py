@@ -111,6 +111,20 @@ class AuditLog:
             self.db.close()
 
 
+def forget_always(path: Path, tool: str) -> bool:
+    """Take back "always" for ``tool`` (from the command line, beside a running gateway: the
+    gateway reads the table at each call). False when it was not allowed always."""
+    if not path.exists():
+        return False
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        return db.execute("DELETE FROM always WHERE tool = ?", (tool,)).rowcount > 0
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        db.close()
+
+
 def recent(path: Path, limit: int = 100) -> list[Action]:
     """The newest ``limit`` lines of the trail at ``path``, newest first (read-only: for the
     command line and the control page); none when there is no trail yet."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agent.approvals.audit import always_allowed, recent
+from agent.approvals.audit import always_allowed, forget_always, recent
 from gateway.contract.events import shown
 from gateway.ops.home import read_config
 
@@ -74,6 +74,15 @@ def approvals_approve(args: argparse.Namespace, home: Path, environ: Mapping[str
 
 def approvals_deny(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     return _decide(home, environ, args.request_id, "deny")
+
+
+def approvals_forget(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    config, _ = read_config(home, environ)
+    if not forget_always(config.layout.actions, args.tool):
+        print(f"corvid: {args.tool} is not allowed always", file=sys.stderr)
+        return 1
+    print(f"{args.tool} asks again from now on.")
+    return 0
 
 
 def _decide(home: Path, environ: Mapping[str, str], request_id: str, answer: str) -> int:

@@ -231,6 +231,9 @@ def _action_commands(top: _Commands) -> None:
     approvals.add(
         "deny", "turn a waiting request down", action_commands.approvals_deny
     ).add_argument("request_id")
+    approvals.add(
+        "forget", "take back 'always' for a tool: it asks again", action_commands.approvals_forget
+    ).add_argument("tool")
 
 
 def _skill_commands(top: _Commands) -> None:

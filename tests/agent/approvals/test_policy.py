@@ -8,7 +8,7 @@ import pytest
 from mcp_types import Tool as McpTool
 from mcp_types import ToolAnnotations
 
-from agent.approvals.audit import AuditLog, always_allowed, recent
+from agent.approvals.audit import AuditLog, always_allowed, forget_always, recent
 from agent.approvals.policy import Policy, chosen, from_annotations, open_world
 from agent.mcp.wire import mcp_tool
 from gateway.config.loader import parse_config
@@ -72,3 +72,5 @@ def test_the_trail_is_private_and_keeps_what_the_owner_allowed_for_good(tmp_path
     assert (action.event, action.tool, action.request) == ("asked", "cal__x", "r1")
     assert always_allowed(path) == ["cal__x"]
     assert recent(tmp_path / "none.sqlite") == []
+    assert forget_always(path, "cal__x") and not forget_always(path, "cal__x")
+    assert always_allowed(path) == []
