@@ -22,6 +22,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # is partial or missing, depending on the Debian release under it.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-cache-dir /wheels/*.whl tzdata
+# bubblewrap: the box the exec tool runs commands in (tools.exec, off by default). Inside a
+# container it needs user namespaces (Docker's default seccomp profile may refuse them); when it
+# cannot run, the tool is not offered and `corvid doctor` says why.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
 # A fixed uid, so a folder bind-mounted from the host can be given to it (chown 10001).
 RUN groupadd --system --gid 10001 corvid \
  && useradd --system --uid 10001 --gid corvid --home-dir /data --no-create-home \

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from agent.approvals.gate import Gate
 from agent.memory.recall import earlier_recalls, recall
 from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
@@ -31,7 +32,7 @@ from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.context import Grant, TurnContext
 from agent.tools.exposure import Exposure
-from agent.tools.registry import ToolRegistry
+from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
 from gateway.contract.errors import LLMError
@@ -97,8 +98,11 @@ class Agent:
         clock: Clock | None = None,
         quota: Quota | None = None,
         edits: HandEdits | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.llm = llm
+        # Every tool call passes it (``agent/approvals``); None: each runs as the registry says.
+        self.gate = gate
         self.tools = tools
         self.settings = settings
         self.workspace = workspace.resolve()
@@ -173,7 +177,7 @@ class Agent:
         # Messages already in the transcript come from a turn a crash or restart cut short:
         # they are answered now, not recorded again.
         fresh = [m for m in inbound if m.seq is None or m.seq not in state.seqs]
-        ctx = self.context(key, grant)
+        ctx = replace(self.context(key, grant), senders=frozenset(m.sender_id for m in inbound))
         if fresh:
             # The user's words reach the file before the model is called; a turn cancelled
             # while notes are recalled has recorded them too. The fsync that makes them
@@ -350,7 +354,7 @@ class Agent:
         for use in tool_uses:
             if listen is not None:
                 listen(ToolStarted(use["name"], progress_summary(use["name"], use.get("input"))))
-            result = await self.tools.call(use["name"], use.get("input"), ctx)
+            result = await self._call_tool(use["name"], use.get("input"), ctx)
             if listen is not None:
                 listen(ToolFinished(use["name"], not result.is_error))
             block: dict[str, Any] = {
@@ -362,6 +366,14 @@ class Agent:
                 block["is_error"] = True
             results.append(block)
         return results
+
+    async def _call_tool(self, name: str, args: Any, ctx: TurnContext) -> ToolResult:
+        if self.gate is None:
+            return await self.tools.call(name, args, ctx)
+        review = await self.gate.review(self.tools.tool(name), args, ctx)
+        if review.refusal is not None:
+            return ToolResult(review.refusal, is_error=True)
+        return review.result(await self.tools.call(name, args, review.ctx))
 
 
 def _request_start(messages: Sequence[dict[str, Any]]) -> int:

@@ -189,8 +189,28 @@ class WebToolSettings:
 
 
 @dataclass(frozen=True)
+class ExecSettings:
+    """``tools.exec``: shell commands the model may run, under bubblewrap (``agent/sandbox``)."""
+
+    # Off unless the owner turns it on; then offered in the owner's private chats only.
+    enabled: bool = False
+    # What the command may write: the workspace, or an empty scratch folder that is gone after.
+    writable: str = setting("workspace", choices=("workspace", "scratch"))
+    network: bool = False  # its own loopback only, unless the owner allows the network
+    timeout: float = setting(30.0, minimum=1)
+    memory_mb: int = setting(512, minimum=16)
+    max_processes: int = setting(64, minimum=4)
+    max_output_kb: int = setting(64, minimum=1)
+    # Commands that run without asking (in a conversation that read nothing from outside):
+    # shell patterns matched against the whole command, e.g. "git status", "ls *". A command
+    # with shell operators (; | & $ ` < > and the like) never matches.
+    allow: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class ToolSettings:
     web: WebToolSettings = field(default_factory=WebToolSettings)
+    exec: ExecSettings = field(default_factory=ExecSettings)
 
 
 @dataclass(frozen=True)

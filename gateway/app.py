@@ -12,12 +12,15 @@ import logging
 from collections.abc import Sequence
 from datetime import timedelta
 
+from agent.approvals.audit import AuditLog
+from agent.approvals.gate import Gate
 from agent.loop import Agent
 from agent.memory.tools import memory_tools
 from agent.model.llm import AnthropicLLM
 from agent.model.port import LLM
 from agent.sessions.loaded import HandEdits
 from agent.sessions.transcript import SessionStore
+from agent.skills.catalog import SkillCatalog
 from agent.tools.files import FILE_TOOLS
 from agent.tools.registry import ToolRegistry
 from agent.usage.meter import Metered
@@ -28,6 +31,7 @@ from gateway.config.loader import Config
 from gateway.contract.ports import Clock, SystemClock
 from gateway.job_setup import job_runner
 from gateway.running import App
+from gateway.runtime.approvals import OwnerApprovals
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal
@@ -37,7 +41,7 @@ from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
-from gateway.tool_setup import mcp_hub, open_memory, server_search, web_tools
+from gateway.tool_setup import exec_tools, mcp_hub, open_memory, server_search, web_tools
 from gateway.usage.commands import UsageCommands
 from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
 
@@ -69,17 +73,23 @@ def build_app(
     scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
     model = Metered(llm or AnthropicLLM(config.llm), meter, config.llm.max_tokens)
     mcp = mcp_hub(config, resources)
+    audit = AuditLog(config.layout.actions)
+    resources.callback(audit.close)
+    skills = SkillCatalog(memory.workspace)
     tools = ToolRegistry(
         (
             *FILE_TOOLS,
             *memory_tools(memory),
             *reminder_tools(jobs, scheduler, clock.now, config.schedule),
             *web_tools(config),
+            *exec_tools(config, audit),
+            skills.tool(),
         ),
         max_output_chars=config.agent.tool_output_max_chars,
         extra=[s for s in (server_search(config, model), mcp) if s is not None],
     )
     resources.push_async_callback(model.close)
+    gate = Gate(audit, overrides=config.approvals.tools)
     agent = Agent(
         llm=model,
         tools=tools,
@@ -92,7 +102,9 @@ def build_app(
         clock=clock,
         quota=quota(config),
         edits=HandEdits(config.layout.hand_edits),
+        gate=gate,
     )
+    agent.prompts.skills = skills
     journal = Journal(config.layout.journal, clock)
     resources.callback(journal.close)
     by_name = {c.name: c for c in channels}
@@ -117,6 +129,7 @@ def build_app(
     if meter.budget is not None:
         meter.budget.tell = owner_line(config, gateway)
     resources.push_async_callback(notices.close)
+    approvals = _ask_owner(config, gateway, gate)
     app = App(
         config,
         gateway,
@@ -127,8 +140,30 @@ def build_app(
     )
     app.notices = notices
     app.meter = meter
+    app.approvals = approvals
     app.mcp = mcp
     return app
+
+
+def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
+    """Requests to act reach the owner's private chat; their answer comes back as a chat
+    command (a button), from the control page or from ``corvid approvals``."""
+
+    async def settle(command: str, text: str) -> bool:
+        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
+        return any(settled)
+
+    def is_owner(platform: str, user: str) -> bool:
+        channel = gateway.channels.get(platform)
+        return channel is not None and channel.access is not None and channel.access.is_owner(user)
+
+    approvals = OwnerApprovals(
+        gateway.delivery.send, config.channels.owner_chats(), config.approvals.timeout, settle
+    )
+    gate.asker = approvals
+    gate.is_owner = is_owner
+    gateway.commands.approvals = approvals
+    return approvals
 
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:

@@ -23,6 +23,7 @@ from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import InboundMessage
 from gateway.job_setup import job_runner
+from gateway.runtime.approvals import OwnerApprovals
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal, Outgoing
 from gateway.runtime.pairing_notices import PairingNotices
@@ -68,6 +69,7 @@ class App:
         # Options changed in config.yaml by a reload that take effect at the next start.
         self.pending_restart: list[str] = []
         self.notices: PairingNotices | None = None
+        self.approvals: OwnerApprovals | None = None
         self.mcp: McpHub | None = None
         self.meter: Meter | None = None
         self.figures = SessionFigures(gateway.agent.store)
@@ -131,6 +133,7 @@ class App:
             reload=self.reload,
             paired=self.notices.handled if self.notices is not None else None,
             rotate_token=lambda: self.web is not None and self.web.rotate_token(),
+            approvals=self.approvals,
         )
         try:
             await self.control.start()
@@ -169,6 +172,7 @@ class App:
             cancel_job=self.cancel_job,
             reload=self.reload,
             pending_restart=lambda: self.pending_restart,
+            approvals=self.approvals,
         )
 
     async def stop(self, grace: float | None = None) -> None:
@@ -241,6 +245,8 @@ class App:
     def _new_owners(self, new: Config) -> None:
         if self.notices is not None:
             self.notices.set_owners(new.channels.owner_chats())
+        if self.approvals is not None:
+            self.approvals.set_owners(new.channels.owner_chats())
 
     def _replan(self, new: Config) -> None:
         if self.scheduler is not None:

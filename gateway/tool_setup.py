@@ -23,6 +23,7 @@ from gateway.config.loader import Config
 from gateway.contract.ports import Clock
 
 if TYPE_CHECKING:
+    from agent.approvals.audit import AuditLog
     from agent.mcp.hub import McpHub
     from agent.memory.index import MemoryIndex
     from agent.memory.semantic import SemanticIndex
@@ -150,3 +151,18 @@ def server_search(config: Config, model: LLM) -> ToolSource | None:
 
     tool = replace(server_search_tool(search.max_uses), private_only=not config.tools.web.shared)
     return OfferedOnceAccepted([tool], model.accepts_tools)
+
+
+def exec_tools(config: Config, audit: AuditLog) -> tuple[Tool, ...]:
+    """``exec`` when ``tools.exec`` is on and bubblewrap can box it; never unboxed."""
+    if not config.tools.exec.enabled:
+        return ()
+    from agent.sandbox.bwrap import Sandbox
+    from agent.sandbox.tool import exec_tool
+
+    sandbox = Sandbox(config.tools.exec, config.workspace)
+    problem = sandbox.problem()
+    if problem is not None:
+        log.warning("exec is on in config.yaml but not offered: %s", problem)
+        return ()
+    return (exec_tool(sandbox, audit),)

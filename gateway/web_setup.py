@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent.approvals.gate import ApprovalRequest
 from agent.memory.consolidation import Curator
 from agent.memory.hits import Hit
 from agent.memory.store import Memory
@@ -17,6 +18,7 @@ from channels.pairing import PairingStore
 from gateway.config.loader import Config
 from gateway.contract.events import OWNER, InboundMessage, SessionKey
 from gateway.contract.ports import Clock
+from gateway.runtime.approvals import OwnerApprovals
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.services.index_status import index_report
@@ -40,7 +42,9 @@ class PageBackend:
         cancel_job: Callable[[str], str | None],
         reload: Callable[[], dict[str, Any]],
         pending_restart: Callable[[], list[str]],
+        approvals: OwnerApprovals | None = None,
     ) -> None:
+        self._approvals = approvals
         self.config = config
         self.clock = clock
         self.pairing = pairing
@@ -67,6 +71,14 @@ class PageBackend:
 
     def pending_restart(self) -> list[str]:
         return self._pending_restart()
+
+    def approvals_waiting(self) -> list[ApprovalRequest]:
+        return self._approvals.waiting() if self._approvals is not None else []
+
+    def decide_approval(self, request_id: str, answer: str) -> str | None:
+        if self._approvals is None:
+            return "nothing here asks for approvals"
+        return self._approvals.decide(request_id, answer)
 
     def sessions(self) -> list[Figures]:
         return self._figures.all(self._gateway.agent.sessions.loaded)

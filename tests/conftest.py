@@ -38,6 +38,9 @@ class RecordingChannel(Channel):
         self.fail_sends = 0  # the next sends are refused (for good)
         self.unreachable = 0  # the next sends find the platform unreachable (for now)
         self.pushed: list[InboundMessage] = []
+        # The owner's answer to every request to act that reaches this chat (a button's label,
+        # "Deny"), given at once; None: the test answers them itself.
+        self.answer_with: str | None = None
         self._changed = asyncio.Condition()
         # Platform message ids are unique per chat across restarts; the gateway drops repeats.
         self._ids = _MESSAGE_IDS
@@ -58,6 +61,9 @@ class RecordingChannel(Channel):
         async with self._changed:
             self.sent.append(msg)
             self._changed.notify_all()
+        answer = dict(msg.buttons).get(self.answer_with or "")
+        if answer is not None:
+            self.push(answer, key=msg.key)
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:

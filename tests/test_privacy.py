@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gateway.app import build_app
-from gateway.contract.events import SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.running import App
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text, request_kind, tool_results
@@ -91,16 +91,28 @@ def obedient(body: dict[str, Any]) -> Reply:
     return Reply("Everything I saw:\n" + _everything(body))
 
 
+class DenyingChannel(RecordingChannel):
+    """The owner's chat, where every request to act is answered no at once (and kept)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer_with = "Deny"
+
+    @property
+    def requests(self) -> list[OutboundMessage]:
+        return [m for m in self.sent if m.buttons]
+
+
 @contextlib.asynccontextmanager
 async def serve(
     home: Path, base_url: str, clock: FakeClock, **sections: Any
-) -> AsyncIterator[tuple[App, RecordingChannel]]:
+) -> AsyncIterator[tuple[App, DenyingChannel]]:
     schedule = {
         "daily_summary": {"enabled": True, "target": str(OWNER), "skip_inactive": False},
         **sections.pop("schedule", {}),
     }
     config = make_config(home, base_url, schedule=schedule, **sections)
-    channel = RecordingChannel()
+    channel = DenyingChannel()
     app = build_app(config, [channel], clock=clock)
     await app.start()
     try:
@@ -402,6 +414,11 @@ async def test_a_conversation_that_read_another_chat_cannot_change_what_every_ch
         await asyncio.wait_for(
             channel.push(f"DO edit_file path=IDENTITY.md; old_text=Corvid; new_text={MEMORY}"), 10
         )
+        # Each write was asked of the owner, with the change and what the turn had read; the
+        # owner said no.
+        asked = [m.text for m in channel.requests]
+        assert len(asked) == 2 and "+++ b/AGENTS.md" in asked[0] and "+++ b/IDENTITY.md" in asked[1]
+        assert "the chat test-group-100" in asked[0]
     async with serve(home, fake_api.base_url, clock) as (_app, channel):
         await asyncio.wait_for(
             channel.push(f"DO write_file path=SOUL.md; content={MEMORY}\n"

@@ -24,6 +24,7 @@ from mcp import MCPError
 from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 
+from agent.approvals.policy import from_annotations, open_world
 from agent.settings import McpServerSettings
 from agent.tools.registry import Handler, Tool, ToolResult
 from agent.workspace.audience import enclosed
@@ -112,7 +113,10 @@ def mcp_tool(server: str, item: mt.Tool, handler: Handler, *, shared: bool) -> T
         handler,
         private_only=not shared,
         checked=False,
-        outside=f"the MCP server {server}",
+        # A tool that says it stays within its own world (a local calendar) brings nothing in.
+        outside=f"the MCP server {server}" if open_world(item.annotations) else None,
+        policy=from_annotations(item.annotations),
+        server=server,
     )
 
 

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.store import Memory
 from agent.settings import AgentSettings
+from agent.skills.catalog import SkillCatalog
 from agent.workspace.audience import (
     BOOTSTRAP_FILES,
     SHARED_BOOTSTRAP,
@@ -129,15 +130,19 @@ class SystemPrompts:
         self.tz = tz
         self.memory = memory
         self.clock = clock
+        # The skills listed in each new session's prompt (``agent/skills``); None: none.
+        self.skills: SkillCatalog | None = None
 
     def __call__(self, key: SessionKey) -> str:
         extra: tuple[str, ...] = ()
+        if self.skills is not None and (listed := self.skills.section(key.private)):
+            extra = (listed,)
         if self.memory is not None:
             now = self.clock.now().astimezone(self.tz)
             # Scheduled jobs run unattended and may read what shared chats wrote: they get no
             # MEMORY.md in their prompt (a private one can still look things up).
             long_term = not key.job
-            extra = (self.memory.snapshot(audience_of(key), now, long_term=long_term),)
+            extra += (self.memory.snapshot(audience_of(key), now, long_term=long_term),)
         return build_system_prompt(
             self.workspace,
             key,

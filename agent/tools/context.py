@@ -56,6 +56,11 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # Who wrote the messages this turn answers (platform ids; none for a scheduled job).
+    senders: frozenset[str] = frozenset()
+    # The owner approved this very call (``agent/approvals``): a file every chat reads may be
+    # changed although the conversation has read text from outside.
+    owner_approved: bool = False
     # Where the changes its writes make are kept; None: not kept (tests of other things).
     history: History | None = None
     # The owner's chats are kept out of guests' notes (memory.owner_reads_guest_notes off).

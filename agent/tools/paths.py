@@ -82,13 +82,14 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     only in its own folder; the owner's sessions never write into a shared chat's places."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
     everyone = area(rel) is EVERYONE or linked_from(ctx.workspace, path, SHARED_BOOTSTRAP)
-    if ctx.private and everyone and not ctx.exposure.clean:
+    if ctx.private and everyone and not ctx.exposure.clean and not ctx.owner_approved:
         # Read by every chat: text from outside that steered the model would reach them all.
         raise PathRefused(
             f"{rel} is read in every chat, groups included, and this conversation has read "
             f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
-            f"carry instructions; so {rel} cannot be changed from it. The owner can edit it by "
-            "hand (the control page's Memory page, or any editor). A new conversation (/new) "
+            f"carry instructions; so {rel} is changed from it only with the owner's approval, "
+            "which was not given. The owner can edit it by hand (the control page's Memory "
+            "page, or any editor). A new conversation (/new) "
             "may change it only if it reads nothing from outside either, and quoted text in "
             "its own prompt (in today's or yesterday's log, or in USER.md) counts as read."
         )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 
+from agent.approvals.policy import Policy
 from agent.tools.context import Grant, TurnContext
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
@@ -101,6 +102,14 @@ class Tool:
     # A synchronous handler whose disk work can take long (walking a large folder): it runs in
     # a worker thread, so every other chat is still answered meanwhile.
     blocking: bool = False
+    # Whether a call runs at once, waits for the owner's yes, or is refused (``agent/approvals``);
+    # the owner's configuration may say otherwise.
+    policy: Policy = Policy.ALLOW
+    # The MCP server it comes from, whose tools the owner may set a policy for together.
+    server: str | None = None
+    # Calls of an ``ask`` tool the owner allowed in advance, by their arguments (``exec``'s
+    # allow patterns); never in a conversation that read text from outside.
+    allowed: Callable[[Any], bool] | None = None
 
     @classmethod
     def typed(
@@ -113,6 +122,8 @@ class Tool:
         private_only: bool = False,
         outside: str | None = None,
         blocking: bool = False,
+        policy: Policy = Policy.ALLOW,
+        allowed: Callable[[Any], bool] | None = None,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
         return cls(
@@ -123,6 +134,8 @@ class Tool:
             private_only=private_only,
             outside=outside,
             blocking=blocking,
+            policy=policy,
+            allowed=allowed,
         )
 
     def schema(self) -> dict[str, Any]:
@@ -210,6 +223,9 @@ class ToolRegistry:
 
     def __contains__(self, name: str) -> bool:
         return name in self._current()
+
+    def tool(self, name: str) -> Tool | None:
+        return self._current().get(name)
 
     async def settle(self) -> None:
         await asyncio.gather(*(source.settle() for source in self._extra))

@@ -88,6 +88,11 @@ class Layout:
         return self.state / "proposals.json"
 
     @property
+    def actions(self) -> Path:
+        """The audit trail: approvals asked, given and refused, commands run (SQLite)."""
+        return self.state / "actions.sqlite"
+
+    @property
     def hand_edits(self) -> Path:
         """When the owner last edited the workspace by hand."""
         return self.state / "hand_edited"

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
+from agent.approvals.policy import ApprovalSettings
 from agent.settings import (
     DEFAULT_MODEL,
     AgentSettings,
@@ -97,6 +98,7 @@ class Config:
     mcp: McpSettings = field(default_factory=McpSettings)
     backup: BackupConfig = field(default_factory=BackupConfig)
     budget: BudgetSettings = field(default_factory=BudgetSettings)
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     # dotted key -> environment variable it referenced that was not set
     missing_env: Mapping[str, str] = field(default_factory=dict)
 

@@ -56,6 +56,8 @@ COMMANDS: tuple[ChatCommandInfo, ...] = (
         owner=True,
     ),
     ChatCommandInfo("deny", "Turn a pairing request down: /deny CODE", owner=True),
+    # The owner's answer to a request to act: sent by its buttons, and spelled out in it.
+    ChatCommandInfo("approval", owner=True),
     ChatCommandInfo(
         "revoke",
         "Take an approval back: /revoke PLATFORM USER_ID",

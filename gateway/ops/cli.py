@@ -20,6 +20,7 @@ from gateway.config.envfile import with_env_file
 from gateway.config.home import init_home, resolve_home
 from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
+from gateway.ops import actions as action_commands
 from gateway.ops import backup as backup_commands
 from gateway.ops import commands
 from gateway.ops import history as memory_history
@@ -28,6 +29,7 @@ from gateway.ops import mcp as mcp_commands
 from gateway.ops import memory as memory_commands
 from gateway.ops import pairing as pairing_commands
 from gateway.ops import proposals as memory_proposals
+from gateway.ops import skills as skill_commands
 from gateway.ops import usage as usage_commands
 from gateway.ops.home import EXIT_CONFIG, NoHome
 from gateway.ops.run import cmd_chat, cmd_run
@@ -154,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     _mcp_commands(top)
     _backup_commands(top)
     _usage_command(top)
+    _action_commands(top)
+    _skill_commands(top)
     doctor = top.add(
         "doctor", "check config, permissions, tokens and the schedule", commands.doctor
     )
@@ -285,6 +289,53 @@ def _mcp_commands(top: _Commands) -> None:
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
         "--timeout", type=float, default=30.0, help="seconds for a server to start (default 30)"
+    )
+
+
+def _action_commands(top: _Commands) -> None:
+    trail = top.add(
+        "actions", "approvals asked, given and refused, and commands run", action_commands.actions
+    )
+    trail.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    trail.add_argument("-n", "--limit", type=int, default=50, help="how many (default 50)")
+    approvals = top.group(
+        top.add(
+            "approvals",
+            "requests to act waiting for your answer (as `approvals list`)",
+            action_commands.approvals,
+        ),
+        "approvals_command",
+        False,
+    )
+    approvals.add("list", "requests to act waiting for your answer", action_commands.approvals)
+    approve = approvals.add("approve", "run a waiting request", action_commands.approvals_approve)
+    approve.add_argument("request_id")
+    approve.add_argument("--always", action="store_true", help="and allow the tool from now on")
+    approvals.add(
+        "deny", "turn a waiting request down", action_commands.approvals_deny
+    ).add_argument("request_id")
+    approvals.add(
+        "forget", "take back 'always' for a tool: it asks again", action_commands.approvals_forget
+    ).add_argument("tool")
+
+
+def _skill_commands(top: _Commands) -> None:
+    skills = top.group(
+        top.add("skills", "what the assistant knows how to do (as `skills list`)",
+                skill_commands.skills_list),
+        "skills_command",
+        False,
+    )  # fmt: skip
+    skills.add("list", "every skill, bundled and installed", skill_commands.skills_list)
+    add = skills.add(
+        "add",
+        "install a skill from a folder or a git URL (shows it first)",
+        skill_commands.skills_add,
+    )
+    add.add_argument("source", help="a folder with SKILL.md (or folders of them), or a git URL")
+    add.add_argument("-y", "--yes", action="store_true", help="install without asking")
+    skills.add("remove", "remove an installed skill", skill_commands.skills_remove).add_argument(
+        "name"
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from agent.loop import Agent
 from agent.memory.consolidation import Curator
@@ -41,11 +41,18 @@ class ChatCommand:
     run: Callable[[InboundMessage], Awaitable[str | WithButtons]]  # returns the answer
 
 
+class Decider(Protocol):
+    """Takes the owner's answer to a request to act (``gateway/runtime/approvals.py``)."""
+
+    def decide(self, request_id: str, answer: str) -> str | None: ...
+
+
 class ChatCommands:
     def __init__(self, agent: Agent, router: Router, pairing: PairingStore | None = None) -> None:
         self.agent = agent
         self.router = router
         self.pairing = pairing
+        self.approvals: Decider | None = None
         self.table = {
             c.name: c
             for c in (
@@ -62,6 +69,7 @@ class ChatCommands:
                 ChatCommand("usage", False, self._usage),
                 ChatCommand("budget", False, self._budget),
                 ChatCommand("memory", False, self._memory),
+                ChatCommand("approval", False, self._approval),
             )
         }
         # /usage and /budget, once the app has a usage ledger (``gateway/usage/commands.py``).
@@ -173,6 +181,23 @@ class ChatCommands:
         return WithButtons(
             *proposal_answer(Curator.of(self.agent.memory), _argument(msg), str(msg.key))
         )
+
+    async def _approval(self, msg: InboundMessage) -> str:
+        if not msg.key.private:
+            return "Only my owner can answer a request to act, in a private chat with me."
+        if self.approvals is None:
+            return "Nothing here asks for approvals."
+        request_id, _, answer = _argument(msg).partition(" ")
+        if not request_id or not answer:
+            return "Which request, and what answer? /approval ID once|always|deny"
+        problem = self.approvals.decide(request_id, answer.strip().lower())
+        if problem is not None:
+            return f"Not taken: {problem}."
+        return {
+            "once": "Approved once.",
+            "always": "Approved; allowed from now on.",
+            "deny": "Denied.",
+        }[answer.strip().lower()]
 
     async def _compact(self, msg: InboundMessage) -> str:
         key = msg.key

@@ -17,6 +17,7 @@ from typing import Any
 
 from channels.pairing import PairingRequest
 from gateway.config.layout import Layout
+from gateway.runtime.approvals import OwnerApprovals
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,9 @@ class ControlServer:
     ``cancel_job`` (through ``cancel_job``, which returns None or why it could not) and
     ``reload`` (config.yaml read again: what was applied, what waits for a restart) and
     ``paired`` (``corvid pairing`` answered a request: its notice and the person are told) and
-    ``rotate_token`` (the control page's new access token; False when the page is not up)."""
+    ``rotate_token`` (the control page's new access token; False when the page is not up) and
+    ``approvals`` (the requests to act waiting for the owner) and ``decide`` (an answer to
+    one)."""
 
     def __init__(
         self,
@@ -49,8 +52,10 @@ class ControlServer:
         reload: Reload | None = None,
         paired: Paired | None = None,
         rotate_token: RotateToken | None = None,
+        approvals: OwnerApprovals | None = None,
     ) -> None:
         self.path = path
+        self._approvals = approvals
         self._status = status
         self._reload = reload
         self._paired = paired
@@ -115,6 +120,11 @@ class ControlServer:
             return {"ok": True}
         if cmd == "rotate_token" and self._rotate_token is not None:
             return {"ok": self._rotate_token()}
+        if cmd == "approvals" and self._approvals is not None:
+            return {"ok": True, "waiting": [r.as_dict() for r in self._approvals.waiting()]}
+        if cmd == "decide" and self._approvals is not None:
+            problem = self._approvals.decide(str(request["id"]), str(request["answer"]))
+            return {"ok": problem is None, "error": problem}
         if cmd == "cancel_job":
             problem = self._cancel_job(str(request["id"]))
             return {"ok": problem is None, "error": problem}

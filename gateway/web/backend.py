@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import asyncio
 
+    from agent.approvals.gate import ApprovalRequest
     from agent.memory.consolidation import Curator
     from agent.memory.hits import Hit
     from agent.workspace.history import History
@@ -50,6 +51,16 @@ class Backend(Protocol):
         ...
 
     def pending_restart(self) -> list[str]: ...
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def approvals_waiting(self) -> list[ApprovalRequest]:
+        """The requests to act waiting for the owner's answer."""
+        ...
+
+    def decide_approval(self, request_id: str, answer: str) -> str | None:
+        """The owner's answer to one: None when taken, else why not."""
+        ...
 
     # -- sessions and transcripts ------------------------------------------------------------
 

@@ -22,6 +22,7 @@ NAV = (
     ("/jobs", "Jobs"),
     ("/usage", "Usage"),
     ("/pairing", "Pairing"),
+    ("/actions", "Actions"),
     ("/chat", "Chat"),
     ("/config", "Config"),
 )

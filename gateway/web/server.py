@@ -20,6 +20,7 @@ from aiohttp import web
 from gateway.config.loader import ChannelConfig
 from gateway.usage import page as usage_page
 from gateway.web import (
+    actions_page,
     admin,
     chat_page,
     history_page,
@@ -114,6 +115,7 @@ class WebServer:
         sessions_page.routes(app)
         chat_page.routes(app)
         usage_page.routes(app)
+        actions_page.routes(app)
         return app
 
     async def start(self) -> None:

@@ -373,7 +373,9 @@ async def test_through_the_gateway_a_group_never_sees_a_private_servers_tools(
         "mine": {"command": sys.executable, "args": [SERVER]},
         "ours": {"command": sys.executable, "args": [SERVER], "shared": True},
     }
-    app, channel = await start_gateway(mcp={"servers": servers})
+    # The fake server's tools say nothing of themselves, so they would ask first: allowed here.
+    approvals = {"tools": {"mine__*": "allow", "ours__*": "allow"}}
+    app, channel = await start_gateway(mcp={"servers": servers}, approvals=approvals)
     fake_api.enqueue(Reply(tool_calls=[("mine__image", {})]), Reply("a red dot"))
     channel.push("show me the picture")
     await channel.wait_sent(1)

@@ -199,8 +199,10 @@ async def test_a_conversation_that_searched_cannot_change_what_every_chat_reads(
     )
     channel.push("how long do crows live?")
     await channel.wait_sent(1)
+    channel.answer_with = "Deny"  # the owner is asked (the request, their "Denied.", the reply)
     channel.push("write what the page said into AGENTS.md")
-    await channel.wait_sent(2)
+    await channel.wait_sent(4)
+    assert "(web search results)" in channel.sent[1].text
     [result] = [
         b for b in fake_api.message_requests[-1].body["messages"][-1]["content"]
         if b["type"] == "tool_result"

@@ -340,8 +340,10 @@ async def test_the_owner_edits_the_files_every_chat_reads_by_hand_whatever_a_cha
         Reply(tool_calls=[("write_file", {"path": "AGENTS.md", "content": "obey the letter"})]),
         Reply("I may not."),
     )
+    channel.answer_with = "Deny"  # the owner is asked (the request, their "Denied.", the reply)
     channel.push("read the letter")
-    await channel.wait_sent(1)
+    await channel.wait_sent(3)
+    assert "a file sent in chat" in channel.sent[0].text
     agents = home / "workspace" / "AGENTS.md"
     (refused,) = tool_results(fake_api.message_requests[-1].body)
     assert refused.get("is_error") and "a file sent in chat" in str(refused["content"])
@@ -355,9 +357,9 @@ async def test_the_owner_edits_the_files_every_chat_reads_by_hand_whatever_a_cha
     )  # fmt: skip
     assert status == 303 and agents.read_text() == "# How you work\n\nBe brief.\n"
     channel.push("/new")
-    await channel.wait_sent(2)
+    await channel.wait_sent(4)
     channel.push("hello")
-    await channel.wait_sent(3)
+    await channel.wait_sent(5)
     assert "Be brief." in _system(fake_api.message_requests[-1].body)
 
 

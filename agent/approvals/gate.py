@@ -1,0 +1,199 @@
+"""The gate every tool call passes: it runs what the policy allows, refuses what it denies, and
+for the rest asks the owner and waits (bounded) for their answer.
+
+A turn that has read text from outside the owner's own chats (a web page, search results, an
+MCP server's answer, another chat's messages) is *tainted*: the model may be following orders
+hidden in that text. A tainted turn is asked for every ``ask`` action even when the owner said
+"always" for the tool, and for any write to a file every chat reads (shown as a diff). In a
+shared chat the request goes only to the owner's private chat, and only when the owner wrote
+the messages the turn answers: a group member cannot make the owner's phone ring.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, Protocol
+
+from agent.approvals.audit import AuditLog, shown_arguments
+from agent.approvals.policy import Policy, chosen
+from agent.approvals.shared_files import everyone_path, proposed_diff
+from agent.tools.context import TurnContext
+from agent.tools.registry import Tool, ToolResult
+from gateway.contract.events import SessionKey
+
+log = logging.getLogger(__name__)
+
+
+class Answer(StrEnum):
+    ONCE = "once"
+    ALWAYS = "always"
+    DENY = "deny"
+    UNANSWERED = "unanswered"  # the wait ran out: no
+    UNASKED = "unasked"  # there was no private chat of the owner's to ask in: no
+
+
+ANSWERS = (Answer.ONCE, Answer.ALWAYS, Answer.DENY)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the owner is shown: the exact call, which chat it came from, what untrusted text
+    the turn had read, and for a file every chat reads the change it would make."""
+
+    id: str
+    tool: str
+    arguments: str  # JSON, long values cut
+    chat: SessionKey
+    sources: tuple[str, ...] = ()
+    diff: str = ""
+
+    @property
+    def tainted(self) -> bool:
+        return bool(self.sources)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "chat": str(self.chat),
+            "sources": list(self.sources),
+            "diff": self.diff,
+        }
+
+
+class Asker(Protocol):
+    """Whoever can reach the owner (the gateway): tells them of ``request`` in their private
+    chat and returns their answer, ``UNANSWERED`` when the wait runs out."""
+
+    async def ask(self, request: ApprovalRequest) -> Answer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """The gate's word on one call: run it (with ``ctx``) and tell the model ``note`` first,
+    or refuse it with ``refusal``."""
+
+    ctx: TurnContext
+    refusal: str | None = None
+    note: str = ""
+
+    def result(self, out: ToolResult) -> ToolResult:
+        if not self.note:
+            return out
+        return ToolResult(f"{self.note}\n{out.text}", out.is_error, out.blocks)
+
+
+# Is this person (by platform and id) the owner?
+IsOwner = Callable[[str, str], bool]
+
+
+class Gate:
+    def __init__(
+        self,
+        audit: AuditLog,
+        asker: Asker | None = None,
+        overrides: Mapping[str, str] | None = None,
+        is_owner: IsOwner | None = None,
+    ) -> None:
+        self.audit = audit
+        self.asker = asker
+        self.overrides = dict(overrides or {})
+        self.is_owner = is_owner or (lambda platform, user: False)
+
+    def policy(self, tool: Tool) -> Policy:
+        return chosen(tool.name, tool.policy, self.overrides, tool.server)
+
+    async def review(self, tool: Tool | None, args: Any, ctx: TurnContext) -> Review:
+        if tool is None or (tool.private_only and not ctx.private):
+            return Review(ctx)  # the registry answers for a tool this chat is not offered
+        if ctx.grant is not None and not ctx.grant.permits(tool.name):
+            return Review(ctx)  # refused by the grant, in the registry's words
+        policy = self.policy(tool)
+        everyone = everyone_path(ctx, tool.name, args)
+        shared_write = everyone is not None and ctx.private and not ctx.exposure.clean
+        chat = str(ctx.key)
+        shown = shown_arguments(args)
+        if policy is Policy.DENY:
+            self.audit.record("blocked", tool.name, chat, arguments=shown)
+            return Review(ctx, f"{tool.name} is turned off by the owner; it was not run.")
+        if policy is Policy.ALLOW and not shared_write:
+            return Review(ctx)
+        # A shared chat's own messages are text from outside the owner's chats too.
+        sources = (
+            *(() if ctx.private else ("this shared chat's messages",)),
+            *ctx.exposure.sources,
+        )
+        allowed = tool.allowed is not None and tool.allowed(args)
+        if not sources and not shared_write and (self.audit.always(tool.name) or allowed):
+            return Review(ctx)
+        if not ctx.private and not self._owner_asked(ctx):
+            return self._not_the_owners(tool, ctx, shown, sources)
+        diff = proposed_diff(ctx, tool.name, args, everyone) if everyone and shared_write else ""
+        request = ApprovalRequest(secrets.token_hex(4), tool.name, shown, ctx.key, sources, diff)
+        self.audit.record(
+            "asked", tool.name, chat, arguments=shown, sources=sources, request=request.id
+        )
+        answer = Answer.UNASKED if self.asker is None else await self.asker.ask(request)
+        self.audit.record(
+            _EVENTS[answer],
+            tool.name,
+            chat,
+            arguments=shown,
+            sources=sources,
+            request=request.id,
+        )
+        log.info("%s: %s for %s: %s", ctx.key, request.id, tool.name, answer)
+        if answer is Answer.ALWAYS:
+            self.audit.allow_always(tool.name)
+        if answer in (Answer.ONCE, Answer.ALWAYS):
+            cleared = replace(ctx, owner_approved=True) if shared_write else ctx
+            return Review(cleared, note="[The owner approved this call.]")
+        if shared_write:
+            # Not approved: the tool refuses it itself, saying why the owner was asked.
+            return Review(ctx)
+        return Review(ctx, _REFUSALS[answer].format(tool=tool.name))
+
+    def _not_the_owners(
+        self, tool: Tool, ctx: TurnContext, shown: str, sources: tuple[str, ...]
+    ) -> Review:
+        """A shared chat's turn that someone other than the owner asked for: nobody is asked."""
+        self.audit.record(
+            "refused",
+            tool.name,
+            str(ctx.key),
+            arguments=shown,
+            sources=sources,
+            detail="asked for by someone other than the owner",
+        )
+        return Review(
+            ctx,
+            f"{tool.name} needs the owner's approval, and only the owner's own requests can ask "
+            "for it; it was not run.",
+        )
+
+    def _owner_asked(self, ctx: TurnContext) -> bool:
+        """Did the owner write every message this shared chat's turn answers?"""
+        return bool(ctx.senders) and all(
+            self.is_owner(ctx.key.channel, sender) for sender in ctx.senders
+        )
+
+
+_EVENTS = {
+    Answer.ONCE: "approved",
+    Answer.ALWAYS: "always",
+    Answer.DENY: "denied",
+    Answer.UNANSWERED: "unanswered",
+    Answer.UNASKED: "refused",
+}
+_REFUSALS = {
+    Answer.DENY: "The owner declined {tool}; it was not run. Do not try it again another way.",
+    Answer.UNANSWERED: "The owner did not answer the request to run {tool} in time, so it was "
+    "not run.",
+    Answer.UNASKED: "{tool} needs the owner's approval and there is no private chat to ask them "
+    "in; it was not run.",
+}

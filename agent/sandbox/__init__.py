@@ -1,0 +1,1 @@
+"""The ``exec`` tool: a shell command run under bubblewrap, never outside it."""
