@@ -215,3 +215,19 @@ def test_functions_stay_short_or_say_why():
             if length > MAX_FUNCTION_LINES and not above.startswith(LONG_MARKER):
                 long.append(f"{name}.{node.name}: {length} lines")
     assert long == []
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject.toml names the packages a wheel (Docker, `pip install .`) carries; an editable
+    install finds any folder, so a package missing from the list only fails once installed."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("agent", "channels", "gateway")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert found - listed == set()
