@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,6 +22,7 @@ from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM, LLMResponse
 from agent.model.wire import reply_text, user_content
+from agent.outcome import Tally, TurnOutcome, TurnStatus
 from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions
 from agent.sessions.prompt import SystemPrompts
@@ -40,47 +40,6 @@ from gateway.contract.events import NO_REPLY, InboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
-
-
-class TurnStatus(StrEnum):
-    OK = "ok"
-    RESUMED = "resumed"  # the reply was written before a restart; sent without a model call
-    ITERATION_CAP = "iteration_cap"
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    text: str
-    usage: Usage
-    calls: int
-    status: TurnStatus = TurnStatus.OK
-    model_seconds: float = 0.0  # waiting for the model, all calls together
-    tool_calls: int = 0
-    # Text the model wrote before its tool calls: finished pieces of the answer, in order.
-    # ``text`` is the final reply alone; a listener heard each of these as it was finished.
-    earlier: tuple[str, ...] = ()
-
-    @property
-    def full_text(self) -> str:
-        """The whole answer: the earlier pieces and the final reply."""
-        return "\n\n".join(t for t in (*self.earlier, self.text) if t)
-
-
-@dataclass(slots=True)
-class _Tally:
-    """What a turn has cost so far."""
-
-    usage: Usage = field(default_factory=Usage)
-    calls: int = 0
-    tool_calls: int = 0
-    waited: float = 0.0
-    retried_overflow: bool = False
-    earlier: list[str] = field(default_factory=list)
-
-    def outcome(self, text: str, status: TurnStatus = TurnStatus.OK) -> TurnOutcome:
-        return TurnOutcome(
-            text, self.usage, self.calls, status, self.waited, self.tool_calls, tuple(self.earlier)
-        )
 
 
 class Agent:
@@ -255,7 +214,7 @@ class Agent:
 
         A context-overflow error from the API compacts the session and retries once.
         """
-        tally = _Tally()
+        tally = Tally()
         try:
             # Tools of MCP servers still starting (just after start-up) get a bounded chance
             # to be offered in this turn.
@@ -313,7 +272,7 @@ class Agent:
         state: SessionState,
         ctx: TurnContext,
         note_and_listener: tuple[str | None, Listener | None],
-        tally: _Tally,
+        tally: Tally,
         charge: Charge,
     ) -> LLMResponse:
         system_note, listen = note_and_listener
@@ -387,7 +346,7 @@ def _request_start(messages: Sequence[dict[str, Any]]) -> int:
     return len(messages)
 
 
-def _said(content: list[dict[str, Any]], tally: _Tally, listen: Listener | None) -> None:
+def _said(content: list[dict[str, Any]], tally: Tally, listen: Listener | None) -> None:
     """Text written before the turn goes on (before tools run): a piece of the answer."""
     piece = reply_text(content)
     if piece and piece.strip() != NO_REPLY:  # "nothing to say" before a tool: said to no one

@@ -8,7 +8,8 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 
-from agent.loop import Agent, TurnOutcome
+from agent.loop import Agent
+from agent.outcome import TurnOutcome
 from agent.sessions.state import Usage
 from channels.base import Channel
 from gateway.contract.errors import LLMError

@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.loop import Agent, TurnStatus
+from agent.loop import Agent
 from agent.model.port import LLMResponse
 from agent.model.wire import user_content
+from agent.outcome import TurnStatus
 from agent.sessions.compaction import FLUSH_NOTE, SUMMARY_SYSTEM
 from agent.sessions.state import SUMMARY_PREFIX
 from agent.sessions.transcript import SessionStore

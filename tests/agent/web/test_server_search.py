@@ -165,8 +165,8 @@ def test_at_most_five_sources_are_listed():
 
 async def test_a_restart_between_a_pause_and_its_continuation_goes_on(tmp_path):
     """The paused answer is not the reply: after a restart the turn asks the API again."""
-    from agent.loop import TurnStatus
     from agent.model.port import LLMResponse
+    from agent.outcome import TurnStatus
     from agent.sessions.state import Usage
     from tests.agent.test_loop import KEY, make_agent, message
     from tests.fakes.scripted_model import ScriptedModel, text
