@@ -5,6 +5,7 @@ the background model."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from typing import Any
 
@@ -174,6 +175,8 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     assert main(["usage", "--by", "model", "--home", str(home)], environ={}) == 0
     shown = capsys.readouterr().out
     assert "claude-sonnet-5-5" in shown and "total " in shown
+    header = r"^ +calls +input +cache write +cache read +output +searches +cost$"
+    assert re.search(header, shown, re.M)
     # It asks the running gateway over its socket, from a process (a thread here) of its own.
     assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
     assert "Usage: today " in capsys.readouterr().out

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from gateway.ops.home import read_config
-from gateway.usage.report import money
+from gateway.usage.report import FIGURES, figures, money
 
 DEFAULT_DAYS = 30
 
@@ -39,20 +39,8 @@ def usage(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> i
     if not rows:
         print("  none")
         return 0
-    head = ("", "calls", "input", "cache write", "cache read", "output", "searches", "cost")
-    table = [head] + [
-        (
-            str(r["key"] if r["key"] is not None else "-"),
-            f"{r['calls']:,}",
-            f"{r['input']:,}",
-            f"{r['cache_write']:,}",
-            f"{r['cache_read']:,}",
-            f"{r['output']:,}",
-            f"{r['web_searches']:,}",
-            money(r["cost"]),
-        )
-        for r in rows
-    ]
+    head = ("", *(f.lower() for f in FIGURES))
+    table = [head] + [(str(r["key"] if r["key"] is not None else "-"), *figures(r)) for r in rows]
     total = sum(r["cost"] for r in rows)
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from agent.model.charge import Purpose
 from agent.usage.ledger import Period, UsageLedger
-from gateway.usage.report import money
+from gateway.usage.report import FIGURES, figures, money
 from gateway.web.html import esc, page, table
 from gateway.web.respond import BACKEND, GUARD, html_response
 
@@ -58,20 +58,8 @@ async def usage_page(request: web.Request) -> web.StreamResponse:
         if key == "job":
             rows = [r for r in rows if r["key"] is not None]
         body += f"<h2>{titles[key]}</h2>" + table(
-            ("", "Calls", "Input", "Cache write", "Cache read", "Output", "Searches", "Cost"),
-            (
-                (
-                    esc(r["key"]),
-                    f"{r['calls']:,}",
-                    f"{r['input']:,}",
-                    f"{r['cache_write']:,}",
-                    f"{r['cache_read']:,}",
-                    f"{r['output']:,}",
-                    f"{r['web_searches']:,}",
-                    money(r["cost"]),
-                )
-                for r in rows
-            ),
+            ("", *FIGURES),
+            ((esc(r["key"]), *figures(r)) for r in rows),
             f"No model calls in the last {DAYS} days.",
         )
     return html_response(page("Usage", body, active="/usage", csrf=csrf))

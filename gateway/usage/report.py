@@ -14,6 +14,15 @@ def money(amount: float) -> str:
     return f"{amount:.2f}" if amount >= 0.01 or amount == 0 else f"{amount:.4f}"
 
 
+FIGURES = ("Calls", "Input", "Cache write", "Cache read", "Output", "Searches", "Cost")
+
+
+def figures(row: dict[str, Any]) -> tuple[str, ...]:
+    """A totals row's figures, in the order of ``FIGURES`` (the CLI's and the page's tables)."""
+    counts = ("calls", "input", "cache_write", "cache_read", "output", "web_searches")
+    return (*(f"{row[c]:,}" for c in counts), money(row["cost"]))
+
+
 def tokens(row: dict[str, Any]) -> str:
     total_in = row["input"] + row["cache_write"] + row["cache_read"]
     return f"{total_in:,} in ({row['cache_read']:,} from cache), {row['output']:,} out"
