@@ -745,3 +745,29 @@ def test_a_link_defined_once_works_in_every_piece():
     assert sum(str(html).count(target) for _, html in cut) == 12  # every link, resolved
     shown = "\n".join(visible_text(str(html)) for _, html in cut) + "\n"
     assert all((f"crow {n}\n" if n % 100 == 0 else f"a{n}\n") in shown for n in range(1200))
+
+
+async def test_a_photo_that_cannot_be_seen_is_said_so_to_the_model(
+    telegram_gateway, fake_telegram, fake_api
+):
+    """Over the cap in every size (nothing downloaded), not an image once downloaded, gone from
+    Telegram: each reaches the model as a note instead of an image. A photo of exactly the cap
+    is seen."""
+    cap = 10_000
+    await telegram_gateway(max_image_bytes=cap)
+    exact = _png(2, 2)
+    exact += b"\x00" * (cap - len(exact))
+    not_image = b"this is not a picture"
+    sent = []
+    for data, size in ((b"", cap + 1), (not_image, len(not_image)), (exact, cap), (None, 10)):
+        file_id, uid = fake_telegram.add_file(data) if data is not None else ("gone", "ugone")
+        photo = {"file_id": file_id, "file_unique_id": uid, "width": 2, "height": 2}
+        fake_telegram.text("", caption="look", photo=[{**photo, "file_size": size}])
+        sent.append(await fake_telegram.wait_sent(len(sent) + 1))
+    asked = [json.dumps(r.body["messages"][-1]["content"]) for r in fake_api.message_requests]
+    assert len(asked) == 4
+    assert "is larger than" in asked[0] and '"image"' not in asked[0]
+    assert "could not be read as an image" in asked[1] and '"image"' not in asked[1]
+    assert '"type": "image"' in asked[2] and "[A photo" not in asked[2]
+    assert "downloading it failed" in asked[3]
+    assert len(fake_telegram.calls_to("getFile")) == 3  # not for the photo over the cap
