@@ -16,10 +16,10 @@ import fcntl
 import os
 import sys
 import termios
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -33,6 +33,7 @@ from gateway.contract.atomic import write_atomic
 from gateway.ops import setup_checks as checks
 
 TRIES = 3
+_Found = TypeVar("_Found")  # what checking a secret found (models, a bot, an app)
 
 
 class Stopped(Exception):
@@ -164,20 +165,44 @@ def _anthropic(ask: Ask, plan: Plan) -> None:
     ask.say("\n1. Anthropic API key (https://console.anthropic.com/settings/keys)")
     var, current = plan.secret("llm.api_key", "ANTHROPIC_API_KEY")
     base = plan.get("llm.base_url") or plan.env.get("ANTHROPIC_BASE_URL")
+    got = _checked(
+        ask,
+        "API key",
+        current,
+        lambda key: checks.check_api_key(key, base),
+        empty="   skipped: Corvid cannot answer without one; run corvid setup again",
+        refused="   left as it was; run corvid setup again with a working key",
+    )
+    if got is None:
+        return
+    key, models = got
+    ask.say(f"   ok: the key works (models: {models})")
+    plan.secrets[var] = key
+
+
+def _checked(
+    ask: Ask,
+    prompt: str,
+    current: str,
+    check: Callable[[str], _Found],
+    empty: str = "",
+    refused: str = "",
+) -> tuple[str, _Found] | None:
+    """A secret asked for until ``check`` accepts it (at most TRIES times), with what the check
+    found; None when it is left empty (``empty`` said) or never accepted (``refused`` said)."""
     for _ in range(TRIES):
-        key = ask.secret("API key", current)
-        if not key:
-            ask.say("   skipped: Corvid cannot answer without one; run corvid setup again")
-            return
+        secret = ask.secret(prompt, current)
+        if not secret:
+            if empty:
+                ask.say(empty)
+            return None
         try:
-            models = checks.check_api_key(key, base)
+            return secret, check(secret)
         except checks.Refused as exc:
             ask.say(f"   not accepted: {exc}")
-            continue
-        ask.say(f"   ok: the key works (models: {models})")
-        plan.secrets[var] = key
-        return
-    ask.say("   left as it was; run corvid setup again with a working key")
+    if refused:
+        ask.say(refused)
+    return None
 
 
 def _telegram(ask: Ask, plan: Plan, wait: float) -> None:
@@ -186,27 +211,21 @@ def _telegram(ask: Ask, plan: Plan, wait: float) -> None:
     ask.say("   ending in 'bot'; BotFather answers with the bot's token (123456:ABC...).")
     var, current = plan.secret("channels.telegram.token", "TELEGRAM_BOT_TOKEN")
     base = str(plan.get("channels.telegram.base_url", "https://api.telegram.org/bot"))
-    for _ in range(TRIES):
-        token = ask.secret("Bot token", current)
-        if not token:
-            return
-        try:
-            bot = checks.telegram_bot(base, token)
-        except checks.Refused as exc:
-            ask.say(f"   not accepted: {exc}")
-            continue
-        ask.say(f"   ok: the bot is @{bot.username} ({bot.name})")
-        plan.secrets[var] = token
-        plan.set("channels.telegram.enabled", True)
-        owners = [str(o) for o in plan.get("channels.telegram.allow_from", [])]
-        if owners and token == current:
-            ask.say(f"   you are {owners[0]} (kept)")
-        else:
-            owners = _telegram_owner(ask, base, token, bot, owners, wait)
-        if owners:
-            plan.set("channels.telegram.allow_from", [int(o) for o in owners])
-            plan.owner_chat = plan.owner_chat or f"telegram:private:{owners[0]}"
+    got = _checked(ask, "Bot token", current, lambda token: checks.telegram_bot(base, token))
+    if got is None:
         return
+    token, bot = got
+    ask.say(f"   ok: the bot is @{bot.username} ({bot.name})")
+    plan.secrets[var] = token
+    plan.set("channels.telegram.enabled", True)
+    owners = [str(o) for o in plan.get("channels.telegram.allow_from", [])]
+    if owners and token == current:
+        ask.say(f"   you are {owners[0]} (kept)")
+    else:
+        owners = _telegram_owner(ask, base, token, bot, owners, wait)
+    if owners:
+        plan.set("channels.telegram.allow_from", [int(o) for o in owners])
+        plan.owner_chat = plan.owner_chat or f"telegram:private:{owners[0]}"
 
 
 def _telegram_owner(
@@ -234,30 +253,24 @@ def _discord(ask: Ask, plan: Plan) -> None:
     ask.say("   Token, and turn on Message Content Intent under Privileged Gateway Intents.")
     var, current = plan.secret("channels.discord.token", "DISCORD_BOT_TOKEN")
     base = str(plan.get("channels.discord.api_base_url", "https://discord.com/api/v10"))
-    for _ in range(TRIES):
-        token = ask.secret("Bot token", current)
-        if not token:
-            return
-        try:
-            app = checks.discord_app(base, token)
-        except checks.Refused as exc:
-            ask.say(f"   not accepted: {exc}")
-            continue
-        ask.say(f"   ok: the application is {app.name} ({app.id})")
-        if not app.message_content:
-            ask.say("   Message Content Intent is off: turn it on (Bot → Privileged Gateway")
-            ask.say("   Intents), or Discord closes Corvid's connection.")
-        ask.say(f"   Invite it to your server with: {app.invite_url()}")
-        plan.secrets[var] = token
-        plan.set("channels.discord.enabled", True)
-        owners = [str(o) for o in plan.get("channels.discord.allow_from", [])]
-        question = f"   The application's owner is {app.owner_name} (id {app.owner_id}). You?"
-        if app.owner_id and app.owner_id not in owners and ask.yes(question):
-            owners = [app.owner_id, *owners]
-        if owners:
-            plan.set("channels.discord.allow_from", [int(o) for o in owners])
-            plan.owner_chat = plan.owner_chat or f"discord:dm:{owners[0]}"
+    got = _checked(ask, "Bot token", current, lambda token: checks.discord_app(base, token))
+    if got is None:
         return
+    token, app = got
+    ask.say(f"   ok: the application is {app.name} ({app.id})")
+    if not app.message_content:
+        ask.say("   Message Content Intent is off: turn it on (Bot → Privileged Gateway")
+        ask.say("   Intents), or Discord closes Corvid's connection.")
+    ask.say(f"   Invite it to your server with: {app.invite_url()}")
+    plan.secrets[var] = token
+    plan.set("channels.discord.enabled", True)
+    owners = [str(o) for o in plan.get("channels.discord.allow_from", [])]
+    question = f"   The application's owner is {app.owner_name} (id {app.owner_id}). You?"
+    if app.owner_id and app.owner_id not in owners and ask.yes(question):
+        owners = [app.owner_id, *owners]
+    if owners:
+        plan.set("channels.discord.allow_from", [int(o) for o in owners])
+        plan.owner_chat = plan.owner_chat or f"discord:dm:{owners[0]}"
 
 
 def _timezone(ask: Ask, plan: Plan, environ: Mapping[str, str]) -> None:
