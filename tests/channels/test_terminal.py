@@ -135,8 +135,8 @@ def screen_of(raw: str) -> list[str]:
     return lines
 
 
-class _Tty:
-    """``corvid chat`` at a (pseudo-)terminal, as a person has it."""
+class Tty:
+    """A ``corvid`` command at a (pseudo-)terminal, as a person has it."""
 
     def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
         self.proc, self.master = proc, master
@@ -167,19 +167,26 @@ class _Tty:
 
 
 @contextlib.asynccontextmanager
-async def corvid_chat_at_a_tty(home: Path, api: FakeAnthropic, **env: str) -> AsyncIterator[_Tty]:
-    master, slave = pty.openpty()
+async def corvid_chat_at_a_tty(home: Path, api: FakeAnthropic, **env: str) -> AsyncIterator[Tty]:
     environ = {**os.environ, "ANTHROPIC_API_KEY": "sk-tty-key", "CORVID_HOME": str(home),
                "ANTHROPIC_BASE_URL": api.base_url, "TERM": "xterm", **env}  # fmt: skip
     if "NO_COLOR" not in env:
         environ.pop("NO_COLOR", None)
     environ.pop("ANTHROPIC_AUTH_TOKEN", None)
+    async with corvid_at_a_tty(["chat"], environ) as tty:
+        yield tty
+
+
+@contextlib.asynccontextmanager
+async def corvid_at_a_tty(argv: list[str], environ: dict[str, str]) -> AsyncIterator[Tty]:
+    """``corvid ARGV`` run at a pseudo-terminal; killed on the way out if still running."""
+    master, slave = pty.openpty()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.ops.cli", "chat",
+        sys.executable, "-m", "gateway.ops.cli", *argv,
         stdin=slave, stdout=slave, stderr=slave, env=environ,
     )  # fmt: skip
     os.close(slave)
-    tty = _Tty(proc, master)
+    tty = Tty(proc, master)
     try:
         yield tty
     finally:

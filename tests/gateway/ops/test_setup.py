@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import pty
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -18,7 +17,7 @@ import yaml
 
 from gateway.config.home import init_home
 from gateway.config.yaml_lines import set_values
-from tests.channels.test_terminal import _Tty
+from tests.channels.test_terminal import Tty, corvid_at_a_tty
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import APP_ID, FakeDiscord
 from tests.fakes.telegram_api import BOT_USERNAME, FakeTelegram
@@ -57,22 +56,9 @@ def _home(tmp_path: Path, api: FakeAnthropic, tg: FakeTelegram, dc: FakeDiscord)
 
 
 @contextlib.asynccontextmanager
-async def _setup_at_a_tty(home: Path) -> AsyncIterator[_Tty]:
-    master, slave = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.ops.cli", "setup", "--wait", "30",
-        stdin=slave, stdout=slave, stderr=slave, env=_environ(home),
-    )  # fmt: skip
-    os.close(slave)
-    tty = _Tty(proc, master)
-    try:
+async def _setup_at_a_tty(home: Path) -> AsyncIterator[Tty]:
+    async with corvid_at_a_tty(["setup", "--wait", "30"], _environ(home)) as tty:
         yield tty
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await asyncio.wait_for(proc.wait(), 30)
-        asyncio.get_running_loop().remove_reader(master)
-        os.close(master)
 
 
 def _asks(text: str):
