@@ -18,7 +18,7 @@ from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.ports import Check, Status
-from gateway.ops.doctor.state import check_state_data, check_state_files
+from gateway.ops.doctor.state import check_env_file, check_state_data, check_state_files
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 
@@ -58,6 +58,7 @@ def local_checks(
         _check_dir("home", home, private=False),
         config_check,
         _check_config_file(home, raw),
+        *check_env_file(layout),
         _check_workspace(layout.workspace),
         _check_dir("state", layout.state, private=True),
         *check_state_files(layout),

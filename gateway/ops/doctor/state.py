@@ -16,6 +16,26 @@ from gateway.runtime.journal import unreadable_rows
 WARN, FAIL = Status.WARN, Status.FAIL
 
 
+def check_env_file(layout: Layout) -> list[Check]:
+    """``corvid.env`` holds the API keys and tokens: any access for the group or other users is
+    a failure (``corvid setup`` writes it 0600)."""
+    path = layout.env_file
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return []
+    if not mode & 0o077:
+        return []
+    return [
+        Check(
+            FAIL,
+            "secrets file",
+            f"{path.name} ({mode:04o}) can be read by other users; it holds the API keys",
+            f"chmod 600 {shlex.quote(str(path))}",
+        )
+    ]
+
+
 def check_state_files(layout: Layout) -> list[Check]:
     """Files Corvid writes as 0600 (and sessions/ as 0700). ``state/`` being 0700 already keeps
     them private, so a loose mode here is a warning, not a failure."""

@@ -310,6 +310,25 @@ async def test_an_open_state_folder_fails_with_the_chmod_that_fixes_it(
     assert checks["state files"].fix == f"chmod -R go-rwx {home / 'state'}"
 
 
+async def test_a_secrets_file_others_can_read_fails_without_showing_a_secret(
+    home: Path, api: FakeAnthropic
+):
+    env = setup_home(home, api.base_url)
+    secrets = home / "corvid.env"
+    secrets.write_text(f"ANTHROPIC_API_KEY={KEY}\n")
+    secrets.chmod(0o600)
+    assert "secrets file" not in by_name(await run_checks(home, env, limit=5))
+
+    secrets.chmod(0o640)
+    checks = await run_checks(home, env, limit=5)
+    check = by_name(checks)["secrets file"]
+    assert check.status == FAIL
+    assert check.message == "corvid.env (0640) can be read by other users; it holds the API keys"
+    assert check.fix == f"chmod 600 {secrets}"
+    assert exit_status(checks) == 1
+    assert KEY not in report(checks, {"key": KEY})
+
+
 async def test_a_config_with_an_inline_secret_must_be_private(home: Path, api: FakeAnthropic):
     setup_home(home, api.base_url)
     path = home / "config.yaml"
