@@ -41,7 +41,7 @@ SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 SECRET_STATE = ("web_token", "web_sessions.json")
 # Never kept: what only a running gateway means (its lock, socket and the page `corvid web`
 # opens, which holds the token), and the model files memory search downloads again.
-NEVER = ("state/run.lock", "state/control.sock", "state/web_open.html", "models")
+NEVER = ("state/run.lock", "state/chat.lock", "state/control.sock", "state/web_open.html", "models")
 CHUNK = 1 << 20
 
 

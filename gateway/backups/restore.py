@@ -41,22 +41,35 @@ class RestoreError(Exception):
 
 @contextlib.contextmanager
 def holding_home(layout: Layout) -> Iterator[None]:
-    """The home's run lock, which ``corvid run`` holds while it runs, held by us instead."""
+    """The home's locks, which ``corvid run`` and ``corvid chat`` hold while they run, held by
+    us instead."""
     layout.home.mkdir(parents=True, exist_ok=True)
     layout.state.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(layout.run_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    held: list[int] = []
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise RestoreError(
-                f"Corvid is running for this home (pid {holder}); stop it first "
-                "(systemctl stop corvid, docker stop corvid, or Ctrl-C)"
-            ) from None
+        for path, who in (
+            (layout.run_lock, "Corvid is running"),
+            (layout.chat_lock, "a corvid chat is open"),
+        ):
+            try:
+                # The chat's lock is made by the first chat: none yet, no chat to wait for.
+                flags = os.O_RDWR | (os.O_CREAT if path == layout.run_lock else 0)
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:
+                continue
+            held.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise RestoreError(
+                    f"{who} for this home (pid {holder}); stop it first "
+                    "(systemctl stop corvid, docker stop corvid, or Ctrl-C)"
+                ) from None
         yield
     finally:
-        os.close(fd)
+        for fd in held:
+            os.close(fd)
 
 
 def restore(layout: Layout, archive: Path, backup_dir: Path) -> dict[str, Any]:
@@ -73,7 +86,7 @@ def restore(layout: Layout, archive: Path, backup_dir: Path) -> dict[str, Any]:
             (undo / "home").mkdir(mode=0o700)
             note = {"archive": str(archive), "restored": _now(), "created": manifest["created"]}
             (undo / UNDO_NOTE).write_text(json.dumps(note) + "\n", encoding="utf-8")
-            _swap_in(layout, staging, undo, keep | {undo, layout.run_lock})
+            _swap_in(layout, staging, undo, keep | {undo, layout.run_lock, layout.chat_lock})
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         layout.state.chmod(0o700)
@@ -112,7 +125,9 @@ def undo_restore(layout: Layout, backup_dir: Path) -> dict[str, Any]:
         # The secrets were set aside only if the backup brought its own: then they go back.
         aside_secrets = (undo / "home" / layout.env_file.name).exists()
         keep = excluded(layout, backup_dir, with_secrets=aside_secrets)
-        _move_out(layout.home, swapped / "home", keep | {undo, swapped, layout.run_lock})
+        _move_out(
+            layout.home, swapped / "home", keep | {undo, swapped, layout.run_lock, layout.chat_lock}
+        )
         _move_in(undo / "home", layout.home)
         (swapped / UNDO_NOTE).write_text(
             json.dumps({**note, "undone": _now()}) + "\n", encoding="utf-8"

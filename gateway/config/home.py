@@ -17,22 +17,33 @@ from gateway.contract.atomic import write_atomic
 
 
 class AlreadyRunning(Exception):
-    """Another ``corvid run`` holds this home; the message names its pid."""
+    """Another process holds this home (or its terminal chat); the message names its pid."""
 
 
 def lock_home(home: Path) -> int:
     """Take this home for one ``corvid run`` (two would fight over Telegram's updates and each
     other's control socket). Returns the lock's file descriptor, held until the process ends;
     raises ``AlreadyRunning`` if another process holds it."""
+    return _lock(Layout(home), Layout(home).run_lock, "already running for this home")
+
+
+def lock_terminal_chat(home: Path) -> int:
+    """Take the home's terminal conversation for one ``corvid chat``: every terminal is the same
+    session, and two processes answering it at once would each write its transcript. A
+    ``corvid run`` beside it is fine (it has no terminal)."""
     layout = Layout(home)
+    return _lock(layout, layout.chat_lock, "a corvid chat is already open for this home")
+
+
+def _lock(layout: Layout, path: Path, held: str) -> int:
     layout.state.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(layout.run_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise AlreadyRunning(f"already running for this home (pid {holder})") from None
+        raise AlreadyRunning(f"{held} (pid {holder})") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd

@@ -33,6 +33,11 @@ class Layout:
         return self.state / "run.lock"
 
     @property
+    def chat_lock(self) -> Path:
+        """Held by the one ``corvid chat`` of this home."""
+        return self.state / "chat.lock"
+
+    @property
     def control_socket(self) -> Path:
         """Where the running gateway answers ``corvid status``, ``jobs run`` and ``reload``."""
         return self.state / "control.sock"

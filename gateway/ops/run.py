@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config.home import AlreadyRunning, lock_home
+from gateway.config.home import AlreadyRunning, lock_home, lock_terminal_chat
 from gateway.config.loader import Config
 from gateway.contract.errors import ConfigError
 from gateway.ops.home import EXIT_CONFIG, prepare
@@ -179,6 +179,11 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
         return EXIT_CONFIG
+    try:
+        lock_terminal_chat(home)  # held until the process ends
+    except AlreadyRunning as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 1
     if not _upgraded(config):
         return EXIT_CONFIG
     return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org

@@ -253,6 +253,34 @@ async def test_no_color_is_honoured(tmp_path: Path):
     assert not re.search(r"\x1b\[[0-9;]*m", tty.text), repr(tty.text)  # no colour at all
 
 
+async def test_a_second_chat_on_the_same_home_refuses_and_the_first_goes_on(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply("Still here."))
+    home = tmp_path / "h"
+    try:
+        async with corvid_chat_at_a_tty(home, api) as first:
+            await first.wait_for(prompts)
+            second = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "gateway.ops.cli", "chat",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "ANTHROPIC_API_KEY": "sk-tty-key", "CORVID_HOME": str(home),
+                     "ANTHROPIC_BASE_URL": api.base_url},
+            )  # fmt: skip
+            _out, err = await asyncio.wait_for(second.communicate(b"hello\n"), 30)
+            assert second.returncode == 1
+            expected = f"corvid: a corvid chat is already open for this home (pid {first.proc.pid})"
+            assert expected in err.decode()
+            assert len(api.requests) == 0  # the second never asked the model
+            first.type("hi")
+            await first.wait_for(lambda s: prompts(s) and any("Still here." in x for x in s))
+            first.type("/quit")
+            assert await asyncio.wait_for(first.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+
+
 async def test_a_message_cancelled_with_ctrl_c_is_not_asked_again(tmp_path: Path):
     never = asyncio.Event()
 

@@ -155,24 +155,28 @@ def test_undo_without_a_restore_is_refused(tmp_path):
         undo_restore(layout, layout.backups)
 
 
-def test_restore_is_refused_while_corvid_runs(tmp_path):
+@pytest.mark.parametrize(
+    ("lock", "refusal"),
+    [("run_lock", r"Corvid is running"), ("chat_lock", r"a corvid chat is open")],
+)
+def test_restore_is_refused_while_corvid_runs_or_chats(tmp_path, lock, refusal):
     layout = _home(tmp_path)
     archive = tmp_path / "b.tar.gz"
     make_backup(layout, archive, backup_dir=layout.backups)
     (layout.workspace / "MEMORY.md").write_text("changed\n")
-    before = _tree(layout.home)
-    # The lock `corvid run` holds, taken by another process.
+    # The lock `corvid run` (or `corvid chat`) holds, taken by another process.
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, fcntl, os; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
          "fcntl.flock(fd, fcntl.LOCK_EX); os.pwrite(fd, b'4242\\n', 0); print('held', flush=True);"
          " sys.stdin.read()",
-         str(layout.run_lock)],
+         str(getattr(layout, lock))],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        with pytest.raises(RestoreError, match=r"running for this home \(pid 4242\)"):
+        before = _tree(layout.home)
+        with pytest.raises(RestoreError, match=refusal + r" for this home \(pid 4242\)"):
             restore(layout, archive, layout.backups)
     finally:
         holder.communicate("", timeout=30)
