@@ -850,6 +850,39 @@ EXPLAINED: tuple[Why, ...] = (
         "aiohttp 3.14 lets the guard's refusal out of the resolver unwrapped; this keeps its "
         "words should a version wrap it",
     ),
+    # The audience rules.
+    Why(
+        "agent/workspace/audience.py",
+        "reopened",
+        "opening.start() < closing.start()",
+        "`<` → `<=`",
+        EQUIVALENT,
+        "an opening and a closing tag cannot start at the same place, so they are never equal",
+    ),
+    Why(
+        "agent/workspace/audience.py",
+        "outside_source",
+        'rel.parts[:1] and rel.parts[0].casefold() == "inbox"',
+        "`1` → `2`",
+        EQUIVALENT,
+        "the first two parts are there exactly when the first is: the guard is the same",
+    ),
+    Why(
+        "agent/workspace/audience.py",
+        "note_written",
+        "json.dumps(record, indent=1, ensure_ascii=False)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the indent of the record's JSON changes nothing its reader sees",
+    ),
+    Why(
+        "agent/workspace/audience.py",
+        "note_written",
+        "json.dumps(record, indent=1, ensure_ascii=False)",
+        "`False` → `True`",
+        EQUIVALENT,
+        "JSON reads `\\u00e9` and `é` as the same text",
+    ),
 )
 
 

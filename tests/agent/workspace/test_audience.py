@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import json
+import stat
+from datetime import date
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from agent.workspace.audience import (
     EVERYONE,
+    OWNER_PROMPTS,
+    WRITTEN_AFTER_OUTSIDE,
     area,
     guest_notes,
+    in_owner_prompts,
+    inbox_folder,
+    named_in_chat,
+    note_written,
     notes_path,
+    own_folders,
     quotes_outside,
     untrusted,
+    written_after_outside,
 )
 from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
 
@@ -70,3 +81,73 @@ def test_only_a_paired_guests_chat_has_notes_of_its_own():
         assert notes_path(audience_of(key)) is None, key
     assert not guest_notes(PurePosixPath("memory/chats/telegram-group--100/NOTES.md"))
     assert not guest_notes(PurePosixPath("memory/NOTES.md"))
+
+
+@pytest.mark.parametrize(
+    ("path", "chosen"),
+    [
+        ("chats/abc", False),  # the chat's folder: Corvid named it
+        ("chats/abc/notes.md", True),
+        ("Chats/abc/sub/notes.md", True),
+        ("inbox/chats/abc/2026-11-22", False),  # the day's folder: Corvid's
+        ("inbox/chats/abc/2026-11-22/a.pdf", True),
+        ("inbox/private/2026-11-22", False),
+        ("inbox/private/2026-11-22/a.pdf", True),
+        ("inbox", False),
+        ("memory/chats/abc/2026-11-22.md", False),  # a log: named by Corvid
+        ("notes/a/b/c.md", False),  # the owner's own names
+        ("MEMORY.md", False),
+    ],
+)
+def test_names_chosen_in_chat_are_a_shared_chats_files_and_what_was_sent(path, chosen):
+    # Listing such a name counts as reading from outside: a file name can carry instructions.
+    assert named_in_chat(PurePosixPath(path)) == chosen
+
+
+def test_files_sent_in_chat_go_to_the_inbox_of_their_audience():
+    day = date(2026, 11, 22)
+    assert inbox_folder(OWNER, day) == "inbox/private/2026-11-22"
+    assert inbox_folder(Audience("telegram-group--100"), day) == (
+        "inbox/chats/telegram-group--100/2026-11-22"
+    )
+    assert area(PurePosixPath(inbox_folder(Audience("x"), day)) / "a.pdf") == Audience("x")
+    assert own_folders(OWNER) == ()  # the owner's space is everything else, not a folder
+    assert own_folders(Audience("x")) == ("chats/x", "memory/chats/x", "inbox/chats/x")
+    assert repr(EVERYONE) == "EVERYONE"
+
+
+@pytest.mark.parametrize(
+    ("path", "loaded"),
+    [
+        ("MEMORY.md", True),
+        ("user.md", True),  # another spelling of USER.md
+        ("HEARTBEAT.md", True),
+        ("memory/2026-11-22.md", True),  # the owner's logs are loaded too
+        ("memory/chats/abc/2026-11-22.md", False),
+        ("notes.md", False),
+        ("AGENTS.md", False),  # every chat's prompt: no owner's memory goes there
+        ("notes/MEMORY.md", False),
+    ],
+)
+def test_what_the_owners_prompts_load_without_asking(tmp_path: Path, path, loaded):
+    assert in_owner_prompts(tmp_path, tmp_path / path) == loaded
+
+
+def test_a_file_an_owner_prompt_links_to_is_loaded_with_it(tmp_path: Path):
+    (tmp_path / "notes").mkdir()
+    target = tmp_path / "notes" / "me.md"
+    target.write_text("about me\n")
+    assert in_owner_prompts(tmp_path, target) == False  # noqa: E712 (a bool, not just falsy)
+    (tmp_path / OWNER_PROMPTS[0]).symlink_to(target)
+    assert in_owner_prompts(tmp_path, target) == True  # noqa: E712
+
+
+def test_what_was_written_after_reading_outside_is_kept_private(tmp_path: Path):
+    note_written(tmp_path, "notes/plan.md", "the chat telegram-group--100 «Café»")
+    record = tmp_path / WRITTEN_AFTER_OUTSIDE
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert written_after_outside(tmp_path) == {
+        "notes/plan.md": "the chat telegram-group--100 «Café»"
+    }
+    note_written(tmp_path, "MEMORY.md", "a web page")
+    assert set(json.loads(record.read_text(encoding="utf-8"))) == {"notes/plan.md", "MEMORY.md"}
