@@ -84,6 +84,35 @@ def test_memory_md_is_invisible_in_shared_sessions(ws, path):
         resolve_in_workspace(ctx(ws, SHARED), path)
 
 
+def test_a_path_with_dot_dot_is_refused_even_when_it_would_stay_inside(ws):
+    # Refused by its spelling, before anything is resolved: no probing through "..".
+    with pytest.raises(PathRefused, match=r"contains '\.\.'\. Paths must stay inside"):
+        resolve_in_workspace(ctx(ws), "notes/../notes/a.md")
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("MEMORY.md", "'MEMORY.md' is only available in private chats with the owner"),
+        ("notes/a.md", "'notes/a.md' is only available in private chats with the owner"),
+        ("chats/test-group-9/x.md", "'chats/test-group-9/x.md' belongs to another chat; each "
+         "chat sees only its own files and notes."),
+        ("memory/chats/test-guest-7/NOTES.md", "'memory/chats/test-guest-7/NOTES.md' belongs "
+         "to another chat"),
+    ],
+)  # fmt: skip
+async def test_a_refused_path_says_whose_it_is_and_nothing_of_what_is_there(ws, path, why):
+    result = await call(ws, "read_file", SHARED, path=path)
+    assert result.is_error and why in result.text
+    assert "canary-7f3a" not in result.text
+
+
+async def test_listing_a_folder_that_is_not_the_chats_says_whose_it_is(ws):
+    listed = await call(ws, "list_files", SHARED, path="notes")
+    assert listed.is_error and "'notes' is only available in private chats" in listed.text
+    assert "a.md" not in listed.text
+
+
 async def test_memory_md_through_a_symlink_or_listing_in_shared_sessions(ws):
     (ws / "innocent.md").symlink_to(ws / "MEMORY.md")
     result = await call(ws, "read_file", SHARED, path="innocent.md")
