@@ -51,9 +51,13 @@ def strip_heartbeat_ok(text: str) -> str:
 
 
 def in_active_hours(active: str, local: datetime) -> bool:
+    """Is ``local`` within ``active`` (HH:MM-HH:MM, past midnight when the end comes first;
+    the same start and end: all day)?"""
     start, end = (time.fromisoformat(h.strip().zfill(5)) for h in active.split("-"))
     now = local.time()
-    return start <= now < end if start <= end else (now >= start or now < end)
+    if start == end:
+        return True
+    return start <= now < end if start < end else (now >= start or now < end)
 
 
 @dataclass

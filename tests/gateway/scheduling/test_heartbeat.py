@@ -37,6 +37,8 @@ def test_what_counts_as_content():
     assert in_active_hours("08:00-22:00", datetime(2026, 1, 1, 8, 0, tzinfo=BERLIN))
     assert not in_active_hours("08:00-22:00", datetime(2026, 1, 1, 22, 0, tzinfo=BERLIN))
     assert in_active_hours("22:00-06:00", datetime(2026, 1, 1, 23, 0, tzinfo=BERLIN))
+    for hour in (0, 7, 23):  # the same start and end: all day
+        assert in_active_hours("00:00-00:00", datetime(2026, 1, 1, hour, 59, tzinfo=BERLIN))
 
 
 async def test_an_empty_heartbeat_makes_no_model_call_all_day(home, fake_api, fake_telegram):

@@ -65,7 +65,7 @@ async def test_corvid_jobs_run_works_for_every_kind_of_job(home, fake_api, fake_
         channels={"telegram": fake_telegram.channel_config(allow_from=[str(OWNER)])},
         schedule={
             "daily_summary": {"enabled": True, "target": target, "skip_inactive": False},
-            "heartbeat": {"enabled": True, "target": target, "active_hours": "00:00-23:59"},
+            "heartbeat": {"enabled": True, "target": target, "active_hours": "00:00-00:00"},
         },
     )
     (home / "workspace" / "HEARTBEAT.md").write_text("# Checks\n\n- [ ] water the plants\n")

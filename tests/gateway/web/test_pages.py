@@ -229,7 +229,8 @@ async def test_jobs_are_listed_run_and_cancelled(home, start_gateway, fake_api):
 async def test_a_skipped_run_says_why_and_is_not_shown_as_an_error(home, start_gateway):
     from tests.gateway.web.conftest import WEB, ControlClient
 
-    heartbeat = {"enabled": True, "target": str(PRIVATE)}  # HEARTBEAT.md as shipped: empty
+    # HEARTBEAT.md as shipped (empty), and active all day: "Run now" runs at the real time.
+    heartbeat = {"enabled": True, "target": str(PRIVATE), "active_hours": "00:00-00:00"}
     app, _ = await start_gateway(web=WEB, schedule={"heartbeat": heartbeat})
     client = ControlClient(app.web.url, app.web.token)
     await client.sign_in()
