@@ -280,33 +280,58 @@ async def test_proposals_answered_from_the_terminal(home, fake_api, consolidatin
     assert "No memory proposal is waiting." in capsys.readouterr().out
 
 
-async def test_a_guests_log_feeds_only_the_guests_notes_and_a_groups_log_nothing(
-    home, fake_api, consolidating
-):
+async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, consolidating):
     (home / "workspace" / "MEMORY.md").write_text(MEMORY)
     day = NOW.date().isoformat()
     chats = home / "workspace" / "memory" / "chats"
     for chat, said in (("test-guest-77", "Eve: I am allergic to nuts."),
-                       ("test-group-100", "Bob: GROUP-ONLY-CANARY")):  # fmt: skip
+                       ("test-group-100", "Bob: GROUP-ONLY-CANARY on Tuesdays.")):  # fmt: skip
         (chats / chat).mkdir(parents=True)
         (chats / chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\n{said}\n")
+    answers = {
+        "test-guest-77": {"changes": [{"op": "add", "text": "- Allergic to nuts.",
+                          "reason": "she said so",
+                          "sources": [f"memory/chats/test-guest-77/{day}.md:5"]}]},
+        "test-group-100": {"changes": [{"op": "add", "text": "- Meets on Tuesdays.",
+                           "reason": "Bob said so",
+                           "sources": [f"memory/chats/test-group-100/{day}.md:5"]}]},
+    }  # fmt: skip
     calls: list[dict] = []
-    eve = {"changes": [{"op": "add", "text": "- Allergic to nuts.", "reason": "she said so",
-                        "sources": [f"memory/chats/test-guest-77/{day}.md:5"]}]}  # fmt: skip
-    fake_api.brain = consolidating_brain(calls, eve)
+
+    def brain(body):
+        system = body["system"][0]["text"]
+        if not system.startswith("You curate"):
+            return Reply("ok")
+        calls.append(body)
+        [chat] = [c for c in answers if f"memory/chats/{c}/NOTES.md" in system]
+        return Reply(json.dumps(answers[chat]))
+
+    fake_api.brain = brain
     app, chan = await consolidating.start()
     await run_job(app)
-    # The owner's logs are empty: one call, for Eve's notes; none for the group.
-    [asked] = calls
-    prompt = last_user_text(asked)
-    assert "Eve: I am allergic to nuts." in prompt and "GROUP-ONLY-CANARY" not in prompt
-    assert "memory/chats/test-guest-77/NOTES.md" in asked["system"][0]["text"]
-    [proposal] = chan.sent
-    assert "change(s) to memory/chats/test-guest-77/NOTES.md" in proposal.text
-    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
-    assert "to memory/chats/test-guest-77/NOTES.md" in chan.texts()[-1]
-    notes = chats / "test-guest-77" / "NOTES.md"
-    assert notes.read_text() == "- Allergic to nuts.\n"
+    # The owner's logs are empty: one call for each chat's notes, each reading its own log.
+    assert len(calls) == 2
+    by_chat = {c: b for b in calls for c in answers if f"memory/chats/{c}/NOTES.md" in
+               b["system"][0]["text"]}  # fmt: skip
+    guest, group = (
+        last_user_text(by_chat["test-guest-77"]),
+        last_user_text(by_chat["test-group-100"]),
+    )
+    assert "Eve: I am allergic to nuts." in guest and "GROUP-ONLY-CANARY" not in guest
+    assert "GROUP-ONLY-CANARY" in group and "allergic" not in group
+    assert "one person the owner paired" in by_chat["test-guest-77"]["system"][0]["text"]
+    assert "one shared chat" in by_chat["test-group-100"]["system"][0]["text"]
+    assert MEMORY not in guest + group  # the owner's long-term memory goes to neither
+    # Both proposals go to the owner, each naming whose notes it changes.
+    assert len(chan.sent) == 2
+    [for_group] = [m for m in chan.sent if "test-group-100" in m.text]
+    [for_guest] = [m for m in chan.sent if "test-guest-77" in m.text]
+    assert "the notes of the shared chat test-group-100, from its own log" in for_group.text
+    assert "a paired guest's notes" in for_guest.text
+    for proposal in (for_group, for_guest):
+        await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
+    assert (chats / "test-guest-77" / "NOTES.md").read_text() == "- Allergic to nuts.\n"
+    assert (chats / "test-group-100" / "NOTES.md").read_text() == "- Meets on Tuesdays.\n"
     assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
     status, _ = await run_job(app)
-    assert str(status) == "skipped" and len(calls) == 1  # nothing new anywhere
+    assert str(status) == "skipped" and len(calls) == 2  # nothing new anywhere

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gateway.app import build_app
-from gateway.contract.events import OutboundMessage, SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey, audience_of
 from gateway.running import App
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text, request_kind, tool_results
@@ -359,13 +359,13 @@ async def test_every_route_to_memory_md_is_closed_in_every_shared_scope(home, fa
         await asyncio.wait_for(channel.push("\n".join(orders), key=key, sender="77"), 10)
     results = tool_results(fake_api.message_requests[1].body)
     assert len(results) == len(orders)
-    # Every one was refused or found nothing; none showed or changed MEMORY.md. In a guest's
-    # own chat, memory_update appends to that guest's own notes instead (and only there).
-    guest = key.scope == "guest"
-    assert [r.get("is_error") for r in results[:6]] == [None if guest else True] + [True] * 5
-    if guest:
-        notes = ws / "memory" / "chats" / "test-guest-77" / "NOTES.md"
-        assert notes.read_text() == "planted by a guest\n"
+    # Every one was refused or found nothing; none showed or changed MEMORY.md. memory_update
+    # appends to the chat's own notes instead (and only there); the replace finds nothing there.
+    assert [r.get("is_error") for r in results[:6]] == [None] + [True] * 5
+    chat = audience_of(key).chat
+    notes = ws / "memory" / "chats" / str(chat) / "NOTES.md"
+    assert notes.read_text() == "planted by a guest\n"
+    assert list((ws / "memory" / "chats").glob("*/NOTES.md")) == [notes]
     assert all(MEMORY not in str(r["content"]) for r in results)
     assert (ws / "MEMORY.md").read_text() == original
     assert MEMORY not in channel.texts()[-1]

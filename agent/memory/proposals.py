@@ -17,12 +17,13 @@ import logging
 import re
 import threading
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agent.workspace.audience import quotes_outside, untrusted
+from agent.workspace.audience import chat_of, is_guest, quotes_outside, untrusted
 from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
+from gateway.contract.events import Audience
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Proposal:
     marks_before: dict[str, int]  # where it started reading each log: read again if refused
     status: str = PENDING
     note: str = ""  # why refused, who applied
-    target: str = "MEMORY.md"  # the file it changes (a guest's notes: memory/chats/<guest>/...)
+    target: str = "MEMORY.md"  # the file it changes (a shared chat's notes: memory/chats/<chat>/)
 
     def pending(self) -> list[int]:
         return [i for i, item in enumerate(self.items, 1) if item.status == PENDING]
@@ -71,8 +72,11 @@ class Proposal:
     def summary(self) -> str:
         """The proposal as the owner reads it: each item, its reason, source and diff."""
         head = f"Memory proposal {self.id}: {len(self.items)} change(s) to {self.target}"
-        if self.target != "MEMORY.md":
+        chat = chat_of(PurePosixPath(self.target))
+        if chat is not None and is_guest(Audience(chat)):
             head += " (a paired guest's notes, from their own chat's log: their words)"
+        elif chat is not None:
+            head += f" (the notes of the shared chat {chat}, from its own log: its members' words)"
         body = "\n\n".join(
             item.describe(n) for n, item in enumerate(self.items, 1) if item.status == PENDING
         )

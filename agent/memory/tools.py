@@ -133,11 +133,10 @@ class MemoryTools:
             notes = notes_path(ctx.audience)
             if notes is None:
                 raise ToolError(
-                    "memory_update works only in a private chat with the owner, or in a paired "
-                    "guest's own chat. In a shared chat, use memory_append (today's log) for "
-                    "what should be kept."
+                    "memory_update has no notes to change here: a job that posts to no chat "
+                    "keeps what matters with memory_append (its log)."
                 )
-            # A guest's own notes: what is said here is theirs, and stays in their chat.
+            # A shared chat's own notes (a guest's, a group's): what is said here stays here.
             current = len(read_text(self.memory.workspace / notes).encode())
             ctx.check_room(len(text.encode()) + (current if args["action"] != "append" else 0))
             return self.memory.update_long_term(
@@ -189,9 +188,9 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
         ),
         Tool.typed(
             "memory_update",
-            "Edit MEMORY.md, the curated long-term memory (private chats only; in a paired "
-            "guest's chat, that guest's own notes): append a fact, or replace/remove an exact "
-            "passage that is out of date.",
+            "Edit this chat's curated long-term memory (MEMORY.md in the owner's private chats; "
+            "in a shared chat, that chat's own notes): append a fact, or replace/remove an "
+            "exact passage that is out of date.",
             UpdateArgs,
             tools.update,
         ),

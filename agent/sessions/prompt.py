@@ -18,6 +18,7 @@ from agent.workspace.audience import (
     BOOTSTRAP_FILES,
     SHARED_BOOTSTRAP,
     files_folder,
+    is_guest,
     log_folder,
     notes_path,
     reopened,
@@ -52,8 +53,9 @@ def _places(key: SessionKey) -> str:
             "write there."
         )
     notes = notes_path(audience)
+    about = "this person" if is_guest(audience) else "this chat"
     kept = (
-        f" What is worth knowing about this person for good: memory_update keeps it in {notes}."
+        f" What is worth knowing about {about} for good: memory_update keeps it in {notes}."
         if notes is not None
         else ""
     )

@@ -74,22 +74,35 @@ def log_path(audience: Audience, day: date) -> str:
 
 # A paired guest's direct chat, as ``audience_of`` names it: "<channel>-guest-<id>".
 _GUEST_CHAT = re.compile(r"^[a-z0-9]+-guest-[^/]+$")
-GUEST_NOTES = "NOTES.md"
+# A job's own audience when it posts to no chat (``audience_of``): it has no people to know.
+_JOB_ONLY = re.compile(r"^cron-")
+NOTES = "NOTES.md"
 
 
 def notes_path(audience: Audience) -> str | None:
-    """Where a paired guest's long-term notes are: loaded only in the guest's own direct
-    chat and written only there (``memory_update``); None for every other audience, the
-    owner's (whose long-term memory is MEMORY.md) and a group's alike."""
-    if audience.chat is None or not _GUEST_CHAT.match(audience.chat):
+    """Where a shared chat's long-term notes are (a paired guest's, a group's, a channel's or
+    a thread's): loaded only in that chat and written only there (``memory_update``). None for
+    the owner, whose long-term memory is MEMORY.md, and for a job that posts to no chat."""
+    if audience.chat is None or _JOB_ONLY.match(audience.chat):
         return None
-    return f"{log_folder(audience)}/{GUEST_NOTES}"
+    return f"{log_folder(audience)}/{NOTES}"
+
+
+def is_guest(audience: Audience) -> bool:
+    """A paired guest's direct chat: one person, whose notes the owner may be kept out of."""
+    return audience.chat is not None and _GUEST_CHAT.match(audience.chat) is not None
+
+
+def chat_notes(rel: PurePosixPath) -> bool:
+    """Is ``rel`` a shared chat's notes (``notes_path``)?"""
+    chat = chat_of(rel)
+    return chat is not None and notes_path(Audience(chat)) == str(rel)
 
 
 def guest_notes(rel: PurePosixPath) -> bool:
-    """Is ``rel`` a guest's notes (``notes_path``)?"""
+    """Is ``rel`` a paired guest's notes (the ones ``owner_reads_guest_notes`` is about)?"""
     chat = chat_of(rel)
-    return chat is not None and notes_path(Audience(chat)) == str(rel)
+    return chat is not None and is_guest(Audience(chat)) and chat_notes(rel)
 
 
 def inbox_folder(audience: Audience, day: date) -> str:

@@ -51,12 +51,12 @@ class Consolidation:
     auto_apply: bool = False
 
     async def __call__(self, job: Job, slot: str) -> None:
-        """A proposal for MEMORY.md from the owner's logs, and one for each paired guest's
-        notes from that guest's own log; each sent to the owner's chat."""
+        """A proposal for MEMORY.md from the owner's logs, and one for each shared chat's notes
+        (a paired guest's, a group's) from that chat's own log; each sent to the owner's chat."""
         when = slot_time(slot, ZoneInfo(job.timezone))
         made: list[Proposal] = []
         key = job_key(job.id, SessionKey.parse(job.target))
-        for audience in (OWNER, *self.curator.guests()):
+        for audience in (OWNER, *self.curator.chats()):
             outcome = await self.curator.propose(self.llm, when, audience, key)
             if outcome.chars_in:
                 log.info(

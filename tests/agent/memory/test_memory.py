@@ -116,8 +116,15 @@ async def test_memory_tools_refuse_long_term_in_shared_sessions(memory):
         await call(memory, SHARED, "memory_search", query="prefers tea"),
     ]
     assert all(CANARY not in r.text for r in shared_results)
-    assert shared_results[0].is_error and shared_results[2].is_error
-    assert "private chat" in shared_results[2].text
+    assert shared_results[0].is_error
+    # memory_update in a group changes the group's own notes, never MEMORY.md.
+    assert not shared_results[2].is_error
+    notes = memory.workspace / "memory" / "chats" / GROUP_CHAT / "NOTES.md"
+    assert shared_results[2].text == (
+        f"memory/chats/{GROUP_CHAT}/NOTES.md updated (append); it now has 2 characters."
+    )
+    assert notes.read_text() == "x\n"
+    assert CANARY in (memory.workspace / "MEMORY.md").read_text()
     assert CANARY in (await call(memory, PRIVATE, "memory_get", path="MEMORY.md")).text
     assert CANARY in (await call(memory, PRIVATE, "memory_search", query="prefers tea")).text
     other = await call(memory, PRIVATE, "memory_get", path="USER.md")

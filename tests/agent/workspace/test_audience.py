@@ -14,9 +14,11 @@ from agent.workspace.audience import (
     OWNER_PROMPTS,
     WRITTEN_AFTER_OUTSIDE,
     area,
+    chat_notes,
     guest_notes,
     in_owner_prompts,
     inbox_folder,
+    is_guest,
     named_in_chat,
     note_written,
     notes_path,
@@ -68,19 +70,27 @@ def test_no_spelling_of_the_closing_tag_ends_the_quote_early():
     assert not quotes_outside("nothing quoted here")
 
 
-def test_only_a_paired_guests_chat_has_notes_of_its_own():
+def test_each_shared_chat_has_notes_of_its_own_and_the_owner_has_memory_md():
     guest = audience_of(SessionKey("telegram", "guest", "77"))
     assert notes_path(guest) == "memory/chats/telegram-guest-77/NOTES.md"
     assert guest_notes(PurePosixPath("memory/chats/telegram-guest-77/NOTES.md"))
-    for key in (
-        SessionKey("telegram", "private", "1"),
-        SessionKey("telegram", "group", "-100"),
-        SessionKey("discord", "channel", "5"),
-        SessionKey("discord", "thread", "6"),
+    assert is_guest(guest)
+    for key, chat in (
+        (SessionKey("telegram", "group", "-100"), "telegram-group--100"),
+        (SessionKey("telegram", "group", "-100", topic="7"), "telegram-group--100"),  # its group's
+        (SessionKey("discord", "channel", "5"), "discord-channel-5"),
+        (SessionKey("discord", "thread", "6"), "discord-thread-6"),
     ):
-        assert notes_path(audience_of(key)) is None, key
-    assert not guest_notes(PurePosixPath("memory/chats/telegram-group--100/NOTES.md"))
-    assert not guest_notes(PurePosixPath("memory/NOTES.md"))
+        rel = notes_path(audience_of(key))
+        assert rel == f"memory/chats/{chat}/NOTES.md", key
+        assert area(PurePosixPath(rel)) == Audience(chat)  # read and written by that chat alone
+        assert chat_notes(PurePosixPath(rel)) and not guest_notes(PurePosixPath(rel))
+        assert not is_guest(audience_of(key))
+    assert notes_path(OWNER) is None  # the owner's long-term memory is MEMORY.md
+    assert notes_path(audience_of(SessionKey.parse("cron:shared:digest"))) is None
+    assert not chat_notes(PurePosixPath("memory/NOTES.md"))
+    assert not chat_notes(PurePosixPath("memory/chats/telegram-group--100/2026-11-22.md"))
+    assert not chat_notes(PurePosixPath("chats/telegram-group--100/NOTES.md"))
 
 
 @pytest.mark.parametrize(
