@@ -78,6 +78,10 @@ TARGETS = (
         "tests/agent/memory/test_memory_index.py",
         "tests/agent/workspace/test_quota.py",
         *PRIVACY,
+        "tests/test_guest_memory.py",
+        "tests/test_group_memory.py",
+        "tests/test_abuse.py",
+        "tests/test_consolidation_e2e.py",
         "tests/gateway/scheduling/test_daily_summary.py",
     ),
     _t(

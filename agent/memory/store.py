@@ -322,7 +322,9 @@ def cap_head(text: str, limit: int, rel: str) -> str:
         return text.strip()
     cut = text.rfind("\n", 0, limit)
     cut = cut if cut > 0 else limit
-    next_line = text.count("\n", 0, cut) + 2
+    # The line the rest starts on: the next one after a line break, else (a line longer
+    # than the limit, cut inside) the line the cut is in.
+    next_line = text.count("\n", 0, cut) + (2 if text[cut : cut + 1] == "\n" else 1)
     return (
         text[:cut].strip() + f"\n\n[{rel} continues: {len(text) - cut} more characters from line "
         f'{next_line}. Use memory_search, or memory_get(path="{rel}", from={next_line}).]'

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.memory.index import MemoryIndex
-from agent.memory.store import Memory, cap_head, cap_log
+from agent.memory.store import Memory, cap_head, cap_log, migrate_shared_entries
 from agent.memory.tools import memory_tools
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
@@ -84,6 +84,104 @@ def test_long_term_cap_keeps_the_head():
     capped = cap_head(text, 1000, "MEMORY.md")
     assert capped.startswith("- fact 0") and "fact 4999" not in capped
     assert "MEMORY.md continues" in capped and 'memory_get(path="MEMORY.md", from=' in capped
+
+
+def test_a_log_or_a_file_that_fits_is_kept_whole():
+    text = "## 09:00\n\nwithin the limit\n\n"
+    assert cap_log(text, len(text), "L") == text.strip()
+    assert cap_head(text, len(text), "M") == text.strip()
+
+
+def test_a_capped_log_keeps_from_the_first_entry_that_fits_and_counts_what_it_left_out():
+    note = "[Older part of this log not shown: lines 1-{n} ({c} characters). Read it with "
+    read = 'memory_get(path="L", from=1, lines={n}).]\n\n'
+    # The second entry fits; so would the line before it, but a log is cut at entries.
+    assert cap_log("## a\nxx\ny\n## b\nzz\n", 10, "L") == (
+        (note + read).format(n=3, c=10) + "## b\nzz"
+    )
+    # One entry longer than the limit: its last whole lines that fit, exactly to the limit.
+    entry = "## a\n" + "".join(f"line {i}\n" for i in range(10))
+    assert cap_log(entry, 14, "L") == (note + read).format(n=9, c=61) + "line 8\nline 9"
+    # Its last line alone is longer: that line, whole.
+    entry = "## a\n" + "x" * 30 + "\n" + "y" * 30 + "\n"
+    assert cap_log(entry, 20, "L") == (note + read).format(n=2, c=36) + "y" * 30
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "kept", "rest", "line"),
+    [
+        ("a\nbcdefgh", 5, "a", 8, 2),  # cut at the line break before the limit
+        ("\nab\ncdefgh", 5, "ab", 7, 3),  # counted from the file's first line, empty or not
+        ("abcdefghij\nk", 5, "abcde", 7, 1),  # a line longer than the limit: read it again
+    ],
+)
+def test_a_capped_file_says_exactly_where_the_rest_starts(text, limit, kept, rest, line):
+    assert cap_head(text, limit, "M") == (
+        f"{kept}\n\n[M continues: {rest} more characters from line {line}. "
+        f'Use memory_search, or memory_get(path="M", from={line}).]'
+    )
+
+
+def test_an_old_shared_log_is_split_once_by_audience(tmp_path):
+    ws = tmp_path / "ws"
+    assert migrate_shared_entries(ws) == 0  # no memory folder: nothing to do, nothing made
+    assert not ws.exists()
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-03-11.md").write_text(
+        "# 2026-03-11\n\n## 09:00\n\nthe owner's\n\n## 10:00 · test:group:100\n\nlunch\n\n"
+        "## 11:00 · test:group:100\n\ncake\n\n## 12:00 · test:private:1\n\nmine\n\n"
+    )
+    (ws / "elsewhere.md").write_text("## 10:00 · test:group:100\n\nplanted\n\n")
+    (ws / "memory" / "2026-03-12.md").symlink_to(ws / "elsewhere.md")  # not a log: skipped
+    assert migrate_shared_entries(ws) == 2
+    group = ws / "memory" / "chats" / "test-group-100" / "2026-03-11.md"
+    assert group.read_text() == (
+        "# 2026-03-11\n\n## 10:00 · test:group:100\n\nlunch\n\n"
+        "## 11:00 · test:group:100\n\ncake\n\n"
+    )
+    assert not (ws / "memory" / "chats" / "test-group-100" / "2026-03-12.md").exists()
+    assert "the owner's" in (ws / "memory" / "2026-03-11.md").read_text()  # all stays the owner's
+    assert (ws / "memory" / ".logs-by-audience").is_file()
+    assert migrate_shared_entries(ws) == 0  # once only
+    assert group.read_text().count("lunch") == 1
+
+
+async def test_memory_update_says_what_it_did_or_why_not(memory):
+    async def update(**args):
+        result = await call(memory, PRIVATE, "memory_update", **args)
+        return result.is_error, result.text
+
+    assert await update(action="append", text="  ") == (True, "text must not be empty.")
+    assert await update(action="append", text="prefers   tea") == (
+        False,
+        "MEMORY.md already holds that word for word; nothing was added.",
+    )
+    assert await update(action="replace", text="x") == (
+        True,
+        "replace needs old_text: the exact passage to change.",
+    )
+    size = len((memory.workspace / "MEMORY.md").read_text())
+    assert await update(action="remove", old_text="prefers tea") == (
+        False,
+        f"MEMORY.md updated (remove); it now has {size - len('prefers tea')} characters.",
+    )
+    assert await update(action="rewrite", text="x") == (
+        True,
+        "action must be append, replace or remove.",
+    )
+
+
+async def test_memory_md_may_grow_to_the_write_limit_and_no_further(memory, monkeypatch):
+    import agent.memory.store as store
+
+    path = memory.workspace / "MEMORY.md"
+    size = len(path.read_text())
+    monkeypatch.setattr(store, "MAX_WRITE_CHARS", size + len("- one more\n") + 1)
+    ok = await call(memory, PRIVATE, "memory_update", action="append", text="- one more")
+    assert not ok.is_error and path.read_text().endswith("\n\n- one more\n")
+    over = await call(memory, PRIVATE, "memory_update", action="append", text="- and another")
+    assert over.is_error and "MEMORY.md would be too long (" in over.text
+    assert "another" not in path.read_text()
 
 
 def test_prompt_stays_bounded_with_a_year_of_logs_and_a_200kb_memory(memory, tmp_path):
