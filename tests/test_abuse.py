@@ -755,7 +755,6 @@ def attacks(home: Path) -> list[tuple[str, dict[str, Any]]]:
         ("memory_get", {"path": "memory/transcript.md"}),
         ("edit_file", {"path": "MEMORY.md", "old_text": "CANARY", "new_text": "x"}),
         ("write_file", {"path": "MEMORY.md", "content": HOSTILE_WRITE}),
-        ("memory_update", {"action": "append", "text": HOSTILE_WRITE}),
         ("read_file", {"path": f"../state/sessions/{TRANSCRIPT_NAME}"}),
         ("read_file", {"path": str(transcript)}),
         ("read_file", {"path": f"sessions/{TRANSCRIPT_NAME}"}),
@@ -788,6 +787,8 @@ OPEN_CALLS = [
     ("memory_search", {"query": "long-term memory"}),
     ("memory_search", {"query": "bank PIN"}),
     ("memory_append", {"text": "a note from the group"}),
+    # The group's own long-term notes, never MEMORY.md.
+    ("memory_update", {"action": "append", "text": HOSTILE_WRITE}),
 ]
 
 
@@ -900,6 +901,8 @@ async def test_a_group_model_that_obeys_the_attacker_gets_nothing(home, fake_api
     assert "prefers tea" not in reply
     for path, data in guarded.items():
         assert path.read_bytes() == data, path
+    notes = ws / "memory" / "chats" / GROUP_CHAT / "NOTES.md"
+    assert notes.read_text() == f"{HOSTILE_WRITE}\n"  # memory_update kept it the group's
 
 
 # -- oversized inputs -------------------------------------------------------------------------
