@@ -3,8 +3,8 @@
 ``config.yaml`` is read again and validated whole first: an invalid file changes nothing, and
 the error names the key. Then every option that differs from the running configuration is
 either handed to the part that applies it at once (``LIVE``: who may talk to the bot and where,
-streaming, the schedule and the heartbeat, the model and the caps, memory and compaction
-settings), each part applying its own, or named as needing a restart (every other option: the
+streaming, the schedule and the heartbeat, memory consolidation, the model and the caps,
+memory and compaction settings), each part applying its own, or named as needing a restart (every other option: the
 log level, tokens, turning a channel on or off, the webhook, the control page's address, the
 API's address and key, the time zone, the shared chats' quotas, the longest message, how memory
 is cut for its index). This module reads, compares and hands over; it sets nothing itself. A
@@ -45,11 +45,17 @@ LIVE: dict[str, tuple[str, ...]] = {
         "memory.daily_log_max_chars",
         "memory.long_term_max_chars",
         "memory.search_max_results",
+        "memory.owner_reads_guest_notes",
         "memory.recall.",
         "compaction.",
     ),
     "gateway": ("gateway.shutdown_grace",),
-    "schedule": ("schedule.daily_summary.", "schedule.heartbeat.", "backup."),
+    "schedule": (
+        "schedule.daily_summary.",
+        "schedule.heartbeat.",
+        "backup.",
+        "memory.consolidation.",
+    ),
     "budget": ("budget.",),  # a cap raised in config.yaml holds at once
 }
 

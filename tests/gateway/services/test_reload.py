@@ -189,6 +189,40 @@ async def test_a_new_owner_hears_of_strangers_and_the_key_waits(
         )  # fmt: skip
 
 
+async def test_guests_notes_and_consolidations_auto_apply_change_without_a_restart(
+    home, fake_api, fake_telegram, capsys
+):
+    from gateway.contract.events import SessionKey
+    from gateway.scheduling.jobs import CONSOLIDATION
+
+    raw = _raw(fake_api, fake_telegram)
+    async with _running(home, raw) as app:
+        assert app.agent.memory.cfg.owner_reads_guest_notes
+        assert not app.runner.handlers[CONSOLIDATION].auto_apply
+        raw["memory"] = {
+            "owner_reads_guest_notes": False,
+            "consolidation": {
+                "auto_apply": True,
+                "time": "23:15",
+                "target": f"telegram:private:{OWNER}",
+            },
+        }
+        (home / "config.yaml").write_text(yaml.safe_dump(raw))
+        code, out, _ = await _reload(home, capsys)
+        assert code == 0 and "next restart" not in out, out
+        for key in (
+            "memory.owner_reads_guest_notes",
+            "memory.consolidation.auto_apply",
+            "memory.consolidation.time",
+        ):
+            assert key in out
+        assert not app.agent.memory.cfg.owner_reads_guest_notes
+        assert app.agent.context(SessionKey.parse("telegram:private:42")).guest_notes_hidden
+        assert app.runner.handlers[CONSOLIDATION].auto_apply
+        [job] = [j for j in app.scheduler.jobs() if j.id == CONSOLIDATION]
+        assert job.spec.startswith("15 23 ")
+
+
 class _Parts:
     """A running app reduced to what reloading needs: it records what each part was handed."""
 
