@@ -42,7 +42,6 @@ from bench.telegram_bench import (
     close_telegram,
     cpu_seconds,
     pct,
-    rss_mib,
     settled_rss,
     spawn,
     stop,
@@ -116,7 +115,9 @@ async def polling(tg: FakeTelegram, proc: asyncio.subprocess.Process) -> None:
         raise RuntimeError(f"no getUpdates from the bot: {err.decode()[-2000:]}") from None
 
 
-async def bench_starts(bot: str, tmp: Path, api_url: str, n: int) -> tuple[list[float], list[float]]:
+async def bench_starts(
+    bot: str, tmp: Path, api_url: str, n: int
+) -> tuple[list[float], list[float]]:
     """Start → first getUpdates, and first getUpdates → the reply to a waiting message."""
     starts, firsts = [], []
     for i in range(n):
@@ -129,9 +130,7 @@ async def bench_starts(bot: str, tmp: Path, api_url: str, n: int) -> tuple[list[
     return starts, firsts
 
 
-async def bench_steady(
-    bot: str, tmp: Path, api_url: str, n: int, idle: float
-) -> dict[str, float]:
+async def bench_steady(bot: str, tmp: Path, api_url: str, n: int, idle: float) -> dict[str, float]:
     """Idle RSS once settled, then ``n`` sequential messages: latency and CPU per message."""
     async with running(bot, tmp / f"{bot}-steady", api_url) as (proc, tg, _):
         await polling(tg, proc)
