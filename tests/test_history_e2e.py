@@ -73,3 +73,50 @@ async def test_model_writes_are_recorded_and_undone_from_the_terminal(
     )
     await asyncio.wait_for(chan.push("again", key=PRIVATE), 10)
     assert memory.read_text().endswith("- reads novels\n") and "coffee" in memory.read_text()
+
+
+async def test_the_owner_undoes_the_newest_change_from_the_chat_with_a_button(
+    start_gateway, fake_api, home
+):
+    memory = home / "workspace" / "MEMORY.md"
+    memory.write_text("# Memory\n\n- likes tea\n")
+    fake_api.brain = scripted(
+        {
+            "remember coffee": [
+                ("memory_update", {"action": "replace", "old_text": "tea", "text": "coffee"})
+            ],
+            "remember milk": [("memory_update", {"action": "append", "text": "- with milk"})],
+        }
+    )
+    _app, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("remember coffee", key=PRIVATE), 10)
+    assert "coffee" in memory.read_text()
+
+    # A group cannot; the owner sees the change first, with a button.
+    await asyncio.wait_for(chan.push("/undo", key=GROUP), 10)
+    assert chan.texts(GROUP)[-1] == "Only my owner can undo a change, in a private chat with me."
+    await asyncio.wait_for(chan.push("/undo", key=PRIVATE), 10)
+    shown = chan.sent[-1]
+    assert f"MEMORY.md  {PRIVATE} (memory_update)" in shown.text
+    assert "-- likes tea" in shown.text and "+- likes coffee" in shown.text
+    assert "coffee" in memory.read_text()  # nothing changes before the button
+    buttons = dict(shown.buttons)
+    assert buttons["Keep it"] == "/undo keep"
+    await asyncio.wait_for(chan.push(buttons["Undo it"], key=PRIVATE), 10)
+    assert chan.texts(PRIVATE)[-1].startswith("Undid #")
+    assert memory.read_text() == "# Memory\n\n- likes tea\n"
+    await asyncio.wait_for(chan.push(buttons["Undo it"], key=PRIVATE), 10)
+    assert chan.texts(PRIVATE)[-1] == "There is nothing to undo."  # an undo is not undone
+
+    # A button pressed after a newer change takes nothing back.
+    await asyncio.wait_for(chan.push("remember coffee", key=PRIVATE), 10)
+    await asyncio.wait_for(chan.push("/undo", key=PRIVATE), 10)
+    stale = dict(chan.sent[-1].buttons)["Undo it"]
+    await asyncio.wait_for(chan.push("remember milk", key=PRIVATE), 10)
+    calls = len(fake_api.message_requests)
+    await asyncio.wait_for(chan.push(stale, key=PRIVATE), 10)
+    assert "is no longer the newest change" in chan.texts(PRIVATE)[-1]
+    assert memory.read_text().endswith("- likes coffee\n\n- with milk\n")
+    await asyncio.wait_for(chan.push("/undo keep", key=PRIVATE), 10)
+    assert chan.texts(PRIVATE)[-1] == "Nothing was undone."
+    assert len(fake_api.message_requests) == calls  # commands: no model call

@@ -263,9 +263,8 @@ class History:
 
     # -- going back ---------------------------------------------------------------------------
 
-    def undo(self, audience: Audience, author: Author) -> Change:
-        """Take back the newest change not yet taken back (undos are not undone: restore
-        is the way forward again). Refused when the file changed since."""
+    def undoable(self, audience: Audience) -> Change | None:
+        """The change ``undo`` would take back: the newest not taken back yet."""
         with self._lock:
             self.look()
             undone = {
@@ -274,9 +273,21 @@ class History:
             }
             for change in self.changes(audience, limit=1_000):
                 if change.undoes is None and change.id not in undone:
-                    break
-            else:
+                    return change
+            return None
+
+    def undo(self, audience: Audience, author: Author, expected: int | None = None) -> Change:
+        """Take back the newest change not yet taken back (undos are not undone: restore
+        is the way forward again); with ``expected``, only if that is still the one. Refused
+        when the file changed since."""
+        with self._lock:
+            change = self.undoable(audience)
+            if change is None:
                 raise ToolError("There is nothing to undo.")
+            if expected is not None and change.id != expected:
+                raise ToolError(
+                    f"#{expected} is no longer the newest change: {change.describe()} is."
+                )
             self._put(change, change.before, author, f"undo of #{change.id}", change.id)
             return change
 

@@ -64,6 +64,13 @@ COMMANDS: tuple[ChatCommandInfo, ...] = (
         "/revoke PLATFORM USER_ID — take an approval back",
         owner=True,
     ),
+    ChatCommandInfo(
+        "undo",
+        "Take back the newest change to memory",
+        "/undo — show the newest change to the workspace and take it back (the owner, in a "
+        "private chat)",
+        owner=True,
+    ),
     # The owner's answer to a memory proposal: sent by the proposal's buttons (or typed, as
     # their text fallback shows), so in no menu and not in /help.
     ChatCommandInfo("memory", owner=True),

@@ -7,6 +7,7 @@ behind the messages sent before them; the others are answered at once, even whil
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.proposal_answers import proposal_answer
 from gateway.runtime.router import Router
+from gateway.runtime.undo_answers import undo_answer
 from gateway.usage.commands import UsageCommands
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ class ChatCommands:
                 ChatCommand("usage", False, self._usage),
                 ChatCommand("budget", False, self._budget),
                 ChatCommand("memory", False, self._memory),
+                ChatCommand("undo", False, self._undo),
                 ChatCommand("approval", False, self._approval),
             )
         }
@@ -181,6 +184,16 @@ class ChatCommands:
         return WithButtons(
             *proposal_answer(Curator.of(self.agent.memory), _argument(msg), str(msg.key))
         )
+
+    async def _undo(self, msg: InboundMessage) -> str | WithButtons:
+        """The owner takes back the newest change to the workspace (``undo_answers.py``)."""
+        if not msg.key.private:
+            return "Only my owner can undo a change, in a private chat with me."
+        memory = self.agent.memory
+        if memory is None or memory.history is None:
+            return "Changes to the workspace are not kept here."
+        answer = await asyncio.to_thread(undo_answer, memory.history, _argument(msg), str(msg.key))
+        return WithButtons(*answer)
 
     async def _approval(self, msg: InboundMessage) -> str:
         if not msg.key.private:

@@ -164,11 +164,12 @@ async def test_the_table_answers_exactly_the_listed_commands(start_gateway):
 
     app, _chan = await start_gateway()
     assert set(app.gateway.commands.table) == COMMAND_NAMES
-    assert {name for name, _ in OWNER_COMMANDS} == {"approve", "deny", "revoke"}
+    assert {name for name, _ in OWNER_COMMANDS} == {"approve", "deny", "revoke", "undo"}
     assert commands.HELP.startswith("Commands:\n/new or /reset — start a fresh session")
     assert commands.HELP.endswith(
         "/help — this list\n/approve CODE, /deny CODE — answer a pairing "
         "request (the owner, in a private chat)\n/revoke PLATFORM USER_ID"
-        " — take an approval back\n\nAnything else you write goes to the "
+        " — take an approval back\n/undo — show the newest change to the workspace and take "
+        "it back (the owner, in a private chat)\n\nAnything else you write goes to the "
         "assistant."
     )
