@@ -113,9 +113,12 @@ TARGETS = (
     ),
     _t(
         "agent/memory/tools.py",
+        "tests/agent/memory/test_memory_tools.py",
         "tests/agent/memory/test_memory.py",
         "tests/agent/workspace/test_quota.py",
         *PRIVACY,
+        "tests/test_guest_memory.py",
+        "tests/test_group_memory.py",
         "tests/test_abuse.py",
     ),
     _t(
@@ -853,6 +856,24 @@ EXPLAINED: tuple[Why, ...] = (
         UNSEEN,
         "aiohttp 3.14 lets the guard's refusal out of the resolver unwrapped; this keeps its "
         "words should a version wrap it",
+    ),
+    # The memory tools.
+    Why(
+        "agent/memory/tools.py",
+        "MemoryTools.append",
+        "ctx.check_room(len(text.encode()) + 40)",
+        "`+` → `-`",
+        UNSEEN,
+        "the 40 bytes stand for the entry's heading, an estimate: the quota's tests hold a "
+        "chat to its cap, not to the byte of a heading",
+    ),
+    Why(
+        "agent/memory/tools.py",
+        "MemoryTools.append",
+        "ctx.check_room(len(text.encode()) + 40)",
+        "`40` → `41`",
+        UNSEEN,
+        "as above: one byte of the heading's estimate",
     ),
     # The audience rules.
     Why(
