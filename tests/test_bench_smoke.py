@@ -100,3 +100,31 @@ def test_the_mutation_run_finds_mutants_that_compile_and_change_the_module():
         for mutant in found[:: max(1, len(found) // 10)]:
             source = mutation.mutated_source(mutant)
             assert ast.dump(ast.parse(source)) != original, mutant
+
+
+FLOOR_ROWS = (
+    "start → first getUpdates",
+    "first reply after a start",
+    "idle RSS",
+    "message → reply p50",
+    "message → reply p95",
+    "CPU per message",
+    "3 private chats at once",
+)
+
+
+@pytest.mark.timeout(330)
+def test_the_bench_beside_the_minimal_bot_runs_both_and_prints_every_row():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "floor_bench.py"),
+         "--starts", "1", "--messages", "3", "--idle", "0.5", "--loads", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]  # no header
+    assert len(rows) == len(FLOOR_ROWS), done.stdout
+    for row, name in zip(rows, FLOOR_ROWS, strict=True):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert name in cells[0], row
+        assert NUMBER.match(cells[1]) and NUMBER.match(cells[2]), row  # both bots measured
+        assert cells[4] in ("pass", "miss", "—"), row
