@@ -857,6 +857,16 @@ EXPLAINED: tuple[Why, ...] = (
         "aiohttp 3.14 lets the guard's refusal out of the resolver unwrapped; this keeps its "
         "words should a version wrap it",
     ),
+    # The file tools.
+    Why(
+        "agent/tools/files.py",
+        "",
+        "blocking=True,",
+        "`True` → `False`",
+        UNSEEN,
+        "a tool run on the event loop rather than in a worker thread is slower for the other "
+        "chats only on a slow disk, which no test makes",
+    ),
     # The memory tools.
     Why(
         "agent/memory/tools.py",

@@ -426,3 +426,69 @@ async def test_a_listing_stops_at_its_entry_and_time_bounds(ws, monkeypatch):
     monkeypatch.setattr(walk, "MAX_WALK_SECONDS", 5.0)
     out = (await call(ws, "list_files", recursive=True)).text.splitlines()
     assert len(out) == 33 and not out[-1].startswith("[...")  # MEMORY.md, notes/, 31 notes
+
+
+async def test_what_the_file_tools_make_is_private_whatever_the_umask(ws):
+    old = os.umask(0o277)  # even one that would take the owner's own bits
+    try:
+        assert not (await call(ws, "write_file", path="new/deep/x.md", content="hi")).is_error
+    finally:
+        os.umask(old)
+    for folder in (ws / "new", ws / "new" / "deep"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert (ws / "new" / "deep" / "x.md").stat().st_mode & 0o777 == 0o600
+    # A file replaced keeps the mode it had.
+    (ws / "notes" / "a.md").chmod(0o640)
+    assert not (await call(ws, "write_file", path="notes/a.md", content="new")).is_error
+    assert (ws / "notes" / "a.md").stat().st_mode & 0o777 == 0o640
+
+
+async def test_read_file_windows_say_where_they_are(ws):
+    (ws / "notes" / "empty.md").write_text("")
+    assert (await call(ws, "read_file", path="notes/empty.md")).text == "notes/empty.md is empty."
+    assert (await call(ws, "read_file", path="notes/a.md")).text == "one\ntwo\nthree"
+    first = await call(ws, "read_file", path="notes/a.md", limit=2)
+    assert first.text == "[notes/a.md: lines 1-2 of 3; use offset to read more]\none\ntwo"
+    last = await call(ws, "read_file", path="notes/a.md", offset=2, limit=2)
+    assert last.text == "[notes/a.md: lines 2-3 of 3]\ntwo\nthree"
+    (ws / "notes" / "long.md").write_text("".join(f"{i}\n" for i in range(1, 402)))
+    long = await call(ws, "read_file", path="notes/long.md")
+    assert long.text.startswith("[notes/long.md: lines 1-400 of 401; use offset")
+
+
+async def test_write_and_edit_hold_the_size_limit_to_the_character(ws):
+    from agent.tools.files import MAX_WRITE_CHARS
+
+    at = await call(ws, "write_file", path="notes/big.md", content="a" * MAX_WRITE_CHARS)
+    assert not at.is_error
+    over = await call(ws, "write_file", path="notes/big2.md", content="a" * (MAX_WRITE_CHARS + 1))
+    assert over.is_error and over.text == (
+        f"Content is too long ({MAX_WRITE_CHARS + 1} characters; limit {MAX_WRITE_CHARS})."
+    )
+    folder = await call(ws, "write_file", path="notes", content="x")
+    assert folder.is_error and folder.text == "'notes' is a folder."
+    # An edit may bring a file to the limit exactly, not past it.
+    (ws / "notes" / "e.md").write_text("b" * (MAX_WRITE_CHARS - 8) + "abc")
+    grow = {"path": "notes/e.md", "old_text": "abc", "new_text": "abcdefgh"}
+    assert not (await call(ws, "edit_file", **grow)).is_error
+    assert len((ws / "notes" / "e.md").read_text()) == MAX_WRITE_CHARS
+    past = await call(ws, "edit_file", path="notes/e.md", old_text="fgh", new_text="fghi")
+    assert past.is_error and "too long" in past.text
+    # A file already past it may still be edited if it does not grow.
+    (ws / "notes" / "huge.md").write_text("c" * (MAX_WRITE_CHARS + 10) + "d")
+    assert not (
+        await call(ws, "edit_file", path="notes/huge.md", old_text="d", new_text="e")
+    ).is_error
+
+
+async def test_edit_file_replaces_one_exact_passage_unless_told_all(ws):
+    empty = await call(ws, "edit_file", path="notes/a.md", old_text="", new_text="x")
+    assert empty.text == "old_text must not be empty; use write_file to create a file."
+    once = await call(ws, "edit_file", path="notes/a.md", old_text="two", new_text="2")
+    assert once.text == "Edited notes/a.md: 1 replacement(s)."
+    from agent.tools.files import MAX_WRITE_CHARS
+
+    # Twice in a file near the limit: refused as ambiguous, not as too long.
+    (ws / "notes" / "twice.md").write_text("x" + "-" * (MAX_WRITE_CHARS - 17) + "x")
+    twice = await call(ws, "edit_file", path="notes/twice.md", old_text="x", new_text="y" * 10)
+    assert twice.is_error and "occurs 2 times" in twice.text

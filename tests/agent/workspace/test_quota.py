@@ -108,3 +108,19 @@ async def test_an_upload_past_the_chats_share_is_not_saved_and_the_model_is_told
     assert downloads == []  # refused before downloading it
     saved = await intake.take(OWNER, "minutes.pdf", "application/pdf", 500, read)
     assert not isinstance(saved, str) and saved.path is not None
+
+
+async def test_rewriting_a_file_in_place_needs_room_only_for_what_it_adds(tmp_path):
+    tools, ws, quota = setup(tmp_path)
+    group = ctx(ws, GROUP, quota)
+    path = "chats/test-group-2/a.md"
+    assert not (
+        await tools.call("write_file", {"path": path, "content": "x" * 6000}, group)
+    ).is_error
+    # 6,000 bytes replacing 6,000 in a chat holding 6,000 of its 10,000: no more room needed.
+    same = await tools.call("write_file", {"path": path, "content": "y" * 6000}, group)
+    assert not same.is_error, same.text
+    edit = {"path": path, "old_text": "y" * 6000, "new_text": "z" * 6000}
+    edited = await tools.call("edit_file", edit, group)
+    assert not edited.is_error, edited.text
+    assert (ws / path).read_text() == "z" * 6000
