@@ -867,6 +867,14 @@ EXPLAINED: tuple[Why, ...] = (
         "a tool run on the event loop rather than in a worker thread is slower for the other "
         "chats only on a slow disk, which no test makes",
     ),
+    Why(
+        "agent/tools/listing.py",
+        "list_files",
+        "if time.monotonic() > deadline:",
+        "`>` → `>=`",
+        EQUIVALENT,
+        "the clock landing on the deadline to the nanosecond stops the walk one check earlier",
+    ),
     # The memory tools.
     Why(
         "agent/memory/tools.py",

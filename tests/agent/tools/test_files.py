@@ -492,3 +492,30 @@ async def test_edit_file_replaces_one_exact_passage_unless_told_all(ws):
     (ws / "notes" / "twice.md").write_text("x" + "-" * (MAX_WRITE_CHARS - 17) + "x")
     twice = await call(ws, "edit_file", path="notes/twice.md", old_text="x", new_text="y" * 10)
     assert twice.is_error and "occurs 2 times" in twice.text
+
+
+@pytest.mark.parametrize(("files", "more"), [(500, False), (501, True)])
+async def test_a_listing_shows_at_most_500_entries_and_says_when_there_are_more(ws, files, more):
+    from agent.tools.listing import MAX_LIST_ENTRIES
+
+    folder = ws / "notes" / "many"
+    folder.mkdir()
+    for i in range(files):
+        (folder / f"{i:04d}.md").write_text("x")
+    listed = (await call(ws, "list_files", path="notes/many")).text.splitlines()
+    shown = [line for line in listed if line.startswith("notes/many/")]
+    assert len(shown) == min(files, MAX_LIST_ENTRIES) == 500
+    assert (listed[-1] == "[... more entries not shown; list a subfolder]") is more
+
+
+async def test_a_group_does_not_list_a_second_name_of_a_file(ws):
+    own = ws / "chats" / GROUP_CHAT
+    own.mkdir(parents=True)
+    (own / "mine.md").write_text("ours")
+    os.link(ws / "MEMORY.md", own / "looks-like-ours.md")  # two names: one is the owner's
+    listed = (await call(ws, "list_files", SHARED, path=f"chats/{GROUP_CHAT}")).text
+    assert "mine.md" in listed and "looks-like-ours" not in listed
+    assert (
+        "looks-like-ours"
+        in (await call(ws, "list_files", PRIVATE, path=f"chats/{GROUP_CHAT}")).text
+    )
