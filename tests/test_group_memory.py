@@ -44,7 +44,10 @@ async def test_a_groups_notes_are_its_own_and_the_owners_to_read(home, fake_api)
             await asyncio.wait_for(channel.push("hello", key=key, sender="5"), 10)
             system = fake_api.message_requests[-1].body["system"][0]["text"]
             assert SECRET in system and MEMORY not in system
-            assert f"## {NOTES} (what you keep about this chat" in system
+            header = (
+                f"## {NOTES} (what you keep about this chat, with memory_update; this chat only)"
+            )
+            assert f"{header}\n\n- Badminton on Thursdays ({SECRET})" in system
         # Another group, a guest and a Discord thread try every way in.
         for key in (GROUP_B, EVE, THREAD):
             await asyncio.wait_for(channel.push(PROBES, key=key, sender="77"), 10)

@@ -52,6 +52,8 @@ async def test_a_guests_notes_are_hers_alone_and_the_owners(home, fake_api):
         await asyncio.wait_for(channel.push("hello again", key=EVE, sender="77"), 10)
         system = fake_api.message_requests[-1].body["system"][0]["text"]
         assert EVE_SECRET in system and MEMORY not in system
+        header = f"## {NOTES} (what you keep about this person, with memory_update; this chat only)"
+        assert f"{header}\n\n- Eve is allergic to nuts ({EVE_SECRET})" in system
         # Another guest and a group try every way in.
         for key in (MALLORY, GROUP_A):
             await asyncio.wait_for(channel.push(PROBES, key=key, sender="88"), 10)

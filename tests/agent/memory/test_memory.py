@@ -113,6 +113,7 @@ def test_a_capped_log_keeps_from_the_first_entry_that_fits_and_counts_what_it_le
         ("a\nbcdefgh", 5, "a", 8, 2),  # cut at the line break before the limit
         ("\nab\ncdefgh", 5, "ab", 7, 3),  # counted from the file's first line, empty or not
         ("abcdefghij\nk", 5, "abcde", 7, 1),  # a line longer than the limit: read it again
+        ("\nabcdefgh", 5, "abcd", 4, 2),  # only the first line break before it: cut at it
     ],
 )
 def test_a_capped_file_says_exactly_where_the_rest_starts(text, limit, kept, rest, line):
@@ -313,3 +314,77 @@ async def test_a_hard_link_in_a_groups_own_places_reads_nothing_of_the_owners(me
         assert "canary" not in found.text.lower() and "tea" not in found.text, query
     # The owner still finds both, under their own names.
     assert CANARY in (await call(memory, PRIVATE, "memory_search", query="prefers tea")).text
+
+
+def test_the_owners_snapshot_lists_real_chat_folders_of_today_and_yesterday_only(memory):
+    chats = memory.workspace / "memory" / "chats"
+    for n in range(31):  # more chats than are listed
+        (chats / f"test-group-{100 + n}").mkdir(parents=True)
+        (chats / f"test-group-{100 + n}" / "2026-11-20.md").write_text("## 09:00\n\nx\n")
+        (chats / f"test-group-{100 + n}" / "NOTES.md").write_text("- y\n")
+    (chats / "cron-digest").mkdir()  # a job's own log: no notes of its own
+    (chats / "cron-digest" / "2026-11-21.md").write_text("## 21:00\n\ndigest\n")
+    (chats / "test-group-999").mkdir()  # a chat with a log but no notes
+    (chats / "test-group-999" / "2026-11-19.md").write_text("## 09:00\n\nold\n")
+    elsewhere = memory.workspace.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "2026-11-21.md").write_text("## 09:00\n\nlinked\n")
+    (elsewhere / "NOTES.md").write_text("- linked\n")
+    (chats / "test-group-linked").symlink_to(elsewhere)  # not a chat's folder
+    private = memory.snapshot(OWNER, NOW, long_term=True)
+    logs = private.split("## Shared chats' logs", 1)[1].split("##", 1)[0]
+    notes = private.split("## Shared chats' notes", 1)[1].split("##", 1)[0]
+    assert logs.count("- memory/chats/") == 30  # yesterday's 31, at most 30 of them
+    assert "memory/chats/test-group-100/2026-11-20.md" in logs
+    assert "cron-digest/2026-11-21.md" in logs and "2026-11-19" not in logs
+    assert notes.count("- memory/chats/") == 30 and "test-group-100/NOTES.md" in notes
+    assert "cron-digest" not in notes and "test-group-999" not in notes
+    assert "linked" not in private
+
+
+def test_memory_md_that_is_not_utf8_is_still_read(memory):
+    (memory.workspace / "MEMORY.md").write_bytes(b"- caf\xe9 au lait\n")
+    assert "- caf\ufffd au lait" in memory.snapshot(OWNER, NOW, long_term=True)
+
+
+async def test_memory_md_is_made_private_and_may_be_rewritten_past_the_limit_in_place(
+    memory, monkeypatch
+):
+    import agent.memory.store as store
+
+    path = memory.workspace / "MEMORY.md"
+    path.chmod(0o644)
+    r = await call(memory, PRIVATE, "memory_update", action="append", text="- likes rain")
+    assert not r.is_error and path.stat().st_mode & 0o777 == 0o600
+    monkeypatch.setattr(store, "MAX_WRITE_CHARS", 10)  # the file is over it already
+    same = await call(
+        memory, PRIVATE, "memory_update", action="replace", old_text="rain", text="snow"
+    )
+    assert not same.is_error and path.read_text().endswith("- likes snow\n")
+
+
+async def test_a_groups_notes_do_not_store_a_fact_twice(memory):
+    first = await call(memory, SHARED, "memory_update", action="append", text="- meets Mondays")
+    assert not first.is_error
+    again = await call(memory, SHARED, "memory_update", action="append", text="- meets  Mondays")
+    assert again.text == (
+        f"memory/chats/{GROUP_CHAT}/NOTES.md already holds that word for word; nothing was added."
+    )
+
+
+def test_appending_leaves_no_file_open(memory):
+    fds = len(os.listdir("/proc/self/fd"))
+    for i in range(20):
+        memory.append(f"entry {i}", NOW, OWNER)
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_a_file_planted_where_a_chats_log_folder_goes_is_moved_aside(memory):
+    chats = memory.workspace / "memory" / "chats"
+    chats.mkdir()
+    (chats / GROUP_CHAT).write_text("not a folder")
+    rel = memory.append("the picnic", NOW, audience_of(SHARED), "test:group:2")
+    assert rel == f"memory/chats/{GROUP_CHAT}/2026-11-21.md"
+    assert (chats / GROUP_CHAT).is_dir() and "the picnic" in (memory.workspace / rel).read_text()
+    [aside] = [p for p in chats.iterdir() if ".moved-" in p.name]
+    assert aside.read_text() == "not a folder"
