@@ -43,12 +43,10 @@ async def call(memory: Memory, name: str, key: SessionKey = PRIVATE, **args):
 
 async def test_a_search_needs_a_short_query_and_says_when_nothing_matches(memory):
     assert await call(memory, "memory_search", query="   ") == (True, "query must not be empty.")
-    too_long = f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS})."
-    assert await call(memory, "memory_search", query="q" * (MAX_QUERY_CHARS + 1)) == (
-        True,
-        too_long,
-    )
-    longest = await call(memory, "memory_search", query="q" * MAX_QUERY_CHARS)
+    too_long = "query is too long; use a few keywords (at most 1000)."
+    assert MAX_QUERY_CHARS == 1000
+    assert await call(memory, "memory_search", query="q" * 1001) == (True, too_long)
+    longest = await call(memory, "memory_search", query="q" * 1000)
     assert longest == (False, "Nothing in memory matches that query.")
 
 
@@ -120,16 +118,14 @@ async def test_a_guests_notes_stay_in_their_chat_when_the_owner_is_kept_out(tmp_
 
 async def test_an_entry_is_not_empty_nor_too_long_nor_there_already(memory):
     assert await call(memory, "memory_append", text=" \n") == (True, "text must not be empty.")
-    too_long = f"An entry may have at most {MAX_ENTRY_CHARS} characters."
-    assert await call(memory, "memory_append", text="x" * (MAX_ENTRY_CHARS + 1)) == (
-        True,
-        too_long,
-    )
-    assert await call(memory, "memory_append", text="y" * MAX_ENTRY_CHARS) == (
+    too_long = "An entry may have at most 8000 characters."
+    assert MAX_ENTRY_CHARS == 8000
+    assert await call(memory, "memory_append", text="x" * 8001) == (True, too_long)
+    assert await call(memory, "memory_append", text="y" * 8000) == (
         False,
         "Appended to memory/2026-11-21.md.",
     )
-    assert await call(memory, "memory_append", text="y" * MAX_ENTRY_CHARS) == (
+    assert await call(memory, "memory_append", text="y" * 8000) == (
         False,
         "That is already in memory/2026-11-21.md word for word; nothing was added.",
     )
@@ -154,3 +150,23 @@ def hit(**scores) -> Hit:
 )  # fmt: skip
 def test_each_hit_says_why_it_ranked(scores, shown):
     assert why(hit(**scores)) == shown
+
+
+async def test_a_job_that_posts_to_no_chat_has_no_notes_to_update(memory):
+    job = SessionKey.parse("cron:shared:digest")
+    assert await call(memory, "memory_update", job, action="append", text="- x") == (
+        True,
+        "memory_update has no notes to change here: a job that posts to no chat keeps what "
+        "matters with memory_append (its log).",
+    )
+    assert not (memory.workspace / "memory" / "chats" / "cron-digest" / "NOTES.md").exists()
+
+
+async def test_a_replacement_is_made_even_when_its_text_is_there_already(memory):
+    path = memory.workspace / "MEMORY.md"
+    path.write_text("- prefers tea\n- likes rain\n")
+    done = await call(
+        memory, "memory_update", action="replace", old_text="prefers tea", text="likes rain"
+    )
+    assert done == (False, "MEMORY.md updated (replace); it now has 26 characters.")
+    assert path.read_text() == "- likes rain\n- likes rain\n"

@@ -124,3 +124,22 @@ async def test_rewriting_a_file_in_place_needs_room_only_for_what_it_adds(tmp_pa
     edited = await tools.call("edit_file", edit, group)
     assert not edited.is_error, edited.text
     assert (ws / path).read_text() == "z" * 6000
+
+
+async def test_a_chats_notes_count_against_its_space(tmp_path):
+    tools, ws, quota = setup(tmp_path, chat_bytes=1000)
+    group = ctx(ws, GROUP, quota)
+    notes = ws / "memory" / "chats" / "test-group-2" / "NOTES.md"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("n" * 699 + "\n")  # 700 of the chat's 1,000 bytes: 300 left
+    # An append needs room for its text: 300 bytes fit exactly, 301 do not.
+    full = await tools.call("memory_update", {"action": "append", "text": "a" * 301}, group)
+    assert full.is_error and "This chat's files and notes are full" in full.text
+    fits = await tools.call("memory_update", {"action": "append", "text": "a" * 300}, group)
+    assert not fits.is_error, fits.text
+    # A replacement is written beside the old file first: room for both.
+    notes.write_text("n" * 699 + "\n")
+    copy = await tools.call(
+        "memory_update", {"action": "replace", "old_text": "n", "text": "m"}, group
+    )
+    assert copy.is_error and "full" in copy.text  # 1 + 700 bytes needed, 300 left
