@@ -459,6 +459,8 @@ async def test_read_file_windows_say_where_they_are(ws):
 async def test_write_and_edit_hold_the_size_limit_to_the_character(ws):
     from agent.tools.files import MAX_WRITE_CHARS
 
+    assert MAX_WRITE_CHARS == 1_000_000  # the limit the tools tell the model
+
     at = await call(ws, "write_file", path="notes/big.md", content="a" * MAX_WRITE_CHARS)
     assert not at.is_error
     over = await call(ws, "write_file", path="notes/big2.md", content="a" * (MAX_WRITE_CHARS + 1))
