@@ -967,6 +967,24 @@ EXPLAINED: tuple[Why, ...] = (
         EQUIVALENT,
         "its one caller only asks whether there are any",
     ),
+    Why(
+        "agent/memory/store.py",
+        "Memory.read_visible",
+        "hidden = not self.cfg.owner_reads_guest_notes",
+        "`not self.cfg.owner_reads_guest_notes` → without `not`",
+        UNSEEN,
+        "no caller reads a guest's notes through it in the owner's chats today (the tools and "
+        "the snapshot check the setting themselves); it guards the next one",
+    ),
+    Why(
+        "agent/memory/store.py",
+        "Memory.read_visible",
+        'return ""',
+        "`return ''` → `return None`",
+        UNSEEN,
+        "the guest-notes branch above: no caller reaches it",
+        nth=1,
+    ),
     # The memory tools.
     Why(
         "agent/memory/tools.py",

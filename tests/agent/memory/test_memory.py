@@ -388,3 +388,24 @@ def test_a_file_planted_where_a_chats_log_folder_goes_is_moved_aside(memory):
     assert (chats / GROUP_CHAT).is_dir() and "the picnic" in (memory.workspace / rel).read_text()
     [aside] = [p for p in chats.iterdir() if ".moved-" in p.name]
     assert aside.read_text() == "not a folder"
+
+
+def test_links_at_memory_md_or_a_chats_folder_are_not_followed(memory):
+    ws = memory.workspace
+    outside = ws.parent / "outside.md"
+    outside.write_text("- outside-canary\n")
+    (ws / "MEMORY.md").unlink()
+    (ws / "MEMORY.md").symlink_to(outside)  # out of the workspace
+    assert "outside-canary" not in memory.snapshot(OWNER, NOW, long_term=True)
+    (ws / "MEMORY.md").unlink()
+    (ws / "loop-a.md").symlink_to(ws / "loop-b.md")
+    (ws / "loop-b.md").symlink_to(ws / "loop-a.md")
+    (ws / "MEMORY.md").symlink_to(ws / "loop-a.md")  # a loop of links
+    assert "## MEMORY.md" not in memory.snapshot(OWNER, NOW, long_term=True)
+    real = ws.parent / "a-chat"
+    real.mkdir()
+    (real / "NOTES.md").write_text("- linked-canary\n")
+    (ws / "memory" / "chats").mkdir()
+    (ws / "memory" / "chats" / "test-group-5").symlink_to(real)
+    assert "linked-canary" not in memory.snapshot(OWNER, NOW, long_term=True)
+    assert "Shared chats' notes" not in memory.snapshot(OWNER, NOW, long_term=True)

@@ -170,3 +170,21 @@ async def test_a_replacement_is_made_even_when_its_text_is_there_already(memory)
     )
     assert done == (False, "MEMORY.md updated (replace); it now has 26 characters.")
     assert path.read_text() == "- likes rain\n- likes rain\n"
+
+
+async def test_a_guests_notes_keep_no_fact_twice_even_with_the_owner_kept_out(tmp_path):
+    ws = (tmp_path / "ws").resolve()
+    (ws / "memory").mkdir(parents=True)
+    idx = MemoryIndex(tmp_path / "index.sqlite", ws)
+    memory = Memory(ws, idx, MemorySettings(owner_reads_guest_notes=False))
+    guest = SessionKey("test", "guest", "7")
+    try:
+        first = await call(memory, "memory_update", guest, action="append", text="- likes jazz")
+        assert not first[0]
+        assert await call(memory, "memory_update", guest, action="append", text="- likes jazz") == (
+            False,
+            "memory/chats/test-guest-7/NOTES.md already holds that word for word; nothing was "
+            "added.",
+        )
+    finally:
+        idx.close()
