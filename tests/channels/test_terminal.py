@@ -179,12 +179,22 @@ async def corvid_chat_at_a_tty(home: Path, api: FakeAnthropic, **env: str) -> As
 
 @contextlib.asynccontextmanager
 async def corvid_at_a_tty(argv: list[str], environ: dict[str, str]) -> AsyncIterator[Tty]:
-    """``corvid ARGV`` run at a pseudo-terminal; killed on the way out if still running."""
+    """``corvid ARGV`` run at a pseudo-terminal; killed on the way out if still running.
+
+    It gets Ctrl-C as a command run at a terminal does, even when the tests themselves run
+    with SIGINT ignored (a shell's background job does), which a child would inherit."""
     master, slave = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.ops.cli", *argv,
-        stdin=slave, stdout=slave, stderr=slave, env=environ,
-    )  # fmt: skip
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:  # a handler, unlike SIG_IGN, is the default again in the program exec'd
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.ops.cli", *argv,
+            stdin=slave, stdout=slave, stderr=slave, env=environ,
+        )  # fmt: skip
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.close(slave)
     tty = Tty(proc, master)
     try:
