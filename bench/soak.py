@@ -34,7 +34,15 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.telegram_bench import close_telegram, configure, cpu_seconds, rss_mib, spawn, stop
+from bench.telegram_bench import (
+    close_telegram,
+    configure,
+    cpu_seconds,
+    rss_mib,
+    settled_rss,
+    spawn,
+    stop,
+)
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -42,6 +50,8 @@ FIRST_USER = 10_000
 # Targets: every message answered once; RSS from the first to the last thousand grows by at
 # most this much; after an outage, the last reply arrives within this long of recovery.
 MAX_GROWTH_MIB = 10.0
+# And from idle (polling, before the first message) to the end: at most this much.
+MAX_ABOVE_IDLE_MIB = 20.0
 MAX_RECOVERY_S = 60.0
 
 
@@ -81,6 +91,7 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool 
     recovery = None
     try:
         await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
+        idle = await settled_rss(proc.pid, 5.0, 2.0)
         tg.text("warm up")
         await tg.wait_sent(1, timeout=60)
         expected = 1
@@ -130,6 +141,7 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool 
     pools = [c["pool"] for c in final.get("channels", []) if "pool" in c]
     replaced = pools[0]["replaced"] if pools else None
     return {
+        "idle": idle,
         "rows": rows,
         "lost": len(asked - set(replies)),
         "twice": sum(1 for text, n in replies.items() if n > 1),
@@ -171,6 +183,10 @@ async def main() -> None:
     ok = r["lost"] == 0 and r["twice"] == 0
     print(f"| messages answered: lost / answered twice | {r['lost']} / {r['twice']} | 0 / 0 | "
           f"{'pass' if ok else 'miss'} |")  # fmt: skip
+    above = last["rss"] - r["idle"]
+    print(f"| RSS idle → after {last['messages']:,} messages | {r['idle']:.1f} → "
+          f"{last['rss']:.1f} MiB ({above:+.1f}) | ≤ +{MAX_ABOVE_IDLE_MIB:g} MiB | "
+          f"{'pass' if above <= MAX_ABOVE_IDLE_MIB else 'miss'} |")  # fmt: skip
     print(f"| RSS growth, {first['messages']:,} → {last['messages']:,} messages | "
           f"{growth:+.1f} MiB | ≤ {MAX_GROWTH_MIB:g} MiB | "
           f"{'pass' if growth <= MAX_GROWTH_MIB else 'miss'} |")  # fmt: skip
