@@ -189,6 +189,7 @@ TARGETS = (
     _t(
         "gateway/runtime/delivery.py",
         "tests/gateway/runtime/",
+        "tests/channels/telegram/test_streaming.py",
         "tests/test_end_to_end.py",
         "tests/test_outage.py",
         "tests/test_faults.py",

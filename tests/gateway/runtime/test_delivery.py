@@ -155,3 +155,101 @@ async def test_a_reply_waits_behind_one_already_waiting_even_once_the_platform_i
     finally:
         await app.stop()
     assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
+
+
+async def test_a_reply_kept_waiting_across_a_restart_says_when_it_was_written(home, fake_api):
+    """The outbox keeps when a reply was written: sent half an hour later by the next start,
+    it says it is late and gives the time it was written, not the time of the restart."""
+    app, channel = await _started(home, fake_api, FakeClock(START))
+    try:
+        channel.unreachable = 1
+        await asyncio.wait_for(channel.push("hello"), 10)
+    finally:
+        await app.stop()
+    assert outbox_rows(home) == [("echo: hello", "waiting")]
+    app, channel = await _started(home, fake_api, FakeClock(START + timedelta(minutes=30)))
+    try:
+        await channel.wait_sent(1)
+    finally:
+        await app.stop()
+    assert channel.texts() == [
+        "_(Written at 13:00, sent late: the chat could not be reached.)_\n\necho: hello"
+    ]
+
+
+async def test_a_send_under_way_is_marked_as_such_until_the_platform_answers(home, fake_api):
+    """While the platform has the message but has not answered, its row says "sending": a
+    crash then must not send it blindly again (see recover), so the mark comes before the
+    send, and "sent" only after it."""
+    app, channel = await _started(home, fake_api, FakeClock(START))
+    release = asyncio.Event()
+    sending = asyncio.Event()
+    plain_send = channel.send
+
+    async def slow_send(msg: OutboundMessage) -> None:
+        sending.set()
+        await release.wait()
+        await plain_send(msg)
+
+    channel.send = slow_send  # type: ignore[method-assign]
+    try:
+        turn = channel.push("hello")
+        await asyncio.wait_for(sending.wait(), 10)
+        assert outbox_rows(home) == [("echo: hello", "sending")]
+        release.set()
+        await asyncio.wait_for(turn, 10)
+        assert outbox_rows(home) == [("echo: hello", "sent")]
+    finally:
+        release.set()
+        await app.stop()
+
+
+async def test_the_channel_trouble_clears_once_a_message_goes_out_again(home, fake_api):
+    clock = FakeClock(START)
+    app, channel = await _started(home, fake_api, clock)
+    delivery = app.gateway.delivery
+    try:
+        assert delivery.trouble("test") is None
+        channel.unreachable = 1
+        await asyncio.wait_for(channel.push("hello"), 10)
+        trouble = delivery.trouble("test")
+        assert trouble is not None and trouble.startswith("cannot send since 2026-11-22 13:00")
+        assert "(1 failed in a row; ConnectionError: platform unreachable (injected))" in trouble
+        await clock.set(await clock.next_wake())
+        await asyncio.wait_for(delivery.retries.idle(), 10)
+        assert channel.texts() == ["echo: hello"]
+        assert delivery.trouble("test") is None
+    finally:
+        await app.stop()
+
+
+async def test_send_says_whether_the_message_went_out(home, fake_api):
+    clock = FakeClock(START)
+    app, channel = await _started(home, fake_api, clock)
+    delivery = app.gateway.delivery
+    try:
+        assert await delivery.send(OutboundMessage(PRIVATE, "now")) is True
+        channel.unreachable = 1
+        assert await delivery.send(OutboundMessage(GROUP, "later")) is False
+        channel.fail_sends = 1
+        assert await delivery.send(OutboundMessage(PRIVATE, "never")) is False
+    finally:
+        await app.stop()
+    assert channel.texts(PRIVATE) == ["now"] and channel.texts(GROUP) == []
+
+
+async def test_after_a_stop_nothing_is_tried_again_and_the_reply_still_waits(home, fake_api):
+    """Shutting down stops the retries: none is left running, a wait that ends after the stop
+    sends nothing, and the reply stays waiting for the next start."""
+    clock = FakeClock(START)
+    app, channel = await _started(home, fake_api, clock)
+    channel.unreachable = 1
+    await asyncio.wait_for(channel.push("hello"), 10)
+    retry_at = await clock.next_wake()
+    await app.stop()
+    # No retry is left running to outlive the journal and the channels it writes through.
+    assert [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("retry ")] == []
+    await clock.set(retry_at + timedelta(minutes=5))
+    await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+    assert channel.sent == []
+    assert outbox_rows(home) == [("echo: hello", "waiting")]
