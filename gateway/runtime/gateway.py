@@ -23,6 +23,7 @@ from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
+from gateway.runtime.heap import HeapTrim
 from gateway.runtime.journal import Outgoing
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
@@ -51,12 +52,19 @@ class Gateway:
         self.max_input_chars = max_input_chars
         self.shutdown_grace = shutdown_grace
         self.router = Router(
-            self._run_batch, self._run_ordered, self._unanswered, max_batch_chars=max_input_chars
+            self._run_batch,
+            self._run_ordered,
+            self._unanswered,
+            max_batch_chars=max_input_chars,
+            # Sessions with no turn running or waiting leave memory (the most recently used
+            # stay) as each turn ends: a burst's last turns end together, so not from inside
+            # a turn, where the others still look busy.
+            turn_over=self._turn_over,
         )
+        # What a burst of turns freed goes back to the system once all is quiet.
+        self.heap = HeapTrim(self.router.running_turns)
         self.commands = ChatCommands(agent, self.router, pairing)
-        self.turns = Turns(
-            agent, delivery, channels, clock, lambda: self.router.closed, self.router.busy
-        )
+        self.turns = Turns(agent, delivery, channels, clock, lambda: self.router.closed)
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
         self._stack = contextlib.AsyncExitStack()
@@ -119,6 +127,7 @@ class Gateway:
         if self._side_tasks:
             await asyncio.wait(self._side_tasks, timeout=5)
         await self.delivery.stop()
+        self.heap.close()
         self._started.clear()
         await self._stack.aclose()  # every channel's stop, in reverse order
 
@@ -247,6 +256,10 @@ class Gateway:
 
     def busy(self, key: SessionKey) -> bool:
         return self.router.busy(key)
+
+    def _turn_over(self) -> None:
+        self.agent.sessions.let_go(lambda key: self.router.busy(key) or self.router.queued(key) > 0)
+        self.heap.turn_over()
 
 
 def _pool(channel: Channel) -> dict[str, Any]:

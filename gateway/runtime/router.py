@@ -51,6 +51,7 @@ class Router:
         max_batch: int = 25,
         max_batch_chars: int = 32_000,
         max_batch_image_bytes: int = 16 << 20,
+        turn_over: Callable[[], None] = lambda: None,
     ) -> None:
         self._run_batch = run_batch
         # A flood is answered in several turns rather than one request too big for the model.
@@ -61,6 +62,8 @@ class Router:
         self._run_ordered = run_ordered
         # Called with messages that shutdown left without a turn, so they can be recorded.
         self._unanswered = unanswered
+        # Called each time a turn has ended and its session is no longer busy.
+        self._turn_over = turn_over
         self._workers: dict[SessionKey, _Worker] = {}
         self._closed = False
         self._forced = asyncio.Event()
@@ -146,6 +149,7 @@ class Router:
                     for item in items:
                         if not item.done.done():
                             item.done.set_result(None)
+                    self._over()
                 if not turn.cancelled() and (exc := turn.exception()) is not None:
                     log.error("%s: turn failed", key, exc_info=exc)
         finally:
@@ -165,6 +169,12 @@ class Router:
             await self._run_ordered(key, items[0].msg)
         else:
             await self._run_batch(key, [i.msg for i in items])
+
+    def _over(self) -> None:
+        try:
+            self._turn_over()
+        except Exception:
+            log.exception("tidying up after a turn failed")
 
     def _report_unanswered(self, key: SessionKey, items: list[_Item]) -> None:
         msgs = [i.msg for i in items if not i.ordered_command]

@@ -42,7 +42,6 @@ class Turns:
         channels: Mapping[str, Channel],
         clock: Clock,
         closing: Callable[[], bool],
-        in_use: Callable[[SessionKey], bool] = lambda key: False,
     ) -> None:
         self.agent = agent
         self.delivery = delivery
@@ -51,8 +50,6 @@ class Turns:
         # Shutting down: a turn cancelled now is owed an answer after the restart, while one
         # cancelled by /stop is not.
         self.closing = closing
-        # A session with a turn running or messages queued stays loaded (``Sessions.let_go``).
-        self.in_use = in_use
         self._pruned = clock.monotonic()
 
     async def batch(self, key: SessionKey, batch: list[InboundMessage]) -> None:
@@ -62,9 +59,8 @@ class Turns:
         self._tidy()
 
     def _tidy(self) -> None:
-        """What grows with use stays bounded: sessions not in use leave memory, and once an
-        hour the journal forgets what it no longer needs."""
-        self.agent.sessions.let_go(self.in_use)
+        """What grows with use stays bounded: once an hour the journal forgets what it no
+        longer needs (sessions not in use leave memory as each turn ends: ``Router``)."""
         journal = self.delivery.journal
         if journal is not None and self.clock.monotonic() - self._pruned > PRUNE_EVERY:
             self._pruned = self.clock.monotonic()

@@ -142,3 +142,24 @@ async def test_a_message_that_comes_while_shutting_down_is_answered_after_the_re
     finally:
         await app.stop()
     assert channel.texts() == ["echo: are you there?"]
+
+
+async def test_a_burst_of_chats_answered_together_leaves_only_the_recent_sessions_loaded(
+    start_gateway, fake_api
+):
+    """More chats than are kept loaded write at once and their answers come back together.
+    Once all are answered, only the most recently used sessions stay in memory (the others
+    come back from their transcripts): a burst does not leave every session it touched."""
+    from agent.sessions.loaded import KEEP_LOADED
+    from gateway.contract.events import SessionKey
+
+    release = asyncio.Event()
+    fake_api.brain = lambda body: Reply("ok", hold=release)
+    app, chan = await start_gateway()
+    keys = [SessionKey("test", "private", str(2000 + i)) for i in range(KEEP_LOADED + 8)]
+    answered = asyncio.gather(*(chan.push("hello", key=key) for key in keys))
+    await fake_api.wait_for_requests(len(keys))
+    release.set()
+    await asyncio.wait_for(answered, 30)
+    assert sorted(str(m.key) for m in chan.sent) == sorted(map(str, keys))
+    assert len(app.gateway.agent.sessions._loaded) == KEEP_LOADED

@@ -108,3 +108,23 @@ async def test_images_in_a_batch_stay_under_the_request_limit():
     await asyncio.wait_for(asyncio.gather(*futures), 10)
     # 3 MiB each under a 10 MiB cap: three to a turn.
     assert [len(batch) for _, batch in rec.batches] == [3, 3, 1]
+
+
+async def test_each_ended_turn_is_reported_once_its_session_is_no_longer_busy():
+    rec = Recorder()
+    seen: list[tuple[bool, bool, int]] = []
+    router: Router
+
+    def over() -> None:  # what the gateway does here: let go of sessions not in use
+        seen.append((router.busy(A), router.busy(B), router.queued(A)))
+
+    router = Router(rec.run_batch, rec.run_ordered, rec.record_unanswered, turn_over=over)
+    rec.gates["a0"] = asyncio.Event()
+    first = router.submit(msg(A, "a0"))
+    await asyncio.wait_for(rec.began.wait(), 5)
+    queued = router.submit(msg(A, "a1"))
+    await asyncio.wait_for(router.submit(msg(B, "b0")), 5)
+    rec.gates["a0"].set()
+    await asyncio.wait_for(asyncio.gather(first, queued), 5)
+    # B's turn ended while A's ran; A's first ended with a1 waiting, then a1's.
+    assert seen == [(True, False, 1), (False, False, 1), (False, False, 0)]

@@ -1,0 +1,79 @@
+"""Memory freed after a burst of turns goes back to the system.
+
+The C library keeps the memory a program frees, to reuse it. After many turns at once (a group
+waking up, every chat answered after an outage) the process would stay at that peak's size,
+though little of it is still in use. Once no turn has run or ended for ``QUIET`` seconds,
+``malloc_trim`` hands the free pages back. Where the C library has no ``malloc_trim`` (musl,
+macOS) nothing is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+QUIET = 5.0  # seconds without a turn before the free memory is handed back
+
+
+def _malloc_trim() -> Callable[[], None] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+
+    def run() -> None:
+        trim(0)
+
+    return run
+
+
+class HeapTrim:
+    """``turn_over`` after each turn; the trim runs once the gateway has been quiet."""
+
+    def __init__(
+        self,
+        running: Callable[[], int],
+        quiet: float = QUIET,
+        trim: Callable[[], None] | None = None,
+    ) -> None:
+        self._running = running  # turns running now
+        self.quiet = quiet
+        self._trim = trim if trim is not None else _malloc_trim()
+        self._last = 0.0  # when the last turn ended
+        self._timer: asyncio.TimerHandle | None = None
+        self.trims = 0
+
+    def turn_over(self) -> None:
+        self._last = asyncio.get_running_loop().time()
+        if self._trim is not None and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.quiet, self._check)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        self._timer = None
+        if self._running():
+            return  # the turn running now calls turn_over when it ends
+        left = self._last + self.quiet - asyncio.get_running_loop().time()
+        if left > 0:  # a turn ended since this was set: wait for the quiet after it
+            self._timer = asyncio.get_running_loop().call_later(left, self._check)
+            return
+        assert self._trim is not None
+        try:
+            self._trim()
+        except Exception:  # never worth a failed turn
+            log.debug("malloc_trim failed", exc_info=True)
+        self.trims += 1

@@ -1,0 +1,87 @@
+"""The heap is handed back once no turn has run for a quiet spell, and never during a turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.runtime.heap import HeapTrim, _malloc_trim
+
+
+def _trims_into(event: asyncio.Event, log: list[float]):
+    def trim() -> None:
+        log.append(asyncio.get_running_loop().time())
+        event.set()
+
+    return trim
+
+
+async def test_the_trim_runs_once_a_quiet_spell_follows_the_last_turn():
+    done, when = asyncio.Event(), []
+    heap = HeapTrim(lambda: 0, quiet=0.05, trim=_trims_into(done, when))
+    loop = asyncio.get_running_loop()
+    ended: list[float] = []
+
+    def second_turn_ends() -> None:  # inside the first quiet spell, which starts again
+        ended.append(loop.time())
+        heap.turn_over()
+
+    heap.turn_over()
+    loop.call_later(0.03, second_turn_ends)  # the loop runs it before the check due at 0.05
+    await asyncio.wait_for(done.wait(), 5)
+    assert heap.trims == 1
+    assert when[0] >= ended[0] + 0.05 - 0.002  # a hair of slack for the clock's resolution
+    heap.close()
+
+
+async def test_no_trim_while_a_turn_runs_and_one_after_it_ends():
+    done, when = asyncio.Event(), []
+    checked = asyncio.Event()
+    running = [1]
+
+    def turns_running() -> int:
+        checked.set()
+        return running[0]
+
+    heap = HeapTrim(turns_running, quiet=0.02, trim=_trims_into(done, when))
+    heap.turn_over()  # another session's turn ended; this one still runs
+    await asyncio.wait_for(checked.wait(), 5)
+    # The check found a turn running: no trim, and no timer left behind.
+    assert heap._timer is None
+    assert heap.trims == 0 and not done.is_set()
+    running[0] = 0
+    heap.turn_over()  # the running turn ends
+    await asyncio.wait_for(done.wait(), 5)
+    assert heap.trims == 1
+    heap.close()
+
+
+async def test_close_cancels_a_pending_trim():
+    calls: list[float] = []
+    heap = HeapTrim(lambda: 0, quiet=0.01, trim=lambda: calls.append(1.0))
+    heap.turn_over()
+    heap.close()
+    # A later timer on the same loop fires after the cancelled one would have.
+    fired = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.05, fired.set)
+    await asyncio.wait_for(fired.wait(), 5)
+    assert calls == [] and heap.trims == 0
+
+
+async def test_a_failing_trim_is_not_an_error():
+    done = asyncio.Event()
+
+    def trim() -> None:
+        done.set()
+        raise OSError("no")
+
+    heap = HeapTrim(lambda: 0, quiet=0.01, trim=trim)
+    heap.turn_over()
+    await asyncio.wait_for(done.wait(), 5)
+    assert heap.trims == 1
+    heap.close()
+
+
+def test_glibc_has_a_malloc_trim_to_call():
+    trim = _malloc_trim()
+    assert trim is not None  # Debian's glibc
+    trim()  # hands free pages back; returns nothing, raises nothing
