@@ -34,7 +34,7 @@ from gateway.contract.events import (
 )
 from gateway.contract.ports import Clock
 from gateway.web.html import esc, markdown
-from gateway.web.sessions_page import message_html, when_shown
+from gateway.web.transcript_html import message_html, when_shown
 
 WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
 

@@ -22,7 +22,7 @@ from gateway.web.guard import CSRF_HEADER
 from gateway.web.html import esc, page
 from gateway.web.overview import sse
 from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response, see_other
-from gateway.web.sessions_page import message_html, when_shown
+from gateway.web.transcript_html import message_html, when_shown
 
 log = logging.getLogger(__name__)
 

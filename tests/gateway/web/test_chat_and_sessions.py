@@ -181,7 +181,7 @@ async def test_a_summary_sent_while_no_page_is_open_is_there_when_one_opens(
 
 
 def test_a_group_message_is_shown_as_its_sender_wrote_it():
-    from gateway.web.sessions_page import message_html
+    from gateway.web.transcript_html import message_html
 
     text = (
         "[Earlier in this chat, not addressed to you]\nAda: lunch?\n\n"
@@ -196,7 +196,7 @@ def test_a_group_message_is_shown_as_its_sender_wrote_it():
 
 
 def test_only_real_images_become_pictures():
-    from gateway.web.sessions_page import message_html
+    from gateway.web.transcript_html import message_html
 
     def image(kind: str, data: str) -> str:
         source = {"type": "base64", "media_type": kind, "data": data}
