@@ -8,11 +8,10 @@ commands that look at or change a home have a module each (``ops/memory.py``, ``
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,27 +19,14 @@ from gateway.config.envfile import with_env_file
 from gateway.config.home import init_home, resolve_home
 from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
-from gateway.ops import actions as action_commands
-from gateway.ops import backup as backup_commands
-from gateway.ops import commands
-from gateway.ops import history as memory_history
-from gateway.ops import jobs as job_commands
-from gateway.ops import mcp as mcp_commands
-from gateway.ops import memory as memory_commands
-from gateway.ops import pairing as pairing_commands
-from gateway.ops import proposals as memory_proposals
-from gateway.ops import skills as skill_commands
 from gateway.ops import usage as usage_commands
+from gateway.ops.argtree import HOME_HELP, Command, Commands, Version, lazy, show_help
 from gateway.ops.home import EXIT_CONFIG, NoHome
-from gateway.ops.run import cmd_chat, cmd_run
-from gateway.ops.setup import cmd_setup
 
 if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
-
-Command = Callable[[argparse.Namespace, Path, Mapping[str, str]], int]
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -48,7 +34,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser = _parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:  # a bare `corvid`: what it can do
-        return _help(parser)
+        return show_help(parser)
     home = resolve_home(getattr(args, "home", None), environ)
     # The secrets `corvid setup` wrote, under what the environment itself sets.
     environ = with_env_file(Layout(home).env_file, environ)
@@ -81,47 +67,18 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return 1
 
 
-class _Commands:
-    """Adds subcommands that all take ``--home``, anywhere on the line: given twice, the last
-    wins; not given, it is not set at all (so a later level cannot erase an earlier one)."""
-
-    def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-        self.sub = sub
-        self.common = argparse.ArgumentParser(add_help=False)
-        self.common.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
-
-    def add(self, name: str, help: str, func: Command | None = None) -> argparse.ArgumentParser:
-        # The one-line help, as a sentence, is also what `corvid NAME --help` says it does.
-        sentence = help[0].upper() + help[1:] + "."
-        parser = self.sub.add_parser(name, parents=[self.common], help=help, description=sentence)
-        # Without an action a group shows its actions, or does its most common one.
-        parser.set_defaults(func=func or (lambda args, home, environ: _help(parser)))
-        return parser
-
-    def group(self, parser: argparse.ArgumentParser, dest: str, required: bool) -> _Commands:
-        inner = _Commands(parser.add_subparsers(dest=dest, required=required, metavar="ACTION"))
-        inner.common = self.common
-        return inner
-
-
-HOME_HELP = "Corvid's home folder (default: $CORVID_HOME or ~/.corvid)"
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    print(parser.format_help(), end="")
-    return 0
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="corvid", description="A self-hosted personal assistant for your chat apps."
     )
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
-    p.add_argument("-V", "--version", action="version", version=f"corvid {_version()}")
-    top = _Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
+    p.add_argument("-V", "--version", action=Version, nargs=0, help="show the version and exit")
+    top = Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     setup = top.add(
-        "setup", "a guided first run: keys, bots, your ids, time zone; ends with doctor", cmd_setup
+        "setup",
+        "a guided first run: keys, bots, your ids, time zone; ends with doctor",
+        lazy("setup", "cmd_setup"),
     )
     setup.add_argument(
         "--wait",
@@ -129,25 +86,16 @@ def _parser() -> argparse.ArgumentParser:
         default=300.0,
         help="seconds to wait for your first message to the Telegram bot (default 300)",
     )
-    run = top.add("run", "start the gateway with every enabled channel", cmd_run)
-    run.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        help="log lines as text or as one JSON object each (default: logging.format)",
-    )
-    status = top.add(
-        "status", "sessions, context use, errors and undelivered messages", commands.status
-    )
-    status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
-    top.add("chat", "talk to the assistant in this terminal", cmd_chat)
-    top.add("reload", "apply a changed config.yaml to the running gateway", commands.reload)
+    _gateway_commands(top)
     completion = top.add(
         "completion",
         "a completion script for bash, zsh or fish (see the README)",
         lambda args, home, environ: _completion(p, args.shell),
     )
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
-    web = top.add("web", "the control page's address, with its access token", commands.web)
+    web = top.add(
+        "web", "the control page's address, with its access token", lazy("commands", "web")
+    )
     web.add_argument("--open", action="store_true", help="open it in the default browser")
     web.add_argument("--rotate-token", action="store_true", help="make a new token first")
     _memory_commands(top)
@@ -159,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     _action_commands(top)
     _skill_commands(top)
     doctor = top.add(
-        "doctor", "check config, permissions, tokens and the schedule", commands.doctor
+        "doctor", "check config, permissions, tokens and the schedule", lazy("commands", "doctor")
     )
     doctor.add_argument(
         "--timeout", type=float, default=10.0, help="seconds for each network check (default 10)"
@@ -172,9 +120,29 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _usage_command(top: _Commands) -> None:
+def _gateway_commands(top: Commands) -> None:
+    """Starting Corvid, and what asks the running gateway."""
+    run = top.add("run", "start the gateway with every enabled channel", lazy("run", "cmd_run"))
+    run.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        help="log lines as text or as one JSON object each (default: logging.format)",
+    )
+    status = top.add(
+        "status",
+        "sessions, context use, errors and undelivered messages",
+        lazy("commands", "status"),
+    )
+    status.add_argument("--json", action="store_true", help="the report as JSON, for scripts")
+    top.add("chat", "talk to the assistant in this terminal", lazy("run", "cmd_chat"))
+    top.add(
+        "reload", "apply a changed config.yaml to the running gateway", lazy("commands", "reload")
+    )
+
+
+def _usage_command(top: Commands) -> None:
     usage = top.add(
-        "usage", "what model calls cost, by day, chat, job or model", usage_commands.usage
+        "usage", "what model calls cost, by day, chat, job or model", lazy("usage", "usage")
     )
     usage.add_argument(
         "--by", choices=("day", "chat", "job", "model", "purpose"), default="day", help="grouped by"
@@ -188,63 +156,65 @@ def _usage_command(top: _Commands) -> None:
     usage.add_argument("--json", action="store_true", help="the rows as JSON, for scripts")
 
 
-def _memory_commands(top: _Commands) -> None:
+def _memory_commands(top: Commands) -> None:
     memory = top.group(
         top.add("memory", "search, rebuild, look back at and undo memory"), "memory_command", False
     )
-    search = memory.add("search", "search MEMORY.md and the logs", memory_commands.memory_search)
+    search = memory.add("search", "search MEMORY.md and the logs", lazy("memory", "memory_search"))
     search.add_argument("query", nargs="+")
     search.add_argument("-n", "--max-results", type=int, default=8)
     memory.add(
         "reindex",
         "rebuild the search index from the Markdown files",
-        memory_commands.memory_reindex,
+        lazy("memory", "memory_reindex"),
     )
     history = memory.add(
         "history",
         "what changed in the workspace, and who changed it",
-        memory_history.memory_history,
+        lazy("history", "memory_history"),
     )
     history.add_argument("file", nargs="?", help="only this file (workspace-relative)")
     history.add_argument("-n", "--limit", type=int, default=30)
     history.add_argument("--diff", action="store_true", help="show each change as a diff")
-    memory.add("undo", "take back the latest change to the workspace", memory_history.memory_undo)
+    memory.add(
+        "undo", "take back the latest change to the workspace", lazy("history", "memory_undo")
+    )
     restore = memory.add(
-        "restore", "put a file back as it was after a change", memory_history.memory_restore
+        "restore", "put a file back as it was after a change", lazy("history", "memory_restore")
     )
     restore.add_argument("file", help="workspace-relative, e.g. MEMORY.md")
     restore.add_argument("at", help="a change number (from `history`) or an ISO date and time")
     memory.add(
         "proposals",
         "consolidation's proposals for MEMORY.md that wait for you",
-        memory_proposals.memory_proposals,
+        lazy("proposals", "memory_proposals"),
     )
-    apply = memory.add("apply", "apply a memory proposal", memory_proposals.memory_apply)
+    apply = memory.add("apply", "apply a memory proposal", lazy("proposals", "memory_apply"))
     apply.add_argument("id")
     apply.add_argument("numbers", nargs="*", type=int, help="only these of its changes")
-    reject = memory.add("reject", "reject a memory proposal", memory_proposals.memory_reject)
+    reject = memory.add("reject", "reject a memory proposal", lazy("proposals", "memory_reject"))
     reject.add_argument("id")
 
 
-def _jobs_commands(top: _Commands) -> None:
+def _jobs_commands(top: Commands) -> None:
     jobs_parser = top.add(
-        "jobs", "scheduled jobs: next run, last run, status, last error", job_commands.jobs
+        "jobs", "scheduled jobs: next run, last run, status, last error", lazy("jobs", "jobs")
     )
     jobs_parser.add_argument("--json", action="store_true", help="the jobs as JSON, for scripts")
     jobs = top.group(jobs_parser, "jobs_command", False)
-    jobs.add("run", "run a job now, in the running gateway", job_commands.jobs_run).add_argument(
+    jobs.add("run", "run a job now, in the running gateway", lazy("jobs", "jobs_run")).add_argument(
         "job_id"
     )
     jobs.add(
-        "cancel", "cancel a reminder or recurring job made in chat", job_commands.jobs_cancel
+        "cancel", "cancel a reminder or recurring job made in chat", lazy("jobs", "jobs_cancel")
     ).add_argument("job_id")
 
 
-def _backup_commands(top: _Commands) -> None:
+def _backup_commands(top: Commands) -> None:
     backup = top.add(
         "backup",
         "back up the home into one archive, also while Corvid runs",
-        backup_commands.cmd_backup,
+        lazy("backup", "cmd_backup"),
     )
     backup.add_argument("file", nargs="?", help="the archive to write (default: in state/backups)")
     backup.add_argument(
@@ -255,7 +225,7 @@ def _backup_commands(top: _Commands) -> None:
     restore = top.add(
         "restore",
         "put a backup in place of the home (with Corvid stopped)",
-        backup_commands.cmd_restore,
+        lazy("backup", "cmd_restore"),
     )
     restore.add_argument("file", nargs="?", help="an archive made by corvid backup")
     restore.add_argument(
@@ -270,31 +240,26 @@ def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
     return 0
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("corvid")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "(not installed)"
-
-
-def _mcp_commands(top: _Commands) -> None:
+def _mcp_commands(top: Commands) -> None:
     mcp_parser = top.add(
         "mcp",
         "the MCP servers whose tools the assistant uses (as `mcp list`)",
-        mcp_commands.mcp_list,
+        lazy("mcp", "mcp_list"),
     )
     mcp_parser.set_defaults(json=False, timeout=30.0)  # what `mcp list` takes
     mcp = top.group(mcp_parser, "mcp_command", False)
-    listing = mcp.add("list", "every MCP server, its state and its tools", mcp_commands.mcp_list)
+    listing = mcp.add("list", "every MCP server, its state and its tools", lazy("mcp", "mcp_list"))
     listing.add_argument("--json", action="store_true", help="as JSON, for scripts")
     listing.add_argument(
         "--timeout", type=float, default=30.0, help="seconds for a server to start (default 30)"
     )
 
 
-def _action_commands(top: _Commands) -> None:
+def _action_commands(top: Commands) -> None:
     trail = top.add(
-        "actions", "approvals asked, given and refused, and commands run", action_commands.actions
+        "actions",
+        "approvals asked, given and refused, and commands run",
+        lazy("actions", "actions"),
     )
     trail.add_argument("--json", action="store_true", help="as JSON, for scripts")
     trail.add_argument("-n", "--limit", type=int, default=50, help="how many (default 50)")
@@ -302,60 +267,64 @@ def _action_commands(top: _Commands) -> None:
         top.add(
             "approvals",
             "requests to act waiting for your answer (as `approvals list`)",
-            action_commands.approvals,
+            lazy("actions", "approvals"),
         ),
         "approvals_command",
         False,
     )
-    approvals.add("list", "requests to act waiting for your answer", action_commands.approvals)
-    approve = approvals.add("approve", "run a waiting request", action_commands.approvals_approve)
+    approvals.add("list", "requests to act waiting for your answer", lazy("actions", "approvals"))
+    approve = approvals.add(
+        "approve", "run a waiting request", lazy("actions", "approvals_approve")
+    )
     approve.add_argument("request_id")
     approve.add_argument("--always", action="store_true", help="and allow the tool from now on")
     approvals.add(
-        "deny", "turn a waiting request down", action_commands.approvals_deny
+        "deny", "turn a waiting request down", lazy("actions", "approvals_deny")
     ).add_argument("request_id")
     approvals.add(
-        "forget", "take back 'always' for a tool: it asks again", action_commands.approvals_forget
+        "forget",
+        "take back 'always' for a tool: it asks again",
+        lazy("actions", "approvals_forget"),
     ).add_argument("tool")
 
 
-def _skill_commands(top: _Commands) -> None:
+def _skill_commands(top: Commands) -> None:
     skills = top.group(
         top.add("skills", "what the assistant knows how to do (as `skills list`)",
-                skill_commands.skills_list),
+                lazy("skills", "skills_list")),
         "skills_command",
         False,
     )  # fmt: skip
-    skills.add("list", "every skill, bundled and installed", skill_commands.skills_list)
+    skills.add("list", "every skill, bundled and installed", lazy("skills", "skills_list"))
     add = skills.add(
         "add",
         "install a skill from a folder or a git URL (shows it first)",
-        skill_commands.skills_add,
+        lazy("skills", "skills_add"),
     )
     add.add_argument("source", help="a folder with SKILL.md (or folders of them), or a git URL")
     add.add_argument("-y", "--yes", action="store_true", help="install without asking")
-    skills.add("remove", "remove an installed skill", skill_commands.skills_remove).add_argument(
+    skills.add("remove", "remove an installed skill", lazy("skills", "skills_remove")).add_argument(
         "name"
     )
 
 
-def _pairing_commands(top: _Commands) -> None:
+def _pairing_commands(top: Commands) -> None:
     about = "let someone new talk to the bot with a pairing code (as `pairing list`)"
     pairing = top.group(
-        top.add("pairing", about, pairing_commands.pairing_list), "pairing_command", False
+        top.add("pairing", about, lazy("pairing", "pairing_list")), "pairing_command", False
     )
-    pairing.add("list", "pending codes, and who has been approved", pairing_commands.pairing_list)
-    pairing.add("approve", "approve a pairing code", pairing_commands.pairing_approve).add_argument(
-        "code"
-    )
-    pairing.add("deny", "drop a pending pairing code", pairing_commands.pairing_deny).add_argument(
-        "code"
-    )
-    pairing.add("clear", "drop every pending pairing code", pairing_commands.pairing_clear)
+    pairing.add("list", "pending codes, and who has been approved", lazy("pairing", "pairing_list"))
+    pairing.add(
+        "approve", "approve a pairing code", lazy("pairing", "pairing_approve")
+    ).add_argument("code")
+    pairing.add(
+        "deny", "drop a pending pairing code", lazy("pairing", "pairing_deny")
+    ).add_argument("code")
+    pairing.add("clear", "drop every pending pairing code", lazy("pairing", "pairing_clear"))
     revoke = pairing.add(
         "revoke",
         "take back an approval (allow_from is in config.yaml)",
-        pairing_commands.pairing_revoke,
+        lazy("pairing", "pairing_revoke"),
     )
     revoke.add_argument("channel", choices=("telegram", "discord"))
     revoke.add_argument("user_id")
