@@ -130,9 +130,9 @@ def web_tools(config: Config) -> tuple[Tool, ...]:
     web = config.tools.web
     tools: list[Tool] = []
     if web.enabled:
-        from agent.web.fetch import WebFetcher, web_tools
+        from agent.web.tool import web_tools
 
-        tools += web_tools(WebFetcher())
+        tools += web_tools()
     if web.search.provider not in ("", "anthropic"):  # the API's own: _server_search
         from agent.web.search import provider_from, search_tools
 

@@ -18,7 +18,8 @@ from aiohttp.abc import AbstractResolver
 
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
-from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, WebFetcher, refusal, web_tools
+from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, WebFetcher, refusal
+from agent.web.tool import web_tools
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey
 
