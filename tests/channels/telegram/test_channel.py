@@ -699,6 +699,55 @@ async def test_a_refusal_for_where_a_reply_goes_is_not_tried_again_as_text(
     assert failed.out.text == "echo: one" and "hat not found" in failed.error
 
 
+async def test_a_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
+    telegram_gateway, fake_telegram, monkeypatch
+):
+    """Telegram posted the message, but its answer came after the read timeout. Sent again, it
+    would show twice (Telegram drops no repeat): it is kept as one that may not have arrived,
+    for corvid status, and the chat goes on."""
+    from channels.telegram.transport import Transport
+
+    # The send's read timeout, short (the long poll's own is set apart and stays long).
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    gateway = await telegram_gateway()
+    release = fake_telegram.hold("sendMessage")
+    fake_telegram.text("hello")
+    await fake_telegram.wait_sent(1)
+    await asyncio.wait_for(gateway.idle(), 10)  # the turn is over: its send has given up
+    release.set()
+    fake_telegram.text("again")
+    await fake_telegram.wait_for(lambda: "echo: again" in [s["shown"] for s in fake_telegram.sent])
+    await asyncio.wait_for(gateway.idle(), 10)
+    assert [s["shown"] for s in fake_telegram.sent] == ["echo: hello", "echo: again"]
+    [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "echo: hello"
+
+
+async def test_a_waiting_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
+    telegram_gateway, fake_telegram, monkeypatch
+):
+    """The same when the reply waited for Telegram to come back first: tried again, it is
+    posted but answered late; it is not tried once more, and the chat's next reply is not
+    held up behind it."""
+    from channels.telegram.transport import Transport
+
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    gateway = await telegram_gateway()
+    # Every try of the first send fails (so the reply waits), then the retry is answered late.
+    fake_telegram.fail("sendMessage", *[Fault(502, "Bad Gateway")] * 5)
+    release = fake_telegram.hold("sendMessage")
+    fake_telegram.text("hello")
+    await fake_telegram.wait_sent(1)  # posted by the retry, its answer held back
+    await asyncio.wait_for(gateway.gateway.delivery.retries.idle(), 10)
+    release.set()
+    fake_telegram.text("again")
+    await fake_telegram.wait_for(lambda: "echo: again" in [s["shown"] for s in fake_telegram.sent])
+    await asyncio.wait_for(gateway.idle(), 10)
+    assert [s["shown"] for s in fake_telegram.sent] == ["echo: hello", "echo: again"]
+    [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "echo: hello"
+
+
 async def test_a_group_reply_to_a_message_deleted_meanwhile_still_arrives(
     telegram_gateway, fake_telegram, fake_api
 ):
