@@ -68,6 +68,8 @@ async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
     assert sent[1]["chat_id"] == str(OWNER)
     assert sent[1]["shown"] == "Good morning! Time to call the bank."
     assert "Remind Ada to call the bank" in fake_api.message_requests[-1].raw
+    # The job's turn is told the time it runs at, by the clock the scheduler keeps.
+    assert "[Fri 2026-03-13 09:00 CET]" in fake_api.message_requests[-1].raw
     # Delivered, so the one-shot job is gone; its turn never entered the chat's history.
     assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
     chat = (home / "state" / "sessions" / f"telegram:private:{OWNER}.jsonl").read_text()
