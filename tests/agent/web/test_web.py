@@ -18,7 +18,7 @@ from aiohttp.abc import AbstractResolver
 
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
-from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, WebFetcher, refusal, web_tools
+from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, WebFetcher, refusal, web_tools
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey
 
@@ -285,11 +285,13 @@ async def test_a_fetch_never_connects_to_a_refused_address_behind_an_allowed_fir
 
 
 async def test_the_time_limit_covers_the_whole_fetch_with_its_redirects(site):
-    """Each hop answers within the limit, but together they do not: the fetch is cut."""
+    """Each hop answers within the limit, but together they do not: the fetch is cut. (The
+    limit is shortened here; the tool's own is 30 s.)"""
     fetcher = WebFetcher(allow=[HERE], timeout=1)
     url = f"{site}/slowhops/4"
     with pytest.raises(ToolError, match="did not answer within 1 s"):
         await fetcher.fetch(url)
+    assert WebFetcher().timeout == TIMEOUT == 30
 
 
 async def test_the_default_size_cap_is_five_megabytes(site):
