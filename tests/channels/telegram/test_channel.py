@@ -627,6 +627,29 @@ async def test_an_emoji_heavy_nested_list_never_yields_a_piece_over_the_limit(
     assert all(f"item {i}\n" in shown + "\n" for i in range(300))
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_emoji_heavy_reply_over_20000_characters_arrives_whole_in_pieces_that_fit(
+    telegram_gateway, fake_telegram, fake_api, streaming
+):
+    """Replies this long are split off the event loop, whole or shown while written: the same
+    measure (UTF-16 units, after rendering), nothing lost."""
+    await telegram_gateway(streaming=streaming)
+    paragraphs = [f"Paragraph {i:03d}: " + "😀 **crows** remember faces " * 12 for i in range(90)]
+    reply = "\n\n".join(paragraphs)
+    assert len(reply) > 20_000 and len(reply.encode("utf-16-le")) // 2 > 23_000
+    fake_api.enqueue(Reply(reply))
+    fake_telegram.text("tell me everything")
+    await fake_telegram.wait_for(
+        lambda: any("Paragraph 089" in s["shown"] for s in fake_telegram.sent)
+    )
+    sent = fake_telegram.sent
+    assert len(fake_telegram.calls_to("sendMessage")) == len(sent)  # none refused, none resent
+    assert all(s.get("parse_mode") == "HTML" for s in sent)
+    assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
+    shown = "\n\n".join(s["shown"] for s in sent)
+    assert shown.split() == reply.replace("**", "").split()  # whole, in order
+
+
 async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_turn(
     telegram_gateway, fake_telegram, fake_api
 ):
