@@ -164,6 +164,12 @@ class Channel(ABC):
         so that the same message may go through later? A refusal is not transient."""
         return isinstance(exc, (ConnectionError, TimeoutError))
 
+    def maybe_sent(self, exc: BaseException) -> bool:
+        """Did ``send`` fail after the platform may have posted the message (it took the
+        request, its answer came too late)? Where sends are not idempotent, sending it again
+        could show it twice."""
+        return False
+
     # -- streamed replies ------------------------------------------------------------------------
 
     # From the channel's config (``apply``): show replies while they are written, and which

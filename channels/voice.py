@@ -161,20 +161,23 @@ async def hear(
     head = f"[{rec.kind}, {duration(rec.seconds)}]"
     name = rec.name or "recording" + _SUFFIX.get(rec.mime.split(";")[0], ".ogg")
     too_long = rec.seconds is not None and rec.seconds > hearing.max_seconds
-    if rec.size > hearing.max_bytes or too_long:
+    data = None if rec.size > hearing.max_bytes or too_long else await rec.read()
+
+    async def read() -> bytes:
+        return data if data is not None else await rec.read()
+
+    # The platform's size may be missing (Telegram's is optional) or wrong: once downloaded,
+    # the bytes themselves are held to the cap.
+    if data is None or len(data) > hearing.max_bytes:
         # Kept like any file (within the inbox's own limits), just not sent out.
-        kept = await intake.take(key, name, rec.mime, rec.size, rec.read)
+        size = rec.size if data is None else len(data)
+        kept = await intake.take(key, name, rec.mime, size, read)
         cap = (
             f"longer than {duration(hearing.max_seconds)}"
             if too_long
             else (f"larger than {mb(hearing.max_bytes)}")
         )
         return _kept(kept), f"{head} (not transcribed: {cap}{_where(kept)})"
-    data = await rec.read()
-
-    async def read() -> bytes:
-        return data
-
     kept = await intake.take(key, name, rec.mime, len(data), read)
     saved = _kept(kept)
     try:

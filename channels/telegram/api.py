@@ -23,9 +23,15 @@ MAX_ATTEMPTS = 5
 LONGEST_FLOOD_WAIT = 300.0
 
 
-async def call(request: Callable[[], Awaitable[T]], clock: Clock, backoff: float = 1.0) -> T:
-    """Run a Bot API request, waiting out flood limits and retrying network failures."""
+async def call(
+    request: Callable[[], Awaitable[T]], clock: Clock, backoff: float = 1.0, repeatable: bool = True
+) -> T:
+    """Run a Bot API request, waiting out flood limits and retrying network failures. A
+    request that is not ``repeatable`` (one that posts a message) is not tried again once
+    Telegram may have carried it out: its answer came too late (``AnswerLate``)."""
     from telegram.error import BadRequest, NetworkError, RetryAfter
+
+    from channels.telegram.transport import AnswerLate
 
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -39,7 +45,7 @@ async def call(request: Callable[[], Awaitable[T]], clock: Clock, backoff: float
         except BadRequest:
             raise
         except NetworkError as exc:  # includes TimedOut
-            if attempt == MAX_ATTEMPTS:
+            if attempt == MAX_ATTEMPTS or (isinstance(exc, AnswerLate) and not repeatable):
                 raise
             wait = backoff * 2 ** (attempt - 1)
             log.info("telegram: %s; retrying in %.1f s", exc, wait)

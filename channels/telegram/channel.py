@@ -275,6 +275,11 @@ class TelegramChannel(Channel):
         unreachable = isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
         return unreachable or isinstance(exc, RetryAfter) or super().transient(exc)
 
+    def maybe_sent(self, exc: BaseException) -> bool:
+        from channels.telegram.transport import AnswerLate
+
+        return isinstance(exc, AnswerLate)
+
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
     ) -> LiveReply[Any] | None:

@@ -91,7 +91,8 @@ async def send_piece(
                 message_thread_id=thread,
                 reply_markup=markup,
             )
-            sent = await call(send, clock, backoff)
+            # Posted twice if repeated after Telegram took it but answered late.
+            sent = await call(send, clock, backoff, repeatable=False)
             return sent.message_id
         except BadRequest as exc:
             if number == len(attempts) or not refused_text(exc):

@@ -36,6 +36,11 @@ ANSWERED_LATELY = 90.0
 MAX_RETIRED = 2
 
 
+class AnswerLate(TimedOut):
+    """Telegram took the whole request but did not answer in time: it may have been carried
+    out (a message posted), so repeating it may do it twice."""
+
+
 class Transport(BaseRequest):
     """A PTB request class on an httpx2 client (see the module docstring)."""
 
@@ -138,6 +143,10 @@ class Transport(BaseRequest):
             self._pool_timed_out(client)
             raise TimedOut(
                 "Pool timeout: every connection to Telegram is in use; the request was not sent"
+            ) from exc
+        except httpx2.ReadTimeout as exc:
+            raise AnswerLate(
+                "Timed out waiting for Telegram's answer; the request may have been carried out"
             ) from exc
         except httpx2.TimeoutException as exc:
             raise TimedOut from exc

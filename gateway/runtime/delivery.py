@@ -246,6 +246,10 @@ class Delivery:
             await _send(channel, out, held.live)
         except Exception as exc:
             error = self._mask(f"{type(exc).__name__}: {exc}")[:500]
+            if channel.maybe_sent(exc) and not channel.idempotent_sends:
+                # It may be in the chat already: kept as possibly missing, never sent again.
+                journal.settle(held.oid, SendStatus.UNCERTAIN, error)
+                raise DeliveryError(f"may not have arrived: {error}") from exc
             if channel.transient(exc):  # the platform, not this one chat (a blocked bot)
                 count, since, _ = self._failing.get(channel.name, (0, self.clock.now(), ""))
                 self._failing[channel.name] = (count + 1, since, error[:200])

@@ -64,6 +64,7 @@ class Gateway:
         # What a burst of turns freed goes back to the system once all is quiet.
         self.heap = HeapTrim(self.router.running_turns)
         self.commands = ChatCommands(agent, self.router, pairing)
+        self.clock = clock
         self.turns = Turns(agent, delivery, channels, clock, lambda: self.router.closed)
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._started: list[Channel] = []
@@ -241,7 +242,14 @@ class Gateway:
         self, key: SessionKey, prompt: str, grant: Grant, purpose: Purpose
     ) -> str:
         self.agent.sessions.reset(key)  # each run starts afresh
-        asked = InboundMessage(key, prompt, sender_id="scheduler", sender_name="scheduler")
+        # Stamped by the gateway's clock, as a chat's messages are: the time the model is told.
+        asked = InboundMessage(
+            key,
+            prompt,
+            sender_id="scheduler",
+            sender_name="scheduler",
+            received_at=self.clock.now(),
+        )
         try:
             outcome = await self.agent.run_turn(key, [asked], grant=grant, purpose=purpose)
         finally:

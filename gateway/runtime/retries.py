@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from channels.live import LiveReply
+from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 
@@ -40,8 +41,9 @@ class Held:
     error: str = ""
 
 
-# Sends a held message once: returns when the platform took it (or refused it for good, which
-# the sender records); raises ``Unreachable`` to be tried again later.
+# Sends a held message once: returns when the platform took it; raises ``Unreachable`` to be
+# tried again later, ``DeliveryError`` when it was refused for good or may have been posted
+# (which the sender records).
 Attempt = Callable[[Held], Awaitable[None]]
 # Records a message given up at the end of the window, with its last error.
 GiveUp = Callable[[Held], None]
@@ -106,6 +108,10 @@ class Retries:
                 wait = min(max(wait * 2, FIRST_WAIT), LONGEST_WAIT)
                 log.info("%s: still cannot send (%s); next try in %.0f s", key, held.error, wait)
                 continue
+            except DeliveryError as exc:
+                # Refused, or perhaps posted (its row says which): never tried again, and the
+                # messages behind it still go.
+                log.error("%s: a message that waited was not delivered: %s", key, exc)
             lane.popleft()
             wait = 0.0
         del self._lanes[key]

@@ -99,6 +99,19 @@ async def test_groups_answer_only_when_addressed_and_keep_the_rest(adapter, fake
     assert len(fake_api.message_requests) == 1
 
 
+async def test_a_bare_command_for_another_bot_gets_no_answer_in_a_group(adapter, fake_api):
+    """Other bots in the group have commands of their own; one sent without a bot's name is
+    not ours to answer, not even with "Unknown command"."""
+    adapter.group("/weather")
+    adapter.group("/weather Berlin")
+    adapter.group("what now?", addressed=True)
+    # The chat's messages are handled in order: an answer to either command would come first.
+    replies = await adapter.wait_replies(1)
+    await adapter.idle()
+    assert len(adapter.replies()) == 1 and replies[0].endswith("what now?")
+    assert len(fake_api.message_requests) == 1
+
+
 async def test_messages_from_bots_are_ignored(adapter, fake_api):
     adapter.from_a_bot("I am a bot")
     adapter.dm("and I am not")

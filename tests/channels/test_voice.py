@@ -114,6 +114,41 @@ async def test_a_recording_over_the_size_cap_is_kept_but_not_sent_out(
     assert saved.read_bytes() == RECORDING
 
 
+async def test_the_default_size_cap_holds_without_a_cap_in_config_yaml(
+    home, fake_api, fake_telegram, ears
+):
+    """No max_bytes in config.yaml: a recording Telegram says is one byte over 20 MB is not
+    sent out (nor downloaded for it)."""
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config()):
+        file_id, uid = fake_telegram.add_file(RECORDING)
+        voice = {"file_id": file_id, "file_unique_id": uid, "duration": 3,
+                 "mime_type": "audio/ogg", "file_size": 20_000_001}  # fmt: skip
+        fake_telegram.text("", voice=voice)
+        await fake_telegram.wait_sent(1)
+    assert ears.heard == [] and fake_telegram.calls_to("getFile") == []
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "(not transcribed: larger than 20.0 MB" in told, told
+
+
+async def test_the_size_cap_holds_for_a_recording_telegram_announces_without_a_size(
+    home, fake_api, fake_telegram, ears
+):
+    """Telegram's file_size is optional: the bytes as downloaded are what the cap judges."""
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config(max_bytes=1000)):
+        file_id, uid = fake_telegram.add_file(RECORDING)
+        fake_telegram.text("", voice={"file_id": file_id, "file_unique_id": uid, "duration": 3,
+                                      "mime_type": "audio/ogg"})  # fmt: skip
+        await fake_telegram.wait_sent(1)
+    assert len(RECORDING) > 1000
+    assert ears.heard == []  # not a byte of it went to the transcription service
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert "(not transcribed: larger than " in told and "inbox/private/" in told
+    (saved,) = [p for p in (home / "workspace" / "inbox" / "private").rglob("*") if p.is_file()]
+    assert saved.read_bytes() == RECORDING
+
+
 async def test_a_key_read_from_a_file_with_its_newline_still_works(
     home, fake_api, fake_telegram, ears
 ):

@@ -18,7 +18,7 @@ from aiohttp.abc import AbstractResolver
 
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
-from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, WebFetcher, refusal
+from agent.web.fetch import MAX_BYTES, MAX_REDIRECTS, TIMEOUT, WebFetcher, refusal
 from agent.web.tool import web_tools
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey
@@ -270,12 +270,29 @@ async def test_every_address_a_name_resolves_to_is_judged_not_only_the_first():
         await guard.resolve("inner.example", 80)
 
 
+async def test_a_fetch_never_connects_to_a_refused_address_behind_an_allowed_first_one(site):
+    """Through the whole fetch: the name's first address passes the guard (it stands for a
+    public one) but nothing answers there; the page is served at its second, this machine's.
+    A guard that judged only the first address would let the connection fall through to it."""
+    port = site.rsplit(":", 1)[1]
+    first = ipaddress.ip_network("127.0.0.2/32")  # nothing listens there: the site is on .1
+    fetcher = WebFetcher(
+        allow=[first], resolver=_Names({"mixed.example": ["127.0.0.2", "127.0.0.1"]})
+    )
+    with pytest.raises(ToolError, match=r"Could not fetch"):
+        await fetcher.fetch(f"http://mixed.example:{port}/article")
+    # The page is there at .1: the refusal above is the guard's, not a dead site's.
+    assert (await WebFetcher(allow=[HERE]).fetch(f"{site}/article"))["status"] == 200
+
+
 async def test_the_time_limit_covers_the_whole_fetch_with_its_redirects(site):
-    """Each hop answers within the limit, but together they do not: the fetch is cut."""
+    """Each hop answers within the limit, but together they do not: the fetch is cut. (The
+    limit is shortened here; the tool's own is 30 s.)"""
     fetcher = WebFetcher(allow=[HERE], timeout=1)
     url = f"{site}/slowhops/4"
     with pytest.raises(ToolError, match="did not answer within 1 s"):
         await fetcher.fetch(url)
+    assert WebFetcher().timeout == TIMEOUT == 30
 
 
 async def test_the_default_size_cap_is_five_megabytes(site):

@@ -627,6 +627,29 @@ async def test_an_emoji_heavy_nested_list_never_yields_a_piece_over_the_limit(
     assert all(f"item {i}\n" in shown + "\n" for i in range(300))
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_emoji_heavy_reply_over_20000_characters_arrives_whole_in_pieces_that_fit(
+    telegram_gateway, fake_telegram, fake_api, streaming
+):
+    """Replies this long are split off the event loop, whole or shown while written: the same
+    measure (UTF-16 units, after rendering), nothing lost."""
+    await telegram_gateway(streaming=streaming)
+    paragraphs = [f"Paragraph {i:03d}: " + "😀 **crows** remember faces " * 12 for i in range(90)]
+    reply = "\n\n".join(paragraphs)
+    assert len(reply) > 20_000 and len(reply.encode("utf-16-le")) // 2 > 23_000
+    fake_api.enqueue(Reply(reply))
+    fake_telegram.text("tell me everything")
+    await fake_telegram.wait_for(
+        lambda: any("Paragraph 089" in s["shown"] for s in fake_telegram.sent)
+    )
+    sent = fake_telegram.sent
+    assert len(fake_telegram.calls_to("sendMessage")) == len(sent)  # none refused, none resent
+    assert all(s.get("parse_mode") == "HTML" for s in sent)
+    assert all(len(s["shown"].encode("utf-16-le")) // 2 <= TELEGRAM_LIMIT for s in sent)
+    shown = "\n\n".join(s["shown"] for s in sent)
+    assert shown.split() == reply.replace("**", "").split()  # whole, in order
+
+
 async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_turn(
     telegram_gateway, fake_telegram, fake_api
 ):
@@ -697,6 +720,55 @@ async def test_a_refusal_for_where_a_reply_goes_is_not_tried_again_as_text(
     assert len(fake_telegram.calls_to("sendMessage")) == 2
     [failed] = gateway.undelivered()
     assert failed.out.text == "echo: one" and "hat not found" in failed.error
+
+
+async def test_a_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
+    telegram_gateway, fake_telegram, monkeypatch
+):
+    """Telegram posted the message, but its answer came after the read timeout. Sent again, it
+    would show twice (Telegram drops no repeat): it is kept as one that may not have arrived,
+    for corvid status, and the chat goes on."""
+    from channels.telegram.transport import Transport
+
+    # The send's read timeout, short (the long poll's own is set apart and stays long).
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    gateway = await telegram_gateway()
+    release = fake_telegram.hold("sendMessage")
+    fake_telegram.text("hello")
+    await fake_telegram.wait_sent(1)
+    await asyncio.wait_for(gateway.idle(), 10)  # the turn is over: its send has given up
+    release.set()
+    fake_telegram.text("again")
+    await fake_telegram.wait_for(lambda: "echo: again" in [s["shown"] for s in fake_telegram.sent])
+    await asyncio.wait_for(gateway.idle(), 10)
+    assert [s["shown"] for s in fake_telegram.sent] == ["echo: hello", "echo: again"]
+    [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "echo: hello"
+
+
+async def test_a_waiting_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
+    telegram_gateway, fake_telegram, monkeypatch
+):
+    """The same when the reply waited for Telegram to come back first: tried again, it is
+    posted but answered late; it is not tried once more, and the chat's next reply is not
+    held up behind it."""
+    from channels.telegram.transport import Transport
+
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    gateway = await telegram_gateway()
+    # Every try of the first send fails (so the reply waits), then the retry is answered late.
+    fake_telegram.fail("sendMessage", *[Fault(502, "Bad Gateway")] * 5)
+    release = fake_telegram.hold("sendMessage")
+    fake_telegram.text("hello")
+    await fake_telegram.wait_sent(1)  # posted by the retry, its answer held back
+    await asyncio.wait_for(gateway.gateway.delivery.retries.idle(), 10)
+    release.set()
+    fake_telegram.text("again")
+    await fake_telegram.wait_for(lambda: "echo: again" in [s["shown"] for s in fake_telegram.sent])
+    await asyncio.wait_for(gateway.idle(), 10)
+    assert [s["shown"] for s in fake_telegram.sent] == ["echo: hello", "echo: again"]
+    [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "echo: hello"
 
 
 async def test_a_group_reply_to_a_message_deleted_meanwhile_still_arrives(

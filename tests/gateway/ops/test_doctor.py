@@ -648,3 +648,22 @@ def test_the_report_masks_every_secret_the_configuration_holds_or_names(home: Pa
     assert text.endswith("1 problem(s) to fix, 1 warning(s).")
     assert render([Check(WARN, "web", "slow")]).endswith("No problems; 1 warning(s).")
     assert render([Check(OK, "web", "fine")]).endswith("All checks passed.")
+
+
+@pytest.mark.parametrize("longer", ["api_key", "token"])
+def test_a_secret_inside_another_leaks_neither_in_the_report(home: Path, longer: str):
+    """The API key inside the bot token, or the other way round (so the shorter comes first
+    in the configuration's order, or last): each is masked whole, the longer's tail too."""
+    from gateway.ops.doctor.report import secret_values
+
+    short = "sk-ant-0123456789"
+    long = short + "-TAILOFTHELONGERONE"
+    key, token = (long, short) if longer == "api_key" else (short, long)
+    raw = {"llm": {"api_key": "${ANTHROPIC_API_KEY}"}, "channels": {"telegram": {"token": token}}}
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    secrets = secret_values(home, {"ANTHROPIC_API_KEY": key})
+    assert set(secrets) == {short, long}
+    said = f"tried {long}, then {short}"
+    text = render([Check(FAIL, "llm", said)], secrets)
+    assert "0123456789" not in text and "TAILOFTHELONGERONE" not in text
+    assert "llm: tried ***, then ***" in text

@@ -213,6 +213,42 @@ async def test_a_digest_telegram_took_but_never_confirmed_is_not_sent_again_afte
     assert len(digests) == 1 and len(fake_api.message_requests) == requests
 
 
+async def test_a_digest_telegram_is_slow_to_confirm_is_delivered_once_across_a_restart(
+    home, fake_api, fake_telegram, monkeypatch
+):
+    """Telegram posted the digest but answered after the read timeout. Neither the run tried
+    again nor a restart sends it again: it is kept as one that may not have arrived."""
+    from channels.telegram.transport import Transport
+
+    # The send's read timeout, short (the long poll's own is set apart and stays long).
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    nine = datetime(TODAY.year, TODAY.month, TODAY.day, 21, 0, tzinfo=BERLIN)
+    tomorrow = nine + timedelta(days=1)
+    config = _config(home, fake_api, fake_telegram)
+    clock = FakeClock(nine - timedelta(minutes=30))
+    async with running(config, clock):
+        fake_telegram.text("Book the dentist for Tuesday")
+        await fake_telegram.wait_sent(1)
+        await clock.idle_until(nine)
+        fake_api.brain = lambda body: Reply("Dentist to book for Tuesday.")
+        release = fake_telegram.hold("sendMessage")
+        await clock.set(nine)
+        await fake_telegram.wait_sent(2)
+        # Through the run's retries, if any, to tomorrow's slot.
+        for _ in range(10):
+            if await clock.next_wake(timeout=10) == tomorrow:
+                break
+            await clock.advance(timeout=10)
+        release.set()
+    clock = FakeClock(nine + timedelta(minutes=5))
+    async with running(config, clock) as gateway:
+        await clock.idle_until(tomorrow)
+        [uncertain] = gateway.undelivered()
+    assert uncertain.status == "uncertain" and uncertain.out.text == "Dentist to book for Tuesday."
+    digests = [s for s in fake_telegram.sent if s["shown"] == "Dentist to book for Tuesday."]
+    assert len(digests) == 1
+
+
 def _touched(path, when: datetime) -> None:
     """config.yaml as the owner left it: last changed at ``when``."""
     os.utime(path, (when.timestamp(), when.timestamp()))

@@ -68,6 +68,8 @@ async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
     assert sent[1]["chat_id"] == str(OWNER)
     assert sent[1]["shown"] == "Good morning! Time to call the bank."
     assert "Remind Ada to call the bank" in fake_api.message_requests[-1].raw
+    # The job's turn is told the time it runs at, by the clock the scheduler keeps.
+    assert "[Fri 2026-03-13 09:00 CET]" in fake_api.message_requests[-1].raw
     # Delivered, so the one-shot job is gone; its turn never entered the chat's history.
     assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
     chat = (home / "state" / "sessions" / f"telegram:private:{OWNER}.jsonl").read_text()
@@ -93,6 +95,36 @@ async def test_a_reminders_turn_never_sees_memory_md(home, fake_api, fake_telegr
     asked, job_turn = fake_api.message_requests[0], fake_api.message_requests[-1]
     assert canary in asked.raw  # the owner's chat
     assert "Remind Ada to call the bank" in job_turn.raw and canary not in job_turn.raw
+
+
+async def test_a_reminders_turn_recalls_nothing_from_memory_md(home, fake_api, fake_telegram):
+    """Nor does the search before a turn bring MEMORY.md into a job's, though its one note is
+    about just what the reminder says and the bar is set so that any note found is recalled."""
+    canary = "CANARY-long-term-9d3c"
+    (home / "workspace" / "MEMORY.md").write_text(f"# Memory\n\n- Locker code {canary}\n")
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    config = make_config(
+        home, fake_api.base_url, channels={"telegram": tg}, memory={"recall": {"min_words": 0}}
+    )
+    nine = _today_at(9, days=1)
+    clock = FakeClock(_today_at(20))
+    async with running(config, clock) as gateway:
+        fake_api.enqueue(
+            Reply(tool_calls=[("schedule", {"instruction": "Say the locker code",
+                                            "at": f"{nine:%Y-%m-%d %H:%M}"})]),
+            Reply("Done."),
+        )  # fmt: skip
+        fake_telegram.text("tell me the locker code tomorrow at 9")
+        await fake_telegram.wait_sent(1)
+        await clock.idle_until(nine)
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Time for the locker."))
+        await clock.set(nine)
+        await fake_telegram.wait_sent(2)
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+    job_turn = fake_api.message_requests[-1]
+    assert "Say the locker code" in job_turn.raw and canary not in job_turn.raw
 
 
 async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
