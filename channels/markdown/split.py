@@ -296,6 +296,8 @@ def _table(lines: list[str], limit: int, measure: Measure) -> list[str]:
         if measure(head + "\n" + row) <= limit:
             current = head + "\n" + row
         else:  # one row longer than a piece: it goes out as text
+            if not pieces:  # no piece has shown the header yet: it goes first, on its own
+                pieces.append(head)
             pieces.extend(hard_cut(row, limit, measure))
     if current != head:
         pieces.append(current)
