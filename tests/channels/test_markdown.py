@@ -218,6 +218,203 @@ def test_link_definitions_alone_are_not_a_piece():
     assert "[1]: <https://example.com/a>" in pieces[0]  # carried where it is used
 
 
+# -- each promise at its edge -------------------------------------------------------------------
+
+
+def test_a_limit_under_100_is_refused():
+    with pytest.raises(ValueError, match="limit too small"):
+        split_markdown("hello", 99)
+    assert split_markdown("hello", 100) == ["hello"]
+
+
+def test_a_reply_exactly_at_the_limit_is_sent_as_written():
+    text = "a" * 40 + "\n\n\n\n" + "b" * 56  # rebuilt from its blocks, it would lose two lines
+    assert split_markdown(text, 100) == [text]
+
+
+def test_a_block_exactly_at_the_limit_is_sent_as_written():
+    code = "\n".join(f"    line {i:02}" for i in range(9))  # indented code, 107 characters
+    pieces = split_markdown("Some intro words here.\n\n" + code + "\n\nafter", 107)
+    assert pieces == ["Some intro words here.", code, "after"]  # not rewritten as a fenced block
+
+
+def test_a_link_definition_between_paragraphs_is_kept_when_references_are_not_carried():
+    first, last = "See [the docs][d] for more. " * 3, "Then more words follow here. " * 3
+    definition = "[d]: https://docs.example.com/a"
+    pieces = split_markdown(f"{first}\n\n{definition}\n\n{last}", 100)
+    assert pieces == [first, definition, last]
+
+
+def test_blank_lines_of_spaces_at_the_end_add_nothing_to_the_last_piece():
+    first, second = "First paragraph " * 4, "Second paragraph " * 4
+    assert split_markdown(f"{first}\n\n{second}\n   \n  ", 100) == [first, second]
+
+
+def test_a_long_info_string_is_cut_to_the_language_only_past_40_characters():
+    code = "\n".join(f"print({i})" for i in range(40))
+    for info, opener in [
+        ("python " + "x" * 33, "```python " + "x" * 33),  # 40: kept whole
+        ("python " + "x" * 34, "```python"),  # 41: the language only
+    ]:
+        pieces = _check(f"```{info}\n{code}\n```", 200)
+        assert len(pieces) > 1 and {p.split("\n")[0] for p in pieces} == {opener}
+
+
+def test_a_tilde_fence_is_reopened_with_tildes_so_its_info_may_hold_a_backtick():
+    text = "~~~a`b\n" + "\n".join(f"line {i}" for i in range(30)) + "\n~~~"
+    pieces = _check(text, 100)
+    assert len(pieces) > 1 and all(p.startswith("~~~a`b\n") and p.endswith("\n~~~") for p in pieces)
+
+
+def test_an_indented_code_block_too_long_for_a_piece_is_split_into_fenced_blocks():
+    text = "Intro:\n\n" + "\n".join(f"    line {i}" for i in range(30))
+    pieces = _check(text, 100)
+    assert pieces[0] == "Intro:"
+    assert all(p.startswith("```\nline ") and p.endswith("\n```") for p in pieces[1:])
+
+
+def test_a_split_code_block_takes_as_many_lines_as_fit_in_each_piece():
+    lines = [f"line {i}" for i in range(30)]
+    pieces = _check("```\n" + "\n".join(lines) + "\n```", 100)
+    for piece, after in itertools.pairwise(pieces):
+        taken = piece.split("\n")[1:-1]
+        assert utf16_len("\n".join(["```", *taken, after.split("\n")[1], "```"])) > 100
+    assert [line for p in pieces for line in p.split("\n")[1:-1]] == lines
+
+
+_CODE = "\n".join(f"n = {i}" for i in range(12))
+
+
+_FENCE = "`" * 30  # with a 40-character info string, 102 of a piece go to the fences
+_LONG_INFO = f"{_FENCE}python {'x' * 33}\n{_CODE}\n{_FENCE}"
+
+
+def test_a_split_code_block_keeps_its_language_while_20_characters_are_left_for_code():
+    pieces = _check(_LONG_INFO, 122)
+    assert len(pieces) > 1
+    assert all(p.startswith(f"{_FENCE}python {'x' * 33}\n") for p in pieces)
+    assert all(p.endswith("\n" + _FENCE) for p in pieces)
+
+
+def test_a_piece_too_narrow_for_the_language_keeps_the_code_fenced_without_it():
+    pieces = split_markdown(_LONG_INFO, 121)  # 19 left for code with the language
+    assert len(pieces) > 1 and all(utf16_len(p) <= 121 for p in pieces)
+    assert all(p.startswith(_FENCE + "\nn = ") and p.endswith("\n" + _FENCE) for p in pieces)
+    assert [line for p in pieces for line in p.split("\n")[1:-1]] == _CODE.split("\n")
+
+
+def test_a_code_block_whose_fences_leave_20_characters_is_still_split_into_closed_blocks():
+    fence = "`" * 39  # two of them and two line breaks: 80 of the 100
+    pieces = _check(f"{fence}\n{_CODE}\n{fence}", 100)
+    assert len(pieces) > 1 and all(p.startswith(fence + "\n") for p in pieces)
+    assert all(p.endswith("\n" + fence) for p in pieces)
+
+
+def test_a_code_block_whose_fences_leave_under_20_characters_is_sent_as_its_lines():
+    fence = "`" * 40
+    text = f"{fence}\n{_CODE}\n{fence}"
+    pieces = split_markdown(text, 100)
+    assert len(pieces) > 1 and all(utf16_len(p) <= 100 for p in pieces)
+    assert "\n".join(pieces) == text
+
+
+def test_a_fence_opened_on_the_last_line_is_sent_closed():
+    words = " ".join(["word"] * 30)
+    assert split_markdown(words + "\n\n```", 100)[-1] == "word " * 9 + "word\n\n```\n```"
+
+
+def test_an_unclosed_fence_is_closed_before_the_definitions_carried_after_it():
+    text = "[d]: https://example.com/d\n\n" + "See [d] here. " * 8 + "\n\n```\nx = a[d]"
+    pieces = split_markdown(text, 100, carry_references=True)
+    assert pieces[-1].endswith("```\nx = a[d]\n```\n\n[D]: <https://example.com/d>")
+
+
+def test_carried_definitions_keep_their_titles():
+    text = '[d]: https://example.com/d "The title"\n\n' + "See [d] here. " * 10
+    pieces = split_markdown(text, 100, carry_references=True)
+    assert len(pieces) > 1
+    assert all(p.endswith('\n\n[D]: <https://example.com/d> "The title"') for p in pieces)
+
+
+def test_a_setext_heading_too_long_for_a_piece_keeps_its_underline_at_its_end():
+    text = " ".join(["heading"] * 40) + "\n==="
+    pieces = _check(text, 100)
+    assert len(pieces) > 1 and pieces[-1].endswith(" heading\n===")
+    assert all("=" not in p for p in pieces[:-1])
+
+
+def test_a_table_header_exactly_half_the_limit_is_repeated_in_every_piece():
+    head = "| name | value |\n|" + "-" * 15 + "|" + "-" * 15 + "|"  # 50 characters
+    rows = [f"| row {i} | value {i} |" for i in range(20)]
+    pieces = _check(head + "\n" + "\n".join(rows), 100)
+    assert len(pieces) > 1 and all(p.startswith(head + "\n| row ") for p in pieces)
+
+
+def test_a_table_header_over_half_the_limit_is_sent_once_with_its_rows_as_lines():
+    head = "| " + "name " * 12 + "| value |\n|---|---|"  # 82: no row fits beside it
+    rows = [f"| row {i} | value {i} |" for i in range(8)]
+    pieces = split_markdown(head + "\n" + "\n".join(rows), 100)
+    assert pieces == [head, "\n".join(rows[:5]), "\n".join(rows[5:])]  # rows packed as lines
+
+
+def test_a_one_row_table_too_long_for_a_piece_sends_its_header_alone_then_the_row_as_text():
+    # Cut between emoji, the row's first part leaves room for the header beside it; joined,
+    # they would read as a table with half a row.
+    family = "👨‍👩‍👧‍👦"
+    row = "| " + family * 12 + " |"
+    pieces = split_markdown("|a|\n|-|\n" + row, 100)
+    assert pieces == ["|a|\n|-|", "| " + family * 8, family * 4 + " |"]
+
+
+def test_table_rows_fill_a_piece_to_exactly_the_limit():
+    head = "| hd |\n|----|"
+    rows = [f"| {'row ' + str(i):<24} |" for i in range(6)]  # the header and 3 rows: 100
+    pieces = split_markdown(head + "\n" + "\n".join(rows), 100)
+    assert pieces == [head + "\n" + "\n".join(rows[:3]), head + "\n" + "\n".join(rows[3:])]
+
+
+def test_a_table_row_that_fills_a_piece_with_the_header_exactly_is_kept_a_row():
+    head, long = "| hd |\n|----|", "| " + "x" * 82 + " |"
+    pieces = split_markdown(f"{head}\n| short |\n{long}", 100)
+    assert pieces == [head + "\n| short |", head + "\n" + long]
+
+
+def test_renumbering_to_a_narrower_number_moves_the_item_lines_with_the_marker():
+    # CommonMark numbers from the first item: the second is 2, however it was written.
+    text = (
+        "1. " + " ".join(["one"] * 20) + "\n100. second item\n     continued here\n\n         code"
+    )
+    pieces = split_markdown(text, 100)
+    assert pieces[-1] == "2. second item\n   continued here\n\n       code"
+
+
+def test_a_list_item_that_starts_with_indented_code_keeps_it_as_code():
+    words = " ".join(["word"] * 30)
+    _check("-      code line\n\n  " + words, 100)
+
+
+def test_an_empty_list_item_padded_past_the_limit_is_left_out_and_its_neighbours_kept():
+    words = " ".join(["word"] * 30)
+    pieces = split_markdown("1. " + words + "\n2." + " " * 200 + "\n3. b", 100)
+    assert pieces == ["1. " + " ".join(["word"] * 19), " ".join(["word"] * 11), "3. b"]
+
+
+def test_a_split_quote_keeps_tabs_inside_its_lines():
+    words = " ".join(["word"] * 30)
+    pieces = _check("> " + words + "\n>\n> ```\n> x\ty = 1\n> ```", 100)
+    assert pieces[-1].endswith("\n> ```\n> x\ty = 1\n> ```")
+
+
+def test_a_quote_cut_as_plain_lines_sends_no_piece_of_a_bare_marker():
+    # A definition too long for a piece is cut as text into two full pieces (with "> ", the
+    # limit each), and the blank line after it is left over on its own.
+    definition = "[d]: https://example.com/" + "a" * 171
+    words = " ".join(["word"] * 30)
+    pieces = split_markdown("> " + definition + "\n>\n> " + words, 100)
+    assert pieces[:2] == ["> " + definition[:98], "> " + definition[98:]]
+    assert all(p.strip("> \n") for p in pieces)
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
