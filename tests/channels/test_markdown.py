@@ -314,8 +314,8 @@ def test_a_code_block_whose_fences_leave_under_20_characters_is_sent_as_its_line
     fence = "`" * 40
     text = f"{fence}\n{_CODE}\n{fence}"
     pieces = split_markdown(text, 100)
-    assert len(pieces) > 1 and all(utf16_len(p) <= 100 for p in pieces)
-    assert "\n".join(pieces) == text
+    assert all(utf16_len(p) <= 100 for p in pieces)
+    assert pieces == ["\n".join(text.split("\n")[:11]), "\n".join(text.split("\n")[11:])]
 
 
 def test_a_fence_opened_on_the_last_line_is_sent_closed():
@@ -413,6 +413,65 @@ def test_a_quote_cut_as_plain_lines_sends_no_piece_of_a_bare_marker():
     pieces = split_markdown("> " + definition + "\n>\n> " + words, 100)
     assert pieces[:2] == ["> " + definition[:98], "> " + definition[98:]]
     assert all(p.strip("> \n") for p in pieces)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "- \tcode ",  # a space and a tab: three columns, so a paragraph
+        "-     code ",  # five spaces: indented code inside the item
+        "-     x\n  ",
+    ],
+)
+def test_a_list_item_split_keeps_what_its_first_line_starts_with_after_the_marker(first):
+    _check(first + " ".join(["word"] * 30), 100)
+
+
+def test_a_split_setext_heading_counts_its_underline_within_the_limit():
+    _check(" ".join(["heading"] * 24) + "\n=====", 100)
+
+
+def test_blocks_are_joined_up_to_exactly_the_limit():
+    text = "a" * 49 + "\n\n" + "b" * 49 + "\n\n" + "c" * 30
+    assert split_markdown(text, 100) == ["a" * 49 + "\n\n" + "b" * 49, "c" * 30]
+
+
+def test_a_split_list_keeps_its_items_tight_or_loose_as_they_were():
+    words = " ".join(["word"] * 60)
+    text = f"- aaa\n\n- bbb\n- ccc\n\n- ddd\n- {words}\n- eee\n- fff\n\n- ggg"
+    pieces = split_markdown(text, 100)
+    assert pieces[0] == "- aaa\n\n- bbb\n- ccc\n\n- ddd" and pieces[-1] == "- eee\n- fff\n\n- ggg"
+
+
+def test_a_split_list_numbered_from_zero_keeps_its_numbers():
+    words = " ".join(["word"] * 30)
+    pieces = split_markdown(f"0. zero {words}\n1. one {words}\n2. two", 100)
+    assert [p[:3] for p in pieces if p[:1].isdigit()] == ["0. ", "1. ", "2. "]
+
+
+def test_a_closed_fence_of_two_lines_is_not_closed_again():
+    words = " ".join(["word"] * 30)
+    last = split_markdown(words + "\n\n```\n```\n\nafter", 100)[-1]
+    assert last == " ".join(["word"] * 10) + "\n\n```\n```\n\nafter"
+
+
+def test_a_code_line_that_would_close_the_fence_in_a_piece_gets_a_longer_fence():
+    # Indented five under a fence indented two, "````" is code; moved to the left margin with
+    # the code, three spaces in, it would close a fence of three.
+    code = "\n".join(["  x", "     ````", *(f"  line {i}" for i in range(30))])
+    pieces = _check("  ```\n" + code + "\n  ```", 100)
+    assert all(p.startswith("`````\n") and p.endswith("\n`````") for p in pieces)
+
+
+def test_a_split_code_block_is_reopened_with_the_same_fence():
+    pieces = _check("````\n" + "\n".join(f"line {i}" for i in range(30)) + "\n````", 100)
+    assert len(pieces) > 1 and all(p.startswith("````\nline") for p in pieces)
+
+
+def test_code_lines_fill_a_piece_to_exactly_the_limit():
+    lines = ["x" * 23, "y" * 23, "z" * 23, "w" * 20]  # with the fences: 100
+    pieces = split_markdown("```\n" + "\n".join([*lines, "last"]) + "\n```", 100)
+    assert pieces == ["```\n" + "\n".join(lines) + "\n```", "```\nlast\n```"]
 
 
 # -- any reply ----------------------------------------------------------------------------------
