@@ -474,6 +474,26 @@ def test_code_lines_fill_a_piece_to_exactly_the_limit():
     assert pieces == ["```\n" + "\n".join(lines) + "\n```", "```\nlast\n```"]
 
 
+_NINE = "\n".join(f"1. item {i}" for i in range(9))  # CommonMark numbers them 1 to 9
+
+
+def test_a_lazy_line_stays_as_it_is_under_a_wider_number():
+    pieces = split_markdown(_NINE + "\n1. tenth\nlazy continuation", 100)
+    assert pieces == [_NINE, "10. tenth\nlazy continuation"]
+
+
+def test_a_cut_item_starts_at_its_number_when_the_wider_number_fits_exactly():
+    pieces = split_markdown(_NINE + "\n1. " + "😀" * 100, 100)
+    assert pieces[1] == "10. " + "😀" * 48  # 100 UTF-16 units
+    assert "".join(pieces).count("😀") == 100
+
+
+def test_a_cut_item_whose_wider_number_does_not_fit_keeps_its_own_and_loses_nothing():
+    pieces = split_markdown(_NINE + "\n1. " + "x" * 300, 100)
+    assert pieces[1] == "1. " + "x" * 97
+    assert "".join(pieces).count("x") == 300
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
