@@ -494,6 +494,59 @@ def test_a_cut_item_whose_wider_number_does_not_fit_keeps_its_own_and_loses_noth
     assert "".join(pieces).count("x") == 300
 
 
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        "葛\ufe00",  # the first and last variation selectors
+        "❤\ufe0f",
+        "👍\U0001f3fb",  # the lightest and darkest skin tones
+        "👍\U0001f3ff",
+        "🏴\U000e0020\U000e007f",  # the first tag character and the cancel tag
+        "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",  # Scotland
+        "葛\U000e0100",  # the first and last variation selectors of the supplement
+        "葛\U000e01ef",
+        "🇦🇿",  # the first and last regional indicators
+        "🇫🇷",
+        "e\u0301",  # a letter and its combining accent
+        "👨\u200d👩\u200d👧\u200d👦",
+    ],
+)
+def test_a_cut_between_characters_never_falls_inside_one_a_reader_sees(cluster):
+    # Every offset of the cut within the cluster, in prose and in code.
+    for k in range(utf16_len(cluster) + 1):
+        for text, strip in [
+            ("a" * k + cluster * 60, ""),
+            ("```\n" + "a" * k + cluster * 60, "`\n"),
+        ]:
+            pieces = split_markdown(text, 100)
+            for piece in pieces:
+                inner = piece.strip(strip).lstrip("a")
+                assert inner == cluster * (len(inner) // len(cluster)), (k, piece)
+
+
+def test_one_character_longer_than_a_piece_is_cut_at_the_limit_not_a_mark_at_a_time():
+    pieces = split_markdown("e" + "\u0301" * 300, 100)  # a letter under 300 accents
+    assert [len(p) for p in pieces] == [100, 100, 100, 1]
+
+
+def test_a_cut_backs_off_to_where_a_character_starts_even_one_in():
+    pieces = split_markdown("x" + "e" + "\u0301" * 300, 100)
+    assert pieces[0] == "x" and pieces[1] == "e" + "\u0301" * 99
+
+
+def test_a_lone_regional_indicator_is_a_character_of_its_own():
+    pieces = split_markdown("a" * 98 + "🇦" + "b" * 150, 100)
+    assert pieces[0] == "a" * 98 + "🇦"  # 100 UTF-16 units
+
+
+def test_flags_at_the_start_of_a_reply_are_paired_from_the_start():
+    # A lone indicator at the very end must not count as one before the first flag.
+    flags = "🇦🇿" * 60
+    pieces = split_markdown(flags + "x🇦", 100)
+    assert "".join(pieces) == flags + "x🇦"
+    assert all(p.replace("🇦🇿", "") in ("", "x🇦") for p in pieces)
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
