@@ -547,6 +547,73 @@ def test_flags_at_the_start_of_a_reply_are_paired_from_the_start():
     assert all(p.replace("🇦🇿", "") in ("", "x🇦") for p in pieces)
 
 
+@pytest.mark.parametrize("escaped", ["\\*", "\\\\\\*"])  # \* and \\\*: a cut after an odd run
+def test_an_escape_cut_between_characters_stays_with_what_it_escapes(escaped):
+    before = "a" * (100 - len(escaped) + 1)
+    pieces = _check(before + escaped + "b" * 150, 100)
+    assert pieces[:2] == [before + escaped[:-2], "\\*" + "b" * 98]
+
+
+def test_an_escape_before_a_character_longer_than_a_piece_is_not_dropped():
+    # The cut can only fall after the backslash: moving it on would cut nowhere.
+    assert split_markdown("\\" + "e" + "\u0301" * 300, 100)[0] == "\\"
+
+
+def test_a_backslash_that_escapes_nothing_moves_on_with_the_next_piece():
+    assert split_markdown("x\\" + "e" + "\u0301" * 300, 100)[:2] == ["x", "\\"]
+
+
+def test_a_hard_line_break_where_a_piece_ends_is_dropped_with_the_line_end():
+    # Emphasis over the whole paragraph leaves no clean cut: each piece ends at a line end.
+    text = "*" + "wordwordword\\\n" * 20 + "end*"
+    pieces = split_markdown(text, 100)
+    assert len(pieces) == 3 and all(p.endswith("wordwordword") for p in pieces[:-1])
+    assert "".join(pieces).count("wordwordword") == 20
+
+
+def test_a_paragraph_whose_rest_is_exactly_the_limit_is_not_cut_again():
+    rest = ("x" * 9 + " ") * 9 + "y" * 10  # 100 characters
+    first = "The first sentence is here and it ends now."
+    assert split_markdown(first + " " + rest, 100) == [first, rest]
+
+
+def test_each_cut_in_a_long_paragraph_is_at_a_sentence_end():
+    # Sentences of different lengths: a cut checked against the start of the paragraph
+    # instead of where the piece starts would pass by chance in a repeating one.
+    text = " ".join(
+        f"Sentence {i} says " + "w " * (3 + i * 7 % 10) + "and ends." for i in range(30)
+    )
+    pieces = split_markdown(text, 150)
+    assert len(pieces) > 5 and all(p.endswith(" and ends.") for p in pieces)
+
+
+def test_a_paragraph_of_short_lines_is_cut_at_line_ends():
+    lines = [f"line {i} has words but no stop" for i in range(12)]
+    pieces = split_markdown("\n".join(lines), 100)
+    assert pieces == ["\n".join(lines[i : i + 3]) for i in range(0, 12, 3)]
+
+
+def test_text_without_spaces_fills_each_piece_to_the_limit():
+    assert [len(p) for p in split_markdown("x" * 250, 100)] == [100, 100, 50]
+    assert split_markdown("```\nx" + "e" + "\u0301" * 300 + "\n```", 100)[0] == "```\nx\n```"
+
+
+def test_with_no_clean_cut_the_last_space_at_40_percent_of_the_piece_still_counts():
+    pieces = split_markdown("*" + "a" * 39 + " " + "b" * 100 + "*", 100)
+    assert pieces[0] == "*" + "a" * 39  # the space is at 40 of 100
+
+
+def test_a_sentence_end_at_40_percent_of_the_piece_is_preferred_to_a_later_space():
+    pieces = split_markdown("x" * 39 + ". " + "word " * 30, 100)
+    assert pieces[0] == "x" * 39 + "."
+
+
+def test_after_a_cut_that_could_not_be_clean_the_next_cuts_are_clean_again():
+    text = "**" + "a" * 150 + "**" + " Then a sentence that ends here." * 8
+    pieces = split_markdown(text, 100)
+    assert len(pieces) > 3 and all(p.endswith(" ends here.") for p in pieces[1:])
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
