@@ -614,6 +614,15 @@ def test_after_a_cut_that_could_not_be_clean_the_next_cuts_are_clean_again():
     assert len(pieces) > 3 and all(p.endswith(" ends here.") for p in pieces[1:])
 
 
+@pytest.mark.parametrize("marker", ["1.", "1)"])
+def test_a_piece_that_would_start_with_a_list_number_has_it_escaped(marker):
+    # Emphasis over the whole paragraph leaves no clean cut; the last space in reach is
+    # right before the number.
+    pieces = split_markdown("*" + "a" * 97 + f" {marker} " + "b" * 50 + "*", 100)
+    assert pieces[1] == f"1\\{marker[1]} " + "b" * 50 + "*"
+    assert _JUDGE.render(pieces[1]).startswith(f"<p>1{marker[1]} ")
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
