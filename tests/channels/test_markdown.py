@@ -623,6 +623,11 @@ def test_a_piece_that_would_start_with_a_list_number_has_it_escaped(marker):
     assert _JUDGE.render(pieces[1]).startswith(f"<p>1{marker[1]} ")
 
 
+def test_a_word_longer_than_a_piece_after_a_short_one_starts_a_piece_of_its_own():
+    # The only space is far back, after one character: cutting there beats cutting the word.
+    assert split_markdown("x " + "y" * 150, 100) == ["x", "y" * 100, "y" * 50]
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
