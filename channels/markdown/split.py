@@ -209,11 +209,15 @@ def _item(lines: list[str], limit: int, measure: Measure, env: dict[str, Any]) -
     the marker; the later ones are the contents as they would read outside the list, rather
     than indented lines that would turn into code."""
     lines = [_expand_indent(line) for line in lines]
-    first = lines[0]
-    m = _ITEM.match(first)
+    m = _ITEM.match(lines[0])
     if m is None:
         return _plain(lines, limit, measure)
-    spaces = len(m.group(3).expandtabs(4))
+    # Tabs after the marker as the spaces they stand for where they are (a tab's width
+    # depends on its column), so that the contents start where CommonMark starts them.
+    first = lines[0][: m.end()].expandtabs(4) + lines[0][m.end() :]
+    m = _ITEM.match(first)
+    assert m is not None  # the same marker, now followed by spaces only
+    spaces = len(m.group(3))
     width = m.end(2) + 1 if spaces == 0 or spaces > 4 else m.end()
     pad = " " * width
     inner = [first[width:]] + [_dedent(line, width) for line in lines[1:]]

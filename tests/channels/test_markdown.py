@@ -421,6 +421,9 @@ def test_a_quote_cut_as_plain_lines_sends_no_piece_of_a_bare_marker():
         "- \tcode ",  # a space and a tab: three columns, so a paragraph
         "-     code ",  # five spaces: indented code inside the item
         "-     x\n  ",
+        "-\t  code ",  # the tab runs from column 1 to 4: with two spaces, indented code
+        "-\t\tcode ",
+        "- \t code ",  # the tab runs from column 2 to 4: four columns, a paragraph
     ],
 )
 def test_a_list_item_split_keeps_what_its_first_line_starts_with_after_the_marker(first):
