@@ -631,6 +631,16 @@ def test_a_word_longer_than_a_piece_after_a_short_one_starts_a_piece_of_its_own(
     assert split_markdown("x " + "y" * 150, 100) == ["x", "y" * 100, "y" * 50]
 
 
+@pytest.mark.parametrize(
+    "char",
+    # Each just past a range of joining characters (the last two unassigned as yet).
+    ["\ufe10", "\U0001f200", "\U0001f400", "\U000e0080", "\U000e01f0"],
+)
+def test_a_character_just_past_a_joining_range_stands_alone(char):
+    pieces = split_markdown("ab" + char * 120, 100)
+    assert pieces[0] == "ab" + char * (98 // utf16_len(char))  # as many as fit after "ab"
+
+
 # -- any reply ----------------------------------------------------------------------------------
 
 _word = st.sampled_from(
