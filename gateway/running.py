@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import time
@@ -140,9 +141,11 @@ class App:
         except OSError as exc:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
         if self.config.web.enabled:
-            from gateway.web.server import start_web
-
-            self.web = await start_web(self._backend(self.scheduler))
+            # Imported in a thread (aiohttp's web server and its TLS context take a few hundred
+            # milliseconds): on the event loop it would hold back the channels' first polls,
+            # which are under way by now but not yet sent.
+            server = await asyncio.to_thread(importlib.import_module, "gateway.web.server")
+            self.web = await server.start_web(self._backend(self.scheduler))
 
     async def _ready_tools(self) -> None:
         channels = [c.receiving.wait() for c in self.gateway.channels.values()]
