@@ -49,6 +49,14 @@ def _refusals(fake_api) -> dict[str, str]:
     return said
 
 
+def _only_refusals(home, fake_api, *sessions: str) -> None:
+    """The schedule tool was called in exactly these sessions, refused each, made no job."""
+    refused = _refusals(fake_api)
+    assert set(refused) == set(sessions)
+    assert all("Only the owner schedules" in r for r in refused.values()), refused
+    assert _jobs(home) == []
+
+
 async def test_no_shared_telegram_chat_schedules_a_group_a_forum_topic_or_a_guest(
     home, fake_api, fake_telegram, telegram_gateway
 ):
@@ -61,14 +69,13 @@ async def test_no_shared_telegram_chat_schedules_a_group_a_forum_topic_or_a_gues
     fake_telegram.text("remind me hourly (guest)", user=GUEST, first_name="Eve")
     await fake_telegram.wait_sent(3)
     await asyncio.wait_for(app.idle(), 10)
-    refused = _refusals(fake_api)
-    assert set(refused) == {
+    _only_refusals(
+        home,
+        fake_api,
         f"telegram:group:{TG_GROUP}",
         f"telegram:group:{TG_GROUP}:topic:7",
         f"telegram:guest:{GUEST}",
-    }
-    assert all("Only the owner schedules" in r for r in refused.values()), refused
-    assert _jobs(home) == []
+    )
     # The owner's own chat, on the same gateway, does schedule: the refusals were the rule's.
     fake_telegram.text("remind me hourly (owner)", user=OWNER)
     await fake_telegram.wait_sent(4)
@@ -88,14 +95,13 @@ async def test_no_shared_discord_chat_schedules_a_channel_a_thread_or_a_guest(
     fake_discord.message("remind me hourly (guest)", author=GUEST, guild=False)
     await fake_discord.wait_sent(3)
     await asyncio.wait_for(app.idle(), 10)
-    refused = _refusals(fake_api)
-    assert set(refused) == {
+    _only_refusals(
+        home,
+        fake_api,
         f"discord:channel:{CHANNEL_ID}",
         f"discord:thread:{THREAD_ID}",
         f"discord:guest:{GUEST}",
-    }
-    assert all("Only the owner schedules" in r for r in refused.values()), refused
-    assert _jobs(home) == []
+    )
     fake_discord.message("remind me hourly (owner)", author=OWNER_ID, guild=False)
     await fake_discord.wait_sent(4)
     assert [j["target"] for j in _jobs(home)] == [f"discord:dm:{OWNER_ID}"]
