@@ -41,6 +41,7 @@ NOT_BEFORE_NEEDED = {
     "trafilatura",  # a page's text, on web_fetch's first call
     "pypdf",
     "pywhispercpp",  # transcription is off
+    "tarfile",  # the archive of a scheduled backup, made when the backup runs
 }
 
 

@@ -98,18 +98,6 @@ def excluded(layout: Layout, backup_dir: Path, with_secrets: bool) -> set[Path]:
     return out
 
 
-def backup_folder(layout: Layout, configured: str) -> Path:
-    """Where backups go: ``backup.dir`` (relative to the home), else ``state/backups``."""
-    if not configured:
-        return layout.backups
-    folder = Path(configured).expanduser()
-    return folder if folder.is_absolute() else layout.home / folder
-
-
-def default_name(now: datetime, prefix: str = "corvid-backup") -> str:
-    return f"{prefix}-{now.astimezone(UTC):%Y%m%d-%H%M%S}.tar.gz"
-
-
 def make_backup(
     layout: Layout, dest: Path, *, backup_dir: Path, with_secrets: bool = False
 ) -> Manifest:

@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gateway.backups.archive import backup_folder, default_name, make_backup
+from gateway.backups.names import backup_folder, default_name
 from gateway.config.layout import Layout
 from gateway.config.ops_sections import BackupConfig
 from gateway.scheduling.jobs import Job
@@ -31,6 +31,8 @@ class ScheduledBackup:
         await asyncio.to_thread(self.run_once, datetime.now(UTC))
 
     def run_once(self, now: datetime) -> Path:
+        from gateway.backups.archive import make_backup  # tarfile and all: only when run
+
         dest = self.folder / default_name(now, SCHEDULED)
         manifest = make_backup(self.layout, dest, backup_dir=self.folder)
         log.info("backup: %d files written to %s", len(manifest.files), dest)

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gateway.backups.archive import BackupError, backup_folder, default_name, make_backup
+from gateway.backups.archive import BackupError, make_backup
+from gateway.backups.names import backup_folder, default_name
 from gateway.backups.restore import RestoreError, restore, undo_restore
 from gateway.config.layout import Layout
 from gateway.ops.home import read_config

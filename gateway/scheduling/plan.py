@@ -81,7 +81,7 @@ def planned_jobs(config: Config, store: JobStore, now: datetime) -> list[Job]:
 
 def backup_job(config: Config, now: datetime) -> Job:
     """The scheduled backup; its target names the folder the backups go to."""
-    from gateway.backups.archive import backup_folder
+    from gateway.backups.names import backup_folder
 
     return Job(
         id=BACKUP,
