@@ -106,7 +106,13 @@ class Gateway:
                 task.cancel()
             await asyncio.gather(*starting, return_exceptions=True)
         self._all_ready.set()
-        self._spawn(self.agent.llm.warm_up())
+        self._spawn(self._warm_up())
+
+    async def _warm_up(self) -> None:
+        """Load the model's SDK before the first turn needs it; what the start's imports left
+        free then goes back to the system with the next quiet, as after a burst of turns."""
+        await self.agent.llm.warm_up()
+        self.heap.turn_over()
 
     async def _start_channel(self, name: str, channel: Channel, outgoing: list[Outgoing]) -> None:
         await self._stack.enter_async_context(channel)

@@ -85,3 +85,22 @@ def test_glibc_has_a_malloc_trim_to_call():
     trim = _malloc_trim()
     assert trim is not None  # Debian's glibc
     trim()  # hands free pages back; returns nothing, raises nothing
+
+
+async def test_a_started_gateway_hands_back_what_its_start_freed_without_a_turn(home, fake_api):
+    """The start is a burst of its own (the SDK's import, the app's wiring): once the model's
+    SDK is loaded and a quiet spell follows, the heap is trimmed though no message came."""
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    app = build_app(make_config(home, fake_api.base_url), [RecordingChannel()])
+    done, when = asyncio.Event(), []
+    heap = app.gateway.heap
+    heap.quiet, heap._trim = 0.01, _trims_into(done, when)
+    await app.start()
+    try:
+        await asyncio.wait_for(done.wait(), 10)
+        assert app.gateway.agent.llm._sdk is not None  # after the SDK was loaded
+        assert heap.trims == 1 and len(fake_api.message_requests) == 0
+    finally:
+        await app.stop()
