@@ -100,13 +100,13 @@ async def test_notes_go_with_the_message_ahead_of_it_once_and_never_into_the_sys
     home, fake_api
 ):
     _seed(home / "workspace")
-    await _chat(home, fake_api, ["allotment gate code?", "gate code of the allotment?"])
+    await _chat(home, fake_api, ["allotment gate code?", "Allotment gate code?"])
     first, second = (r.body for r in fake_api.message_requests)
     asked = _texts(first["messages"][-1])
     assert asked[0].startswith(HEADER) and f"- {OLD_LOG} line 5: " in asked[0]
     assert GATE in asked[0] and GATE not in json.dumps(first["system"])
     assert last_user_text(first).endswith("allotment gate code?")  # the words come last
-    # The second message finds the same note: it is not given again.
+    # The second message finds the same note (the words are the same): it is not given again.
     assert sum(t.startswith(HEADER) for m in second["messages"] for t in _texts(m)) == 1
     assert not _texts(second["messages"][-1])[0].startswith(HEADER)
     # What the first request sent is where the second starts (the cache keeps its prefix).
