@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.approvals.gate import Gate
-from agent.memory.recall import earlier_recalls, recall
+from agent.memory.recall import HEADER, earlier_recalls, recall
 from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM, LLMResponse
@@ -176,7 +176,7 @@ class Agent:
         message = "\n".join(m.text for m in fresh if m.text.strip())
         if self.memory is None or not message or not self.memory.cfg.recall.enabled:
             return ""
-        loaded = [state.system, *earlier_recalls(state.messages)]
+        loaded = [state.system, *earlier_recalls(state.messages.may_contain(HEADER))]
         try:
             block, files = await asyncio.to_thread(
                 recall, self.memory, message, ctx.audience, loaded

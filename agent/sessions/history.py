@@ -84,3 +84,10 @@ class History(MutableSequence[Message]):
     def nbytes(self) -> int:
         """Bytes of JSON held: what a model call carrying this conversation will copy."""
         return sum(len(item) for item in self._items)
+
+    def may_contain(self, text: str) -> list[Message]:
+        """In order, every message with ``text`` in one of its strings, and maybe a few
+        without (the search is of the stored JSON, where an escape such as ``\\u001f`` holds
+        digits); the rest are not read back, which is cheaper than reading every message."""
+        needle = json.dumps(text, ensure_ascii=False)[1:-1].encode()
+        return _unpack([item for item in self._items if needle in item])

@@ -53,3 +53,18 @@ def test_any_sequence_of_changes_matches_a_list(ops):
 
 def _msg(n: int) -> dict:
     return {"role": "user", "content": [{"type": "text", "text": str(n)}]}
+
+
+@given(st.lists(st.text(max_size=12), max_size=8), st.text(min_size=1, max_size=4))
+def test_may_contain_misses_no_message_that_holds_the_text(texts, needle):
+    """Looked for in the stored JSON, text that JSON escapes (quotes, backslashes, control
+    and non-ASCII characters) is still found; what else comes back is in order."""
+    history = History(
+        {"role": "user", "content": [{"type": "text", "text": t}]} for t in [*texts, 'a"\\\n€']
+    )
+    found = history.may_contain(needle)
+    assert [m for m in found if needle in m["content"][0]["text"]] == [
+        m for m in history if needle in m["content"][0]["text"]
+    ]
+    assert all(m in list(history) for m in found)
+    assert History([{"role": "user", "content": "x"}]).may_contain("y") == []
