@@ -75,6 +75,9 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         return 1
     if not _upgraded(config):
         return EXIT_CONFIG
+    from gateway.runtime.heap import limit_arenas
+
+    limit_arenas()  # before the first thread (the SDK's import, next)
     _import_sdk_early()
     return asyncio.run(_serve(config))
 

@@ -5,6 +5,11 @@ waking up, every chat answered after an outage) the process would stay at that p
 though little of it is still in use. Once no turn has run or ended for ``QUIET`` seconds,
 ``malloc_trim`` hands the free pages back. Where the C library has no ``malloc_trim`` (musl,
 macOS) nothing is done.
+
+glibc also gives each thread that allocates its own arena, up to eight per core, and each keeps
+what it once held. Corvid's threads (file writes, searches, the SDK's import) wait on the GIL
+more than on each other, so ``limit_arenas`` keeps them to ``ARENAS``, as ``MALLOC_ARENA_MAX``
+would; a ``MALLOC_ARENA_MAX`` in the environment wins.
 """
 
 from __future__ import annotations
@@ -13,11 +18,31 @@ import asyncio
 import ctypes
 import ctypes.util
 import logging
+import os
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
 QUIET = 5.0  # seconds without a turn before the free memory is handed back
+ARENAS = 2  # glibc malloc arenas shared by all threads
+_M_ARENA_MAX = -8  # mallopt's parameter, from glibc's malloc.h
+
+
+def limit_arenas(count: int = ARENAS) -> bool:
+    """Keep the process to ``count`` malloc arenas; True if set. Call before threads start:
+    an arena given to a thread stays."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):
+        mallopt = None
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, count))
 
 
 def _malloc_trim() -> Callable[[], None] | None:

@@ -104,3 +104,61 @@ async def test_a_started_gateway_hands_back_what_its_start_freed_without_a_turn(
         assert heap.trims == 1 and len(fake_api.message_requests) == 0
     finally:
         await app.stop()
+
+
+ARENA_PROBE = """
+import ctypes, ctypes.util, json, sys, threading
+from gateway.runtime.heap import limit_arenas
+
+limited = limit_arenas() if sys.argv[1] == "limit" else None
+barrier = threading.Barrier(7)
+kept = []
+
+def allocate():  # blocks above pymalloc's size, from the C library, all threads alive at once
+    kept.append([bytes(1000 + i) for i in range(200)])
+    barrier.wait()
+
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for t in threads:
+    t.start()
+barrier.wait()
+for t in threads:
+    t.join()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+report = libc.fopen(sys.argv[2].encode(), b"w")
+libc.malloc_info(0, report)
+libc.fclose(report)
+with open(sys.argv[2]) as f:
+    print(json.dumps({"limited": limited, "arenas": f.read().count("<heap nr=")}))
+"""
+
+
+def _arenas(tmp_path, mode: str, **env: str) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environ = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | env
+    done = subprocess.run(
+        [sys.executable, "-c", ARENA_PROBE, mode, str(tmp_path / f"{mode}.xml")],
+        cwd=Path(__file__).resolve().parents[3],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_threads_share_two_arenas_once_limited_unless_the_environment_says_otherwise(tmp_path):
+    assert _arenas(tmp_path, "free")["arenas"] == 7  # glibc: one per allocating thread
+    assert _arenas(tmp_path, "limit") == {"limited": True, "arenas": 2}
+    # The owner's own MALLOC_ARENA_MAX is left as it is (glibc applies it).
+    assert _arenas(tmp_path, "limit", MALLOC_ARENA_MAX="3") == {"limited": False, "arenas": 3}
