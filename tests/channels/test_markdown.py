@@ -617,6 +617,13 @@ def test_after_a_cut_that_could_not_be_clean_the_next_cuts_are_clean_again():
     assert len(pieces) > 3 and all(p.endswith(" ends here.") for p in pieces[1:])
 
 
+def test_before_formatting_longer_than_a_piece_every_earlier_space_is_tried():
+    # Every space within reach is inside the bold; of the two before it, the later is the
+    # clean cut (a sample of the earlier spaces skipping it would cut after "one").
+    text = "one two **" + "x" * 60 + " " + "y" * 60 + "** after"
+    assert split_markdown(text, 100, len)[0] == "one two"
+
+
 @pytest.mark.parametrize("marker", ["1.", "1)"])
 def test_a_piece_that_would_start_with_a_list_number_has_it_escaped(marker):
     # Emphasis over the whole paragraph leaves no clean cut; the last space in reach is
