@@ -100,12 +100,15 @@ def parse(folder: Path, *, bundled: bool = False) -> Skill:
 
 
 class SkillCatalog:
-    """The skills of one workspace, read again whenever asked (a prompt is made once per
-    session, so this is not a hot path)."""
+    """The skills of one workspace, looked at whenever asked (each new session's prompt lists
+    them); a SKILL.md is parsed again only once it has changed."""
 
     def __init__(self, workspace: Path, bundled: Path = BUNDLED) -> None:
         self.folder = workspace / "skills"
         self.bundled = bundled
+        # Per folder: SKILL.md's modification time, size and inode when it was parsed, and
+        # the skill, or what is wrong with it.
+        self._parsed: dict[Path, tuple[tuple[int, int, int], Skill | str]] = {}
 
     def all(self) -> tuple[dict[str, Skill], list[str]]:
         """Every valid skill by name, and what is wrong with the others."""
@@ -117,11 +120,31 @@ class SkillCatalog:
             for folder in sorted(root.iterdir()):
                 if not folder.is_dir() or folder.name.startswith("."):
                     continue
-                try:
-                    skills[folder.name] = parse(folder, bundled=bundled)
-                except SkillError as exc:
-                    problems.append(str(exc))
+                found = self._read(folder, bundled)
+                if isinstance(found, Skill):
+                    skills[folder.name] = found
+                else:
+                    problems.append(found)
         return skills, problems
+
+    def _read(self, folder: Path, bundled: bool) -> Skill | str:
+        """The skill in ``folder``, or what is wrong with it; parsed again only if its
+        SKILL.md has changed since."""
+        try:
+            st = (folder / SKILL_FILE).lstat()
+        except OSError:
+            st = None
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
+        known = self._parsed.get(folder)
+        if stamp is not None and known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            found: Skill | str = parse(folder, bundled=bundled)
+        except SkillError as exc:
+            found = str(exc)
+        if stamp is not None:
+            self._parsed[folder] = (stamp, found)
+        return found
 
     def offered(self, private: bool) -> list[Skill]:
         skills, _ = self.all()

@@ -95,3 +95,37 @@ def test_the_bundled_skills_follow_the_format() -> None:
     assert problems == []
     assert sorted(skills) == ["keeping-memory", "morning-briefing", "writing-skills"]
     assert not any(s.shared for s in skills.values())
+
+
+def test_a_skill_is_parsed_again_only_once_its_file_has_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each new session's prompt lists the skills: an unchanged SKILL.md is not parsed again,
+    an edited one (or one made valid) is, and one removed is gone."""
+    import agent.skills.catalog as catalog
+
+    parsed: list[str] = []
+
+    def counting(folder: Path, *, bundled: bool = False):
+        parsed.append(folder.name)
+        return parse(folder, bundled=bundled)
+
+    monkeypatch.setattr(catalog, "parse", counting)
+    root = tmp_path / "skills"
+    write_skill(root, "tea", "Brew tea", "Boil water.")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no front matter")
+    skills = SkillCatalog(tmp_path, bundled=tmp_path / "none")
+    first = skills.all()
+    assert skills.all() == first and sorted(parsed) == ["broken", "tea"]
+    assert list(first[0]) == ["tea"] and "must start with YAML" in first[1][0]
+
+    (root / "tea" / "SKILL.md").write_text("---\nname: tea\ndescription: Brew green tea\n---\nx\n")
+    (broken / "SKILL.md").write_text("---\nname: broken\ndescription: Fixed now\n---\n")
+    found, problems = skills.all()
+    assert found["tea"].description == "Brew green tea" and found["broken"].description
+    assert problems == [] and sorted(parsed) == ["broken", "broken", "tea", "tea"]
+    (root / "tea" / "SKILL.md").unlink()
+    found, problems = skills.all()
+    assert list(found) == ["broken"] and problems == ["tea: no SKILL.md"]
