@@ -193,6 +193,7 @@ TARGETS = (
         *TELEGRAM[:1],
         *DISCORD[:1],
         "tests/gateway/scheduling/test_discord_digest.py",
+        "tests/channels/test_terminal.py",
         "tests/test_end_to_end.py",
         "tests/test_outage.py",
         "tests/test_faults.py",

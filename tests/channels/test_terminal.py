@@ -114,6 +114,25 @@ async def test_a_reply_is_printed_as_it_is_written(chat, fake_api: FakeAnthropic
     assert out.count("The first half") == 1  # printed once, continued in place
 
 
+async def test_a_chat_at_the_terminal_is_answered_and_nothing_of_it_is_kept_to_send_again(
+    chat, fake_api: FakeAnthropic, home
+):
+    """The person is at the keyboard: a reply goes to the screen once, and neither it nor the
+    message is journaled for a later start to send again."""
+    import sqlite3
+
+    keyboard, screen, _reading = chat
+    fake_api.enqueue(Reply("Hello from the terminal."))
+    keyboard.type("hi there")
+    # The line ends once the reply is finished: by then it has been through delivery.
+    out = await screen.wait_for(lambda s: "Hello from the terminal.\n" in s)
+    assert out.count("Hello from the terminal.") == 1
+    with sqlite3.connect(home / "state" / "gateway.sqlite") as db:
+        tables = ("inbound", "outbox")
+        kept = [db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables]
+    assert kept == [0, 0]
+
+
 def screen_of(raw: str) -> list[str]:
     """What a terminal shows for ``raw``: carriage returns, erasing to the end of the line and
     colours (dropped) understood, enough for a line-by-line chat."""
