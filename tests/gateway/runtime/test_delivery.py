@@ -5,6 +5,7 @@ given up at the end of the window; kept across a restart. A send is never cut of
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 
 from gateway.app import build_app
@@ -24,7 +25,10 @@ async def _started(home, fake_api, clock, **gateway):
     return app, channel
 
 
-async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order(home, fake_api):
+async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order(
+    home, fake_api, caplog
+):
+    caplog.set_level(logging.INFO, logger="gateway.runtime.turns")
     clock = FakeClock(START)  # each retry waits until the test moves the clock
     app, channel = await _started(home, fake_api, clock)
     try:
@@ -47,6 +51,14 @@ async def test_a_reply_the_platform_cannot_take_waits_and_goes_out_once_in_order
     assert channel.texts(PRIVATE) == ["echo: first", "echo: second"]
     assert [s for _, s in outbox_rows(home)] == ["sent"] * 3
     assert clock.slept == [2.0, 4.0, 8.0]  # backoff between tries
+    # Each turn's line says whether its reply went out then: not the two that waited (the
+    # first for the platform, the second behind it).
+    turns = [(str(r.args[0]), r.args[1]) for r in caplog.records if " turn " in r.msg]
+    assert [status.endswith(":undelivered") for key, status in turns if key == str(PRIVATE)] == [
+        True,
+        True,
+    ]
+    assert [status for key, status in turns if key == str(GROUP)] == ["ok"]
 
 
 async def test_a_reply_sent_minutes_late_says_so(home, fake_api):
@@ -253,3 +265,23 @@ async def test_after_a_stop_nothing_is_tried_again_and_the_reply_still_waits(hom
     await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
     assert channel.sent == []
     assert outbox_rows(home) == [("echo: hello", "waiting")]
+
+
+async def test_a_message_for_a_channel_not_running_fails_at_once_and_is_not_held(home, fake_api):
+    """A message queued for a platform that is not running (switched off since a job was
+    made) fails with the reason and is not kept to be tried again for hours."""
+    from gateway.contract.events import SessionKey
+
+    clock = FakeClock(START)
+    app, _channel = await _started(home, fake_api, clock)
+    try:
+        delivery = app.gateway.delivery
+        out = OutboundMessage(SessionKey("discord", "dm", "7"), "for a platform that is off")
+        oid = delivery.journal.queue(out)
+        assert await delivery.send(out, oid) is False
+        assert delivery.retries.count() == 0
+        [failed] = delivery.undelivered()
+    finally:
+        await app.stop()
+    assert failed.status == SendStatus.FAILED and "no channel 'discord' is running" in failed.error
+    assert outbox_rows(home) == [("for a platform that is off", "failed")]
