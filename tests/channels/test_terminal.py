@@ -117,16 +117,20 @@ async def test_a_reply_is_printed_as_it_is_written(chat, fake_api: FakeAnthropic
 async def test_a_chat_at_the_terminal_is_answered_and_nothing_of_it_is_kept_to_send_again(
     chat, fake_api: FakeAnthropic, home
 ):
-    """The person is at the keyboard: a reply goes to the screen once, and neither it nor the
-    message is journaled for a later start to send again."""
+    """The person is at the keyboard: a reply (and what it said before using a tool) goes to
+    the screen once, and neither it nor the message is journaled for a later start to send
+    again."""
     import sqlite3
 
     keyboard, screen, _reading = chat
-    fake_api.enqueue(Reply("Hello from the terminal."))
+    fake_api.enqueue(
+        Reply("Let me look.", tool_calls=[("memory_search", {"query": "hello"})]),
+        Reply("Hello from the terminal."),
+    )
     keyboard.type("hi there")
     # The line ends once the reply is finished: by then it has been through delivery.
     out = await screen.wait_for(lambda s: "Hello from the terminal.\n" in s)
-    assert out.count("Hello from the terminal.") == 1
+    assert out.count("Hello from the terminal.") == 1 and out.count("Let me look.") == 1
     with sqlite3.connect(home / "state" / "gateway.sqlite") as db:
         tables = ("inbound", "outbox")
         kept = [db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables]

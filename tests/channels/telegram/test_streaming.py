@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.conftest import OWNER, TG_GROUP
+from tests.conftest import OWNER, TG_GROUP, outbox_rows
 from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.telegram_api import BOT_USERNAME, Fault
 
@@ -104,9 +104,9 @@ async def test_no_reply_is_never_shown_even_in_part(telegram_gateway, fake_teleg
 
 
 async def test_tool_progress_then_text_and_pieces_before_tools(
-    telegram_gateway, fake_telegram, fake_api
+    telegram_gateway, fake_telegram, fake_api, home
 ):
-    await telegram_gateway(streaming=True)
+    app = await telegram_gateway(streaming=True)
     release = asyncio.Event()
     fake_api.enqueue(
         Reply("Let me look that up.", tool_calls=[("memory_search", {"query": "dentist"})]),
@@ -124,6 +124,12 @@ async def test_tool_progress_then_text_and_pieces_before_tools(
             fake_telegram.shows(TG_GROUP) == ["Let me look that up.", "Your dentist is on Friday."]
         )
     )
+    # Each piece went through the outbox, as any reply does (a crash is recovered from it).
+    await asyncio.wait_for(app.idle(), 10)
+    assert outbox_rows(home) == [
+        ("Let me look that up.", "sent"),
+        ("Your dentist is on Friday.", "sent"),
+    ]
 
 
 async def test_tool_progress_can_be_switched_off(telegram_gateway, fake_telegram, fake_api):
@@ -210,11 +216,15 @@ async def test_a_restart_mid_stream_replaces_the_half_written_reply(
     await first_run.stop(grace=0)  # cut off mid-stream; the question is still owed an answer
     never.set()
     fake_api.enqueue(Reply("The whole answer."))
-    await telegram_gateway(streaming=True)
+    second_run = await telegram_gateway(streaming=True)
     await fake_telegram.wait_for(lambda: fake_telegram.shows(TG_GROUP) == ["The whole answer."])
     deleted = fake_telegram.calls_to("deleteMessage")
     assert [int(c.params["message_id"]) for c in deleted] == [half["message_id"]]
     assert len(fake_telegram.sent) == 2  # the half-written one (taken back), then the answer
+    # Taken back once: the next start has nothing left to take back.
+    await second_run.stop()
+    await telegram_gateway(streaming=True)
+    assert len(fake_telegram.calls_to("deleteMessage")) == 1
 
 
 async def test_new_shows_typing_while_the_session_is_summarised(

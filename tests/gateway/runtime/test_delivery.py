@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from gateway.app import build_app
+from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OutboundMessage
 from gateway.runtime.journal import SendStatus
 from tests.conftest import GROUP, PRIVATE, RecordingChannel, make_config, outbox_rows
@@ -281,7 +285,29 @@ async def test_a_message_for_a_channel_not_running_fails_at_once_and_is_not_held
         assert await delivery.send(out, oid) is False
         assert delivery.retries.count() == 0
         [failed] = delivery.undelivered()
+        # A scheduled message for it is refused before it is queued, naming the chat.
+        with pytest.raises(DeliveryError, match="no channel 'discord' is running for discord:dm:7"):
+            await delivery.deliver(replace(out, text="a job's message"))
     finally:
         await app.stop()
     assert failed.status == SendStatus.FAILED and "no channel 'discord' is running" in failed.error
     assert outbox_rows(home) == [("for a platform that is off", "failed")]
+
+
+async def test_a_refused_reply_is_kept_with_the_platforms_reason_cut_to_500_characters(
+    home, fake_api
+):
+    clock = FakeClock(START)
+    app, channel = await _started(home, fake_api, clock)
+
+    async def refuse(msg: OutboundMessage) -> None:
+        raise RuntimeError("Bad Request: " + "x" * 2000)
+
+    channel.send = refuse  # type: ignore[method-assign]
+    try:
+        await asyncio.wait_for(channel.push("hello"), 10)
+        [failed] = app.gateway.delivery.undelivered()
+    finally:
+        await app.stop()
+    assert failed.status == SendStatus.FAILED
+    assert failed.error.startswith("RuntimeError: Bad Request: xxx") and len(failed.error) == 500
