@@ -84,9 +84,14 @@ async def test_a_failed_transcription_is_said_and_the_turn_goes_on(
     assert sent[0]["shown"].startswith("echo: ")  # the model answered all the same
 
 
+# Corvid asks python-telegram-bot for lengths as timedeltas; an environment that says
+# otherwise (PTB_TIMEDELTA=0) gets whole seconds, measured the same.
+@pytest.mark.parametrize("timedeltas", ["1", "0"])
+@pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 async def test_recordings_over_the_caps_are_kept_but_not_sent_out(
-    home, fake_api, fake_telegram, ears
+    home, fake_api, fake_telegram, ears, monkeypatch, timedeltas
 ):
+    monkeypatch.setenv("PTB_TIMEDELTA", timedeltas)
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
     async with _corvid(home, fake_api, "telegram", tg, **ears.config(max_seconds=60)):
         _voice(fake_telegram, seconds=61)
