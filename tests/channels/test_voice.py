@@ -70,6 +70,32 @@ async def test_a_telegram_voice_note_is_answered_by_its_words(home, fake_api, fa
     assert saved.read_bytes() == RECORDING and "inbox/private/" in told
 
 
+async def test_a_telegram_audio_file_is_heard_by_its_name_and_type_and_files_still_arrive(
+    home, fake_api, fake_telegram, ears
+):
+    """An audio file (not a voice note) goes to the service under its own name and type; with
+    transcription on, a document is still kept and told of as before."""
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    async with _corvid(home, fake_api, "telegram", tg, **ears.config()):
+        file_id, uid = fake_telegram.add_file(RECORDING)
+        fake_telegram.text("", audio={"file_id": file_id, "file_unique_id": uid, "duration": 3,
+                                      "file_name": "crows.mp3", "mime_type": "audio/mpeg",
+                                      "file_size": len(RECORDING)})  # fmt: skip
+        await fake_telegram.wait_sent(1)
+        doc_id, doc_uid = fake_telegram.add_file(b"quarterly numbers")
+        fake_telegram.text("", caption="keep this", document={
+            "file_id": doc_id, "file_unique_id": doc_uid, "file_name": "report.txt",
+            "mime_type": "text/plain", "file_size": 17})  # fmt: skip
+        await fake_telegram.wait_sent(2)
+    (heard,) = ears.heard
+    assert heard.filename == "crows.mp3" and heard.content_type == "audio/mpeg"
+    assert f"[audio file, 0:03] {WORDS}" in last_user_text(fake_api.message_requests[0].body)
+    told = last_user_text(fake_api.message_requests[1].body)
+    assert "inbox/private/" in told and "report.txt" in told
+    saved = sorted(p.name for p in (home / "workspace" / "inbox" / "private").rglob("*.*"))
+    assert saved == ["crows.mp3", "report.txt"]
+
+
 async def test_a_failed_transcription_is_said_and_the_turn_goes_on(
     home, fake_api, fake_telegram, ears
 ):

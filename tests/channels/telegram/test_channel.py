@@ -655,7 +655,8 @@ async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_t
 ):
     """Telegram makes every message in a forum topic a reply to the topic's opening service
     message; when the bot opened the topic, that is a message from the bot, yet not one that
-    addresses it. A bare command that is not one of ours is another bot's."""
+    addresses it. A bare command that is not one of ours is another bot's, and one of ours
+    within a sentence is not a command."""
     app = await telegram_gateway()
     opened = {
         "message_id": 900,
@@ -669,6 +670,11 @@ async def test_in_a_topic_the_bot_opened_only_what_is_addressed_to_it_starts_a_t
     fake_telegram.text("just chatting in the topic", reply_to=opened, **topic)
     fake_telegram.text("/weather", **topic)  # another bot's command, without its name
     fake_telegram.text("/weather", chat=TG_GROUP, chat_type="supergroup")
+    # One of our commands, but inside a sentence: Telegram marks it, and it addresses no one.
+    mid = [{"type": "bot_command", "offset": 4, "length": 5}]
+    fake_telegram.text(
+        "try /help when you can", entities=mid, chat=TG_GROUP, chat_type="supergroup"
+    )
     fake_telegram.text(f"@{BOT_USERNAME} what did we plan?", reply_to=opened, **topic)
     last = fake_telegram.last_update_id()
     # Every update taken (Telegram is told so by the next poll's offset), every turn done.
