@@ -1378,6 +1378,49 @@ EXPLAINED: tuple[Why, ...] = (
         UNSEEN,
         "one more character of the error `corvid status` shows",
     ),
+    # The Telegram reader.
+    Why(
+        "channels/telegram/inbound.py",
+        "Reader",
+        "bot_id: int = 0",
+        "`0` → `1`",
+        EQUIVALENT,
+        "set from getMe before the first update is read",
+    ),
+    *(
+        Why(
+            "channels/telegram/inbound.py",
+            where,
+            fragment,
+            "`0` → `1`",
+            EQUIVALENT,
+            "a size Telegram leaves out counts as 0 or 1 byte, both under every cap; the bytes "
+            "are measured once downloaded",
+        )
+        for where, fragment in (
+            ("Reader._fetch_recording", "media.file_size or 0,"),
+            ("Reader._fetch_document", "doc.file_size or 0,"),
+            ("Reader._fetch_photo", "(p.file_size or 0) <= self.intake.max_image_bytes"),
+        )
+    ),
+    Why(
+        "channels/telegram/inbound.py",
+        "Reader.button",
+        'if access is None or message is None or message.chat.type != "private":',
+        "`or` → `and`",
+        UNSEEN,
+        "a press under a message outside the owner's private chat, or under none (inline "
+        "mode): Corvid puts buttons in the owner's private chat only",
+        nth=1,
+    ),
+    Why(
+        "channels/telegram/inbound.py",
+        "Reader.fetch",
+        "raise",
+        "`raise` removed",
+        UNSEEN,
+        "only a bug in Corvid's own code gets there: it would be told as a failed download",
+    ),
 )
 
 

@@ -361,6 +361,9 @@ async def test_documents_go_to_the_inbox_private_ones_out_of_groups_reach(
         "mime_type": "application/octet-stream", "file_size": 2000})  # fmt: skip
     await fake_telegram.wait_sent(2)
     assert "was not saved" in last_user_text(fake_api.message_requests[1].body)
+    # Its size said it was too large: it was never downloaded.
+    fetched = [c.params.get("file_id") for c in fake_telegram.calls_to("getFile")]
+    assert fetched == [file_id]
 
 
 async def test_a_document_sent_in_a_group_is_kept_in_that_groups_inbox(
