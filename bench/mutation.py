@@ -1306,6 +1306,14 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "gateway/runtime/delivery.py",
+        "Delivery._push",
+        "if self.journal is not None and oid is not None:",
+        "`and` → `or`",
+        EQUIVALENT,
+        "a row number comes only with a journal, and settling no row (None) changes nothing",
+    ),
+    Why(
+        "gateway/runtime/delivery.py",
         "Delivery.recover",
         "return []",
         "`return []` → `return None`",
