@@ -90,6 +90,10 @@ TARGETS = (
         "tests/agent/memory/test_memory.py",
         *PRIVACY,
         "tests/test_abuse.py",
+        "tests/test_corrupt_state.py",
+        "tests/agent/memory/test_chunks.py",
+        "tests/agent/memory/test_hybrid.py",
+        "tests/agent/memory/test_memory_tools.py",
     ),
     _t(
         "agent/memory/catchup.py",
