@@ -128,3 +128,15 @@ def test_bm25_prefers_the_more_relevant_chunk(ws, tmp_path):
     hits = index(ws, tmp_path).search("falcon", audience=OWNER)
     assert [h.path for h in hits] == ["memory/2026-09-01.md", "memory/2026-09-02.md"]
     assert hits[0].score > hits[1].score > 0
+
+
+def test_equal_scores_on_the_same_day_come_in_path_order(ws, tmp_path):
+    (ws / "memory" / "zz-notes.md").write_text("bought oat milk\n")
+    (ws / "memory" / "aa-notes.md").write_text("bought oat milk\n")
+    (ws / "memory" / "mm-notes.md").write_text("bought oat milk\n")
+    hits = index(ws, tmp_path).search("oat milk", audience=OWNER)
+    assert [h.path for h in hits] == [
+        "memory/aa-notes.md",
+        "memory/mm-notes.md",
+        "memory/zz-notes.md",
+    ]
