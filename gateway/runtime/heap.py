@@ -28,33 +28,33 @@ ARENAS = 2  # glibc malloc arenas shared by all threads
 _M_ARENA_MAX = -8  # mallopt's parameter, from glibc's malloc.h
 
 
+def _libc(function: str, *argtypes: type) -> Callable[..., int] | None:
+    """A function of the C library, or None where there is no such library or function."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        found = getattr(ctypes.CDLL(name), function)
+    except (OSError, AttributeError):
+        return None
+    found.argtypes = list(argtypes)
+    found.restype = ctypes.c_int
+    return found  # type: ignore[no-any-return]
+
+
 def limit_arenas(count: int = ARENAS) -> bool:
     """Keep the process to ``count`` malloc arenas; True if set. Call before threads start:
     an arena given to a thread stays."""
     if "MALLOC_ARENA_MAX" in os.environ:
         return False
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):
-        mallopt = None
-    if mallopt is None:
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, count))
+    mallopt = _libc("mallopt", ctypes.c_int, ctypes.c_int)
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, count))
 
 
 def _malloc_trim() -> Callable[[], None] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
+    trim = _libc("malloc_trim", ctypes.c_size_t)
+    if trim is None:
         return None
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
 
     def run() -> None:
         trim(0)
