@@ -41,10 +41,6 @@ class CatchUp:
         self._removed: list[int] = []
         self._added: list[ChunkRow] = []
 
-    def forget(self) -> None:
-        """The database was made anew: the next catch-up scans every file."""
-        self._folder_mtime = -2
-
     def run(self, db: sqlite3.Connection, full: bool, listening: bool) -> int:
         """Catch ``db`` up with the files (every one if ``full``); returns how many files were
         reindexed or dropped. ``listening``: keep the chunks added and removed for ``changes``."""

@@ -93,11 +93,11 @@ class MemoryIndex:
         return self._connect()
 
     def _repaired(self, exc: sqlite3.DatabaseError) -> None:
-        """After an error in use: reconnect to a new, empty index (held lock)."""
+        """After an error in use: reconnect to a new, empty index (held lock); the caller
+        then catches up with every file."""
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._db = self._start_over(exc)
-        self._files.forget()
         self._chunk_count = 0
         self._reset_listener()
 
@@ -171,29 +171,35 @@ class MemoryIndex:
 
     def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
         """The ``limit`` best keyword matches this audience may see, after catching up with
-        the files, and how many chunks hold each term."""
+        the files, and how many chunks hold each term. An index found damaged on the way is
+        made anew from the files and asked again."""
         with self._lock:
             try:
-                self._sync(full=False)
+                rows, doc_freq = self._matches(terms, limit, audience, full=False)
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
-                self._sync(full=True)
-            plan, doc_freq = self._weighted_plan(terms)
-            only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
-            chat = () if audience.chat is None else (audience.chat,)
-            found = self._db.execute(
-                f"""
-                SELECT c.id, c.path, c.start_line, c.end_line, c.day, c.text, c.chat, -f.rank
-                FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {only}
-                      ORDER BY rank LIMIT ?) AS f
-                JOIN chunks c ON c.id = f.rowid
-                """,
-                (f"body : ({plan})", *chat, limit),
-            ).fetchall()
-        rows = [StoredChunk(*r) for r in found]
+                rows, doc_freq = self._matches(terms, limit, audience, full=True)
         if audience.chat is not None:  # the query already keeps to the chat; this says so twice
             rows = [r for r in rows if r.chat == audience.chat]
         return TextMatches(rows, doc_freq, self._chunk_count)
+
+    def _matches(
+        self, terms: list[str], limit: int, audience: Audience, full: bool
+    ) -> tuple[list[StoredChunk], dict[str, int]]:
+        self._sync(full)
+        plan, doc_freq = self._weighted_plan(terms)
+        only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
+        chat = () if audience.chat is None else (audience.chat,)
+        found = self._db.execute(
+            f"""
+            SELECT c.id, c.path, c.start_line, c.end_line, c.day, c.text, c.chat, -f.rank
+            FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? {only}
+                  ORDER BY rank LIMIT ?) AS f
+            JOIN chunks c ON c.id = f.rowid
+            """,
+            (f"body : ({plan})", *chat, limit),
+        ).fetchall()
+        return [StoredChunk(*r) for r in found], doc_freq
 
     def chunks(self, ids: Sequence[int], *, audience: Audience) -> list[StoredChunk]:
         """These chunks, those of them this audience may see."""

@@ -91,6 +91,19 @@ def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(setup):
     assert best.recency == pytest.approx(0.5 ** (7 / 120), abs=1e-3)
 
 
+def test_why_a_hit_ranked_is_given_to_three_places(setup):
+    setup.embedded()
+    hits = setup.search.search("where does my sister live in lisbon", 5, audience=OWNER)
+    shown = [(h.score, h.text_score, h.vector_score, h.recency, h.words) for h in hits]
+    assert len(shown) >= 2 and any(v not in (0.0, 1.0) for row in shown for v in row)
+    assert shown == [tuple(None if v is None else round(v, 3) for v in row) for row in shown]
+
+
+def test_a_query_with_no_words_finds_nothing(setup):
+    setup.embedded()
+    assert setup.search.search("?! -- ...", 5, audience=OWNER) == []
+
+
 def test_an_exact_token_ranks_first_as_with_keywords_alone(setup):
     for day in range(10, 20):  # many notes near in meaning to a trip, none with the code
         write(setup.ws, f"memory/2026-02-{day}.md", "## 08:00\n\nflight to porto booked\n")
@@ -138,7 +151,7 @@ def test_until_vectors_exist_and_when_the_query_fails_it_is_keyword_search(setup
         assert setup.search.search("dentist", 5, audience=OWNER) == setup.index.search(
             "dentist", 5, audience=OWNER
         )
-    assert caplog.text.count("the model is gone") == 1  # said once, not at every search
+        assert caplog.text.count("the model is gone") == 1  # said at once, not at every search
 
 
 def test_the_background_embedder_never_holds_up_a_search(setup):

@@ -51,6 +51,16 @@ def test_terms_in_most_chunks_are_left_out_when_rarer_ones_remain(ws, tmp_path):
     assert [h.path for h in idx.search("the meeting zeppelin", audience=OWNER)] == [
         "memory/2026-10-20.md"
     ]
+    # A rare word that is in no chunk does not leave the common ones out: they are all there is.
+    assert idx._plan(["the", "meeting", "qz"]) == '"the"* OR "meeting"* OR "qz"'
+
+
+def test_a_term_in_exactly_half_of_the_chunks_is_kept(ws, tmp_path):
+    for i, text in enumerate(("alpha zebra", "alpha", "gamma", "delta")):
+        (ws / "memory" / f"2026-10-0{i + 1}.md").write_text(text + "\n")
+    idx = index(ws, tmp_path)
+    idx.sync()
+    assert idx._plan(["alpha", "zebra"]) == '"alpha"* OR "zebra"*'
 
 
 def test_search_ranks_finds_multiple_scripts_and_hides_long_term(ws, tmp_path):
@@ -128,6 +138,7 @@ def test_bm25_prefers_the_more_relevant_chunk(ws, tmp_path):
     hits = index(ws, tmp_path).search("falcon", audience=OWNER)
     assert [h.path for h in hits] == ["memory/2026-09-01.md", "memory/2026-09-02.md"]
     assert hits[0].score > hits[1].score > 0
+    assert [round(h.score, 3) for h in hits] == [h.score for h in hits]  # shown to 3 places
 
 
 def test_equal_scores_on_the_same_day_come_in_path_order(ws, tmp_path):

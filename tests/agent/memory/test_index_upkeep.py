@@ -1,0 +1,157 @@
+"""The search index's upkeep: full catch-ups and rebuilds see every file, an index damaged on
+disk or while in use is made anew from the files, and whoever keeps vectors of the chunks is
+told exactly the chunks the index holds."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from agent.memory.hits import ChunkRow, TextsOf
+from agent.memory.index import MemoryIndex
+from gateway.contract.events import OWNER
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
+        (root / "memory" / f"{day}.md").write_text(f"## 09:00\n\nfalcon note of {day}\n")
+    return root
+
+
+def open_index(tmp_path: Path, ws: Path) -> MemoryIndex:
+    return MemoryIndex(tmp_path / "index.sqlite", ws, chunk_size=4, overlap=1)
+
+
+class Listener:
+    """Keeps the chunks it was told of, as a vector table would."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[int, str] = {}
+        self.calls: list[str] = []
+
+    def chunks_reset(self, rows: Sequence[ChunkRow], texts_of: TextsOf) -> None:
+        self.calls.append("reset")
+        self.chunks = {i: sha for i, _, sha in rows}
+
+    def chunks_changed(self, removed: Sequence[int], added: Sequence[ChunkRow]) -> None:
+        self.calls.append("changed")
+        for i in removed:
+            del self.chunks[i]
+        self.chunks.update({i: sha for i, _, sha in added})
+
+
+def stored(idx: MemoryIndex) -> dict[int, str]:
+    with sqlite3.connect(idx.db_path) as db:
+        return dict(db.execute("SELECT id, sha FROM chunks").fetchall())
+
+
+def damage(idx: MemoryIndex) -> None:
+    """Something else drops the full-text table under the running index."""
+    db = sqlite3.connect(idx.db_path)
+    db.execute("DROP TABLE chunks_fts")
+    db.close()
+
+
+def test_sync_sees_an_edit_to_an_old_log_between_full_scans(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    assert idx.sync() == 3
+    idx.search("falcon", audience=OWNER)  # a search's catch-up: the folder did not change
+    (ws / "memory" / "2026-11-01.md").write_text("## 09:00\n\nheron note, rewritten\n")
+    assert idx.sync() == 1
+    assert [h.path for h in idx.search("heron", audience=OWNER)] == ["memory/2026-11-01.md"]
+
+
+def test_rebuild_indexes_every_file_again_and_the_listener_holds_what_the_index_holds(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    idx.sync()
+    assert listener.chunks == stored(idx) and len(listener.chunks) == 3
+    (ws / "memory" / "2026-11-01.md").unlink()
+    assert idx.rebuild() == 2
+    assert listener.chunks == stored(idx) and len(listener.chunks) == 2
+    assert idx.chunk_count == 2
+    assert len(idx.search("falcon", audience=OWNER)) == 2
+    assert idx.rebuild() == 2  # the folder did not change since: every file all the same
+
+
+def test_a_catch_up_that_changed_nothing_tells_the_listener_nothing(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    idx.sync()
+    listener.calls.clear()
+    idx.sync()
+    idx.search("falcon", audience=OWNER)
+    assert listener.calls == []
+
+
+def test_an_index_damaged_while_in_use_is_made_anew_and_searched_again(ws, tmp_path, caplog):
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    assert len(idx.search("falcon", audience=OWNER)) == 3
+    damage(idx)  # no file changed: the catch-up alone would not touch the damaged table
+    caplog.set_level(logging.WARNING)
+    assert len(idx.search("falcon", audience=OWNER)) == 3
+    assert "rebuilding it from the files" in caplog.text
+    assert listener.chunks == stored(idx) and idx.chunk_count == 3
+
+
+def test_a_damaged_index_whose_files_are_gone_counts_no_chunks(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    idx.sync()
+    for log in (ws / "memory").glob("*.md"):
+        log.unlink()
+    damage(idx)
+    assert idx.search("falcon", audience=OWNER) == []
+    assert idx.chunk_count == 0 and listener.chunks == {}
+
+
+def test_rebuild_of_a_damaged_index_starts_from_an_empty_one(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    idx.sync()
+    damage(idx)
+    assert idx.rebuild() == 3
+    assert listener.chunks == stored(idx) and len(idx.search("falcon", audience=OWNER)) == 3
+
+
+def test_an_index_missing_a_table_at_start_is_made_anew(ws, tmp_path):
+    open_index(tmp_path, ws).close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("DROP TABLE chunks")  # the version still says all is well
+    idx = open_index(tmp_path, ws)
+    assert len(idx.search("falcon", audience=OWNER)) == 3
+
+
+def test_an_index_of_an_older_version_is_dropped_and_rebuilt(ws, tmp_path, caplog):
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT, text TEXT)")
+        db.execute("CREATE TABLE files (path TEXT PRIMARY KEY, mtime_ns INTEGER)")
+        db.execute("PRAGMA user_version = 2")
+    caplog.set_level(logging.WARNING)
+    idx = open_index(tmp_path, ws)
+    assert [h.chat for h in idx.search("falcon", audience=OWNER)] == ["", "", ""]
+    assert caplog.text == ""  # expected, not damage: nothing to warn of
+
+
+def test_the_index_is_written_ahead_and_closing_leaves_one_file(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    wal = tmp_path / "index.sqlite-wal"
+    assert wal.exists()  # readers and the catch-up's writes do not block each other
+    idx.close()
+    assert not wal.exists()  # the last connection closed checkpoints and removes it
+    with pytest.raises(sqlite3.ProgrammingError):
+        idx.sync()
