@@ -87,6 +87,7 @@ TARGETS = (
     _t(
         "agent/memory/index.py",
         "tests/agent/memory/test_memory_index.py",
+        "tests/agent/memory/test_index_upkeep.py",
         "tests/agent/memory/test_memory.py",
         *PRIVACY,
         "tests/test_abuse.py",
@@ -98,6 +99,7 @@ TARGETS = (
     _t(
         "agent/memory/catchup.py",
         "tests/agent/memory/test_memory_index.py",
+        "tests/agent/memory/test_index_upkeep.py",
         "tests/agent/memory/test_memory.py",
         *PRIVACY,
         "tests/test_abuse.py",
@@ -1432,6 +1434,119 @@ EXPLAINED: tuple[Why, ...] = (
         "`raise` removed",
         UNSEEN,
         "only a bug in Corvid's own code gets there: it would be told as a failed download",
+    ),
+    # The search index and hybrid search.
+    Why(
+        "agent/memory/index.py",
+        "",
+        "SCHEMA_VERSION = 5",
+        "`5` → `6`",
+        EQUIVALENT,
+        "an index made under another number is dropped and made again from the files once; "
+        "the hits are the same",
+    ),
+    *(
+        Why(
+            "agent/memory/index.py",
+            "MemoryIndex.__init__",
+            "chunk_size: int = 30",
+            what,
+            EQUIVALENT,
+            "Corvid always passes the configured sizes (gateway/tool_setup.py); the defaults, "
+            "the settings' own, serve the benches",
+        )
+        for what in ("`30` → `31`", "`6` → `7`")
+    ),
+    Why(
+        "agent/memory/index.py",
+        "MemoryIndex._connect",
+        'db.execute("PRAGMA synchronous=NORMAL")',
+        "`db.execute('PRAGMA synchronous=NORMAL')` removed",
+        UNSEEN,
+        "in WAL mode it decides what a power cut may lose, which no test can cause; the "
+        "index is made again from the files anyway",
+    ),
+    *(
+        Why(
+            "agent/memory/index.py",
+            where,
+            "close()",
+            what,
+            UNSEEN,
+            "a connection whose file is being replaced: CPython closes it a moment later, "
+            "when the last reference to it goes",
+        )
+        for where, what in (
+            ("MemoryIndex._connect", "`db.close()` removed"),
+            ("MemoryIndex._repaired", "`self._db.close()` removed"),
+        )
+    ),
+    *(
+        Why(
+            "agent/memory/" + module,
+            where,
+            "max_results: int = 8",
+            "`8` → `9`",
+            EQUIVALENT,
+            "every caller passes its own count (the tools, recall, the control page, the CLI)",
+        )
+        for module, where in (
+            ("index.py", "MemoryIndex.search"),
+            ("hybrid.py", "HybridSearch.search"),
+        )
+    ),
+    Why(
+        "agent/memory/index.py",
+        "MemoryIndex.search",
+        "max_results * 3",
+        "`3` → `4`",
+        UNSEEN,
+        "how many candidates are read before the ties are broken: it differs only when more "
+        "than three times the asked number of chunks score alike",
+    ),
+    Why(
+        "agent/memory/index.py",
+        "MemoryIndex.search",
+        "round(r.bm25, 6)",
+        "`6` → `7`",
+        UNSEEN,
+        "scores alike to six places count as a tie: only scores apart in the seventh place "
+        "would order otherwise",
+    ),
+    Why(
+        "agent/memory/index.py",
+        "MemoryIndex._rows",
+        "500",
+        "`500` → `501`",
+        EQUIVALENT,
+        "a batch only keeps the query under SQLite's limit of bound values (32,766 since "
+        "3.32); batches of 501 read the same rows",
+    ),
+    Why(
+        "agent/memory/index.py",
+        "MemoryIndex.text_matches",
+        "full=False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a full scan at every search finds the same files as the quick one, only slower",
+    ),
+    Why(
+        "agent/memory/hybrid.py",
+        "",
+        "POOL = 40",
+        "`40` → `41`",
+        UNSEEN,
+        "one more candidate from each side: it shows only when the 41st would rank among "
+        "the hits asked for",
+    ),
+    Why(
+        "agent/memory/hybrid.py",
+        "HybridSearch.search",
+        "4 * max_results",
+        "`4` → `5`",
+        UNSEEN,
+        "more candidates than 40 only for more than 10 hits asked; a fifth more shows only "
+        "when one of them would rank among them",
     ),
 )
 
