@@ -122,7 +122,8 @@ class CatchUp:
     def _sync(self, full: bool) -> int:
         """One catch-up in one transaction; the chunks it added and removed wait in
         ``removed`` and ``added``."""
-        if full or self._due_for_full_scan():
+        due = self._due_for_full_scan()  # first: a full scan notes the folder's mtime too
+        if full or due:
             current = self.memory_files()
             self._last_full_scan = time.monotonic()
             complete = True

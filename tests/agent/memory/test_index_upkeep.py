@@ -20,8 +20,8 @@ from gateway.contract.events import OWNER
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
-    for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
-        (root / "memory" / f"{day}.md").write_text(f"## 09:00\n\nfalcon note of {day}\n")
+    for day, tree in (("2026-11-01", "alder"), ("2026-11-02", "birch"), ("2026-11-03", "cedar")):
+        (root / "memory" / f"{day}.md").write_text(f"## 09:00\n\nfalcon note under the {tree}\n")
     return root
 
 
@@ -155,3 +155,54 @@ def test_the_index_is_written_ahead_and_closing_leaves_one_file(ws, tmp_path):
     assert not wal.exists()  # the last connection closed checkpoints and removes it
     with pytest.raises(sqlite3.ProgrammingError):
         idx.sync()
+
+
+def test_a_deleted_note_leaves_nothing_behind_even_when_a_new_one_takes_its_place(
+    ws, tmp_path, caplog
+):
+    caplog.set_level(logging.WARNING)
+    idx = open_index(tmp_path, ws)
+    listener = Listener()
+    idx.listen(listener)
+    idx.sync()
+    with sqlite3.connect(idx.db_path) as db:
+        (last,) = db.execute("SELECT path FROM chunks ORDER BY id DESC LIMIT 1").fetchone()
+    word = (ws / last).read_text().split()[-1]
+    (ws / last).unlink()  # the chunk with the highest id: its id is free again
+    assert idx.sync() == 1 and idx.sync() == 0
+    assert idx.chunk_count == 2 and listener.chunks == stored(idx)
+    (ws / "memory" / "2026-11-04.md").write_text("## 09:00\n\nosprey, a new note\n")
+    assert idx.sync() == 1
+    assert idx.search(word, audience=OWNER) == []
+    assert [h.path for h in idx.search("osprey", audience=OWNER)] == ["memory/2026-11-04.md"]
+    assert listener.chunks == stored(idx)
+    assert caplog.text == ""  # no repair was needed on the way
+
+
+def test_an_edited_note_is_found_by_its_new_words_only(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    (ws / "memory" / "2026-11-02.md").write_text("## 09:00\n\nkestrel note\n")
+    assert [h.path for h in idx.search("kestrel", audience=OWNER)] == ["memory/2026-11-02.md"]
+    assert [h.path for h in idx.search("falcon", audience=OWNER)] == [
+        "memory/2026-11-03.md",
+        "memory/2026-11-01.md",
+    ]
+    assert idx.chunk_count == 3
+
+
+def test_between_full_scans_an_old_log_edited_in_place_is_seen_within_the_interval(
+    ws, tmp_path, monkeypatch
+):
+    from agent.memory import catchup
+
+    now = [1000.0]
+    monkeypatch.setattr(catchup.time, "monotonic", lambda: now[0])
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    (ws / "memory" / "2026-11-01.md").write_text("## 09:00\n\nheron note\n")  # folder unchanged
+    assert idx.search("heron", audience=OWNER) == []  # only the newest logs are looked at
+    now[0] += catchup.FULL_SCAN_SECONDS
+    assert idx.search("heron", audience=OWNER) == []
+    now[0] += 0.001
+    assert [h.path for h in idx.search("heron", audience=OWNER)] == ["memory/2026-11-01.md"]
