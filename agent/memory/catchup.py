@@ -148,8 +148,8 @@ class CatchUp:
                 if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
                     continue
                 try:
-                    data = (self.workspace / rel).read_bytes()
-                except OSError:
+                    data = _read(self.workspace / rel)
+                except OSError:  # gone, or now a link: a link is never followed
                     continue
                 digest = hashlib.sha256(data).hexdigest()
                 if old and old[2] == digest:
@@ -199,9 +199,16 @@ class CatchUp:
             if self._listening and cur.lastrowid is not None:
                 self._added.append((cur.lastrowid, chat, sha))
             self.db.execute(
-                "INSERT INTO chunks_fts(rowid, body, kind) VALUES (?, ?, ?)",
-                (cur.lastrowid, fold(chunk), "longterm" if rel == LONG_TERM else "log"),
+                "INSERT INTO chunks_fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, fold(chunk))
             )
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes; OSError if it is a link (the scan saw a file, yet it may have been
+    replaced by a link to anywhere since)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _chat_of(rel: str) -> str:

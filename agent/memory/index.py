@@ -41,10 +41,10 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_by_chat ON chunks(chat);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    body, kind, tokenize = 'unicode61 remove_diacritics 2');
+    body, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 5  # 5: chunks follow the notes (chunk_entries)
+SCHEMA_VERSION = 6  # 5: chunks follow the notes (chunk_entries); 6: no unused kind column
 
 
 class MemoryIndex:

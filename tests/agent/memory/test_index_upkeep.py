@@ -5,6 +5,7 @@ told exactly the chunks the index holds."""
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -206,3 +207,20 @@ def test_between_full_scans_an_old_log_edited_in_place_is_seen_within_the_interv
     assert idx.search("heron", audience=OWNER) == []
     now[0] += 0.001
     assert [h.path for h in idx.search("heron", audience=OWNER)] == ["memory/2026-11-01.md"]
+
+
+def test_a_touched_file_with_the_same_text_is_read_once_not_at_every_catch_up(
+    ws, tmp_path, monkeypatch
+):
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    log = ws / "memory" / "2026-11-01.md"
+    st = log.stat()
+    os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000))
+    from agent.memory import catchup
+
+    reads: list[str] = []
+    read = catchup._read
+    monkeypatch.setattr(catchup, "_read", lambda p: reads.append(p.name) or read(p))
+    assert idx.sync() == 0 and idx.sync() == 0
+    assert reads == ["2026-11-01.md"]
