@@ -1573,6 +1573,70 @@ EXPLAINED: tuple[Why, ...] = (
         EQUIVALENT,
         "links never get there: is_file(follow_symlinks=False) keeps them out",
     ),
+    *(
+        Why(
+            "agent/memory/vectors.py",
+            "VectorTable.__init__",
+            fragment,
+            "`0` → `1`",
+            EQUIVALENT,
+            "reset sets the counts before any row, the first row makes every array anew "
+            "(_grow), and nothing reads past the rows in use",
+        )
+        for fragment in (
+            "self._n = 0",
+            "self._dead = 0",
+            "np.zeros(0, dtype=np.int32)",
+            "np.zeros(0, dtype=bool)",
+        )
+    ),
+    *(
+        Why(
+            "agent/memory/vectors.py",
+            where,
+            fragment,
+            "`0` → `1`",
+            EQUIVALENT,
+            "a matrix of no vectors yet: the first fill makes it anew at their length",
+        )
+        for where, fragment in (
+            ("VectorTable.__init__", "np.zeros((0, 0)"),
+            ("VectorTable.forget_vectors", "np.zeros((len(self._ids), 0)"),
+        )
+    ),
+    *(
+        Why(
+            "agent/memory/vectors.py",
+            "VectorTable._grow",
+            fragment,
+            what,
+            UNSEEN,
+            "how much room the arrays get ahead: memory and copies, never what they hold",
+        )
+        for fragment, what in (
+            ("if need <= size", "`<=` → `<`"),
+            ("max(need, 2 * size, 1024)", "`1024` → `1025`"),
+            ("max(need, 2 * size, 1024)", "`2` → `3`"),
+        )
+    ),
+    Why(
+        "agent/memory/vectors.py",
+        "VectorTable.nearest",
+        "if chat is None else",
+        "`is` → `is not`",
+        EQUIVALENT,
+        "both ways give the same cosines for the rows kept; only which rows are multiplied "
+        "differs, and a product of a row not kept is never read",
+    ),
+    Why(
+        "agent/memory/vectors.py",
+        "VectorTable.nearest",
+        "if k < len(rows)",
+        "`<` → `<=`",
+        EQUIVALENT,
+        "asked for as many as there are, the partition keeps them all and the sort after "
+        "orders them the same",
+    ),
     Why(
         "agent/memory/hybrid.py",
         "",

@@ -137,9 +137,7 @@ class VectorTable:
         with self._lock:
             self._n = self._dead = 0
             self._sha, self._row_of, self._rows_of_sha = [], {}, {}
-            self._alive[:] = False
-            self._filled[:] = False
-            self._add(rows)
+            self._add(rows)  # rows past _n are never read before _add sets them
 
     def change(self, removed: Iterable[int], added: Sequence[ChunkRow]) -> None:
         with self._lock:
@@ -202,7 +200,6 @@ class VectorTable:
         for name in ("_ids", "_chat", "_alive", "_filled"):
             array = getattr(self, name)
             array[:n] = array[keep]
-            array[n:] = 0
         self._matrix[:n] = self._matrix[keep]
         self._sha = [self._sha[i] for i in keep]
         self._n, self._dead = n, 0
@@ -224,10 +221,9 @@ class VectorTable:
                     break
             return list(found.items())
 
-    def fill(self, vectors: Mapping[str, Vector]) -> int:
-        """Give the chunks with these texts their vectors; returns how many rows got one. A
-        vector of another length than the ones before is refused (it is another model's)."""
-        filled = 0
+    def fill(self, vectors: Mapping[str, Vector]) -> None:
+        """Give the chunks with these texts their vectors. A vector of another length than
+        the ones before is refused (it is another model's)."""
         with self._lock:
             for sha, vector in vectors.items():
                 if not self.dim:
@@ -238,8 +234,6 @@ class VectorTable:
                 for row in self._rows_of_sha.get(sha, ()):
                     self._matrix[row] = vector
                     self._filled[row] = True
-                    filled += 1
-        return filled
 
     def counts(self) -> tuple[int, int]:
         """(chunks with a vector, chunks)."""
