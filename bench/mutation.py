@@ -1550,6 +1550,15 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/catchup.py",
+        "CatchUp._due_for_full_scan",
+        "folder_mtime = -1",
+        "`1` → `2`",
+        EQUIVALENT,
+        "a missing folder needs only a value no mtime takes; the first catch-up is a full "
+        "scan anyway, none having run yet",
+    ),
+    Why(
+        "agent/memory/catchup.py",
         "CatchUp._index_file",
         "if self._listening and",
         "`and` → `or`",

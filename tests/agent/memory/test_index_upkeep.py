@@ -224,3 +224,40 @@ def test_a_touched_file_with_the_same_text_is_read_once_not_at_every_catch_up(
     monkeypatch.setattr(catchup, "_read", lambda p: reads.append(p.name) or read(p))
     assert idx.sync() == 0 and idx.sync() == 0
     assert reads == ["2026-11-01.md"]
+
+
+def test_a_catch_up_cut_off_midway_keeps_nothing_half_done_and_the_next_one_completes(
+    ws, tmp_path, monkeypatch, caplog
+):
+    from agent.memory import catchup
+
+    cut = catchup.chunk_entries
+
+    def failing(text: str, size: int, overlap: int):
+        if "birch" in text:
+            raise RuntimeError("cut off")
+        return cut(text, size, overlap)
+
+    caplog.set_level(logging.WARNING)
+    idx = open_index(tmp_path, ws)
+    monkeypatch.setattr(catchup, "chunk_entries", failing)
+    with pytest.raises(RuntimeError, match="cut off"):
+        idx.sync()
+    assert stored(idx) == {}  # the files indexed before the failure are rolled back too
+    monkeypatch.setattr(catchup, "chunk_entries", cut)
+    assert idx.sync() == 3 and len(idx.search("falcon", audience=OWNER)) == 3
+    assert caplog.text == ""  # no damage: nothing was rebuilt
+
+
+def test_a_workspace_without_a_memory_folder_searches_memory_md_then_the_folder_once_made(
+    ws, tmp_path
+):
+    for log in (ws / "memory").iterdir():
+        log.unlink()
+    (ws / "memory").rmdir()
+    (ws / "MEMORY.md").write_text("## Birds\n\n- falcon facts\n")
+    idx = open_index(tmp_path, ws)
+    assert [h.path for h in idx.search("falcon", audience=OWNER)] == ["MEMORY.md"]
+    (ws / "memory").mkdir()
+    (ws / "memory" / "2026-11-05.md").write_text("## 09:00\n\nfalcon sighting\n")
+    assert len(idx.search("falcon", audience=OWNER)) == 2
