@@ -1440,8 +1440,8 @@ EXPLAINED: tuple[Why, ...] = (
     Why(
         "agent/memory/index.py",
         "",
-        "SCHEMA_VERSION = 5",
-        "`5` → `6`",
+        "SCHEMA_VERSION = 6",
+        "`6` → `7`",
         EQUIVALENT,
         "an index made under another number is dropped and made again from the files once; "
         "the hits are the same",
