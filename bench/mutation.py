@@ -1647,22 +1647,21 @@ EXPLAINED: tuple[Why, ...] = (
         "orders them the same",
     ),
     Why(
-        "agent/memory/hybrid.py",
-        "",
-        "POOL = 40",
-        "`40` → `41`",
-        UNSEEN,
-        "one more candidate from each side: it shows only when the 41st would rank among "
-        "the hits asked for",
+        "agent/memory/index.py",
+        "MemoryIndex._weighted_plan",
+        "zip(terms, parts, strict=True)",
+        "`True` → `False`",
+        EQUIVALENT,
+        "one part is made for each term, so the two lists are always of one length",
     ),
     Why(
-        "agent/memory/hybrid.py",
-        "HybridSearch.search",
-        "4 * max_results",
-        "`4` → `5`",
-        UNSEEN,
-        "more candidates than 40 only for more than 10 hits asked; a fifth more shows only "
-        "when one of them would rank among them",
+        "agent/memory/index.py",
+        "MemoryIndex._weighted_plan",
+        "# phrase: frequency unknown",
+        "`1` → `2`",
+        EQUIVALENT,
+        "any negative count means unknown: idf reads it as 1, and the plan keeps the phrase "
+        "as a rare term either way",
     ),
 )
 

@@ -247,3 +247,23 @@ async def test_memory_search_says_why_each_hit_ranked_and_recall_finds_by_meanin
     assert "\n- memory/2026-03-05.md lines 1-3: ## 09:00 / Anna moved to Lisbon last week." in block
     assert [rel for rel, _ in files] == ["memory/2026-03-05.md"]
     assert recall(memory, "sister lives in which city?", OWNER, [block]) == ("", [])  # given once
+
+
+def test_each_side_offers_forty_candidates_or_four_per_hit_asked(setup, monkeypatch):
+    setup.embedded()
+    asked: list[tuple[str, int]] = []
+    text_matches, nearest = setup.index.text_matches, setup.vectors.nearest
+
+    def keywords(terms, limit, *, audience):
+        asked.append(("keywords", limit))
+        return text_matches(terms, limit, audience=audience)
+
+    def vectors(query, k, chat):
+        asked.append(("vectors", k))
+        return nearest(query, k, chat)
+
+    monkeypatch.setattr(setup.index, "text_matches", keywords)
+    monkeypatch.setattr(setup.vectors, "nearest", vectors)
+    for k in (5, 10, 20):
+        setup.search.search("dentist", k, audience=OWNER)
+    assert asked == [(side, n) for n in (40, 40, 80) for side in ("keywords", "vectors")]
