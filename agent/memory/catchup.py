@@ -2,13 +2,15 @@
 changed (size and mtime first, then a content hash), and their chunks written anew.
 
 A full scan stats every file; between full scans only the files likeliest to change are
-looked at. The index (``agent/memory/index.py``) owns the database and its lock and calls
-``run`` holding it.
+looked at. A file is read only where it is: never through a link, and never if it is not a
+plain file (a FIFO would block every search). The index (``agent/memory/index.py``) owns the
+database and its lock and calls ``run`` holding it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -17,7 +19,7 @@ import stat
 import time
 from pathlib import Path, PurePosixPath
 
-from agent.memory.hits import ChunkRow
+from agent.memory.hits import ChunkRow, text_sha
 from agent.memory.text import chunk_entries, fold
 from agent.workspace.audience import chat_of
 
@@ -34,7 +36,8 @@ class CatchUp:
         self.workspace = workspace
         self.chunk_size = chunk_size
         self.overlap = overlap
-        self._folder_mtime = -2
+        self._real = os.path.realpath(workspace)
+        self._folder_mtime = -2  # none seen yet (-1 is a missing folder)
         self._last_full_scan = 0.0
         self._db: sqlite3.Connection | None = None
         self._listening = False
@@ -71,7 +74,7 @@ class CatchUp:
                 found[LONG_TERM] = st
             target = (self.workspace / LONG_TERM).stat()
             long_term = (target.st_dev, target.st_ino)
-        stack = [self.workspace / "memory"]
+        stack = [self.workspace / "memory"] if self._folder_mtime_now() != -1 else []
         while stack:
             folder = stack.pop()
             with contextlib.suppress(OSError), os.scandir(folder) as entries:
@@ -94,18 +97,14 @@ class CatchUp:
                             found[rel] = st
         return found
 
-    def _due_for_full_scan(self) -> bool:
-        """A full scan stats every file; it runs when the memory folder changed (a file was
-        added, removed or replaced by rename) or every FULL_SCAN_SECONDS. In between, only the
-        files most likely to change are checked: MEMORY.md and the two newest logs."""
+    def _folder_mtime_now(self) -> int:
+        """The memory folder's mtime; -1 when there is none (a link to a folder counts as
+        none: the index never reads through a link)."""
         try:
-            folder_mtime = (self.workspace / "memory").stat().st_mtime_ns
+            st = (self.workspace / "memory").stat(follow_symlinks=False)
         except OSError:
-            folder_mtime = -1
-        if folder_mtime != self._folder_mtime:
-            self._folder_mtime = folder_mtime
-            return True
-        return time.monotonic() - self._last_full_scan > FULL_SCAN_SECONDS
+            return -1
+        return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else -1
 
     def _hot_files(self) -> dict[str, os.stat_result]:
         rows = self.db.execute(
@@ -121,15 +120,31 @@ class CatchUp:
 
     def _sync(self, full: bool) -> int:
         """One catch-up in one transaction; the chunks it added and removed wait in
-        ``removed`` and ``added``."""
-        due = self._due_for_full_scan()  # first: a full scan notes the folder's mtime too
-        if full or due:
-            current = self.memory_files()
-            self._last_full_scan = time.monotonic()
-            complete = True
-        else:
-            current = self._hot_files()
-            complete = False
+        ``removed`` and ``added``. The scan is full when asked, when the memory folder
+        changed (a file was added, removed or replaced by rename) or every FULL_SCAN_SECONDS;
+        in between, only MEMORY.md and the two newest logs are checked."""
+        folder, started = self._folder_mtime_now(), time.monotonic()
+        complete = (
+            full
+            or folder != self._folder_mtime
+            or started - self._last_full_scan > FULL_SCAN_SECONDS
+        )
+        current = self.memory_files() if complete else self._hot_files()
+        self._removed, self._added = [], []
+        self.db.execute("BEGIN")
+        try:
+            changed = self._catch_up(current, complete)
+            self.db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
+                self.db.execute("ROLLBACK")
+            self._folder_mtime = -2  # nothing of it was kept: the next catch-up is full
+            raise
+        if complete:
+            self._folder_mtime, self._last_full_scan = folder, started
+        return changed
+
+    def _catch_up(self, current: dict[str, os.stat_result], complete: bool) -> int:
         if complete:
             rows = self.db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
         else:
@@ -140,35 +155,49 @@ class CatchUp:
             )
         known = {row[0]: (row[1], row[2], row[3]) for row in rows}
         changed = 0
-        self._removed, self._added = [], []
-        self.db.execute("BEGIN")
-        try:
-            for rel, st in current.items():
-                old = known.get(rel)
-                if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
-                    continue
-                try:
-                    data = _read(self.workspace / rel)
-                except OSError:  # gone, or now a link: a link is never followed
-                    continue
-                digest = hashlib.sha256(data).hexdigest()
-                if old and old[2] == digest:
-                    self.db.execute(
-                        "UPDATE files SET mtime_ns=?, size=? WHERE path=?",
-                        (st.st_mtime_ns, st.st_size, rel),
-                    )
-                    continue
-                self._index_file(rel, data.decode("utf-8", errors="replace"), st, digest)
-                changed += 1
-            if complete:
-                for rel in set(known) - set(current):
+        for rel, st in current.items():
+            old = known.get(rel)
+            if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
+                continue
+            try:
+                data = self._read(rel)
+            except _NotInPlace:  # now a link or no plain file: what it said goes too
+                if old:
                     self._drop(rel)
                     changed += 1
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+                continue
+            except OSError:  # gone meanwhile: the next full scan drops it
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            if old and old[2] == digest:
+                self.db.execute(
+                    "UPDATE files SET mtime_ns=?, size=? WHERE path=?",
+                    (st.st_mtime_ns, st.st_size, rel),
+                )
+                continue
+            self._index_file(rel, data.decode("utf-8", errors="replace"), st, digest)
+            changed += 1
+        if complete:
+            for rel in set(known) - set(current):
+                self._drop(rel)
+                changed += 1
         return changed
+
+    def _read(self, rel: str) -> bytes:
+        """The file's bytes, if it is a plain file at exactly this place: not a link, not
+        behind a folder that became a link since the scan, not a FIFO or a device (whose
+        read could block every search)."""
+        path = os.path.join(self._real, rel)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _NotInPlace(rel) from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or _opened(fd) not in (None, path):
+                raise _NotInPlace(rel)
+            return f.read()
 
     def _drop(self, rel: str) -> None:
         if self._listening:
@@ -190,7 +219,7 @@ class CatchUp:
         )
         chat = _chat_of(rel)
         for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
-            sha = hashlib.sha256(chunk.encode()).hexdigest()
+            sha = text_sha(chunk)
             cur = self.db.execute(
                 "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
                 "VALUES (?,?,?,?,?,?,?)",
@@ -203,12 +232,16 @@ class CatchUp:
             )
 
 
-def _read(path: Path) -> bytes:
-    """The file's bytes; OSError if it is a link (the scan saw a file, yet it may have been
-    replaced by a link to anywhere since)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
+class _NotInPlace(OSError):
+    """A file the scan saw is a link now, or not a plain file, or not where it was."""
+
+
+def _opened(fd: int) -> str | None:
+    """Where the open file ``fd`` is, every link resolved (None where /proc cannot say)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
 
 
 def _chat_of(rel: str) -> str:

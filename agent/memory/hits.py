@@ -3,6 +3,7 @@ it, and the listener that keeps vectors of the chunks."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -10,7 +11,13 @@ from typing import Protocol
 from agent.memory.text import snippet
 from gateway.contract.events import Audience
 
-ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), sha256 of its text
+ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), text_sha of its text
+
+
+def text_sha(text: str) -> str:
+    """How a chunk's text is known across rebuilds, renames and restarts (the vector cache's
+    key): the sha256 of its UTF-8, in hex."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,8 @@ class MemoryIndex:
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
             self._db = self._start_over(exc)
         self._files = CatchUp(workspace, chunk_size, overlap)
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
@@ -93,8 +95,10 @@ class MemoryIndex:
         return self._connect()
 
     def _repaired(self, exc: sqlite3.DatabaseError) -> None:
-        """After an error in use: reconnect to a new, empty index (held lock); the caller
-        then catches up with every file."""
+        """After damage found in use: reconnect to a new, empty index (held lock); the caller
+        then catches up with every file. Any other error (busy, closed) is raised as is."""
+        if not _damaged(exc):
+            raise exc
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._db = self._start_over(exc)
@@ -173,6 +177,8 @@ class MemoryIndex:
         """The ``limit`` best keyword matches this audience may see, after catching up with
         the files, and how many chunks hold each term. An index found damaged on the way is
         made anew from the files and asked again."""
+        if not terms:
+            return TextMatches([], {}, self._chunk_count)
         with self._lock:
             try:
                 rows, doc_freq = self._matches(terms, limit, audience, full=False)
@@ -248,3 +254,12 @@ class MemoryIndex:
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative), doc_freq
         return " OR ".join(p for p, _ in parts), doc_freq
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Whether the error says the file is damaged (made anew from the files) rather than busy,
+    closed or misused (raised as is: deleting the index would not help)."""
+    name = getattr(exc, "sqlite_errorname", None) or ""  # not set on errors of Python's own
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return True
+    return name == "SQLITE_ERROR" and str(exc).startswith(("no such", "vtable constructor"))

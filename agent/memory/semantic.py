@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.memory.embedding.base import Embedder, EmbeddingError
-from agent.memory.hits import ChunkRow, TextsOf
+from agent.memory.hits import ChunkRow, TextsOf, text_sha
 from agent.memory.vectors import EmbeddingCache, Vector, VectorTable
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,9 @@ class SemanticIndex:
         if self._texts_of is None:
             return
         texts = self._texts_of([chunk for _, chunk in todo])
-        todo = [(sha, chunk) for sha, chunk in todo if chunk in texts]  # gone meanwhile
+        # A chunk gone meanwhile, or its id taken by another text (ids start again after a
+        # rebuild): its vector would be cached under the wrong text.
+        todo = [(sha, c) for sha, c in todo if c in texts and text_sha(texts[c]) == sha]
         if not todo:
             return
         vectors = self.embedder.embed([texts[chunk] for _, chunk in todo])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.memory.embedding.base import EmbeddingError
+from agent.memory.hits import text_sha
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.recall import recall
@@ -267,3 +268,22 @@ def test_each_side_offers_forty_candidates_or_four_per_hit_asked(setup, monkeypa
     for k in (5, 10, 20):
         setup.search.search("dentist", k, audience=OWNER)
     assert asked == [(side, n) for n in (40, 40, 80) for side in ("keywords", "vectors")]
+
+
+def test_a_chunk_id_taken_by_another_text_is_not_embedded_under_the_old_text(tmp_path):
+    model = WordHashEmbedder(MEANINGS)
+    vectors = SemanticIndex(model, tmp_path / "embeddings.sqlite", batch_size=4)
+    try:
+        held = {1: "Anna moved to Lisbon"}  # what the index holds under id 1 when asked
+        vectors.chunks_reset(
+            [(1, "", text_sha("a note since deleted"))],
+            lambda ids: {i: held[i] for i in ids if i in held},
+        )
+        assert vectors.step()  # the id's text is not the one listed: nothing is embedded
+        assert model.embedded == [] and vectors.cache.count(model.model_id) == 0
+        vectors.chunks_changed([1], [(1, "", text_sha("Anna moved to Lisbon"))])
+        vectors.catch_up()
+        assert model.embedded == ["Anna moved to Lisbon"]
+        assert vectors.cache.get(model.model_id, [text_sha("Anna moved to Lisbon")])
+    finally:
+        vectors.close()

@@ -217,13 +217,13 @@ def test_a_touched_file_with_the_same_text_is_read_once_not_at_every_catch_up(
     log = ws / "memory" / "2026-11-01.md"
     st = log.stat()
     os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000))
-    from agent.memory import catchup
+    from agent.memory.catchup import CatchUp
 
     reads: list[str] = []
-    read = catchup._read
-    monkeypatch.setattr(catchup, "_read", lambda p: reads.append(p.name) or read(p))
+    read = CatchUp._read
+    monkeypatch.setattr(CatchUp, "_read", lambda self, rel: reads.append(rel) or read(self, rel))
     assert idx.sync() == 0 and idx.sync() == 0
-    assert reads == ["2026-11-01.md"]
+    assert reads == ["memory/2026-11-01.md"]
 
 
 def test_a_catch_up_cut_off_midway_keeps_nothing_half_done_and_the_next_one_completes(
@@ -245,8 +245,26 @@ def test_a_catch_up_cut_off_midway_keeps_nothing_half_done_and_the_next_one_comp
         idx.sync()
     assert stored(idx) == {}  # the files indexed before the failure are rolled back too
     monkeypatch.setattr(catchup, "chunk_entries", cut)
-    assert idx.sync() == 3 and len(idx.search("falcon", audience=OWNER)) == 3
+    # The search after it scans every file again, not only the newest few.
+    assert len(idx.search("falcon", audience=OWNER)) == 3
+    assert idx.sync() == 0
     assert caplog.text == ""  # no damage: nothing was rebuilt
+
+
+def test_errors_that_are_not_damage_are_raised_and_the_index_is_kept(ws, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    assert idx.text_matches([], 5, audience=OWNER).rows == []
+    idx.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        idx.search("falcon", audience=OWNER)
+    with pytest.raises(sqlite3.ProgrammingError):
+        idx.rebuild()
+    assert caplog.text == ""
+    again = open_index(tmp_path, ws)
+    assert again.chunk_count == 3 and again.sync() == 0  # nothing to index again
+    again.close()
 
 
 def test_a_workspace_without_a_memory_folder_searches_memory_md_then_the_folder_once_made(
@@ -261,3 +279,19 @@ def test_a_workspace_without_a_memory_folder_searches_memory_md_then_the_folder_
     (ws / "memory").mkdir()
     (ws / "memory" / "2026-11-05.md").write_text("## 09:00\n\nfalcon sighting\n")
     assert len(idx.search("falcon", audience=OWNER)) == 2
+
+
+def test_after_a_failed_catch_up_the_next_search_looks_at_every_file_again(
+    ws, tmp_path, monkeypatch
+):
+    from agent.memory import catchup
+
+    cut = catchup.chunk_entries
+    idx = open_index(tmp_path, ws)
+    idx.sync()
+    (ws / "memory" / "2026-11-01.md").write_text("## 09:00\n\nheron note\n")  # an old log
+    monkeypatch.setattr(catchup, "chunk_entries", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        idx.sync()
+    monkeypatch.setattr(catchup, "chunk_entries", cut)
+    assert [h.path for h in idx.search("heron", audience=OWNER)] == ["memory/2026-11-01.md"]

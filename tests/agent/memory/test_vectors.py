@@ -99,10 +99,19 @@ class Reference:
         self.chunks: dict[int, tuple[str, str, np.ndarray | None]] = {}
 
     def add(self, rows):
+        holders: dict[str, dict[int, np.ndarray]] = {}  # the chunks with a vector, by text
+        for chunk, (_, sha, v) in self.chunks.items():
+            if v is not None:
+                holders.setdefault(sha, {})[chunk] = v
         for chunk, chat, sha in rows:
-            self.chunks.pop(chunk, None)  # an id used again: the new chunk, at the end
-            same = [v for _, s, v in self.chunks.values() if s == sha and v is not None]
-            self.chunks[chunk] = (chat, sha, same[0] if same else None)
+            old = self.chunks.pop(chunk, None)  # an id used again: the new chunk, at the end
+            if old is not None and old[2] is not None:
+                del holders[old[1]][chunk]
+            same = holders.get(sha)
+            v = next(iter(same.values())) if same else None  # equal texts, equal vectors
+            self.chunks[chunk] = (chat, sha, v)
+            if v is not None:
+                holders[sha][chunk] = v
 
     def fill(self, vectors):
         for chunk, (chat, sha, _v) in self.chunks.items():
