@@ -1548,14 +1548,31 @@ EXPLAINED: tuple[Why, ...] = (
         "any value no folder's mtime takes (-1 stands for a missing folder): the first "
         "catch-up is a full scan either way",
     ),
+    *(
+        Why(
+            "agent/memory/catchup.py",
+            where,
+            fragment,
+            what,
+            EQUIVALENT,
+            "a missing folder, or a catch-up that failed, needs only a value no mtime takes; "
+            "the first catch-up is a full scan anyway, none having run yet",
+        )
+        for where, fragment, what in (
+            ("CatchUp._folder_mtime_now", "return -1", "`1` → `2`"),
+            ("CatchUp._folder_mtime_now", "return -1", "`return -1` → `return None`"),
+            ("CatchUp._sync", "self._folder_mtime = -2", "`2` → `3`"),
+        )
+    ),
     Why(
         "agent/memory/catchup.py",
-        "CatchUp._due_for_full_scan",
-        "folder_mtime = -1",
+        "CatchUp._catch_up",
+        "changed += 1",
         "`1` → `2`",
         EQUIVALENT,
-        "a missing folder needs only a value no mtime takes; the first catch-up is a full "
-        "scan anyway, none having run yet",
+        "a file found no longer in its place drops out in a quick catch-up, whose count is "
+        "read only as zero or not (a full scan does not list such a file)",
+        nth=3,
     ),
     Why(
         "agent/memory/catchup.py",

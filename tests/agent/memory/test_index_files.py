@@ -63,30 +63,56 @@ def test_other_files_under_memory_are_not(ws, tmp_path):
     assert sorted(found(ws, tmp_path, "penguin")) == ["MEMORY.md", "memory/2026-11-01.md"]
 
 
-def test_a_linked_note_or_folder_under_memory_is_not_followed(ws, tmp_path, outside):
+@pytest.fixture
+def opened(monkeypatch) -> list[str]:
+    """The files the index opens, in order."""
+    names: list[str] = []
+    read = CatchUp._read
+    monkeypatch.setattr(CatchUp, "_read", lambda self, rel: names.append(rel) or read(self, rel))
+    return names
+
+
+def test_a_linked_note_or_folder_under_memory_is_not_followed(ws, tmp_path, outside, opened):
     (ws / "memory" / "2026-11-02.md").symlink_to(outside / "2026-01-01.md")
     (ws / "memory" / "linked").symlink_to(outside, target_is_directory=True)
     assert found(ws, tmp_path, "walrus") == []
     assert len(found(ws, tmp_path, "penguin")) == 2
+    assert sorted(opened) == ["MEMORY.md", "memory/2026-11-01.md"]  # the links: not even opened
 
 
-def test_memory_md_as_a_link_is_not_followed(ws, tmp_path, outside):
+def test_memory_md_as_a_link_is_not_followed(ws, tmp_path, outside, opened):
     (ws / "MEMORY.md").unlink()
     (ws / "MEMORY.md").symlink_to(outside / "2026-01-01.md")
     assert found(ws, tmp_path, "walrus") == []
     assert found(ws, tmp_path, "penguin") == ["memory/2026-11-01.md"]
+    assert opened == ["memory/2026-11-01.md"]
 
 
-def test_a_memory_folder_that_is_a_link_is_not_followed(ws, tmp_path, outside, monkeypatch):
+def test_a_memory_folder_that_is_a_link_is_not_followed(ws, tmp_path, outside, opened):
     (ws / "memory" / "2026-11-01.md").unlink()
     (ws / "memory").rmdir()
     (ws / "memory").symlink_to(outside, target_is_directory=True)
-    opened: list[str] = []
-    read = CatchUp._read
-    monkeypatch.setattr(CatchUp, "_read", lambda self, rel: opened.append(rel) or read(self, rel))
     assert found(ws, tmp_path, "walrus") == []
     assert found(ws, tmp_path, "penguin") == ["MEMORY.md"]
     assert opened == ["MEMORY.md"]  # what lies behind the link is not even opened
+
+
+def test_a_file_gone_between_the_scan_and_the_read_is_skipped(ws, tmp_path, monkeypatch):
+    idx = MemoryIndex(tmp_path / "index.sqlite", ws, chunk_size=4, overlap=1)
+    assert len(found_by(idx, "penguin")) == 2
+    (ws / "MEMORY.md").write_text("## Birds\n\n- penguin facts, more of them\n")
+    hot_files = CatchUp._hot_files
+
+    def then_deleted(self):
+        files = hot_files(self)
+        (ws / "MEMORY.md").unlink()  # after its stat, before its read
+        return files
+
+    monkeypatch.setattr(CatchUp, "_hot_files", then_deleted)
+    assert sorted(found_by(idx, "penguin")) == ["MEMORY.md", "memory/2026-11-01.md"]
+    monkeypatch.undo()
+    assert idx.sync() == 1 and found_by(idx, "penguin") == ["memory/2026-11-01.md"]
+    idx.close()
 
 
 def test_a_folder_replaced_by_a_link_after_it_was_indexed_is_not_followed(ws, tmp_path, outside):
