@@ -295,3 +295,28 @@ def test_after_a_failed_catch_up_the_next_search_looks_at_every_file_again(
         idx.sync()
     monkeypatch.setattr(catchup, "chunk_entries", cut)
     assert [h.path for h in idx.search("heron", audience=OWNER)] == ["memory/2026-11-01.md"]
+
+
+def test_what_counts_as_damage(tmp_path):
+    from agent.memory.index import _damaged
+
+    def error(db: sqlite3.Connection, sql: str) -> sqlite3.DatabaseError:
+        with pytest.raises(sqlite3.DatabaseError) as caught:
+            db.execute(sql)
+        return caught.value
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    assert _damaged(error(db, "SELECT * FROM gone"))  # no such table
+    assert not _damaged(error(db, "SELEC 1"))  # a mistake, not damage
+    assert not _damaged(error(db, "SELECT * FROM t WHERE t MATCH '\"unclosed'"))
+    with sqlite3.connect(tmp_path / "fts.sqlite") as other:
+        other.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+        other.execute("DROP TABLE t_config")  # one of FTS5's own tables
+    other.close()
+    assert _damaged(error(sqlite3.connect(tmp_path / "fts.sqlite"), "SELECT * FROM t"))
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database at all" * 100)
+    assert _damaged(error(sqlite3.connect(garbage), "SELECT * FROM sqlite_master"))
+    db.close()
+    assert not _damaged(error(db, "SELECT 1"))  # closed
