@@ -320,3 +320,13 @@ def test_what_counts_as_damage(tmp_path):
     assert _damaged(error(sqlite3.connect(garbage), "SELECT * FROM sqlite_master"))
     db.close()
     assert not _damaged(error(db, "SELECT 1"))  # closed
+
+
+def test_an_index_that_cannot_be_opened_is_an_error_not_damage(ws, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    open_index(tmp_path, ws).close()
+    (tmp_path / "index.sqlite-wal").mkdir()  # where SQLite must write: it cannot open it
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        open_index(tmp_path, ws)
+    assert caught.value.sqlite_errorname == "SQLITE_CANTOPEN"
+    assert (tmp_path / "index.sqlite").is_file() and caplog.text == ""  # kept, not rebuilt
