@@ -24,6 +24,21 @@ if TYPE_CHECKING:
 # Fence info strings longer than this are cut to the language when a block is split, so that
 # reopening the block in every piece stays cheap.
 _MAX_INFO = 40
+# The blocks split on their own structure when too big for a piece; any other (a rule, an
+# HTML block, text between blocks) is cut as plain lines.
+_STRUCTURED = frozenset(
+    (
+        "heading_open",
+        "paragraph_open",
+        "fence",
+        "code_block",
+        "bullet_list_open",
+        "ordered_list_open",
+        "list_item_open",
+        "blockquote_open",
+        "table_open",
+    )
+)
 _ITEM = re.compile(r"^( {0,3})([-+*]|[0-9]{1,9}[.)])([ \t]*)")
 _QUOTE = re.compile(r"^ {0,3}> ?")
 _LABEL = re.compile(r"\[([^\[\]]{1,999})\]")
@@ -172,7 +187,7 @@ class _Splitter:
         lines = self.lines[unit.start : unit.end]
         tok = self.tokens[unit.token] if unit.token is not None else None
         kind = tok.type if tok is not None else ""
-        if tok is None or kind in ("hr", "html_block"):
+        if tok is None or kind not in _STRUCTURED:
             return _plain(lines, self.limit, self.measure)
         if kind == "heading_open" and tok.markup in ("=", "-"):
             # A setext heading: its underline stays with the last of its text.
@@ -195,9 +210,7 @@ class _Splitter:
             return _item(lines, self.limit, self.measure, self.env)
         if kind == "blockquote_open":
             return _quote(lines, self.limit, self.measure, self.env)
-        if kind == "table_open":
-            return _table(lines, self.limit, self.measure)
-        return _plain(lines, self.limit, self.measure)
+        return _table(lines, self.limit, self.measure)
 
 
 def _wrapped(measure: Measure, wrap: Callable[[str], str]) -> Measure:
