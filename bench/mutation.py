@@ -1436,6 +1436,105 @@ EXPLAINED: tuple[Why, ...] = (
         UNSEEN,
         "only a bug in Corvid's own code gets there: it would be told as a failed download",
     ),
+    # The Markdown splitter.
+    Why(
+        "channels/markdown/split.py",
+        "_item",
+        "return _plain(lines, limit, measure)",
+        "`return _plain(lines, limit, measure)` → `return None`",
+        UNSEEN,
+        "a list item whose first line is not a marker, which markdown-it does not make: "
+        "the lines are then cut as text rather than lost",
+    ),
+    *(
+        Why(
+            "channels/markdown/split.py",
+            "_renumber",
+            fragment,
+            what,
+            UNSEEN,
+            "numbers are given to an ordered list's items only, whose first line always "
+            "starts with a number: the check keeps any other line as it is",
+        )
+        for fragment, what in (
+            ("if m is None or not", "`or` → `and`"),
+            ("return body", "`return body` → `return None`"),
+        )
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_units",
+        "if covered < len(lines) and",
+        "`<` → `<=`",
+        EQUIVALENT,
+        "at the end the slice of lines left is empty, and `any` of it is False",
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_units",
+        "tok.nesting == -1",
+        "`1` → `2`",
+        EQUIVALENT,
+        "closing tokens carry no line map, which the same test skips",
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_Splitter.pack",
+        "last_end = 0",
+        "`0` → `1`",
+        EQUIVALENT,
+        "read only once a unit is in the piece, which sets it",
+    ),
+    *(
+        Why(
+            "channels/markdown/split.py",
+            "_renumber",
+            fragment,
+            what,
+            EQUIVALENT,
+            "the shift is a whole number and never 0 there (a shift of 0 returned before)",
+        )
+        for fragment, what in (
+            ("if shift > 0 and", "`>` → `>=`"),
+            ("elif shift < 0 and", "`<` → `<=`"),
+            ("elif shift < 0 and", "`0` → `1`"),
+        )
+    ),
+    *(
+        Why(
+            "channels/markdown/split.py",
+            where,
+            "tok.markup[0]",
+            "`0` → `1`",
+            EQUIVALENT,
+            "a fence's markup is three or more of one character",
+        )
+        for where in ("_code", "_Splitter.body")
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_code",
+        'if tok.type == "fence" else 0',
+        "`0` → `1`",
+        EQUIVALENT,
+        "the fence is at least three characters long either way",
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_quote",
+        "count=1",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the pattern is anchored at the line's start, so it can match only once",
+    ),
+    Why(
+        "channels/markdown/split.py",
+        "_code",
+        "info.split(maxsplit=1)[0]",
+        "`1` → `2`",
+        EQUIVALENT,
+        "only the first word is kept, however many splits come after it",
+    ),
     # The search index and hybrid search.
     Why(
         "agent/memory/index.py",

@@ -9,6 +9,7 @@ Concatenated, the pieces must show exactly what the whole showed.
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 from html.parser import HTMLParser
@@ -705,3 +706,23 @@ def test_without_carried_references_the_text_is_only_cut():
     text = "Intro [ref][r1].\n\n" + "Words go here. " * 100 + "\n\n[r1]: https://one.example"
     pieces = split_markdown(text, 400)
     assert re.sub(r"\s", "", "".join(pieces)) == re.sub(r"\s", "", text)
+
+
+def _code_texts(markdown: str) -> list[str]:
+    """The text of each code block as shown, spaces and all (``shown`` skips spaces)."""
+    found = re.findall(r"<pre><code[^>]*>(.*?)</code></pre>", _JUDGE.render(markdown), re.S)
+    return [html.unescape(code) for code in found]
+
+
+@pytest.mark.parametrize(
+    ("first", "content"),
+    [
+        ("-\n  ", 2),  # the item's first line is its marker alone: contents from column 2
+        ("-    ", 5),  # four spaces after the marker: the contents start after them
+    ],
+)
+def test_code_in_a_split_list_item_keeps_its_own_indentation(first, content):
+    text = first + " ".join(["word"] * 30) + "\n\n" + " " * (content + 4) + "  indented code\n"
+    pieces = _check(text, 100)
+    assert len(pieces) == 2
+    assert [c for p in pieces for c in _code_texts(p)] == _code_texts(text) == ["  indented code\n"]
