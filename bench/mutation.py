@@ -1463,6 +1463,15 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "channels/markdown/split.py",
+        "_Splitter.oversized",
+        "if tok is None or kind not in _STRUCTURED",
+        "`or` → `and`",
+        UNSEEN,
+        "an HTML block or rule too long for a piece would go to the table splitter, which "
+        "cut the ones tried (a test's included) line by line all the same",
+    ),
+    Why(
+        "channels/markdown/split.py",
         "_units",
         "if covered < len(lines) and",
         "`<` → `<=`",

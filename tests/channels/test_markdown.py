@@ -726,3 +726,9 @@ def test_code_in_a_split_list_item_keeps_its_own_indentation(first, content):
     pieces = _check(text, 100)
     assert len(pieces) == 2
     assert [c for p in pieces for c in _code_texts(p)] == _code_texts(text) == ["  indented code\n"]
+
+
+def test_an_html_block_too_long_for_a_piece_is_sent_as_its_lines():
+    lines = [f"<p>line {i} of a block of raw HTML written by the model</p>" for i in range(6)]
+    pieces = _check("<div>\n" + "\n".join(lines) + "\n</div>", 150)
+    assert len(pieces) > 1 and "\n".join(pieces).count("<p>") == 6
