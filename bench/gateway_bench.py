@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.model.llm import with_cache_breakpoints
 from agent.model.port import LLMResponse, PlainModel
+from agent.model.request import with_cache_breakpoints
 from agent.sessions.state import Usage
 from gateway.app import build_app
 from gateway.config.home import init_home

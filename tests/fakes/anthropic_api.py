@@ -78,6 +78,7 @@ class Recorded:
     body: dict[str, Any]
     headers: dict[str, str]
     raw: str
+    peer: Any = None  # the client's (host, port): which connection the request came over
 
 
 def tokens(text: str) -> int:
@@ -192,7 +193,8 @@ class FakeAnthropic:
         raw = await request.text()
         body: dict[str, Any] = json.loads(raw)
         async with self._arrived:
-            self.requests.append(Recorded(request.path, body, dict(request.headers), raw))
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.requests.append(Recorded(request.path, body, dict(request.headers), raw, peer))
             self._arrived.notify_all()
         return body
 

@@ -1,11 +1,18 @@
-"""Request building: history normalisation and cache breakpoints."""
+"""Request building (history normalisation, cache breakpoints) and the model client that
+sends it."""
 
 from __future__ import annotations
 
 import copy
 
-from agent.model.llm import with_cache_breakpoints
+from agent.model.charge import Charge, Purpose
+from agent.model.llm import AnthropicLLM
+from agent.model.request import with_cache_breakpoints
 from agent.model.wire import normalize_messages
+from agent.sessions.history import History
+from agent.settings import LLMSettings
+from gateway.contract.ports import Secret
+from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 
 def text(t):
@@ -65,3 +72,69 @@ def test_breakpoints_do_not_touch_the_stored_history():
     assert system == [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
     assert "cache_control" not in cached_tools[0] and cached_tools[1]["cache_control"]
     assert out[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+# -- the model client, through the real SDK against the fake Messages API ----------------------
+
+TOOL = {
+    "name": "note",
+    "description": "Write a note.",
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+
+
+def llm_for(api: FakeAnthropic) -> AnthropicLLM:
+    return AnthropicLLM(LLMSettings(api_key=Secret("sk-test"), base_url=api.base_url))
+
+
+async def test_the_request_the_api_receives_is_the_conversation_as_built():
+    """The body is made by Corvid and sent by the SDK: the API receives the system blocks,
+    the messages (text in any script, emoji included) and the tools with their cache
+    breakpoints, as a streamed request, and the streamed answer is put together whole."""
+    api = FakeAnthropic(brain=lambda body: Reply("done ✓", tool_calls=[("note", {"text": "é"})]))
+    await api.start()
+    llm = llm_for(api)
+    history = History(
+        [
+            {"role": "user", "content": [text("Grüße, 東京 😀")]},
+            {"role": "assistant", "content": [text("¡Hola!")]},
+            {"role": "user", "content": [text("note “this”")]},
+        ]
+    )
+    try:
+        got = await llm.complete("You are Corvid.", history, [TOOL], charge=Charge(Purpose.CHAT))
+    finally:
+        await llm.close()
+        await api.close()
+    (sent,) = api.requests
+    system, msgs, tools = with_cache_breakpoints("You are Corvid.", list(history), [TOOL])
+    assert sent.path == "/v1/messages" and sent.headers["Content-Type"] == "application/json"
+    assert sent.body == {
+        "model": llm.model,
+        "max_tokens": llm.cfg.max_tokens,
+        "tools": tools,
+        "system": system,
+        "messages": msgs,
+        "stream": True,
+    }
+    assert got.content[0] == text("done ✓")
+    assert got.content[1]["name"] == "note" and got.content[1]["input"] == {"text": "é"}
+    assert history[0] == {"role": "user", "content": [text("Grüße, 東京 😀")]}
+
+
+async def test_the_first_turn_after_a_start_uses_the_connection_the_key_check_opened():
+    """The key check at start asks over the chat's own client, so the first turn finds its
+    connection open instead of making a second one (a TLS handshake on the real network)."""
+    api = FakeAnthropic()
+    await api.start()
+    llm = llm_for(api)
+    try:
+        assert await llm.refused(5, "ANTHROPIC_API_KEY") is None
+        msgs = [{"role": "user", "content": [text("hello")]}]
+        await llm.complete("sys", msgs, [], charge=Charge(Purpose.CHAT))
+    finally:
+        await llm.close()
+        await api.close()
+    check, turn = api.requests
+    assert check.path == "/v1/messages/count_tokens" and turn.path == "/v1/messages"
+    assert check.peer is not None and check.peer == turn.peer
