@@ -19,6 +19,7 @@ CONTRACT = frozenset(
         "gateway.contract.ports",
         "gateway.contract.atomic",
         "gateway.contract.commands",
+        "gateway.contract.tls",
     }
 )
 # Small helpers every layer of the gateway uses: they import only the contract.

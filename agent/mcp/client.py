@@ -33,6 +33,7 @@ from agent.mcp.wire import Watched, describe_error, mcp_tool, server_log, tool_r
 from agent.settings import McpServerSettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool, ToolResult
+from gateway.contract.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +255,7 @@ class McpServer:
                 self.http_status = response.status_code
 
         http = httpx2.AsyncClient(
+            verify=tls_context(),
             headers=headers,
             timeout=httpx2.Timeout(30, read=300),
             event_hooks={"response": [seen]},

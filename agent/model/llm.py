@@ -30,6 +30,7 @@ from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.ports import Check, Status
+from gateway.contract.tls import tls_context
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -85,6 +86,8 @@ class AnthropicLLM:
             base_url=base_url or None,
             timeout=self.cfg.timeout,
             max_retries=self.cfg.retries,
+            # The SDK's own defaults (limits, keep-alive), with the TLS context shared.
+            http_client=sdk.DefaultAsyncHttpxClient(verify=tls_context()),
         )
         return client
 

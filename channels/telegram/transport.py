@@ -26,6 +26,8 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from gateway.contract.tls import tls_context
+
 log = logging.getLogger(__name__)
 
 # Pool timeouts in a row (no request answered between them) that mean the pool is stuck...
@@ -69,7 +71,7 @@ class Transport(BaseRequest):
         self.replaced = 0  # stuck clients replaced since the start
 
     def _new_client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(timeout=self._timeout, limits=self._limits)
+        return httpx2.AsyncClient(timeout=self._timeout, limits=self._limits, verify=tls_context())
 
     @property
     def read_timeout(self) -> float | None:
