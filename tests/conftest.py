@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -138,6 +139,15 @@ def _logging_as_it_was() -> Iterator[None]:
     root.setLevel(level)
     for name, old in levels.items():
         logging.getLogger(name).setLevel(old)
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collector_as_it_was() -> Iterator[None]:
+    """A gateway left quiet for a while freezes the objects alive then (``gc.freeze``); in
+    the test process those are the suite's own, which later tests expect to be collected."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 def keywords_only(home: Path) -> None:

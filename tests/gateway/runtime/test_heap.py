@@ -1,10 +1,17 @@
-"""The heap is handed back once no turn has run for a quiet spell, and never during a turn."""
+"""The heap is handed back once no turn has run for a quiet spell, and never during a turn; the
+first quiet spell freezes what lives then out of the full garbage collections."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 
+from gateway.runtime import heap as heap_module
 from gateway.runtime.heap import HeapTrim, _malloc_trim
+
+
+def _no_freeze() -> None:
+    pass
 
 
 def _trims_into(event: asyncio.Event, log: list[float]):
@@ -17,7 +24,7 @@ def _trims_into(event: asyncio.Event, log: list[float]):
 
 async def test_the_trim_runs_once_a_quiet_spell_follows_the_last_turn():
     done, when = asyncio.Event(), []
-    heap = HeapTrim(lambda: 0, quiet=0.05, trim=_trims_into(done, when))
+    heap = HeapTrim(lambda: 0, quiet=0.05, trim=_trims_into(done, when), freeze=_no_freeze)
     loop = asyncio.get_running_loop()
     ended: list[float] = []
 
@@ -42,7 +49,7 @@ async def test_no_trim_while_a_turn_runs_and_one_after_it_ends():
         checked.set()
         return running[0]
 
-    heap = HeapTrim(turns_running, quiet=0.02, trim=_trims_into(done, when))
+    heap = HeapTrim(turns_running, quiet=0.02, trim=_trims_into(done, when), freeze=_no_freeze)
     heap.turn_over()  # another session's turn ended; this one still runs
     await asyncio.wait_for(checked.wait(), 5)
     # The check found a turn running: no trim, and no timer left behind.
@@ -57,7 +64,7 @@ async def test_no_trim_while_a_turn_runs_and_one_after_it_ends():
 
 async def test_close_cancels_a_pending_trim():
     calls: list[float] = []
-    heap = HeapTrim(lambda: 0, quiet=0.01, trim=lambda: calls.append(1.0))
+    heap = HeapTrim(lambda: 0, quiet=0.01, trim=lambda: calls.append(1.0), freeze=_no_freeze)
     heap.turn_over()
     heap.close()
     # A later timer on the same loop fires after the cancelled one would have.
@@ -74,10 +81,38 @@ async def test_a_failing_trim_is_not_an_error():
         done.set()
         raise OSError("no")
 
-    heap = HeapTrim(lambda: 0, quiet=0.01, trim=trim)
+    heap = HeapTrim(lambda: 0, quiet=0.01, trim=trim, freeze=_no_freeze)
     heap.turn_over()
     await asyncio.wait_for(done.wait(), 5)
     assert heap.trims == 1
+    heap.close()
+
+
+async def test_the_first_quiet_spell_freezes_what_lives_then_and_later_ones_do_not():
+    trimmed, when = asyncio.Event(), []
+    frozen: list[int] = []
+    heap = HeapTrim(
+        lambda: 0, quiet=0.01, trim=_trims_into(trimmed, when), freeze=lambda: frozen.append(1)
+    )
+    heap.turn_over()  # the start's own burst is over
+    await asyncio.wait_for(trimmed.wait(), 5)
+    assert frozen == [1] and heap.trims == 1
+    trimmed.clear()
+    heap.turn_over()  # a turn, and the quiet after it
+    await asyncio.wait_for(trimmed.wait(), 5)
+    assert frozen == [1] and heap.trims == 2
+    heap.close()
+
+
+async def test_the_freeze_happens_where_the_c_library_cannot_trim(monkeypatch):
+    monkeypatch.setattr(heap_module, "_malloc_trim", lambda: None)  # musl, macOS
+    frozen = asyncio.Event()
+    heap = HeapTrim(lambda: 0, quiet=0.01, freeze=frozen.set)
+    heap.turn_over()
+    await asyncio.wait_for(frozen.wait(), 5)
+    assert heap.trims == 0 and heap._timer is None
+    heap.turn_over()  # nothing is left to do after a later turn
+    assert heap._timer is None
     heap.close()
 
 
@@ -89,7 +124,8 @@ def test_glibc_has_a_malloc_trim_to_call():
 
 async def test_a_started_gateway_hands_back_what_its_start_freed_without_a_turn(home, fake_api):
     """The start is a burst of its own (the SDK's import, the app's wiring): once the model's
-    SDK is loaded and a quiet spell follows, the heap is trimmed though no message came."""
+    SDK is loaded and a quiet spell follows, the heap is trimmed though no message came, and
+    what lives then is frozen out of the garbage collector's full collections."""
     from gateway.app import build_app
     from tests.conftest import RecordingChannel, make_config
 
@@ -102,6 +138,8 @@ async def test_a_started_gateway_hands_back_what_its_start_freed_without_a_turn(
         await asyncio.wait_for(done.wait(), 10)
         assert app.gateway.agent.llm._sdk is not None  # after the SDK was loaded
         assert heap.trims == 1 and len(fake_api.message_requests) == 0
+        # What lives then is frozen: the gateway, its SDK client, the configuration.
+        assert gc.get_freeze_count() > 0
     finally:
         await app.stop()
 
