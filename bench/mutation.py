@@ -248,6 +248,7 @@ TARGETS = (
         "tests/channels/test_voice.py",
         "tests/channels/test_voice_local.py",
         "tests/gateway/ops/test_doctor.py",
+        "tests/test_usage_other_services.py",
     ),
     # Secrets masked in logs, stored errors and doctor's report.
     _t(
