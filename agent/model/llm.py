@@ -277,6 +277,10 @@ class AnthropicLLM:
             system, messages, tools, system_note, cache
         )
         body = request_body(model, self.cfg.max_tokens, sys_blocks, msgs, cached_tools)
+        # While the answer comes, the call holds its request only as the body's bytes: the
+        # messages as dicts take several times their JSON's memory.
+        sizes = (len(msgs), len(cached_tools), sum(len(b["text"]) for b in sys_blocks))
+        del sys_blocks, msgs, cached_tools
         try:
             async with self._stream(client, body) as stream:
                 if deltas is not None:
@@ -301,9 +305,7 @@ class AnthropicLLM:
         log.debug(
             "model call %s: %d message(s), %d tool(s), %d characters of system prompt; stop %s",
             msg.id,
-            len(msgs),
-            len(cached_tools),
-            sum(len(b["text"]) for b in sys_blocks),
+            *sizes,
             msg.stop_reason,
         )
         return _response(msg, model)
