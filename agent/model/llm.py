@@ -48,6 +48,7 @@ class AnthropicLLM:
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
         self._stream_cls: Any = None  # the SDK's stream of Messages events, once it is loaded
+        self._snapshot_cls: Any = None  # see _stream
         # A call's request is built only once it is admitted, so calls waiting hold nothing
         # but their turn's own (compact) history.
         self.in_flight = InFlight()
@@ -319,6 +320,13 @@ class AnthropicLLM:
         sdk = self._sdk
         if self._stream_cls is None:
             self._stream_cls = sdk.AsyncStream[sdk.types.RawMessageStreamEvent]
+            # The stream manager starts every answer with ``ParsedMessage[T]``, T its own type
+            # variable: pydantic makes that class on first use and caches it weakly, so nothing
+            # kept it, and each garbage collection let it go to be made again (5 ms of CPU, and
+            # its schema's memory churned, about once every seven calls). Held here, it is made
+            # once.
+            (answer_format,) = sdk.lib.streaming.AsyncMessageStream.__parameters__
+            self._snapshot_cls = sdk.types.ParsedMessage[answer_format]
         request = client.post(
             "/v1/messages",
             content=body,
