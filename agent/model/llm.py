@@ -22,7 +22,7 @@ from agent.model.failover import Failover, Route
 from agent.model.failures import llm_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
-from agent.model.request import request_body, with_cache_breakpoints
+from agent.model.request import request_body
 from agent.model.wire import content_to_dicts
 from agent.sessions.history import History
 from agent.sessions.state import Usage
@@ -274,14 +274,12 @@ class AnthropicLLM:
         await self.warm_up()  # at a start, the SDK may still be loading: wait off the loop
         client, model = self._client_for(route), route.model
         messages, tools = request
-        sys_blocks, msgs, cached_tools = with_cache_breakpoints(
-            system, messages, tools, system_note, cache
-        )
-        body = request_body(model, self.cfg.max_tokens, sys_blocks, msgs, cached_tools)
         # While the answer comes, the call holds its request only as the body's bytes: the
         # messages as dicts take several times their JSON's memory.
-        sizes = (len(msgs), len(cached_tools), sum(len(b["text"]) for b in sys_blocks))
-        del sys_blocks, msgs, cached_tools
+        body = request_body(
+            model, self.cfg.max_tokens, (system, messages, tools), system_note, cache
+        )
+        sizes = (len(messages), len(tools), len(system) + len(system_note or ""))
         try:
             async with self._stream(client, body) as stream:
                 if deltas is not None:

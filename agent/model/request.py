@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from agent.model.wire import normalize_messages
+from agent.model.wire import normalize_messages, sent_as_stored
+from agent.sessions.history import History
 
 if TYPE_CHECKING:
     from anthropic.types import (
@@ -45,24 +46,51 @@ def with_cache_breakpoints(
         sys_blocks.append({"type": "text", "text": system_note})
     msgs = normalize_messages(messages)
     if msgs and cache:
-        last = msgs[-1]
-        blocks = list(last["content"])
-        blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
-        msgs[-1] = {"role": last["role"], "content": blocks}
+        msgs[-1] = _marked(msgs[-1])
     return sys_blocks, cast("list[MessageParam]", msgs), cached_tools
+
+
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the message, its last block marked as the end of the cacheable prefix."""
+    blocks = list(message["content"])
+    blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+    return {"role": message["role"], "content": blocks}
 
 
 def request_body(
     model: str,
     max_tokens: int,
-    system: list[TextBlockParam],
-    messages: list[MessageParam],
-    tools: list[ToolParam],
+    request: tuple[str, Sequence[dict[str, Any]], list[dict[str, Any]]],
+    system_note: str | None = None,
+    cache: bool = True,
 ) -> bytes:
-    """A streamed Messages request, as the JSON the API is sent: compact and ASCII (what
-    cannot be ASCII is escaped, as the SDK's own encoder does)."""
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
-    if tools:
-        body["tools"] = tools
-    body.update(system=system, messages=messages, stream=True)
-    return json.dumps(body, separators=(",", ":")).encode()
+    """A streamed Messages request for ``request`` (system prompt, messages, tools) with its
+    cache breakpoints, as the JSON the API is sent: compact, UTF-8.
+
+    A history that needs no repair (``sent_as_stored``) goes in as its stored JSON, only its
+    last message read back to be marked; otherwise the messages are repaired first
+    (``with_cache_breakpoints``). Both give the API the same request.
+    """
+    system, messages, tools = request
+    stored = sent_as_stored(messages) if isinstance(messages, History) else None
+    if stored is None:
+        sys_blocks, msgs, cached_tools = with_cache_breakpoints(
+            system, messages, tools, system_note, cache
+        )
+        listed = _dumps(msgs)
+    else:
+        sys_blocks, _, cached_tools = with_cache_breakpoints(system, (), tools, system_note, cache)
+        if stored and cache:
+            stored[-1] = _dumps(_marked(json.loads(stored[-1])))
+        listed = b"[" + b",".join(stored) + b"]"
+    head: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+    if cached_tools:
+        head["tools"] = cached_tools
+    head["system"] = sys_blocks
+    return _dumps(head)[:-1] + b',"messages":' + listed + b',"stream":true}'
+
+
+def _dumps(value: Any) -> bytes:
+    # ASCII, as the SDK's own encoder writes it: a string that is not valid Unicode (a lone
+    # surrogate) is escaped rather than failing to encode.
+    return json.dumps(value, separators=(",", ":")).encode()

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
+from agent.sessions.history import History
 from gateway.contract.events import InboundMessage, SessionKey, scrub
 
 
@@ -55,6 +56,53 @@ def normalize_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any
                     {"role": "user", "content": [_interrupted(t) for t in _tool_use_ids(msg)]}
                 )
     return fixed
+
+
+def sent_as_stored(history: History) -> list[bytes] | None:
+    """The history's messages as stored (each one's JSON) when ``normalize_messages`` would
+    send them unchanged, which is the usual case; None when it would change something.
+
+    A model call then sends the stored bytes instead of reading every message back and
+    writing it out again. The check is remembered on the history (``History.checked``), so a
+    call looks only at the messages added since the one before.
+    """
+    items = history.stored()
+    start = min(history.checked, len(items))
+    prev: dict[str, Any] | None = json.loads(items[start - 1]) if start else None
+    for raw in items[start:]:
+        msg = json.loads(raw)
+        if not _sent_unchanged(prev, msg):
+            return None
+        prev = msg
+    history.checked = len(items)
+    if prev is not None and prev["role"] == "assistant" and _tool_use_ids(prev):
+        return None  # the last message's tool calls would get "interrupted" results
+    return items
+
+
+def _sent_unchanged(prev: dict[str, Any] | None, msg: dict[str, Any]) -> bool:
+    """Whether ``normalize_messages`` leaves ``msg`` as it is, following ``prev`` (itself left
+    as it is): the same rules, read as conditions."""
+    content = msg.get("content")
+    if msg.keys() != {"role", "content"} or not isinstance(content, list) or not content:
+        return False  # other keys are dropped; text becomes a block; nothing is dropped or filled
+    if any(_blank(b) for b in content):
+        return False
+    role = msg["role"]
+    if prev is not None and prev["role"] == role:
+        return False  # merged into the one before
+    if role == "assistant":
+        return prev is not None  # a leading assistant message gets a user turn before it
+    if role != "user":
+        return False
+    wanted = _tool_use_ids(prev) if prev is not None and prev["role"] == "assistant" else []
+    leading = 0
+    while leading < len(content) and content[leading].get("type") == "tool_result":
+        leading += 1
+    if any(b.get("type") == "tool_result" for b in content[leading:]):
+        return False  # results are moved before other blocks
+    answered = [b["tool_use_id"] for b in content[:leading]]
+    return all(i in wanted for i in answered) and all(t in answered for t in wanted)
 
 
 def _blank(block: dict[str, Any]) -> bool:

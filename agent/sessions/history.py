@@ -27,10 +27,13 @@ def _unpack(items: Sequence[bytes]) -> list[Message]:
 
 
 class History(MutableSequence[Message]):
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "checked")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._items: list[bytes] = [_pack(m) for m in messages]
+        # How many leading messages a reader has checked (``agent/model/wire.py``: fit to send
+        # as stored). Appending keeps it; any other change sets it back to 0.
+        self.checked = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -54,16 +57,24 @@ class History(MutableSequence[Message]):
     def __setitem__(self, index: slice, value: Iterable[Message]) -> None: ...
 
     def __setitem__(self, index: int | slice, value: Any) -> None:
+        self.checked = 0
         if isinstance(index, slice):
             self._items[index] = [_pack(m) for m in value]
         else:
             self._items[index] = _pack(value)
 
     def __delitem__(self, index: int | slice) -> None:
+        self.checked = 0
         del self._items[index]
 
     def insert(self, index: int, value: Message) -> None:
+        if index < len(self._items):
+            self.checked = 0
         self._items.insert(index, _pack(value))
+
+    def stored(self) -> list[bytes]:
+        """The messages as stored: each one's compact JSON, UTF-8."""
+        return list(self._items)
 
     def __iter__(self) -> Iterator[Message]:
         return iter(_unpack(self._items))
