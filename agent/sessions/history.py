@@ -1,5 +1,6 @@
 """A conversation's messages as the process holds them: each as its compact JSON text, read
-back into dicts only where they are used (a model call, compaction, a token estimate).
+back into dicts only where they are used (compaction, a token estimate, a model call whose
+history needs repair; one that does not is sent as stored).
 
 A message as dicts, lists and strings takes about six times the memory of its JSON: a hundred
 short turns are some 170 KB one way and 27 KB the other, and every loaded conversation and
