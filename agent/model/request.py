@@ -36,6 +36,14 @@ def with_cache_breakpoints(
     (they come from the transcript), so they are the SDK's types by construction rather than
     by checking.
     """
+    sys_blocks, cached_tools = _marked_prefix(system, tools, system_note, cache)
+    return sys_blocks, cast("list[MessageParam]", _repaired(messages, cache)), cached_tools
+
+
+def _marked_prefix(
+    system: str, tools: list[dict[str, Any]], system_note: str | None, cache: bool
+) -> tuple[list[TextBlockParam], list[ToolParam]]:
+    """The system blocks and the tools, the stable prefix's end marked on each."""
     cached_tools = [cast("ToolParam", dict(t)) for t in tools]
     if cached_tools and cache:
         cached_tools[-1]["cache_control"] = EPHEMERAL
@@ -44,10 +52,15 @@ def with_cache_breakpoints(
         sys_blocks[0]["cache_control"] = EPHEMERAL
     if system_note:
         sys_blocks.append({"type": "text", "text": system_note})
+    return sys_blocks, cached_tools
+
+
+def _repaired(messages: Sequence[dict[str, Any]], cache: bool) -> list[dict[str, Any]]:
+    """The messages made valid to send, the newest marked."""
     msgs = normalize_messages(messages)
     if msgs and cache:
         msgs[-1] = _marked(msgs[-1])
-    return sys_blocks, cast("list[MessageParam]", msgs), cached_tools
+    return msgs
 
 
 def _marked(message: dict[str, Any]) -> dict[str, Any]:
@@ -68,18 +81,15 @@ def request_body(
     cache breakpoints, as the JSON the API is sent: compact, UTF-8.
 
     A history that needs no repair (``sent_as_stored``) goes in as its stored JSON, only its
-    last message read back to be marked; otherwise the messages are repaired first
-    (``with_cache_breakpoints``). Both give the API the same request.
+    last message read back to be marked; otherwise the messages are repaired first. Both give
+    the API the same request.
     """
     system, messages, tools = request
+    sys_blocks, cached_tools = _marked_prefix(system, tools, system_note, cache)
     stored = sent_as_stored(messages) if isinstance(messages, History) else None
     if stored is None:
-        sys_blocks, msgs, cached_tools = with_cache_breakpoints(
-            system, messages, tools, system_note, cache
-        )
-        listed = _dumps(msgs)
+        listed = _dumps(_repaired(messages, cache))
     else:
-        sys_blocks, _, cached_tools = with_cache_breakpoints(system, (), tools, system_note, cache)
         if stored and cache:
             stored[-1] = _dumps(_marked(json.loads(stored[-1])))
         listed = b"[" + b",".join(stored) + b"]"
