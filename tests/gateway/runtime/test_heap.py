@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 
 from gateway.runtime import heap as heap_module
 from gateway.runtime.heap import HeapTrim, _malloc_trim
@@ -102,6 +103,45 @@ async def test_the_first_quiet_spell_freezes_what_lives_then_and_later_ones_do_n
     await asyncio.wait_for(trimmed.wait(), 5)
     assert frozen == [1] and heap.trims == 2
     heap.close()
+
+
+class _SendFailed(Exception):
+    pass
+
+
+async def _failed_send() -> weakref.ref[_SendFailed]:
+    """A send that failed in a task its caller awaited: the exception, its traceback's frames
+    and the task holding the exception make a cycle only the collector can free."""
+
+    async def send() -> None:
+        raise _SendFailed("Telegram unreachable")
+
+    async def attempt() -> None:
+        task = asyncio.ensure_future(send())
+        await task
+
+    try:
+        await attempt()
+    except _SendFailed as exc:
+        return weakref.ref(exc)
+    raise AssertionError("the send did not fail")
+
+
+async def test_the_freeze_keeps_no_garbage_a_busy_spell_left():
+    trimmed, when = asyncio.Event(), []
+    heap = HeapTrim(lambda: 0, quiet=0.01, trim=_trims_into(trimmed, when))
+    gc.disable()  # so that only the freeze's own collection can free the cycle
+    try:
+        failed = await _failed_send()
+        assert failed() is not None  # garbage, not yet collected
+        heap.turn_over()
+        await asyncio.wait_for(trimmed.wait(), 5)
+        assert gc.get_freeze_count() > 0  # the freeze ran...
+        gc.collect()
+        assert failed() is None  # ...and the cycle was not frozen: a collection frees it
+    finally:
+        gc.enable()
+        heap.close()
 
 
 async def test_the_freeze_happens_where_the_c_library_cannot_trim(monkeypatch):
