@@ -233,7 +233,12 @@ class Channel(ABC):
         send (with its record) started is finished, whoever stops waiting for it."""
         task = asyncio.ensure_future(work)
         self._track(task)
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        finally:
+            # A failed task holds its exception, whose traceback holds this frame: without
+            # this the chain (and the connection it failed on) waits for the cycle collector.
+            del task
 
     @final
     async def requests_done(self, within: float) -> None:

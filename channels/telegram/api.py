@@ -41,7 +41,6 @@ async def call(
             if attempt == MAX_ATTEMPTS or wait > LONGEST_FLOOD_WAIT:
                 raise
             log.info("telegram: flood limit, waiting %.0f s", wait)
-            await clock.sleep(wait)
         except BadRequest:
             raise
         except NetworkError as exc:  # includes TimedOut
@@ -49,7 +48,9 @@ async def call(
                 raise
             wait = backoff * 2 ** (attempt - 1)
             log.info("telegram: %s; retrying in %.1f s", exc, wait)
-            await clock.sleep(wait)
+        # The wait is out of the handler, so the failed request (its traceback's frames, the
+        # connection it failed on) is freed now, not kept through the wait.
+        await clock.sleep(wait)
     raise AssertionError("unreachable")
 
 

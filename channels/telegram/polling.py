@@ -79,21 +79,22 @@ class Poller:
                         "bot token"
                     )
                     return
-                await self._clock.sleep(retry_backoff * 2 ** (conflicts - 1))
-                continue
+                wait = retry_backoff * 2 ** (conflicts - 1)
             except RetryAfter as exc:
-                await self._clock.sleep(retry_after_seconds(exc))
-                continue
+                wait = retry_after_seconds(exc)
             except TimedOut:
                 continue  # a long poll that outlived the read timeout: just poll again
             except TelegramError as exc:
                 failures += 1
                 wait = min(30.0, retry_backoff * 2 ** min(failures - 1, 5))
                 log.warning("telegram: polling failed (%s); retrying in %.0f s", exc, wait)
-                await self._clock.sleep(wait)
+            else:
+                failures = conflicts = 0
+                await self._take(updates)
                 continue
-            failures = conflicts = 0
-            await self._take(updates)
+            # Waited out of the handler, so the failed request (its traceback's frames, its
+            # connection) is not kept meanwhile.
+            await self._clock.sleep(wait)
 
     async def _take(self, updates: Sequence[Update]) -> None:
         """Hand a batch from getUpdates to the chats' lanes, then move the offset past what

@@ -126,7 +126,10 @@ class Transport(BaseRequest):
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         # The caller may stop waiting; the request does not stop (see the module docstring).
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        finally:
+            del task  # no cycle frame → task → its exception → traceback → frame
 
     async def _request(
         self, url: str, method: str, data: RequestData | None, limits: httpx2.Timeout
