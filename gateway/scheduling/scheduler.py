@@ -225,8 +225,10 @@ class Scheduler:
                 if last:
                     return
                 assert delay is not None
-                await self.clock.sleep_until(now + timedelta(seconds=delay))
-                continue
-            self.ledger.settle(job, slot, fire, RunStatus.SENT, self.clock.now())
-            log.info("job %s: run %s delivered", job.id, slot)
-            return
+                retry_at = now + timedelta(seconds=delay)
+            else:
+                self.ledger.settle(job, slot, fire, RunStatus.SENT, self.clock.now())
+                log.info("job %s: run %s delivered", job.id, slot)
+                return
+            # Waited out of the handler, so the failure (its traceback's frames) is not kept.
+            await self.clock.sleep_until(retry_at)

@@ -4,7 +4,10 @@ fake clock so nothing waits for 21:00."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -167,6 +170,38 @@ async def test_a_failing_run_is_retried_then_recorded(ledger):
     assert runs.slots == ["2026-11-21T21:00"] * 3
     last = ledger.history("daily-summary")[0]
     assert last["status"] == "sent" and last["attempts"] == 3
+
+
+class _RunFailed(Exception):
+    made: ClassVar[list[weakref.ref[_RunFailed]]] = []  # every one made, weakly
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.made.append(weakref.ref(self))
+
+
+async def test_a_run_waiting_to_be_retried_holds_no_failure(ledger):
+    """The failure (its traceback's frames: whatever the run was holding) is let go before
+    the retry's wait, which lasts minutes: reference counting frees it, collector or not."""
+    failures = _RunFailed.made
+    failures.clear()
+
+    async def run(job: Job, slot: str) -> None:
+        if not failures:
+            raise _RunFailed("model unreachable")
+
+    clock = FakeClock(local(2026, 11, 21, 21, 0))
+    sched = Scheduler(ledger, clock)
+    gc.disable()
+    try:
+        sched.start([daily()], run)
+        await clock.next_wake()  # the run failed; the retry's wait has begun
+        assert failures and failures[0]() is None
+    finally:
+        gc.enable()
+        await clock.advance()  # the retry runs and succeeds
+        await sched.stop()
+    assert ledger.history("daily-summary")[0]["status"] == "sent"
 
 
 async def test_the_first_slot_is_caught_up_when_corvid_was_down_at_that_time(ledger):
