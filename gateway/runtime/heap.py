@@ -13,9 +13,9 @@ then no longer walk them all: one took 130 ms of CPU before, well under 1 ms aft
 still free any of them let go, but the collector never looks at a frozen object again, so a
 reference cycle frozen is kept for good. A full collection runs first, so only what is really
 alive is frozen: when the first quiet spell comes after a busy one (messages from the start, or
-replies that waited out an outage), the cycles its failures left (an exception, its traceback's
-frames, the task that held it, the connection it failed on) would otherwise stay, some 13 MiB
-after 200 chats' replies waited out an outage.
+replies that waited out an outage), the cycles that spell left would otherwise stay for good
+(13 MiB once, when 200 chats' failed sends still each left an exception, its traceback's frames,
+the task that held it and the connection it failed on in a cycle).
 
 glibc also gives each thread that allocates its own arena, up to eight per core, and each keeps
 what it once held. Corvid's threads (file writes, searches, the SDK's import) wait on the GIL
