@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import sys
 import tempfile
 import time
@@ -75,7 +76,28 @@ def pool_of(report: dict) -> str:
     return "?"
 
 
-async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool = False) -> dict:
+HEAPWATCH = ROOT / "bench" / "heapwatch"
+
+
+async def heap_report(pid: int, signum: int, path: Path) -> dict:
+    """Ask the gateway (loaded with ``bench/heapwatch``) to count what is alive; its report."""
+    await asyncio.to_thread(path.unlink, missing_ok=True)
+    os.kill(pid, signum)
+    return await asyncio.to_thread(_read_when_written, path, 60.0)
+
+
+def _read_when_written(path: Path, limit: float) -> dict:
+    deadline = time.monotonic() + limit  # a full collection and a count: well under that
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no heap report in {path} after {limit:g} s")
+        time.sleep(0.1)
+    return json.loads(path.read_text())
+
+
+async def soak(
+    tmp: Path, messages: int, chats: int, outage: float, fresh: bool = False, heap: bool = False
+) -> dict:
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
     await tg.start()
@@ -86,12 +108,18 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool 
     people = chats * waves if fresh else chats  # --fresh: every wave from chats never seen
     config["channels"]["telegram"]["allow_from"] += [FIRST_USER + c for c in range(people)]
     (home / "config.yaml").write_text(yaml.safe_dump(config))
-    proc = await spawn(home, tg)
+    heap_file = tmp / "heap.json"
+    watched = {"PYTHONPATH": os.pathsep.join([str(HEAPWATCH), os.environ.get("PYTHONPATH", "")]),
+               "CORVID_HEAP_REPORT": str(heap_file)}  # fmt: skip
+    proc = await spawn(home, tg, env_extra=watched if heap else None)
     rows: list[dict] = []
+    heap_idle = heap_end = None
     recovery = None
     try:
         await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=60)
         idle = await settled_rss(proc.pid, 5.0, 2.0)
+        if heap:
+            heap_idle = await heap_report(proc.pid, signal.SIGUSR1, Path(f"{heap_file}.idle"))
         tg.text("warm up")
         await tg.wait_sent(1, timeout=60)
         expected = 1
@@ -131,6 +159,8 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool 
         # Read as idle was: once the process has been quiet a while (what a burst freed is
         # handed back after a few seconds without a turn) and RSS holds still.
         settled = await settled_rss(proc.pid, 8.0, 2.0)
+        if heap:
+            heap_end = await heap_report(proc.pid, signal.SIGUSR2, heap_file)
     finally:
         await stop(proc)
         await close_telegram(tg)
@@ -153,6 +183,7 @@ async def soak(tmp: Path, messages: int, chats: int, outage: float, fresh: bool 
         "recovery": recovery,
         "undelivered": len(final.get("undelivered", [])),
         "replaced": replaced,
+        "heap": (heap_idle, heap_end),
     }
 
 
@@ -167,9 +198,16 @@ async def main() -> None:
         help="every wave from chats never seen before: conversations stay one turn long, so "
         "what grows is what each message leaves behind, not the conversations themselves",
     )
+    parser.add_argument(
+        "--heap",
+        action="store_true",
+        help="count what is alive in the gateway at idle and at the end (bench/heapwatch): "
+        "the types that grew, the exceptions still alive and where they were raised, the "
+        "allocators' figures",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        r = await soak(Path(d), args.messages, args.chats, args.outage, args.fresh)
+        r = await soak(Path(d), args.messages, args.chats, args.outage, args.fresh, args.heap)
     rows = r["rows"]
     first, last = rows[0], rows[-1]
     growth = last["rss"] - first["rss"]
@@ -203,6 +241,27 @@ async def main() -> None:
           f"{'pass' if r['undelivered'] == 0 else 'miss'} |")  # fmt: skip
     print(f"| Telegram HTTP client replaced as stuck | {r['replaced']} | 0 | "
           f"{'pass' if not r['replaced'] else 'miss'} |")  # fmt: skip
+
+    if args.heap:
+        print_heap(*r["heap"])
+
+
+def print_heap(idle: dict, end: dict) -> None:
+    print()
+    print("What is alive in the gateway (after a full collection), idle → end:")
+    print(f"- objects (the collector's and frozen ones): {idle['objects']:,} → {end['objects']:,}")
+    for key, label in (("pymalloc_arenas", "Python's allocator, arenas of 1 MiB"),
+                       ("pymalloc_used_mib", "Python's allocator, MiB in use"),
+                       ("c_heap_mib", "C library heap, MiB"),
+                       ("c_in_use_mib", "C library heap, MiB in use")):  # fmt: skip
+        if key in idle and key in end:
+            print(f"- {label}: {idle[key]:,.1f} → {end[key]:,.1f}")
+    print("- types grown most: " + ", ".join(f"{name} +{n:,}" for name, n in end["grown"]))
+    if not end["exceptions"]:
+        print("- exceptions alive: none")
+    for kind, places in end["exceptions"].items():
+        where = ", ".join(f"{at} ×{n}" for at, n in sorted(places.items(), key=lambda p: -p[1]))
+        print(f"- exceptions alive: {kind} ×{sum(places.values())}, raised at {where}")
 
 
 if __name__ == "__main__":

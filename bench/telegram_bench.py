@@ -54,12 +54,15 @@ def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram, discord: Any = N
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-async def spawn(home: Path, tg: FakeTelegram, discord: Any = None) -> asyncio.subprocess.Process:
+async def spawn(
+    home: Path, tg: FakeTelegram, discord: Any = None, env_extra: dict[str, str] | None = None
+) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
         "CORVID_HOME": str(home),
         "ANTHROPIC_API_KEY": "sk-bench",
         "TELEGRAM_BOT_TOKEN": tg.token,
+        **(env_extra or {}),
     }
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
     if discord is not None:

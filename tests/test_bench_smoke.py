@@ -128,3 +128,28 @@ def test_the_bench_beside_the_minimal_bot_runs_both_and_prints_every_row():
         assert name in cells[0], row
         assert NUMBER.match(cells[1]) and NUMBER.match(cells[2]), row  # both bots measured
         assert cells[4] in ("pass", "miss", "—"), row
+
+
+@pytest.mark.timeout(200)
+def test_a_short_soak_with_an_outage_counts_what_is_left_alive_and_no_failure_is():
+    """``bench/soak.py --heap``: the gateway, loaded with ``bench/heapwatch``, counts what is
+    alive at idle and once quiet at the end; after an outage nothing of a failure is left."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "soak.py"),
+         "--chats", "5", "--messages", "10", "--outage", "3", "--heap"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = done.stdout
+    assert re.search(
+        r"^\| Telegram down 3 s mid-reply: last reply after it came back \| \d", out, re.M
+    )
+    section = out.split("What is alive in the gateway (after a full collection), idle → end:")
+    assert len(section) == 2, out
+    heap = section[1]
+    assert re.search(
+        r"^- objects \(the collector's and frozen ones\): [\d,]+ → [\d,]+$", heap, re.M
+    )
+    assert re.search(r"^- Python's allocator, arenas of 1 MiB: \d", heap, re.M), heap
+    assert re.search(r"^- types grown most: \S", heap, re.M), heap
+    assert "- exceptions alive: none" in heap, heap
