@@ -7,6 +7,7 @@ import contextlib
 import gc
 import itertools
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,15 @@ def _garbage_collector_as_it_was() -> Iterator[None]:
     yield
     if gc.get_freeze_count():
         gc.unfreeze()
+
+
+def exceptions_alive(kinds: set[str]) -> Counter[str]:
+    """How many exceptions of each of these kinds (class names) are alive now."""
+    return Counter(
+        type(o).__name__
+        for o in gc.get_objects()
+        if isinstance(o, BaseException) and type(o).__name__ in kinds
+    )
 
 
 def keywords_only(home: Path) -> None:

@@ -19,7 +19,7 @@ from channels.telegram.channel import TelegramChannel
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
 from gateway.runtime import heap
-from tests.conftest import OWNER, make_config, outbox_rows
+from tests.conftest import OWNER, exceptions_alive, make_config, outbox_rows
 from tests.fakes.anthropic_api import Reply
 from tests.fakes.clock import FakeClock
 
@@ -69,14 +69,8 @@ async def test_telegram_down_mid_reply_the_reply_arrives_once_after_and_polling_
     assert outbox_rows(home) == [("here is your answer", "sent"), ("echo: and tomorrow?", "sent")]
 
 
-def _failures_alive() -> Counter[str]:
-    """Exceptions alive now that a failed request leaves: the client's and Corvid's own."""
-    kinds = {"NetworkError", "TimedOut", "Unreachable", "RemoteProtocolError", "ConnectError"}
-    return Counter(
-        type(o).__name__
-        for o in gc.get_objects()
-        if isinstance(o, BaseException) and type(o).__name__ in kinds
-    )
+# What a failed request leaves: the client's exceptions and Corvid's own.
+FAILURES = {"NetworkError", "TimedOut", "Unreachable", "RemoteProtocolError", "ConnectError"}
 
 
 async def test_telegram_down_what_each_failed_request_left_is_freed_without_the_collector(
@@ -112,7 +106,7 @@ async def test_telegram_down_what_each_failed_request_left_is_freed_without_the_
         finally:
             await app.stop()  # so that no request is still under way
         assert dropped["sendMessage"] >= 10  # the failures happened
-        assert _failures_alive() == Counter()  # and nothing of them is left
+        assert exceptions_alive(FAILURES) == Counter()  # and nothing of them is left
     finally:
         gc.enable()
 

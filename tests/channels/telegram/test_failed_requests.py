@@ -13,16 +13,10 @@ from collections import Counter
 from channels.telegram.api import call
 from channels.telegram.polling import Poller
 from channels.telegram.transport import Transport
+from tests.conftest import exceptions_alive
 from tests.fakes.clock import FakeClock
 
-
-def _failures_alive() -> Counter[str]:
-    kinds = {"NetworkError", "RemoteProtocolError"}  # PTB's, httpx2's and httpcore2's
-    return Counter(
-        type(o).__name__
-        for o in gc.get_objects()
-        if isinstance(o, BaseException) and type(o).__name__ in kinds
-    )
+FAILURES = {"NetworkError", "RemoteProtocolError"}  # PTB's, httpx2's and httpcore2's
 
 
 async def _bot(fake_telegram):
@@ -51,7 +45,7 @@ async def _held_while_waiting(fake_telegram, monkeypatch, run):
     try:
         task = asyncio.ensure_future(run(bot, clock))
         await clock.next_wake()  # the request failed; the retry's wait has begun
-        held = _failures_alive()
+        held = exceptions_alive(FAILURES)
         fake_telegram.down = False
         clock.tick(3600)
         await clock.set(clock.now())  # wake the sleeper: the retry goes through
