@@ -196,6 +196,10 @@ class Channel(ABC):
     # Seconds between typing requests (a platform shows "typing…" a few seconds after each);
     # 0: no typing indicator.
     typing_every: ClassVar[float] = 0.0
+    # Seconds a turn runs before the first typing request: an answer that comes sooner needs
+    # no indicator (Telegram's Bot API asks for chat actions only when the answer takes a
+    # noticeable time), and a burst of turns sends its model calls first.
+    typing_after: float = 0.5
 
     async def show_typing(self, key: SessionKey) -> bool:
         """Show "typing…" in ``key``'s chat, with one request; False: stop for this turn (the
@@ -204,17 +208,23 @@ class Channel(ABC):
 
     @contextlib.asynccontextmanager
     async def typing(self, key: SessionKey) -> AsyncIterator[None]:
-        """Show that a reply is being written while the block runs. The requests run in a task
-        of their own that ends between two of them, never in the middle of one."""
+        """Show that a reply is being written while the block runs, once it has run for
+        ``typing_after`` seconds. The requests run in a task of their own that ends between two
+        of them, never in the middle of one."""
         if self.typing_every <= 0:
             yield
             return
         done = asyncio.Event()
-        self._track(asyncio.ensure_future(self._keep_typing(key, done)))
+
+        def begin() -> None:
+            self._track(asyncio.ensure_future(self._keep_typing(key, done)))
+
+        later = asyncio.get_running_loop().call_later(self.typing_after, begin)
         try:
             yield
         finally:
             done.set()
+            later.cancel()
 
     async def _keep_typing(self, key: SessionKey, done: asyncio.Event) -> None:
         while not done.is_set():

@@ -3,6 +3,7 @@ anthropic ↔ fake Messages API, the gateway and agent in between."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 import sqlite3
@@ -43,12 +44,15 @@ def _bot_message(text: str = "an earlier answer", channel: int = CHANNEL_ID) -> 
 
 async def test_dm_from_the_owner_is_answered_without_pings(discord_gateway, fake_discord, fake_api):
     await discord_gateway()
+    release = asyncio.Event()
+    fake_api.enqueue(Reply("echo: hello there", hold=release))  # an answer that takes a while
     msg = fake_discord.message("hello there", guild=False)
+    await fake_discord.wait_for(lambda: bool(fake_discord.typing))  # "typing…" meanwhile
+    release.set()
     sent = await fake_discord.wait_sent(1)
     assert sent[0]["content"] == "echo: hello there"
     assert sent[0]["allowed_mentions"]["parse"] == []
     assert str(sent[0]["message_reference"]["message_id"]) == str(msg["id"])
-    assert fake_discord.typing  # the typing indicator ran
     assert "MEMORY.md" in fake_api.message_requests[0].raw  # the owner's private session
 
 

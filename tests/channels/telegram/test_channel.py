@@ -44,7 +44,11 @@ async def test_dm_from_the_owner_is_answered_with_typing_first(
     telegram_gateway, fake_telegram, fake_api
 ):
     await telegram_gateway()
+    release = asyncio.Event()
+    fake_api.enqueue(Reply("echo: hello there", hold=release))  # an answer that takes a while
     fake_telegram.text("hello there")
+    await fake_telegram.wait_for(lambda: bool(fake_telegram.calls_to("sendChatAction")))
+    release.set()
     sent = await fake_telegram.wait_sent(1)
     assert sent[0]["chat_id"] == str(OWNER)
     assert sent[0]["shown"] == "echo: hello there"
@@ -56,6 +60,17 @@ async def test_dm_from_the_owner_is_answered_with_typing_first(
     # The session is private, so the owner's long-term memory is in its prompt.
     assert "MEMORY.md" in fake_api.message_requests[0].raw
     # The typing loop ended with the turn, before the reply went out.
+    assert not [t for t in asyncio.all_tasks() if "_keep_typing" in repr(t.get_coro())]
+
+
+async def test_an_answer_that_comes_at_once_sends_no_typing_action(
+    telegram_gateway, fake_telegram, fake_api
+):
+    gateway = await telegram_gateway()
+    gateway.channels["telegram"].typing_after = 30.0  # longer than any turn here can take
+    fake_telegram.text("hello there")
+    await fake_telegram.wait_sent(1)
+    assert fake_telegram.calls_to("sendChatAction") == []
     assert not [t for t in asyncio.all_tasks() if "_keep_typing" in repr(t.get_coro())]
 
 

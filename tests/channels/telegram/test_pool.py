@@ -35,6 +35,7 @@ async def small_pool(home, fake_api, fake_telegram) -> AsyncIterator[tuple[App, 
     [channel] = channels
     assert isinstance(channel, TelegramChannel)
     channel.pool_size = 2
+    channel.typing_after = 0  # "typing…" from a turn's start, however short it is
     app = build_app(config, channels)
     await app.start()
     yield app, channel
