@@ -17,6 +17,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from agent.model.answer import Answer, BadToolInput, BrokenStream, decoded, server_events
 from agent.model.charge import Charge, Purpose
 from agent.model.failover import Failover, Route
 from agent.model.failures import llm_error, probe_failure
@@ -34,7 +35,6 @@ from gateway.contract.tls import tls_context
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
-    from anthropic.lib.streaming import AsyncMessageStreamManager
     from anthropic.types import ToolParam
 
 log = logging.getLogger(__name__)
@@ -47,8 +47,6 @@ class AnthropicLLM:
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
         self._sdk: Any = None  # the anthropic module, imported lazily
-        self._stream_cls: Any = None  # the SDK's stream of Messages events, once it is loaded
-        self._snapshot_cls: Any = None  # see _stream
         # A call's request is built only once it is admitted, so calls waiting hold nothing
         # but their turn's own (compact) history.
         self.in_flight = InFlight()
@@ -281,21 +279,15 @@ class AnthropicLLM:
         )
         sizes = (len(messages), len(tools), len(system) + len(system_note or ""))
         try:
-            async with self._stream(client, body) as stream:
-                if deltas is not None:
-                    async for event in stream:
-                        if event.type == "text":
-                            deltas.text(event.text)
-                msg = await stream.get_final_message()
+            msg = await self._stream(client, body, deltas)
         except self._sdk.APIError as exc:
             raise llm_error(self._sdk, exc) from None
         except (OSError, EOFError) as exc:
             raise LLMError(LLMErrorKind.CONNECTION, type(exc).__name__) from None
-        except ValueError as exc:
-            # What the SDK raises when a streamed tool input does not parse as JSON.
-            if "tool parameter JSON" in str(exc):
-                raise _BadToolJSON(str(exc)) from None
-            raise
+        except BadToolInput as exc:
+            raise _BadToolJSON(str(exc)) from None
+        except BrokenStream as exc:
+            raise LLMError(LLMErrorKind.MALFORMED, str(exc)[:200]) from None
         except Exception as exc:
             # httpx transport errors (a stream cut mid-reply) are not APIError subclasses.
             if type(exc).__module__.startswith(("httpx", "httpcore")):
@@ -303,59 +295,64 @@ class AnthropicLLM:
             raise
         log.debug(
             "model call %s: %d message(s), %d tool(s), %d characters of system prompt; stop %s",
-            msg.id,
+            msg.get("id"),
             *sizes,
-            msg.stop_reason,
+            msg.get("stop_reason"),
         )
         return _response(msg, model)
 
-    def _stream(self, client: AsyncAnthropic, body: bytes) -> AsyncMessageStreamManager[None]:
+    async def _stream(
+        self, client: AsyncAnthropic, body: bytes, deltas: Deltas | None
+    ) -> dict[str, Any]:
         """What ``client.messages.stream`` does, for a body already made: the SDK sends it
-        (key, retries, timeouts, its errors) and puts the streamed answer together. Its typed
+        (key, retries, timeouts, its errors for a refused request) and returns the response
+        as it comes; its events are read as JSON (``agent/model/answer.py``). The SDK's typed
         method would first copy the request into new dicts and lists, every message of the
         conversation on every call (35 ms for a conversation of 400 KB, where sending the
         body made here costs 6 ms); the body is plain JSON already."""
-        sdk = self._sdk
-        if self._stream_cls is None:
-            self._stream_cls = sdk.AsyncStream[sdk.types.RawMessageStreamEvent]
-            # The stream manager starts every answer with ``ParsedMessage[T]``, T its own type
-            # variable: pydantic makes that class on first use and caches it weakly, so nothing
-            # kept it, and each garbage collection let it go to be made again (5 ms of CPU, and
-            # its schema's memory churned, about once every seven calls). Held here, it is made
-            # once.
-            (answer_format,) = sdk.lib.streaming.AsyncMessageStream.__parameters__
-            self._snapshot_cls = sdk.types.ParsedMessage[answer_format]
-        request = client.post(
-            "/v1/messages",
-            content=body,
-            cast_to=sdk.types.Message,
-            stream=True,
-            stream_cls=self._stream_cls,
+        import httpx2
+
+        response = await client.post(
+            "/v1/messages", content=body, cast_to=httpx2.Response, stream=True
         )
-        manager: AsyncMessageStreamManager[None] = sdk.lib.streaming.AsyncMessageStreamManager(
-            request
-        )
-        return manager
+        answer = Answer()
+        try:
+            async for name, data in server_events(response.aiter_lines()):
+                if name == "ping" or name is None:
+                    continue
+                if name == "error":
+                    # As the SDK's stream says it: the error the API's body names.
+                    try:
+                        said: Any = json.loads(data)
+                        message = f"{said}"
+                    except ValueError:
+                        said, message = data, data or f"Error code: {response.status_code}"
+                    raise client._make_status_error(message, body=said, response=response)
+                shown = answer.feed(decoded(data))
+                if shown and deltas is not None:
+                    deltas.text(shown)
+        finally:
+            await response.aclose()
+        return answer.final()
 
 
-def _response(msg: Any, model: str) -> LLMResponse:
+def _response(msg: dict[str, Any], model: str) -> LLMResponse:
     """The answer, with what it used as the bill counts it and the model that wrote it."""
-    u = msg.usage
+    u = msg.get("usage") or {}
     usage = Usage(
-        input=u.input_tokens or 0,
-        cache_read=u.cache_read_input_tokens or 0,
-        cache_write=u.cache_creation_input_tokens or 0,
-        output=u.output_tokens or 0,
+        input=u.get("input_tokens") or 0,
+        cache_read=u.get("cache_read_input_tokens") or 0,
+        cache_write=u.get("cache_creation_input_tokens") or 0,
+        output=u.get("output_tokens") or 0,
     )
-    server = getattr(u, "server_tool_use", None)
-    searches = (getattr(server, "web_search_requests", 0) or 0) if server is not None else 0
+    server = u.get("server_tool_use") or {}
     return LLMResponse(
-        content_to_dicts(msg.content),
-        msg.stop_reason or "end_turn",
+        content_to_dicts(msg.get("content") or []),
+        msg.get("stop_reason") or "end_turn",
         usage,
-        model=msg.model or model,
-        web_searches=searches,
-        id=msg.id or "",
+        model=msg.get("model") or model,
+        web_searches=server.get("web_search_requests") or 0,
+        id=msg.get("id") or "",
     )
 
 

@@ -128,28 +128,38 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
     }
 
 
-def content_to_dicts(blocks: list[Any]) -> list[dict[str, Any]]:
-    """SDK content blocks to plain dicts holding only what the API accepts back as input."""
+def content_to_dicts(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An answer's content blocks, as the API sent them, reduced to what it accepts back as
+    input."""
     out: list[dict[str, Any]] = []
     for b in blocks:
-        kind = b.type
+        kind = b.get("type")
         if kind == "text":
-            if b.text.strip():  # the API refuses blank text blocks when they are sent back
-                block: dict[str, Any] = {"type": "text", "text": b.text}
-                if getattr(b, "citations", None):  # what the text cites from a web search
-                    block["citations"] = [
-                        c.model_dump(mode="json", exclude_none=True) for c in b.citations
-                    ]
+            text = b.get("text") or ""
+            if text.strip():  # the API refuses blank text blocks when they are sent back
+                block: dict[str, Any] = {"type": "text", "text": text}
+                if b.get("citations"):  # what the text cites from a web search
+                    block["citations"] = [_without_none(c) for c in b["citations"]]
                 out.append(block)
         elif kind == "tool_use":
-            out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+            out.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]})
         elif kind == "thinking":
-            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+            out.append({"type": "thinking", "thinking": b["thinking"], "signature": b["signature"]})
         elif kind == "redacted_thinking":
-            out.append({"type": "redacted_thinking", "data": b.data})
+            out.append({"type": "redacted_thinking", "data": b["data"]})
         else:
-            out.append(b.model_dump(mode="json", exclude_none=True))
+            out.append(_without_none(b))
     return [_scrubbed(block) for block in out]
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` without the fields that are null, at any depth (the API leaves out a field
+    that does not apply, or sends it as null)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def _scrubbed(value: Any) -> Any:
