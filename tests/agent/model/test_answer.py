@@ -43,6 +43,14 @@ def _pieces(text: str, rng: random.Random) -> list[str]:
     return out
 
 
+def _start(index: int, block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
 def _stream(rng: random.Random) -> list[dict[str, Any]]:
     """The events of one answer: text, tool calls, thinking, citations, a server tool's
     result, in a random mix, each delta cut at random places."""
@@ -50,21 +58,9 @@ def _stream(rng: random.Random) -> list[dict[str, Any]]:
     kinds = rng.choices(["text", "tool", "thinking", "cited", "server"], k=rng.randint(1, 5))
     for index, kind in enumerate(kinds):
         if kind in ("text", "cited"):
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": "", "citations": None},
-                }
-            )
+            events.append(_start(index, {"type": "text", "text": "", "citations": None}))
             for piece in _pieces("Sure — the answer is 42, ünïcode too. " * 3, rng):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": piece},
-                    }
-                )
+                events.append(_delta(index, {"type": "text_delta", "text": piece}))
             if kind == "cited":
                 citation = {
                     "type": "web_search_result_location",
@@ -73,78 +69,28 @@ def _stream(rng: random.Random) -> list[dict[str, Any]]:
                     "encrypted_index": "abc",
                     "cited_text": "the answer is 42",
                 }
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "citations_delta", "citation": citation},
-                    }
-                )
+                events.append(_delta(index, {"type": "citations_delta", "citation": citation}))
         elif kind == "tool":
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {
-                        "type": "tool_use",
-                        "id": f"toolu_{index}",
-                        "name": "memory_search",
-                        "input": {},
-                    },
-                }
-            )
+            tool = {"type": "tool_use", "id": f"toolu_{index}", "name": "recall", "input": {}}
+            events.append(_start(index, tool))
             written = json.dumps({"query": "dentist", "limit": 5, "nested": {"a": [1, 2]}})
             for piece in _pieces(written, rng):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece},
-                    }
-                )
+                events.append(_delta(index, {"type": "input_json_delta", "partial_json": piece}))
         elif kind == "thinking":
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                }
-            )
+            events.append(_start(index, {"type": "thinking", "thinking": "", "signature": ""}))
             for piece in _pieces("Let me think about what was asked. " * 2, rng):
-                events.append(
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "thinking_delta", "thinking": piece},
-                    }
-                )
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "signature_delta", "signature": "sig=="},
-                }
-            )
+                events.append(_delta(index, {"type": "thinking_delta", "thinking": piece}))
+            events.append(_delta(index, {"type": "signature_delta", "signature": "sig=="}))
         else:
-            events.append(
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {
-                        "type": "web_search_tool_result",
-                        "tool_use_id": "srvtoolu_1",
-                        "content": [
-                            {
-                                "type": "web_search_result",
-                                "url": "https://example.org/a",
-                                "title": "A page",
-                                "encrypted_content": "xyz",
-                                "page_age": None,
-                            }
-                        ],
-                    },
-                }
-            )
+            found = {
+                "type": "web_search_result",
+                "url": "https://example.org/a",
+                "title": "A page",
+                "encrypted_content": "xyz",
+                "page_age": None,
+            }
+            result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1"}
+            events.append(_start(index, {**result, "content": [found]}))
         events.append({"type": "content_block_stop", "index": index})
     events.append(
         {
@@ -193,11 +139,10 @@ def test_answers_read_here_are_the_ones_the_sdk_puts_together():
 def test_a_tool_input_cut_short_gives_what_it_holds_and_a_wrong_one_is_refused():
     def with_input(written: str) -> list[dict[str, Any]]:
         block = {"type": "tool_use", "id": "t", "name": "n", "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": written}
         return [
             START,
-            {"type": "content_block_start", "index": 0, "content_block": block},
-            {"type": "content_block_delta", "index": 0, "delta": delta},
+            _start(0, block),
+            _delta(0, {"type": "input_json_delta", "partial_json": written}),
             {"type": "content_block_stop", "index": 0},
         ]
 
