@@ -105,13 +105,11 @@ if _REPORT and "gateway.ops.cli" in sys.orig_argv and "run" in sys.orig_argv:
     _baseline: dict[str, int] = {}
 
     def _at_idle(signum: int, frame: object) -> None:
-
         counts, _ = _counts()
         _baseline.update(counts)
         _write(f"{_REPORT}.idle", {"objects": sum(counts.values()), **_allocators()})
 
     def _at_end(signum: int, frame: object) -> None:
-
         counts, exceptions = _counts()
         grown = sorted(
             ((n - _baseline.get(name, 0), name) for name, n in counts.items()), reverse=True
