@@ -75,21 +75,31 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         return 1
     if not _upgraded(config):
         return EXIT_CONFIG
-    from gateway.runtime.heap import limit_arenas
+    from gateway.runtime.heap import limit_arenas, pause_collection
 
     limit_arenas()  # before the first thread (the SDK's import, next)
+    pause_collection()  # until the SDK is loaded (gateway/runtime/heap.py)
     _import_sdk_early()
     return asyncio.run(_serve(config))
 
 
-def _import_sdk_early() -> None:
+def _import_sdk_early() -> threading.Thread:
     """Start importing the anthropic SDK now, in a thread. It takes about a second of CPU;
     begun here, it runs while the gateway is built and the channels connect, so a message
     waiting at start is answered that much sooner (the channels' own start shares the CPU
-    with it and comes a little later)."""
-    threading.Thread(
-        target=importlib.import_module, args=("anthropic",), name="sdk-import", daemon=True
-    ).start()
+    with it and comes a little later). Once it is loaded, or has failed to load, the garbage
+    collector paused for the start is back on."""
+    from gateway.runtime.heap import resume_collection
+
+    def load() -> None:
+        try:
+            importlib.import_module("anthropic")
+        finally:
+            resume_collection()
+
+    thread = threading.Thread(target=load, name="sdk-import", daemon=True)
+    thread.start()
+    return thread
 
 
 def _upgraded(config: Config) -> bool:

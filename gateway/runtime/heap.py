@@ -6,16 +6,21 @@ though little of it is still in use. Once no turn has run or ended for ``QUIET``
 ``malloc_trim`` hands the free pages back. Where the C library has no ``malloc_trim`` (musl,
 macOS) nothing is done.
 
-The first quiet spell after the start also freezes what is alive then (``gc.freeze``): the
+The start's objects are kept out of Python's full garbage collections (``gc.freeze``): the
 modules, the configuration, the channels and the model's SDK, some 220,000 objects that live as
-long as the process. Python's full garbage collections, which come with a busy spell of turns,
-then no longer walk them all: one took 130 ms of CPU before, well under 1 ms after. Refcounts
-still free any of them let go, but the collector never looks at a frozen object again, so a
-reference cycle frozen is kept for good. A full collection runs first, so only what is really
-alive is frozen: when the first quiet spell comes after a busy one (messages from the start, or
-replies that waited out an outage), the cycles that spell left would otherwise stay for good
-(13 MiB once, when 200 chats' failed sends still each left an exception, its traceback's frames,
-the task that held it and the connection it failed on in a cycle).
+long as the process. A full collection walking them took 130 ms of CPU, well under 1 ms without
+them. ``corvid run`` turns the collector off while it starts (``pause_collection``): the SDK's
+import alone set off three full collections (160 ms, on the way to the first poll and the first
+reply). Once the SDK is loaded, ``resume_collection`` freezes what is alive as it is and turns
+the collector back on, so a burst of messages right after a start walks none of it either.
+
+Refcounts still free a frozen object that is let go, but the collector never looks at it again,
+so a reference cycle frozen would be kept for good. The first quiet spell after the start
+therefore unfreezes everything, runs one full collection and freezes what is left: only what is
+really alive stays frozen. Without it the start's own cycles would stay, and so would those of a
+busy spell before the quiet (13 MiB once, when 200 chats' failed sends still each left an
+exception, its traceback's frames, the task that held it and the connection it failed on in a
+cycle).
 
 glibc also gives each thread that allocates its own arena, up to eight per core, and each keeps
 what it once held. Corvid's threads (file writes, searches, the SDK's import) wait on the GIL
@@ -72,8 +77,33 @@ def _malloc_trim() -> Callable[[], None] | None:
     return run
 
 
+_paused = False  # the collector was turned off by ``pause_collection``
+
+
+def pause_collection() -> None:
+    """No garbage collection until ``resume_collection``: for the start's imports, which would
+    set off full collections of everything they made so far (see the module docstring). Call
+    ``resume_collection`` when they are done, whatever the outcome."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def resume_collection() -> None:
+    """The start's imports are done: freeze what lives now, without the full collection that
+    would walk it all, and turn the collector back on. Nothing if it was not paused."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.freeze()
+        gc.enable()
+
+
 def freeze_alive() -> None:
-    """Collect the garbage there is, then freeze what is left (see the module docstring)."""
+    """Collect the garbage there is, what an earlier freeze holds included, then freeze what
+    is left (see the module docstring)."""
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
 

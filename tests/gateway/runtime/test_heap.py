@@ -7,6 +7,8 @@ import asyncio
 import gc
 import weakref
 
+import pytest
+
 from gateway.runtime import heap as heap_module
 from gateway.runtime.heap import HeapTrim, _malloc_trim
 
@@ -182,6 +184,66 @@ async def test_a_started_gateway_hands_back_what_its_start_freed_without_a_turn(
         assert gc.get_freeze_count() > 0
     finally:
         await app.stop()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_while_the_start_is_paused_nothing_is_collected_then_it_is_frozen_as_it_is():
+    """``corvid run`` pauses the collector for its imports; once they are done what lives is
+    frozen without a full collection, and the first quiet spell's freeze collects it all."""
+    seen: list[int] = []
+
+    def collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    frozen_before = gc.get_freeze_count()
+    gc.callbacks.append(collection)
+    try:
+        heap_module.pause_collection()
+        assert not gc.isenabled()
+        made = [[n] for n in range(5_000)]  # past the youngest generation's threshold
+        cycle = weakref.ref(_Cycle())  # garbage only the collector can free
+        assert seen == [] and cycle() is not None and len(made) == 5_000
+        heap_module.resume_collection()
+        assert seen == []  # frozen as it was: no full collection walked it
+        assert gc.isenabled() and gc.get_freeze_count() > frozen_before
+        gc.collect()
+        assert cycle() is not None  # frozen, so out of the collector's sight...
+        heap_module.freeze_alive()
+        assert cycle() is None  # ...until the first quiet spell collects everything first
+    finally:
+        gc.callbacks.remove(collection)
+        gc.enable()
+
+
+def test_resuming_a_collector_that_was_not_paused_changes_nothing():
+    gc.disable()  # turned off by someone else: not ours to turn back on
+    try:
+        frozen = gc.get_freeze_count()
+        heap_module.resume_collection()
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.enable()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_the_collector_comes_back_when_the_sdk_cannot_be_imported(monkeypatch):
+    from gateway.ops import run
+
+    def broken(name: str) -> None:
+        raise ImportError(f"no module named {name!r}")
+
+    monkeypatch.setattr(run.importlib, "import_module", broken)
+    try:
+        heap_module.pause_collection()
+        run._import_sdk_early().join(10)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
 
 
 ARENA_PROBE = """
