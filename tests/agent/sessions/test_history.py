@@ -68,3 +68,46 @@ def test_may_contain_misses_no_message_that_holds_the_text(texts, needle):
     ]
     assert all(m in list(history) for m in found)
     assert History([{"role": "user", "content": "x"}]).may_contain("y") == []
+
+
+_CHANGES = st.tuples(
+    st.sampled_from(["append", "del", "set", "insert", "slice", "search"]),
+    st.integers(0, 50),
+    st.sampled_from(["note", "plain", "another note"]),
+)
+
+
+@given(st.lists(_CHANGES, max_size=40))
+def test_searches_and_sizes_kept_between_calls_follow_every_change(ops):
+    """``may_contain`` looks only through what was appended since its last search of the same
+    text, and the size is kept as messages come and go: both must still answer as a fresh
+    look at every message would, whatever changed in between."""
+    history, plain = History(), []
+
+    def said(text: str) -> dict:
+        return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+    for op, n, text in ops:
+        where = n % len(plain) if plain else 0
+        if op == "append":
+            history.append(said(text))
+            plain.append(said(text))
+        elif op == "search":
+            wanted = [m for m in plain if "note" in m["content"][0]["text"]]
+            assert history.may_contain("note") == wanted
+        elif not plain:
+            continue
+        elif op == "del":
+            del history[where]
+            del plain[where]
+        elif op == "set":
+            history[where] = said(text)
+            plain[where] = said(text)
+        elif op == "insert":
+            history.insert(where, said(text))
+            plain.insert(where, said(text))
+        else:
+            history[where:] = [said(text)]
+            plain[where:] = [said(text)]
+        assert history.nbytes == sum(len(item) for item in history.stored())
+    assert history.may_contain("note") == [m for m in plain if "note" in m["content"][0]["text"]]
