@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
     return asyncio.run(_serve(config))
 
 
-def _import_sdk_early() -> threading.Thread:
+def _import_sdk_early(module: str = "anthropic") -> threading.Thread:
     """Start importing the anthropic SDK now, in a thread. It takes about a second of CPU;
     begun here, it runs while the gateway is built and the channels connect, so a message
     waiting at start is answered that much sooner (the channels' own start shares the CPU
@@ -93,7 +93,7 @@ def _import_sdk_early() -> threading.Thread:
 
     def load() -> None:
         try:
-            importlib.import_module("anthropic")
+            importlib.import_module(module)
         finally:
             resume_collection()
 
