@@ -70,6 +70,9 @@ class Memory:
         self.cfg = cfg
         self.searcher = search or index
         self.vectors = vectors  # None: keyword search only
+        # A workspace given as its real path lets a memory file be read without resolving
+        # its whole path each time (``_plain``).
+        self._real = os.fspath(workspace) if workspace == workspace.resolve() else None
 
     def search(self, query: str, max_results: int, audience: Audience) -> list[Hit]:
         """Hybrid when vectors are on, else by keywords: the same chunks, the same audience
@@ -172,6 +175,14 @@ class Memory:
         hidden = not self.cfg.owner_reads_guest_notes
         if audience.private and hidden and guest_notes(PurePosixPath(rel)):
             return ""
+        plain = self._plain(rel)
+        if plain is not None:  # its own real path: the checks below would all pass
+            path_str, st = plain
+            if st is None or not stat.S_ISREG(st.st_mode):
+                return ""
+            if not audience.private and st.st_nlink > 1:
+                return ""
+            return _read_file(path_str)
         try:
             path = (self.workspace / rel).resolve()
         except RuntimeError:  # a loop of links (Python < 3.13)
@@ -183,6 +194,29 @@ class Memory:
         if not audience.private and path.is_file() and path.stat().st_nlink > 1:
             return ""
         return read_text(path)
+
+    def _plain(self, rel: str) -> tuple[str, os.stat_result | None] | None:
+        """``rel`` under the workspace and its ``lstat`` (None: not there) when the path is
+        already its own real path: plain names only, no link on the way. None when it has to
+        be resolved (a link, ``..``, an absolute path, a workspace not given as its real path):
+        a new session's prompt reads several memory files, and resolving each from ``/``
+        was most of the time its prompt took."""
+        parts = rel.split("/")
+        if self._real is None or any(p in ("", ".", "..") for p in parts):
+            return None
+        path = self._real
+        st = None
+        for part in parts:
+            path = os.path.join(path, part)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return path, None
+            except OSError:
+                return None
+            if stat.S_ISLNK(st.st_mode):
+                return None
+        return path, st
 
     def holds(self, rel: str, text: str, audience: Audience) -> bool:
         """Does the file at ``rel`` already hold ``text`` word for word (line breaks and
@@ -279,12 +313,19 @@ class Memory:
 def read_text(path: Path) -> str:
     if path.exists() and not path.is_file():  # a FIFO would block the process on open
         return ""
+    return _read_file(path)
+
+
+def _read_file(path: str | Path) -> str:
+    """A file's text ("" when it is not there); bad UTF-8 is replaced."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
     except (FileNotFoundError, IsADirectoryError):
         return ""
     except UnicodeDecodeError:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
 
 
 def cap_log(text: str, limit: int, rel: str) -> str:

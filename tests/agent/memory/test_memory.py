@@ -409,3 +409,49 @@ def test_links_at_memory_md_or_a_chats_folder_are_not_followed(memory):
     (ws / "memory" / "chats" / "test-group-5").symlink_to(real)
     assert "linked-canary" not in memory.snapshot(OWNER, NOW, long_term=True)
     assert "Shared chats' notes" not in memory.snapshot(OWNER, NOW, long_term=True)
+
+
+def test_a_memory_file_reads_the_same_without_resolving_its_path(memory):
+    """A path of plain names with no link on the way is read without resolving it; each case
+    here reads, for the owner and for a group, what resolving the path first reads."""
+    ws = memory.workspace
+    own = ws / "memory" / "chats" / GROUP_CHAT
+    own.mkdir(parents=True)
+    (own / "2026-11-21.md").write_text("## 09:00\n\ngroup-entry\r\nnext line\n")
+    (own / "2026-11-20.md").symlink_to(own / "2026-11-21.md")  # a link within its own folder
+    (own / "2026-11-19.md").symlink_to(ws / "MEMORY.md")  # a link to the owner's file
+    os.link(ws / "MEMORY.md", own / "2026-11-18.md")  # a second name for the owner's file
+    (own / "2026-11-17.md").write_bytes(b"bad \xff utf-8\n")
+    os.mkfifo(own / "2026-11-16.md")  # opening it would wait for a writer
+    (own / "2026-11-15.md").mkdir()
+    (ws / "memory" / "2026-11-21.md").write_text("## 08:00\n\nowner-entry\n")
+    (ws / "memory" / "2026-11-20.md").symlink_to(ws.parent / "outside.md")
+    (ws.parent / "outside.md").write_text("outside-canary\n")
+    days = [f"2026-11-{d}.md" for d in range(14, 22)]
+    paths = [
+        "MEMORY.md",
+        *(f"memory/chats/{GROUP_CHAT}/{d}" for d in days),
+        *(f"memory/{d}" for d in days),
+        f"memory/chats/{GROUP_CHAT}/../../2026-11-21.md",
+        f"memory/chats/{GROUP_CHAT}//2026-11-21.md",
+        "memory/chats/nobody/2026-11-21.md",
+    ]
+    resolving = Memory(ws, memory.index, memory.cfg)
+    resolving._real = None  # every path resolved, as before the shortcut
+    assert memory._real is not None
+    for audience in (audience_of(PRIVATE), audience_of(SHARED)):
+        for rel in paths:
+            assert memory.read_visible(rel, audience) == resolving.read_visible(rel, audience), (
+                audience,
+                rel,
+            )
+    group = audience_of(SHARED)
+    assert "group-entry\nnext line" in memory.read_visible(
+        f"memory/chats/{GROUP_CHAT}/2026-11-21.md", group
+    )
+    assert memory.read_visible(f"memory/chats/{GROUP_CHAT}/2026-11-20.md", group).strip()
+    for day in ("19", "18"):
+        assert memory.read_visible(f"memory/chats/{GROUP_CHAT}/2026-11-{day}.md", group) == ""
+    assert "\ufffd" in memory.read_visible(f"memory/chats/{GROUP_CHAT}/2026-11-17.md", group)
+    assert memory.read_visible("memory/2026-11-20.md", audience_of(PRIVATE)) == ""
+    assert "owner-entry" in memory.read_visible("memory/2026-11-21.md", audience_of(PRIVATE))
