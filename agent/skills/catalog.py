@@ -101,7 +101,8 @@ def parse(folder: Path, *, bundled: bool = False) -> Skill:
 
 class SkillCatalog:
     """The skills of one workspace, looked at whenever asked (each new session's prompt lists
-    them); a SKILL.md is parsed again only once it has changed."""
+    them); a SKILL.md is parsed again only once it has changed. The bundled skills are looked
+    at once."""
 
     def __init__(self, workspace: Path, bundled: Path = BUNDLED) -> None:
         self.folder = workspace / "skills"
@@ -109,23 +110,31 @@ class SkillCatalog:
         # Per folder: SKILL.md's modification time, size and inode when it was parsed, and
         # the skill, or what is wrong with it.
         self._parsed: dict[Path, tuple[tuple[int, int, int], Skill | str]] = {}
+        # The bundled skills, looked at once: they change only with Corvid itself.
+        self._bundled: list[tuple[str, Skill | str]] | None = None
 
     def all(self) -> tuple[dict[str, Skill], list[str]]:
         """Every valid skill by name, and what is wrong with the others."""
         skills: dict[str, Skill] = {}
         problems: list[str] = []
-        for root, bundled in ((self.bundled, True), (self.folder, False)):
-            if not root.is_dir():
-                continue
-            for folder in sorted(root.iterdir()):
-                if not folder.is_dir() or folder.name.startswith("."):
-                    continue
-                found = self._read(folder, bundled)
-                if isinstance(found, Skill):
-                    skills[folder.name] = found
-                else:
-                    problems.append(found)
+        if self._bundled is None:
+            self._bundled = self._look(self.bundled, bundled=True)
+        for name, found in (*self._bundled, *self._look(self.folder, bundled=False)):
+            if isinstance(found, Skill):
+                skills[name] = found
+            else:
+                problems.append(found)
         return skills, problems
+
+    def _look(self, root: Path, *, bundled: bool) -> list[tuple[str, Skill | str]]:
+        """Each skill folder in ``root`` by name, with its skill or what is wrong with it."""
+        if not root.is_dir():
+            return []
+        return [
+            (folder.name, self._read(folder, bundled))
+            for folder in sorted(root.iterdir())
+            if folder.is_dir() and not folder.name.startswith(".")
+        ]
 
     def _read(self, folder: Path, bundled: bool) -> Skill | str:
         """The skill in ``folder``, or what is wrong with it; parsed again only if its

@@ -129,3 +129,18 @@ def test_a_skill_is_parsed_again_only_once_its_file_has_changed(
     (root / "tea" / "SKILL.md").unlink()
     found, problems = skills.all()
     assert list(found) == ["broken"] and problems == ["tea: no SKILL.md"]
+
+
+def test_the_bundled_skills_are_looked_at_once_and_the_workspace_each_time(tmp_path: Path) -> None:
+    """The skills that come with Corvid change only with it: they are read once, while the
+    workspace's are looked at for each new session's prompt."""
+    bundled = tmp_path / "bundled"
+    write_skill(bundled, "tea", "Brew tea", "Boil water.")
+    skills = SkillCatalog(tmp_path / "ws", bundled=bundled)
+    assert list(skills.all()[0]) == ["tea"]
+    (bundled / "tea" / "SKILL.md").unlink()
+    write_skill(bundled, "coffee", "Brew coffee", "Grind beans.")
+    write_skill(tmp_path / "ws" / "skills", "cocoa", "Make cocoa", "Warm milk.")
+    found, problems = skills.all()
+    assert sorted(found) == ["cocoa", "tea"] and problems == []
+    assert found["tea"].bundled and not found["cocoa"].bundled
