@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS told (
 );
 """
 
+CACHE_KIB = 256  # the connection's page cache
+
 # What ``by`` may group on, and the column it reads.
 GROUPS = {"day": "day", "chat": "audience", "job": "job", "model": "model", "purpose": "purpose"}
 
@@ -101,6 +103,9 @@ class UsageLedger:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # One row added per call, the sums read through indexes: its newest pages are what it
+        # uses. SQLite's default cache (2 MiB) filled with old rows as the ledger grew.
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._db.executescript(SCHEMA)
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -58,6 +58,7 @@ class SendStatus(StrEnum):
 
 
 KEEP_SENT = timedelta(days=7)
+CACHE_KIB = 256  # the connection's page cache
 KEEP_SEEN = timedelta(days=2)
 
 # The schema's version (SQLite's user_version), for carrying it forward: gateway/upgrades.
@@ -316,6 +317,9 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        # Rows are added at the end and read while recent: its newest pages are what it uses.
+        # SQLite's default cache (2 MiB) filled with old sent messages as the file grew.
+        db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise sqlite3.DatabaseError(f"damaged: {check}")
         db.executescript(_SCHEMA)

@@ -77,3 +77,12 @@ def test_a_charge_knows_its_audience_and_job():
     assert (job.audience, job.job, job.owner_private) == ("telegram-group--100", "r1", False)
     mine = Charge(Purpose.HEARTBEAT, job_key("heartbeat", PRIVATE))
     assert (mine.audience, mine.job, mine.owner_private) == ("owner", "heartbeat", False)
+
+
+def test_the_ledger_keeps_only_its_newest_pages_in_memory(tmp_path):
+    """One row a call: SQLite's default 2 MiB page cache filled with old rows as it grew."""
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    try:
+        assert ledger._db.execute("PRAGMA cache_size").fetchone()[0] == -256
+    finally:
+        ledger.close()

@@ -407,3 +407,13 @@ def test_a_journal_damaged_inside_is_found_by_its_check_and_set_aside(tmp_path):
     assert fresh.unanswered() == []  # a new journal; the damaged one is kept aside
     assert len(list(tmp_path.glob("g.sqlite.unreadable-*"))) == 1
     fresh.close()
+
+
+def test_the_journal_keeps_only_its_newest_pages_in_memory(tmp_path):
+    """Rows are added at the end and read while recent: SQLite's default 2 MiB page cache
+    filled with old sent messages as the file grew (a long soak's RSS)."""
+    journal = _journal(tmp_path)
+    try:
+        assert journal.db.execute("PRAGMA cache_size").fetchone()[0] == -256
+    finally:
+        journal.close()
