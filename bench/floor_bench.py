@@ -12,7 +12,9 @@ each, alternately, so drift on a busy machine hits both alike:
 2. idle RSS once polling and settled;
 3. message → reply, p50/p95 over ``--messages`` sequential messages, and the process's CPU per
    message;
-4. 50 and 200 private chats writing at once, the model taking 1 s: until the last reply.
+4. 50 and 200 private chats writing at once, the model taking 1 s: until the last reply,
+   the median of ``--rounds`` runs (one run of either bot can differ from the next by a
+   fifth).
 
 Targets (what Corvid must reach): idle RSS ≤ the minimal bot + 5 MiB; CPU per message ≤ 1.3 ×;
 p50 ≤ the minimal bot + 3 ms; first reply ≤ 300 ms; start → first getUpdates ≤ 0.5 s;
@@ -246,7 +248,7 @@ async def main() -> None:
     parser.add_argument("--starts", type=int, default=5, help="starts of each bot")
     parser.add_argument("--messages", type=int, default=100, help="sequential messages")
     parser.add_argument("--idle", type=float, default=5.0, help="seconds before idle RSS")
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each load row")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each load row (median)")
     parser.add_argument("--loads", type=int, nargs="*", default=[50, 200], help="chats at once")
     args = parser.parse_args()
     starts: dict[str, list[float]] = {b: [] for b in BOTS}
