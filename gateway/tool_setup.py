@@ -13,8 +13,9 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from agent.memory.hits import Searcher
+from agent.memory.migrate import migrate_shared_entries
 from agent.memory.proposals import Store
-from agent.memory.store import Memory, migrate_shared_entries
+from agent.memory.store import Memory
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
 from agent.workspace.history import History

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import stat
 from datetime import date, datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -38,7 +37,7 @@ from agent.workspace.audience import (
 )
 from agent.workspace.history import History, recording
 from gateway.contract.errors import ToolError
-from gateway.contract.events import OWNER, Audience, SessionKey, audience_of
+from gateway.contract.events import OWNER, Audience
 
 if TYPE_CHECKING:  # NumPy and the vectors are imported only when embeddings are on
     from agent.memory.proposals import Store
@@ -48,7 +47,6 @@ log = logging.getLogger(__name__)
 
 CHAT_LOGS = "memory/chats"
 MAX_CHATS_LISTED = 30
-_ENTRY = re.compile(r"^## (\d\d:\d\d)(?: · (.+))?$", re.M)
 
 
 class Memory:
@@ -370,55 +368,3 @@ def cap_head(text: str, limit: int, rel: str) -> str:
         text[:cut].strip() + f"\n\n[{rel} continues: {len(text) - cut} more characters from line "
         f'{next_line}. Use memory_search, or memory_get(path="{rel}", from={next_line}).]'
     )
-
-
-def migrate_shared_entries(workspace: Path) -> int:
-    """Once, for a workspace from before logs by audience: the entries of the one shared log
-    that came from a shared chat (their heading names its session) are copied to that chat's
-    own log. Everything stays in the owner's log, where entries of unknown origin belong.
-    Returns how many entries were copied."""
-    marker = workspace / "memory" / ".logs-by-audience"
-    if marker.exists() or not (workspace / "memory").is_dir():
-        return 0
-    copied = 0
-    for path in sorted(
-        (workspace / "memory").glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md")
-    ):
-        if not path.is_file() or path.is_symlink():
-            continue
-        for source, entry in _entries(read_text(path)):
-            chat = _shared_chat(source)
-            if chat is None:
-                continue
-            target = workspace / log_path(Audience(chat), date.fromisoformat(path.stem))
-            ensure_dir(target.parent)
-            if not target.exists():
-                atomic_write(target, f"# {path.stem}\n\n")
-            with target.open("a", encoding="utf-8") as f:
-                f.write(entry)
-            copied += 1
-    ensure_dir(marker.parent)
-    atomic_write(marker, "Logs are kept by audience since this file was written.\n")
-    if copied:
-        log.info("copied %d entries from shared chats to their own logs", copied)
-    return copied
-
-
-def _entries(text: str) -> list[tuple[str, str]]:
-    """(source, entry text with its heading) of each entry of a log."""
-    heads = list(_ENTRY.finditer(text))
-    return [
-        (m.group(2) or "", text[m.start() : heads[i + 1].start() if i + 1 < len(heads) else None])
-        for i, m in enumerate(heads)
-    ]
-
-
-def _shared_chat(source: str) -> str | None:
-    """The shared chat an entry's source names (``telegram:group:-100`` or ``session summary ·
-    telegram:group:-100``), or None."""
-    try:
-        key = SessionKey.parse(source.rpartition(" · ")[2].strip())
-    except ValueError:
-        return None
-    audience = audience_of(key)
-    return None if audience.private else audience.chat

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.memory.index import MemoryIndex
-from agent.memory.store import Memory, cap_head, cap_log, migrate_shared_entries
+from agent.memory.migrate import migrate_shared_entries
+from agent.memory.store import Memory, cap_head, cap_log
 from agent.memory.tools import memory_tools
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
