@@ -87,13 +87,20 @@ def _import_sdk_early(module: str = "anthropic") -> threading.Thread:
     """Start importing the anthropic SDK now, in a thread. It takes about a second of CPU;
     begun here, it runs while the gateway is built and the channels connect, so a message
     waiting at start is answered that much sooner (the channels' own start shares the CPU
-    with it and comes a little later). Once it is loaded, or has failed to load, the garbage
-    collector paused for the start is back on."""
+    with it and comes a little later). Once it is loaded, or has failed to load (said in one
+    line of the log), the garbage collector paused for the start is back on."""
     from gateway.runtime.heap import resume_collection
 
     def load() -> None:
         try:
             importlib.import_module(module)
+        except Exception as exc:  # said once, in a line; each turn tries again and says so
+            log.warning(
+                "could not load %s (%s: %s); each message will try again",
+                module,
+                type(exc).__name__,
+                exc,
+            )
         finally:
             resume_collection()
 
