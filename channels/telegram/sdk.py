@@ -1,10 +1,12 @@
-"""python-telegram-bot, imported without its optional Telegram Passport support.
+"""python-telegram-bot, imported without what it would load for features Corvid never uses.
 
-PTB imports ``cryptography`` when it is installed (only to decrypt Passport data, which Corvid
-never receives), and other packages install it (the MCP SDK, through PyJWT). That import alone
-costs every Telegram gateway about 8 MiB of memory, so PTB is imported here as if it were
-absent: PTB then behaves exactly as its default install does. Anything that imports
-``cryptography`` afterwards gets it as usual.
+PTB imports ``cryptography`` when it is installed, only to decrypt Telegram Passport data, which
+Corvid never receives (other packages install it: the MCP SDK, through PyJWT); that import alone
+costs every Telegram gateway about 8 MiB of memory. And PTB imports httpx, which loads its own
+command-line client whenever ``click``, ``pygments`` and ``rich`` are installed (other packages
+bring them: uvicorn, pytest): 1.5 MiB and 9 ms of a start. So PTB is imported here as if
+those were absent, and PTB and httpx behave exactly as their default installs do. Anything
+that imports them afterwards gets them as usual.
 """
 
 from __future__ import annotations
@@ -16,13 +18,25 @@ from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
+# The packages PTB's import would load for what Corvid does not use, and what for.
+UNUSED = {
+    "cryptography": "Telegram Passport",
+    "click": "httpx's command-line client",
+    "pygments": "httpx's command-line client",
+    "rich": "httpx's command-line client",
+}
 
-class _NotForPassport(MetaPathFinder):
+
+class _NotUsed(MetaPathFinder):
+    def __init__(self, packages: frozenset[str]) -> None:
+        self.packages = packages
+
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname == "cryptography" or fullname.startswith("cryptography."):
-            raise ImportError("not imported for python-telegram-bot (Passport is not used)")
+        package = fullname.partition(".")[0]
+        if package in self.packages:
+            raise ImportError(f"not imported for python-telegram-bot ({UNUSED[package]})")
         return None
 
 
@@ -30,10 +44,8 @@ def load_ptb() -> None:
     """Import python-telegram-bot once, before any other use of it."""
     if "telegram.ext" in sys.modules:
         return
-    if "cryptography" in sys.modules:  # already paid for by something else
-        importlib.import_module("telegram.ext")
-        return
-    finder = _NotForPassport()
+    # One already loaded by something else is paid for: PTB gets it as usual.
+    finder = _NotUsed(frozenset(p for p in UNUSED if p not in sys.modules))
     sys.meta_path.insert(0, finder)
     try:
         importlib.import_module("telegram.ext")
