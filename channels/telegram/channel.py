@@ -89,7 +89,7 @@ class TelegramChannel(Channel):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        load_ptb()
+        load_ptb(webhooks=self.webhook is not None)
         from telegram import BotCommand
         from telegram.error import TelegramError
 
