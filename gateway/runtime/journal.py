@@ -58,8 +58,8 @@ class SendStatus(StrEnum):
 
 
 KEEP_SENT = timedelta(days=7)
-CACHE_KIB = 256  # the connection's page cache
 KEEP_SEEN = timedelta(days=2)
+CACHE_KIB = 256  # the connection's page cache
 
 # The schema's version (SQLite's user_version), for carrying it forward: gateway/upgrades.
 SCHEMA_VERSION = 1
