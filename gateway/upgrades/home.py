@@ -6,6 +6,7 @@ from __future__ import annotations
 import yaml
 
 from gateway.config.layout import Layout
+from gateway.config.strict_yaml import safe_load
 from gateway.contract.atomic import write_atomic
 from gateway.upgrades.config_steps import CONFIG_VERSION, rewrite, upgrade, version_of
 from gateway.upgrades.state import upgrade_state
@@ -23,7 +24,7 @@ def upgrade_home(layout: Layout) -> list[str]:
 def _config_changes(layout: Layout) -> tuple[str, int, list[str]] | None:
     try:
         text = layout.config_file.read_text(encoding="utf-8")
-        raw = yaml.safe_load(text)
+        raw = safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None  # loading the configuration has said what is wrong with it
     old = version_of(raw)
