@@ -88,6 +88,9 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+CACHE_KIB = 256  # the connection's page cache
+
+
 class History:
     """The journal of one workspace."""
 
@@ -98,6 +101,9 @@ class History:
         self._db = sqlite3.connect(private_file(db), check_same_thread=False, timeout=10)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # Versions are added at the end and the last of a file is what is read back, while
+        # SQLite's default cache (2 MiB) fills with old versions as the history grows.
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._db.executescript(_SCHEMA)
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -127,3 +127,9 @@ def test_a_shared_chat_sees_only_its_own_places_history(history):
     assert len(history.changes(OWNER)) == 4
     with pytest.raises(ToolError):
         history.restore(GROUP, "MEMORY.md", "1", Author("group"))
+
+
+def test_the_history_keeps_only_its_newest_pages_in_memory(history):
+    """Versions are added at the end: SQLite's default 2 MiB page cache filled with old ones
+    (2 MiB more after 6,000 writes of bench/history_bench.py's replay)."""
+    assert history._db.execute("PRAGMA cache_size").fetchone()[0] == -256
