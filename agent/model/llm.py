@@ -9,13 +9,12 @@ needs it.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self
 
 from agent.model.answer import Answer, BadToolInput, BrokenStream, decoded, server_events
 from agent.model.charge import Charge, Purpose
@@ -24,6 +23,7 @@ from agent.model.failures import llm_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
 from agent.model.request import request_body
+from agent.model.sdk import load as load_sdk
 from agent.model.wire import content_to_dicts
 from agent.sessions.history import History
 from agent.sessions.state import Usage
@@ -35,7 +35,6 @@ from gateway.contract.tls import tls_context
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
-    from anthropic.types import ToolParam
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +55,12 @@ class AnthropicLLM:
     async def warm_up(self) -> None:
         """Import the SDK off the event loop so the first message does not pay for it."""
         if self._sdk is None:
-            self._sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
+            self._sdk = await asyncio.to_thread(load_sdk)
 
     def _get_client(self) -> AsyncAnthropic:
         if self._client is None:
             if self._sdk is None:
-                self._sdk = importlib.import_module("anthropic")
+                self._sdk = load_sdk()
             api_key = self.cfg.api_key.value if self.cfg.api_key else None
             self._client = self._new_client(api_key, self.cfg.base_url)
         return self._client
@@ -125,12 +124,11 @@ class AnthropicLLM:
         """A free, authenticated call (``corvid doctor``): counting the tokens of one word for
         the configured model proves the key, the base URL and the model id at once.
         ``key_source`` says where the key comes from, for the fix."""
-        import anthropic
-
+        anthropic = load_sdk()
         client = self._probe_client(limit)
         where = str(client.base_url).rstrip("/")
         try:
-            await self._count_one(client, limit)
+            await self._count_tokens(client, limit)
         except anthropic.APIError as exc:
             return probe_failure(anthropic, exc, where, self.model, key_source, limit)
         except TimeoutError:
@@ -148,7 +146,7 @@ class AnthropicLLM:
         client = self._asking_client(limit)
         where = str(client.base_url).rstrip("/")
         try:
-            await self._count_one(client, limit)
+            await self._count_tokens(client, limit)
         except (
             anthropic.AuthenticationError,
             anthropic.PermissionDeniedError,
@@ -166,12 +164,7 @@ class AnthropicLLM:
         sdk = self._sdk
         client = self._asking_client(limit)
         try:
-            async with asyncio.timeout(limit):
-                await client.messages.count_tokens(
-                    model=self.model,
-                    messages=[{"role": "user", "content": "ping"}],
-                    tools=cast("list[ToolParam]", tools),
-                )
+            await self._count_tokens(client, limit, tools)
         except sdk.BadRequestError as exc:
             log.info("the API refused the tools %s: %s", [t.get("name") for t in tools], exc)
             return False
@@ -187,21 +180,34 @@ class AnthropicLLM:
         return self._get_client().with_options(timeout=limit, max_retries=0)
 
     def _probe_client(self, limit: float) -> Any:
-        import anthropic
-
         cfg = self.cfg
-        return anthropic.AsyncAnthropic(
+        return load_sdk().AsyncAnthropic(
             api_key=cfg.api_key.value if cfg.api_key else None,
             base_url=cfg.base_url or None,
             timeout=limit,
             max_retries=0,
         )
 
-    async def _count_one(self, client: Any, limit: float) -> None:
+    async def _count_tokens(
+        self, client: Any, limit: float, tools: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Count the tokens of one word for the model (with ``tools``), within ``limit``: a
+        free call that the API refuses for a bad key, model or tool. Sent with the client's
+        ``post``, as the turns' calls are: ``client.messages`` would import every resource
+        class of the API (``agent/model/sdk.py``)."""
+        import httpx2
+
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "ping"}],
+        }
+        if tools is not None:
+            body["tools"] = tools
         async with asyncio.timeout(limit):
-            await client.messages.count_tokens(
-                model=self.model, messages=[{"role": "user", "content": "ping"}]
+            response = await client.post(
+                "/v1/messages/count_tokens", body=body, cast_to=httpx2.Response
             )
+            await response.aclose()
 
     async def complete(
         self,

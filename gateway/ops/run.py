@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 import logging
 import signal
 import sys
@@ -89,11 +88,12 @@ def _import_sdk_early(module: str = "anthropic") -> threading.Thread:
     waiting at start is answered that much sooner (the channels' own start shares the CPU
     with it and comes a little later). Once it is loaded, or has failed to load (said in one
     line of the log), the garbage collector paused for the start is back on."""
+    from agent.model.sdk import load as load_sdk
     from gateway.runtime.heap import resume_collection
 
     def load() -> None:
         try:
-            importlib.import_module(module)
+            load_sdk(module)
         except Exception as exc:  # said once, in a line; each turn tries again and says so
             log.warning(
                 "could not load %s (%s: %s); each message will try again",
