@@ -1,13 +1,14 @@
-"""The anthropic SDK, imported without its clients for other clouds.
+"""The anthropic SDK, imported without its clients for other clouds and its tool runner.
 
 ``import anthropic`` loads, beside the client of the Anthropic API that Corvid uses, the SDK's
 clients for Amazon Bedrock, Google Vertex AI, Microsoft Foundry, AWS and Google Cloud, and
 through them every resource class of the API (``anthropic.resources``): with anthropic 2.14,
 645 of the 3,154 modules the import loads, 11.5 MiB of memory and 150 ms of CPU, on the way to
 a start's first reply. Corvid sends its calls with the client's own ``post``
-(``agent/model/llm.py``) and needs none of them.
+(``agent/model/llm.py``) and needs none of them. Nor does it run tools with the SDK's tool
+runner (``anthropic.lib.tools``, and ``docstring_parser`` under it: 0.6 MiB more).
 
-``load`` imports the SDK with those five packages stood in for by empty modules. Where the
+``load`` imports the SDK with those six packages stood in for by empty modules. Where the
 SDK's package takes a name from one of them, it gets a class that says, when used, that it was
 not loaded. Once the SDK is loaded the stand-ins leave ``sys.modules``, so an import of
 ``anthropic.lib.vertex`` afterwards, by anyone, loads the real package. Should a version of the
@@ -28,13 +29,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# The SDK's clients for other platforms, which ``anthropic/__init__.py`` imports.
-PLATFORMS = {
-    "anthropic.lib.bedrock": "Amazon Bedrock",
-    "anthropic.lib.vertex": "Google Vertex AI",
-    "anthropic.lib.foundry": "Microsoft Foundry",
-    "anthropic.lib.aws": "AWS",
-    "anthropic.lib.google_cloud": "Google Cloud",
+# What ``anthropic/__init__.py`` imports and Corvid never uses.
+LEFT_OUT = {
+    "anthropic.lib.bedrock": "the Amazon Bedrock client",
+    "anthropic.lib.vertex": "the Google Vertex AI client",
+    "anthropic.lib.foundry": "the Microsoft Foundry client",
+    "anthropic.lib.aws": "the AWS client",
+    "anthropic.lib.google_cloud": "the Google Cloud client",
+    "anthropic.lib.tools": "the SDK's tool runner",
 }
 
 _lock = threading.Lock()  # one import at a time: the start's thread and a turn may both ask
@@ -57,8 +59,8 @@ class _StandIn(ModuleType):
 def _not_loaded(name: str, module: str) -> type:
     def refuse(*args: object, **kwargs: object) -> None:
         raise ImportError(
-            f"anthropic's {name} ({PLATFORMS[module]}) is not loaded: Corvid imports the SDK "
-            "without its clients for other platforms"
+            f"anthropic's {name} ({LEFT_OUT[module]}) is not loaded: Corvid imports the SDK "
+            "without the parts it never uses"
         )
 
     return type(name, (), {"__init__": refuse, "__module__": module})
@@ -68,7 +70,7 @@ class _StandIns(MetaPathFinder, Loader):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        return ModuleSpec(fullname, self) if fullname in PLATFORMS else None
+        return ModuleSpec(fullname, self) if fullname in LEFT_OUT else None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         return _StandIn(spec.name)
@@ -104,7 +106,7 @@ def _partly_loaded(name: str) -> bool:
 def _remove_stand_ins() -> None:
     """Out of ``sys.modules`` and off their parent package: imported later, a platform's
     client is the real one."""
-    for module in PLATFORMS:
+    for module in LEFT_OUT:
         if isinstance(sys.modules.get(module), _StandIn):
             del sys.modules[module]
         parent, _, child = module.rpartition(".")
