@@ -1,6 +1,7 @@
-"""The anthropic SDK loaded without its clients for other clouds and its tool runner: Corvid's
-calls, the key check and the tools' check work through it, nothing left out or of the API's
-resource classes is loaded, and what was left out says so or loads for real when asked for.
+"""The anthropic SDK loaded without its clients for other clouds and its tool runner, its types
+as they are used: Corvid's calls, the key check and the tools' check work through it, nothing
+left out or of the API's resource classes is loaded, what was left out says so or loads for
+real when asked for, and a lazy types package gives the names it would give whole.
 
 Each test runs in a new interpreter: this one imported the SDK whole long ago."""
 
@@ -49,6 +50,8 @@ async def main():
         tool_refusal = str(exc)
     resources = "anthropic.resources" in sys.modules
     docstrings = "docstring_parser" in sys.modules
+    admin = "anthropic.types.organization.analytics_connector_activity" in sys.modules
+    modules = len([m for m in sys.modules if m.startswith("anthropic")])
     from anthropic.lib.vertex import AnthropicVertex  # asked for: the real one
     print(json.dumps({
         "refused": refused is not None, "tools_ok": tools_ok, "text": got.content[0]["text"],
@@ -56,6 +59,7 @@ async def main():
         "resources": resources, "has_vertex_name": hasattr(anthropic, "AnthropicVertex"),
         "refusal": refusal, "vertex_real": AnthropicVertex.__module__,
         "tool_refusal": tool_refusal, "docstring_parser": docstrings,
+        "admin_types": admin, "anthropic_modules": modules,
     }))
 
 asyncio.run(main())
@@ -73,10 +77,11 @@ print(json.dumps({"message": anthropic.types.Message.__name__,
 """
 
 
-def _run(script: str) -> tuple[dict[str, Any], str]:
+def _run(script: str, *args: str, stdin: str | None = None) -> tuple[dict[str, Any], str]:
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
@@ -107,3 +112,52 @@ def test_an_sdk_that_will_not_import_so_is_imported_whole():
     got, said = _run(FALLBACK)
     assert got == {"message": "Message", "stand_ins_left": []}
     assert "did not import without its other clients" in said
+
+
+SAME_NAMES = """
+import importlib, json, sys
+def describe(obj):
+    if hasattr(obj, "__qualname__") and hasattr(obj, "__module__"):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    return repr(obj)
+if sys.argv[1] == "lazy":
+    from agent.model import sdk
+    sdk.load()
+    lazy = {m: list(mod.__all__) for m, mod in list(sys.modules.items())
+            if m.startswith("anthropic.types") and "__getattr__" in vars(mod)}
+    seen = {m: {n: describe(getattr(sys.modules[m], n)) for n in names}
+            for m, names in lazy.items()}
+    print(json.dumps({"loaded": len([m for m in sys.modules if m.startswith("anthropic")]),
+                      "names": seen}))
+else:
+    import anthropic
+    asked = json.loads(sys.stdin.read())
+    seen = {m: {n: describe(getattr(importlib.import_module(m), n)) for n in names}
+            for m, names in asked.items()}
+    import __future__  # its `annotations` is in a package's names, and no re-export
+    public = {m: sorted(n for n, v in vars(importlib.import_module(m)).items()
+                        if not n.startswith("_") and not isinstance(v, type(sys))
+                        and not isinstance(v, __future__._Feature))
+              for m in asked}
+    print(json.dumps({"loaded": len([m for m in sys.modules if m.startswith("anthropic")]),
+                      "names": seen, "public": public}))
+"""
+
+
+def test_a_lazy_types_package_gives_every_name_its_package_as_it_comes_gives():
+    lazy, _ = _run(SAME_NAMES, "lazy")
+    assert {"anthropic.types", "anthropic.types.beta", "anthropic.types.shared"} <= set(
+        lazy["names"]
+    )
+    asked = {m: sorted(names) for m, names in lazy["names"].items()}
+    plain, _ = _run(SAME_NAMES, "plain", stdin=json.dumps(asked))
+    assert lazy["names"] == plain["names"]
+    # and no name the package as it comes has, its modules aside, is missing
+    assert {m: sorted(names) for m, names in lazy["names"].items()} == plain["public"]
+    assert lazy["loaded"] < plain["loaded"]
+
+
+def test_the_types_are_loaded_as_they_are_used():
+    got, _ = _run(CALLS)
+    # (3,154 modules as it comes, with anthropic 2.14: the admin API's types among them)
+    assert got["admin_types"] is False and got["anthropic_modules"] < 1500
