@@ -168,7 +168,9 @@ def load(name: str = "anthropic") -> ModuleType:
         except Exception as exc:
             if isinstance(exc, ImportError) and not _partly_loaded(name):
                 raise  # not there at all: the caller says so
-            log.info("the anthropic SDK did not import without its other clients (%s)", exc)
+            log.info(
+                "the anthropic SDK did not import in its lighter form (%s); importing it whole", exc
+            )
         finally:
             for finder in finders:
                 sys.meta_path.remove(finder)
