@@ -166,7 +166,7 @@ def load(name: str = "anthropic") -> ModuleType:
         try:
             return importlib.import_module(name)
         except Exception as exc:
-            if isinstance(exc, ImportError) and not _partly_loaded(name):
+            if isinstance(exc, ImportError) and not _modules_of(name):
                 raise  # not there at all: the caller says so
             log.info(
                 "the anthropic SDK did not import in its lighter form (%s); importing it whole", exc
@@ -179,8 +179,9 @@ def load(name: str = "anthropic") -> ModuleType:
         return importlib.import_module(name)
 
 
-def _partly_loaded(name: str) -> bool:
-    return any(m == name or m.startswith(name + ".") for m in sys.modules)
+def _modules_of(name: str) -> list[str]:
+    """``name`` and its submodules, as far as they are in ``sys.modules``."""
+    return [m for m in sys.modules if m == name or m.startswith(name + ".")]
 
 
 def _remove_stand_ins() -> None:
@@ -196,5 +197,5 @@ def _remove_stand_ins() -> None:
 
 def _forget(name: str) -> None:
     """Whatever of ``name`` a failed import left, for a clean second one."""
-    for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+    for module in _modules_of(name):
         del sys.modules[module]

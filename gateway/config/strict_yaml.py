@@ -18,22 +18,21 @@ from gateway.contract.errors import ConfigError
 def strict_load(text: str) -> Any:
     """The YAML document in ``text``; raises ConfigError for a key given twice and
     yaml.YAMLError for anything YAML itself refuses."""
-    if _FastStrictLoader is not None:
-        try:
-            return yaml.load(text, Loader=_FastStrictLoader)
-        except yaml.YAMLError:
-            pass  # read again below, for PyYAML's account of what is wrong
-    return yaml.load(text, Loader=_StrictLoader)
+    return _load(text, _FastStrictLoader, _StrictLoader)
 
 
 def safe_load(text: str) -> Any:
     """``yaml.safe_load``, with libyaml's parser when there is one; raises yaml.YAMLError."""
-    if _CSafeLoader is not None:
+    return _load(text, _CSafeLoader, yaml.SafeLoader)
+
+
+def _load(text: str, fast: type[yaml.CSafeLoader] | None, slow: type[yaml.SafeLoader]) -> Any:
+    if fast is not None:
         try:
-            return yaml.load(text, Loader=_CSafeLoader)
+            return yaml.load(text, Loader=fast)
         except yaml.YAMLError:
-            pass
-    return yaml.safe_load(text)
+            pass  # read again, for PyYAML's account of what is wrong
+    return yaml.load(text, Loader=slow)
 
 
 def yaml_problem(exc: yaml.MarkedYAMLError) -> str:

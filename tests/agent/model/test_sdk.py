@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 CALLS = """
@@ -90,8 +92,14 @@ def _run(script: str, *args: str, stdin: str | None = None) -> tuple[dict[str, A
     return json.loads(done.stdout), done.stderr
 
 
-def test_corvid_s_calls_work_without_the_other_clients_or_the_resource_classes():
-    got, _ = _run(CALLS)
+@pytest.fixture(scope="module")
+def calls() -> dict[str, Any]:
+    """What the calls script saw: one run serves every test that reads it."""
+    return _run(CALLS)[0]
+
+
+def test_corvid_s_calls_work_without_the_other_clients_or_the_resource_classes(calls):
+    got = calls
     assert got["refused"] is False and got["tools_ok"] is True
     assert got["text"] == "hello back"
     assert got["paths"] == ["/v1/messages/count_tokens"] * 2 + ["/v1/messages"]
@@ -99,8 +107,8 @@ def test_corvid_s_calls_work_without_the_other_clients_or_the_resource_classes()
     assert got["docstring_parser"] is False
 
 
-def test_what_was_left_out_says_so_or_loads_for_real_when_asked_for():
-    got, _ = _run(CALLS)
+def test_what_was_left_out_says_so_or_loads_for_real_when_asked_for(calls):
+    got = calls
     assert got["has_vertex_name"] is False
     assert got["refusal"] is not None
     assert "AnthropicFoundry (the Microsoft Foundry client) is not loaded" in got["refusal"]
@@ -157,7 +165,7 @@ def test_a_lazy_types_package_gives_every_name_its_package_as_it_comes_gives():
     assert lazy["loaded"] < plain["loaded"]
 
 
-def test_the_types_are_loaded_as_they_are_used():
-    got, _ = _run(CALLS)
+def test_the_types_are_loaded_as_they_are_used(calls):
+    got = calls
     # (3,154 modules as it comes, with anthropic 2.14: the admin API's types among them)
     assert got["admin_types"] is False and got["anthropic_modules"] < 1500
