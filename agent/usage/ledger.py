@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent.model.charge import Charge
+from agent.model.charge import OWNER, Charge
 from gateway.contract.atomic import private_file
 
 log = logging.getLogger(__name__)
@@ -45,11 +45,14 @@ CREATE TABLE IF NOT EXISTS calls (
     web_searches INTEGER NOT NULL,
     cost REAL NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS calls_day ON calls (day, purpose, cost);
-CREATE INDEX IF NOT EXISTS calls_month_audience ON calls (month, audience, cost);
-CREATE INDEX IF NOT EXISTS calls_month_job ON calls (month, job, cost);
-CREATE INDEX IF NOT EXISTS calls_day_audience ON calls (day, audience, cost);
-CREATE INDEX IF NOT EXISTS calls_day_job ON calls (day, job, cost);
+CREATE INDEX IF NOT EXISTS calls_period ON calls (day, audience, job, purpose, cost);
+CREATE INDEX IF NOT EXISTS calls_chat ON calls (audience, day, cost) WHERE audience != 'owner';
+CREATE INDEX IF NOT EXISTS calls_job ON calls (job, day, cost) WHERE job IS NOT NULL;
+DROP INDEX IF EXISTS calls_day;
+DROP INDEX IF EXISTS calls_month_audience;
+DROP INDEX IF EXISTS calls_month_job;
+DROP INDEX IF EXISTS calls_day_audience;
+DROP INDEX IF EXISTS calls_day_job;
 CREATE TABLE IF NOT EXISTS raised (
     cap TEXT NOT NULL, period TEXT NOT NULL, amount REAL NOT NULL, PRIMARY KEY (cap, period)
 );
@@ -150,11 +153,10 @@ class UsageLedger:
     def spent(self, period: str, audience: str | None = None, job: str | None = None) -> float:
         """What was spent in a day (YYYY-MM-DD) or month (YYYY-MM), for everything or one
         shared chat's audience or one job."""
-        column = "day" if len(period) > 7 else "month"
-        sql = f"SELECT coalesce(sum(cost), 0) FROM calls WHERE {column} = ?"
-        args: list[Any] = [period]
+        within, args = _within(period)
+        sql = f"SELECT coalesce(sum(cost), 0) FROM calls WHERE {within}"
         if audience is not None:
-            sql += " AND audience = ?"
+            sql += f" AND {_of(audience)}"
             args.append(audience)
         if job is not None:
             sql += " AND job = ?"
@@ -195,14 +197,13 @@ class UsageLedger:
 
     def summary(self, period: str, audience: str | None = None) -> dict[str, Any]:
         """Calls, tokens and cost of one day or month."""
-        column = "day" if len(period) > 7 else "month"
+        within, args = _within(period)
         sql = (
             "SELECT 'all', count(*), sum(input), sum(cache_write), sum(cache_read), "
-            f"sum(output), sum(web_searches), sum(cost) FROM calls WHERE {column} = ?"
+            f"sum(output), sum(web_searches), sum(cost) FROM calls WHERE {within}"
         )
-        args: list[Any] = [period]
         if audience is not None:
-            sql += " AND audience = ?"
+            sql += f" AND {_of(audience)}"
             args.append(audience)
         return _row(self._db.execute(sql, args).fetchone())
 
@@ -210,12 +211,13 @@ class UsageLedger:
         """The month's most expensive shared chats (``by="chat"``) or jobs."""
         column = GROUPS[by]
         skip = "audience != 'owner'" if by == "chat" else "job IS NOT NULL"
+        within, args = _within(month)
         sql = (
             f"SELECT {column}, count(*), sum(input), sum(cache_write), sum(cache_read), "
             f"sum(output), sum(web_searches), sum(cost) FROM calls "
-            f"WHERE month = ? AND {skip} GROUP BY {column} ORDER BY sum(cost) DESC LIMIT ?"
+            f"WHERE {within} AND {skip} GROUP BY {column} ORDER BY sum(cost) DESC LIMIT ?"
         )
-        return [_row(r) for r in self._db.execute(sql, (month, limit))]
+        return [_row(r) for r in self._db.execute(sql, (*args, limit))]
 
     # -- caps raised by the owner, and what the owner was told --------------------------------
 
@@ -235,13 +237,27 @@ class UsageLedger:
         return cur.rowcount == 1
 
 
+def _within(period: str) -> tuple[str, list[Any]]:
+    """The condition for a local day (YYYY-MM-DD) or month (YYYY-MM), on ``day``: the one
+    index a call's row keeps is on its day, and a month is a range of days."""
+    if len(period) > 7:
+        return "day = ?", [period]
+    return "day BETWEEN ? AND ?", [f"{period}-01", f"{period}-31"]
+
+
+def _of(audience: str) -> str:
+    """The condition for one audience's rows. A shared chat's also says it is not the owner's,
+    which lets SQLite use the index only shared chats' rows are in."""
+    return "audience = ?" if audience == OWNER else f"audience = ? AND audience != '{OWNER}'"
+
+
 def _where(since: str | None, audience: str | None) -> tuple[str, list[Any]]:
     clauses, args = [], []
     if since is not None:
         clauses.append("day >= ?")
         args.append(since)
     if audience is not None:
-        clauses.append("audience = ?")
+        clauses.append(_of(audience))
         args.append(audience)
     return ("WHERE " + " AND ".join(clauses) if clauses else ""), args
 

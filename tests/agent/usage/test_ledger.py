@@ -86,3 +86,87 @@ def test_the_ledger_keeps_only_its_newest_pages_in_memory(tmp_path):
         assert ledger._db.execute("PRAGMA cache_size").fetchone()[0] == -256
     finally:
         ledger.close()
+
+
+def test_a_months_sums_end_at_its_first_and_last_local_day(tmp_path):
+    """A month is summed as a range of local days: the calls on its first and last days count,
+    the ones a day outside do not."""
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    for n, (when, key) in enumerate(
+        [
+            (datetime(2026, 10, 31, 23, 30, tzinfo=UTC), GROUP),  # 1 November, 00:30 in Berlin
+            (datetime(2026, 11, 30, 22, 30, tzinfo=UTC), PRIVATE),  # 30 November, 23:30
+            (datetime(2026, 11, 30, 23, 30, tzinfo=UTC), GROUP),  # 1 December
+            (datetime(2026, 10, 31, 12, 0, tzinfo=UTC), PRIVATE),  # 31 October
+        ]
+    ):
+        ledger.record(Call(Charge(Purpose.CHAT, key), "m", cost=2.0**n, id=f"m{n}"), when)
+    try:
+        assert ledger.spent("2026-11") == pytest.approx(3.0)
+        assert ledger.spent("2026-11", audience="telegram-group--100") == pytest.approx(1.0)
+        assert ledger.spent("2026-11", audience="owner") == pytest.approx(2.0)
+        assert ledger.summary("2026-11")["calls"] == 2
+        assert ledger.summary("2026-12", audience="telegram-group--100")["cost"] == 4.0
+        assert [r["key"] for r in ledger.top("chat", "2026-11")] == ["telegram-group--100"]
+    finally:
+        ledger.close()
+
+
+def _indexes(ledger: UsageLedger) -> set[str]:
+    rows = ledger._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+    return {name for (name,) in rows if not name.startswith("sqlite_")}
+
+
+def test_an_owners_call_is_written_to_one_index_and_a_shared_chats_sums_use_their_own(tmp_path):
+    """Every index is written at every call: the owner's calls (most of them) go into the one
+    index on the day; a shared chat's or a job's also into one of its own, through which their
+    caps' sums are read without going through everyone's month."""
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    try:
+        assert _indexes(ledger) == {"calls_period", "calls_chat", "calls_job"}
+        when = datetime(2026, 11, 23, 12, tzinfo=UTC)
+        ledger.record(Call(Charge(Purpose.CHAT, PRIVATE), "m", cost=1.0, id="a"), when)
+        ledger.record(Call(Charge(Purpose.CHAT, GROUP), "m", cost=1.0, id="b"), when)
+        ledger.record(Call(Charge(Purpose.DIGEST, job_key("j", PRIVATE)), "m", cost=1.0), when)
+
+        def rows(index: str, where: str) -> int:
+            sql = f"SELECT count(*) FROM calls INDEXED BY {index} WHERE {where}"
+            return int(ledger._db.execute(sql).fetchone()[0])
+
+        assert rows("calls_period", "day > ''") == 3
+        assert rows("calls_chat", "audience > '' AND audience != 'owner'") == 1
+        assert rows("calls_job", "job > ''") == 1
+
+        ran: list[str] = []  # the statements as SQLite ran them, values filled in
+        ledger._db.set_trace_callback(ran.append)
+        assert ledger.spent("2026-11", audience="telegram-group--100") == 1.0
+        assert ledger.spent("2026-11", job="j") == 1.0
+        ledger._db.set_trace_callback(None)
+        plans = [
+            " ".join(r[3] for r in ledger._db.execute(f"EXPLAIN QUERY PLAN {sql}")) for sql in ran
+        ]
+        assert "INDEX calls_chat" in plans[0] and "INDEX calls_job" in plans[1], plans
+    finally:
+        ledger.close()
+
+
+def test_a_ledger_made_with_five_indexes_keeps_its_rows_and_drops_them(tmp_path):
+    path = tmp_path / "usage.sqlite"
+    ledger = UsageLedger(path, BERLIN)
+    when = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    ledger.record(Call(Charge(Purpose.CHAT, GROUP), "m", cost=1.5, id="old"), when)
+    for name, columns in [
+        ("calls_day", "day, purpose, cost"),
+        ("calls_month_audience", "month, audience, cost"),
+        ("calls_month_job", "month, job, cost"),
+        ("calls_day_audience", "day, audience, cost"),
+        ("calls_day_job", "day, job, cost"),
+    ]:
+        ledger._db.execute(f"CREATE INDEX {name} ON calls ({columns})")
+    ledger.close()
+    reopened = UsageLedger(path, BERLIN)
+    try:
+        assert _indexes(reopened) == {"calls_period", "calls_chat", "calls_job"}
+        assert reopened.spent("2026-11", audience="telegram-group--100") == 1.5
+    finally:
+        reopened.close()
