@@ -60,6 +60,8 @@ def parse_blocks(text: str, env: dict[str, Any]) -> list[Token]:
 
 def references(text: str) -> dict[str, dict[str, str]]:
     """The link reference definitions of ``text``, by normalised label."""
+    if "]:" not in text:  # a definition's label is followed by its colon: none to find
+        return {}
     env: dict[str, Any] = {}
     parse_blocks(text, env)
     return dict(env.get("references", {}))

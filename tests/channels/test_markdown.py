@@ -732,3 +732,43 @@ def test_an_html_block_too_long_for_a_piece_is_sent_as_its_lines():
     lines = [f"<p>line {i} of a block of raw HTML written by the model</p>" for i in range(6)]
     pieces = _check("<div>\n" + "\n".join(lines) + "\n</div>", 150)
     assert len(pieces) > 1 and "\n".join(pieces).count("<p>") == 6
+
+
+DEFINITION_LIKE = [
+    "[a]: https://example.com/a",
+    "> [a]: /in-a-quote\n\nsee [a]",
+    "- [a]: /in-a-list\n- [b][a]",
+    "[a\nlabel]: /over-two-lines",
+    "[a]:/no-space",
+    "[a] : /space-before-the-colon",
+    "[a]\n: /colon-on-the-next-line",
+    "[a]",
+    "\\[a]: /escaped",
+    "Plain words, no brackets at all.",
+    "",
+]
+
+
+def _parsers_definitions(text: str) -> dict:
+    from channels.markdown.parse import parse_blocks
+
+    env: dict = {}
+    parse_blocks(text, env)
+    return env.get("references", {})
+
+
+@pytest.mark.parametrize("text", DEFINITION_LIKE)
+def test_the_definitions_found_are_the_parsers(text):
+    """``references`` skips the parse when no ``]:`` is in the text; what it returns is what
+    the parser collects either way."""
+    from channels.markdown.parse import references
+
+    assert references(text) == _parsers_definitions(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="[]:\\ \n>-*a/", max_size=40))
+def test_the_definitions_found_are_the_parsers_for_any_brackets_and_colons(text):
+    from channels.markdown.parse import references
+
+    assert references(text) == _parsers_definitions(text)
