@@ -85,7 +85,7 @@ def request_body(
     the API the same request.
     """
     system, messages, tools = request
-    sys_blocks, cached_tools = _marked_prefix(system, tools, system_note, cache)
+    sys_blocks, _ = _marked_prefix(system, [], system_note, cache)
     stored = sent_as_stored(messages) if isinstance(messages, History) else None
     if stored is None:
         listed = _dumps(_repaired(messages, cache))
@@ -93,11 +93,32 @@ def request_body(
         if stored and cache:
             stored[-1] = _dumps(_marked(json.loads(stored[-1])))
         listed = b"[" + b",".join(stored) + b"]"
-    head: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
-    if cached_tools:
-        head["tools"] = cached_tools
-    head["system"] = sys_blocks
-    return _dumps(head)[:-1] + b',"messages":' + listed + b',"stream":true}'
+    head = b'{"model":' + _dumps(model) + b',"max_tokens":' + _dumps(max_tokens)
+    if tools:
+        head += b',"tools":' + _tools_json(tools, cache)
+    head += b',"system":' + _dumps(sys_blocks)
+    return head + b',"messages":' + listed + b',"stream":true}'
+
+
+# The tools' JSON by list: a session is offered the same list at every call (the registry makes
+# a new one when its tools change and never changes one it has handed out), and its JSON is the
+# costliest part of the request's head to write. The list is kept with its JSON, so its id is
+# not reused while the entry lasts.
+_TOOLS_JSON: dict[tuple[int, bool], tuple[Sequence[dict[str, Any]], bytes]] = {}
+_TOOLS_KEPT = 8  # lists: a private, a shared, and what grants and reloads make
+
+
+def _tools_json(tools: Sequence[dict[str, Any]], cache: bool) -> bytes:
+    key = (id(tools), cache)
+    hit = _TOOLS_JSON.get(key)
+    if hit is not None and hit[0] is tools:
+        return hit[1]
+    _, marked = _marked_prefix("", list(tools), None, cache)
+    encoded = _dumps(marked)
+    while len(_TOOLS_JSON) >= _TOOLS_KEPT:
+        del _TOOLS_JSON[next(iter(_TOOLS_JSON))]  # the oldest
+    _TOOLS_JSON[key] = (tools, encoded)
+    return encoded
 
 
 def _dumps(value: Any) -> bytes:

@@ -141,3 +141,29 @@ def test_a_history_ending_in_unanswered_tool_calls_is_repaired_every_time():
         assert sent_as_stored(history) is None
         sent = json.loads(request_body("m", 9, ("s", history, []), None, True))["messages"]
         assert sent[-1]["content"][0]["tool_use_id"] == "t1" and sent[-1]["content"][0]["is_error"]
+
+
+def test_the_tools_are_written_once_per_list_and_the_head_is_as_json_writes_it(monkeypatch):
+    """The head's bytes are what ``json.dumps`` makes of it, keys in the same order; a list of
+    tools offered again is not written again, and another list (the registry's next, a grant's)
+    gets its own JSON, however many there have been."""
+    import agent.model.request as request
+
+    written: list[Any] = []
+    dumps = request._dumps
+    monkeypatch.setattr(request, "_dumps", lambda v: written.append(v) or dumps(v))
+    history = History([{"role": "user", "content": [text("hi")]}])
+    lists = [
+        [{"name": f"t{n}", "description": "d", "input_schema": {"type": "object"}}]
+        for n in range(12)
+    ]
+    for cache in (True, False):
+        for tools in [*lists, lists[-1], lists[-1], lists[0]]:
+            body = request_body("m", 9, ("s", history, tools), "note", cache)
+            head = body[: body.index(b',"messages":')] + b"}"
+            sys_blocks, _, marked = with_cache_breakpoints("s", [], tools, "note", cache)
+            want = {"model": "m", "max_tokens": 9, "tools": marked, "system": sys_blocks}
+            assert head == json.dumps(want, separators=(",", ":")).encode()
+    tools_written = [v for v in written if isinstance(v, list) and v and "name" in v[0]]
+    # Each of the twelve lists once per cache setting, the first again after being dropped.
+    assert len(tools_written) == 2 * 13
