@@ -2,9 +2,11 @@
 changed (size and mtime first, then a content hash), and their chunks written anew.
 
 A full scan stats every file; between full scans only the files likeliest to change are
-looked at. A file is read only where it is: never through a link, and never if it is not a
-plain file (a FIFO would block every search). The index (``agent/memory/index.py``) owns the
-database and its lock and calls ``run`` holding it.
+looked at, and when none of those changed since the last catch-up (their size and mtime as
+it left them, kept in memory) the catch-up reads nothing from the database at all. A file is
+read only where it is: never through a link, and never if it is not a plain file (a FIFO
+would block every search). The index (``agent/memory/index.py``) owns the database and its
+lock and calls ``run`` holding it.
 """
 
 from __future__ import annotations
@@ -43,15 +45,46 @@ class CatchUp:
         self._listening = False
         self._removed: list[int] = []
         self._added: list[ChunkRow] = []
+        # The hot files as the last catch-up left the index: (mtime, size), None for missing;
+        # None when unknown (nothing caught up yet, or a file the catch-up could not settle).
+        self._hot_seen: dict[str, tuple[int, int] | None] | None = None
+        self._unsettled = False
 
     def run(self, db: sqlite3.Connection, full: bool, listening: bool) -> int:
         """Catch ``db`` up with the files (every one if ``full``); returns how many files were
         reindexed or dropped. ``listening``: keep the chunks added and removed for ``changes``."""
+        if not full and self.fresh():
+            return 0
         self._db, self._listening = db, listening
         try:
             return self._sync(full)
         finally:
             self._db = None
+
+    def fresh(self) -> bool:
+        """Whether a catch-up now would have nothing to do: no full scan due, the memory
+        folder as it was, and each hot file's size and mtime as the last catch-up left them.
+        Only stats; the database is not read."""
+        seen = self._hot_seen
+        if seen is None or time.monotonic() - self._last_full_scan > FULL_SCAN_SECONDS:
+            return False
+        if self._folder_mtime_now() != self._folder_mtime:
+            return False
+        for rel, was in seen.items():
+            try:
+                st = os.stat(os.path.join(self.workspace, rel), follow_symlinks=False)
+            except OSError:
+                now = None
+            else:
+                now = (st.st_mtime_ns, st.st_size)
+            if now != was:
+                return False
+        return True
+
+    def forget(self) -> None:
+        """The database was replaced: the next catch-up looks at the files again."""
+        self._hot_seen = None
+        self._folder_mtime = -2
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -106,14 +139,18 @@ class CatchUp:
             return -1
         return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else -1
 
-    def _hot_files(self) -> dict[str, os.stat_result]:
+    def _hot_paths(self) -> list[str]:
+        """MEMORY.md and the two newest daily logs, as far as the index knows them."""
         rows = self.db.execute(
             "SELECT path FROM files WHERE path = ? OR path IN "
             "(SELECT path FROM files WHERE day != '' ORDER BY day DESC LIMIT 2)",
             (LONG_TERM,),
         ).fetchall()
+        return [rel for (rel,) in rows]
+
+    def _hot_files(self) -> dict[str, os.stat_result]:
         found: dict[str, os.stat_result] = {}
-        for (rel,) in rows:
+        for rel in self._hot_paths():
             with contextlib.suppress(OSError):
                 found[rel] = (self.workspace / rel).stat(follow_symlinks=False)
         return found
@@ -131,9 +168,11 @@ class CatchUp:
         )
         current = self.memory_files() if complete else self._hot_files()
         self._removed, self._added = [], []
+        self._hot_seen, self._unsettled = None, False
         self.db.execute("BEGIN")
         try:
             changed = self._catch_up(current, complete)
+            hot = self._hot_paths()
             self.db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
@@ -142,6 +181,10 @@ class CatchUp:
             raise
         if complete:
             self._folder_mtime, self._last_full_scan = folder, started
+        if not self._unsettled:
+            # As the index now has them: the stats this catch-up compared or indexed (a hot
+            # file missing from ``current`` could not be stat'ed).
+            self._hot_seen = {rel: _mtime_and_size(current.get(rel)) for rel in hot}
         return changed
 
     def _catch_up(self, current: dict[str, os.stat_result], complete: bool) -> int:
@@ -162,11 +205,13 @@ class CatchUp:
             try:
                 data = self._read(rel)
             except _NotInPlace:  # now a link or no plain file: what it said goes too
+                self._unsettled = True
                 if old:
                     self._drop(rel)
                     changed += 1
                 continue
             except OSError:  # gone meanwhile: the next full scan drops it
+                self._unsettled = True
                 continue
             digest = hashlib.sha256(data).hexdigest()
             if old and old[2] == digest:
@@ -234,6 +279,10 @@ class CatchUp:
 
 class _NotInPlace(OSError):
     """A file the scan saw is a link now, or not a plain file, or not where it was."""
+
+
+def _mtime_and_size(st: os.stat_result | None) -> tuple[int, int] | None:
+    return None if st is None else (st.st_mtime_ns, st.st_size)
 
 
 def _opened(fd: int) -> str | None:

@@ -102,6 +102,7 @@ class MemoryIndex:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
         self._db = self._start_over(exc)
+        self._files.forget()
         self._chunk_count = 0
         self._reset_listener()
 
@@ -166,12 +167,30 @@ class MemoryIndex:
         if not terms:
             return []
         found = self.text_matches(terms, max_results * 3, audience=audience)
-        rows, words = found.rows, partial(words_held, doc_freq=found.doc_freq, chunks=found.chunks)
-        # Stable sorts, last key first: score, then newest day (undated MEMORY.md after logs).
-        rows.sort(key=lambda r: (r.path, r.start_line))
-        rows.sort(key=lambda r: r.day, reverse=True)
-        rows.sort(key=lambda r: round(r.bm25, 6), reverse=True)
-        return [r.hit(round(r.bm25, 3), terms, words(r.text)) for r in rows[:max_results]]
+        return _ranked(terms, found, max_results)
+
+    def search_at_once(
+        self, query: str, max_results: int = 8, *, audience: Audience
+    ) -> list[Hit] | None:
+        """``search``, if it can be answered at once on the calling thread (an event loop's):
+        nobody else holding the index, and no file changed since the last catch-up, so that
+        nothing is read but the index's own pages. None when it cannot: ``search`` then, from
+        a worker thread."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if not self._files.fresh():
+                return None
+            try:
+                rows, doc_freq = self._query(terms, max_results * 3, audience)
+            except sqlite3.DatabaseError:
+                return None  # repaired by the search from the worker thread
+        finally:
+            self._lock.release()
+        return _ranked(terms, self._found(rows, doc_freq, audience), max_results)
 
     def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
         """The ``limit`` best keyword matches this audience may see, after catching up with
@@ -181,18 +200,24 @@ class MemoryIndex:
             return TextMatches([], {}, self._chunk_count)
         with self._lock:
             try:
-                rows, doc_freq = self._matches(terms, limit, audience, full=False)
+                self._sync(full=False)
+                rows, doc_freq = self._query(terms, limit, audience)
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
-                rows, doc_freq = self._matches(terms, limit, audience, full=True)
+                self._sync(full=True)
+                rows, doc_freq = self._query(terms, limit, audience)
+        return self._found(rows, doc_freq, audience)
+
+    def _found(
+        self, rows: list[StoredChunk], doc_freq: dict[str, int], audience: Audience
+    ) -> TextMatches:
         if audience.chat is not None:  # the query already keeps to the chat; this says so twice
             rows = [r for r in rows if r.chat == audience.chat]
         return TextMatches(rows, doc_freq, self._chunk_count)
 
-    def _matches(
-        self, terms: list[str], limit: int, audience: Audience, full: bool
+    def _query(
+        self, terms: list[str], limit: int, audience: Audience
     ) -> tuple[list[StoredChunk], dict[str, int]]:
-        self._sync(full)
         plan, doc_freq = self._weighted_plan(terms)
         only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
         chat = () if audience.chat is None else (audience.chat,)
@@ -254,6 +279,17 @@ class MemoryIndex:
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative), doc_freq
         return " OR ".join(p for p, _ in parts), doc_freq
+
+
+def _ranked(terms: list[str], found: TextMatches, most: int) -> list[Hit]:
+    """The ``most`` best matches as hits: by BM25, then the newest day (undated MEMORY.md
+    after the logs), then path and line."""
+    rows, words = found.rows, partial(words_held, doc_freq=found.doc_freq, chunks=found.chunks)
+    # Stable sorts, last key first.
+    rows.sort(key=lambda r: (r.path, r.start_line))
+    rows.sort(key=lambda r: r.day, reverse=True)
+    rows.sort(key=lambda r: round(r.bm25, 6), reverse=True)
+    return [r.hit(round(r.bm25, 3), terms, words(r.text)) for r in rows[:most]]
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:

@@ -330,3 +330,78 @@ def test_an_index_that_cannot_be_opened_is_an_error_not_damage(ws, tmp_path, cap
         open_index(tmp_path, ws)
     assert caught.value.sqlite_errorname == "SQLITE_CANTOPEN"
     assert (tmp_path / "index.sqlite").is_file() and caplog.text == ""  # kept, not rebuilt
+
+
+def _statements(idx: MemoryIndex) -> list[str]:
+    ran: list[str] = []
+    idx._db.set_trace_callback(ran.append)
+    return ran
+
+
+def test_a_search_with_no_file_changed_reads_nothing_of_the_files_table(ws, tmp_path):
+    """Between full scans, a catch-up whose hot files are as it left them costs only their
+    stats; an append to one, a new log, MEMORY.md rewritten are each still found next."""
+    idx = open_index(tmp_path, ws)
+    assert [h.path for h in idx.search("cedar", audience=OWNER)] == ["memory/2026-11-03.md"]
+    ran = _statements(idx)
+    assert idx.search("cedar", audience=OWNER)
+    assert ran and not [s for s in ran if "files" in s or s in ("BEGIN", "COMMIT")]
+    with (ws / "memory" / "2026-11-03.md").open("a") as f:
+        f.write("\n## 10:00\n\nplover by the pond\n")
+    assert [h.path for h in idx.search("plover", audience=OWNER)] == ["memory/2026-11-03.md"]
+    assert any("FROM files" in s for s in ran)  # looked at the files again
+    (ws / "memory" / "2026-11-04.md").write_text("## 08:00\n\nkestrel at dawn\n")
+    assert [h.path for h in idx.search("kestrel", audience=OWNER)] == ["memory/2026-11-04.md"]
+    (ws / "MEMORY.md").write_text("- wren nests in the hedge\n")
+    idx.sync()
+    (ws / "MEMORY.md").write_text("- starling nests in the hedge\n")
+    assert [h.path for h in idx.search("starling", audience=OWNER)] == ["MEMORY.md"]
+    assert idx.search("wren", audience=OWNER) == []
+    idx.close()
+
+
+def test_a_search_at_once_is_the_search_when_nothing_is_to_be_read_and_declines_otherwise(
+    ws, tmp_path
+):
+    import threading
+
+    idx = open_index(tmp_path, ws)
+    assert idx.search_at_once("cedar", audience=OWNER) is None  # never caught up yet
+    hits = idx.search("falcon", audience=OWNER)
+    assert len(hits) == 3
+    assert idx.search_at_once("falcon", audience=OWNER) == hits
+    assert idx.search_at_once("falcon", 1, audience=OWNER) == hits[:1]
+    assert idx.search_at_once("  ", audience=OWNER) == []
+    with (ws / "memory" / "2026-11-02.md").open("a") as f:
+        f.write("\n## 11:00\n\nmore falcon\n")
+    assert idx.search_at_once("falcon", audience=OWNER) is None  # a file to read first
+    assert idx.search("falcon", audience=OWNER)
+    assert idx.search_at_once("falcon", audience=OWNER) is not None
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with idx._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        assert idx.search_at_once("falcon", audience=OWNER) is None  # never waits for the lock
+    finally:
+        release.set()
+        holder.join(10)
+    idx.close()
+
+
+def test_after_a_damaged_index_is_made_anew_nothing_is_taken_as_caught_up(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    assert idx.search("cedar", audience=OWNER)
+    damage(idx)
+    assert idx.search_at_once("cedar", audience=OWNER) is None  # the worker's search repairs
+    assert [h.path for h in idx.search("cedar", audience=OWNER)] == ["memory/2026-11-03.md"]
+    assert [h.path for h in idx.search_at_once("cedar", audience=OWNER) or []] == [
+        "memory/2026-11-03.md"
+    ]
+    idx.close()
