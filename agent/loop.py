@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.approvals.gate import Gate
-from agent.memory.recall import HEADER, earlier_recalls, recall
+from agent.memory.recall import HEADER, earlier_recalls, recall, recall_at_once
 from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM, LLMResponse
@@ -178,9 +178,10 @@ class Agent:
             return ""
         loaded = [state.system, *earlier_recalls(state.messages.may_contain(HEADER))]
         try:
-            block, files = await asyncio.to_thread(
-                recall, self.memory, message, ctx.audience, loaded
-            )
+            found = recall_at_once(self.memory, message, ctx.audience, loaded)
+            if found is None:
+                found = await asyncio.to_thread(recall, self.memory, message, ctx.audience, loaded)
+            block, files = found
         except Exception:
             log.exception("%s: recalling notes failed; answering without them", state.key)
             return ""

@@ -77,6 +77,37 @@ def recall(
         hits = memory.search(query, cfg.max_notes, audience)
     else:
         hits = memory.index.search(query, cfg.max_notes, audience=audience)
+    return _noted(memory, hits, query, audience, loaded)
+
+
+def recall_at_once(
+    memory: Memory, message: str, audience: Audience, loaded: Iterable[str]
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """``recall``, when it needs no model and no catch-up with the files, so that it can run
+        on the event loop (a worker thread's hand-over costs more than such a search); None when
+        it cannot. A message searched by meaning with embeddings on needs the model (hybrid
+    search), so it is searched from a worker thread."""
+    cfg = memory.cfg.recall
+    query = message.strip()[:MAX_QUERY_CHARS]
+    if not cfg.enabled or not query:
+        return "", []
+    meaning = by_meaning(query)
+    if meaning and memory.searcher is not memory.index:
+        return None
+    hits = memory.index.search_at_once(query, cfg.max_notes, audience=audience)
+    if hits is None:
+        return None
+    if meaning:
+        hits = memory.shown(hits, audience)  # as memory.search gives them
+    return _noted(memory, hits, query, audience, loaded)
+
+
+def _noted(
+    memory: Memory, hits: list[Hit], query: str, audience: Audience, loaded: Iterable[str]
+) -> tuple[str, list[tuple[str, str]]]:
+    """The block of the hits that clear the bars and are not in ``loaded`` yet, and their
+    files' text."""
+    cfg = memory.cfg.recall
     seen = "\n".join(loaded)
     kept = [
         h

@@ -75,7 +75,11 @@ class Memory:
     def search(self, query: str, max_results: int, audience: Audience) -> list[Hit]:
         """Hybrid when vectors are on, else by keywords: the same chunks, the same audience
         rules (the owner everything, a shared chat its own log)."""
-        hits = self.searcher.search(query, max_results, audience=audience)
+        return self.shown(self.searcher.search(query, max_results, audience=audience), audience)
+
+    def shown(self, hits: list[Hit], audience: Audience) -> list[Hit]:
+        """The hits of a search as ``search`` gives them: without the paired guests' notes in
+        the owner's chats unless the owner reads them."""
         if audience.private and not self.cfg.owner_reads_guest_notes:
             hits = [h for h in hits if not guest_notes(PurePosixPath(h.path))]
         return hits

@@ -203,3 +203,53 @@ async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api)
     on, off = (r.body for r in fake_api.message_requests)
     assert _texts(on["messages"][-1])[0].startswith(HEADER)
     assert not _texts(off["messages"][-1])[0].startswith(HEADER)
+
+
+def test_recall_at_once_is_recall_and_leaves_to_a_thread_what_needs_the_model(home):
+    from agent.memory.recall import recall, recall_at_once
+    from gateway.contract.events import OWNER
+
+    _seed(home / "workspace")
+    app = build_app(make_config(home, "http://127.0.0.1:9"), [], clock=FakeClock(NOON))
+    memory = app.gateway.agent.memory
+    assert memory is not None and memory.vectors is None  # keywords only
+    assert recall_at_once(memory, "allotment gate code?", OWNER, [""]) is None  # not caught up
+    for message in ("allotment gate code?", "allotment gate code", "what was the code, again?"):
+        found = recall(memory, message, OWNER, [""])
+        assert (GATE in found[0]) == ("allotment" in message)
+        assert recall_at_once(memory, message, OWNER, [""]) == found
+    assert recall_at_once(memory, "   ", OWNER, [""]) == ("", [])
+    hybrid = replace_searcher(memory)
+    assert recall_at_once(hybrid, "gate code?", OWNER, [""]) is not None  # by its words
+    assert recall_at_once(hybrid, "the allotment gate: what was its code?", OWNER, [""]) is None
+
+
+def replace_searcher(memory):
+    """The same memory with another searcher (hybrid search's place), which may embed."""
+    from agent.memory.store import Memory
+
+    class Searcher:
+        def search(self, query, max_results=8, *, audience):
+            raise AssertionError("not on the event loop")
+
+    return Memory(memory.workspace, memory.index, memory.cfg, search=Searcher())
+
+
+async def test_a_turn_recalls_without_a_worker_thread_once_the_index_is_caught_up(
+    home, fake_api, monkeypatch
+):
+    import agent.loop
+
+    _seed(home / "workspace")
+    handed: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(fn, *args, **kwargs):
+        handed.append(getattr(fn, "__name__", ""))
+        return await to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(agent.loop.asyncio, "to_thread", counted)
+    await _chat(home, fake_api, ["allotment gate code?", "gate code again?"])
+    first, second = (r.body for r in fake_api.message_requests)
+    assert GATE in _texts(first["messages"][-1])[0] and GATE in json.dumps(second["messages"])
+    assert handed.count("recall") == 1  # the first, to catch the index up; not the second
