@@ -235,8 +235,6 @@ class Agent:
                     _said(resp.content, tally, listen)
                     continue
                 if resp.stop_reason != "tool_use" or not tool_uses:
-                    await self.store.sync(state.key)
-                    # Nothing awaits after this line, so a turn is recorded as ended once.
                     self.store.end_turn(state, TurnEnd.OK)
                     return tally.outcome(reply_text(resp.content))
                 _said(resp.content, tally, listen)

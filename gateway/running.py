@@ -192,6 +192,7 @@ class App:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.gateway.stop(grace)
+        await self.agent.store.close()  # the transcripts written last made durable
         if self._settling is not None:
             self._settling.cancel()
             await asyncio.wait({self._settling})

@@ -207,7 +207,7 @@ class Maintenance:
         kept = len(state.messages) - split
         store = self.sessions.store
         store.compact(state, summary, kept, self.prompt(state.key))
-        await store.sync(state.key)
+        store.sync_soon(state.key)
         result = Compacted(split, kept, before, state.context_tokens)
         log.info(
             "%s: compacted %d messages, kept %d; ~%d → ~%d tokens",

@@ -140,3 +140,140 @@ def test_a_hand_edit_renews_each_snapshot_once_across_restarts(tmp_path):
     assert third.get(KEY).system == "prompt 1"
     # No edit file at all: nothing is renewed.
     assert HandEdits(tmp_path / "none").outdated(third.get(KEY)) is False
+
+
+class Fsyncs:
+    """Records the files made durable, one list per hand-over to the worker thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import asyncio
+
+        from agent.sessions import transcript
+
+        self.rounds: list[list[str]] = []
+        self.done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        real = transcript._fsync_all
+
+        def fsync_all(paths: set) -> None:
+            self.rounds.append(sorted(p.name for p in paths))
+            real(paths)
+            loop.call_soon_threadsafe(self.done.set)
+
+        monkeypatch.setattr(transcript, "_fsync_all", fsync_all)
+
+
+async def test_turns_ended_within_a_second_are_made_durable_in_one_hand_over(tmp_path, monkeypatch):
+    import asyncio
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.05)
+    fsyncs = Fsyncs(monkeypatch)
+    store = SessionStore(tmp_path)
+    other = SessionKey("discord", "dm", "7")
+    for key in (KEY, other):
+        state = store.create(key, "s")
+        store.append_message(state, {"role": "user", "content": "hi"})
+        store.end_turn(state, "ok")
+    assert fsyncs.rounds == []  # not before the reply: within SYNC_WITHIN after it
+    await asyncio.wait_for(fsyncs.done.wait(), 10)
+    assert fsyncs.rounds == [sorted([f"{KEY}.jsonl", f"{other}.jsonl"])]
+    await store.close()
+    assert len(fsyncs.rounds) == 1  # nothing left to do
+
+
+async def test_closing_makes_what_is_pending_durable_at_once(tmp_path, monkeypatch):
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    fsyncs = Fsyncs(monkeypatch)
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.end_turn(state, "ok")
+    store.sync_soon(KEY)  # twice: one file, one fsync
+    await store.close()
+    assert fsyncs.rounds == [[f"{KEY}.jsonl"]]
+    assert store._syncing is None
+
+
+async def test_a_transcript_archived_before_its_fsync_is_made_durable_where_it_went(
+    tmp_path, monkeypatch
+):
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    fsyncs = Fsyncs(monkeypatch)
+    store = SessionStore(tmp_path)
+    store.end_turn(store.create(KEY, "s"), "ok")
+    archived = store.archive(KEY)
+    await store.close()
+    assert archived is not None and fsyncs.rounds == [[archived.name]]
+
+
+async def test_an_fsync_that_fails_is_logged_and_the_lines_stay(tmp_path, monkeypatch, caplog):
+    from agent.sessions import transcript
+
+    def failing(path: object) -> None:
+        raise OSError(5, "EIO")
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    monkeypatch.setattr(transcript, "fsync_path", failing)
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    store.end_turn(state, "ok")
+    await store.close()  # does not raise
+    assert "could not make" in caplog.text and "EIO" in caplog.text
+    loaded = SessionStore(tmp_path).load(KEY)
+    assert loaded is not None and [m["content"] for m in loaded.messages] == ["kept"]
+
+
+async def test_closing_while_a_flush_is_under_way_lets_it_finish_and_does_not_repeat_it(
+    tmp_path, monkeypatch
+):
+    import asyncio
+    import threading
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.0)
+    started, release = asyncio.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
+    rounds: list[list[str]] = []
+
+    def slow(paths: set) -> None:
+        rounds.append(sorted(p.name for p in paths))
+        loop.call_soon_threadsafe(started.set)
+        release.wait(10)
+
+    monkeypatch.setattr(transcript, "_fsync_all", slow)
+    store = SessionStore(tmp_path)
+    store.end_turn(store.create(KEY, "s"), "ok")
+    await asyncio.wait_for(started.wait(), 10)
+    closing = asyncio.create_task(store.close())
+    done, _ = await asyncio.wait({closing}, timeout=0.2)
+    assert not done  # it waits for the fsync under way
+    release.set()
+    await asyncio.wait_for(closing, 10)
+    assert rounds == [[f"{KEY}.jsonl"]]
+
+
+async def test_stopping_corvid_makes_the_last_turns_transcript_durable(home, fake_api, monkeypatch):
+    import asyncio
+
+    from agent.sessions import transcript
+    from gateway.app import build_app
+    from tests.conftest import RecordingChannel, make_config
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)  # only the stop can do it
+    fsyncs = Fsyncs(monkeypatch)
+    channel = RecordingChannel()
+    app = build_app(make_config(home, fake_api.base_url), [channel])
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("hello"), 10)
+        assert fsyncs.rounds == []
+    finally:
+        await app.stop()
+    assert fsyncs.rounds == [["test:private:1.jsonl"]]
