@@ -192,7 +192,10 @@ class App:
         if self.scheduler is not None:
             await self.scheduler.stop()
         await self.gateway.stop(grace)
-        await self.agent.store.close()  # the transcripts written last made durable
+        try:
+            await self.agent.store.close()  # the transcripts written last made durable
+        except Exception:  # the rest still closes
+            log.exception("making the last transcripts durable failed")
         if self._settling is not None:
             self._settling.cancel()
             await asyncio.wait({self._settling})

@@ -47,6 +47,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 SCHEMA_VERSION = 6  # 5: chunks follow the notes (chunk_entries); 6: no unused kind column
 
 
+# Chunks up to which a search is answered on the event loop when nothing is to be caught up:
+# a query over this many takes a few hundred microseconds; a bigger index is searched from a
+# worker thread, which the loop need not wait for.
+AT_ONCE_CHUNKS = 2_000
+
+
 class MemoryIndex:
     def __init__(self, db_path: Path, workspace: Path, chunk_size: int = 30, overlap: int = 6):
         self.db_path = db_path
@@ -173,12 +179,14 @@ class MemoryIndex:
         self, query: str, max_results: int = 8, *, audience: Audience
     ) -> list[Hit] | None:
         """``search``, if it can be answered at once on the calling thread (an event loop's):
-        nobody else holding the index, and no file changed since the last catch-up, so that
-        nothing is read but the index's own pages. None when it cannot: ``search`` then, from
-        a worker thread."""
+        nobody else holding the index, no file changed since the last catch-up (so no file is
+        read), and an index small enough that its query takes well under a millisecond. None
+        when it cannot: ``search`` then, from a worker thread."""
         terms = query_terms(query)
         if not terms:
             return []
+        if self._chunk_count > AT_ONCE_CHUNKS:
+            return None
         if not self._lock.acquire(blocking=False):
             return None
         try:

@@ -110,8 +110,9 @@ _TOOLS_KEPT = 8  # lists: a private, a shared, and what grants and reloads make
 
 def _tools_json(tools: Sequence[dict[str, Any]], cache: bool) -> bytes:
     key = (id(tools), cache)
-    hit = _TOOLS_JSON.get(key)
+    hit = _TOOLS_JSON.pop(key, None)
     if hit is not None and hit[0] is tools:
+        _TOOLS_JSON[key] = hit  # the newest again: a grant's passing lists do not push it out
         return hit[1]
     _, marked = _marked_prefix("", list(tools), None, cache)
     encoded = _dumps(marked)

@@ -54,8 +54,11 @@ class SessionStore:
         self.clock = clock or SystemClock()
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._unsynced: set[Path] = set()  # written since the last fsync
-        self._syncing: asyncio.TimerHandle | None = None
+        # The flush to come: its loop, so that one left on a loop that has ended is not
+        # waited for.
+        self._syncing: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
         self._flushes: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     def _now(self) -> str:
         return self.clock.now().isoformat(timespec="milliseconds")
@@ -211,9 +214,11 @@ class SessionStore:
             when += timedelta(microseconds=1)
             target = self.dir / f"{key}.{when:%Y%m%dT%H%M%S%fZ}.jsonl"
         os.replace(path, target)
-        if path in self._unsynced:  # what it still had to make durable is there now
-            self._unsynced.discard(path)
-            self._unsynced.add(target)
+        # Whatever of it is still to be made durable (a flush may have the old name in hand
+        # already) is under the new name now.
+        self._unsynced.discard(path)
+        self._unsynced.add(target)
+        self._schedule()
         return target
 
     def prune_job_runs(self, older_than: timedelta) -> int:
@@ -232,18 +237,30 @@ class SessionStore:
         """Have what was written to ``key``'s transcript made durable within ``SYNC_WITHIN``
         seconds, without blocking the event loop (each turn's end does)."""
         self._unsynced.add(self.path(key))
-        if self._syncing is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop (a command's own use): the next flush does it
-                return
-            self._syncing = loop.call_later(SYNC_WITHIN, self._start_flush)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._closed:  # a write after the stop's flush: nothing will come after it
+            paths, self._unsynced = self._unsynced, set()
+            _fsync_all(paths)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a command's own use): the next flush does it
+            return
+        if self._syncing is None or self._syncing[0] is not loop:
+            self._syncing = (loop, loop.call_later(SYNC_WITHIN, self._start_flush))
 
     def _start_flush(self) -> None:
         self._syncing = None
         task = asyncio.get_running_loop().create_task(self.flush())
         self._flushes.add(task)
-        task.add_done_callback(self._flushes.discard)
+        task.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Task[None]) -> None:
+        self._flushes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("making transcripts durable failed", exc_info=task.exception())
 
     async def flush(self) -> None:
         """Make durable now every transcript written since the last flush."""
@@ -252,17 +269,24 @@ class SessionStore:
             return
         try:
             await asyncio.to_thread(_fsync_all, paths)
-        except asyncio.CancelledError:
+        except BaseException:
             self._unsynced |= paths  # the next flush does them (again)
+            self._schedule()
             raise
 
     async def close(self) -> None:
-        """At shutdown: what is still to be made durable is, before the process ends."""
+        """At shutdown: what is still to be made durable is, before the process ends; a
+        write after this is made durable at once."""
+        for result in await asyncio.gather(*self._flushes, return_exceptions=True):
+            if isinstance(result, BaseException):  # its files are pending again
+                log.warning("a flush of the transcripts failed: %r", result)
         if self._syncing is not None:
-            self._syncing.cancel()
+            self._syncing[1].cancel()
             self._syncing = None
-        await asyncio.gather(*self._flushes)  # one under way finishes
-        await self.flush()
+        self._closed = True
+        paths, self._unsynced = self._unsynced, set()
+        if paths:
+            await asyncio.to_thread(_fsync_all, paths)
 
     def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()

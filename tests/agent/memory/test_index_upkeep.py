@@ -405,3 +405,14 @@ def test_after_a_damaged_index_is_made_anew_nothing_is_taken_as_caught_up(ws, tm
         "memory/2026-11-03.md"
     ]
     idx.close()
+
+
+def test_a_bigger_index_is_never_searched_at_once(ws, tmp_path, monkeypatch):
+    from agent.memory import index
+
+    idx = open_index(tmp_path, ws)
+    hits = idx.search("falcon", audience=OWNER)
+    assert idx.search_at_once("falcon", audience=OWNER) == hits
+    monkeypatch.setattr(index, "AT_ONCE_CHUNKS", idx.chunk_count - 1)
+    assert idx.search_at_once("falcon", audience=OWNER) is None  # for a worker thread
+    idx.close()

@@ -167,3 +167,20 @@ def test_the_tools_are_written_once_per_list_and_the_head_is_as_json_writes_it(m
     tools_written = [v for v in written if isinstance(v, list) and v and "name" in v[0]]
     # Each of the twelve lists once per cache setting, the first again after being dropped.
     assert len(tools_written) == 2 * 13
+
+
+def test_the_list_offered_at_every_call_keeps_its_json_among_passing_lists(monkeypatch):
+    """A grant's turn makes a new list at each call; the list of every other turn, asked for
+    in between, is not pushed out by them."""
+    import agent.model.request as request
+
+    written: list[Any] = []
+    dumps = request._dumps
+    monkeypatch.setattr(request, "_dumps", lambda v: written.append(v) or dumps(v))
+    history = History([{"role": "user", "content": [text("hi")]}])
+    offered = [{"name": "kept", "description": "d", "input_schema": {"type": "object"}}]
+    for n in range(30):
+        passing = [{"name": f"p{n}", "description": "d", "input_schema": {"type": "object"}}]
+        request_body("m", 9, ("s", history, passing), None, True)
+        request_body("m", 9, ("s", history, offered), None, True)
+    assert sum(1 for v in written if isinstance(v, list) and v and v[0].get("name") == "kept") == 1

@@ -277,3 +277,97 @@ async def test_stopping_corvid_makes_the_last_turns_transcript_durable(home, fak
     finally:
         await app.stop()
     assert fsyncs.rounds == [["test:private:1.jsonl"]]
+
+
+async def test_a_transcript_archived_while_a_flush_has_it_in_hand_is_made_durable_where_it_went(
+    tmp_path, monkeypatch
+):
+    import asyncio
+    import threading
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.0)
+    started, release = asyncio.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[str, bool]] = []
+    real = transcript._fsync_all
+
+    def slow(paths: set) -> None:
+        if not started.is_set():
+            loop.call_soon_threadsafe(started.set)
+            release.wait(10)
+        seen.extend((p.name, p.exists()) for p in paths)
+        real(paths)
+
+    monkeypatch.setattr(transcript, "_fsync_all", slow)
+    store = SessionStore(tmp_path)
+    store.end_turn(store.create(KEY, "s"), "ok")
+    await asyncio.wait_for(started.wait(), 10)
+    archived = store.archive(KEY)  # /new while the flush holds the old name
+    release.set()
+    await store.close()
+    assert archived is not None and (archived.name, True) in seen
+
+
+def test_a_store_used_by_one_loop_after_another_still_makes_its_writes_durable(
+    tmp_path, monkeypatch
+):
+    """A flush left waiting on a loop that has ended (a command's asyncio.run) does not stand
+    in the way of the next loop's."""
+    import asyncio
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.01)
+    rounds: list[list[str]] = []
+    monkeypatch.setattr(transcript, "_fsync_all", lambda ps: rounds.append(sorted(ps)))
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+
+    async def first() -> None:
+        store.end_turn(state, "ok")  # the loop ends before its flush is due
+
+    asyncio.run(first())
+    assert rounds == []
+
+    async def second() -> None:
+        loop, flushed = asyncio.get_running_loop(), asyncio.Event()
+
+        def recorded(paths: set) -> None:
+            rounds.append(sorted(paths))
+            loop.call_soon_threadsafe(flushed.set)
+
+        monkeypatch.setattr(transcript, "_fsync_all", recorded)
+        store.end_turn(state, "ok")
+        await asyncio.wait_for(flushed.wait(), 10)
+
+    asyncio.run(second())
+    assert rounds == [[store.path(KEY)]]
+
+
+async def test_a_flush_that_cannot_run_is_logged_and_its_files_wait_for_the_next(
+    tmp_path, monkeypatch, caplog
+):
+    import asyncio
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    calls: list[int] = []
+
+    def broken(paths: set) -> None:
+        calls.append(len(paths))
+        if len(calls) == 1:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+    monkeypatch.setattr(transcript, "_fsync_all", broken)
+    store = SessionStore(tmp_path)
+    store.end_turn(store.create(KEY, "s"), "ok")
+    store._start_flush()  # as the timer would
+    flushing = next(iter(store._flushes))
+    await asyncio.wait({flushing}, timeout=10)
+    assert "making transcripts durable failed" in caplog.text
+    assert store._unsynced == {store.path(KEY)}  # kept for the next
+    await store.close()
+    assert calls == [1, 1] and store._unsynced == set()

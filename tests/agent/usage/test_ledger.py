@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -137,13 +138,23 @@ def test_an_owners_call_is_written_to_one_index_and_a_shared_chats_sums_use_thei
         assert rows("calls_chat", "audience > '' AND audience != 'owner'") == 1
         assert rows("calls_job", "job > ''") == 1
 
-        ran: list[str] = []  # the statements as SQLite ran them, values filled in
-        ledger._db.set_trace_callback(ran.append)
-        assert ledger.spent("2026-11", audience="telegram-group--100") == 1.0
-        assert ledger.spent("2026-11", job="j") == 1.0
-        ledger._db.set_trace_callback(None)
+        ran: list[tuple[str, tuple]] = []  # the statements with their bound values
+        db = ledger._db
+
+        class Recording:
+            def execute(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+                ran.append((sql, tuple(args)))
+                return db.execute(sql, args)
+
+        ledger._db = Recording()
+        try:
+            assert ledger.spent("2026-11", audience="telegram-group--100") == 1.0
+            assert ledger.spent("2026-11", job="j") == 1.0
+        finally:
+            ledger._db = db
         plans = [
-            " ".join(r[3] for r in ledger._db.execute(f"EXPLAIN QUERY PLAN {sql}")) for sql in ran
+            " ".join(r[3] for r in db.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+            for sql, args in ran
         ]
         assert "INDEX calls_chat" in plans[0] and "INDEX calls_job" in plans[1], plans
     finally:
