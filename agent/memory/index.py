@@ -51,6 +51,7 @@ SCHEMA_VERSION = 6  # 5: chunks follow the notes (chunk_entries); 6: no unused k
 # a query over this many takes a few hundred microseconds; a bigger index is searched from a
 # worker thread, which the loop need not wait for.
 AT_ONCE_CHUNKS = 2_000
+DOC_FREQS_KEPT = 4_096  # terms whose chunk counts are kept between changes
 
 
 class MemoryIndex:
@@ -69,6 +70,10 @@ class MemoryIndex:
             self._db = self._start_over(exc)
         self._files = CatchUp(workspace, chunk_size, overlap)
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        # How many chunks hold a term (or a prefix), as the index now is: asked of the FTS
+        # vocabulary for every term of every search (about 50 µs each), forgotten whenever a
+        # catch-up changes the index.
+        self._doc_freq: dict[tuple[str, bool], int] = {}
         self._listener: ChunkListener | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -110,6 +115,7 @@ class MemoryIndex:
         self._db = self._start_over(exc)
         self._files.forget()
         self._chunk_count = 0
+        self._doc_freq.clear()
         self._reset_listener()
 
     def listen(self, listener: ChunkListener) -> None:
@@ -151,6 +157,7 @@ class MemoryIndex:
                 )
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
+            self._doc_freq.clear()
             changed = self._sync(full=True)
             self._reset_listener()
             return changed
@@ -159,6 +166,7 @@ class MemoryIndex:
         changed = self._files.run(self._db, full, listening=self._listener is not None)
         if changed:
             self._chunk_count = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self._doc_freq.clear()
         removed, added = self._files.changes()
         if self._listener is not None and (removed or added):
             self._listener.chunks_changed(removed, added)
@@ -272,21 +280,32 @@ class MemoryIndex:
             if is_cjk(term):
                 parts.append(('"' + " ".join(term) + '"', -1))  # phrase: frequency unknown
                 continue
-            low = strip_accents(term.lower())
-            if len(term) >= 3:
-                df = self._db.execute(
-                    "SELECT coalesce(sum(doc), 0) FROM chunks_vocab WHERE term >= ? AND term < ?",
-                    (low, low + "\U0010ffff"),
-                ).fetchone()[0]
-                parts.append((f'"{term}"*', df))
-            else:
-                row = self._db.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (low,))
-                parts.append((f'"{term}"', (row.fetchone() or (0,))[0]))
+            prefix = len(term) >= 3
+            df = self._term_freq(strip_accents(term.lower()), prefix)
+            parts.append((f'"{term}"*' if prefix else f'"{term}"', df))
         doc_freq = {t: df for t, (_, df) in zip(terms, parts, strict=True)}
         informative = [(p, df) for p, df in parts if df <= self._chunk_count / 2]
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative), doc_freq
         return " OR ".join(p for p, _ in parts), doc_freq
+
+    def _term_freq(self, low: str, prefix: bool) -> int:
+        """How many chunks hold ``low`` (every term starting with it, for a ``prefix``)."""
+        key = (low, prefix)
+        df = self._doc_freq.get(key)
+        if df is None:
+            if prefix:
+                sql = "SELECT coalesce(sum(doc), 0) FROM chunks_vocab WHERE term >= ? AND term < ?"
+                row = self._db.execute(sql, (low, low + "\U0010ffff")).fetchone()
+            else:
+                row = self._db.execute(
+                    "SELECT doc FROM chunks_vocab WHERE term = ?", (low,)
+                ).fetchone()
+            df = int(row[0]) if row else 0
+            if len(self._doc_freq) >= DOC_FREQS_KEPT:
+                self._doc_freq.clear()
+            self._doc_freq[key] = df
+        return df
 
 
 def _ranked(terms: list[str], found: TextMatches, most: int) -> list[Hit]:

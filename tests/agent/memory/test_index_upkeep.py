@@ -416,3 +416,23 @@ def test_a_bigger_index_is_never_searched_at_once(ws, tmp_path, monkeypatch):
     monkeypatch.setattr(index, "AT_ONCE_CHUNKS", idx.chunk_count - 1)
     assert idx.search_at_once("falcon", audience=OWNER) is None  # for a worker thread
     idx.close()
+
+
+def test_how_many_chunks_hold_a_term_is_asked_once_until_the_index_changes(ws, tmp_path):
+    idx = open_index(tmp_path, ws)
+    assert len(idx.search("falcon alder", audience=OWNER)) == 1  # falcon: in every chunk
+    ran = _statements(idx)
+    idx.search("falcon alder", audience=OWNER)
+    assert not [s for s in ran if "chunks_vocab" in s]  # the counts are kept
+    with (ws / "memory" / "2026-11-03.md").open("a") as f:
+        f.write("\n## 10:00\n\nalder by the river\n")
+    ran.clear()
+    hits = idx.search("alder", audience=OWNER)
+    assert [s for s in ran if "chunks_vocab" in s]  # counted again after the change
+    assert sorted(h.path for h in hits) == ["memory/2026-11-01.md", "memory/2026-11-03.md"]
+    (ws / "memory" / "2026-11-01.md").unlink()
+    (ws / "memory" / "2026-11-03.md").unlink()
+    idx.rebuild()
+    assert idx.search("alder", audience=OWNER) == []
+    assert idx._doc_freq == {("alder", True): 0}
+    idx.close()
