@@ -84,9 +84,9 @@ def recall_at_once(
     memory: Memory, message: str, audience: Audience, loaded: Iterable[str]
 ) -> tuple[str, list[tuple[str, str]]] | None:
     """``recall``, when it needs no model and no catch-up with the files, so that it can run
-        on the event loop (a worker thread's hand-over costs more than such a search); None when
-        it cannot. A message searched by meaning with embeddings on needs the model (hybrid
-    search), so it is searched from a worker thread."""
+    on the event loop (a worker thread's hand-over costs more than such a search); None when it
+    cannot. A message searched by meaning with embeddings on needs the model (hybrid search),
+    so it is searched from a worker thread."""
     cfg = memory.cfg.recall
     query = message.strip()[:MAX_QUERY_CHARS]
     if not cfg.enabled or not query:
