@@ -48,7 +48,6 @@ class CatchUp:
         # The hot files as the last catch-up left the index: (mtime, size), None for missing;
         # None when unknown (nothing caught up yet, or a file the catch-up could not settle).
         self._hot_seen: dict[str, tuple[int, int] | None] | None = None
-        self._unsettled = False
 
     def run(self, db: sqlite3.Connection, full: bool, listening: bool) -> int:
         """Catch ``db`` up with the files (every one if ``full``); returns how many files were
@@ -168,10 +167,10 @@ class CatchUp:
         )
         current = self.memory_files() if complete else self._hot_files()
         self._removed, self._added = [], []
-        self._hot_seen, self._unsettled = None, False
+        self._hot_seen = None
         self.db.execute("BEGIN")
         try:
-            changed = self._catch_up(current, complete)
+            changed, settled = self._catch_up(current, complete)
             hot = self._hot_paths()
             self.db.execute("COMMIT")
         except BaseException:
@@ -181,13 +180,15 @@ class CatchUp:
             raise
         if complete:
             self._folder_mtime, self._last_full_scan = folder, started
-        if not self._unsettled:
+        if settled:
             # As the index now has them: the stats this catch-up compared or indexed (a hot
             # file missing from ``current`` could not be stat'ed).
             self._hot_seen = {rel: _mtime_and_size(current.get(rel)) for rel in hot}
         return changed
 
-    def _catch_up(self, current: dict[str, os.stat_result], complete: bool) -> int:
+    def _catch_up(self, current: dict[str, os.stat_result], complete: bool) -> tuple[int, bool]:
+        """How many files were reindexed or dropped, and whether every file in ``current`` is
+        now as the index has it (False: one could not be read)."""
         if complete:
             rows = self.db.execute("SELECT path, mtime_ns, size, sha256 FROM files")
         else:
@@ -197,7 +198,7 @@ class CatchUp:
                 tuple(current),
             )
         known = {row[0]: (row[1], row[2], row[3]) for row in rows}
-        changed = 0
+        changed, settled = 0, True
         for rel, st in current.items():
             old = known.get(rel)
             if old and old[0] == st.st_mtime_ns and old[1] == st.st_size:
@@ -205,13 +206,13 @@ class CatchUp:
             try:
                 data = self._read(rel)
             except _NotInPlace:  # now a link or no plain file: what it said goes too
-                self._unsettled = True
+                settled = False
                 if old:
                     self._drop(rel)
                     changed += 1
                 continue
             except OSError:  # gone meanwhile: the next full scan drops it
-                self._unsettled = True
+                settled = False
                 continue
             digest = hashlib.sha256(data).hexdigest()
             if old and old[2] == digest:
@@ -226,7 +227,7 @@ class CatchUp:
             for rel in set(known) - set(current):
                 self._drop(rel)
                 changed += 1
-        return changed
+        return changed, settled
 
     def _read(self, rel: str) -> bytes:
         """The file's bytes, if it is a plain file at exactly this place: not a link, not

@@ -36,23 +36,29 @@ def with_cache_breakpoints(
     (they come from the transcript), so they are the SDK's types by construction rather than
     by checking.
     """
-    sys_blocks, cached_tools = _marked_prefix(system, tools, system_note, cache)
-    return sys_blocks, cast("list[MessageParam]", _repaired(messages, cache)), cached_tools
+    return (
+        _system_blocks(system, system_note, cache),
+        cast("list[MessageParam]", _repaired(messages, cache)),
+        _marked_tools(tools, cache),
+    )
 
 
-def _marked_prefix(
-    system: str, tools: list[dict[str, Any]], system_note: str | None, cache: bool
-) -> tuple[list[TextBlockParam], list[ToolParam]]:
-    """The system blocks and the tools, the stable prefix's end marked on each."""
-    cached_tools = [cast("ToolParam", dict(t)) for t in tools]
-    if cached_tools and cache:
-        cached_tools[-1]["cache_control"] = EPHEMERAL
+def _system_blocks(system: str, system_note: str | None, cache: bool) -> list[TextBlockParam]:
+    """The system prompt's blocks, the stable prefix's end marked (the note after it)."""
     sys_blocks: list[TextBlockParam] = [{"type": "text", "text": system}]
     if cache:
         sys_blocks[0]["cache_control"] = EPHEMERAL
     if system_note:
         sys_blocks.append({"type": "text", "text": system_note})
-    return sys_blocks, cached_tools
+    return sys_blocks
+
+
+def _marked_tools(tools: Sequence[dict[str, Any]], cache: bool) -> list[ToolParam]:
+    """Copies of the tools, the last marked as the end of the cacheable tools."""
+    cached_tools = [cast("ToolParam", dict(t)) for t in tools]
+    if cached_tools and cache:
+        cached_tools[-1]["cache_control"] = EPHEMERAL
+    return cached_tools
 
 
 def _repaired(messages: Sequence[dict[str, Any]], cache: bool) -> list[dict[str, Any]]:
@@ -85,7 +91,7 @@ def request_body(
     the API the same request.
     """
     system, messages, tools = request
-    sys_blocks, _ = _marked_prefix(system, [], system_note, cache)
+    sys_blocks = _system_blocks(system, system_note, cache)
     stored = sent_as_stored(messages) if isinstance(messages, History) else None
     if stored is None:
         listed = _dumps(_repaired(messages, cache))
@@ -114,8 +120,7 @@ def _tools_json(tools: Sequence[dict[str, Any]], cache: bool) -> bytes:
     if hit is not None and hit[0] is tools:
         _TOOLS_JSON[key] = hit  # the newest again: a grant's passing lists do not push it out
         return hit[1]
-    _, marked = _marked_prefix("", list(tools), None, cache)
-    encoded = _dumps(marked)
+    encoded = _dumps(_marked_tools(tools, cache))
     while len(_TOOLS_JSON) >= _TOOLS_KEPT:
         del _TOOLS_JSON[next(iter(_TOOLS_JSON))]  # the oldest
     _TOOLS_JSON[key] = (tools, encoded)

@@ -277,16 +277,13 @@ class SessionStore:
     async def close(self) -> None:
         """At shutdown: what is still to be made durable is, before the process ends; a
         write after this is made durable at once."""
-        for result in await asyncio.gather(*self._flushes, return_exceptions=True):
-            if isinstance(result, BaseException):  # its files are pending again
-                log.warning("a flush of the transcripts failed: %r", result)
+        # One under way finishes; one that fails has logged and put its files back.
+        await asyncio.gather(*self._flushes, return_exceptions=True)
         if self._syncing is not None:
             self._syncing[1].cancel()
             self._syncing = None
         self._closed = True
-        paths, self._unsynced = self._unsynced, set()
-        if paths:
-            await asyncio.to_thread(_fsync_all, paths)
+        await self.flush()
 
     def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
