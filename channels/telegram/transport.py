@@ -36,6 +36,8 @@ STUCK_AFTER = 3
 ANSWERED_LATELY = 90.0
 # Replaced clients kept open for what they still carry; older ones are closed.
 MAX_RETIRED = 2
+# Request addresses kept parsed: one per Bot API method used (and per file path downloaded).
+URLS_KEPT = 256
 
 
 class AnswerLate(TimedOut):
@@ -69,9 +71,25 @@ class Transport(BaseRequest):
         self.last_answer = 0.0  # monotonic time Telegram last answered a request of this one
         self.pool_timeouts = 0  # in a row
         self.replaced = 0  # stuck clients replaced since the start
+        # The same few addresses over and over (the bot's token and a method): parsing one
+        # costs more than the rest of building the request.
+        self._urls: dict[str, httpx2.URL] = {}
 
     def _new_client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(timeout=self._timeout, limits=self._limits, verify=tls_context())
+        return httpx2.AsyncClient(
+            timeout=self._timeout,
+            limits=self._limits,
+            verify=tls_context(),
+            headers={"User-Agent": self.USER_AGENT},
+        )
+
+    def _url(self, url: str) -> httpx2.URL:
+        parsed = self._urls.get(url)
+        if parsed is None:
+            if len(self._urls) >= URLS_KEPT:
+                self._urls.clear()
+            parsed = self._urls[url] = httpx2.URL(url)
+        return parsed
 
     @property
     def read_timeout(self) -> float | None:
@@ -138,8 +156,7 @@ class Transport(BaseRequest):
         try:
             response = await client.request(
                 method,
-                url,
-                headers={"User-Agent": self.USER_AGENT},
+                self._url(url),
                 timeout=limits,
                 files=data.multipart_data if data else None,
                 data=data.json_parameters if data else None,

@@ -93,6 +93,7 @@ class Call:
     method: str
     params: dict[str, Any]
     at: float
+    user_agent: str = ""
 
 
 @dataclass
@@ -313,7 +314,8 @@ class FakeTelegram(Observed):
             raise asyncio.CancelledError
         method = request.match_info["method"]
         params = await self._params(request)
-        self.calls.append(Call(method, params, time.monotonic()))
+        agent = request.headers.get("User-Agent", "")
+        self.calls.append(Call(method, params, time.monotonic(), agent))
         self._notify()
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")

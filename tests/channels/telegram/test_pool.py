@@ -168,3 +168,35 @@ async def test_a_pool_held_by_no_request_while_telegram_answers_is_replaced(
     if orphaned:
         planted._connections = []  # the planted connection has nothing to close
     await bot.shutdown()
+
+
+async def test_requests_name_the_client_and_reuse_the_addresses_parsed(fake_telegram):
+    """Each request says it comes from python-telegram-bot, as PTB's own client does; an
+    address is parsed once and reused, and one for another method or token is its own."""
+    transport = Transport()
+    bot = await _bot(fake_telegram, transport)
+    try:
+        for text in ("one", "two"):
+            await bot.send_message(42, text)
+        await bot.get_me()
+    finally:
+        await bot.shutdown()
+    calls = [c for c in fake_telegram.calls if c.method in ("sendMessage", "getMe")]
+    assert [c.method for c in calls][-3:] == ["sendMessage", "sendMessage", "getMe"]
+    assert all(c.user_agent == Transport.USER_AGENT for c in calls), calls
+    assert Transport.USER_AGENT.startswith("python-telegram-bot")
+    urls = transport._urls
+    assert {str(u).rsplit("/", 1)[-1] for u in urls.values()} >= {"sendMessage", "getMe"}
+    assert all(str(u) == url for url, u in urls.items())  # each the address it was made from
+
+
+def test_the_addresses_kept_are_bounded():
+    """File downloads have an address each: the parsed ones kept stay few."""
+    from channels.telegram.transport import URLS_KEPT
+
+    transport = Transport()
+    for i in range(URLS_KEPT * 2 + 5):
+        assert str(transport._url(f"http://127.0.0.1:1/file/bot1:a/photos/{i}.jpg")).endswith(
+            f"/{i}.jpg"
+        )
+    assert 0 < len(transport._urls) <= URLS_KEPT
