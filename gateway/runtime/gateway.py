@@ -24,7 +24,7 @@ from gateway.contract.ports import Clock
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.heap import HeapTrim
-from gateway.runtime.journal import Outgoing
+from gateway.runtime.journal import Journal, Outgoing
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
 
@@ -183,6 +183,32 @@ class Gateway:
         owed an answer, whatever happens to the process.
         """
         journal = self.delivery.journal if self.delivery.durable(msg.key) else None
+        if journal is None:
+            admitted = self._admit(msg, None)
+        else:
+            # Seen and taken in one commit: no moment where a message is marked seen (so a
+            # redelivery is ignored) but not yet owed an answer.
+            with journal.transaction():
+                admitted = self._admit(msg, journal)
+        if not isinstance(admitted, InboundMessage):
+            return admitted
+        msg = admitted
+        try:
+            return self.router.submit(msg, ordered_command=msg.command is not None)
+        except RouterClosed:
+            text = (
+                "I'm restarting right now; I'll answer this as soon as I'm back."
+                if msg.seq is not None
+                else "I'm restarting right now. Please send that again in a minute."
+            )
+            return self._spawn(self.delivery.send(OutboundMessage(msg.key, text, msg.message_id)))
+
+    def _admit(
+        self, msg: InboundMessage, journal: Journal | None
+    ) -> InboundMessage | asyncio.Future[None]:
+        """``msg`` as taken into the journal, for the agent; or the future of what answers it
+        here instead (seen before, another bot's command, a command run out of turn, too
+        long). Writes to the journal, nothing else: what it starts runs once it has returned."""
         if journal is not None and not journal.first_time(msg):
             log.info("%s: message %s came again; ignored", msg.key, msg.message_id)
             return _answered()
@@ -200,17 +226,7 @@ class Gateway:
             )
         if cmd is None and len(msg.text) > self.max_input_chars:
             return self._spawn(self._reply(msg, _too_long(len(msg.text), self.max_input_chars)))
-        if journal is not None:
-            msg = journal.take(msg)
-        try:
-            return self.router.submit(msg, ordered_command=cmd is not None)
-        except RouterClosed:
-            text = (
-                "I'm restarting right now; I'll answer this as soon as I'm back."
-                if msg.seq is not None
-                else "I'm restarting right now. Please send that again in a minute."
-            )
-            return self._spawn(self.delivery.send(OutboundMessage(msg.key, text, msg.message_id)))
+        return msg if journal is None else journal.take(msg)
 
     async def _reply(self, msg: InboundMessage, text: str) -> None:
         await self.delivery.answer([msg], OutboundMessage(msg.key, text, reply_to=msg.message_id))

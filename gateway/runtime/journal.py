@@ -184,7 +184,7 @@ class Journal:
 
     def answer(self, msgs: Sequence[InboundMessage], out: OutboundMessage | None) -> int | None:
         """In one transaction: the messages are answered, and the answer (if any) is queued."""
-        with self._transaction():
+        with self.transaction():
             self.db.executemany(
                 "DELETE FROM inbound WHERE id = ?", [(m.seq,) for m in msgs if m.seq is not None]
             )
@@ -245,7 +245,7 @@ class Journal:
         if not live:  # the common case: one statement, no transaction to open
             self.db.execute(update, (status, error, self._now(), oid))
             return
-        with self._transaction():
+        with self.transaction():
             self.db.execute(update, (status, error, self._now(), oid))
             self.db.executemany(
                 "DELETE FROM live WHERE key = (SELECT key FROM outbox WHERE id = ?) AND ref = ?",
@@ -301,7 +301,10 @@ class Journal:
         return cur.lastrowid
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
+        """What is written inside is kept together, or none of it (an exception rolls it back
+        and is raised). Not nested: a method that makes its own transaction is not called
+        inside one."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield

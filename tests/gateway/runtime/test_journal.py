@@ -135,6 +135,31 @@ async def test_a_message_delivered_twice_by_the_platform_is_answered_once(fake_a
     assert len(fake_api.message_requests) == 1
 
 
+async def test_a_message_not_taken_is_not_marked_seen(fake_api, start_gateway, monkeypatch):
+    """Seen and taken are one commit: a message that could not be written (a full disk) is
+    not remembered as seen, so the platform's next delivery of it is answered."""
+    gateway, chan = await start_gateway()
+    journal = gateway.journal
+    assert journal is not None and chan._sink is not None
+    commits = []
+    journal.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    same = _msg("hello", "m-7")
+
+    def full(msg):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(journal, "take", full)
+    with pytest.raises(sqlite3.OperationalError):
+        await asyncio.wait_for(chan._sink(same), 10)
+    assert commits == []  # rolled back: neither seen nor taken
+    monkeypatch.undo()
+    await asyncio.wait_for(chan._sink(same), 10)
+    assert chan.texts() == ["echo: hello"]
+    assert len(fake_api.message_requests) == 1
+    assert journal.unanswered() == []
+    journal.db.set_trace_callback(None)
+
+
 async def test_a_stopped_turn_is_not_answered_after_a_restart(fake_api, start_gateway):
     release = asyncio.Event()
 
@@ -343,11 +368,11 @@ def test_settling_a_message_records_how_it_went(tmp_path):
 
 def test_a_failed_transaction_is_rolled_back_and_its_error_raised(tmp_path):
     journal = Journal(tmp_path / "gateway.sqlite")
-    with pytest.raises(ValueError, match="midway"), journal._transaction():
+    with pytest.raises(ValueError, match="midway"), journal.transaction():
         journal.queue(OutboundMessage(PRIVATE, "half"))
         raise ValueError("midway")
     assert journal.unsettled() == []  # the insert went with the rollback
-    with journal._transaction():  # and the connection is usable again
+    with journal.transaction():  # and the connection is usable again
         journal.queue(OutboundMessage(PRIVATE, "whole"))
     assert [r.out.text for r in journal.unsettled()] == ["whole"]
     journal.close()
