@@ -9,6 +9,7 @@ lost to a power cut is at most the last moment's calls).
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -92,8 +93,15 @@ class Period:
 
     @classmethod
     def of(cls, when: datetime, tz: ZoneInfo) -> Period:
-        local = when.astimezone(tz)
-        return cls(f"{local:%Y-%m-%d}", f"{local:%Y-%m}")
+        # Asked two or three times a call (the caps, the record), always of about now: kept
+        # per minute, as no zone's day starts inside a minute.
+        return _period(int(when.timestamp() // 60), tz)
+
+
+@functools.lru_cache(maxsize=8)
+def _period(minute: int, tz: ZoneInfo) -> Period:
+    local = datetime.fromtimestamp(minute * 60, tz)
+    return Period(f"{local:%Y-%m-%d}", f"{local:%Y-%m}")
 
 
 class UsageLedger:

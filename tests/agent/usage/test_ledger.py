@@ -181,3 +181,24 @@ def test_a_ledger_made_with_five_indexes_keeps_its_rows_and_drops_them(tmp_path)
         assert reopened.spent("2026-11", audience="telegram-group--100") == 1.5
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kathmandu", "America/St_Johns", "Europe/Berlin"])
+def test_the_period_of_a_moment_is_its_local_day_and_month(zone):
+    """Kept per minute, the period still changes at the zone's own midnight (a quarter or half
+    hour off UTC in some zones) and across a change of summer time."""
+    from datetime import timedelta
+
+    from agent.usage.ledger import Period
+
+    tz = ZoneInfo(zone)
+    start = datetime(2026, 3, 28, 0, 0, tzinfo=UTC)  # Europe's summer time starts on the 29th
+    for seconds in range(0, 4 * 86_400, 599):  # every ten minutes less a second, four days
+        when = start + timedelta(seconds=seconds)
+        local = when.astimezone(tz)
+        assert Period.of(when, tz) == Period(f"{local:%Y-%m-%d}", f"{local:%Y-%m}"), when
+    midnight = datetime(2026, 3, 31, 0, 0, tzinfo=tz)
+    before, after = midnight - timedelta(seconds=1), midnight
+    assert Period.of(before, tz).day == "2026-03-30"
+    assert Period.of(after, tz) == Period("2026-03-31", "2026-03")
+    assert Period.of(after + timedelta(days=1), tz) == Period("2026-04-01", "2026-04")
