@@ -25,26 +25,47 @@ class BrokenStream(ValueError):
     """The stream is not a Messages answer (an event that is not JSON, or out of order)."""
 
 
-async def server_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, str]]:
-    """The (event, data) pairs of a text/event-stream, given its lines: the fields of one
-    event end at a blank line, its data lines joined by newlines; comments are skipped."""
+async def server_events(
+    chunks: AsyncIterator[bytes],
+) -> AsyncIterator[tuple[str | None, str]]:
+    """The (event, data) pairs of a text/event-stream, given its body as it comes: lines end
+    with LF, CRLF or CR; the fields of one event end at a blank line, its data lines joined by
+    newlines; comments are skipped. The body is split into lines here, a chunk at a time (a
+    text decoder and a line iterator over it cost more than the events' own JSON)."""
     event: str | None = None
     data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = None, []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if field == "event":
-            event = value
-        elif field == "data":
-            data.append(value)
+    rest = b""
+    done = False
+    chunk_iter = chunks.__aiter__()
+    while not done:
+        try:
+            buf = rest + await chunk_iter.__anext__()
+            if buf.endswith(b"\r"):  # maybe the first half of a CRLF: kept for the next chunk
+                buf, held = buf[:-1], b"\r"
+            else:
+                held = b""
+        except StopAsyncIteration:
+            buf, held, done = rest + b"\n", b"", True  # the last line needs no end
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *lines, rest = buf.split(b"\n")
+        rest += held
+        for raw in lines:
+            if not raw:
+                if data:
+                    yield event, "\n".join(data)
+                event, data = None, []
+                continue
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if field == "event":
+                event = value
+            elif field == "data":
+                data.append(value)
     if data:
         yield event, "\n".join(data)
 

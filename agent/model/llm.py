@@ -323,7 +323,7 @@ class AnthropicLLM:
         )
         answer = Answer()
         try:
-            async for name, data in server_events(response.aiter_lines()):
+            async for name, data in server_events(response.aiter_bytes()):
                 if name == "ping" or name is None:
                     continue
                 if name == "error":

@@ -172,30 +172,49 @@ def test_events_out_of_order_or_unfinished_are_a_broken_stream():
     assert answer.final()["content"] == [{"type": "text", "text": "hi"}]
 
 
-async def test_server_events_follow_the_event_stream_format():
-    async def lines(*given: str):
-        for line in given:
-            yield line
+STREAM = (
+    ": a comment",
+    "event: ping",
+    'data: {"type": "ping"}',
+    "",
+    "event: message_start",
+    "data:{",
+    'data: "a": 1, "text": "naïve – 日本"}',
+    "",
+    "",
+    "data: last, without an end",
+)
+EVENTS = [
+    ("ping", '{"type": "ping"}'),
+    ("message_start", '{\n"a": 1, "text": "naïve – 日本"}'),
+    (None, "last, without an end"),
+]
 
-    got = [
-        e
-        async for e in server_events(
-            lines(
-                ": a comment",
-                "event: ping",
-                'data: {"type": "ping"}',
-                "",
-                "event: message_start",
-                "data:{",
-                'data: "a": 1}',
-                "",
-                "",
-                "data: last, without an end",
-            )
-        )
-    ]
-    assert got == [
-        ("ping", '{"type": "ping"}'),
-        ("message_start", '{\n"a": 1}'),
-        (None, "last, without an end"),
-    ]
+
+async def _events(chunks: list[bytes]) -> list[tuple[str | None, str]]:
+    async def body():
+        for chunk in chunks:
+            yield chunk
+
+    return [e async for e in server_events(body())]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+async def test_server_events_follow_the_event_stream_format(newline):
+    """Read however the body is cut into chunks: between CR and LF, inside a character of
+    several bytes, a byte at a time."""
+    body = newline.join(STREAM).encode()
+    assert await _events([body]) == EVENTS
+    for size in (1, 2, 3, 7, 64):
+        chunks = [body[i : i + size] for i in range(0, len(body), size)]
+        assert await _events(chunks) == EVENTS, size
+    for cut in range(len(body) + 1):
+        assert await _events([body[:cut], b"", body[cut:]]) == EVENTS, cut
+
+
+async def test_server_events_of_a_body_that_ends_in_a_blank_line_or_is_empty():
+    assert await _events([b"data: x\n\n"]) == [(None, "x")]
+    assert await _events([b"data: x\r"]) == [(None, "x")]
+    assert await _events([]) == []
+    assert await _events([b"\n\n: only a comment\n"]) == []
+    assert await _events([b"data: \xff\n\n"]) == [(None, "\ufffd")]  # not UTF-8: replaced
