@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,14 @@ TEXT_LIMIT = 4096
 SPLIT_AT = 4000
 LONG = 20_000  # characters: replies longer than this are split off the event loop
 UNSENDABLE = "(Telegram refused part of this reply, so it is left out here.)"
+# Text that Markdown gives back as it is: none of the characters that can begin markup or an
+# entity, no whitespace but spaces and newlines, no line that could open a block (indented, a
+# list item, a heading, a quote, an underline), no space at a line's edge, no run of blank
+# lines, no newline at either end.
+_MARKUP = re.compile(
+    r"[\\`*_~\[\]<>&|\x00-\x09\x0b-\x1f\x7f]|[^\S\n ]|^[ \-+=#>]|^\d{1,9}[.)]| $|\n\n\n|\A\n|\n\Z",
+    re.M,
+)
 # What Telegram says when it refuses a message for its text, not for where it was going.
 _TEXT_REFUSALS = ("parse entities", "text is empty", "too long", "utf-8", "text must be")
 
@@ -116,6 +125,14 @@ def refused_text(exc: Exception) -> bool:
 def pieces(text: str) -> list[tuple[str, str | None]]:
     """(Markdown, its Telegram HTML) pieces that fit Telegram's limit; the HTML is None when
     the piece is best sent as plain text."""
+    if utf16_len(text) <= SPLIT_AT and not _MARKUP.search(text):
+        # Plain text, short (most chat answers): its HTML is itself, nothing to parse.
+        return [] if blank(text) else [(text, text)]
+    return parsed_pieces(text)
+
+
+def parsed_pieces(text: str) -> list[tuple[str, str | None]]:
+    """``pieces``, the Markdown parsed whatever it holds."""
     out: list[tuple[str, str | None]] = []
     for piece in split_markdown(text, SPLIT_AT, carry_references=True):
         if not blank(piece):  # Telegram refuses a message that shows nothing

@@ -824,6 +824,37 @@ def test_pieces_are_cut_at_4000_characters_and_sent_whole_up_to_the_limit():
         assert len(out) == count and all(html is not None for _, html in out)
 
 
+def test_plain_text_is_sent_as_the_markdown_parser_would_render_it():
+    """A short reply with nothing Markdown could read as markup skips the parser: what goes
+    out is exactly what parsing it gives, over every kind of text the shortcut takes or
+    refuses (random texts of letters, markup characters, odd whitespace, line starts)."""
+    import random
+
+    from channels.telegram import replies
+
+    parts = [
+        "a", "Bob", "é", "日本", " ", " ", "\n", "\n\n", "\n\n\n", ".", ",", "!", "?", ":", "'",
+        '"', "(", ")", "-", "+", "=", "#", ">", "<", "&", "*", "_", "`", "~", "[", "]", "|",
+        "\\", "1.", "12)", "1234567890.", "\t", "\r", "\u00a0", "\u3000", "\u200b", "\x07",
+        "---", "===", "    ", "http://x.org", "a@b.org", "&amp;", "<b>",
+    ]  # fmt: skip
+    few = ["a", "b", " ", "_", "*", "~", "`", "\n", "[", "]", "(", ")", "1", ".", "\x00", "&"]
+    rng = random.Random(7)
+    taken = 0
+    for n in range(40_000):
+        text = "".join(rng.choice(few if n % 2 else parts) for _ in range(rng.randint(1, 12)))
+        got = replies.pieces(text)
+        if replies._MARKUP.search(text) is None:
+            taken += 1
+        assert got == replies.parsed_pieces(text), repr(text)
+    for marked in ("_a_", "x _Bob_ y", "a\x00b", "[a](b)", "a  \nb", "1) a", "Bob\n==="):
+        assert replies._MARKUP.search(marked) is not None, marked
+    plain = "Sure. You meet Ada at ten, then lunch with Bob (at one).\nAnything else? 3 + 4 = 7"
+    assert replies._MARKUP.search(plain) is None
+    assert replies.pieces(plain) == replies.parsed_pieces(plain) == [(plain, plain)]
+    assert taken > 1_000  # the shortcut was tried, not only the parser
+
+
 def test_a_link_defined_once_works_in_every_piece():
     """A reference-style link defined at the end of a long reply: every piece that uses it
     links to its target, even pieces that had to be cut again after rendering."""
