@@ -108,7 +108,8 @@ FLOOR_ROWS = (
     "idle RSS",
     "message → reply p50",
     "message → reply p95",
-    "CPU per message",
+    "CPU per message, those messages",
+    "CPU per message, median of 1 alternated runs",
     "3 private chats at once",
 )
 
@@ -117,7 +118,8 @@ FLOOR_ROWS = (
 def test_the_bench_beside_the_minimal_bot_runs_both_and_prints_every_row():
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "floor_bench.py"),
-         "--starts", "1", "--messages", "3", "--idle", "0.5", "--loads", "3"],
+         "--starts", "1", "--messages", "3", "--idle", "0.5", "--loads", "3",
+         "--cpu-rounds", "1", "--cpu-messages", "3"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
