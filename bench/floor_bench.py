@@ -139,35 +139,37 @@ async def bench_steady(bot: str, tmp: Path, api_url: str, n: int, idle: float) -
     async with running(bot, tmp / f"{bot}-steady", api_url) as (proc, tg, _):
         await polling(tg, proc)
         idle_rss = await settled_rss(proc.pid, idle)
-        tg.text("warm up", user=OWNER)
-        await tg.wait_sent(1, timeout=60)
-        latencies = []
-        cpu0 = cpu_seconds(proc.pid)
-        for i in range(n):
-            t0 = time.monotonic()
-            tg.text(f"message {i}", user=OWNER)
-            await tg.wait_sent(i + 2, timeout=60)
-            latencies.append(tg.calls_to("sendMessage")[-1].at - t0)
-        cpu = cpu_seconds(proc.pid) - cpu0
+        latencies, cpu_ms = await in_turn(proc, tg, n)
     return {
         "idle_rss": idle_rss,
         "p50": pct(latencies, 50) * 1000,
         "p95": pct(latencies, 95) * 1000,
-        "cpu_ms": cpu / n * 1000,
+        "cpu_ms": cpu_ms,
     }
 
 
 async def bench_cpu(bot: str, home: Path, api_url: str, n: int) -> float:
-    """CPU per message in ms over ``n`` sequential messages, after one to warm up."""
+    """CPU per message in ms over ``n`` sequential messages."""
     async with running(bot, home, api_url) as (proc, tg, _):
         await polling(tg, proc)
-        tg.text("warm up", user=OWNER)
-        await tg.wait_sent(1, timeout=60)
-        cpu0 = cpu_seconds(proc.pid)
-        for i in range(n):
-            tg.text(f"message {i}", user=OWNER)
-            await tg.wait_sent(i + 2, timeout=60)
-        return (cpu_seconds(proc.pid) - cpu0) / n * 1000
+        return (await in_turn(proc, tg, n))[1]
+
+
+async def in_turn(
+    proc: asyncio.subprocess.Process, tg: FakeTelegram, n: int
+) -> tuple[list[float], float]:
+    """One message to warm up, then ``n``, each sent once the last is answered: each one's
+    seconds to its reply, and the process's CPU per message in ms."""
+    tg.text("warm up", user=OWNER)
+    await tg.wait_sent(1, timeout=60)
+    latencies = []
+    cpu0 = cpu_seconds(proc.pid)
+    for i in range(n):
+        t0 = time.monotonic()
+        tg.text(f"message {i}", user=OWNER)
+        await tg.wait_sent(i + 2, timeout=60)
+        latencies.append(tg.calls_to("sendMessage")[-1].at - t0)
+    return latencies, (cpu_seconds(proc.pid) - cpu0) / n * 1000
 
 
 async def bench_load(bot: str, tmp: Path, api_url: str, chats: int) -> float:

@@ -172,7 +172,7 @@ async def test_a_pool_held_by_no_request_while_telegram_answers_is_replaced(
 
 async def test_requests_name_the_client_and_reuse_the_addresses_parsed(fake_telegram):
     """Each request says it comes from python-telegram-bot, as PTB's own client does; an
-    address is parsed once and reused, and one for another method or token is its own."""
+    address is parsed once and reused, and another method's address is its own."""
     transport = Transport()
     bot = await _bot(fake_telegram, transport)
     try:
