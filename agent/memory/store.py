@@ -36,6 +36,7 @@ from agent.workspace.audience import (
     untrusted,
 )
 from agent.workspace.history import History, recording
+from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience
 
@@ -184,7 +185,7 @@ class Memory:
                 return ""
             if not audience.private and st.st_nlink > 1:
                 return ""
-            return _read_file(path_str)
+            return read_text(path_str)
         try:
             path = (self.workspace / rel).resolve()
         except RuntimeError:  # a loop of links (Python < 3.13)
@@ -312,22 +313,13 @@ class Memory:
         return f"{name} updated ({action}); it now has {len(new)} characters."
 
 
-def read_text(path: Path) -> str:
-    if path.exists() and not path.is_file():  # a FIFO would block the process on open
-        return ""
-    return _read_file(path)
-
-
-def _read_file(path: str | Path) -> str:
-    """A file's text ("" when it is not there); bad UTF-8 is replaced."""
+def read_text(path: str | Path) -> str:
+    """A file's text: "" when it is not there or is not a regular file (a FIFO, found
+    without waiting for a writer); bad UTF-8 is replaced."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, IsADirectoryError):
+        return text_of(read_plain(path))
+    except (FileNotFoundError, NotPlainFile):
         return ""
-    except UnicodeDecodeError:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", errors="replace")
 
 
 def cap_log(text: str, limit: int, rel: str) -> str:

@@ -23,6 +23,7 @@ from agent.workspace.audience import (
     notes_path,
     reopened,
 )
+from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from gateway.contract.events import Scope, SessionKey, audience_of
 from gateway.contract.ports import Clock
 
@@ -92,13 +93,12 @@ def build_system_prompt(
     budget = total_chars
     # USER.md and TOOLS.md are about the owner: in the owner's own sessions only.
     for name in BOOTSTRAP_FILES if audience_of(key).private else SHARED_BOOTSTRAP:
-        path = workspace / name
-        if path.exists() and not path.is_file():  # a FIFO would block the process on open
-            log.warning("%s: %s is not a regular file; left out", key, name)
-            continue
         try:
-            text = path.read_text(encoding="utf-8").strip()
+            text = text_of(read_plain(workspace / name), strict=True).strip()
         except FileNotFoundError:
+            continue
+        except NotPlainFile:  # a FIFO, found without waiting for a writer
+            log.warning("%s: %s is not a regular file; left out", key, name)
             continue
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("%s: cannot read %s: %s", key, name, exc)

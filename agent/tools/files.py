@@ -8,6 +8,7 @@ Every path goes through ``paths.py`` first. What is written replaces the file wh
 from __future__ import annotations
 
 import contextlib
+import errno
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
@@ -24,6 +25,7 @@ from agent.tools.paths import (
 from agent.tools.registry import Tool
 from agent.workspace.audience import chat_of, in_owner_prompts, untrusted
 from agent.workspace.history import History, recording
+from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
 
@@ -62,15 +64,21 @@ def atomic_write(
         write_atomic(path, text, mode=mode, keep_mode=keep_mode)
 
 
+# Nothing to open at the path: missing, a file where a folder should be, a loop of links.
+_NOT_THERE = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
+
+
 def _read_text(path: Path, raw: str) -> str:
-    if not path.exists():
-        raise ToolError(f"{raw!r} does not exist.")
-    if path.is_dir():
-        raise ToolError(f"{raw!r} is a folder; use list_files.")
-    if not path.is_file():  # a FIFO or a device would block the whole process on open
-        raise ToolError(f"{raw!r} is not a regular file.")
     try:
-        return path.read_text(encoding="utf-8")
+        return text_of(read_plain(path), strict=True)
+    except NotPlainFile as exc:  # a FIFO is found without waiting for a writer
+        if exc.folder:
+            raise ToolError(f"{raw!r} is a folder; use list_files.") from None
+        raise ToolError(f"{raw!r} is not a regular file.") from None
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            raise ToolError(f"{raw!r} does not exist.") from None
+        raise
     except UnicodeDecodeError:
         raise ToolError(f"{raw!r} is not a UTF-8 text file.") from None
 

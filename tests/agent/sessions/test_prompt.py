@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 from agent.sessions.prompt import BOOTSTRAP_FILES, build_system_prompt, cap_text
 from agent.workspace.audience import quotes_outside, untrusted
 from gateway.contract.events import SessionKey
@@ -51,3 +55,30 @@ def test_missing_files_are_skipped_and_setting_is_stated(tmp_path):
     )
     assert "# SOUL.md\n\nbe kind" in prompt and "# AGENTS.md" not in prompt
     assert "a shared chat" in prompt and "Asia/Tokyo" in prompt
+
+
+def test_a_fifo_among_the_bootstrap_files_is_left_out_and_nothing_waits(tmp_path, caplog):
+    """Opening a FIFO waits for a writer: the prompt is made without it, and says nothing of it."""
+    (tmp_path / "AGENTS.md").write_text("the agents file")
+    os.mkfifo(tmp_path / "SOUL.md")
+    (tmp_path / "IDENTITY.md").symlink_to(tmp_path / "SOUL.md")
+    (tmp_path / "USER.md").write_text("line one\r\nline two\rline three")
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            made = pool.submit(
+                build_system_prompt,
+                tmp_path,
+                KEY,
+                timezone="UTC",
+                per_file_chars=1000,
+                total_chars=5000,
+            )
+            prompt = made.result(timeout=10)
+        finally:  # a builder stuck on the FIFO is let go
+            with contextlib.suppress(OSError):
+                os.close(os.open(tmp_path / "SOUL.md", os.O_WRONLY | os.O_NONBLOCK))
+    assert "# AGENTS.md\n\nthe agents file" in prompt
+    assert "# USER.md\n\nline one\nline two\nline three" in prompt  # newlines as text mode
+    assert "# SOUL.md" not in prompt and "# IDENTITY.md" not in prompt
+    left_out = [r.getMessage() for r in caplog.records if "not a regular file" in r.getMessage()]
+    assert len(left_out) == 2
