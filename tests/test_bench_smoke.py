@@ -108,6 +108,8 @@ FLOOR_ROWS = (
     "idle RSS",
     "message → reply p50",
     "message → reply p95",
+    "the fake API's own time",
+    "less the fake API's time",
     "CPU per message, those messages",
     "CPU per message, median of 1 alternated runs",
     "3 private chats at once",

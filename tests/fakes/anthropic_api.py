@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -143,6 +144,10 @@ class FakeAnthropic:
         # here). Off by default: it keeps every request body.
         self.keep_served = False
         self.served: list[Served] = []
+        # Seconds each Messages request kept the fake busy: from its arrival to its answer's
+        # last byte, less the latency it was told to add. A bench takes it out of a reply's
+        # time to see the bot's own part (the fake's cache bookkeeping grows with the request).
+        self.spent: list[float] = []
         self._script: deque[Action] = deque()
         self._cache: set[bytes] = set()
         self._ids = itertools.count(1)
@@ -235,6 +240,14 @@ class FakeAnthropic:
         return _json({"input_tokens": sum(tokens(s) for s in _segments(body))})
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
+        start, slept = time.monotonic(), [0.0]
+        try:
+            return await self._answer(request, slept)
+        finally:
+            self.spent.append(time.monotonic() - start - slept[0])
+
+    async def _answer(self, request: web.Request, slept: list[float]) -> web.StreamResponse:
+        """``slept``: set to the latency this answer was given."""
         body = await self._record(request)
         rejected = self._rejected(request) or self._refused_tools(body)
         if rejected is not None:
@@ -247,6 +260,7 @@ class FakeAnthropic:
         delay = self.latency + (action.delay if isinstance(action, Reply) else 0.0)
         if delay:
             await asyncio.sleep(delay)
+            slept[0] = delay
         if isinstance(action, Fault):
             return _json(
                 {"type": "error", "error": {"type": action.error_type, "message": action.message}},
