@@ -141,12 +141,10 @@ async def bench_steady(
     async with running(bot, tmp / f"{bot}-steady", api.base_url) as (proc, tg, _):
         await polling(tg, proc)
         idle_rss = await settled_rss(proc.pid, idle)
-        spent = len(api.spent)
-        latencies, cpu_ms = await in_turn(proc, tg, n)
-    # Each reply's time less the fake API's own on its request (one request a message: the
-    # model answers with text at once). The fake reparses and rehashes the whole request
-    # for its prompt-cache bookkeeping, which grows with the conversation Corvid sends.
-    fake = api.spent[spent + 1 :]  # not the warm-up's
+        latencies, cpu_ms, fake = await in_turn(proc, tg, n, api)
+    # Each reply's time less the fake API's own on its requests. The fake reparses and
+    # rehashes the whole request for its prompt-cache bookkeeping, which grows with the
+    # conversation Corvid sends.
     own = [t - f for t, f in zip(latencies, fake, strict=True)]
     return {
         "idle_rss": idle_rss,
@@ -166,20 +164,23 @@ async def bench_cpu(bot: str, home: Path, api_url: str, n: int) -> float:
 
 
 async def in_turn(
-    proc: asyncio.subprocess.Process, tg: FakeTelegram, n: int
-) -> tuple[list[float], float]:
+    proc: asyncio.subprocess.Process, tg: FakeTelegram, n: int, api: FakeAnthropic | None = None
+) -> tuple[list[float], float, list[float]]:
     """One message to warm up, then ``n``, each sent once the last is answered: each one's
-    seconds to its reply, and the process's CPU per message in ms."""
+    seconds to its reply, the process's CPU per message in ms, and with ``api`` (the fake
+    the bot calls, in this process) the seconds it spent on the Messages requests that
+    ended while each message waited for its reply."""
     tg.text("warm up", user=OWNER)
     await tg.wait_sent(1, timeout=60)
-    latencies = []
+    latencies, fake = [], []
     cpu0 = cpu_seconds(proc.pid)
     for i in range(n):
-        t0 = time.monotonic()
+        t0, served = time.monotonic(), len(api.spent) if api else 0
         tg.text(f"message {i}", user=OWNER)
         await tg.wait_sent(i + 2, timeout=60)
         latencies.append(tg.calls_to("sendMessage")[-1].at - t0)
-    return latencies, (cpu_seconds(proc.pid) - cpu0) / n * 1000
+        fake.append(sum(api.spent[served:]) if api else 0.0)
+    return latencies, (cpu_seconds(proc.pid) - cpu0) / n * 1000, fake
 
 
 async def bench_load(bot: str, tmp: Path, api_url: str, chats: int) -> float:
