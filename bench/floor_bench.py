@@ -11,7 +11,9 @@ each, alternately, so drift on a busy machine hits both alike:
    bot starts, from its first ``getUpdates`` to the reply (median of ``--starts``);
 2. idle RSS once polling and settled;
 3. message → reply, p50/p95 over ``--messages`` sequential messages, and the process's CPU per
-   message; then CPU per message again over ``--cpu-messages``, in ``--cpu-rounds`` runs of
+   message, with the fake Messages API's own time on each message's requests and the p50
+   without it (the fake, in this process, does more for a longer request); then CPU per
+   message again over ``--cpu-messages``, in ``--cpu-rounds`` runs of
    each bot alternately (the median is the row held to the target: one run of either bot can
    differ from the next by a tenth);
 4. 50 and 200 private chats writing at once, the model taking 1 s: until the last reply,
