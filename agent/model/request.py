@@ -91,19 +91,23 @@ def request_body(
     the API the same request.
     """
     system, messages, tools = request
-    sys_blocks = _system_blocks(system, system_note, cache)
-    stored = sent_as_stored(messages) if isinstance(messages, History) else None
-    if stored is None:
-        listed = _dumps(_repaired(messages, cache))
-    else:
-        if stored and cache:
-            stored[-1] = _dumps(_marked(json.loads(stored[-1])))
-        listed = b"[" + b",".join(stored) + b"]"
     head = b'{"model":' + _dumps(model) + b',"max_tokens":' + _dumps(max_tokens)
     if tools:
         head += b',"tools":' + _tools_json(tools, cache)
-    head += b',"system":' + _dumps(sys_blocks)
-    return head + b',"messages":' + listed + b',"stream":true}'
+    head += b',"system":' + _dumps(_system_blocks(system, system_note, cache)) + b',"messages":['
+    end = b'],"stream":true}'
+    stored = sent_as_stored(messages) if isinstance(messages, History) else None
+    if stored is None:
+        return head + _dumps(_repaired(messages, cache))[1:-1] + end
+    if not stored:
+        return head + end
+    if cache:
+        stored[-1] = _dumps(_marked(json.loads(stored[-1])))
+    # The conversation is the bulk of the body and is copied once: the head goes on its first
+    # message and the end on its last (``stored`` is a list of our own), then one join.
+    stored[0] = head + stored[0]
+    stored[-1] += end
+    return b",".join(stored)
 
 
 # The tools' JSON by list: a session is offered the same list at every call (the registry makes
