@@ -235,6 +235,10 @@ class MemoryIndex:
         self, terms: list[str], limit: int, audience: Audience
     ) -> tuple[list[StoredChunk], dict[str, int]]:
         plan, doc_freq = self._weighted_plan(terms)
+        if not any(doc_freq.values()) and all(t.isascii() for t in terms):
+            # No chunk holds any of the words, so nothing can match: the index is not asked.
+            # Only for ASCII words, which the counts above fold exactly as the tokenizer does.
+            return [], doc_freq
         only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
         chat = () if audience.chat is None else (audience.chat,)
         found = self._db.execute(

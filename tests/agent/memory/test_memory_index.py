@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 
@@ -53,6 +54,42 @@ def test_terms_in_most_chunks_are_left_out_when_rarer_ones_remain(ws, tmp_path):
     ]
     # A rare word that is in no chunk does not leave the common ones out: they are all there is.
     assert idx._plan(["the", "meeting", "qz"]) == '"the"* OR "meeting"* OR "qz"'
+
+
+def test_words_that_no_chunk_holds_are_not_looked_for_and_nothing_is_lost(ws, tmp_path):
+    """A query none of whose ASCII words (or prefixes) any chunk holds is answered without
+    asking the index: over random queries of words in and out of the chunks, each one so
+    answered is one that the full-text query finds nothing for. A word in another script is
+    always looked for."""
+    rng = random.Random(20261127)
+    vocab = ["cedar", "dentist", "friday", "plover", "kestrel", "on", "at", "42", "x9"]
+    for i in range(12):
+        words = rng.sample(vocab, 3)
+        (ws / "memory" / f"2026-10-{i + 1:02d}.md").write_text(" ".join(words) + "\n")
+    idx = index(ws, tmp_path)
+    idx.sync()
+    ran: list[str] = []
+    idx._db.set_trace_callback(ran.append)
+    pool = [*vocab, "ced", "dent", "zeppelin", "ce", "o", "4", "421", "cedars", "Kestrel"]
+    skipped = 0
+    for _ in range(300):
+        query = " ".join(rng.sample(pool, rng.randint(1, 3)))
+        ran.clear()
+        hits = idx.search(query, audience=OWNER)
+        if any("MATCH" in sql for sql in ran):
+            continue
+        skipped += 1
+        assert hits == []
+        plan = idx._plan(query.split())
+        found = idx._db.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (plan,))
+        assert found.fetchall() == [], query
+    assert 20 < skipped < 300
+    ran.clear()
+    assert idx.search_at_once("zeppelin 421", audience=OWNER) == []  # the counts were kept
+    assert not any("MATCH" in sql for sql in ran)
+    assert idx.search("zeppelín", audience=OWNER) == []  # not ASCII: asked all the same
+    assert any("MATCH" in sql for sql in ran)
+    idx.close()
 
 
 def test_a_term_in_exactly_half_of_the_chunks_is_kept(ws, tmp_path):
