@@ -371,3 +371,107 @@ async def test_a_flush_that_cannot_run_is_logged_and_its_files_wait_for_the_next
     assert store._unsynced == {store.path(KEY)}  # kept for the next
     await store.close()
     assert calls == [1, 1] and store._unsynced == set()
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_while_a_flush_is_due_a_transcript_is_opened_once_and_each_line_is_in_it_at_once(
+    tmp_path, monkeypatch
+):
+    """A turn's lines go through one descriptor, kept until the flush that is due closes it;
+    each line is in the file as soon as it is written (a killed process loses none)."""
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    before = _fds()
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")  # no flush due yet: opened and closed
+    store.end_turn(state, "ok")  # the same; this turn's end makes a flush due
+    for n in range(5):
+        store.append_message(state, {"role": "user", "content": f"q{n}"})
+        assert store.read(KEY).messages[-1]["content"] == f"q{n}"
+        store.append_usage(state, Usage(input=3))
+        store.end_turn(state, "ok")
+    assert opened.count(str(store.path(KEY))) == 3  # 17 lines
+    assert _fds() == before + 1
+    await store.close()
+    assert _fds() == before and store._open == {}
+    store.append_message(state, {"role": "user", "content": "after the stop"})  # not kept
+    assert _fds() == before
+    assert [m["content"] for m in store.load(KEY).messages][-2:] == ["q4", "after the stop"]
+
+
+async def test_a_transcript_held_open_and_then_archived_gets_no_later_line(tmp_path, monkeypatch):
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.end_turn(state, "ok")
+    store.append_message(state, {"role": "user", "content": "before /new"})
+    assert KEY in store._open
+    archived = store.archive(KEY)
+    assert archived is not None and KEY not in store._open
+    store.append_message(store.create(KEY, "s2"), {"role": "user", "content": "after /new"})
+    text = archived.read_text()
+    assert "before /new" in text and "after /new" not in text
+    assert [m["content"] for m in store.load(KEY).messages] == ["after /new"]
+    await store.close()
+
+
+async def test_no_more_transcripts_than_the_cap_are_held_open(tmp_path, monkeypatch):
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    monkeypatch.setattr(transcript, "OPEN_KEPT", 2)
+    before = _fds()
+    store = SessionStore(tmp_path)
+    keys = [SessionKey("telegram", "private", str(n)) for n in range(5)]
+    states = [store.create(key, "s") for key in keys]
+    store.end_turn(states[0], "ok")
+    for state in states:
+        store.append_message(state, {"role": "user", "content": "hi"})
+    assert len(store._open) == 2 and _fds() == before + 2
+    await store.close()
+    assert _fds() == before
+    assert all(store.load(k).messages[-1]["content"] == "hi" for k in keys)
+
+
+async def test_a_write_cut_short_on_a_transcript_held_open_is_taken_back_and_let_go(
+    tmp_path, monkeypatch
+):
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    before = _fds()
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.end_turn(state, "ok")
+    store.append_message(state, {"role": "user", "content": "kept"})
+    size = store.path(KEY).stat().st_size
+    real_write = os.write
+
+    def half_then_full_disk(fd, data):
+        if len(data) > 10:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full_disk)
+    with pytest.raises(OSError):
+        store.append_message(state, {"role": "user", "content": "lost to a full disk"})
+    monkeypatch.setattr(os, "write", real_write)
+    assert store.path(KEY).stat().st_size == size and store._open == {} and _fds() == before
+    store.append_message(state, {"role": "user", "content": "after"})
+    await store.close()
+    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+    assert _fds() == before
