@@ -39,6 +39,9 @@ class CatchUp:
         self.chunk_size = chunk_size
         self.overlap = overlap
         self._real = os.path.realpath(workspace)
+        # As strings: ``fresh`` stats them before every search.
+        self._root = os.fspath(workspace)
+        self._memory_dir = os.path.join(self._root, "memory")
         self._folder_mtime = -2  # none seen yet (-1 is a missing folder)
         self._last_full_scan = 0.0
         self._db: sqlite3.Connection | None = None
@@ -71,7 +74,7 @@ class CatchUp:
             return False
         for rel, was in seen.items():
             try:
-                st = os.stat(os.path.join(self.workspace, rel), follow_symlinks=False)
+                st = os.stat(os.path.join(self._root, rel), follow_symlinks=False)
             except OSError:
                 now = None
             else:
@@ -133,7 +136,7 @@ class CatchUp:
         """The memory folder's mtime; -1 when there is none (a link to a folder counts as
         none: the index never reads through a link)."""
         try:
-            st = (self.workspace / "memory").stat(follow_symlinks=False)
+            st = os.stat(self._memory_dir, follow_symlinks=False)
         except OSError:
             return -1
         return st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else -1
