@@ -111,7 +111,7 @@ FLOOR_ROWS = (
     "the fake API's own time",
     "less the fake API's time",
     "CPU per message, those messages",
-    "CPU per message, median of 1 alternated runs",
+    "CPU per message, both at once, messages in turn: median of 1 runs",
     "3 private chats at once",
 )
 
