@@ -421,8 +421,7 @@ class FakeAnthropic:
     # -- prompt-cache simulation --------------------------------------------------------------
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
-        segments = _segments(body)
-        marks = _breakpoints(body)
+        segments, marks = _segments_and_marks(body)
         h = hashlib.sha256()
         sizes: list[int] = []
         digests: list[bytes] = []
@@ -453,35 +452,44 @@ class FakeAnthropic:
         }
 
 
-def _strip_cc(block: Any) -> str:
-    if isinstance(block, dict):
-        block = {k: v for k, v in block.items() if k != "cache_control"}
-    return json.dumps(block, sort_keys=True)
+# Blocks are hashed as JSON with sorted keys, all written by one encoder: ``json.dumps`` with
+# ``sort_keys`` makes a new one for every block, which was a third of this fake's time on a
+# long conversation.
+_CANONICAL = json.JSONEncoder(sort_keys=True)
 
 
-def _ordered_blocks(body: dict[str, Any]) -> list[Any]:
-    """Every cacheable unit in the API's cache order: tools, then system, then message blocks."""
-    out: list[Any] = list(body.get("tools", []))
+def _segments_and_marks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """Every cacheable unit in the API's cache order (tools, then system, then message blocks,
+    each tagged with its role) as sorted JSON without its ``cache_control``; and where the
+    units that carry one are, in one pass."""
+    segments: list[str] = []
+    marks: list[int] = []
+
+    def add(block: Any, role: str | None = None) -> None:
+        if isinstance(block, dict):
+            if "cache_control" in block:
+                marks.append(len(segments))
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+            if role is not None:
+                block["_role"] = role
+        segments.append(_CANONICAL.encode(block))
+
+    for tool in body.get("tools", []):
+        add(tool)
     system = body.get("system", [])
-    out.extend([{"type": "text", "text": system}] if isinstance(system, str) else system)
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+        add(block)
     for msg in body.get("messages", []):
         content = msg["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        out.extend({**b, "_role": msg["role"]} if isinstance(b, dict) else b for b in content)
-    return out
+        for block in content:
+            add(block, msg["role"])
+    return segments, marks
 
 
 def _segments(body: dict[str, Any]) -> list[str]:
-    return [_strip_cc(b) for b in _ordered_blocks(body)]
-
-
-def _breakpoints(body: dict[str, Any]) -> list[int]:
-    return [
-        i
-        for i, b in enumerate(_ordered_blocks(body))
-        if isinstance(b, dict) and "cache_control" in b
-    ]
+    return _segments_and_marks(body)[0]
 
 
 def _stop(action: Reply) -> str:
