@@ -188,8 +188,18 @@ class Gateway:
         else:
             # Seen and taken in one commit: no moment where a message is marked seen (so a
             # redelivery is ignored) but not yet owed an answer.
-            with journal.transaction():
-                admitted = self._admit(msg, journal)
+            unstarted: list[Coroutine[Any, Any, object]] = []
+            try:
+                with journal.transaction():
+                    admitted = self._admit(msg, journal)
+                    if asyncio.iscoroutine(admitted):
+                        unstarted.append(admitted)
+            except BaseException:
+                for coro in unstarted:
+                    coro.close()  # the message is not taken: nothing answers it
+                raise
+        if asyncio.iscoroutine(admitted):
+            return self._spawn(admitted)
         if not isinstance(admitted, InboundMessage):
             return admitted
         msg = admitted
@@ -205,10 +215,11 @@ class Gateway:
 
     def _admit(
         self, msg: InboundMessage, journal: Journal | None
-    ) -> InboundMessage | asyncio.Future[None]:
-        """``msg`` as taken into the journal, for the agent; or the future of what answers it
-        here instead (seen before, another bot's command, a command run out of turn, too
-        long). Writes to the journal, nothing else: what it starts runs once it has returned."""
+    ) -> InboundMessage | asyncio.Future[None] | Coroutine[Any, Any, object]:
+        """``msg`` as taken into the journal, for the agent; or what answers it here instead
+        (seen before, another bot's command, a command run out of turn, too long), as a
+        coroutine that ``handle`` starts once the journal has committed. Writes to the journal,
+        nothing else."""
         if journal is not None and not journal.first_time(msg):
             log.info("%s: message %s came again; ignored", msg.key, msg.message_id)
             return _answered()
@@ -219,13 +230,11 @@ class Gateway:
             return _answered()  # addressed to another bot in the same group
         command = self.commands.get(cmd.name) if cmd is not None else None
         if command is not None and not command.ordered:
-            return self._spawn(self.turns.ordered(msg.key, msg, command))
+            return self.turns.ordered(msg.key, msg, command)
         if cmd is not None and command is None:
-            return self._spawn(
-                self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list.")
-            )
+            return self._reply(msg, f"Unknown command /{cmd.name}. Send /help for the list.")
         if cmd is None and len(msg.text) > self.max_input_chars:
-            return self._spawn(self._reply(msg, _too_long(len(msg.text), self.max_input_chars)))
+            return self._reply(msg, _too_long(len(msg.text), self.max_input_chars))
         return msg if journal is None else journal.take(msg)
 
     async def _reply(self, msg: InboundMessage, text: str) -> None:

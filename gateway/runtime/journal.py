@@ -302,16 +302,17 @@ class Journal:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """What is written inside is kept together, or none of it (an exception rolls it back
-        and is raised). Not nested: a method that makes its own transaction is not called
-        inside one."""
+        """What is written inside is kept together, or none of it (an exception, or a COMMIT
+        that fails, rolls it back and is raised). Not nested: a method that makes its own
+        transaction is not called inside one."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # a COMMIT that failed may leave it open
+                self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
 
 
 def _open(path: Path) -> sqlite3.Connection:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+
+import pytest
 
 from gateway.contract.events import Command, parse_command
 from gateway.runtime import commands
@@ -173,3 +176,29 @@ async def test_the_table_answers_exactly_the_listed_commands(start_gateway):
         "it back (the owner, in a private chat)\n\nAnything else you write goes to the "
         "assistant."
     )
+
+
+async def test_a_message_whose_journal_commit_fails_is_not_answered_until_it_comes_again(
+    start_gateway, fake_api
+):
+    """An unknown command is answered here, not by the agent. If the commit that marks it seen
+    fails, nothing answers it (its redelivery will); once the journal works, it is answered."""
+    import gc
+    import warnings
+
+    from tests.gateway.runtime.test_journal import deny_commit
+
+    app, chan = await start_gateway()
+    journal = app.gateway.delivery.journal
+    deny_commit(journal.db)
+    started = set(app.gateway._side_tasks)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(sqlite3.DatabaseError):
+            chan.push("/frobnicate")
+        gc.collect()
+    assert set(app.gateway._side_tasks) <= started and not journal.db.in_transaction
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    journal.db.set_authorizer(None)
+    await asyncio.wait_for(chan.push("/frobnicate"), 5)
+    assert chan.texts() == ["Unknown command /frobnicate. Send /help for the list."]

@@ -366,6 +366,29 @@ def test_settling_a_message_records_how_it_went(tmp_path):
         journal.db.execute("SELECT 1")
 
 
+def deny_commit(db: sqlite3.Connection) -> None:
+    """Make every COMMIT on ``db`` fail, as a full disk or a lock would."""
+
+    def authorizer(action: int, arg1: str | None, *_: object) -> int:
+        refused = action == sqlite3.SQLITE_TRANSACTION and arg1 == "COMMIT"
+        return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+    db.set_authorizer(authorizer)
+
+
+def test_a_commit_that_fails_is_rolled_back_and_leaves_the_connection_usable(tmp_path):
+    journal = Journal(tmp_path / "gateway.sqlite")
+    deny_commit(journal.db)
+    with pytest.raises(sqlite3.DatabaseError), journal.transaction():
+        journal.queue(OutboundMessage(PRIVATE, "never kept"))
+    assert not journal.db.in_transaction
+    journal.db.set_authorizer(None)
+    with journal.transaction():
+        journal.queue(OutboundMessage(PRIVATE, "kept"))
+    assert [r.out.text for r in journal.unsettled()] == ["kept"]
+    journal.close()
+
+
 def test_a_failed_transaction_is_rolled_back_and_its_error_raised(tmp_path):
     journal = Journal(tmp_path / "gateway.sqlite")
     with pytest.raises(ValueError, match="midway"), journal.transaction():
