@@ -59,7 +59,7 @@ class SessionStore:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._unsynced: set[Path] = set()  # written since the last fsync
         # Transcripts held open until the flush that is due closes them. Used from the event
-        # loop's thread only.
+        # loop's thread only (``_write`` on another thread opens its own).
         self._open: dict[SessionKey, int] = {}
         # The flush to come: its loop, so that one left on a loop that has ended is not
         # waited for.
@@ -91,6 +91,7 @@ class SessionStore:
         if not path.exists():
             return None
         if not path.is_file():  # a folder or a device in its place: every write would fail
+            self._let_go(key)
             aside = path.with_name(f"{path.name}.unreadable-{self.clock.now():%Y%m%dT%H%M%SZ}")
             os.replace(path, aside)
             log.error(
@@ -296,12 +297,15 @@ class SessionStore:
 
     def _write(self, key: SessionKey, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        fd = self._open.get(key)
+        # Only the loop's thread holds files open; a tool's thread (``mark_exposed``) opens
+        # its own, as a held one may be closed by the flush under it.
+        on_loop = self._flush_due()
+        fd = self._open.get(key) if on_loop else None
         kept = fd is not None
         if fd is None:
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
             fd = os.open(self.path(key), flags, 0o600)
-            kept = len(self._open) < OPEN_KEPT and self._flush_due()
+            kept = on_loop and len(self._open) < OPEN_KEPT
             if kept:
                 self._open[key] = fd
         written = 0
@@ -315,7 +319,7 @@ class SessionStore:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, os.fstat(fd).st_size - written)
             if kept:
-                del self._open[key]
+                self._open.pop(key, None)
                 kept = False
             raise
         finally:
@@ -323,7 +327,8 @@ class SessionStore:
                 os.close(fd)
 
     def _flush_due(self) -> bool:
-        """Whether a flush is due on the running loop, which will close what is held open."""
+        """Whether a flush is due on the loop running in this thread (False in any other
+        thread), which will close what is held open."""
         if self._syncing is None:
             return False
         try:

@@ -475,3 +475,32 @@ async def test_a_write_cut_short_on_a_transcript_held_open_is_taken_back_and_let
     await store.close()
     assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
     assert _fds() == before
+
+
+async def test_a_line_written_from_a_tools_thread_opens_its_own_file(tmp_path, monkeypatch):
+    """A tool run in a worker thread records what it exposed (``mark_exposed``): that write
+    never uses a descriptor the loop holds, which the flush may close under it."""
+    import asyncio
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    store.end_turn(state, "ok")
+    store.append_message(state, {"role": "user", "content": "read that file"})
+    held = dict(store._open)
+    assert list(held) == [KEY]
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    await asyncio.to_thread(store.mark_exposed, state, "file chats/5/notes.md")
+    assert opened == [str(store.path(KEY))] and store._open == held
+    monkeypatch.setattr(os, "open", real_open)
+    await store.close()
+    assert store.load(KEY).exposed == ["file chats/5/notes.md"]
