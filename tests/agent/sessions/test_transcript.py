@@ -78,11 +78,9 @@ def test_malformed_lines_of_every_kind_are_skipped(tmp_path):
     assert [m["content"] for m in loaded.messages] == ["before", "after"]
 
 
-def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch):
-    store = SessionStore(tmp_path)
-    state = store.create(KEY, "s")
-    store.append_message(state, {"role": "user", "content": "kept"})
-    size = store.path(KEY).stat().st_size
+def fill_the_disk(monkeypatch):
+    """From here on a long line gets half written, then the disk is full; returns the real
+    ``os.write``."""
     real_write = os.write
 
     def half_then_full_disk(fd, data):
@@ -91,12 +89,32 @@ def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "write", half_then_full_disk)
+    return real_write
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["opened-per-line", "held-open"])
+async def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch, held):
+    """Also when the transcript is held open (a flush due): it is then let go, not leaked."""
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
+    before = _fds()
+    store = SessionStore(tmp_path)
+    state = store.create(KEY, "s")
+    if held:
+        store.end_turn(state, "ok")  # a flush is due from here on
+    store.append_message(state, {"role": "user", "content": "kept"})
+    assert (KEY in store._open) == held
+    size = store.path(KEY).stat().st_size
+    real_write = fill_the_disk(monkeypatch)
     with pytest.raises(OSError):
         store.append_message(state, {"role": "user", "content": "lost to a full disk"})
-    monkeypatch.undo()
-    assert store.path(KEY).stat().st_size == size
+    monkeypatch.setattr(os, "write", real_write)
+    assert store.path(KEY).stat().st_size == size and store._open == {} and _fds() == before
     store.append_message(state, {"role": "user", "content": "after"})
+    await store.close()
     assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
+    assert _fds() == before
 
 
 def test_a_withdrawn_turn_stays_on_disk_but_leaves_the_conversation(tmp_path):
@@ -373,6 +391,19 @@ async def test_a_flush_that_cannot_run_is_logged_and_its_files_wait_for_the_next
     assert calls == [1, 1] and store._unsynced == set()
 
 
+def count_opens(monkeypatch) -> list[str]:
+    """The paths ``os.open`` is asked for from here on."""
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    return opened
+
+
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -385,14 +416,7 @@ async def test_while_a_flush_is_due_a_transcript_is_opened_once_and_each_line_is
     from agent.sessions import transcript
 
     monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
-    opened: list[str] = []
-    real_open = os.open
-
-    def counting_open(path, *args, **kwargs):
-        opened.append(os.fspath(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", counting_open)
+    opened = count_opens(monkeypatch)
     before = _fds()
     store = SessionStore(tmp_path)
     state = store.create(KEY, "s")  # no flush due yet: opened and closed
@@ -447,36 +471,6 @@ async def test_no_more_transcripts_than_the_cap_are_held_open(tmp_path, monkeypa
     assert all(store.load(k).messages[-1]["content"] == "hi" for k in keys)
 
 
-async def test_a_write_cut_short_on_a_transcript_held_open_is_taken_back_and_let_go(
-    tmp_path, monkeypatch
-):
-    from agent.sessions import transcript
-
-    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
-    before = _fds()
-    store = SessionStore(tmp_path)
-    state = store.create(KEY, "s")
-    store.end_turn(state, "ok")
-    store.append_message(state, {"role": "user", "content": "kept"})
-    size = store.path(KEY).stat().st_size
-    real_write = os.write
-
-    def half_then_full_disk(fd, data):
-        if len(data) > 10:
-            return real_write(fd, bytes(data[: len(data) // 2]))
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "write", half_then_full_disk)
-    with pytest.raises(OSError):
-        store.append_message(state, {"role": "user", "content": "lost to a full disk"})
-    monkeypatch.setattr(os, "write", real_write)
-    assert store.path(KEY).stat().st_size == size and store._open == {} and _fds() == before
-    store.append_message(state, {"role": "user", "content": "after"})
-    await store.close()
-    assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
-    assert _fds() == before
-
-
 async def test_a_line_written_from_a_tools_thread_opens_its_own_file(tmp_path, monkeypatch):
     """A tool run in a worker thread records what it exposed (``mark_exposed``): that write
     never uses a descriptor the loop holds, which the flush may close under it."""
@@ -491,16 +485,9 @@ async def test_a_line_written_from_a_tools_thread_opens_its_own_file(tmp_path, m
     store.append_message(state, {"role": "user", "content": "read that file"})
     held = dict(store._open)
     assert list(held) == [KEY]
-    opened: list[str] = []
-    real_open = os.open
-
-    def counting_open(path, *args, **kwargs):
-        opened.append(os.fspath(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", counting_open)
+    opened = count_opens(monkeypatch)
     await asyncio.to_thread(store.mark_exposed, state, "file chats/5/notes.md")
     assert opened == [str(store.path(KEY))] and store._open == held
-    monkeypatch.setattr(os, "open", real_open)
+    monkeypatch.undo()
     await store.close()
     assert store.load(KEY).exposed == ["file chats/5/notes.md"]
