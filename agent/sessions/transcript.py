@@ -37,7 +37,7 @@ from typing import Any
 
 from agent.model.wire import check_message
 from agent.sessions.history import History
-from agent.sessions.jsonl import cut_torn_tail, fsync_path
+from agent.sessions.jsonl import HeldFiles, cut_torn_tail, fsync_path
 from agent.sessions.state import SessionState, TurnEnd, Usage, estimate_tokens, summary_message
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Clock, SystemClock
@@ -58,9 +58,9 @@ class SessionStore:
         self.clock = clock or SystemClock()
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._unsynced: set[Path] = set()  # written since the last fsync
-        # Transcripts held open until the flush that is due closes them. Used from the event
-        # loop's thread only (``_write`` on another thread opens its own).
-        self._open: dict[SessionKey, int] = {}
+        # Transcripts held open until the flush that is due closes them, by the event loop's
+        # thread only (``_write`` on another thread opens its own).
+        self._files = HeldFiles(OPEN_KEPT)
         # The flush to come: its loop, so that one left on a loop that has ended is not
         # waited for.
         self._syncing: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
@@ -91,7 +91,7 @@ class SessionStore:
         if not path.exists():
             return None
         if not path.is_file():  # a folder or a device in its place: every write would fail
-            self._let_go(key)
+            self._files.let_go(key)
             aside = path.with_name(f"{path.name}.unreadable-{self.clock.now():%Y%m%dT%H%M%SZ}")
             os.replace(path, aside)
             log.error(
@@ -216,7 +216,7 @@ class SessionStore:
         path = self.path(key)
         if not path.exists():
             return None
-        self._let_go(key)  # the lines written through it are under the new name, unsynced
+        self._files.let_go(key)  # the lines written through it are under the new name
         when = self.clock.now()
         target = self.dir / f"{key}.{when:%Y%m%dT%H%M%S%fZ}.jsonl"
         while target.exists():  # two /new within one tick of the clock: never overwrite
@@ -273,7 +273,7 @@ class SessionStore:
 
     async def flush(self) -> None:
         """Make durable now every transcript written since the last flush."""
-        self._let_go_all()
+        self._files.let_go_all()
         paths, self._unsynced = self._unsynced, set()
         if not paths:
             return
@@ -299,32 +299,7 @@ class SessionStore:
         data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         # Only the loop's thread holds files open; a tool's thread (``mark_exposed``) opens
         # its own, as a held one may be closed by the flush under it.
-        on_loop = self._flush_due()
-        fd = self._open.get(key) if on_loop else None
-        kept = fd is not None
-        if fd is None:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-            fd = os.open(self.path(key), flags, 0o600)
-            kept = on_loop and len(self._open) < OPEN_KEPT
-            if kept:
-                self._open[key] = fd
-        written = 0
-        try:
-            while written < len(data):
-                written += os.write(fd, data[written:])
-        except OSError:
-            # Disk full or similar: take back the partial line so the next one is not glued
-            # onto it, then let the caller see the error (the file is opened anew next time).
-            if written:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, os.fstat(fd).st_size - written)
-            if kept:
-                self._open.pop(key, None)
-                kept = False
-            raise
-        finally:
-            if not kept:
-                os.close(fd)
+        self._files.append(key, self.path(key), data, hold=self._flush_due())
 
     def _flush_due(self) -> bool:
         """Whether a flush is due on the loop running in this thread (False in any other
@@ -335,20 +310,6 @@ class SessionStore:
             return self._syncing[0] is asyncio.get_running_loop()
         except RuntimeError:
             return False
-
-    def _let_go(self, key: SessionKey) -> None:
-        """Close ``key``'s transcript if it is held open (before it is moved aside)."""
-        fd = self._open.pop(key, None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def _let_go_all(self) -> None:
-        """Close every transcript held open; the next line opens its file again."""
-        held, self._open = self._open, {}
-        for fd in held.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 def _fsync_all(paths: set[Path]) -> None:

@@ -104,13 +104,13 @@ async def test_a_write_cut_short_is_taken_back(tmp_path, monkeypatch, held):
     if held:
         store.end_turn(state, "ok")  # a flush is due from here on
     store.append_message(state, {"role": "user", "content": "kept"})
-    assert (KEY in store._open) == held
+    assert (KEY in store._files.held) == held
     size = store.path(KEY).stat().st_size
     real_write = fill_the_disk(monkeypatch)
     with pytest.raises(OSError):
         store.append_message(state, {"role": "user", "content": "lost to a full disk"})
     monkeypatch.setattr(os, "write", real_write)
-    assert store.path(KEY).stat().st_size == size and store._open == {} and _fds() == before
+    assert store.path(KEY).stat().st_size == size and store._files.held == {} and _fds() == before
     store.append_message(state, {"role": "user", "content": "after"})
     await store.close()
     assert [m["content"] for m in store.load(KEY).messages] == ["kept", "after"]
@@ -429,7 +429,7 @@ async def test_while_a_flush_is_due_a_transcript_is_opened_once_and_each_line_is
     assert opened.count(str(store.path(KEY))) == 3  # 17 lines
     assert _fds() == before + 1
     await store.close()
-    assert _fds() == before and store._open == {}
+    assert _fds() == before and store._files.held == {}
     store.append_message(state, {"role": "user", "content": "after the stop"})  # not kept
     assert _fds() == before
     assert [m["content"] for m in store.load(KEY).messages][-2:] == ["q4", "after the stop"]
@@ -443,9 +443,9 @@ async def test_a_transcript_held_open_and_then_archived_gets_no_later_line(tmp_p
     state = store.create(KEY, "s")
     store.end_turn(state, "ok")
     store.append_message(state, {"role": "user", "content": "before /new"})
-    assert KEY in store._open
+    assert KEY in store._files.held
     archived = store.archive(KEY)
-    assert archived is not None and KEY not in store._open
+    assert archived is not None and KEY not in store._files.held
     store.append_message(store.create(KEY, "s2"), {"role": "user", "content": "after /new"})
     text = archived.read_text()
     assert "before /new" in text and "after /new" not in text
@@ -465,7 +465,7 @@ async def test_no_more_transcripts_than_the_cap_are_held_open(tmp_path, monkeypa
     store.end_turn(states[0], "ok")
     for state in states:
         store.append_message(state, {"role": "user", "content": "hi"})
-    assert len(store._open) == 2 and _fds() == before + 2
+    assert len(store._files.held) == 2 and _fds() == before + 2
     await store.close()
     assert _fds() == before
     assert all(store.load(k).messages[-1]["content"] == "hi" for k in keys)
@@ -483,11 +483,11 @@ async def test_a_line_written_from_a_tools_thread_opens_its_own_file(tmp_path, m
     state = store.create(KEY, "s")
     store.end_turn(state, "ok")
     store.append_message(state, {"role": "user", "content": "read that file"})
-    held = dict(store._open)
+    held = dict(store._files.held)
     assert list(held) == [KEY]
     opened = count_opens(monkeypatch)
     await asyncio.to_thread(store.mark_exposed, state, "file chats/5/notes.md")
-    assert opened == [str(store.path(KEY))] and store._open == held
+    assert opened == [str(store.path(KEY))] and store._files.held == held
     monkeypatch.undo()
     await store.close()
     assert store.load(KEY).exposed == ["file chats/5/notes.md"]
