@@ -181,22 +181,22 @@ async def bench_cpu(tmp: Path, api_url: str, n: int) -> dict[str, float]:
 
 
 async def in_turn(
-    proc: asyncio.subprocess.Process, tg: FakeTelegram, n: int, api: FakeAnthropic | None = None
+    proc: asyncio.subprocess.Process, tg: FakeTelegram, n: int, api: FakeAnthropic
 ) -> tuple[list[float], float, list[float]]:
     """One message to warm up, then ``n``, each sent once the last is answered: each one's
-    seconds to its reply, the process's CPU per message in ms, and with ``api`` (the fake
-    the bot calls, in this process) the seconds it spent on the Messages requests that
-    ended while each message waited for its reply."""
+    seconds to its reply, the process's CPU per message in ms, and the seconds ``api`` (the
+    fake the bot calls, in this process) spent on the Messages requests that ended while each
+    message waited for its reply."""
     tg.text("warm up", user=OWNER)
     await tg.wait_sent(1, timeout=60)
     latencies, fake = [], []
     cpu0 = cpu_seconds(proc.pid)
     for i in range(n):
-        t0, served = time.monotonic(), len(api.spent) if api else 0
+        t0, served = time.monotonic(), len(api.spent)
         tg.text(f"message {i}", user=OWNER)
         await tg.wait_sent(i + 2, timeout=60)
         latencies.append(tg.calls_to("sendMessage")[-1].at - t0)
-        fake.append(sum(api.spent[served:]) if api else 0.0)
+        fake.append(sum(api.spent[served:]))
     return latencies, (cpu_seconds(proc.pid) - cpu0) / n * 1000, fake
 
 
