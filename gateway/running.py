@@ -141,11 +141,21 @@ class App:
         except OSError as exc:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
         if self.config.web.enabled:
+            await self._model_loaded()
             # Imported in a thread (aiohttp's web server and its TLS context take a few hundred
             # milliseconds): on the event loop it would hold back the channels' first polls,
             # which are under way by now but not yet sent.
             server = await asyncio.to_thread(importlib.import_module, "gateway.web.server")
             self.web = await server.start_web(self._backend(self.scheduler))
+
+    async def _model_loaded(self) -> None:
+        """Once the model's SDK is loaded (or has failed to: each turn says so). The control
+        page's server waits for it: imported beside the SDK, the two share one interpreter
+        lock, and a message waiting at start was answered that much later."""
+        try:
+            await self.agent.llm.warm_up()
+        except Exception:  # said by the import at start, and again by the turn that needs it
+            log.debug("the model's SDK did not load before the control page", exc_info=True)
 
     async def _ready_tools(self) -> None:
         channels = [c.receiving.wait() for c in self.gateway.channels.values()]
