@@ -175,9 +175,9 @@ async def bench_cpu(tmp: Path, api_url: str, n: int) -> dict[str, float]:
         cpu0 = {bot: cpu_seconds(proc.pid) for bot, (proc, _) in bots.items()}
         turns = list(bots.values())
         for i in range(n):
-            # Each bot first every other message: the one answering second spends more CPU
-            # on the same work (its writes after the reply meet the next message's work), by
-            # 5-7 % in runs of three builds of Corvid.
+            # Each bot first every other message: in runs of three builds at once, one build
+            # spent 5-8 % more CPU a message whenever it answered last (another did not move
+            # with its place; the cause was not found), so the place must not be fixed.
             for _, tg in turns if i % 2 == 0 else turns[::-1]:
                 tg.text(f"message {i}", user=OWNER)
                 await tg.wait_sent(i + 2, timeout=60)
