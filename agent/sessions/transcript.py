@@ -287,11 +287,17 @@ class SessionStore:
     async def close(self) -> None:
         """At shutdown: what is still to be made durable is, before the process ends; a
         write after this is made durable at once."""
-        # One under way finishes; one that fails has logged and put its files back.
-        await asyncio.gather(*self._flushes, return_exceptions=True)
-        if self._syncing is not None:
-            self._syncing[1].cancel()
-            self._syncing = None
+        # One under way finishes; one that fails has logged and put its files back. A write
+        # while waiting (a turn ending during the stop) may have started another: wait for
+        # that too, so that nothing is still being made durable once this returns.
+        while True:
+            if self._syncing is not None:
+                self._syncing[1].cancel()
+                self._syncing = None
+            running = [task for task in self._flushes if not task.done()]
+            if not running:
+                break
+            await asyncio.gather(*running, return_exceptions=True)
         self._closed = True
         await self.flush()
 

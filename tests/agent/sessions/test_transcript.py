@@ -491,3 +491,45 @@ async def test_a_line_written_from_a_tools_thread_opens_its_own_file(tmp_path, m
     monkeypatch.undo()
     await store.close()
     assert store.load(KEY).exposed == ["file chats/5/notes.md"]
+
+
+async def test_close_waits_for_a_flush_that_began_while_it_waited(tmp_path, monkeypatch):
+    """A turn that ends during the stop starts a flush of its own while ``close`` waits for the
+    one under way; ``close`` returns only once that one is done as well."""
+    import asyncio
+    import threading
+
+    from agent.sessions import transcript
+
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.0)
+    loop = asyncio.get_running_loop()
+    started = [asyncio.Event(), asyncio.Event()]
+    release = [threading.Event(), threading.Event()]
+    seen: list[tuple[str, bool]] = []
+    calls = 0
+    real = transcript._fsync_all
+
+    def slow(paths: set) -> None:
+        nonlocal calls
+        n, calls = calls, calls + 1
+        if n < 2:
+            loop.call_soon_threadsafe(started[n].set)
+            release[n].wait(10)
+        seen.extend((p.name, p.exists()) for p in paths)
+        real(paths)
+
+    monkeypatch.setattr(transcript, "_fsync_all", slow)
+    store = SessionStore(tmp_path)
+    store.end_turn(store.create(KEY, "s"), "ok")
+    await asyncio.wait_for(started[0].wait(), 10)
+    closing = asyncio.create_task(store.close())
+    await asyncio.sleep(0)  # one turn of the loop: close is now waiting for the first flush
+    other = SessionKey("telegram", "private", "43")
+    store.end_turn(store.create(other, "s"), "ok")
+    await asyncio.wait_for(started[1].wait(), 10)  # its flush began while close waited
+    release[0].set()
+    done, _ = await asyncio.wait({closing}, timeout=0.5)
+    assert not done  # the second flush is still in hand
+    release[1].set()
+    await asyncio.wait_for(closing, 10)
+    assert (store.path(other).name, True) in seen
