@@ -130,17 +130,18 @@ class SemanticIndex:
                 self._wake.wait()
 
     def _settled(self) -> None:
-        """Every chunk has its vector: wake whoever waits, and drop an earlier model's."""
+        """Every chunk has its vector: drop an earlier model's, then wake whoever waits (so
+        that what they find once woken is the settled cache)."""
+        if not self._pruned and not self._wake.is_set():
+            self._pruned = True
+            gone = self.cache.forget_other_models(self.model)
+            if gone:
+                log.info("dropped %d cached vectors of an earlier embedding model", gone)
         with self._idle:
             # A change that came in since the last look set _wake: not idle yet.
             self._busy = self._wake.is_set()
             if not self._busy:
                 self._idle.notify_all()
-        if not self._busy and not self._pruned:
-            self._pruned = True
-            gone = self.cache.forget_other_models(self.model)
-            if gone:
-                log.info("dropped %d cached vectors of an earlier embedding model", gone)
 
     def _failed(self, error: str, pause: float) -> None:
         if error != self._error:
