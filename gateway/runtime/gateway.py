@@ -129,10 +129,15 @@ class Gateway:
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
         await self.router.drain(self.shutdown_grace if grace is None else grace)
-        for task in list(self._side_tasks):
-            task.cancel()
-        if self._side_tasks:
-            await asyncio.wait(self._side_tasks, timeout=5)
+        # Cancelled, and waited for up to five seconds in all, together with any started
+        # meanwhile (a message that came in during the stop is answered by one).
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 5
+        while self._side_tasks and (left := until - loop.time()) > 0:
+            tasks = set(self._side_tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=left)
         await self.delivery.stop()
         self.heap.close()
         self._started.clear()

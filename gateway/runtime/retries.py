@@ -82,11 +82,12 @@ class Retries:
             await asyncio.wait(list(self._workers.values()))
 
     async def stop(self) -> None:
-        """Shutting down: stop trying; the rows stay waiting in the outbox for the next start."""
-        workers = list(self._workers.values())
-        for worker in workers:
-            worker.cancel()
-        if workers:
+        """Shutting down: stop trying; the rows stay waiting in the outbox for the next start.
+        A message held while this waits (a reply failing during the stop) is stopped too."""
+        while self._workers:
+            workers = list(self._workers.values())
+            for worker in workers:
+                worker.cancel()
             await asyncio.wait(workers)
         self._lanes.clear()
 

@@ -311,3 +311,30 @@ async def test_a_refused_reply_is_kept_with_the_platforms_reason_cut_to_500_char
         await app.stop()
     assert failed.status == SendStatus.FAILED
     assert failed.error.startswith("RuntimeError: Bad Request: xxx") and len(failed.error) == 500
+
+
+async def test_stopping_the_retries_also_stops_a_message_held_while_it_waited():
+    """A reply that fails while the retries stop (its send cancelled, another message held
+    meanwhile) leaves no worker trying after the stop."""
+    from gateway.runtime.retries import Held, Retries
+
+    blocked = asyncio.Event()
+    retries: Retries
+
+    async def attempt(held: Held) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if held.oid == 1:
+                retries.hold(Held(2, OutboundMessage(GROUP, "later"), START), tried=False)
+            raise
+        finally:
+            blocked.set()
+
+    retries = Retries(attempt, lambda held: None, FakeClock(START), timedelta(hours=1))
+    retries.hold(Held(1, OutboundMessage(PRIVATE, "first"), START), tried=False)
+    await asyncio.sleep(0)  # the worker starts its first try
+    await asyncio.wait_for(retries.stop(), 10)
+    assert blocked.is_set()
+    await asyncio.wait_for(retries.idle(), 1)  # nothing is left trying
+    assert retries.count() == 0

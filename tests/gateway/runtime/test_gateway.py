@@ -163,3 +163,30 @@ async def test_a_burst_of_chats_answered_together_leaves_only_the_recent_session
     await asyncio.wait_for(answered, 30)
     assert sorted(str(m.key) for m in chan.sent) == sorted(map(str, keys))
     assert len(app.gateway.agent.sessions._loaded) == KEEP_LOADED
+
+
+async def test_stopping_also_ends_what_was_started_while_it_waited(start_gateway):
+    """A task the gateway started for a message (a reply, a command) that starts another as it
+    is cancelled (a message that came in during the stop): the stop ends that one too, not
+    only those that ran when it began."""
+    app, _chan = await start_gateway()
+    gateway = app.gateway
+    later_ended = asyncio.Event()
+
+    async def later() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            later_ended.set()
+            raise
+
+    async def first() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            gateway._spawn(later())
+            raise
+
+    gateway._spawn(first())
+    await asyncio.wait_for(app.stop(), 10)
+    assert later_ended.is_set()
