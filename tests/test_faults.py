@@ -275,7 +275,7 @@ async def test_an_api_that_never_answers_is_bounded_by_the_configured_timeout(
         return Reply("reply to " + text)
 
     fake_api.brain = brain
-    _gateway, chan = await start_gateway(llm={"retries": 0, "timeout": 1})
+    _gateway, chan = await start_gateway(llm={"retries": 0, "timeout": 3})
     keys = [key_of(u) for u in range(5)]
     async with asyncio.timeout(WITHIN):
         await asyncio.gather(*(chan.push(f"u{u:02d} first", key=k) for u, k in enumerate(keys)))

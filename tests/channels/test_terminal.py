@@ -43,9 +43,12 @@ class _Screen(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
         self.changed = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
 
     def flush(self) -> None:
-        self.changed.set()
+        # The terminal's reader thread writes its prompt too: an asyncio.Event is set from
+        # the loop's own thread only.
+        self._loop.call_soon_threadsafe(self.changed.set)
 
     async def wait_for(self, seen: Callable[[str], bool]) -> str:
         async with asyncio.timeout(10):

@@ -59,14 +59,14 @@ async def test_a_timeout_fails_over_to_another_endpoint_with_its_own_key(fake_ap
     await other.start()
 
     def slow(body: dict[str, Any]) -> Reply:
-        return Reply("too late", delay=3)
+        return Reply("too late", delay=10)
 
     fake_api.brain = slow
     fallback = FallbackSettings(
         model="llama3.1:8b", base_url=other.base_url, api_key=Secret("sk-other")
     )
     try:
-        async with llm(fake_api.base_url, fallback, timeout=1) as model:
+        async with llm(fake_api.base_url, fallback, timeout=3) as model:
             answer = await model.complete("s", ASK, [], charge=CHAT)
     finally:
         await other.close()

@@ -337,7 +337,8 @@ def test_a_store_used_by_one_loop_after_another_still_makes_its_writes_durable(
 
     from agent.sessions import transcript
 
-    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.01)
+    # Not due before the first loop has ended, however slow its teardown.
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 3600.0)
     rounds: list[list[str]] = []
     monkeypatch.setattr(transcript, "_fsync_all", lambda ps: rounds.append(sorted(ps)))
     store = SessionStore(tmp_path)
@@ -348,6 +349,7 @@ def test_a_store_used_by_one_loop_after_another_still_makes_its_writes_durable(
 
     asyncio.run(first())
     assert rounds == []
+    monkeypatch.setattr(transcript, "SYNC_WITHIN", 0.01)
 
     async def second() -> None:
         loop, flushed = asyncio.get_running_loop(), asyncio.Event()

@@ -766,8 +766,9 @@ async def test_a_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
     for corvid status, and the chat goes on."""
     from channels.telegram.transport import Transport
 
-    # The send's read timeout, short (the long poll's own is set apart and stays long).
-    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    # The send's read timeout, short (the long poll's own is set apart and stays long), and
+    # long enough that a request not held is never late on a loaded machine.
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 2.0)
     gateway = await telegram_gateway()
     release = fake_telegram.hold("sendMessage")
     fake_telegram.text("hello")
@@ -784,7 +785,7 @@ async def test_a_waiting_reply_telegram_is_slow_to_confirm_is_never_sent_twice(
     held up behind it."""
     from channels.telegram.transport import Transport
 
-    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 2.0)
     gateway = await telegram_gateway()
     # Every try of the first send fails (so the reply waits), then the retry is answered late.
     fake_telegram.fail("sendMessage", *[Fault(502, "Bad Gateway")] * 5)

@@ -267,16 +267,16 @@ async def test_a_server_that_never_answers_is_given_up_on_in_time(home: Path):
     env = setup_home(home, url)
     started = time.monotonic()
     try:
-        checks = by_name(await run_checks(home, env, limit=0.5))
+        checks = by_name(await run_checks(home, env, limit=2))
     finally:
         for writer in accepted:
             writer.close()
         server.close()
         await server.wait_closed()
     assert checks["anthropic"].status == FAIL
-    assert checks["anthropic"].message == f"no answer from {url} within 0.5 s"
+    assert checks["anthropic"].message == f"no answer from {url} within 2 s"
     assert accepted  # it did connect
-    assert time.monotonic() - started < 5  # bounded by the limit, not by the SDK's defaults
+    assert time.monotonic() - started < 10  # bounded by the limit, not by the SDK's defaults
 
 
 async def test_a_workspace_other_users_can_read_is_a_warning(home: Path, api: FakeAnthropic):

@@ -221,7 +221,7 @@ async def test_a_digest_telegram_is_slow_to_confirm_is_delivered_once_across_a_r
     from channels.telegram.transport import Transport
 
     # The send's read timeout, short (the long poll's own is set apart and stays long).
-    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 0.5)
+    monkeypatch.setitem(Transport.__init__.__kwdefaults__, "read_timeout", 2.0)
     nine = datetime(TODAY.year, TODAY.month, TODAY.day, 21, 0, tzinfo=BERLIN)
     tomorrow = nine + timedelta(days=1)
     config = _config(home, fake_api, fake_telegram)

@@ -136,9 +136,14 @@ async def test_a_server_that_cannot_start_is_one_line_and_is_not_retried(
     assert len([line for line in problems if "MCP server flaky" in line]) == 1, out
 
 
-async def test_no_server_is_started_again_while_corvid_shuts_down(home, fake_api):
+async def test_no_server_is_started_again_while_corvid_shuts_down(home, fake_api, monkeypatch):
+    from agent.mcp.hub import McpHub
     from gateway.app import build_app
     from tests.conftest import RecordingChannel, make_config
+
+    # The pause before a restart, long: only the stop may end the wait, however slow the
+    # machine is between the server's failure and the stop.
+    monkeypatch.setitem(McpHub.__init__.__kwdefaults__, "first_pause", 60.0)
 
     release = asyncio.Event()
 
