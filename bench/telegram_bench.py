@@ -121,6 +121,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+async def settled_cpu(
+    pid: int, quiet: float = 1.0, most: float = 0.02, limit: float = 30.0
+) -> None:
+    """Return once the process has spent at most ``most`` seconds of CPU in the last ``quiet``
+    seconds: what a start leaves running in threads (the control page's import, once the model's
+    SDK has loaded) is over, so it is not counted as the next messages' CPU."""
+    t0 = time.monotonic()
+    samples: list[tuple[float, float]] = []
+    while True:
+        now = time.monotonic()
+        samples.append((now, cpu_seconds(pid)))
+        window = [c for t, c in samples if t >= now - quiet]
+        if samples[0][0] <= now - quiet and window[-1] - window[0] <= most:
+            return
+        if now - t0 > limit:
+            raise RuntimeError(f"process {pid} still busy after {limit} s")
+        await asyncio.sleep(0.1)
+
+
 async def settled_rss(pid: int, at_least: float, steady: float = 2.0, limit: float = 30.0) -> float:
     """RSS in MiB once the process is idle: after ``at_least`` seconds, and unchanged (within
     0.5 MiB) for ``steady`` seconds; start-up work such as the SDK import must be over."""

@@ -157,3 +157,21 @@ def test_a_short_soak_with_an_outage_counts_what_is_left_alive_and_no_failure_is
     assert re.search(r"^- Python's allocator, arenas of 1 MiB: \d", heap, re.M), heap
     assert re.search(r"^- types grown most: \S", heap, re.M), heap
     assert "- exceptions alive: none" in heap, heap
+
+
+async def test_the_benches_wait_for_a_process_to_be_quiet_before_counting_its_cpu():
+    """``settled_cpu`` returns for an idle process and gives up, saying so, on a busy one."""
+    import asyncio
+
+    from bench.telegram_bench import settled_cpu
+
+    idle = await asyncio.create_subprocess_exec(sys.executable, "-c", "input()", stdin=-1)
+    busy = await asyncio.create_subprocess_exec(sys.executable, "-c", "while True: pass")
+    try:
+        await asyncio.wait_for(settled_cpu(idle.pid, quiet=0.5), 20)
+        with pytest.raises(RuntimeError, match="still busy"):
+            await settled_cpu(busy.pid, quiet=0.5, limit=2.0)
+    finally:
+        for proc in (idle, busy):
+            proc.kill()
+            await proc.wait()
