@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,40 +122,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+async def _steady(
+    read: Callable[[], float], what: str, at_least: float, over: float, spread: float, limit: float
+) -> float:
+    """``read()`` once, after ``at_least`` seconds, it has moved by at most ``spread`` over the
+    last ``over`` seconds; RuntimeError naming ``what`` if it still moves after ``limit``."""
+    t0 = time.monotonic()
+    samples: list[tuple[float, float]] = []
+    while True:
+        now = time.monotonic()
+        samples.append((now, read()))
+        recent = [v for t, v in samples if t >= now - over]
+        covered = samples[0][0] <= now - over
+        if now - t0 >= at_least and covered and max(recent) - min(recent) <= spread:
+            return samples[-1][1]
+        if now - t0 > limit:
+            raise RuntimeError(f"{what} still changing after {limit} s: {recent}")
+        await asyncio.sleep(0.1)
+
+
 async def settled_cpu(
     pid: int, quiet: float = 1.0, most: float = 0.02, limit: float = 30.0
 ) -> None:
     """Return once the process has spent at most ``most`` seconds of CPU in the last ``quiet``
     seconds: what a start leaves running in threads (the control page's import, once the model's
     SDK has loaded) is over, so it is not counted as the next messages' CPU."""
-    t0 = time.monotonic()
-    samples: list[tuple[float, float]] = []
-    while True:
-        now = time.monotonic()
-        samples.append((now, cpu_seconds(pid)))
-        window = [c for t, c in samples if t >= now - quiet]
-        if samples[0][0] <= now - quiet and window[-1] - window[0] <= most:
-            return
-        if now - t0 > limit:
-            raise RuntimeError(f"process {pid} still busy after {limit} s")
-        await asyncio.sleep(0.1)
+    await _steady(lambda: cpu_seconds(pid), f"CPU time of {pid}", 0.0, quiet, most, limit)
 
 
 async def settled_rss(pid: int, at_least: float, steady: float = 2.0, limit: float = 30.0) -> float:
     """RSS in MiB once the process is idle: after ``at_least`` seconds, and unchanged (within
     0.5 MiB) for ``steady`` seconds; start-up work such as the SDK import must be over."""
-    t0 = time.monotonic()
-    samples: list[tuple[float, float]] = []
-    while True:
-        now = time.monotonic()
-        samples.append((now, rss_mib(pid)))
-        recent = [r for t, r in samples if t >= now - steady]
-        covered = samples[0][0] <= now - steady
-        if now - t0 >= at_least and covered and max(recent) - min(recent) <= 0.5:
-            return samples[-1][1]
-        if now - t0 > limit:
-            raise RuntimeError(f"RSS of {pid} still changing after {limit} s: {recent}")
-        await asyncio.sleep(0.1)
+    return await _steady(lambda: rss_mib(pid), f"RSS of {pid}", at_least, steady, 0.5, limit)
 
 
 async def bench_startup(tmp: Path, runs: int) -> list[float]:
