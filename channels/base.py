@@ -37,6 +37,7 @@ from gateway.contract.events import (
     parse_command,
 )
 from gateway.contract.ports import Check, Clock, SystemClock
+from gateway.contract.tasks import settle
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 
@@ -253,9 +254,8 @@ class Channel(ABC):
     @final
     async def requests_done(self, within: float) -> None:
         """Return once the sends and typing requests under way have finished (or ``within``
-        seconds have passed)."""
-        if self._finishing:
-            await asyncio.wait(list(self._finishing), timeout=within)
+        seconds have passed), those started meanwhile too."""
+        await settle(self._finishing, within)
 
     def _track(self, task: asyncio.Future[Any]) -> None:
         self._finishing.add(task)
@@ -367,10 +367,7 @@ class Channel(ABC):
     @final
     async def cancel_pending(self) -> None:
         """Cancel messages still being taken in (on stop)."""
-        for task in list(self._lane_tasks):
-            task.cancel()
-        if self._lane_tasks:
-            await asyncio.wait(list(self._lane_tasks), timeout=5)
+        await settle(self._lane_tasks, 5, cancel=True)
 
     # -- fatal errors -----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ CONTRACT = frozenset(
         "gateway.contract.atomic",
         "gateway.contract.commands",
         "gateway.contract.tls",
+        "gateway.contract.tasks",
     }
 )
 # Small helpers every layer of the gateway uses: they import only the contract.

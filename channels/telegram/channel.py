@@ -29,6 +29,7 @@ from channels.voice import Hearing
 from gateway.contract.commands import CHAT_COMMANDS
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Check, Clock
+from gateway.contract.tasks import settle
 
 if TYPE_CHECKING:
     from telegram import Update
@@ -203,10 +204,7 @@ class TelegramChannel(Channel):
             await asyncio.wait([self._poller])
             self._poller = None
         await self.cancel_pending()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
+        await settle(self._tasks, 5, cancel=True)
         if self.webhook is None:
             await self._updates.confirm(app.bot)
         if app.updater is not None and app.updater.running:

@@ -26,6 +26,7 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from gateway.contract.tasks import settle
 from gateway.contract.tls import tls_context
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,7 @@ class Transport(BaseRequest):
 
     async def shutdown(self) -> None:
         # Requests still running get a moment to finish (a reply being sent at shutdown).
-        if self._running:
-            await asyncio.wait(list(self._running), timeout=5)
+        await settle(self._running, 5)
         for client in (*self._retired, self._client):
             await client.aclose()
         self._retired.clear()

@@ -21,6 +21,7 @@ from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
+from gateway.contract.tasks import settle
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.heap import HeapTrim
@@ -129,15 +130,8 @@ class Gateway:
         ``grace`` defaults to ``gateway.shutdown_grace``; 0 cancels running turns at once.
         """
         await self.router.drain(self.shutdown_grace if grace is None else grace)
-        # Cancelled, and waited for up to five seconds in all, together with any started
-        # meanwhile (a message that came in during the stop is answered by one).
-        loop = asyncio.get_running_loop()
-        until = loop.time() + 5
-        while self._side_tasks and (left := until - loop.time()) > 0:
-            tasks = set(self._side_tasks)
-            for task in tasks:
-                task.cancel()
-            await asyncio.wait(tasks, timeout=left)
+        # With any started meanwhile (a message that came in during the stop is answered by one).
+        await settle(self._side_tasks, 5, cancel=True)
         await self.delivery.stop()
         self.heap.close()
         self._started.clear()

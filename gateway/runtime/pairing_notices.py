@@ -24,6 +24,7 @@ from channels.live import escape_markdown
 from channels.pairing import PairingRequest
 from gateway.contract.events import OutboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Clock
+from gateway.contract.tasks import settle
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,7 @@ class PairingNotices:
         return task
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
+        await settle(self._tasks, 5, cancel=True)
 
 
 def who(req: PairingRequest) -> str:

@@ -18,6 +18,7 @@ from channels.live import LiveReply
 from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
+from gateway.contract.tasks import settle
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,7 @@ class Retries:
     async def stop(self) -> None:
         """Shutting down: stop trying; the rows stay waiting in the outbox for the next start.
         A message held while this waits (a reply failing during the stop) is stopped too."""
-        while self._workers:
-            workers = list(self._workers.values())
-            for worker in workers:
-                worker.cancel()
-            await asyncio.wait(workers)
+        await settle(self._workers.values(), None, cancel=True)
         self._lanes.clear()
 
     async def _work(self, key: SessionKey, tried: bool) -> None:

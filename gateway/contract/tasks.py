@@ -1,0 +1,37 @@
+"""Waiting at a stop for a set of tasks that may still grow while it waits.
+
+A component that starts tasks keeps them in a set (each removed as it ends, or left done) and
+at its stop waits for them. Waiting for a copy of the set taken once misses a task started
+during the wait: a message arriving while the gateway stops, a reply failing as its send is
+cancelled. Such a task outlives the stop and the close of what it uses. ``settle`` looks
+again after each wait.
+
+A leaf of the contract: it imports nothing from Corvid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from typing import Any
+
+
+async def settle(
+    tasks: Collection[asyncio.Future[Any]], within: float | None, *, cancel: bool = False
+) -> bool:
+    """Wait until no task in ``tasks`` (a live collection) is running, cancelling each first
+    if ``cancel``, those added meanwhile too; at most ``within`` seconds in all (None: no
+    limit). True if none is left running."""
+    loop = asyncio.get_running_loop()
+    until = None if within is None else loop.time() + within
+    while True:
+        running = [task for task in list(tasks) if not task.done()]
+        if not running:
+            return True
+        left = None if until is None else until - loop.time()
+        if left is not None and left <= 0:
+            return False
+        if cancel:
+            for task in running:
+                task.cancel()
+        await asyncio.wait(running, timeout=left)
