@@ -361,8 +361,7 @@ class Channel(ABC):
     @final
     async def settled(self) -> None:
         """Return once every message taken in so far has been handled (passed on or not)."""
-        while self._lane_tasks:
-            await asyncio.wait(list(self._lane_tasks))
+        await settle(self._lane_tasks, None)
 
     @final
     async def cancel_pending(self) -> None:

@@ -41,6 +41,7 @@ from agent.sessions.jsonl import HeldFiles, cut_torn_tail, fsync_path
 from agent.sessions.state import SessionState, TurnEnd, Usage, estimate_tokens, summary_message
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Clock, SystemClock
+from gateway.contract.tasks import settle
 
 log = logging.getLogger(__name__)
 
@@ -288,16 +289,16 @@ class SessionStore:
         """At shutdown: what is still to be made durable is, before the process ends; a
         write after this is made durable at once."""
         # One under way finishes; one that fails has logged and put its files back. A write
-        # while waiting (a turn ending during the stop) may have started another: wait for
-        # that too, so that nothing is still being made durable once this returns.
+        # while waiting (a turn ending during the stop) may have started another, or set the
+        # timer again: both until neither is left, so nothing is still being made durable once
+        # this returns.
         while True:
             if self._syncing is not None:
                 self._syncing[1].cancel()
                 self._syncing = None
-            running = [task for task in self._flushes if not task.done()]
-            if not running:
+            await settle(self._flushes, None)
+            if self._syncing is None:
                 break
-            await asyncio.gather(*running, return_exceptions=True)
         self._closed = True
         await self.flush()
 

@@ -21,12 +21,19 @@ async def settle(
 ) -> bool:
     """Wait until no task in ``tasks`` (a live collection) is running, cancelling each first
     if ``cancel``, those added meanwhile too; at most ``within`` seconds in all (None: no
-    limit). True if none is left running."""
+    limit). True if none is left running.
+
+    It gives the loop a turn whenever ``tasks`` is not empty, even when all of them are done:
+    the callbacks that take them out of it run then, and a caller that asks again whether
+    anything is left (``App.idle``) sees them gone instead of asking forever."""
     loop = asyncio.get_running_loop()
     until = None if within is None else loop.time() + within
     while True:
-        running = [task for task in list(tasks) if not task.done()]
+        present = list(tasks)
+        running = [task for task in present if not task.done()]
         if not running:
+            if present:
+                await asyncio.sleep(0)
             return True
         left = None if until is None else until - loop.time()
         if left is not None and left <= 0:

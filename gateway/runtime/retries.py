@@ -79,8 +79,7 @@ class Retries:
 
     async def idle(self) -> None:
         """Return once nothing waits any more (each sent or given up)."""
-        while self._workers:
-            await asyncio.wait(list(self._workers.values()))
+        await settle(self._workers.values(), None)
 
     async def stop(self) -> None:
         """Shutting down: stop trying; the rows stay waiting in the outbox for the next start.

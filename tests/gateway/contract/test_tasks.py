@@ -70,3 +70,16 @@ async def test_done_tasks_left_in_a_collection_are_not_waited_for():
     done = asyncio.get_running_loop().create_future()
     done.set_result(None)
     assert await asyncio.wait_for(settle([done], None), 10)
+
+
+async def test_tasks_done_but_not_yet_taken_out_are_let_go_before_it_returns():
+    """A task that has just ended is still in its set until its done callback runs: the wait
+    lets it run, so that a caller asking again finds the set empty."""
+    tasks: set[asyncio.Future[None]] = set()
+    ended = asyncio.get_running_loop().create_future()
+    tasks.add(ended)
+    ended.add_done_callback(tasks.discard)
+    ended.set_result(None)  # done now; the callback is only scheduled
+    assert tasks == {ended}
+    assert await settle(tasks, 10)  # awaited directly: wait_for's own task would give the turn
+    assert not tasks
