@@ -1,7 +1,8 @@
-"""The anthropic SDK loaded without its clients for other clouds and its tool runner, its types
-as they are used: Corvid's calls, the key check and the tools' check work through it, nothing
-left out or of the API's resource classes is loaded, what was left out says so or loads for
-real when asked for, and a lazy types package gives the names it would give whole.
+"""The anthropic SDK loaded without its clients for other clouds, its tool runner and its
+transport over aiohttp, its types as they are used: Corvid's calls, the key check and the
+tools' check work through it, nothing left out or of the API's resource classes is loaded,
+what was left out says so or loads for real when asked for, and a lazy types package gives the
+names it would give whole.
 
 Each test runs in a new interpreter: this one imported the SDK whole long ago."""
 
@@ -120,6 +121,33 @@ def test_an_sdk_that_will_not_import_so_is_imported_whole():
     got, said = _run(FALLBACK)
     assert got == {"message": "Message", "stand_ins_left": []}
     assert "did not import in its lighter form" in said
+
+
+WITHOUT_AIOHTTP = """
+import json, sys
+from agent.model import sdk
+anthropic = sdk.load()
+seen = {"aiohttp": "aiohttp" in sys.modules,
+        "transport": [m for m in sdk.ABSENT if m in sys.modules]}
+try:
+    anthropic.DefaultAioHttpClient()
+    seen["refusal"] = None
+except RuntimeError as exc:
+    seen["refusal"] = str(exc)
+from anthropic._vendor.httpx_aiohttp import Httpx2AiohttpClient  # asked for: the real one
+seen["real"] = Httpx2AiohttpClient.__module__
+seen["aiohttp_after"] = "aiohttp" in sys.modules
+print(json.dumps(seen))
+"""
+
+
+def test_the_sdk_loads_without_aiohttp_and_its_transport_loads_for_real_when_asked_for():
+    got, _ = _run(WITHOUT_AIOHTTP)
+    assert got["aiohttp"] is False and got["transport"] == []
+    # the SDK's own answer when its aiohttp extra is missing
+    assert got["refusal"] is not None and "aiohttp" in got["refusal"]
+    assert got["real"] == "anthropic._vendor.httpx_aiohttp.client"
+    assert got["aiohttp_after"] is True
 
 
 SAME_NAMES = """
