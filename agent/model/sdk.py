@@ -1,15 +1,18 @@
-"""The anthropic SDK, imported without its clients for other clouds and its tool runner, its
-types loaded as they are used.
+"""The anthropic SDK, imported without the parts Corvid never uses, its types and its tracing
+loaded as they are used.
 
 ``import anthropic`` loads, beside the client of the Anthropic API that Corvid uses, the SDK's
 clients for Amazon Bedrock, Google Vertex AI, Microsoft Foundry, AWS and Google Cloud, and
 through them every resource class of the API (``anthropic.resources``): with anthropic 2.14,
 645 of the 3,154 modules the import loads, 11.5 MiB of memory and 150 ms of CPU, on the way to
 a start's first reply. Corvid sends its calls with the client's own ``post``
-(``agent/model/llm.py``) and needs none of them. Nor does it run tools with the SDK's tool
-runner (``anthropic.lib.tools``, and ``docstring_parser`` under it: 0.6 MiB more).
+(``agent/model/llm.py``) and needs none of them. Nor does it use the SDK's tool runner
+(``anthropic.lib.tools``, and ``docstring_parser`` under it), its helpers for streamed messages
+(``anthropic.lib.streaming``: it reads the stream's events itself, ``agent/model/answer.py``)
+or its fallback for beta refusals (``anthropic.lib.middleware``); the last two import some 400
+modules of beta types.
 
-``load`` imports the SDK with those six packages stood in for by empty modules. Where the
+``load`` imports the SDK with those eight packages stood in for by empty modules. Where the
 SDK's package takes a name from one of them, it gets a class that says, when used, that it was
 not loaded. Once the SDK is loaded the stand-ins leave ``sys.modules``, so an import of
 ``anthropic.lib.vertex`` afterwards, by anyone, loads the real package. Should a version of the
@@ -28,18 +31,28 @@ The SDK's types are most of what is left: its packages under ``anthropic.types``
 SDK's own modules import a few names from a package, which runs the package's ``__init__``
 and with it every module the package has. A package whose ``__init__`` is nothing but such
 re-exports (``from .module import Name``) is made a lazy one (PEP 562): a name asked of it
-imports the one module that defines it, as its ``__init__`` would have, and keeps it. With
-anthropic 2.14: 1,036 modules instead of 2,488, 250 ms of CPU instead of 464, 12 MiB less.
+imports the one module that defines it, as its ``__init__`` would have, and keeps it.
+
+The client imports two names of the SDK's OpenTelemetry tracing (``anthropic.lib._tracing``):
+a class it makes with every client, and a function it calls only to end a traced call's span.
+Corvid's calls are never traced (the SDK traces its own methods), yet the tracing's modules
+import 200 more of beta types. That package is lazy too, and each function it gives is one that
+imports its module when first called.
+
+With anthropic 2.14, all of this loads 333 of the SDK's modules (3,154 as it comes), in 0.4-0.55 s
+of CPU on a machine where the SDK as it comes takes 2.9 s, and where the load took 0.8-1.3 s with
+only the types lazy and the platforms' clients, the tool runner and aiohttp left out; 11 MiB less.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
@@ -55,6 +68,8 @@ LEFT_OUT = {
     "anthropic.lib.aws": "the AWS client",
     "anthropic.lib.google_cloud": "the Google Cloud client",
     "anthropic.lib.tools": "the SDK's tool runner",
+    "anthropic.lib.streaming": "the SDK's helpers for streamed messages",
+    "anthropic.lib.middleware": "the SDK's fallback for beta refusals",
 }
 
 # What ``anthropic`` imports only if it can: taken as not installed while it loads.
@@ -62,7 +77,10 @@ ABSENT = {
     "anthropic._vendor.httpx_aiohttp": "the SDK's transport over aiohttp",
 }
 
-LAZY = "anthropic.types"  # its packages, loaded as their names are used
+# Packages whose names are loaded as they are used: the types, and the SDK's tracing, whose
+# functions (called only with OpenTelemetry set up) load their module when first called.
+LAZY = ("anthropic.types", "anthropic.lib._tracing")
+CALLED_LATE = {"anthropic.lib._tracing"}
 
 _lock = threading.Lock()  # one import at a time: the start's thread and a turn may both ask
 
@@ -121,7 +139,7 @@ class _LazyPackages(MetaPathFinder, Loader):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if not fullname.startswith(LAZY + ".") and fullname != LAZY:
+        if not any(fullname == lazy or fullname.startswith(lazy + ".") for lazy in LAZY):
             return None
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.origin is None or spec.submodule_search_locations is None:
@@ -141,11 +159,17 @@ class _LazyPackages(MetaPathFinder, Loader):
         names: dict[str, tuple[str, str]] = spec.loader_state
         modules = {sub for sub, _ in names.values()}
         package = module.__name__
+        folder = (spec.submodule_search_locations or [""])[0]
+        late = package in CALLED_LATE
 
         def __getattr__(attr: str) -> Any:
+            value: Any
             if attr in names:
                 sub, original = names[attr]
-                value = getattr(importlib.import_module(f"{package}.{sub}"), original)
+                if late and original in _functions(f"{folder}/{sub}.py"):
+                    value = _called_late(f"{package}.{sub}", original)
+                else:
+                    value = getattr(importlib.import_module(f"{package}.{sub}"), original)
             elif attr in modules:  # bound by the __init__'s imports in the package as it comes
                 value = importlib.import_module(f"{package}.{attr}")
             else:
@@ -155,6 +179,40 @@ class _LazyPackages(MetaPathFinder, Loader):
 
         module.__dict__["__getattr__"] = __getattr__
         module.__dict__["__all__"] = sorted(names)
+
+
+# Stays on the import path once the SDK has loaded in its lighter form: a types package first
+# imported later is a lazy one too. Were it imported whole, its ``__init__`` would import its
+# modules in its own order while a lazy package is in the middle of importing one of them, and
+# the SDK's types import each other in cycles that only that order resolves.
+_LAZY = _LazyPackages()
+
+
+@functools.cache
+def _functions(path: str) -> frozenset[str]:
+    """The functions a module's source defines at its top level (none if it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+    return frozenset(node.name for node in tree.body if isinstance(node, kinds))
+
+
+def _called_late(module: str, name: str) -> Callable[..., Any]:
+    """A function that imports ``module`` when it is first called, and calls its ``name``."""
+    real: Callable[..., Any] | None = None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        nonlocal real
+        if real is None:
+            real = getattr(importlib.import_module(module), name)
+        return real(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = module
+    return call
 
 
 def _reexports(init: str) -> dict[str, tuple[str, str]] | None:
@@ -185,10 +243,15 @@ def load(name: str = "anthropic") -> ModuleType:
     with _lock:
         if name in sys.modules:  # loaded, or being loaded by an import of its own
             return importlib.import_module(name)
-        finders: list[MetaPathFinder] = [_StandIns(), _Absent(), _LazyPackages()]
+        finders: list[MetaPathFinder] = [_StandIns(), _Absent()]
+        if _LAZY not in sys.meta_path:
+            finders.append(_LAZY)
         sys.meta_path[:0] = finders
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
+            if _LAZY in finders:
+                finders.remove(_LAZY)  # stays: see _LAZY
+            return module
         except Exception as exc:
             if isinstance(exc, ImportError) and not _modules_of(name):
                 raise  # not there at all: the caller says so

@@ -1,8 +1,9 @@
-"""The anthropic SDK loaded without its clients for other clouds, its tool runner and its
-transport over aiohttp, its types as they are used: Corvid's calls, the key check and the
-tools' check work through it, nothing left out or of the API's resource classes is loaded,
-what was left out says so or loads for real when asked for, and a lazy types package gives the
-names it would give whole.
+"""The anthropic SDK loaded without its clients for other clouds, its tool runner, its helpers
+for streamed messages, its fallback for beta refusals and its transport over aiohttp, its types
+and its tracing as they are used: Corvid's calls, the key check and the tools' check work
+through it, nothing left out or of the API's resource classes is loaded, what was left out says
+so or loads for real when asked for, a lazy package gives the names it would give whole, and a
+call the SDK traces still has its span finished.
 
 Each test runs in a new interpreter: this one imported the SDK whole long ago."""
 
@@ -160,7 +161,7 @@ if sys.argv[1] == "lazy":
     from agent.model import sdk
     sdk.load()
     lazy = {m: list(mod.__all__) for m, mod in list(sys.modules.items())
-            if m.startswith("anthropic.types") and "__getattr__" in vars(mod)}
+            if m.startswith(sdk.LAZY) and "__getattr__" in vars(mod)}
     seen = {m: {n: describe(getattr(sys.modules[m], n)) for n in names}
             for m, names in lazy.items()}
     print(json.dumps({"loaded": len([m for m in sys.modules if m.startswith("anthropic")]),
@@ -182,9 +183,12 @@ else:
 
 def test_a_lazy_types_package_gives_every_name_its_package_as_it_comes_gives():
     lazy, _ = _run(SAME_NAMES, "lazy")
-    assert {"anthropic.types", "anthropic.types.beta", "anthropic.types.shared"} <= set(
-        lazy["names"]
-    )
+    assert {
+        "anthropic.types",
+        "anthropic.types.beta",
+        "anthropic.types.shared",
+        "anthropic.lib._tracing",
+    } <= set(lazy["names"])
     asked = {m: sorted(names) for m, names in lazy["names"].items()}
     plain, _ = _run(SAME_NAMES, "plain", stdin=json.dumps(asked))
     assert lazy["names"] == plain["names"]
@@ -195,5 +199,63 @@ def test_a_lazy_types_package_gives_every_name_its_package_as_it_comes_gives():
 
 def test_the_types_are_loaded_as_they_are_used(calls):
     got = calls
-    # (3,154 modules as it comes, with anthropic 2.14: the admin API's types among them)
-    assert got["admin_types"] is False and got["anthropic_modules"] < 1500
+    # (3,154 modules as it comes, with anthropic 2.14: the admin API's types among them;
+    # 333 with Corvid's calls made)
+    assert got["admin_types"] is False and got["anthropic_modules"] < 400
+
+
+TRACED = """
+import asyncio, json, sys
+from opentelemetry import trace
+from agent.model import sdk
+from tests.fakes.anthropic_api import FakeAnthropic, Reply
+
+class Span(trace.NonRecordingSpan):
+    def __init__(self, name, attributes):
+        super().__init__(trace.SpanContext(1, len(spans) + 1, False))
+        self.name, self.attributes, self.ended = name, dict(attributes or {}), False
+    def is_recording(self): return True
+    def set_attribute(self, key, value): self.attributes[key] = value
+    def set_attributes(self, attributes): self.attributes.update(attributes)
+    def end(self, end_time=None): self.ended = True
+
+spans = []
+
+class Tracer(trace.NoOpTracer):
+    def start_span(self, name, context=None, kind=None, attributes=None, *args, **kwargs):
+        spans.append(Span(name, attributes))
+        return spans[-1]
+
+class Provider(trace.NoOpTracerProvider):
+    def get_tracer(self, *args, **kwargs): return Tracer()
+
+async def main():
+    api = FakeAnthropic(brain=lambda body: Reply("traced"))
+    await api.start()
+    anthropic = sdk.load()
+    before = "anthropic.lib._tracing._api_call" in sys.modules
+    client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=api.base_url,
+                                      open_telemetry={"tracer_provider": Provider()})
+    try:
+        message = await client.messages.create(
+            model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await client.close()
+        await api.close()
+    print(json.dumps({"before": before, "text": message.content[0].text,
+                      "after": "anthropic.lib._tracing._api_call" in sys.modules,
+                      "spans": [[s.name, s.ended, sorted(s.attributes)] for s in spans]}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_sdk_s_tracing_loads_when_a_call_is_traced_and_finishes_the_call_s_span():
+    got, _ = _run(TRACED)
+    assert got["before"] is False  # the load left it out
+    assert got["text"] == "traced"
+    assert got["after"] is True
+    (name, ended, attributes), *_ = got["spans"]
+    assert name == "anthropic.messages.create" and ended is True
+    # what the call's start and its finish (the module loaded late) wrote on the span
+    assert "gen_ai.request.model" in attributes and "gen_ai.usage.input_tokens" in attributes
