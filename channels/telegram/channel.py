@@ -149,6 +149,7 @@ class TelegramChannel(Channel):
             .base_file_url(self.base_file_url)
             .request(requests[0])
             .get_updates_request(requests[1])
+            .job_queue(None)  # Corvid's scheduler is its own (channels/telegram/sdk.py)
             .build()
         )
         app.add_handler(TypeHandler(Update, self._on_webhook_update))
