@@ -159,7 +159,7 @@ class _LazyPackages(MetaPathFinder, Loader):
         names: dict[str, tuple[str, str]] = spec.loader_state
         modules = {sub for sub, _ in names.values()}
         package = module.__name__
-        folder = (spec.submodule_search_locations or [""])[0]
+        folder = module.__path__[0]  # a package: find_spec took only those
         late = package in CALLED_LATE
 
         def __getattr__(attr: str) -> Any:
@@ -188,16 +188,21 @@ class _LazyPackages(MetaPathFinder, Loader):
 _LAZY = _LazyPackages()
 
 
+def _parsed(path: str) -> ast.Module | None:
+    """A module's source as a syntax tree; None if it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return ast.parse(file.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
 @functools.cache
 def _functions(path: str) -> frozenset[str]:
     """The functions a module's source defines at its top level (none if it cannot be read)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            tree = ast.parse(file.read(), path)
-    except (OSError, SyntaxError, ValueError):
-        return frozenset()
+    tree = _parsed(path)
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
-    return frozenset(node.name for node in tree.body if isinstance(node, kinds))
+    return frozenset(n.name for n in tree.body if isinstance(n, kinds)) if tree else frozenset()
 
 
 def _called_late(module: str, name: str) -> Callable[..., Any]:
@@ -218,10 +223,8 @@ def _called_late(module: str, name: str) -> Callable[..., Any]:
 def _reexports(init: str) -> dict[str, tuple[str, str]] | None:
     """What a package's ``__init__`` re-exports: each name with the module (of the package)
     and the name it comes from; None when the ``__init__`` does anything else."""
-    try:
-        with open(init, encoding="utf-8") as file:
-            tree = ast.parse(file.read(), init)
-    except (OSError, SyntaxError, ValueError):
+    tree = _parsed(init)
+    if tree is None:
         return None
     names: dict[str, tuple[str, str]] = {}
     for node in tree.body:
