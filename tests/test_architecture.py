@@ -20,6 +20,7 @@ CONTRACT = frozenset(
         "gateway.contract.atomic",
         "gateway.contract.commands",
         "gateway.contract.tls",
+        "gateway.contract.streams",
         "gateway.contract.tasks",
     }
 )

@@ -78,14 +78,17 @@ class AnthropicLLM:
         return self._others[key]
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> AsyncAnthropic:
+        from gateway.contract.streams import on_asyncio  # httpx2, loaded with the SDK
+
         sdk = self._sdk
         client: AsyncAnthropic = sdk.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url or None,
             timeout=self.cfg.timeout,
             max_retries=self.cfg.retries,
-            # The SDK's own defaults (limits, keep-alive), with the TLS context shared.
-            http_client=sdk.DefaultAsyncHttpxClient(verify=tls_context()),
+            # The SDK's own defaults (limits, keep-alive, proxies), with the TLS context shared
+            # and its connections on asyncio's streams.
+            http_client=on_asyncio(sdk.DefaultAsyncHttpxClient(verify=tls_context())),
         )
         return client
 

@@ -26,6 +26,7 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from gateway.contract.streams import on_asyncio
 from gateway.contract.tasks import settle
 from gateway.contract.tls import tls_context
 
@@ -77,12 +78,13 @@ class Transport(BaseRequest):
         self._urls: dict[str, httpx2.URL] = {}
 
     def _new_client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(
+        client = httpx2.AsyncClient(
             timeout=self._timeout,
             limits=self._limits,
             verify=tls_context(),
             headers={"User-Agent": self.USER_AGENT},
         )
+        return on_asyncio(client)
 
     def _url(self, url: str) -> httpx2.URL:
         parsed = self._urls.get(url)
