@@ -17,11 +17,16 @@ class FakeClock:
         self._origin = self._now
         self._changed = asyncio.Condition()
         self.instant_sleep = instant_sleep
-        self.sleeping_until: datetime | None = None
+        self._sleepers: list[datetime] = []  # when each task asleep on this clock wakes
         self.slept: list[float] = []  # every sleep(seconds) asked for
 
     def now(self) -> datetime:
         return self._now
+
+    @property
+    def sleeping_until(self) -> datetime | None:
+        """The earliest wake-up of the tasks asleep on this clock; None when none is."""
+        return min(self._sleepers, default=None)
 
     def monotonic(self) -> float:
         return (self._now - self._origin).total_seconds()
@@ -40,10 +45,13 @@ class FakeClock:
 
     async def sleep_until(self, when: datetime) -> None:
         async with self._changed:
-            self.sleeping_until = when
+            self._sleepers.append(when)
             self._changed.notify_all()
-            await self._changed.wait_for(lambda: self._now >= when)
-            self.sleeping_until = None
+            try:
+                await self._changed.wait_for(lambda: self._now >= when)
+            finally:
+                self._sleepers.remove(when)
+                self._changed.notify_all()
 
     async def set(self, when: datetime) -> None:
         async with self._changed:

@@ -554,10 +554,12 @@ async def test_an_http_server_that_forgot_the_session_is_connected_again(tmp_pat
         server = uvicorn.Server(uvicorn.Config(http_app(), log_level="warning"))
         return server, asyncio.create_task(server.serve(sockets=[sock]))
 
-    probe_sock = socket.socket()
-    probe_sock.bind(("127.0.0.1", 0))
-    port = probe_sock.getsockname()[1]
-    probe_sock.close()
+    # Held bound (not listening) to the end, so the port is not given to anything else
+    # between the two servers; each binds it too, all with SO_REUSEADDR.
+    reserved = socket.socket()
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
     server, task = serve()
     mcp_server = McpServer(
         "web", McpServerSettings(url=f"http://127.0.0.1:{port}/mcp"), tmp_path, first_pause=0.05
@@ -577,6 +579,7 @@ async def test_an_http_server_that_forgot_the_session_is_connected_again(tmp_pat
         await mcp_server.stop()
         server.should_exit = True
         await asyncio.wait_for(task, 10)
+        reserved.close()
 
 
 async def test_servers_start_once_telegram_asks_for_messages(home, fake_api, fake_telegram):

@@ -499,14 +499,13 @@ async def test_memory_md_never_reaches_a_group_session(
     assert canary in fake_api.message_requests[-1].raw
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_webhook_mode(telegram_gateway, fake_telegram):
-    port = _free_port()
+    # The port stays bound (not listening) until the test ends, so nothing else is given it
+    # before the webhook's server binds it too: both with SO_REUSEADDR, as tornado binds.
+    reserved = socket.socket()
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
     await telegram_gateway(
         webhook={
             "url": "https://bot.example.org/hook",
@@ -537,6 +536,7 @@ async def test_webhook_mode(telegram_gateway, fake_telegram):
             assert resp.status == 200
     sent = await fake_telegram.wait_sent(1)
     assert [s["shown"] for s in sent] == ["echo: via webhook"]
+    reserved.close()
 
 
 async def test_a_tap_mention_counts_and_unlisted_groups_stay_silent(

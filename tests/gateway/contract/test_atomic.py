@@ -71,8 +71,16 @@ def test_writers_at_once_never_share_a_temporary_file(tmp_path):
 
 
 def test_the_folder_is_made_durable_too(tmp_path, monkeypatch):
-    synced: list[int] = []
+    synced: list[tuple[int, int]] = []  # (device, inode) of each file synced, in order
     real = os.fsync
-    monkeypatch.setattr(atomic.os, "fsync", lambda fd: synced.append(fd) or real(fd))
-    write_atomic(tmp_path / "state.json", "{}")
-    assert len(synced) == 2  # the file, then the folder's entry
+
+    def fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        synced.append((st.st_dev, st.st_ino))
+        real(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)  # process-wide: other threads' are left out
+    path = tmp_path / "state.json"
+    write_atomic(path, "{}")
+    file, folder = ((st.st_dev, st.st_ino) for st in (path.stat(), tmp_path.stat()))
+    assert [f for f in synced if f in (file, folder)] == [file, folder]  # the file, then its entry
