@@ -18,6 +18,7 @@ A leaf of the contract: it imports nothing from Corvid.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import select
 import ssl
 from collections.abc import Iterable
@@ -29,10 +30,17 @@ import httpx2
 # How long one address family's attempt runs before the next is tried alongside it (RFC 8305),
 # as anyio's connect does.
 HAPPY_EYEBALLS_DELAY = 0.25
+# asyncio's own bound on a TLS handshake (it takes no "none"); the caller's timeout is the one
+# that counts, as it is with anyio.
+HANDSHAKE_LIMIT = 24 * 3600.0
 
 
 class AsyncioStream(httpcore2.AsyncNetworkStream):
-    """One connection: asyncio's stream reader and writer behind httpcore2's interface."""
+    """One connection: asyncio's stream reader and writer behind httpcore2's interface.
+
+    A timeout is told from a failure by the timeout's own scope: the kernel's ETIMEDOUT (a
+    keep-alive probe unanswered) is a ``TimeoutError`` too, and a read error, as anyio says it.
+    """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
@@ -40,28 +48,32 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """Up to ``max_bytes`` once some have come; ``b""`` once the server has closed."""
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with scope:
                 return await self._reader.read(max_bytes)
-        except TimeoutError:
-            raise httpcore2.ReadTimeout(f"no data within {timeout} s") from None
         except OSError as exc:
+            if scope.expired():
+                raise httpcore2.ReadTimeout(f"no data within {timeout} s") from None
             raise httpcore2.ReadError(_said(exc)) from exc
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
+        scope = asyncio.timeout(timeout)
         try:
             self._writer.write(buffer)
-            async with asyncio.timeout(timeout):
+            async with scope:
                 await self._writer.drain()
-        except TimeoutError:
-            raise httpcore2.WriteTimeout(f"not sent within {timeout} s") from None
         except OSError as exc:  # ConnectionResetError once the connection is lost
+            if scope.expired():
+                raise httpcore2.WriteTimeout(f"not sent within {timeout} s") from None
             raise httpcore2.WriteError(_said(exc)) from exc
 
     async def aclose(self) -> None:
-        self._writer.close()
+        # At once, as anyio closes: no TLS close_notify waited for (asyncio would wait up to
+        # 30 s for the server's), no unsent bytes held on to (after a write timed out).
+        self._writer.transport.abort()
 
     async def start_tls(
         self,
@@ -69,25 +81,34 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore2.AsyncNetworkStream:
+        scope = asyncio.timeout(timeout)
         try:
-            await self._writer.start_tls(
-                ssl_context, server_hostname=server_hostname, ssl_handshake_timeout=timeout
-            )
-        except TimeoutError:
-            await self.aclose()
-            raise httpcore2.ConnectTimeout(f"no TLS handshake within {timeout} s") from None
+            async with scope:
+                await self._writer.start_tls(
+                    ssl_context,
+                    server_hostname=server_hostname,
+                    ssl_handshake_timeout=HANDSHAKE_LIMIT,
+                )
         except OSError as exc:  # ssl.SSLError (a certificate refused) is one
             await self.aclose()
+            if scope.expired():
+                raise httpcore2.ConnectTimeout(f"no TLS handshake within {timeout} s") from None
             raise httpcore2.ConnectError(_said(exc)) from exc
+        except BaseException:  # cancelled: the connection is not left open
+            await self.aclose()
+            raise
         return self
 
     def get_extra_info(self, info: str) -> Any:
         writer = self._writer
         if info == "is_readable":
-            # Asked of an idle connection: has the server closed it (or sent what no request
-            # asked for)? The event loop reads a socket as soon as it can, so an end it has
-            # seen shows on the stream; one it has not seen yet, on the socket.
+            # Asked of an idle connection: has the server closed it, or sent what no request
+            # asked for (a 408 before it closes)? The event loop reads a socket as soon as it
+            # can, into the reader's buffer, which has no public size; what it has not read
+            # yet, the socket shows.
             if writer.is_closing() or self._reader.at_eof():
+                return True
+            if getattr(self._reader, "_buffer", None):
                 return True
             sock = writer.get_extra_info("socket")
             return sock is None or _readable(sock.fileno())
@@ -114,19 +135,20 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
         local = (local_address, 0) if local_address else None
+        # Happy eyeballs for a name only: an address has nothing to race, and asyncio's race
+        # can drop a socket it has just connected when cancelled at that moment.
+        eyeballs = None if _is_address(host) else HAPPY_EYEBALLS_DELAY
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with scope:
                 reader, writer = await asyncio.open_connection(
-                    host, port, local_addr=local, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY
+                    host, port, local_addr=local, happy_eyeballs_delay=eyeballs
                 )
-        except TimeoutError:
-            raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
         except OSError as exc:  # refused, unreachable, a name not resolved
+            if scope.expired():
+                raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
             raise httpcore2.ConnectError(_said(exc)) from exc
-        sock = writer.get_extra_info("socket")
-        for option in socket_options or ():  # asyncio has set TCP_NODELAY already
-            sock.setsockopt(*option)
-        return AsyncioStream(reader, writer)
+        return _with_options(reader, writer, socket_options)
 
     async def connect_unix_socket(
         self,
@@ -134,17 +156,34 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with scope:
                 reader, writer = await asyncio.open_unix_connection(path)
-        except TimeoutError:
-            raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
         except OSError as exc:
+            if scope.expired():
+                raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
             raise httpcore2.ConnectError(_said(exc)) from exc
-        return AsyncioStream(reader, writer)
+        return _with_options(reader, writer, socket_options)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+def _with_options(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    socket_options: Iterable[Any] | None,
+) -> AsyncioStream:
+    """The connection with the pool's socket options set (asyncio has set TCP_NODELAY)."""
+    try:
+        sock = writer.get_extra_info("socket")
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+    except OSError as exc:
+        writer.transport.abort()
+        raise httpcore2.ConnectError(_said(exc)) from exc
+    return AsyncioStream(reader, writer)
 
 
 def on_asyncio(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
@@ -160,6 +199,14 @@ def on_asyncio(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
     ):
         pool._network_backend = AsyncioBackend()
     return client
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _readable(fd: int) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import shutil
 import socket
 import ssl
@@ -18,7 +20,7 @@ import httpcore2
 import httpx2
 import pytest
 
-from gateway.contract.streams import on_asyncio
+from gateway.contract.streams import AsyncioBackend, on_asyncio
 from tests.fakes.anthropic_api import Reply
 
 Answer = Callable[[bytes], bytes | None]  # the request's head → the response; None: never
@@ -34,9 +36,12 @@ class Server:
     connection, it closes that connection without a word (as a server whose keep-alive ran
     out does)."""
 
-    def __init__(self, answer: Answer, close_after: int | None = None) -> None:
+    def __init__(self, answer: Answer, close_after: int | None = None, stray: bytes = b"") -> None:
         self.answer = answer
         self.close_after = close_after
+        self.stray = stray  # sent unasked once a response has been read, the connection open
+        self.read = asyncio.Event()  # set by the test: the response has been read
+        self.strayed = asyncio.Event()
         self.connections = 0
         self.closed = asyncio.Event()  # set whenever the server has closed a connection
         self.tasks: set[asyncio.Task[None]] = set()
@@ -57,6 +62,11 @@ class Server:
                     return
                 writer.write(response)
                 await writer.drain()
+                if self.stray:
+                    await self.read.wait()
+                    writer.write(self.stray)
+                    await writer.drain()
+                    self.strayed.set()
                 served += 1
                 if self.close_after is not None and served >= self.close_after:
                     return
@@ -135,6 +145,64 @@ async def test_a_server_that_closes_mid_response_is_a_protocol_error():
     async with serving(server) as port, client() as http:
         with pytest.raises(httpx2.RemoteProtocolError):
             await http.get(f"http://127.0.0.1:{port}/")
+
+
+async def until(condition: Callable[[], bool], timeout: float = 10) -> None:
+    """Bounded: polls ``condition`` (nothing to wait on for a socket closed in-process)."""
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+async def test_a_connection_the_server_wrote_to_unasked_is_not_used_again():
+    """A server that says 408 on an idle connection before it closes it: the next request
+    goes on a new connection, not reading that 408 as its answer."""
+    server = Server(lambda head: ok(b"first"), stray=ok(b"stale", close=True))
+    async with serving(server) as port, client() as http:
+        assert (await http.get(f"http://127.0.0.1:{port}/")).content == b"first"
+        server.read.set()
+        await asyncio.wait_for(server.strayed.wait(), 10)
+        # A round trip of its own to the server: the event loop has read the stray bytes
+        # into the idle connection's buffer by the time it is done.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.wait_for(reader.readuntil(b"first"), 10)
+        writer.close()
+        again = await http.get(f"http://127.0.0.1:{port}/")
+    assert again.content == b"first"
+    assert server.connections == 3  # the first, the round trip's, and a new one
+
+
+async def test_a_tls_handshake_that_does_not_come_is_a_connect_timeout():
+    server = Server(lambda head: None)  # takes the connection, never says a word
+    timeout = httpx2.Timeout(5, connect=0.3)
+    async with serving(server) as port, client(timeout=timeout) as http:
+        with pytest.raises(httpx2.ConnectTimeout):
+            await http.get(f"https://127.0.0.1:{port}/")
+
+
+async def test_the_kernels_timed_out_is_a_read_error_not_a_timeout():
+    """ETIMEDOUT (keep-alive probes unanswered) is a TimeoutError in Python: it is still a
+    broken connection, as httpcore2's own backend says."""
+    server = Server(lambda head: None)
+    async with serving(server) as port:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        stream._reader.set_exception(TimeoutError(errno.ETIMEDOUT, "Connection timed out"))
+        with pytest.raises(httpcore2.ReadError, match="timed out"):
+            await stream.read(100, timeout=30)
+        await stream.aclose()
+
+
+async def test_a_connection_closed_after_a_write_timed_out_lets_its_socket_go():
+    """Closed with bytes still unsent (the server stopped reading): the socket is closed at
+    once, not kept until the server would read them."""
+    server = Server(lambda head: None)  # reads the head only, never the body
+    timeout = httpx2.Timeout(5, write=0.3)
+    before = len(os.listdir("/proc/self/fd"))
+    async with serving(server) as port, client(timeout=timeout) as http:
+        with pytest.raises(httpx2.WriteTimeout):
+            await http.post(f"http://127.0.0.1:{port}/", content=b"x" * 50_000_000)
+        await until(lambda: len(os.listdir("/proc/self/fd")) <= before + 2)  # the listener's
 
 
 @pytest.fixture(scope="module")
