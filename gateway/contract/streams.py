@@ -5,7 +5,7 @@ anyio, whose streams put a cancel scope around every read and write, open each c
 task group, and build a table of lambdas whenever the pool asks an idle connection whether the
 server has closed it, which the pool does for every idle connection each time a request starts
 or ends. On asyncio's streams a message (its model call and its Telegram calls) costs Corvid
-about a fifth less CPU, and a wave of 200 new chats about a seventh less.
+about 15 % less CPU, and so does a wave of 200 new chats.
 
 ``on_asyncio`` gives a client made by httpx2 (or by the anthropic SDK, whose default client is
 httpx2's with its own socket options and proxies) this backend for its direct connections; a
