@@ -21,7 +21,7 @@ import asyncio
 import ipaddress
 import select
 import ssl
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 import httpcore2
@@ -138,17 +138,10 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
         # Happy eyeballs for a name only: an address has nothing to race, and asyncio's race
         # can drop a socket it has just connected when cancelled at that moment.
         eyeballs = None if _is_address(host) else HAPPY_EYEBALLS_DELAY
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                reader, writer = await asyncio.open_connection(
-                    host, port, local_addr=local, happy_eyeballs_delay=eyeballs
-                )
-        except OSError as exc:  # refused, unreachable, a name not resolved
-            if scope.expired():
-                raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
-            raise httpcore2.ConnectError(_said(exc)) from exc
-        return _with_options(reader, writer, socket_options)
+        opening = asyncio.open_connection(
+            host, port, local_addr=local, happy_eyeballs_delay=eyeballs
+        )
+        return await _connected(opening, timeout, socket_options)
 
     async def connect_unix_socket(
         self,
@@ -156,26 +149,28 @@ class AsyncioBackend(httpcore2.AsyncNetworkBackend):
         timeout: float | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                reader, writer = await asyncio.open_unix_connection(path)
-        except OSError as exc:
-            if scope.expired():
-                raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
-            raise httpcore2.ConnectError(_said(exc)) from exc
-        return _with_options(reader, writer, socket_options)
+        opening = asyncio.open_unix_connection(path)
+        return await _connected(opening, timeout, socket_options)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-def _with_options(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+async def _connected(
+    opening: Coroutine[Any, Any, tuple[asyncio.StreamReader, asyncio.StreamWriter]],
+    timeout: float | None,
     socket_options: Iterable[Any] | None,
 ) -> AsyncioStream:
-    """The connection with the pool's socket options set (asyncio has set TCP_NODELAY)."""
+    """The connection ``opening`` makes within ``timeout``, with the pool's socket options set
+    (asyncio has set TCP_NODELAY)."""
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            reader, writer = await opening
+    except OSError as exc:  # refused, unreachable, a name not resolved
+        if scope.expired():
+            raise httpcore2.ConnectTimeout(f"no connection within {timeout} s") from None
+        raise httpcore2.ConnectError(_said(exc)) from exc
     try:
         sock = writer.get_extra_info("socket")
         for option in socket_options or ():
