@@ -45,6 +45,7 @@ class Fault:
     error_type: str
     message: str = "fault injected by the fake"
     retry_after_ms: int = 5
+    error_code: str | None = None  # the API's finer code (``error.details.error_code``)
 
 
 @dataclass
@@ -262,8 +263,11 @@ class FakeAnthropic:
             await asyncio.sleep(delay)
             slept[0] = delay
         if isinstance(action, Fault):
+            error: dict[str, Any] = {"type": action.error_type, "message": action.message}
+            if action.error_code is not None:
+                error["details"] = {"error_code": action.error_code}
             return _json(
-                {"type": "error", "error": {"type": action.error_type, "message": action.message}},
+                {"type": "error", "error": error},
                 status=action.status,
                 headers={"retry-after-ms": str(action.retry_after_ms)},
             )

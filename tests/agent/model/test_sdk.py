@@ -1,9 +1,10 @@
 """The anthropic SDK loaded without its clients for other clouds, its tool runner, its helpers
 for streamed messages, its fallback for beta refusals and its transport over aiohttp, its types
-and its tracing as they are used: Corvid's calls, the key check and the tools' check work
-through it, nothing left out or of the API's resource classes is loaded, what was left out says
-so or loads for real when asked for, a lazy package gives the names it would give whole, and a
-call the SDK traces still has its span finished.
+and its tracing as they are used, its error classes with the first refusal: Corvid's calls, the
+key check and the tools' check work through it, nothing left out or of the API's resource
+classes is loaded, what was left out says so or loads for real when asked for, a lazy package
+gives the names it would give whole, a refusal raises the class the SDK as it comes raises,
+and a call the SDK traces still has its span finished.
 
 Each test runs in a new interpreter: this one imported the SDK whole long ago."""
 
@@ -73,9 +74,13 @@ FALLBACK = """
 import json, logging, sys
 from agent.model import sdk
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-sdk.LEFT_OUT["anthropic.types"] = "a module the SDK cannot do without"
+if sys.argv[1] == "left out":
+    sdk.LEFT_OUT["anthropic.types"] = "a module the SDK cannot do without"
+else:  # an SDK that takes a name the stand-in does not give
+    sdk.ON_REFUSAL["anthropic._error_classes"] = ()
 anthropic = sdk.load()
 print(json.dumps({"message": anthropic.types.Message.__name__,
+                  "error_classes": "anthropic._error_classes" in sys.modules,
                   "stand_ins_left": [m for m in sdk.LEFT_OUT
                                      if type(sys.modules.get(m)).__name__ == "_StandIn"]}))
 """
@@ -118,9 +123,10 @@ def test_what_was_left_out_says_so_or_loads_for_real_when_asked_for(calls):
     assert "beta_tool (the SDK's tool runner) is not loaded" in got["tool_refusal"]
 
 
-def test_an_sdk_that_will_not_import_so_is_imported_whole():
-    got, said = _run(FALLBACK)
-    assert got == {"message": "Message", "stand_ins_left": []}
+@pytest.mark.parametrize("breakage", ["left out", "deferred"])
+def test_an_sdk_that_will_not_import_so_is_imported_whole(breakage):
+    got, said = _run(FALLBACK, breakage)
+    assert got == {"message": "Message", "error_classes": True, "stand_ins_left": []}
     assert "did not import in its lighter form" in said
 
 
@@ -149,6 +155,56 @@ def test_the_sdk_loads_without_aiohttp_and_its_transport_loads_for_real_when_ask
     assert got["refusal"] is not None and "aiohttp" in got["refusal"]
     assert got["real"] == "anthropic._vendor.httpx_aiohttp.client"
     assert got["aiohttp_after"] is True
+
+
+REFUSED = """
+import asyncio, json, sys
+from tests.fakes.anthropic_api import FakeAnthropic, Fault
+if sys.argv[1] == "lazy":
+    from agent.model import sdk
+    anthropic = sdk.load()
+else:
+    import anthropic
+
+async def main():
+    api = FakeAnthropic()
+    await api.start()
+    seen = {"before": "anthropic._error_classes" in sys.modules, "errors": []}
+    api.enqueue(Fault(404, "not_found_error", error_code="file_expired"),
+                Fault(529, "overloaded_error"), Fault(418, "teapot_error"))
+    client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=api.base_url, max_retries=0)
+    try:
+        for _ in range(3):
+            try:
+                await client.messages.create(
+                    model="claude-x", max_tokens=10,
+                    messages=[{"role": "user", "content": "hi"}])
+            except anthropic.APIStatusError as exc:
+                kind = type(exc)
+                seen["errors"].append([f"{kind.__module__}.{kind.__qualname__}",
+                                       exc.status_code, isinstance(exc, anthropic.NotFoundError)])
+    finally:
+        await client.close()
+        await api.close()
+    seen["after"] = "anthropic._error_classes" in sys.modules
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+
+
+def test_the_sdk_s_error_classes_load_with_the_first_refusal_and_are_the_ones_it_gives_whole():
+    lazy, _ = _run(REFUSED, "lazy")
+    assert lazy["before"] is False  # the load left them out (237 modules with anthropic 2.14)
+    assert lazy["after"] is True
+    plain, _ = _run(REFUSED, "plain")
+    assert lazy["errors"] == plain["errors"]
+    assert [kind for kind, _, _ in lazy["errors"]] == [
+        "anthropic.types.file_expired_error.FileExpiredError",  # by the API's finer code
+        "anthropic.OverloadedError",
+        "anthropic.APIStatusError",
+    ]
+    assert lazy["errors"][0][1:] == [404, True]
 
 
 SAME_NAMES = """
@@ -200,8 +256,8 @@ def test_a_lazy_types_package_gives_every_name_its_package_as_it_comes_gives():
 def test_the_types_are_loaded_as_they_are_used(calls):
     got = calls
     # (3,154 modules as it comes, with anthropic 2.14: the admin API's types among them;
-    # 333 with Corvid's calls made)
-    assert got["admin_types"] is False and got["anthropic_modules"] < 400
+    # 95 with Corvid's calls made)
+    assert got["admin_types"] is False and got["anthropic_modules"] < 150
 
 
 TRACED = """
