@@ -22,6 +22,7 @@ CONTRACT = frozenset(
         "gateway.contract.tls",
         "gateway.contract.streams",
         "gateway.contract.tasks",
+        "gateway.contract.wal",
     }
 )
 # Small helpers every layer of the gateway uses: they import only the contract.

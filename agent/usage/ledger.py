@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import OWNER, Charge
 from gateway.contract.atomic import private_file
+from gateway.contract.wal import Checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -120,17 +121,21 @@ class UsageLedger:
         self._db.executescript(SCHEMA)
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._checkpoints = Checkpoints(self._db, path)  # not in a call's commit
         # Embeddings are counted from the thread that makes them.
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        self._checkpoints.close()
         self._db.close()
 
     def record(self, call: Call, when: datetime) -> bool:
         """Keep ``call``; False when a call with its id is already kept."""
         period = Period.of(when, self.tz)
         with self._lock:
-            return self._insert(call, when, period)
+            kept = self._insert(call, when, period)
+            self._checkpoints.wrote()
+            return kept
 
     def _insert(self, call: Call, when: datetime, period: Period) -> bool:
         charge = call.charge

@@ -19,7 +19,8 @@ mid-stream leaves them half-written; on start they are taken back (deleted, or m
 cannot be), and the answer, still owed, comes once as a new reply.
 
 WAL with ``synchronous=NORMAL``: a committed row survives the process being killed; a power cut
-may lose the last commits.
+may lose the last commits. Its checkpoints run in a thread, not in a commit on the event loop
+(``gateway/contract/wal.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 from gateway.contract.atomic import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
+from gateway.contract.wal import Checkpoints
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
 from gateway.statefiles import set_aside, stamp_schema
 
@@ -128,6 +130,7 @@ class Journal:
                 "messages owed an answer and replies not confirmed as sent are in the old copy",
             )
             self.db = _open(path)
+        self.checkpoints = Checkpoints(self.db, path)  # off the event loop (contract/wal.py)
         seeded = "SELECT 1 FROM sqlite_sequence WHERE name = 'inbound'"
         if self.db.execute(seeded).fetchone() is None:
             # Numbers are never reused (AUTOINCREMENT), and a new journal starts at a random
@@ -138,6 +141,7 @@ class Journal:
             )
 
     def close(self) -> None:
+        self.checkpoints.close()
         self.db.close()
 
     def _now(self) -> str:
@@ -188,7 +192,11 @@ class Journal:
             self.db.executemany(
                 "DELETE FROM inbound WHERE id = ?", [(m.seq,) for m in msgs if m.seq is not None]
             )
-            return None if out is None else self._insert(out, None)
+            oid = None if out is None else self._insert(out, None)
+        # Every message's writes end here or in ``settle``: the place to see whether a
+        # checkpoint is due (the rows of the other writes are counted too).
+        self.checkpoints.wrote()
+        return oid
 
     # -- outbox -------------------------------------------------------------------------------
 
@@ -244,13 +252,15 @@ class Journal:
         update = "UPDATE outbox SET status = ?, error = ?, updated = ? WHERE id = ?"
         if not live:  # the common case: one statement, no transaction to open
             self.db.execute(update, (status, error, self._now(), oid))
-            return
-        with self.transaction():
-            self.db.execute(update, (status, error, self._now(), oid))
-            self.db.executemany(
-                "DELETE FROM live WHERE key = (SELECT key FROM outbox WHERE id = ?) AND ref = ?",
-                [(oid, r) for r in live],
-            )
+        else:
+            with self.transaction():
+                self.db.execute(update, (status, error, self._now(), oid))
+                self.db.executemany(
+                    "DELETE FROM live WHERE key = (SELECT key FROM outbox WHERE id = ?) "
+                    "AND ref = ?",
+                    [(oid, r) for r in live],
+                )
+        self.checkpoints.wrote()
 
     # -- streamed messages not yet finished ----------------------------------------------------
 
