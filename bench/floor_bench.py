@@ -147,9 +147,9 @@ async def bench_steady(
         await polling(tg, proc)
         idle_rss = await settled_rss(proc.pid, idle)
         latencies, cpu_ms, fake = await in_turn(proc, tg, n, api)
-    # Each reply's time less the fake API's own on its requests. The fake reparses and
-    # rehashes the whole request for its prompt-cache bookkeeping, which grows with the
-    # conversation Corvid sends.
+    # Each reply's time less the fake API's own on its requests. The fake parses the whole
+    # request and walks it for its prompt-cache bookkeeping (hashing only what is new since a
+    # recent request), which grows with the conversation Corvid sends.
     own = [t - f for t, f in zip(latencies, fake, strict=True)]
     return {
         "idle_rss": idle_rss,

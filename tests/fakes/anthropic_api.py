@@ -151,6 +151,9 @@ class FakeAnthropic:
         self.spent: list[float] = []
         self._script: deque[Action] = deque()
         self._cache: set[bytes] = set()
+        # The cache units of the last few requests with their prefix hashes: a conversation's
+        # next request starts with its last one, and only its new units are encoded and hashed.
+        self._recent: deque[_Hashed] = deque(maxlen=16)
         self._ids = itertools.count(1)
         self._arrived = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -425,35 +428,79 @@ class FakeAnthropic:
     # -- prompt-cache simulation --------------------------------------------------------------
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
-        segments, marks = _segments_and_marks(body)
-        h = hashlib.sha256()
-        sizes: list[int] = []
-        digests: list[bytes] = []
-        running = 0
-        for seg in segments:
-            h.update(seg.encode())
-            running += tokens(seg)
-            sizes.append(running)
-            digests.append(h.copy().digest())
-        total = running
+        units, marks = _units_and_marks(body)
+        hashed = self._hash(units)
+        total = hashed.sizes[-1] if units else 0
         last_mark = max(marks) if marks else -1
         read_upto = -1
         for i in range(last_mark, -1, -1):
-            if digests[i] in self._cache:
+            if hashed.digest(i) in self._cache:
                 read_upto = i
                 break
-        cache_read = sizes[read_upto] if read_upto >= 0 else 0
+        cache_read = hashed.sizes[read_upto] if read_upto >= 0 else 0
         cache_write = 0
-        if last_mark >= 0 and sizes[last_mark] >= self.min_cache_tokens:
-            cache_write = sizes[last_mark] - cache_read
+        if last_mark >= 0 and hashed.sizes[last_mark] >= self.min_cache_tokens:
+            cache_write = hashed.sizes[last_mark] - cache_read
             for i in marks:
-                self._cache.add(digests[i])
+                self._cache.add(hashed.digest(i))
         return {
             "input_tokens": total - cache_read - cache_write,
             "cache_read_input_tokens": cache_read,
             "cache_creation_input_tokens": cache_write,
             "output_tokens": 0,
         }
+
+    def _hash(self, units: list[Unit]) -> _Hashed:
+        """The running hash and token count after each unit, taken over from the recent request
+        that shares the longest prefix with this one."""
+        known, best = 0, None
+        for prev in reversed(self._recent):  # the newest first: most often, all of it is shared
+            n = _common(prev.units, units)
+            if n > known:
+                known, best = n, prev
+            if n and n == len(prev.units):
+                break
+        hashers = best.hashers[:known] if best else []
+        sizes = best.sizes[:known] if best else []
+        h = hashers[-1].copy() if hashers else hashlib.sha256()
+        running = sizes[-1] if sizes else 0
+        for unit in units[known:]:
+            seg = _encode(unit)
+            h.update(seg.encode())
+            running += tokens(seg)
+            sizes.append(running)
+            hashers.append(h.copy())
+        hashed = _Hashed(units, hashers, sizes)
+        self._recent.append(hashed)
+        return hashed
+
+
+# A cache unit: the role of the message it is in (None for tools and system) and the block
+# without its cache_control.
+Unit = tuple[str | None, Any]
+
+
+@dataclass
+class _Hashed:
+    units: list[Unit]
+    hashers: list[Any]  # the sha256 state after each unit (hashlib's type is private)
+    sizes: list[int]  # the tokens up to and including each unit
+
+    def digest(self, i: int) -> bytes:
+        return bytes(self.hashers[i].digest())
+
+
+def _common(a: list[Unit], b: list[Unit]) -> int:
+    """How many units two requests share from the start. Units are compared as Python values,
+    which is their sorted JSON's equality except where 1, 1.0 and true meet at one place."""
+    if len(a) <= len(b) and a == b[: len(a)]:
+        return len(a)
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 # Blocks are hashed as JSON with sorted keys, all written by one encoder: ``json.dumps`` with
@@ -462,21 +509,17 @@ class FakeAnthropic:
 _CANONICAL = json.JSONEncoder(sort_keys=True)
 
 
-def _segments_and_marks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
-    """Every cacheable unit in the API's cache order (tools, then system, then message blocks,
-    each tagged with its role) as sorted JSON without its ``cache_control``; and where the
-    units that carry one are, in one pass."""
-    segments: list[str] = []
+def _units_and_marks(body: dict[str, Any]) -> tuple[list[Unit], list[int]]:
+    """Every cacheable unit in the API's cache order (tools, then system, then message blocks),
+    and where the units that carry a cache_control are, in one pass."""
+    units: list[Unit] = []
     marks: list[int] = []
 
     def add(block: Any, role: str | None = None) -> None:
-        if isinstance(block, dict):
-            if "cache_control" in block:
-                marks.append(len(segments))
+        if isinstance(block, dict) and "cache_control" in block:
+            marks.append(len(units))
             block = {k: v for k, v in block.items() if k != "cache_control"}
-            if role is not None:
-                block["_role"] = role
-        segments.append(_CANONICAL.encode(block))
+        units.append((role, block))
 
     for tool in body.get("tools", []):
         add(tool)
@@ -489,7 +532,22 @@ def _segments_and_marks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
             content = [{"type": "text", "text": content}]
         for block in content:
             add(block, msg["role"])
-    return segments, marks
+    return units, marks
+
+
+def _encode(unit: Unit) -> str:
+    """A unit as sorted JSON, a block tagged with its role."""
+    role, block = unit
+    if role is not None and isinstance(block, dict):
+        block = {**block, "_role": role}
+    return _CANONICAL.encode(block)
+
+
+def _segments_and_marks(body: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """Every cacheable unit as sorted JSON without its ``cache_control``, each block tagged
+    with its role; and where the units that carry one are."""
+    units, marks = _units_and_marks(body)
+    return [_encode(u) for u in units], marks
 
 
 def _segments(body: dict[str, Any]) -> list[str]:
