@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import time
@@ -142,10 +141,13 @@ class App:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
         if self.config.web.enabled:
             await self._model_loaded()
-            # Imported in a thread (aiohttp's web server and its TLS context take a few hundred
-            # milliseconds): on the event loop it would hold back the channels' first polls,
-            # which are under way by now but not yet sent.
-            server = await asyncio.to_thread(importlib.import_module, "gateway.web.server")
+            # Imported in a thread (aiohttp's web server takes a hundred milliseconds and
+            # more): on the event loop it would hold back the channels' first polls, which are
+            # under way by now but not yet sent. Without aiohttp's HTTP client where nothing
+            # has loaded it (gateway/web/deferred.py).
+            from gateway.web.deferred import import_server
+
+            server = await asyncio.to_thread(import_server)
             self.web = await server.start_web(self._backend(self.scheduler))
 
     async def _model_loaded(self) -> None:
