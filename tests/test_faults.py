@@ -423,6 +423,7 @@ async def test_a_thousand_messages_over_a_hundred_sessions_lose_nothing_and_leak
         await fake_api.close()
         fake_api.requests.clear()
         fake_api._cache.clear()  # the fake's prompt-cache simulation: one digest per request
+        fake_api._recent.clear()  # and the units and hashes of its last requests
         for record in ("sent", "typing_events", "pushed"):  # what RecordingChannel keeps
             getattr(chan, record, []).clear()
         seen.clear()
