@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the control page and the MCP client are imported only when 
     from agent.mcp.hub import McpHub
     from agent.usage.meter import Meter
     from gateway.web.backend import Backend
-    from gateway.web.server import WebServer
+    from gateway.web.listener import PageListener
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class App:
         self.runner = runner
         self.jobs = jobs
         self.control: ControlServer | None = None
-        self.web: WebServer | None = None
+        self.web: PageListener | None = None
         # Options changed in config.yaml by a reload that take effect at the next start.
         self.pending_restart: list[str] = []
         self.notices: PairingNotices | None = None
@@ -140,24 +140,10 @@ class App:
         except OSError as exc:
             log.warning("control socket unavailable (%s); `corvid jobs run` is off", exc)
         if self.config.web.enabled:
-            await self._model_loaded()
-            # Imported in a thread (aiohttp's web server takes a hundred milliseconds and
-            # more): on the event loop it would hold back the channels' first polls, which are
-            # under way by now but not yet sent. Without aiohttp's HTTP client where nothing
-            # has loaded it (gateway/web/deferred.py).
-            from gateway.web.deferred import import_server
+            # The page's address now; its server (aiohttp's) when a browser first connects.
+            from gateway.web.listener import listen
 
-            server = await asyncio.to_thread(import_server)
-            self.web = await server.start_web(self._backend(self.scheduler))
-
-    async def _model_loaded(self) -> None:
-        """Once the model's SDK is loaded (or has failed to: each turn says so). The control
-        page's server waits for it: imported beside the SDK, the two share one interpreter
-        lock, and a message waiting at start was answered that much later."""
-        try:
-            await self.agent.llm.warm_up()
-        except Exception:  # said by the import at start, and again by the turn that needs it
-            log.debug("the model's SDK did not load before the control page", exc_info=True)
+            self.web = await listen(self._backend(self.scheduler))
 
     async def _ready_tools(self) -> None:
         channels = [c.receiving.wait() for c in self.gateway.channels.values()]

@@ -40,7 +40,7 @@ def web(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int
     """Print (or open) the control page's address with the token that signs a browser in."""
     from gateway.ops.doctor.services import port_problem
     from gateway.services.control import ask_running, rotate_web_token
-    from gateway.web.guard import address, load_token
+    from gateway.web.access import address, load_token
 
     config, _ = read_config(home, environ)
     if not config.state.is_dir():  # the token lives there, made by `corvid run` or `init`

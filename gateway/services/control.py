@@ -167,7 +167,7 @@ def rotate_web_token(layout: Layout) -> None:
     """A new access token for the control page, made by the running gateway (whose page then
     refuses the old one at once) or, with none running, in ``state/``; every browser is
     signed out."""
-    from gateway.web.guard import SignedIn, new_token
+    from gateway.web.access import SignedIn, new_token
 
     try:
         rotated = ask_running(layout.control_socket, {"cmd": "rotate_token"}, 10).get("ok")

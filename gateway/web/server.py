@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
@@ -29,15 +30,9 @@ from gateway.web import (
     proposals_page,
     sessions_page,
 )
+from gateway.web.access import SignedIn, address, load_token, new_token
 from gateway.web.backend import Backend
-from gateway.web.guard import (
-    Guard,
-    SignedIn,
-    add_headers,
-    address,
-    load_token,
-    new_token,
-)
+from gateway.web.guard import Guard, add_headers
 from gateway.web.respond import (
     BACKEND,
     GUARD,
@@ -118,21 +113,25 @@ class WebServer:
         actions_page.routes(app)
         return app
 
-    async def start(self) -> None:
+    async def start(self, sockets: list[socket.socket] | None = None) -> None:
+        """Listen on ``web.host:web.port``, or serve on ``sockets``, bound and listening
+        already (``gateway/web/listener.py``: then the listener has said the address)."""
         cfg = self.backend.config.web
         # No access log: a login address carries the token in its query.
         self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=2)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, cfg.host, cfg.port)
+        sites: list[web.BaseSite] = [web.SockSite(self._runner, s) for s in sockets or ()]
         try:
-            await site.start()
+            for site in sites or [web.TCPSite(self._runner, cfg.host, cfg.port)]:
+                await site.start()
         except OSError:
             await self._runner.cleanup()
             self._runner = None
             raise
         addresses = self._runner.addresses
         self.port = int(addresses[0][1]) if addresses else cfg.port
-        log.info("control page at %s (`corvid web` prints the address to sign in)", self.url)
+        if not sockets:
+            log.info("control page at %s (`corvid web` prints the address to sign in)", self.url)
 
     async def stop(self) -> None:
         self.stopping.set()  # live pages end their streams

@@ -182,7 +182,12 @@ sys.exit(main(["run"]))
 """
 
 
-async def test_corvid_run_serves_its_page_without_aiohttps_client(tmp_path: Path):
+@pytest.mark.parametrize("visit", [False, True])
+async def test_corvid_run_loads_its_page_when_visited_and_never_aiohttps_client(
+    tmp_path: Path, visit: bool
+):
+    """Unvisited, the page costs no import of aiohttp at all (``gateway/web/listener.py``);
+    visited, the page is served without aiohttp's HTTP client."""
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
     await tg.start()
@@ -206,9 +211,10 @@ async def test_corvid_run_serves_its_page_without_aiohttps_client(tmp_path: Path
                 if found:
                     url = found.group(1)
                     break
-        async with aiohttp.ClientSession() as session, session.get(url + "login") as response:
-            assert response.status == 200
-            assert "Sign in" in await response.text()
+        if visit:
+            async with aiohttp.ClientSession() as session, session.get(url + "login") as page:
+                assert page.status == 200
+                assert "Sign in" in await page.text()
         tg.text("hello")
         assert (await tg.wait_sent(1, timeout=30))[0]["shown"] == "echo: hello"
         proc.terminate()
@@ -221,5 +227,8 @@ async def test_corvid_run_serves_its_page_without_aiohttps_client(tmp_path: Path
         await api.close()
     assert proc.returncode == 0, err.decode()
     loaded = json.loads(out.decode().strip().splitlines()[-1])
-    assert "aiohttp.web" in loaded
-    assert "aiohttp.connector" not in loaded and "aiohttp.client" not in loaded
+    if visit:
+        assert "aiohttp.web" in loaded
+        assert "aiohttp.connector" not in loaded and "aiohttp.client" not in loaded
+    else:
+        assert loaded == []

@@ -238,7 +238,7 @@ async def test_errors_carry_the_security_headers_and_a_huge_sign_in_is_refused(c
 
 
 def test_a_wildcard_host_is_reached_on_loopback():
-    from gateway.web.guard import address
+    from gateway.web.access import address
 
     assert address("0.0.0.0", 8787) == "http://127.0.0.1:8787/"
     assert address("::", 8787) == "http://[::1]:8787/"

@@ -1,0 +1,167 @@
+"""The control page's address, held from the start; its server, when a browser first connects.
+
+The page's server is aiohttp's, and importing it costs a running gateway 7 MiB of memory and
+about 150 ms of CPU (more with aiohttp's HTTP client: ``gateway/web/deferred.py``), whether or
+not anyone opens the page, and most of the time nobody does. ``listen`` binds the page's
+address at the start, as the server would, so the port is the gateway's and ``corvid web``
+prints the address at once; it then waits for a connection on the listening sockets with the
+event loop's reader, which costs nothing while none comes. The first connection imports the
+server (in a thread), and the server takes the same sockets over: that first connection, and
+any that come while the import runs, wait in the kernel's queue for it, about a fifth of a
+second once. From then on the page is served as ``WebServer`` serves it.
+
+The token and the signed-in browsers are files (``gateway/web/access.py``), so a new token
+made before the server runs is the one it starts with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import TYPE_CHECKING
+
+from gateway.web.access import SignedIn, address, load_token, new_token
+from gateway.web.backend import Backend
+
+if TYPE_CHECKING:
+    from gateway.web.server import WebServer
+
+log = logging.getLogger(__name__)
+
+BACKLOG = 100  # connections the kernel holds while the server is imported (asyncio's default)
+
+
+class PageListener:
+    """The page's listening sockets, then (from the first connection) its server."""
+
+    def __init__(self, backend: Backend, sockets: list[socket.socket]) -> None:
+        self.backend = backend
+        self._sockets = sockets
+        self.port: int = sockets[0].getsockname()[1]
+        self.server: WebServer | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._watching = False
+        self._token = load_token(backend.config.layout.web_token)  # made now if there is none
+
+    @property
+    def url(self) -> str:
+        return address(self.backend.config.web.host, self.port)
+
+    @property
+    def token(self) -> str:
+        return self.server.token if self.server is not None else self._token
+
+    def rotate_token(self) -> bool:
+        """A new access token: the old address stops working, every browser is signed out."""
+        if self.server is not None:
+            return self.server.rotate_token()
+        layout = self.backend.config.layout
+        self._token = new_token(layout.web_token)
+        SignedIn(layout.web_sessions).end(None)
+        log.info("control page: a new access token; every browser was signed out")
+        return True
+
+    def watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sock in self._sockets:
+            loop.add_reader(sock.fileno(), self._connected)
+        self._watching = True
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            loop = asyncio.get_running_loop()
+            for sock in self._sockets:
+                loop.remove_reader(sock.fileno())
+
+    def _connected(self) -> None:
+        """A browser is at the door: the server is imported and takes the sockets over."""
+        self._unwatch()
+        if self._starting is None:
+            self._starting = asyncio.create_task(self._serve(), name="control page start")
+
+    async def _serve(self) -> None:
+        from gateway.web.deferred import import_server
+
+        try:
+            module = await asyncio.to_thread(import_server)
+            server: WebServer = module.WebServer(self.backend)
+            await server.start(self._sockets)
+        except Exception as exc:
+            log.error(
+                "control page unavailable: its server could not start (%s: %s)",
+                type(exc).__name__,
+                exc,
+            )
+            self._close()
+            return
+        self.server = server
+
+    async def stop(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._starting
+        if self.server is not None:
+            await self.server.stop()  # closes the sockets with the server
+            self.server = None
+        else:
+            self._unwatch()
+            self._close()
+
+    def _close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+
+
+async def listen(backend: Backend) -> PageListener | None:
+    """The control page's address, bound and listening; None (and a warning) when it cannot
+    be. Chats matter more than the page, so the gateway runs on without it."""
+    cfg = backend.config.web
+    try:
+        sockets = await _bind(cfg.host, cfg.port)
+    except OSError as exc:
+        log.warning(
+            "control page unavailable: cannot listen on %s:%s (%s); set web.port to a free "
+            "port, or web.enabled: false",
+            cfg.host,
+            cfg.port,
+            exc.strerror or exc,
+        )
+        return None
+    listener = PageListener(backend, sockets)
+    listener.watch()
+    log.info("control page at %s (`corvid web` prints the address to sign in)", listener.url)
+    return listener
+
+
+async def _bind(host: str, port: int) -> list[socket.socket]:
+    """A listening socket for each address ``host`` has, as asyncio's ``create_server`` makes
+    them (address reuse, IPv6 sockets for IPv6 alone); with port 0, one port for them all."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, addr in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(sockets) > 1:
+                addr = (addr[0], sockets[0].getsockname()[1], *addr[2:])
+            sock.bind(addr)
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError(f"{host!r} has no address to listen on")
+    return sockets
