@@ -39,7 +39,8 @@ ROWS = (
     "control page: overview",
     "control page: sessions list",
     "-line transcript",
-    "control page: idle RSS it adds",
+    "control page: idle RSS it adds (on − off), no browser yet",
+    "control page: idle RSS it adds once opened",
     "MCP: first getUpdates later with 3 stdio servers",
     "MCP: Corvid's CPU per tool round trip",
 )

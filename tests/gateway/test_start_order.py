@@ -1,6 +1,8 @@
 """What a start does in which order, where the order is what makes the first reply quick: the
-control page's server is imported only once the model's SDK has loaded (beside it, the two
-imports shared one interpreter lock and a message waiting at start was answered later)."""
+control page's server is not imported beside the model's SDK (the two imports would share one
+interpreter lock, and a message waiting at start was answered later). The page's address is
+held from the start and its server imported by the first browser (``gateway/web/listener.py``),
+so the start neither imports it nor waits for the SDK on its account."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import asyncio
 from gateway.app import build_app
 from tests.conftest import RecordingChannel, make_config
 from tests.fakes.scripted_model import ScriptedModel
+from tests.gateway.web.conftest import ControlClient
 
 
 class SlowToLoad(ScriptedModel):
@@ -32,24 +35,25 @@ class FailsToLoad(ScriptedModel):
         raise ImportError("no module named 'anthropic'")
 
 
-async def test_the_control_page_starts_once_the_model_s_sdk_has_loaded(home):
-    model = SlowToLoad()
+async def test_the_start_neither_imports_the_page_nor_waits_for_the_sdk_on_its_account(home):
+    model = SlowToLoad()  # never loaded, until the end
     config = make_config(home, "http://127.0.0.1:9", web={"enabled": True, "port": 0})
     app = build_app(config, [RecordingChannel()], llm=model)
-    starting = asyncio.create_task(app.start())
     try:
+        await asyncio.wait_for(app.start(), 30)
+        assert app.web is not None and app.web.server is None
         async with asyncio.timeout(30), model.changed:
-            # the gateway's own warm-up once the channels are up, then the page's wait
-            await model.changed.wait_for(lambda: model.waiting == 2)
-        assert app.web is None and not starting.done()
-        model.loaded.set()
-        await asyncio.wait_for(starting, 30)
-        assert app.web is not None
+            await model.changed.wait_for(lambda: model.waiting >= 1)  # the gateway's warm-up
+        assert model.waiting == 1  # nobody else waits for it
+        client = ControlClient(app.web.url, app.web.token)
+        try:
+            status, text, _ = await client.get("/login")  # served while the SDK still loads
+        finally:
+            await client.close()
+        assert status == 200 and "Sign in" in text
+        assert app.web.server is not None
     finally:
         model.loaded.set()
-        if not starting.done():
-            starting.cancel()
-        await asyncio.gather(starting, return_exceptions=True)
         await app.stop()
 
 
