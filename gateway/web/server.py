@@ -1,7 +1,8 @@
 """The control page's web server: aiohttp on the gateway's own event loop.
 
-``WebServer`` is started by ``App.start`` in ``corvid run`` (not in ``corvid chat``) and
-stopped before the channels, so a browser never sees a half-stopped gateway. What the pages
+``WebServer`` is started on the sockets ``App.start`` bound in ``corvid run`` (not in
+``corvid chat``) when a browser first connects (``gateway/web/listener.py``), and stopped
+before the channels, so a browser never sees a half-stopped gateway. What the pages
 read and change comes through a ``Backend`` (``gateway/web/backend.py``), which the wiring
 implements over the same objects the gateway, the scheduler and the CLI use, so the page shows
 nothing the process does not know and changes nothing the tools could not.
@@ -142,25 +143,6 @@ class WebServer:
 
 
 SERVER = web.AppKey("server", WebServer)
-
-
-async def start_web(backend: Backend) -> WebServer | None:
-    """The control page, started; None (and a warning) when it cannot listen. Chats matter
-    more than the page, so the gateway runs on without it."""
-    server = WebServer(backend)
-    cfg = backend.config.web
-    try:
-        await server.start()
-    except OSError as exc:
-        log.warning(
-            "control page unavailable: cannot listen on %s:%s (%s); set web.port to a free "
-            "port, or web.enabled: false",
-            cfg.host,
-            cfg.port,
-            exc.strerror or exc,
-        )
-        return None
-    return server
 
 
 async def login_form(request: web.Request) -> web.StreamResponse:
