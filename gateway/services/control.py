@@ -167,15 +167,14 @@ def rotate_web_token(layout: Layout) -> None:
     """A new access token for the control page, made by the running gateway (whose page then
     refuses the old one at once) or, with none running, in ``state/``; every browser is
     signed out."""
-    from gateway.web.access import SignedIn, new_token
+    from gateway.web.access import new_access
 
     try:
         rotated = ask_running(layout.control_socket, {"cmd": "rotate_token"}, 10).get("ok")
     except (ConnectionError, TimeoutError):
         rotated = False
     if not rotated:  # not running, or running without its control page
-        new_token(layout.web_token)
-        SignedIn(layout.web_sessions).end(None)
+        new_access(layout.web_token, layout.web_sessions)
     print("A new access token is in place; every browser was signed out.", file=sys.stderr)
 
 

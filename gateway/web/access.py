@@ -35,6 +35,14 @@ def new_token(path: Path) -> str:
     return token
 
 
+def new_access(token: Path, sessions: Path) -> str:
+    """A new access token at ``token``, every browser signed in (``sessions``) signed out: the
+    old address stops working. Where no server holds them in memory (``Guard.rotate`` does)."""
+    made = new_token(token)
+    SignedIn(sessions).end(None)
+    return made
+
+
 class SignedIn:
     """The browsers signed in: random session ids and when each expires, in a file (0600)."""
 

@@ -23,7 +23,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING
 
-from gateway.web.access import SignedIn, address, load_token, new_token
+from gateway.web.access import address, load_token, new_access
 from gateway.web.backend import Backend
 
 if TYPE_CHECKING:
@@ -59,8 +59,7 @@ class PageListener:
         if self.server is not None:
             return self.server.rotate_token()
         layout = self.backend.config.layout
-        self._token = new_token(layout.web_token)
-        SignedIn(layout.web_sessions).end(None)
+        self._token = new_access(layout.web_token, layout.web_sessions)
         log.info("control page: a new access token; every browser was signed out")
         return True
 

@@ -60,7 +60,7 @@ LOGIN_REFUSED = (
 
 
 class WebServer:
-    """Serves the control page on ``web.host:web.port``; ``url`` is its address once started."""
+    """Serves the control page on the sockets it is given; ``url`` is its address once started."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -114,25 +114,20 @@ class WebServer:
         actions_page.routes(app)
         return app
 
-    async def start(self, sockets: list[socket.socket] | None = None) -> None:
-        """Listen on ``web.host:web.port``, or serve on ``sockets``, bound and listening
-        already (``gateway/web/listener.py``: then the listener has said the address)."""
-        cfg = self.backend.config.web
+    async def start(self, sockets: list[socket.socket]) -> None:
+        """Serve on ``sockets``, bound and listening already (``gateway/web/listener.py``, which
+        has said the address)."""
         # No access log: a login address carries the token in its query.
         self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=2)
         await self._runner.setup()
-        sites: list[web.BaseSite] = [web.SockSite(self._runner, s) for s in sockets or ()]
         try:
-            for site in sites or [web.TCPSite(self._runner, cfg.host, cfg.port)]:
-                await site.start()
+            for sock in sockets:
+                await web.SockSite(self._runner, sock).start()
         except OSError:
             await self._runner.cleanup()
             self._runner = None
             raise
-        addresses = self._runner.addresses
-        self.port = int(addresses[0][1]) if addresses else cfg.port
-        if not sockets:
-            log.info("control page at %s (`corvid web` prints the address to sign in)", self.url)
+        self.port = int(sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         self.stopping.set()  # live pages end their streams
