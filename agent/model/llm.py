@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -140,10 +140,11 @@ class AnthropicLLM:
             await client.close()
         return Check(Status.OK, "anthropic", f"API key accepted by {where}; model {self.model}")
 
-    async def refused(self, limit: float, key_source: str) -> Check | None:
+    async def refused(self, limit: float, key_source: Callable[[], str]) -> Check | None:
         """The same call at start-up (``corvid run``): what the API refused (the key, its
         permissions, the model), or None when it accepted or could not be asked (busy or
-        unreachable: turns retry, and say so if they must)."""
+        unreachable: turns retry, and say so if they must). ``key_source`` is asked only for
+        a refusal: finding where the key comes from reads ``config.yaml`` again."""
         await self.warm_up()  # the import takes a second: never on the loop the channels use
         anthropic = self._sdk
         client = self._asking_client(limit)
@@ -155,7 +156,7 @@ class AnthropicLLM:
             anthropic.PermissionDeniedError,
             anthropic.NotFoundError,
         ) as exc:
-            return probe_failure(anthropic, exc, where, self.model, key_source, limit)
+            return probe_failure(anthropic, exc, where, self.model, key_source(), limit)
         except (anthropic.APIError, TimeoutError) as exc:
             log.warning("could not check the API key at start (%s); going on", type(exc).__name__)
         return None

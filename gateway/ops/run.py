@@ -194,10 +194,14 @@ def _reload_on_signal(app: App) -> None:
 async def _key_refused(app: App, config: Config) -> str:
     """Ask the API once, at start, whether it takes the key and the model: a refusal then
     stops Corvid here, not at the first person who writes. Returns only for a refusal."""
-    from gateway.ops.doctor.offline import read_raw
-    from gateway.ops.doctor.probes import key_source
 
-    refused = await app.agent.llm.refused(10, key_source(read_raw(config.home), "llm.api_key"))
+    def source() -> str:
+        from gateway.ops.doctor.offline import read_raw
+        from gateway.ops.doctor.probes import key_source
+
+        return key_source(read_raw(config.home), "llm.api_key")
+
+    refused = await app.agent.llm.refused(10, source)
     if refused is not None:
         return refused.message + (f" — fix: {refused.fix}" if refused.fix else "")
     await asyncio.Event().wait()  # accepted (or not asked): nothing to say, ever

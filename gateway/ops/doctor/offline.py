@@ -16,6 +16,7 @@ import yaml
 from gateway.config.build import ENV_REF, secret_keys
 from gateway.config.layout import Layout
 from gateway.config.loader import Config, load_config
+from gateway.config.strict_yaml import safe_load
 from gateway.contract.errors import ConfigError
 from gateway.contract.ports import Check, Status
 from gateway.ops.doctor.state import check_env_file, check_state_data, check_state_files
@@ -68,8 +69,9 @@ def local_checks(
 
 
 def read_raw(home: Path) -> Mapping[str, Any]:
+    """``config.yaml`` as YAML reads it, or {} when it cannot be read."""
     try:
-        raw = yaml.safe_load(Layout(home).config_file.read_text(encoding="utf-8"))
+        raw = safe_load(Layout(home).config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return raw if isinstance(raw, dict) else {}

@@ -128,8 +128,14 @@ async def test_the_first_turn_after_a_start_uses_the_connection_the_key_check_op
     api = FakeAnthropic()
     await api.start()
     llm = llm_for(api)
+    asked: list[str] = []
+
+    def key_source() -> str:  # reads config.yaml again: asked only for a refusal
+        asked.append("source")
+        return "ANTHROPIC_API_KEY"
+
     try:
-        assert await llm.refused(5, "ANTHROPIC_API_KEY") is None
+        assert await llm.refused(5, key_source) is None
         msgs = [{"role": "user", "content": [text("hello")]}]
         await llm.complete("sys", msgs, [], charge=Charge(Purpose.CHAT))
     finally:
@@ -138,3 +144,4 @@ async def test_the_first_turn_after_a_start_uses_the_connection_the_key_check_op
     check, turn = api.requests
     assert check.path == "/v1/messages/count_tokens" and turn.path == "/v1/messages"
     assert check.peer is not None and check.peer == turn.peer
+    assert asked == []

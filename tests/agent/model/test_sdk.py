@@ -34,7 +34,7 @@ async def main():
     await api.start()
     llm = AnthropicLLM(LLMSettings(api_key=Secret("sk-test"), base_url=api.base_url))
     try:
-        refused = await llm.refused(5, "ANTHROPIC_API_KEY")
+        refused = await llm.refused(5, lambda: "ANTHROPIC_API_KEY")
         tools_ok = await llm.accepts_tools([{"type": "web_search_20250305", "name": "web_search"}])
         msgs = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
         got = await llm.complete("sys", msgs, [], charge=Charge(Purpose.CHAT))
