@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -70,8 +70,9 @@ class LLM(Protocol):
         """Whether the service takes the credentials and the model (``corvid doctor``)."""
         ...
 
-    async def refused(self, limit: float, key_source: str) -> Check | None:
-        """The same at start-up (``corvid run``): what was refused, or None."""
+    async def refused(self, limit: float, key_source: Callable[[], str]) -> Check | None:
+        """The same at start-up (``corvid run``): what was refused, or None. ``key_source``
+        is asked only for a refusal."""
         ...
 
 
@@ -97,5 +98,5 @@ class PlainModel:
     async def probe(self, limit: float, key_source: str) -> Check:
         return Check(Status.OK, "model", f"{self.model}: runs in this process, nothing to probe")
 
-    async def refused(self, limit: float, key_source: str) -> Check | None:
+    async def refused(self, limit: float, key_source: Callable[[], str]) -> Check | None:
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.model.charge import Charge
@@ -159,5 +159,5 @@ class Metered:
     async def probe(self, limit: float, key_source: str) -> Check:
         return await self.inner.probe(limit, key_source)
 
-    async def refused(self, limit: float, key_source: str) -> Check | None:
+    async def refused(self, limit: float, key_source: Callable[[], str]) -> Check | None:
         return await self.inner.refused(limit, key_source)
