@@ -23,6 +23,7 @@ CONTRACT = frozenset(
         "gateway.contract.streams",
         "gateway.contract.tasks",
         "gateway.contract.wal",
+        "gateway.contract.imports",
     }
 )
 # Small helpers every layer of the gateway uses: they import only the contract.

@@ -22,6 +22,7 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
+from gateway.contract.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class _HTTPProvider:
         self.timeout = timeout
 
     async def _get(self, path: str, params: dict[str, Any], headers: dict[str, str]) -> Any:
+        import_httpx()  # without its command-line client
         import httpx
 
         try:

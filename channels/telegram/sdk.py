@@ -2,67 +2,109 @@
 
 PTB imports ``cryptography`` when it is installed, only to decrypt Telegram Passport data, which
 Corvid never receives (other packages install it: the MCP SDK, through PyJWT); that import alone
-costs every Telegram gateway about 8 MiB of memory. PTB imports httpx, which loads its own
-command-line client whenever ``click``, ``pygments`` and ``rich`` are installed (other packages
-bring them: uvicorn, pytest): 1.5 MiB and 9 ms of a start. And PTB's updater imports its webhook
+costs every Telegram gateway about 8 MiB of memory. PTB's updater imports its webhook
 server (tornado) whether or not a webhook is used: 3.4 MiB and 12 ms of every start that
 long-polls. PTB's job queue imports APScheduler's asyncio scheduler and executor when
 APScheduler is installed (Corvid installs it for its own scheduler, which only uses its
 triggers), and every application built then makes and starts a scheduler of its own: Corvid
 never gives PTB a job, and the import was 60 ms of a start on the way to the first poll. So PTB
-is imported here as if those were absent, and PTB and httpx behave exactly as their default
-installs do; a webhook, when configured, gets its server then (``add_webhooks``). Anything that
-imports these packages afterwards gets them as usual.
+is imported here as if those were absent (``gateway/contract/imports.py``), and PTB behaves
+exactly as its default install does; a webhook, when configured, gets its server then
+(``add_webhooks``). Anything that imports these packages afterwards gets them as usual.
+
+PTB's own request class (``HTTPXRequest``) sits on httpx; Corvid sends PTB's requests over its
+own (``channels/telegram/transport.py``, on httpx2), so a gateway never uses httpx, whose import
+(with ``http.cookiejar`` and the ``email`` package under it) is 46 modules, 3 MiB and 55-60 ms
+of CPU on the way to the first poll. PTB's modules use httpx at import only in annotations (a
+request's ``proxy: str | httpx.Proxy | httpx.URL``), so while PTB loads, ``import httpx`` gets
+``_HttpxLater``: for the loading thread a name is a stand-in class, good for an annotation and
+nothing else; once PTB is loaded, the first name PTB (or anyone holding that module) asks for
+imports the real httpx (``import_httpx``, without its command-line client) and is the real
+name. So ``HTTPXRequest`` (``corvid doctor``'s probe uses it) works as it comes, importing
+httpx when it is made. A PTB whose import needs more of httpx than names (a call at import
+fails on a stand-in) is imported again with the real httpx.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
-from importlib.abc import MetaPathFinder
-from importlib.machinery import ModuleSpec
+import threading
 from types import ModuleType
+from typing import Any
+
+from gateway.contract.imports import import_httpx, without
 
 # The packages (or the parts of one) PTB's import would load for what Corvid does not use (or
 # not yet), and what for.
 UNUSED = {
-    "cryptography": "Telegram Passport",
-    "click": "httpx's command-line client",
-    "pygments": "httpx's command-line client",
-    "rich": "httpx's command-line client",
-    "tornado": "webhooks, added when one is configured",
-    "apscheduler.schedulers": "PTB's job queue",
-    "apscheduler.executors": "PTB's job queue",
+    "cryptography": "Telegram Passport, in python-telegram-bot",
+    "tornado": "python-telegram-bot's webhooks, added when one is configured",
+    "apscheduler.schedulers": "python-telegram-bot's job queue",
+    "apscheduler.executors": "python-telegram-bot's job queue",
 }
 
 
-class _NotUsed(MetaPathFinder):
-    def __init__(self, packages: frozenset[str]) -> None:
-        self.packages = packages
+class _HttpxLater(ModuleType):
+    """``httpx`` for PTB's modules (see the module docstring): stand-in classes for the thread
+    importing PTB while it does, the real httpx's names for everyone else and afterwards."""
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        for package in self.packages:
-            if fullname == package or fullname.startswith(package + "."):
-                raise ImportError(f"not imported for python-telegram-bot ({UNUSED[package]})")
-        return None
+    def __init__(self) -> None:
+        super().__init__("httpx", "httpx, imported when python-telegram-bot first uses it")
+        self._loader: int | None = threading.get_ident()
+        self._stand_ins: dict[str, type] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system's questions (__path__, __spec__, ...)
+            raise AttributeError(name)
+        if self._loader == threading.get_ident():
+            if name not in self._stand_ins:
+                self._stand_ins[name] = type(name, (), {"__module__": "httpx (not imported)"})
+            return self._stand_ins[name]
+        return getattr(self.real(), name)
+
+    def loaded(self) -> None:
+        """PTB is imported: from now on every name is the real httpx's."""
+        self._loader = None
+        if sys.modules.get("httpx") is self:
+            del sys.modules["httpx"]
+
+    def real(self) -> ModuleType:
+        if sys.modules.get("httpx") is self:
+            # Asked from another thread while PTB loads: the real one, for good.
+            del sys.modules["httpx"]
+        return import_httpx()
 
 
 def load_ptb(*, webhooks: bool = False) -> None:
     """Import python-telegram-bot once, before any other use of it; ``webhooks``: with the
     webhook server (``add_webhooks`` adds it later to a PTB loaded without)."""
     if "telegram.ext" not in sys.modules:
-        # One already loaded by something else is paid for: PTB gets it as usual.
-        finder = _NotUsed(frozenset(p for p in UNUSED if p not in sys.modules))
-        sys.meta_path.insert(0, finder)
-        try:
-            importlib.import_module("telegram.ext")
-        finally:
-            sys.meta_path.remove(finder)
+        with without(UNUSED):
+            import_with_httpx_later("telegram.ext")
     if webhooks:
         add_webhooks()
+
+
+def import_with_httpx_later(module: str) -> None:
+    """Import ``module`` with ``_HttpxLater`` as its httpx, unless either is loaded already."""
+    package = module.partition(".")[0]
+    if "httpx" in sys.modules or package in sys.modules:
+        importlib.import_module(module)
+        return
+    later = _HttpxLater()
+    sys.modules["httpx"] = later
+    try:
+        importlib.import_module(module)
+    except Exception:
+        # It needs more of httpx at import than names: forget what was loaded, and load it
+        # as it comes.
+        later.loaded()
+        for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            del sys.modules[name]
+        importlib.import_module(module)
+    else:
+        later.loaded()
 
 
 def add_webhooks() -> None:

@@ -61,13 +61,22 @@ class CorvidProcess:
 
 @contextlib.asynccontextmanager
 async def corvid_process(
-    home: Path, secrets: dict[str, str], watch: bool = False, args: tuple[str, ...] = ()
+    home: Path,
+    secrets: dict[str, str],
+    watch: bool = False,
+    args: tuple[str, ...] = (),
+    prelude: str = "",
 ) -> AsyncIterator[CorvidProcess]:
-    """``corvid run`` for ``home``; killed on the way out if still running."""
+    """``corvid run`` for ``home``; killed on the way out if still running. ``prelude``: Python
+    run in the process first (to report on it, say)."""
     env = {**os.environ, "CORVID_HOME": str(home), "ANTHROPIC_API_KEY": API_KEY, **secrets}
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    run = ("-m", "gateway.ops.cli", "run")
+    if prelude:
+        main = "import sys\nfrom gateway.ops.cli import main\nsys.exit(main(sys.argv[1:]))"
+        run = ("-c", f"{prelude}\n{main}", "run")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway.ops.cli", "run", *args, env=env,
+        sys.executable, *run, *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     running = CorvidProcess(proc, watch)
