@@ -34,8 +34,8 @@ print(json.dumps(sorted(m for m in sys.modules if "." not in m)))
 
 # What the features that are off, or not used before the first message, would bring.
 NOT_BEFORE_NEEDED = {
-    # web_fetch's client and the control page's server, which starts after polling and once
-    # the anthropic SDK has loaded (without it: agent/model/sdk.py)
+    # web_fetch's client, and the control page's server, loaded by the page's first visitor
+    # (gateway/web/listener.py)
     "aiohttp",
     "anthropic",  # imported in a thread by `corvid run`, not on the way to the first poll
     "discord",  # Discord is off
