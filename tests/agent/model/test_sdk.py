@@ -10,6 +10,8 @@ Each test runs in a new interpreter: this one imported the SDK whole long ago.""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import subprocess
 import sys
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agent.model import sdk
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -315,3 +319,46 @@ def test_the_sdk_s_tracing_loads_when_a_call_is_traced_and_finishes_the_call_s_s
     assert name == "anthropic.messages.create" and ended is True
     # what the call's start and its finish (the module loaded late) wrote on the span
     assert "gen_ai.request.model" in attributes and "gen_ai.usage.input_tokens" in attributes
+
+
+def _reexports_by_ast(init: Path) -> dict[str, tuple[str, str]] | None:
+    """What ``sdk._reexports`` reads, read by Python's own parser."""
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if not (isinstance(node, ast.ImportFrom) and node.level == 1 and node.module):
+            return None
+        if "." in node.module or any(alias.name == "*" for alias in node.names):
+            return None
+        for alias in node.names:
+            names[alias.asname or alias.name] = (node.module, alias.name)
+    return names
+
+
+def test_a_package_s_reexports_are_read_as_python_reads_them(tmp_path: Path):
+    anthropic = Path(importlib.util.find_spec("anthropic").origin).parent  # type: ignore[arg-type, union-attr]
+    inits = sorted(anthropic.rglob("__init__.py"))
+    read = {str(p): sdk._reexports(str(p)) for p in inits}
+    assert read == {str(p): _reexports_by_ast(p) for p in inits}
+    assert len(read[str(anthropic / "types" / "beta" / "__init__.py")] or {}) > 500
+    shapes = {
+        "plain": '# a header\n"""Doc, with a # in it."""\nfrom __future__ import annotations\n'
+        "from .a import A as A, B  # trailing\nfrom .b import (\n    C as D,\n    E,\n)\n",
+        "star": "from .a import *\n",
+        "code": "from .a import A\nVERSION = 1\n",
+        "absolute": "from a import A\n",
+        "nested": "from .a.b import A\n",
+        "empty": '"""Only a docstring."""\n',
+    }
+    for name, source in shapes.items():
+        init = tmp_path / name / "__init__.py"
+        init.parent.mkdir()
+        init.write_text(source)
+        assert sdk._reexports(str(init)) == _reexports_by_ast(init), name
+    assert sdk._reexports(str(tmp_path / "plain" / "__init__.py")) == {
+        "A": ("a", "A"), "B": ("a", "B"), "D": ("b", "C"), "E": ("b", "E"),
+    }  # fmt: skip
+    assert sdk._reexports(str(tmp_path / "missing.py")) is None
