@@ -29,13 +29,24 @@ from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
+from gateway.contract.imports import without
+
 _lock = threading.RLock()  # one ``__init__`` run at a time, and the package put in place once
 
 
+# aiohttp's web server keeps its signals (on_startup, on_shutdown, ...) in aiosignal's lists,
+# which are frozenlist's FrozenList. frozenlist's compiled FrozenList maps 1 MiB of the page's
+# memory for those four lists; its own pure-Python one, which it uses when the compiled one
+# cannot be imported, does the same for a list that is read at start and stop.
+PAGE_UNUSED = {"frozenlist._frozenlist": "the control page's lists of signal handlers"}
+
+
 def import_server() -> ModuleType:
-    """``gateway.web.server``, with aiohttp's ``__init__`` deferred if aiohttp is not loaded."""
+    """``gateway.web.server``, with aiohttp's ``__init__`` deferred if aiohttp is not loaded
+    and frozenlist's pure-Python FrozenList if frozenlist is not."""
     defer_init("aiohttp")
-    return importlib.import_module("gateway.web.server")
+    with without(PAGE_UNUSED):
+        return importlib.import_module("gateway.web.server")
 
 
 def defer_init(name: str) -> ModuleType | None:

@@ -176,7 +176,8 @@ async def test_aiohttp_serves_without_its_client_and_the_client_works_when_asked
 # ``corvid run`` as a process, saying on its way out which of aiohttp it had loaded.
 _RUN = """
 import atexit, json, sys
-atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if "aiohttp" in m))))
+atexit.register(lambda: print(json.dumps(sorted(
+    m for m in sys.modules if "aiohttp" in m or m.startswith("frozenlist")))))
 from gateway.ops.cli import main
 sys.exit(main(["run"]))
 """
@@ -187,7 +188,7 @@ async def test_corvid_run_loads_its_page_when_visited_and_never_aiohttps_client(
     tmp_path: Path, visit: bool
 ):
     """Unvisited, the page costs no import of aiohttp at all (``gateway/web/listener.py``);
-    visited, the page is served without aiohttp's HTTP client."""
+    visited, the page is served without aiohttp's HTTP client or frozenlist's compiled list."""
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
     await tg.start()
@@ -230,5 +231,7 @@ async def test_corvid_run_loads_its_page_when_visited_and_never_aiohttps_client(
     if visit:
         assert "aiohttp.web" in loaded
         assert "aiohttp.connector" not in loaded and "aiohttp.client" not in loaded
+        # the page's signal lists are frozenlist's pure-Python ones
+        assert "frozenlist" in loaded and "frozenlist._frozenlist" not in loaded
     else:
         assert loaded == []
