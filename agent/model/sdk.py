@@ -58,6 +58,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import keyword
 import logging
 import re
 import sys
@@ -249,7 +250,7 @@ def _called_late(module: str, name: str) -> Callable[..., Any]:
 
 # What a package's ``__init__`` may hold besides re-exports, and a re-export itself, as the
 # SDK writes them: ``from .module import Name as Name``, its names in parentheses when long.
-_DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\')')
+_DOCSTRING = re.compile(r'\A(?:[ \t]*(?:#[^\n]*)?\n)*(?:"""[^\\]*?"""|\'\'\'[^\\]*?\'\'\')')
 _COMMENT = re.compile(r"#[^\n]*")
 _FUTURE = re.compile(r"\s*from[ \t]+__future__[ \t]+import[ \t]+[\w, \t]+\s*")
 _REEXPORT = re.compile(
@@ -273,22 +274,27 @@ def _reexports(init: str) -> dict[str, tuple[str, str]] | None:
     for found in _REEXPORT.finditer(source):
         if not _between_reexports(source[end : found.start()]):
             return None
-        module, listed = found.group(1), found.group(2) or found.group(3)
-        for item in listed.split(","):
+        module, bracketed = found.group(1), found.group(2) is not None
+        items = (found.group(2) if bracketed else found.group(3)).split(",")
+        if bracketed and len(items) > 1 and not items[-1].strip():
+            items.pop()  # the comma after the last name, in parentheses
+        for item in items:
             words = item.split()
             if len(words) == 3 and words[1] == "as":
                 name, alias = words[0], words[2]
             elif len(words) == 1:
                 name = alias = words[0]
-            elif not words:
-                continue  # after the last name's comma
             else:
-                return None
-            if not (name.isidentifier() and alias.isidentifier()):
-                return None  # a star, or something else
+                return None  # nothing between two commas, or something else
+            if not all(_identifier(word) for word in (module, name, alias)):
+                return None  # a star, a keyword, or something else
             names[alias] = (module, name)
         end = found.end()
     return names if _between_reexports(source[end:]) else None
+
+
+def _identifier(word: str) -> bool:
+    return word.isidentifier() and word.isascii() and not keyword.iskeyword(word)
 
 
 def _between_reexports(text: str) -> bool:

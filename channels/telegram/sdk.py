@@ -21,8 +21,11 @@ request's ``proxy: str | httpx.Proxy | httpx.URL``), so while PTB loads, ``impor
 nothing else; once PTB is loaded, the first name PTB (or anyone holding that module) asks for
 imports the real httpx (``import_httpx``, without its command-line client) and is the real
 name. So ``HTTPXRequest`` (``corvid doctor``'s probe uses it) works as it comes, importing
-httpx when it is made. A PTB whose import needs more of httpx than names (a call at import
-fails on a stand-in) is imported again with the real httpx.
+httpx when it is made. A PTB whose import needs more of httpx than names in annotations (a
+call at import fails on a stand-in; a stand-in bound by ``from httpx import``, made, or
+subclassed is looked for once PTB is loaded) is imported again with the real httpx. The stand-in
+classes stay in the annotations of PTB's request class and builder (``get_type_hints`` shows
+them), which nothing in Corvid reads.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-from gateway.contract.imports import import_httpx, without
+from gateway.contract.imports import import_httpx, take_out, without
 
 # The packages (or the parts of one) PTB's import would load for what Corvid does not use (or
 # not yet), and what for.
@@ -55,25 +58,31 @@ class _HttpxLater(ModuleType):
         self._stand_ins: dict[str, type] = {}
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # the import system's questions (__path__, __spec__, ...)
+        if name.startswith("__"):  # the import system's questions (__path__, __file__, ...)
             raise AttributeError(name)
         if self._loader == threading.get_ident():
             if name not in self._stand_ins:
                 self._stand_ins[name] = type(name, (), {"__module__": "httpx (not imported)"})
             return self._stand_ins[name]
-        return getattr(self.real(), name)
+        return getattr(import_httpx(), name)  # which takes this module out of sys.modules
 
     def loaded(self) -> None:
-        """PTB is imported: from now on every name is the real httpx's."""
+        """PTB is imported (or gave up): from now on every name is the real httpx's."""
         self._loader = None
-        if sys.modules.get("httpx") is self:
-            del sys.modules["httpx"]
+        take_out("httpx", self)
 
-    def real(self) -> ModuleType:
-        if sys.modules.get("httpx") is self:
-            # Asked from another thread while PTB loads: the real one, for good.
-            del sys.modules["httpx"]
-        return import_httpx()
+    def escaped(self, package: str) -> bool:
+        """Whether a module of ``package`` keeps a stand-in other than as a name of this
+        module: bound by ``from httpx import ...``, made at import, or subclassed."""
+        stand_ins = set(self._stand_ins.values())
+        for name, module in list(sys.modules.items()):
+            if not (name == package or name.startswith(package + ".")) or module is None:
+                continue
+            for value in list(vars(module).values()):
+                kind = value if isinstance(value, type) else type(value)
+                if any(base in stand_ins for base in getattr(kind, "__mro__", (kind,))):
+                    return True
+        return False
 
 
 def load_ptb(*, webhooks: bool = False) -> None:
@@ -96,15 +105,18 @@ def import_with_httpx_later(module: str) -> None:
     sys.modules["httpx"] = later
     try:
         importlib.import_module(module)
+        needs_httpx = later.escaped(package)
     except Exception:
-        # It needs more of httpx at import than names: forget what was loaded, and load it
-        # as it comes.
+        needs_httpx = True
+    finally:
         later.loaded()
+    if needs_httpx:
+        # It needs more of httpx at import than names in annotations: forget what was
+        # loaded, and load it as it comes, with httpx.
         for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
             del sys.modules[name]
+        import_httpx()
         importlib.import_module(module)
-    else:
-        later.loaded()
 
 
 def add_webhooks() -> None:

@@ -75,6 +75,11 @@ PACKAGES = {
     "calls": "import httpx\nTIMEOUT = httpx.Timeout(5.0)\n",
     # another thread asks httpx for a name while the package is imported
     "waits": "import httpx, threading\nimport sync\nsync.ready.set()\nsync.go.wait(30)\n",
+    # a stand-in kept other than as a name of httpx: bound, or subclassed
+    "binds": "from httpx import AsyncClient\n",
+    "subclasses": "import httpx\nclass Transport(httpx.AsyncBaseTransport):\n    pass\n",
+    # stopped by Ctrl-C in the middle of its import
+    "interrupted": "import httpx\nraise KeyboardInterrupt\n",
 }
 
 LATER = """
@@ -105,6 +110,20 @@ asker.start()
 import_with_httpx_later("waits")
 asker.join(30)
 seen["after"] = type(sys.modules["httpx"]).__name__
+import_with_httpx_later("binds")
+import binds
+seen["binds"] = binds.AsyncClient is sys.modules["httpx"].AsyncClient
+for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
+    del sys.modules[name]
+import_with_httpx_later("subclasses")
+import subclasses
+seen["subclasses"] = issubclass(subclasses.Transport, sys.modules["httpx"].AsyncBaseTransport)
+for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
+    del sys.modules[name]
+try:
+    import_with_httpx_later("interrupted")
+except KeyboardInterrupt:
+    seen["interrupted"] = "httpx" in sys.modules
 print(json.dumps(seen))
 """
 
@@ -132,6 +151,10 @@ def test_httpx_is_imported_when_first_used_and_at_once_when_needed_at_import(tmp
     # Another thread asking during the import gets the real httpx, which stays.
     assert seen["other"] == "http://example.test/a"
     assert seen["after"] == "module"
+    # A stand-in bound or subclassed at import would stay one: imported again with httpx.
+    assert seen["binds"] is True and seen["subclasses"] is True
+    # Interrupted, it leaves no stand-in behind as httpx.
+    assert seen["interrupted"] is False
 
 
 async def test_a_telegram_gateway_answers_without_importing_httpx(tmp_path: Path):
