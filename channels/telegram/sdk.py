@@ -56,11 +56,13 @@ class _HttpxLater(ModuleType):
         super().__init__("httpx", "httpx, imported when python-telegram-bot first uses it")
         self._loader: int | None = threading.get_ident()
         self._stand_ins: dict[str, type] = {}
+        self._askers: set[str] = set()  # the modules that took a stand-in
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # the import system's questions (__path__, __file__, ...)
             raise AttributeError(name)
         if self._loader == threading.get_ident():
+            self._askers.add(sys._getframe(1).f_globals.get("__name__", ""))
             if name not in self._stand_ins:
                 self._stand_ins[name] = type(name, (), {"__module__": "httpx (not imported)"})
             return self._stand_ins[name]
@@ -71,16 +73,23 @@ class _HttpxLater(ModuleType):
         self._loader = None
         take_out("httpx", self)
 
-    def escaped(self, package: str) -> bool:
-        """Whether a module of ``package`` keeps a stand-in other than as a name of this
-        module: bound by ``from httpx import ...``, made at import, or subclassed."""
-        stand_ins = set(self._stand_ins.values())
-        for name, module in list(sys.modules.items()):
-            if not (name == package or name.startswith(package + ".")) or module is None:
-                continue
-            for value in list(vars(module).values()):
-                kind = value if isinstance(value, type) else type(value)
-                if any(base in stand_ins for base in getattr(kind, "__mro__", (kind,))):
+    def escaped(self) -> bool:
+        """Whether a module that took a stand-in keeps one other than in an annotation: bound
+        by ``from httpx import ...``, made at import, or subclassed (by the module or by a
+        class of it)."""
+        stand_ins = {id(kind) for kind in self._stand_ins.values()}
+
+        def kept(value: object) -> bool:
+            kind = value if isinstance(value, type) else type(value)
+            return any(id(base) in stand_ins for base in kind.__mro__)
+
+        for name in self._askers:
+            module = sys.modules.get(name)
+            for value in list(vars(module).values()) if module is not None else ():
+                if kept(value):
+                    return True
+                own_class = isinstance(value, type) and value.__module__ == name
+                if own_class and any(kept(item) for item in list(vars(value).values())):
                     return True
         return False
 
@@ -105,7 +114,7 @@ def import_with_httpx_later(module: str) -> None:
     sys.modules["httpx"] = later
     try:
         importlib.import_module(module)
-        needs_httpx = later.escaped(package)
+        needs_httpx = later.escaped()
     except Exception:
         needs_httpx = True
     finally:

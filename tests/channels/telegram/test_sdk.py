@@ -75,9 +75,10 @@ PACKAGES = {
     "calls": "import httpx\nTIMEOUT = httpx.Timeout(5.0)\n",
     # another thread asks httpx for a name while the package is imported
     "waits": "import httpx, threading\nimport sync\nsync.ready.set()\nsync.go.wait(30)\n",
-    # a stand-in kept other than as a name of httpx: bound, or subclassed
+    # a stand-in kept other than in an annotation: bound, subclassed, or made
     "binds": "from httpx import AsyncClient\n",
     "subclasses": "import httpx\nclass Transport(httpx.AsyncBaseTransport):\n    pass\n",
+    "makes": "import httpx\nclass Client:\n    LIMITS = httpx.Limits()\n",
     # stopped by Ctrl-C in the middle of its import
     "interrupted": "import httpx\nraise KeyboardInterrupt\n",
 }
@@ -120,6 +121,11 @@ import subclasses
 seen["subclasses"] = issubclass(subclasses.Transport, sys.modules["httpx"].AsyncBaseTransport)
 for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
     del sys.modules[name]
+import_with_httpx_later("makes")
+import makes
+seen["makes"] = type(makes.Client.LIMITS) is sys.modules["httpx"].Limits
+for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
+    del sys.modules[name]
 try:
     import_with_httpx_later("interrupted")
 except KeyboardInterrupt:
@@ -152,7 +158,7 @@ def test_httpx_is_imported_when_first_used_and_at_once_when_needed_at_import(tmp
     assert seen["other"] == "http://example.test/a"
     assert seen["after"] == "module"
     # A stand-in bound or subclassed at import would stay one: imported again with httpx.
-    assert seen["binds"] is True and seen["subclasses"] is True
+    assert seen["binds"] is True and seen["subclasses"] is True and seen["makes"] is True
     # Interrupted, it leaves no stand-in behind as httpx.
     assert seen["interrupted"] is False
 
