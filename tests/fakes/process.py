@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 API_KEY = "sk-run-test-key"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def probe(script: str, *args: str) -> Any:
+    """Run ``script`` in a fresh interpreter from the project's folder (an import there is
+    its first), and return the JSON it printed last."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 class CorvidProcess:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.process import corvid_process
+from tests.fakes.process import corvid_process, probe
 from tests.fakes.telegram_api import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -140,15 +140,7 @@ def test_httpx_is_imported_when_first_used_and_at_once_when_needed_at_import(tmp
     (tmp_path / "sync.py").write_text(
         "import threading\nready, go = threading.Event(), threading.Event()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", LATER, str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    seen = probe(LATER, str(tmp_path))
     # Annotations only: no httpx until a client is made, and that client is httpx's own.
     assert seen["annotates"] is False
     assert seen["client"] == "httpx" and seen["real"] == "module"

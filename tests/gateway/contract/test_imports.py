@@ -4,12 +4,9 @@ path (taken off while another thread walks it, it made that thread skip the path
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.fakes.process import probe
 
 PROBE = """
 import json, sys, threading
@@ -57,15 +54,7 @@ print(json.dumps(seen))
 def test_refused_in_the_importing_thread_only_and_the_finder_placed_once(tmp_path: Path):
     for name in ("optional_a", "optional_b", "optional_c"):
         (tmp_path / f"{name}.py").write_text(f"NAME = {name!r}\n")
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    seen = probe(PROBE, str(tmp_path))
     assert seen["refused"] == "not imported: used only for a test"
     assert seen["other"] == "optional_b"
     assert seen["still"] == "refused"
