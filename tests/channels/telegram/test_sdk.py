@@ -89,18 +89,19 @@ sys.path.insert(0, sys.argv[1])
 import sync
 from channels.telegram.sdk import import_with_httpx_later
 seen = {}
+def forget_httpx():  # each case below starts with httpx not imported
+    for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
+        del sys.modules[name]
 import_with_httpx_later("annotates")
 seen["annotates"] = "httpx" in sys.modules
 import annotates
 seen["client"] = type(annotates.client()).__module__
 seen["real"] = type(sys.modules["httpx"]).__name__
-for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
-    del sys.modules[name]
+forget_httpx()
 import_with_httpx_later("calls")
 import calls, httpx
 seen["calls"] = type(calls.TIMEOUT) is httpx.Timeout and calls.httpx is httpx
-for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
-    del sys.modules[name]
+forget_httpx()
 def other():
     sync.ready.wait(30)
     import httpx
@@ -111,21 +112,19 @@ asker.start()
 import_with_httpx_later("waits")
 asker.join(30)
 seen["after"] = type(sys.modules["httpx"]).__name__
+forget_httpx()
 import_with_httpx_later("binds")
 import binds
 seen["binds"] = binds.AsyncClient is sys.modules["httpx"].AsyncClient
-for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
-    del sys.modules[name]
+forget_httpx()
 import_with_httpx_later("subclasses")
 import subclasses
 seen["subclasses"] = issubclass(subclasses.Transport, sys.modules["httpx"].AsyncBaseTransport)
-for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
-    del sys.modules[name]
+forget_httpx()
 import_with_httpx_later("makes")
 import makes
 seen["makes"] = type(makes.Client.LIMITS) is sys.modules["httpx"].Limits
-for name in [m for m in sys.modules if m == "httpx" or m.startswith("httpx.")]:
-    del sys.modules[name]
+forget_httpx()
 try:
     import_with_httpx_later("interrupted")
 except KeyboardInterrupt:
