@@ -3,12 +3,9 @@ building the app imports no library of a feature that is off, nor of one not use
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fakes.process import probe
 
 PROBE = """
 import json, sys
@@ -48,15 +45,7 @@ NOT_BEFORE_NEEDED = {
 
 
 def loaded_by_build(tmp_path: Path, provider: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / provider), provider],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return set(probe(PROBE, str(tmp_path / provider), provider, timeout=120))
 
 
 def test_building_a_telegram_gateway_loads_no_library_it_does_not_need_yet(tmp_path):

@@ -17,11 +17,15 @@ API_KEY = "sk-run-test-key"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def probe(script: str, *args: str) -> Any:
+def probe(script: str, *args: str, timeout: float = 60) -> Any:
     """Run ``script`` in a fresh interpreter from the project's folder (an import there is
     its first), and return the JSON it printed last."""
     done = subprocess.run(
-        [sys.executable, "-c", script, *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.process import corvid_process, probe
 from tests.fakes.telegram_api import FakeTelegram
-
-ROOT = Path(__file__).resolve().parents[3]
 
 PROBE = """
 import importlib.util, json, sys
@@ -47,11 +43,7 @@ print(json.dumps([found, loaded, names, webhooks, later, httpx_loaded]))
 
 
 def test_ptb_is_loaded_without_what_corvid_does_not_use_which_stays_importable():
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    found, loaded, names, webhooks, later, httpx_loaded = json.loads(done.stdout)
+    found, loaded, names, webhooks, later, httpx_loaded = probe(PROBE)
     # Installed here (PyJWT of the MCP SDK, uvicorn, pytest, PTB's webhooks extra): the case
     # this is about.
     assert set(found.values()) == {True}
