@@ -32,7 +32,7 @@ from gateway.contract.ports import Check, Clock
 from gateway.contract.tasks import settle
 
 if TYPE_CHECKING:
-    from telegram import Update
+    from telegram import Bot, Update
     from telegram.ext import Application
 
     from channels.telegram.transport import Transport
@@ -82,7 +82,8 @@ class TelegramChannel(Channel):
         self.webhook = webhook
         self.retry_backoff = retry_backoff
         self.bot_id = 0
-        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._bot: Bot | None = None  # while running
+        self._app: Application[Any, Any, Any, Any, Any, Any] | None = None  # a webhook's
         self._poller: asyncio.Task[None] | None = None
         self._updates = Poller(self._dispatch, self.fail, self.receiving, self.clock)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -94,21 +95,21 @@ class TelegramChannel(Channel):
         from telegram import BotCommand
         from telegram.error import TelegramError
 
-        app = await self._initialized_app()
-        self._app = app
-        self.bot_username = app.bot.username or ""
-        self.bot_id = app.bot.id
-        self._reader.bot = app.bot
+        bot = await self._initialized_bot()
+        self._bot = bot
+        self.bot_username = bot.username or ""
+        self.bot_id = bot.id
+        self._reader.bot = bot
         self._reader.username = self.bot_username
         self._reader.bot_id = self.bot_id
         self._reader.backoff = self.retry_backoff
         # The command menu is not needed to receive messages; set it while polling starts.
         self._spawn(self._set_commands([BotCommand(n, d) for n, d in CHAT_COMMANDS]))
-        await app.start()
-        assert app.updater is not None
         try:
             if self.webhook is not None:
-                await app.updater.start_webhook(
+                assert self._app is not None and self._app.updater is not None
+                await self._app.start()
+                await self._app.updater.start_webhook(
                     listen=self.webhook.listen,
                     port=self.webhook.port,
                     url_path=self.webhook.path,
@@ -119,8 +120,8 @@ class TelegramChannel(Channel):
                 self.receiving.set()
             else:
                 # getUpdates is refused while a webhook is set (say, from an earlier setup).
-                await self._call(lambda: app.bot.delete_webhook())
-                polling = self._updates.run(app.bot, self.poll_timeout, self.retry_backoff)
+                await self._call(lambda: bot.delete_webhook())
+                polling = self._updates.run(bot, self.poll_timeout, self.retry_backoff)
                 self._poller = asyncio.create_task(polling, name="telegram-poll")
         except (TelegramError, OSError) as exc:
             await self.stop()
@@ -129,11 +130,12 @@ class TelegramChannel(Channel):
         how = "receiving by webhook" if self.webhook is not None else "polling"
         log.info("telegram: @%s is %s", self.bot_username, how)
 
-    async def _initialized_app(self) -> Application[Any, Any, Any, Any, Any, Any]:
-        """The PTB application, initialised (``getMe``); start errors say what to fix."""
-        from telegram import Update
+    async def _initialized_bot(self) -> Bot:
+        """PTB's bot, initialised (``getMe``); start errors say what to fix. Polling needs
+        nothing but the bot (the loop is Corvid's own); a webhook is received by PTB's
+        application, whose updater runs the webhook's server (``self._app``)."""
+        from telegram import Bot
         from telegram.error import InvalidToken, TelegramError
-        from telegram.ext import ApplicationBuilder, TypeHandler
 
         from channels.telegram.transport import Transport
 
@@ -142,6 +144,41 @@ class TelegramChannel(Channel):
             pool_size=self.pool_size, others_answered=lambda: poll.last_answer
         )
         requests = (self.transport, poll)
+        if self.webhook is None:
+            bot = Bot(
+                self._token,
+                base_url=self.base_url,
+                base_file_url=self.base_file_url,
+                request=requests[0],
+                get_updates_request=requests[1],
+            )
+            initialize = bot.initialize
+        else:
+            self._app = self._webhook_app(requests)
+            bot, initialize = self._app.bot, self._app.initialize
+        try:
+            await initialize()  # getMe
+        except TelegramError as exc:
+            # Not initialised, so shutting down would do nothing: close the clients here.
+            self._app = None
+            await asyncio.gather(*(r.shutdown() for r in requests))
+            if isinstance(exc, InvalidToken):
+                raise ChannelStartError(
+                    "Telegram rejected the bot token (channels.telegram.token). Check it with "
+                    "@BotFather (/token) and set it again."
+                ) from None
+            raise ChannelStartError(
+                f"could not reach the Telegram Bot API at {self.base_url} ({exc}); check the "
+                "network or channels.telegram.base_url"
+            ) from None
+        return bot
+
+    def _webhook_app(
+        self, requests: tuple[Transport, Transport]
+    ) -> Application[Any, Any, Any, Any, Any, Any]:
+        from telegram import Update
+        from telegram.ext import ApplicationBuilder, TypeHandler
+
         app = (
             ApplicationBuilder()
             .token(self._token)
@@ -154,27 +191,13 @@ class TelegramChannel(Channel):
         )
         app.add_handler(TypeHandler(Update, self._on_webhook_update))
         app.add_error_handler(self._on_handler_error)
-        try:
-            await app.initialize()  # getMe
-        except TelegramError as exc:
-            # Not initialised, so app.shutdown() would do nothing: close the clients here.
-            await asyncio.gather(*(r.shutdown() for r in requests))
-            if isinstance(exc, InvalidToken):
-                raise ChannelStartError(
-                    "Telegram rejected the bot token (channels.telegram.token). Check it with "
-                    "@BotFather (/token) and set it again."
-                ) from None
-            raise ChannelStartError(
-                f"could not reach the Telegram Bot API at {self.base_url} ({exc}); check the "
-                "network or channels.telegram.base_url"
-            ) from None
         return app
 
     async def _set_commands(self, commands: list[Any]) -> None:
         from telegram.error import TelegramError
 
-        assert self._app is not None
-        bot = self._app.bot
+        assert self._bot is not None
+        bot = self._bot
         try:
             await self._call(lambda: bot.set_my_commands(commands))
         except TelegramError as exc:
@@ -197,8 +220,9 @@ class TelegramChannel(Channel):
         return self.in_order(msg.chat_id, self._on_update(update))
 
     async def stop(self) -> None:
+        bot, self._bot = self._bot, None
         app, self._app = self._app, None
-        if app is None:
+        if bot is None:
             return
         if self._poller is not None:
             self._poller.cancel()
@@ -206,8 +230,10 @@ class TelegramChannel(Channel):
             self._poller = None
         await self.cancel_pending()
         await settle(self._tasks, 5, cancel=True)
-        if self.webhook is None:
-            await self._updates.confirm(app.bot)
+        if app is None:
+            await self._updates.confirm(bot)
+            await bot.shutdown()
+            return
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if app.running:
@@ -241,19 +267,19 @@ class TelegramChannel(Channel):
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, msg: OutboundMessage) -> None:
-        if self._app is None:
+        if self._bot is None:
             raise RuntimeError("the Telegram channel is not running")
-        last = await replies.send(self._app.bot, msg, self.clock, self.retry_backoff)
+        last = await replies.send(self._bot, msg, self.clock, self.retry_backoff)
         if msg.buttons:
             self.sent_buttons(msg, str(last))
 
     async def replace_text(self, key: SessionKey, ref: str, text: str) -> None:
-        if self._app is None:
+        if self._bot is None:
             return
         chat_id, _ = replies.target(key)
         # An edit that leaves out the keyboard removes it.
         piece = replies.pieces(text)[0]
-        await edit_piece(self._app.bot, (chat_id, int(ref)), piece, self.clock, self.retry_backoff)
+        await edit_piece(self._bot, (chat_id, int(ref)), piece, self.clock, self.retry_backoff)
 
     @property
     def hearing(self) -> Hearing | None:
@@ -282,13 +308,13 @@ class TelegramChannel(Channel):
     def live(
         self, key: SessionKey, reply_to: str | None, placed: Callable[[str], None]
     ) -> LiveReply[Any] | None:
-        if self._app is None or not self.streaming:
+        if self._bot is None or not self.streaming:
             return None
-        return TelegramLive(self._app.bot, key, reply_to, placed, self.clock, self.retry_backoff)
+        return TelegramLive(self._bot, key, reply_to, placed, self.clock, self.retry_backoff)
 
     async def take_back(self, key: SessionKey, ref: str) -> None:
-        if self._app is not None:
-            await take_back(self._app.bot, key, ref, self.clock, self.retry_backoff)
+        if self._bot is not None:
+            await take_back(self._bot, key, ref, self.clock, self.retry_backoff)
 
     typing_every = 4.5  # Telegram shows "typing…" for 5 seconds per action
 
@@ -296,13 +322,11 @@ class TelegramChannel(Channel):
         from telegram.constants import ChatAction
         from telegram.error import Forbidden
 
-        if self._app is None:
+        if self._bot is None:
             return False
         chat_id, thread = replies.target(key)
         try:
-            await self._app.bot.send_chat_action(
-                chat_id, ChatAction.TYPING, message_thread_id=thread
-            )
+            await self._bot.send_chat_action(chat_id, ChatAction.TYPING, message_thread_id=thread)
         except Forbidden:
             return False
         return True

@@ -16,9 +16,11 @@ from tests.fakes.telegram_api import FakeTelegram
 
 PROBE = """
 import importlib.util, json, sys
-from channels.telegram.sdk import add_webhooks, load_ptb
+from channels.telegram.sdk import add_webhooks, load_application, load_ptb
 load_ptb()
 httpx_loaded = "httpx" in sys.modules
+application_loaded = "telegram.ext" in sys.modules  # a long-polling gateway needs only the bot
+load_application()
 import telegram, telegram.ext
 from telegram.ext import _updater
 built = telegram.ext.ApplicationBuilder().token("123:abc").build()  # PTB's HTTPXRequest
@@ -38,12 +40,12 @@ webhooks += [_updater.WEBHOOKS_AVAILABLE, _updater.WebhookServer.__name__]
 import click, cryptography, pygments  # still there for whoever needs them afterwards
 import apscheduler.schedulers.asyncio
 later = {name: name in sys.modules for name in found}
-print(json.dumps([found, loaded, names, webhooks, later, httpx_loaded]))
+print(json.dumps([found, loaded, names, webhooks, later, httpx_loaded, application_loaded]))
 """
 
 
 def test_ptb_is_loaded_without_what_corvid_does_not_use_which_stays_importable():
-    found, loaded, names, webhooks, later, httpx_loaded = probe(PROBE)
+    found, loaded, names, webhooks, later, httpx_loaded, application_loaded = probe(PROBE)
     # Installed here (PyJWT of the MCP SDK, uvicorn, pytest, PTB's webhooks extra): the case
     # this is about.
     assert set(found.values()) == {True}
@@ -51,6 +53,7 @@ def test_ptb_is_loaded_without_what_corvid_does_not_use_which_stays_importable()
     assert names[:4] == ["Bot", "Application", "AsyncClient", None]  # no job queue or scheduler
     # httpx was not imported with PTB; PTB's own request class, made, has the real one.
     assert httpx_loaded is False
+    assert application_loaded is False
     assert names[4:] == ["httpx.AsyncClient", True]
     # A webhook configured: its server is added as PTB's own import would have.
     assert webhooks == [False, True, "WebhookServer"]
@@ -168,5 +171,6 @@ async def test_a_telegram_gateway_answers_without_importing_httpx(tmp_path: Path
         await tg.close()
         await api.close()
     loaded = json.loads(out.decode().strip().splitlines()[-1])
-    assert "telegram.ext" in loaded and "telegram.request" in loaded
+    # A long-polling gateway runs on PTB's bot alone: its application framework stays out.
+    assert "telegram.request" in loaded and "telegram.ext" not in loaded
     assert not [m for m in loaded if m.startswith(("httpx", "httpcore"))]
