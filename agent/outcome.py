@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from agent.sessions.state import Usage
+from gateway.contract.records import record
 
 
 class TurnStatus(StrEnum):
@@ -14,7 +15,7 @@ class TurnStatus(StrEnum):
     ITERATION_CAP = "iteration_cap"
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TurnOutcome:
     text: str
     usage: Usage

@@ -8,10 +8,11 @@ value names its key instead of failing later.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gateway.contract.ports import Secret
+from gateway.contract.records import record
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -21,7 +22,7 @@ def setting(default: Any, minimum: float | None = None, choices: tuple[str, ...]
     return field(default=default, metadata={"min": minimum, "choices": choices})
 
 
-@dataclass(frozen=True)
+@record
 class PriceSettings:
     """A model's price in ``llm.prices``, per million tokens (web searches: per thousand)."""
 
@@ -32,7 +33,7 @@ class PriceSettings:
     web_search: float = setting(10.0, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class FallbackSettings:
     """A model tried when the ones before it are overloaded or down: on the same API, or on
     another Anthropic-compatible one (its own ``base_url`` and ``api_key``)."""
@@ -42,7 +43,7 @@ class FallbackSettings:
     api_key: Secret | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LLMSettings:
     api_key: Secret | None = None
     base_url: str | None = None
@@ -63,7 +64,7 @@ class LLMSettings:
     fallback_minutes: float = setting(10.0, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class AgentSettings:
     max_iterations: int = setting(25, minimum=1)
     bootstrap_max_chars: int = setting(20_000, minimum=100)
@@ -76,7 +77,7 @@ class AgentSettings:
     all_chats_quota_mb: float = setting(500.0, minimum=0.1)
 
 
-@dataclass(frozen=True)
+@record
 class EmbeddingSettings:
     """Where the vectors of memory search come from (``agent/memory/embedding/``)."""
 
@@ -96,7 +97,7 @@ class EmbeddingSettings:
     retries: int = setting(4, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class SearchSettings:
     """How memory search ranks when vectors are on: the weights of the two scores, MMR's
     trade of relevance for variety (1: relevance only), and the half-life of daily logs.
@@ -111,7 +112,7 @@ class SearchSettings:
     half_life_days: float = setting(120.0, minimum=0)  # 0: no decay
 
 
-@dataclass(frozen=True)
+@record
 class RecallSettings:
     """Notes found by searching the message, handed to the model with it before it answers
     (``agent/memory/recall.py``). The bars are measured on bench/retrieval/'s queries
@@ -127,7 +128,7 @@ class RecallSettings:
     max_bytes: int = setting(1200, minimum=200)
 
 
-@dataclass(frozen=True)
+@record
 class ConsolidationSettings:
     """The job that proposes changes to MEMORY.md from the owner's new log entries."""
 
@@ -143,7 +144,7 @@ class ConsolidationSettings:
     first_days: int = setting(7, minimum=1)
 
 
-@dataclass(frozen=True)
+@record
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
@@ -159,14 +160,14 @@ class MemorySettings:
     owner_reads_guest_notes: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class CompactionSettings:
     reserve_tokens: int = setting(20_000, minimum=0)
     soft_threshold_tokens: int = setting(4_000, minimum=0)
     keep_recent_tokens: int = setting(20_000, minimum=500)
 
 
-@dataclass(frozen=True)
+@record
 class WebSearchSettings:
     # web_search, off until a provider is chosen: "anthropic" (the Messages API's own search
     # tool, run by the API: no key of its own), "brave" (an API key) or "searxng" (the address
@@ -179,7 +180,7 @@ class WebSearchSettings:
     max_uses: int = setting(5, minimum=1)
 
 
-@dataclass(frozen=True)
+@record
 class WebToolSettings:
     # web_fetch: reading a page the person points to.
     enabled: bool = True
@@ -188,7 +189,7 @@ class WebToolSettings:
     search: WebSearchSettings = field(default_factory=WebSearchSettings)
 
 
-@dataclass(frozen=True)
+@record
 class ExecSettings:
     """``tools.exec``: shell commands the model may run, under bubblewrap (``agent/sandbox``)."""
 
@@ -207,13 +208,13 @@ class ExecSettings:
     allow: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@record
 class ToolSettings:
     web: WebToolSettings = field(default_factory=WebToolSettings)
     exec: ExecSettings = field(default_factory=ExecSettings)
 
 
-@dataclass(frozen=True)
+@record
 class McpServerSettings:
     """One Model Context Protocol server: a local command (stdio) or a URL (streamable HTTP)."""
 
@@ -235,12 +236,12 @@ class McpServerSettings:
         return "stdio" if self.command else "http"
 
 
-@dataclass(frozen=True)
+@record
 class McpSettings:
     servers: dict[str, McpServerSettings] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class BudgetSettings:
     """Caps on what model calls cost, in the price table's currency (0: no cap). Days and
     months follow the configured time zone."""

@@ -9,18 +9,19 @@ memory flush, summaries, scheduled jobs) have no listener, so nothing of them go
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.contract.records import record
 
-@dataclass(frozen=True, slots=True)
+
+@record(slots=True)
 class TextDelta:
     """More of the text the model is writing."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TextDone:
     """The text written so far is a finished piece of the answer: the model wrote it before a
     tool call, and the final reply comes after the tools."""
@@ -28,18 +29,18 @@ class TextDone:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TextVoid:
     """The text streamed since the last finished piece is void: that model call is made again."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ToolStarted:
     name: str
     summary: str  # a short description of what the tool does with its input, safe to show
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ToolFinished:
     name: str
     ok: bool

@@ -19,12 +19,13 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from gateway.contract.atomic import write_atomic
 from gateway.contract.ports import Clock, SystemClock
+from gateway.contract.records import record
 
 # No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -33,7 +34,7 @@ CODE_TTL = 3600.0
 MAX_PENDING = 50  # per channel: bounds the file, while one stranger holds one code at most
 
 
-@dataclass(frozen=True)
+@record
 class PairingRequest:
     channel: str
     user_id: str

@@ -7,12 +7,13 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gateway.contract.atomic import private_file
+from gateway.contract.records import record
 
 # One argument value longer than this is cut in the trail (a file's whole new content).
 MAX_SHOWN = 2000
@@ -36,7 +37,7 @@ CREATE TABLE IF NOT EXISTS always (
 """
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Action:
     """One line of the trail. ``event``: asked, approved, always, denied, unanswered,
     refused (no way to ask), blocked (the policy says deny), ran (a command in the sandbox)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from secrets import token_hex
 
@@ -41,6 +41,7 @@ from agent.workspace.audience import is_guest, log_folder, notes_path
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey
+from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ Every "old" passage is copied exactly from {target}. Sources are "file:line" as 
 below. Answer {{"changes": []}} when nothing should change."""
 
 
-@dataclass(frozen=True)
+@record
 class Reading:
     """What a run reads: the new part of each log, numbered, and where each log stops now."""
 
@@ -102,7 +103,7 @@ class Reading:
         return "\n\n".join(parts)
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     proposal: Proposal | None  # None: nothing to propose
     usage: Usage

@@ -24,6 +24,7 @@ from agent.workspace.audience import chat_of, is_guest, quotes_outside, untruste
 from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
+from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ FROM_OUTSIDE = "Proposed from text written outside the owner's own chats, and ap
 PENDING, APPLIED, REJECTED, REFUSED = "pending", "applied", "rejected", "refused"
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     op: str  # add, update, merge, drop
     text: str  # the new passage ("" for drop)
@@ -55,7 +56,7 @@ class Item:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@record
 class Proposal:
     id: str
     made: str  # ISO time

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -33,11 +32,12 @@ import numpy as np
 from agent.memory.text import query_terms, share_of_query
 from agent.memory.vectors import Vector
 from agent.settings import SearchSettings
+from gateway.contract.records import record
 
 EXACT_SHARE = 0.8
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     id: int
     text: str
@@ -46,7 +46,7 @@ class Candidate:
     cosine: float | None = None  # None: not embedded yet
 
 
-@dataclass(frozen=True)
+@record
 class Ranked:
     candidate: Candidate
     score: float

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.model.charge import Charge
@@ -11,9 +10,10 @@ from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.ports import Check, Status
+from gateway.contract.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class LLMResponse:
     content: list[dict[str, Any]]
     stop_reason: str

@@ -10,6 +10,7 @@ from typing import Any
 
 from agent.sessions.history import History
 from gateway.contract.events import SessionKey
+from gateway.contract.records import record
 
 
 class TurnEnd(StrEnum):
@@ -22,7 +23,7 @@ class TurnEnd(StrEnum):
     UNANSWERED = "unanswered"  # shutdown came first; the next turn sees the messages
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Usage:
     input: int = 0
     cache_read: int = 0

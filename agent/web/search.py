@@ -14,7 +14,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
 from agent.settings import WebSearchSettings
@@ -23,6 +22,7 @@ from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
 from gateway.contract.imports import import_httpx
+from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ TIMEOUT = 20.0
 SNIPPET_CHARS = 300
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     title: str
     url: str

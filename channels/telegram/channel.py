@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.access import Access
@@ -29,6 +28,7 @@ from channels.voice import Hearing
 from gateway.contract.commands import CHAT_COMMANDS
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Check, Clock
+from gateway.contract.records import record
 from gateway.contract.tasks import settle
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class Webhook:
     url: str
     listen: str

@@ -4,14 +4,15 @@ the agent's own settings into ``Config``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from agent.settings import setting
 from gateway.contract.events import SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Secret
+from gateway.contract.records import record
 
 
-@dataclass(frozen=True)
+@record
 class ChannelConfig:
     """What every chat platform shares: the token, who may talk to the bot, and where."""
 
@@ -34,7 +35,7 @@ class ChannelConfig:
     show_tool_progress: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class WebhookConfig:
     # Public HTTPS URL Telegram should post updates to; empty means long polling.
     url: str | None = None
@@ -44,7 +45,7 @@ class WebhookConfig:
     secret_token: Secret | None = None
 
 
-@dataclass(frozen=True)
+@record
 class TelegramConfig(ChannelConfig):
     base_url: str = "https://api.telegram.org/bot"
     base_file_url: str = "https://api.telegram.org/file/bot"
@@ -52,13 +53,13 @@ class TelegramConfig(ChannelConfig):
     webhook: WebhookConfig = field(default_factory=WebhookConfig)
 
 
-@dataclass(frozen=True)
+@record
 class DiscordConfig(ChannelConfig):
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg/"
 
 
-@dataclass(frozen=True)
+@record
 class Need:
     """A value an enabled chat platform cannot start without, left empty."""
 
@@ -67,7 +68,7 @@ class Need:
     why: str  # when it is required
 
 
-@dataclass(frozen=True)
+@record
 class ChannelsConfig:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
@@ -113,7 +114,7 @@ class ChannelsConfig:
         return [name for name, cfg in self.enabled().items() if not cfg.allow_from]
 
 
-@dataclass(frozen=True)
+@record
 class DailySummaryConfig:
     enabled: bool = False
     # Local time, HH:MM, in ``timezone`` (default: the top-level timezone).
@@ -127,7 +128,7 @@ class DailySummaryConfig:
     grace_hours: float = setting(12.0, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class HeartbeatConfig:
     enabled: bool = False
     every_minutes: int = setting(30, minimum=1)
@@ -137,7 +138,7 @@ class HeartbeatConfig:
     target: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ScheduleConfig:
     daily_summary: DailySummaryConfig = field(default_factory=DailySummaryConfig)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
@@ -149,14 +150,14 @@ class ScheduleConfig:
     min_interval_minutes: float = setting(5.0, minimum=1)  # how often a job may fire at most
 
 
-@dataclass(frozen=True)
+@record
 class GatewayConfig:
     shutdown_grace: float = setting(20.0, minimum=0)
     # Hours a reply the platform cannot take (unreachable, overloaded) is tried again for.
     retry_window_hours: float = setting(24.0, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class TranscriptionConfig:
     """Voice notes and audio files turned into words, by any OpenAI-compatible
     ``/audio/transcriptions`` endpoint (OpenAI, Groq, a self-hosted Whisper server)."""
@@ -177,7 +178,7 @@ class TranscriptionConfig:
     price_per_minute: float = setting(0.0, minimum=0)
 
 
-@dataclass(frozen=True)
+@record
 class WebConfig:
     """The control page ``corvid run`` serves; ``corvid web`` prints its address."""
 
@@ -192,7 +193,7 @@ class WebConfig:
     behind_tls_proxy: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class LoggingConfig:
     level: str = setting("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("text", choices=("text", "json"))  # json: one object per line

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gateway.contract.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ChatCommandInfo:
     """A chat command as people see it: in a platform's command menu and in ``/help``."""
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from enum import StrEnum
+
+from gateway.contract.records import record
 
 
 class Scope(StrEnum):
@@ -41,7 +43,7 @@ class Scope(StrEnum):
 _PART = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class SessionKey:
     """Identifies one conversation: ``channel:scope:id`` plus an optional ``:topic:<id>``.
 
@@ -139,7 +141,7 @@ def job_key(job_id: str, target: SessionKey) -> SessionKey:
 # -- audiences ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Audience:
     """Who is in a session, which decides what of the memory it may read and where what it
     writes goes: the owner alone (``chat`` is None), or the people of one shared chat.
@@ -174,7 +176,7 @@ def audience_of(key: SessionKey) -> Audience:
 # -- messages -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Attachment:
     """A file that came with a message. ``data`` is set for images passed to the model."""
 
@@ -209,7 +211,7 @@ def sniff_image(data: bytes) -> str | None:
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Command:
     name: str
     args: str
@@ -228,7 +230,7 @@ def parse_command(text: str) -> Command | None:
     return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class InboundMessage:
     """One message from a person, already accepted by the channel's access policy."""
 
@@ -249,7 +251,7 @@ class InboundMessage:
     command: Command | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class OutboundMessage:
     """A reply for a session. ``reply_to`` is the platform id of the message to quote, if any.
 

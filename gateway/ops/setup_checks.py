@@ -5,11 +5,12 @@ and which Discord application a token belongs to, with its owner and intents."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+
+from gateway.contract.records import record
 
 ANTHROPIC_API = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -51,7 +52,7 @@ def check_api_key(key: str, base_url: str | None, timeout: float = 15) -> str:
     return ", ".join(models[:3]) or "no models listed"
 
 
-@dataclass(frozen=True)
+@record
 class TelegramBot:
     username: str
     name: str
@@ -66,7 +67,7 @@ def telegram_bot(base_url: str, token: str, timeout: float = 15) -> TelegramBot:
     return TelegramBot(str(me.get("username", "")), str(me.get("first_name", "")))
 
 
-@dataclass(frozen=True)
+@record
 class TelegramUser:
     id: int
     name: str
@@ -94,7 +95,7 @@ def first_private_message(base_url: str, token: str, wait: float) -> TelegramUse
     return None
 
 
-@dataclass(frozen=True)
+@record
 class DiscordApp:
     id: str
     name: str

@@ -31,7 +31,7 @@ import logging
 import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -40,6 +40,7 @@ from typing import Any
 from gateway.contract.atomic import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
+from gateway.contract.records import record
 from gateway.contract.wal import Checkpoints
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
 from gateway.statefiles import set_aside, stamp_schema
@@ -100,7 +101,7 @@ CREATE TABLE IF NOT EXISTS live (
 """
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Outgoing:
     id: int
     out: OutboundMessage
