@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from agent.sessions.state import Usage
-from gateway.contract.records import record
 
 
 class TurnStatus(StrEnum):
@@ -15,7 +14,7 @@ class TurnStatus(StrEnum):
     ITERATION_CAP = "iteration_cap"
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TurnOutcome:
     text: str
     usage: Usage

@@ -8,11 +8,10 @@ value names its key instead of failing later.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.contract.ports import Secret
-from gateway.contract.records import record
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -22,7 +21,7 @@ def setting(default: Any, minimum: float | None = None, choices: tuple[str, ...]
     return field(default=default, metadata={"min": minimum, "choices": choices})
 
 
-@record
+@dataclass(frozen=True)
 class PriceSettings:
     """A model's price in ``llm.prices``, per million tokens (web searches: per thousand)."""
 
@@ -33,7 +32,7 @@ class PriceSettings:
     web_search: float = setting(10.0, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class FallbackSettings:
     """A model tried when the ones before it are overloaded or down: on the same API, or on
     another Anthropic-compatible one (its own ``base_url`` and ``api_key``)."""
@@ -43,7 +42,7 @@ class FallbackSettings:
     api_key: Secret | None = None
 
 
-@record
+@dataclass(frozen=True)
 class LLMSettings:
     api_key: Secret | None = None
     base_url: str | None = None
@@ -64,7 +63,7 @@ class LLMSettings:
     fallback_minutes: float = setting(10.0, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class AgentSettings:
     max_iterations: int = setting(25, minimum=1)
     bootstrap_max_chars: int = setting(20_000, minimum=100)
@@ -77,7 +76,7 @@ class AgentSettings:
     all_chats_quota_mb: float = setting(500.0, minimum=0.1)
 
 
-@record
+@dataclass(frozen=True)
 class EmbeddingSettings:
     """Where the vectors of memory search come from (``agent/memory/embedding/``)."""
 
@@ -97,7 +96,7 @@ class EmbeddingSettings:
     retries: int = setting(4, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class SearchSettings:
     """How memory search ranks when vectors are on: the weights of the two scores, MMR's
     trade of relevance for variety (1: relevance only), and the half-life of daily logs.
@@ -112,7 +111,7 @@ class SearchSettings:
     half_life_days: float = setting(120.0, minimum=0)  # 0: no decay
 
 
-@record
+@dataclass(frozen=True)
 class RecallSettings:
     """Notes found by searching the message, handed to the model with it before it answers
     (``agent/memory/recall.py``). The bars are measured on bench/retrieval/'s queries
@@ -128,7 +127,7 @@ class RecallSettings:
     max_bytes: int = setting(1200, minimum=200)
 
 
-@record
+@dataclass(frozen=True)
 class ConsolidationSettings:
     """The job that proposes changes to MEMORY.md from the owner's new log entries."""
 
@@ -144,7 +143,7 @@ class ConsolidationSettings:
     first_days: int = setting(7, minimum=1)
 
 
-@record
+@dataclass(frozen=True)
 class MemorySettings:
     daily_log_max_chars: int = setting(12_000, minimum=500)
     long_term_max_chars: int = setting(20_000, minimum=500)
@@ -160,14 +159,14 @@ class MemorySettings:
     owner_reads_guest_notes: bool = True
 
 
-@record
+@dataclass(frozen=True)
 class CompactionSettings:
     reserve_tokens: int = setting(20_000, minimum=0)
     soft_threshold_tokens: int = setting(4_000, minimum=0)
     keep_recent_tokens: int = setting(20_000, minimum=500)
 
 
-@record
+@dataclass(frozen=True)
 class WebSearchSettings:
     # web_search, off until a provider is chosen: "anthropic" (the Messages API's own search
     # tool, run by the API: no key of its own), "brave" (an API key) or "searxng" (the address
@@ -180,7 +179,7 @@ class WebSearchSettings:
     max_uses: int = setting(5, minimum=1)
 
 
-@record
+@dataclass(frozen=True)
 class WebToolSettings:
     # web_fetch: reading a page the person points to.
     enabled: bool = True
@@ -189,7 +188,7 @@ class WebToolSettings:
     search: WebSearchSettings = field(default_factory=WebSearchSettings)
 
 
-@record
+@dataclass(frozen=True)
 class ExecSettings:
     """``tools.exec``: shell commands the model may run, under bubblewrap (``agent/sandbox``)."""
 
@@ -208,13 +207,13 @@ class ExecSettings:
     allow: list[str] = field(default_factory=list)
 
 
-@record
+@dataclass(frozen=True)
 class ToolSettings:
     web: WebToolSettings = field(default_factory=WebToolSettings)
     exec: ExecSettings = field(default_factory=ExecSettings)
 
 
-@record
+@dataclass(frozen=True)
 class McpServerSettings:
     """One Model Context Protocol server: a local command (stdio) or a URL (streamable HTTP)."""
 
@@ -236,12 +235,12 @@ class McpServerSettings:
         return "stdio" if self.command else "http"
 
 
-@record
+@dataclass(frozen=True)
 class McpSettings:
     servers: dict[str, McpServerSettings] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True)
 class BudgetSettings:
     """Caps on what model calls cost, in the price table's currency (0: no cap). Days and
     months follow the configured time zone."""

@@ -9,19 +9,18 @@ memory flush, summaries, scheduled jobs) have no listener, so nothing of them go
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gateway.contract.records import record
 
-
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     """More of the text the model is writing."""
 
     text: str
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TextDone:
     """The text written so far is a finished piece of the answer: the model wrote it before a
     tool call, and the final reply comes after the tools."""
@@ -29,18 +28,18 @@ class TextDone:
     text: str
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TextVoid:
     """The text streamed since the last finished piece is void: that model call is made again."""
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     name: str
     summary: str  # a short description of what the tool does with its input, safe to show
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     name: str
     ok: bool

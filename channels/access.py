@@ -20,11 +20,11 @@ import enum
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 from channels.pairing import PairingError, PairingRequest, PairingStore
 from gateway.contract.events import Attachment, SessionKey, guest_of, parse_command, scrub
 from gateway.contract.ports import Clock, SystemClock
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ CONTEXT_LINE_CHARS = 500
 NOTICE_INTERVAL = 60.0
 
 
-@record
+@dataclass(frozen=True)
 class Arrival:
     """A platform message as the policy sees it, before anything is downloaded."""
 
@@ -70,7 +70,7 @@ class Action(enum.Enum):
     DROP = "drop"
 
 
-@record
+@dataclass(frozen=True)
 class Verdict:
     action: Action
     text: str = ""

@@ -37,7 +37,7 @@ from gateway.contract.events import (
     parse_command,
 )
 from gateway.contract.ports import Check, Clock, SystemClock
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 Sink = Callable[[InboundMessage], "asyncio.Future[None]"]
 

@@ -16,11 +16,11 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
 
 from gateway.contract.events import MODEL_IMAGE_TYPES, Attachment, SessionKey, sniff_image
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def mb(n: int) -> str:
     return f"{n / 1_000_000:.1f} MB"
 
 
-@record
+@dataclass(frozen=True)
 class Intake:
     """How a channel takes in files: where they go and how large they may be."""
 

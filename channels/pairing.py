@@ -19,13 +19,12 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.contract.atomic import write_atomic
 from gateway.contract.ports import Clock, SystemClock
-from gateway.contract.records import record
+from gateway.infra.atomic import write_atomic
 
 # No 0/O, 1/I/L: codes are read off a phone screen and typed into a terminal.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -34,7 +33,7 @@ CODE_TTL = 3600.0
 MAX_PENDING = 50  # per channel: bounds the file, while one stranger holds one code at most
 
 
-@record
+@dataclass(frozen=True)
 class PairingRequest:
     channel: str
     user_id: str

@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from channels.inbox import Intake, mb, safe_name
 from gateway.contract.events import Attachment, SessionKey
-from gateway.contract.imports import import_httpx
 from gateway.contract.ports import Check, Status
-from gateway.contract.records import record
+from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _shown_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-@record
+@dataclass(frozen=True)
 class Hearing:
     transcriber: Transcriber
     max_bytes: int
@@ -144,7 +144,7 @@ def duration(seconds: int | float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-@record
+@dataclass(frozen=True)
 class Recording:
     """A voice note or audio file as a platform announces it."""
 

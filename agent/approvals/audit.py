@@ -7,13 +7,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gateway.contract.atomic import private_file
-from gateway.contract.records import record
+from gateway.infra.atomic import private_file
 
 # One argument value longer than this is cut in the trail (a file's whole new content).
 MAX_SHOWN = 2000
@@ -37,7 +36,7 @@ CREATE TABLE IF NOT EXISTS always (
 """
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     """One line of the trail. ``event``: asked, approved, always, denied, unanswered,
     refused (no way to ask), blocked (the policy says deny), ran (a command in the sandbox)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -24,7 +24,6 @@ from agent.approvals.shared_files import everyone_path, proposed_diff
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool, ToolResult
 from gateway.contract.events import SessionKey
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ class Answer(StrEnum):
 ANSWERS = (Answer.ONCE, Answer.ALWAYS, Answer.DENY)
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What the owner is shown: the exact call, which chat it came from, what untrusted text
     the turn had read, and for a file every chat reads the change it would make."""
@@ -74,7 +73,7 @@ class Asker(Protocol):
     async def ask(self, request: ApprovalRequest) -> Answer: ...
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Review:
     """The gate's word on one call: run it (with ``ctx``) and tell the model ``note`` first,
     or refuse it with ``refusal``."""

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from agent.settings import setting
 from gateway.contract.errors import ConfigError
-from gateway.contract.records import record
 
 
 class Policy(StrEnum):
@@ -57,7 +56,7 @@ def chosen(
     return Policy(given) if given is not None else default
 
 
-@record
+@dataclass(frozen=True)
 class ApprovalSettings:
     """``approvals`` in config.yaml: how long a turn waits for the owner's answer, and the
     owner's policy for tools by name (``web_fetch``, ``calendar__delete_event``) or for all of

@@ -33,7 +33,7 @@ from agent.mcp.wire import Watched, describe_error, mcp_tool, server_log, tool_r
 from agent.settings import McpServerSettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool, ToolResult
-from gateway.contract.tls import tls_context
+from gateway.infra.tls import tls_context
 
 log = logging.getLogger(__name__)
 

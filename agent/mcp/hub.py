@@ -17,12 +17,12 @@ import contextlib
 import importlib
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from agent.settings import McpServerSettings
 from agent.tools.registry import Tool
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ STABLE_SECONDS = 60.0
 SETTLE_SECONDS = 10.0
 
 
-@record
+@dataclass(frozen=True)
 class ServerView:
     """What ``corvid status``, ``corvid mcp list`` and the doctor say about a server."""
 

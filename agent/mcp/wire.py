@@ -28,8 +28,8 @@ from agent.approvals.policy import from_annotations, open_world
 from agent.settings import McpServerSettings
 from agent.tools.registry import Handler, Tool, ToolResult
 from agent.workspace.audience import enclosed
-from gateway.contract.atomic import private_file
 from gateway.contract.events import sniff_image
+from gateway.infra.atomic import private_file
 
 # How much image one result may carry: the API caps an image's base64 text (5 MB), and a
 # whole request at 32 MB.

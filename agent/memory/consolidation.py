@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from secrets import token_hex
 
@@ -41,7 +41,6 @@ from agent.workspace.audience import is_guest, log_folder, notes_path
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ Every "old" passage is copied exactly from {target}. Sources are "file:line" as 
 below. Answer {{"changes": []}} when nothing should change."""
 
 
-@record
+@dataclass(frozen=True)
 class Reading:
     """What a run reads: the new part of each log, numbered, and where each log stops now."""
 
@@ -103,7 +102,7 @@ class Reading:
         return "\n\n".join(parts)
 
 
-@record
+@dataclass(frozen=True)
 class Outcome:
     proposal: Proposal | None  # None: nothing to propose
     usage: Usage

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from agent.memory.text import snippet
 from gateway.contract.events import Audience
-from gateway.contract.records import record
 
 ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), text_sha of its text
 
@@ -20,7 +20,7 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Hit:
     path: str
     start_line: int
@@ -41,7 +41,7 @@ class Hit:
 TextsOf = Callable[[Sequence[int]], dict[int, str]]
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class StoredChunk:
     id: int
     path: str
@@ -65,7 +65,7 @@ class StoredChunk:
         )
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TextMatches:
     rows: list[StoredChunk]
     doc_freq: dict[str, int]  # chunks holding each query term (-1: not counted)

@@ -27,8 +27,8 @@ from pathlib import Path
 from agent.memory.catchup import CatchUp
 from agent.memory.hits import ChunkListener, Hit, StoredChunk, TextMatches
 from agent.memory.text import is_cjk, query_terms, strip_accents, words_held
-from gateway.contract.atomic import private_file
 from gateway.contract.events import Audience
+from gateway.infra.atomic import private_file
 
 log = logging.getLogger(__name__)
 

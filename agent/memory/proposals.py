@@ -21,10 +21,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agent.workspace.audience import chat_of, is_guest, quotes_outside, untrusted
-from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
-from gateway.contract.records import record
+from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ FROM_OUTSIDE = "Proposed from text written outside the owner's own chats, and ap
 PENDING, APPLIED, REJECTED, REFUSED = "pending", "applied", "rejected", "refused"
 
 
-@record
+@dataclass(frozen=True)
 class Item:
     op: str  # add, update, merge, drop
     text: str  # the new passage ("" for drop)
@@ -56,7 +55,7 @@ class Item:
         return "\n".join(lines)
 
 
-@record
+@dataclass(frozen=True)
 class Proposal:
     id: str
     made: str  # ISO time

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -32,12 +33,11 @@ import numpy as np
 from agent.memory.text import query_terms, share_of_query
 from agent.memory.vectors import Vector
 from agent.settings import SearchSettings
-from gateway.contract.records import record
 
 EXACT_SHARE = 0.8
 
 
-@record
+@dataclass(frozen=True)
 class Candidate:
     id: int
     text: str
@@ -46,7 +46,7 @@ class Candidate:
     cosine: float | None = None  # None: not embedded yet
 
 
-@record
+@dataclass(frozen=True)
 class Ranked:
     candidate: Candidate
     score: float

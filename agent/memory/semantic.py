@@ -15,6 +15,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,6 @@ import numpy as np
 from agent.memory.embedding.base import Embedder, EmbeddingError
 from agent.memory.hits import ChunkRow, TextsOf, text_sha
 from agent.memory.vectors import EmbeddingCache, Vector, VectorTable
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ QUERY_CACHE = 128  # recent queries' vectors kept
 FIRST_PAUSE, LONGEST_PAUSE = 30.0, 900.0  # after a failure, seconds before trying again
 
 
-@record
+@dataclass(frozen=True)
 class Progress:
     """How far the vectors are: for ``corvid status``, the control page and the reindex bar."""
 

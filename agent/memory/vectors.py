@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from agent.memory.embedding.base import Vectors
 from agent.memory.hits import ChunkRow
-from gateway.contract.atomic import private_file
+from gateway.infra.atomic import private_file
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@ can count it (``agent/usage/``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from gateway.contract.events import SessionKey, audience_of
-from gateway.contract.records import record
 
 
 class Purpose(StrEnum):
@@ -51,7 +51,7 @@ BACKGROUND = frozenset(
 OWNER = "owner"  # the audience of the owner's own chats and jobs, in the ledger
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Charge:
     """Who pays for a call: its purpose and the session it was made for (None: no session,
     such as an embedding of memory files)."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from agent.settings import FallbackSettings
 from gateway.contract.errors import LLMError, LLMErrorKind
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ FAILS_OVER = frozenset(
 T = TypeVar("T")
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Route:
     """A model on an endpoint: ``base_url`` and ``api_key`` None are the primary's own."""
 

@@ -31,7 +31,7 @@ from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.ports import Check, Status
-from gateway.contract.tls import tls_context
+from gateway.infra.tls import tls_context
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -78,7 +78,7 @@ class AnthropicLLM:
         return self._others[key]
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> AsyncAnthropic:
-        from gateway.contract.streams import on_asyncio  # httpx2, loaded with the SDK
+        from gateway.infra.streams import on_asyncio  # httpx2, loaded with the SDK
 
         sdk = self._sdk
         client: AsyncAnthropic = sdk.AsyncAnthropic(

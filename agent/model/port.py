@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.model.charge import Charge
@@ -10,10 +11,9 @@ from agent.sessions.state import Usage
 from agent.settings import LLMSettings
 from agent.stream import Deltas
 from gateway.contract.ports import Check, Status
-from gateway.contract.records import record
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class LLMResponse:
     content: list[dict[str, Any]]
     stop_reason: str

@@ -21,10 +21,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.settings import ExecSettings
-from gateway.contract.records import record
 
 BWRAP = "bwrap"
 # Where a control group for the box's processes can be made (cgroup v1 and v2 layouts).
@@ -36,7 +36,7 @@ PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 READ_CHUNK = 65536
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Ran:
     """How a command ended: its exit status (None when it was stopped), its output (stdout and
     stderr together, cut at the limit) and why it was stopped, if it was."""

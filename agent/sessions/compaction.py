@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent.memory.store import Memory
@@ -23,7 +24,6 @@ from agent.settings import CompactionSettings
 from agent.tools.context import Grant, TurnContext
 from gateway.contract.errors import LLMError
 from gateway.contract.events import NO_REPLY, SessionKey
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ SESSION_END_PROMPT = (
 )
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Compacted:
     summarised: int  # messages replaced by the summary
     kept: int

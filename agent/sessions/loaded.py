@@ -22,8 +22,8 @@ from pathlib import Path
 
 from agent.sessions.state import SessionState
 from agent.sessions.transcript import SessionStore
-from gateway.contract.atomic import write_atomic
 from gateway.contract.events import SessionKey
+from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from agent.sessions.history import History
 from gateway.contract.events import SessionKey
-from gateway.contract.records import record
 
 
 class TurnEnd(StrEnum):
@@ -23,7 +22,7 @@ class TurnEnd(StrEnum):
     UNANSWERED = "unanswered"  # shutdown came first; the next turn sees the messages
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     input: int = 0
     cache_read: int = 0

@@ -41,7 +41,7 @@ from agent.sessions.jsonl import HeldFiles, cut_torn_tail, fsync_path
 from agent.sessions.state import SessionState, TurnEnd, Usage, estimate_tokens, summary_message
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Clock, SystemClock
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 log = logging.getLogger(__name__)
 

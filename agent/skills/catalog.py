@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -20,7 +21,6 @@ import yaml
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from gateway.contract.errors import ToolError
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ MAX_BODY_CHARS = 50_000
 MAX_FILES_LISTED = 50
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Skill:
     name: str
     description: str

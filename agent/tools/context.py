@@ -3,7 +3,7 @@ what the session has read from outside the owner's audience is ``agent/tools/exp
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
@@ -21,10 +21,9 @@ from agent.workspace.history import History
 from agent.workspace.quota import Quota
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience, SessionKey, audience_of
-from gateway.contract.records import record
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Grant:
     """The tools a turn nobody watches may use (the memory flush, a scheduled job): each says
     what it needs, and anything else it calls is refused in code. ``tools`` None: every tool
@@ -43,7 +42,7 @@ class Grant:
         return (self.tools is None or name in self.tools) and name not in self.without
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class TurnContext:
     """What a tool may know about the turn that called it."""
 

@@ -26,8 +26,8 @@ from agent.tools.registry import Tool
 from agent.workspace.audience import chat_of, in_owner_prompts, untrusted
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
-from gateway.contract.atomic import write_atomic
 from gateway.contract.errors import ToolError
+from gateway.infra.atomic import write_atomic
 
 MAX_WRITE_CHARS = 1_000_000
 DEFAULT_READ_LINES = 400

@@ -14,6 +14,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, Required, get_args, get_origin
 
@@ -21,7 +22,6 @@ from agent.approvals.policy import Policy
 from agent.tools.context import Grant, TurnContext
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _property(hint: Any) -> dict[str, Any]:
     return prop
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Tool:
     name: str
     description: str
@@ -148,7 +148,7 @@ class Tool:
         }
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     text: str
     is_error: bool = False

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from agent.model.charge import Charge
 from agent.settings import BudgetSettings
@@ -22,7 +23,6 @@ from agent.usage.ledger import Call, Period, UsageLedger
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.events import NO_REPLY
 from gateway.contract.ports import Clock
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ EPSILON = 1e-9
 Tell = Callable[[str, tuple[tuple[str, str], ...]], None]
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Cap:
     kind: str  # "all", "chat" (one shared chat) or "job" (one job)
     subject: str  # the chat's audience or the job's id; "" for all

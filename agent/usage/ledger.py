@@ -15,15 +15,15 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.model.charge import OWNER, Charge
-from gateway.contract.atomic import private_file
-from gateway.contract.records import record
-from gateway.contract.wal import Checkpoints
+from gateway.infra.atomic import private_file
+from gateway.infra.wal import Checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ CACHE_KIB = 256  # the connection's page cache
 GROUPS = {"day": "day", "chat": "audience", "job": "job", "model": "model", "purpose": "purpose"}
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Call:
     """One paid call, as the ledger keeps it."""
 
@@ -85,7 +85,7 @@ class Call:
     id: str = ""  # the API's message id; empty: one is made
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Period:
     """The local day and month a moment falls in."""
 

@@ -5,15 +5,15 @@ tokens are still counted)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from agent.settings import PriceSettings
-from gateway.contract.records import record
 
 # The API's server-side web search, per search (USD 10 per thousand).
 WEB_SEARCH = 0.01
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Price:
     """Per million tokens; ``long_above`` > 0: a request whose prompt (input, cache writes and
     reads together) is longer pays ``long_factor`` times every rate (Haiku 5.5's second tier)."""

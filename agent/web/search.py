@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
 from agent.settings import WebSearchSettings
@@ -21,8 +22,7 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
-from gateway.contract.imports import import_httpx
-from gateway.contract.records import record
+from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ TIMEOUT = 20.0
 SNIPPET_CHARS = 300
 
 
-@record
+@dataclass(frozen=True)
 class Result:
     title: str
     url: str

@@ -6,17 +6,17 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
 
 from agent.workspace.audience import area
 from gateway.contract.events import Audience
-from gateway.contract.records import record
 
 HAND_EDIT = "hand edit"
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Author:
     """Who changed a file: a session, the control page, a job, the terminal; and with what."""
 
@@ -42,7 +42,7 @@ def current_author() -> Author:
     return _AUTHOR.get() or Author("corvid")
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     id: int
     at: datetime

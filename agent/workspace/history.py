@@ -37,9 +37,9 @@ from agent.workspace.changes import (
     current_author,
     may_see,
 )
-from gateway.contract.atomic import PRIVATE, fsync_folder, private_file, write_atomic
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
+from gateway.infra.atomic import PRIVATE, fsync_folder, private_file, write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,14 @@ counted: the workspace is theirs."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.workspace.audience import own_folders
 from gateway.contract.events import Audience
-from gateway.contract.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Quota:
     workspace: Path
     chat_bytes: int

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels.markdown.cut import Measure, cut_paragraph, hard_cut
 from channels.markdown.parse import parse_blocks, references, too_deep, utf16_len
-from gateway.contract.records import record
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
@@ -45,7 +45,7 @@ _LABEL = re.compile(r"\[([^\[\]]{1,999})\]")
 _DEFINITION = re.compile(r"^ {0,3}\[([^\[\]]{1,999})\]:", re.M)
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Unit:
     start: int  # first source line
     end: int  # one past the last

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from channels.access import Access
@@ -28,8 +29,7 @@ from channels.voice import Hearing
 from gateway.contract.commands import CHAT_COMMANDS
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Check, Clock
-from gateway.contract.records import record
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 if TYPE_CHECKING:
     from telegram import Bot, Update
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@record
+@dataclass(frozen=True)
 class Webhook:
     url: str
     listen: str

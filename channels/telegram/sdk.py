@@ -8,7 +8,7 @@ long-polls. PTB's job queue imports APScheduler's asyncio scheduler and executor
 APScheduler is installed (Corvid installs it for its own scheduler, which only uses its
 triggers), and every application built then makes and starts a scheduler of its own: Corvid
 never gives PTB a job, and the import was 60 ms of a start on the way to the first poll. So PTB
-is imported here as if those were absent (``gateway/contract/imports.py``), and PTB behaves
+is imported here as if those were absent (``gateway/infra/imports.py``), and PTB behaves
 exactly as its default install does; a webhook, when configured, gets its server then
 (``add_webhooks``). Anything that imports these packages afterwards gets them as usual.
 
@@ -40,7 +40,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-from gateway.contract.imports import import_httpx, take_out, without
+from gateway.infra.imports import import_httpx, take_out, without
 
 # The packages (or the parts of one) PTB's import would load for what Corvid does not use (or
 # not yet), and what for.

@@ -26,9 +26,9 @@ from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
-from gateway.contract.streams import on_asyncio
-from gateway.contract.tasks import settle
-from gateway.contract.tls import tls_context
+from gateway.infra.streams import on_asyncio
+from gateway.infra.tasks import settle
+from gateway.infra.tls import tls_context
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.config.layout import Layout
 from gateway.config.loader import DEFAULT_MODEL
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 
 
 class AlreadyRunning(Exception):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.contract.records import record
 
-
-@record
+@dataclass(frozen=True)
 class Layout:
     """The paths of one home folder. ``state/`` is Corvid's own; ``workspace/`` is the
     owner's and the agent's (``agent/`` knows its inside)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -57,7 +57,6 @@ from gateway.config.sections import (
 )
 from gateway.config.strict_yaml import strict_load, yaml_problem
 from gateway.contract.errors import ConfigError
-from gateway.contract.records import record
 from gateway.upgrades.config_steps import upgrade
 
 __all__ = [
@@ -81,7 +80,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True)
 class Config:
     home: Path
     timezone: str = "UTC"

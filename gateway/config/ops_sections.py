@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from agent.settings import setting
 from gateway.contract.errors import ConfigError
-from gateway.contract.records import record
 
 _DAILY = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
 
 
-@record
+@dataclass(frozen=True)
 class BackupConfig:
     # When the scheduled backup runs: "HH:MM" every day, or a five-field cron expression, in
     # the configured time zone. Empty: no scheduled backups (``corvid backup`` still works).

@@ -4,15 +4,14 @@ the agent's own settings into ``Config``."""
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from agent.settings import setting
 from gateway.contract.events import SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Secret
-from gateway.contract.records import record
 
 
-@record
+@dataclass(frozen=True)
 class ChannelConfig:
     """What every chat platform shares: the token, who may talk to the bot, and where."""
 
@@ -35,7 +34,7 @@ class ChannelConfig:
     show_tool_progress: bool = True
 
 
-@record
+@dataclass(frozen=True)
 class WebhookConfig:
     # Public HTTPS URL Telegram should post updates to; empty means long polling.
     url: str | None = None
@@ -45,7 +44,7 @@ class WebhookConfig:
     secret_token: Secret | None = None
 
 
-@record
+@dataclass(frozen=True)
 class TelegramConfig(ChannelConfig):
     base_url: str = "https://api.telegram.org/bot"
     base_file_url: str = "https://api.telegram.org/file/bot"
@@ -53,13 +52,13 @@ class TelegramConfig(ChannelConfig):
     webhook: WebhookConfig = field(default_factory=WebhookConfig)
 
 
-@record
+@dataclass(frozen=True)
 class DiscordConfig(ChannelConfig):
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg/"
 
 
-@record
+@dataclass(frozen=True)
 class Need:
     """A value an enabled chat platform cannot start without, left empty."""
 
@@ -68,7 +67,7 @@ class Need:
     why: str  # when it is required
 
 
-@record
+@dataclass(frozen=True)
 class ChannelsConfig:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
@@ -114,7 +113,7 @@ class ChannelsConfig:
         return [name for name, cfg in self.enabled().items() if not cfg.allow_from]
 
 
-@record
+@dataclass(frozen=True)
 class DailySummaryConfig:
     enabled: bool = False
     # Local time, HH:MM, in ``timezone`` (default: the top-level timezone).
@@ -128,7 +127,7 @@ class DailySummaryConfig:
     grace_hours: float = setting(12.0, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class HeartbeatConfig:
     enabled: bool = False
     every_minutes: int = setting(30, minimum=1)
@@ -138,7 +137,7 @@ class HeartbeatConfig:
     target: str | None = None
 
 
-@record
+@dataclass(frozen=True)
 class ScheduleConfig:
     daily_summary: DailySummaryConfig = field(default_factory=DailySummaryConfig)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
@@ -150,14 +149,14 @@ class ScheduleConfig:
     min_interval_minutes: float = setting(5.0, minimum=1)  # how often a job may fire at most
 
 
-@record
+@dataclass(frozen=True)
 class GatewayConfig:
     shutdown_grace: float = setting(20.0, minimum=0)
     # Hours a reply the platform cannot take (unreachable, overloaded) is tried again for.
     retry_window_hours: float = setting(24.0, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class TranscriptionConfig:
     """Voice notes and audio files turned into words, by any OpenAI-compatible
     ``/audio/transcriptions`` endpoint (OpenAI, Groq, a self-hosted Whisper server)."""
@@ -178,7 +177,7 @@ class TranscriptionConfig:
     price_per_minute: float = setting(0.0, minimum=0)
 
 
-@record
+@dataclass(frozen=True)
 class WebConfig:
     """The control page ``corvid run`` serves; ``corvid web`` prints its address."""
 
@@ -193,7 +192,7 @@ class WebConfig:
     behind_tls_proxy: bool = False
 
 
-@record
+@dataclass(frozen=True)
 class LoggingConfig:
     level: str = setting("INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("text", choices=("text", "json"))  # json: one object per line

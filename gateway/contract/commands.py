@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from gateway.contract.records import record
+from dataclasses import dataclass
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class ChatCommandInfo:
     """A chat command as people see it: in a platform's command menu and in ``/help``."""
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-
-from gateway.contract.records import record
 
 
 class Scope(StrEnum):
@@ -43,7 +41,7 @@ class Scope(StrEnum):
 _PART = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class SessionKey:
     """Identifies one conversation: ``channel:scope:id`` plus an optional ``:topic:<id>``.
 
@@ -141,7 +139,7 @@ def job_key(job_id: str, target: SessionKey) -> SessionKey:
 # -- audiences ------------------------------------------------------------------------------------
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Audience:
     """Who is in a session, which decides what of the memory it may read and where what it
     writes goes: the owner alone (``chat`` is None), or the people of one shared chat.
@@ -176,7 +174,7 @@ def audience_of(key: SessionKey) -> Audience:
 # -- messages -------------------------------------------------------------------------------------
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Attachment:
     """A file that came with a message. ``data`` is set for images passed to the model."""
 
@@ -211,7 +209,7 @@ def sniff_image(data: bytes) -> str | None:
 _COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_]{0,31})(?:@([A-Za-z0-9_]+))?(?:\s+(.*))?$", re.S)
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Command:
     name: str
     args: str
@@ -230,7 +228,7 @@ def parse_command(text: str) -> Command | None:
     return Command(m.group(1).lower(), (m.group(3) or "").strip(), m.group(2) or "")
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
     """One message from a person, already accepted by the channel's access policy."""
 
@@ -251,7 +249,7 @@ class InboundMessage:
     command: Command | None = None
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """A reply for a session. ``reply_to`` is the platform id of the message to quote, if any.
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
-
-from gateway.contract.records import record
 
 
 class Clock(Protocol):
@@ -84,7 +83,7 @@ class Status(StrEnum):
     FAIL = "FAIL"
 
 
-@record
+@dataclass(frozen=True)
 class Check:
     """One line of ``corvid doctor``: how it went, what was checked, what is wrong, the fix."""
 

@@ -29,7 +29,7 @@ from gateway.config.envfile import read_env_file, update_env_file, with_env_file
 from gateway.config.home import detect_timezone, init_home
 from gateway.config.layout import Layout
 from gateway.config.yaml_lines import set_values
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 from gateway.ops import setup_checks as checks
 
 TRIES = 3

@@ -5,12 +5,11 @@ and which Discord application a token belongs to, with its owner and intents."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-
-from gateway.contract.records import record
 
 ANTHROPIC_API = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -52,7 +51,7 @@ def check_api_key(key: str, base_url: str | None, timeout: float = 15) -> str:
     return ", ".join(models[:3]) or "no models listed"
 
 
-@record
+@dataclass(frozen=True)
 class TelegramBot:
     username: str
     name: str
@@ -67,7 +66,7 @@ def telegram_bot(base_url: str, token: str, timeout: float = 15) -> TelegramBot:
     return TelegramBot(str(me.get("username", "")), str(me.get("first_name", "")))
 
 
-@record
+@dataclass(frozen=True)
 class TelegramUser:
     id: int
     name: str
@@ -95,7 +94,7 @@ def first_private_message(base_url: str, token: str, wait: float) -> TelegramUse
     return None
 
 
-@record
+@dataclass(frozen=True)
 class DiscordApp:
     id: str
     name: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from agent.loop import Agent
@@ -19,7 +20,6 @@ from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
-from gateway.contract.records import record
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.proposal_answers import proposal_answer
 from gateway.runtime.router import Router
@@ -36,7 +36,7 @@ class WithButtons(NamedTuple):
     buttons: tuple[tuple[str, str], ...]
 
 
-@record
+@dataclass(frozen=True)
 class ChatCommand:
     name: str
     ordered: bool  # waits for its turn in the session's queue

@@ -21,7 +21,7 @@ from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.heap import HeapTrim

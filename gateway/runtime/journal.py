@@ -20,7 +20,7 @@ cannot be), and the answer, still owed, comes once as a new reply.
 
 WAL with ``synchronous=NORMAL``: a committed row survives the process being killed; a power cut
 may lose the last commits. Its checkpoints run in a thread, not in a commit on the event loop
-(``gateway/contract/wal.py``).
+(``gateway/infra/wal.py``).
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ import logging
 import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from gateway.contract.atomic import private_file
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
-from gateway.contract.records import record
-from gateway.contract.wal import Checkpoints
+from gateway.infra.atomic import private_file
+from gateway.infra.wal import Checkpoints
 from gateway.runtime.inbound_json import dump_inbound, load_inbound
 from gateway.statefiles import set_aside, stamp_schema
 
@@ -101,7 +100,7 @@ CREATE TABLE IF NOT EXISTS live (
 """
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class Outgoing:
     id: int
     out: OutboundMessage

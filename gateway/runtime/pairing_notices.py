@@ -24,7 +24,7 @@ from channels.live import escape_markdown
 from channels.pairing import PairingRequest
 from gateway.contract.events import OutboundMessage, SessionKey, discord_dm, telegram_private
 from gateway.contract.ports import Clock
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 log = logging.getLogger(__name__)
 

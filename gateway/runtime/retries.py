@@ -18,7 +18,7 @@ from channels.live import LiveReply
 from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,11 @@ and the day is not skipped.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
-
-from gateway.contract.records import record
 
 # The jobs the configuration makes (schedule: in config.yaml); the others are made in chat.
 DAILY_SUMMARY = "daily-summary"
@@ -58,7 +57,7 @@ class Trigger(Protocol):
     ) -> datetime | None: ...
 
 
-@record
+@dataclass(frozen=True)
 class Job:
     id: str
     kind: JobKind

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gateway.contract.atomic import private_file
+from gateway.infra.atomic import private_file
 from gateway.scheduling.jobs import Job, RunStatus
 from gateway.statefiles import set_aside, stamp_schema
 

@@ -7,13 +7,13 @@ or when it last ran.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Clock
-from gateway.contract.records import record
 from gateway.scheduling.jobs import BACKUP, CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminders import JobStore
@@ -143,7 +143,7 @@ def _when_and_where(job: Job) -> tuple[object, ...]:
     return (job.kind, job.spec, job.timezone, job.target, job.grace)
 
 
-@record
+@dataclass(frozen=True)
 class JobState:
     """A planned job as ``corvid jobs`` and ``corvid doctor`` show it."""
 

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
-from gateway.contract.atomic import write_atomic
 from gateway.contract.events import NO_REPLY, OutboundMessage, SessionKey, job_key
+from gateway.infra.atomic import write_atomic
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import CONFIGURED, Job, Skip, run_origin, slot_time
 from gateway.statefiles import set_aside

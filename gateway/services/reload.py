@@ -17,10 +17,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.config.loader import Config, load_config
-from gateway.contract.records import record
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class Running(Protocol):
         ...
 
 
-@record
+@dataclass(frozen=True)
 class Reloaded:
     applied: list[str]  # dotted keys now in effect
     restart: list[str]  # dotted keys that take effect at the next start

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,6 @@ from agent.sessions.state import SessionState
 from agent.sessions.transcript import SessionStore
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
-from gateway.contract.records import record
 from gateway.runtime.journal import Journal
 from gateway.services import logs
 from gateway.services.index_status import index_line
@@ -28,7 +28,7 @@ PREVIEW_CHARS = 60
 Loaded = Callable[[SessionKey], SessionState | None]
 
 
-@record
+@dataclass(frozen=True)
 class Figures:
     """One session as the status report and the control page show it."""
 
@@ -81,7 +81,7 @@ def _figures(state: SessionState, mtime: float) -> Figures:
     return Figures(state.key, state.turns, state.context_tokens, state.compactions, share, mtime)
 
 
-@record
+@dataclass(frozen=True)
 class Live:
     """What only the running process knows."""
 

@@ -13,18 +13,18 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from gateway.config.yaml_lines import KEY, find_key, key_span
 from gateway.contract.errors import ConfigError
-from gateway.contract.records import record
 
 CONFIG_VERSION = 2
 
 
-@record
+@dataclass(frozen=True)
 class Step:
     """What changed in ``config.yaml`` to reach version ``to``."""
 

@@ -7,7 +7,7 @@ import yaml
 
 from gateway.config.layout import Layout
 from gateway.config.strict_yaml import safe_load
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 from gateway.upgrades.config_steps import CONFIG_VERSION, rewrite, upgrade, version_of
 from gateway.upgrades.state import upgrade_state
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from agent.usage import ledger as usage
 from agent.workspace import history
 from gateway.config.layout import Layout
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 from gateway.runtime import journal
 from gateway.scheduling import ledger
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.contract.atomic import write_atomic
+from gateway.infra.atomic import write_atomic
 
 SESSION_DAYS = 14
 

@@ -23,7 +23,6 @@ from channels.access import Arrival, Fetched
 from channels.base import Channel
 from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
-from gateway.contract.atomic import private_file, write_atomic
 from gateway.contract.events import (
     MODEL_IMAGE_TYPES,
     Attachment,
@@ -33,6 +32,7 @@ from gateway.contract.events import (
     sniff_image,
 )
 from gateway.contract.ports import Clock
+from gateway.infra.atomic import private_file, write_atomic
 from gateway.web.html import esc, markdown
 from gateway.web.transcript_html import message_html, when_shown
 

@@ -29,7 +29,7 @@ from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
-from gateway.contract.imports import without
+from gateway.infra.imports import without
 
 _lock = threading.RLock()  # one ``__init__`` run at a time, and the package put in place once
 

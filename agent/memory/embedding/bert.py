@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent.memory.embedding.safetensors import ModelFileError, read_safetensors
-from gateway.contract.records import record
 
 F32 = NDArray[np.float32]
 _LAYER_PARTS = (
@@ -25,7 +25,7 @@ _LAYER_PARTS = (
 _LAYER_NORMS = ("attention.output.LayerNorm", "output.LayerNorm")
 
 
-@record(slots=True)
+@dataclass(frozen=True, slots=True)
 class BertConfig:
     hidden: int
     heads: int

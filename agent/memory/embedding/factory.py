@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agent.memory.embedding.base import Embedder, EmbeddingError, LazyEmbedder
 from agent.settings import EmbeddingSettings
-from gateway.contract.imports import import_httpx
+from gateway.infra.imports import import_httpx
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_MODEL = "text-embedding-3-small"

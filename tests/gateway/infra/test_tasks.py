@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.contract.tasks import settle
+from gateway.infra.tasks import settle
 
 
 def _tracked(tasks: set[asyncio.Future[None]], coro) -> asyncio.Future[None]:

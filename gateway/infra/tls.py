@@ -7,7 +7,7 @@ poll and two before the first reply, so they share this one, made when it is fir
 A context may be shared by clients and threads. It is the one httpx2 makes by default, so
 ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` still choose the authorities.
 
-A leaf of the contract: it imports nothing from Corvid.
+A leaf: it imports nothing from Corvid.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from tests.fakes.process import probe
 PROBE = """
 import json, sys, threading
 sys.path.insert(0, sys.argv[1])
-from gateway.contract.imports import import_httpx, without
+from gateway.infra.imports import import_httpx, without
 seen = {}
 inside, done = threading.Event(), threading.Event()
 

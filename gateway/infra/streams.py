@@ -12,7 +12,7 @@ httpx2's with its own socket options and proxies) this backend for its direct co
 proxy from the environment keeps httpx2's own. Timeouts and failures are httpcore2's
 exceptions, as its own backends raise them, so httpx2 and the SDK see the errors they expect.
 
-A leaf of the contract: it imports nothing from Corvid.
+A leaf: it imports nothing from Corvid.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from gateway.contract import wal
-from gateway.contract.wal import Checkpoints
+from gateway.infra import wal
+from gateway.infra.wal import Checkpoints
 
 ROW = "x" * 2000  # about half a page: a row is a page of the log or more
 
@@ -147,18 +147,18 @@ def test_a_checkpoint_that_cannot_run_is_said_and_the_writer_goes_on(tmp_path, c
     db = _writer(path)
     checkpoints = Checkpoints(db, tmp_path / "gone" / "w.sqlite", every=5)
     _write(db, 5)
-    with caplog.at_level(logging.WARNING, logger="gateway.contract.wal"):
+    with caplog.at_level(logging.WARNING, logger="gateway.infra.wal"):
         checkpoints.wrote()
         checkpoints.close()
-    [said] = [r.getMessage() for r in caplog.records if r.name == "gateway.contract.wal"]
+    [said] = [r.getMessage() for r in caplog.records if r.name == "gateway.infra.wal"]
     assert said.startswith("could not checkpoint w.sqlite")
     before = _pages_in_file(path)
     _write(db, 5)
-    with caplog.at_level(logging.INFO, logger="gateway.contract.wal"):
+    with caplog.at_level(logging.INFO, logger="gateway.infra.wal"):
         checkpoints.wrote()  # the writer's own, as SQLite would have run it
     assert checkpoints.by_writer == 1 and _pages_in_file(path) > before
     assert db.execute("SELECT count(*) FROM t").fetchone()[0] == 10
-    assert [r.getMessage() for r in caplog.records if r.name == "gateway.contract.wal"][1:] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "gateway.infra.wal"][1:] == [
         "checkpoints of w.sqlite run again"
     ]
     db.close()

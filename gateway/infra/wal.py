@@ -15,7 +15,7 @@ finds the log past ``catch_up`` pages the writer's next due checkpoint is its ow
 would have done it. A checkpoint that cannot run in its thread is said once in the log and
 left to the writer too. SQLite still checkpoints when the last connection closes.
 
-A leaf of the contract: it imports nothing from Corvid.
+A leaf: it imports nothing from Corvid.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.contract import atomic
-from gateway.contract.atomic import write_atomic
+from gateway.infra import atomic
+from gateway.infra.atomic import write_atomic
 
 
 def _mode(path: Path) -> int:

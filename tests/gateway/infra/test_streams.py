@@ -1,4 +1,4 @@
-"""httpx2's connections on asyncio's streams (gateway/contract/streams.py): requests, kept
+"""httpx2's connections on asyncio's streams (gateway/infra/streams.py): requests, kept
 connections, a server that closes one while it is idle, timeouts, refusals and TLS, through the
 real httpx2 client against a small HTTP/1.1 server on loopback; and Telegram's and the model's
 clients opening every connection on them."""
@@ -20,7 +20,7 @@ import httpcore2
 import httpx2
 import pytest
 
-from gateway.contract.streams import AsyncioBackend, on_asyncio
+from gateway.infra.streams import AsyncioBackend, on_asyncio
 from tests.fakes.anthropic_api import Reply
 
 Answer = Callable[[bytes], bytes | None]  # the request's head → the response; None: never

@@ -6,7 +6,7 @@ during the wait: a message arriving while the gateway stops, a reply failing as 
 cancelled. Such a task outlives the stop and the close of what it uses. ``settle`` looks
 again after each wait.
 
-A leaf of the contract: it imports nothing from Corvid.
+A leaf: it imports nothing from Corvid.
 """
 
 from __future__ import annotations

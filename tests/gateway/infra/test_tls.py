@@ -12,7 +12,7 @@ from agent.model.llm import AnthropicLLM
 from agent.settings import LLMSettings
 from channels.telegram.transport import Transport
 from gateway.contract.ports import Secret
-from gateway.contract.tls import tls_context
+from gateway.infra.tls import tls_context
 
 
 def _context_of(client: Any) -> ssl.SSLContext:

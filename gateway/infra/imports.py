@@ -15,7 +15,7 @@ and ``rich`` are installed (other packages bring them: uvicorn, pytest), 1.5 MiB
 no HTTP request needs. ``import_httpx`` imports it without them; Corvid's modules that use httpx
 call it before they import httpx.
 
-A leaf of the contract: it imports nothing from Corvid.
+A leaf: it imports nothing from Corvid.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Infrastructure every part of Corvid may use: leaves that import nothing of Corvid's."""
