@@ -241,9 +241,11 @@ async def test_iteration_cap_stops_a_looping_model(start_gateway, fake_api):
 
 
 async def test_no_reply_is_never_delivered(start_gateway, fake_api):
-    fake_api.enqueue(Reply("NO_REPLY"), Reply("  NO_REPLY \n"), Reply("visible"))
+    fake_api.enqueue(
+        Reply("NO_REPLY"), Reply("  NO_REPLY \n"), Reply("**NO_REPLY**"), Reply("visible")
+    )
     _gateway, chan = await start_gateway()
-    for text in ("a", "b", "c"):
+    for text in ("a", "b", "c", "d"):
         await asyncio.wait_for(chan.push(text), 10)
     assert chan.texts() == ["visible"]
 
