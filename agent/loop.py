@@ -36,7 +36,7 @@ from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
 from gateway.contract.errors import LLMError
-from gateway.contract.events import NO_REPLY, InboundMessage, SessionKey
+from gateway.contract.events import InboundMessage, SessionKey, silent
 from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
@@ -348,7 +348,7 @@ def _request_start(messages: Sequence[dict[str, Any]]) -> int:
 def _said(content: list[dict[str, Any]], tally: Tally, listen: Listener | None) -> None:
     """Text written before the turn goes on (before tools run): a piece of the answer."""
     piece = reply_text(content)
-    if piece and piece.strip() != NO_REPLY:  # "nothing to say" before a tool: said to no one
+    if piece and not silent(piece):  # "nothing to say" before a tool: said to no one
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))

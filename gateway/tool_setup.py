@@ -20,6 +20,7 @@ from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource
 from agent.workspace.history import History
 from gateway.config.home import mend_workspace
+from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock
 
@@ -98,7 +99,7 @@ def memory_search(
     load_numpy_on_one_thread()
     from agent.memory.embedding.factory import build_embedder
 
-    embedder = build_embedder(config.memory.embeddings, config.home)
+    embedder = build_embedder(config.memory.embeddings, Layout(config.home).models)
     if embedder is None:
         return index, None
     if embedded is not None and hasattr(embedder, "on_usage"):  # a paid service's

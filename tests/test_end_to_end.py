@@ -210,12 +210,15 @@ async def test_prompt_cache_prefix_is_stable_and_read_from_cache(start_gateway, 
     raws = [r.raw for r in fake_api.message_requests]
     assert len({json.dumps(b["system"]) for b in bodies}) == 1
     assert len({json.dumps(b["tools"]) for b in bodies}) == 1
-    for b in bodies:
+    for n, b in enumerate(bodies):
         assert b["tools"][-1]["cache_control"] == {"type": "ephemeral"}
         assert b["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        # The newest message, and from the second turn on the one the turn before marked.
+        marked = [
+            i for i, m in enumerate(b["messages"]) if "cache_control" in json.dumps(m["content"])
+        ]
+        assert marked == ([2 * n - 2] if n else []) + [2 * n]
         assert b["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-        marks = sum(json.dumps(m).count("cache_control") for m in b["messages"])
-        assert marks == 1
     assert all('"cache_control"' in raw for raw in raws)
     state = SessionStore(home / "state" / "sessions").load(PRIVATE)
     assert state is not None and state.turns == 4
@@ -241,9 +244,11 @@ async def test_iteration_cap_stops_a_looping_model(start_gateway, fake_api):
 
 
 async def test_no_reply_is_never_delivered(start_gateway, fake_api):
-    fake_api.enqueue(Reply("NO_REPLY"), Reply("  NO_REPLY \n"), Reply("visible"))
+    fake_api.enqueue(
+        Reply("NO_REPLY"), Reply("  NO_REPLY \n"), Reply("**NO_REPLY**"), Reply("visible")
+    )
     _gateway, chan = await start_gateway()
-    for text in ("a", "b", "c"):
+    for text in ("a", "b", "c", "d"):
         await asyncio.wait_for(chan.push(text), 10)
     assert chan.texts() == ["visible"]
 
@@ -351,3 +356,23 @@ class _WatchedInFlight(InFlight):
             if self.waited == 2:
                 self.two_waiting.set()
         await super()._acquire(weight)
+
+
+async def test_a_step_of_many_tool_calls_still_reads_the_conversation_from_the_cache(
+    start_gateway, fake_api
+):
+    """The API looks for a cached prefix only twenty blocks back from a breakpoint; a step of
+    twelve tool calls adds 24 blocks, so the next request finds the conversation through the
+    breakpoint the request before it placed."""
+    fake_api.keep_served = True
+    _gateway, chan = await start_gateway()
+    await asyncio.wait_for(chan.push("hello"), 10)
+    fake_api.enqueue(Reply(tool_calls=[("list_files", {})] * 12), Reply("Twelve looks."))
+    await asyncio.wait_for(chan.push("look around a lot"), 10)
+    first, before, after = (s.usage for s in fake_api.served[-3:])
+
+    def whole(u: dict[str, int]) -> int:
+        return u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+
+    assert before["cache_read_input_tokens"] == whole(first)
+    assert after["cache_read_input_tokens"] == whole(before)

@@ -1,5 +1,4 @@
-"""The Messages request as the API is sent it: the prompt-cache breakpoints placed on the
-stable prefix and the newest message, and the body serialized once, here."""
+"""The Messages request as the API is sent it, with its prompt-cache breakpoints."""
 
 from __future__ import annotations
 
@@ -28,13 +27,9 @@ def with_cache_breakpoints(
     system_note: str | None = None,
     cache: bool = True,
 ) -> tuple[list[TextBlockParam], list[MessageParam], list[ToolParam]]:
-    """The request's system blocks, messages and tools, in the SDK's parameter types, with the
-    stable prefix (tools, system) and the newest message marked for prompt caching.
-
-    Three of the API's four breakpoints (none when ``cache`` is False). The stored messages are
-    not modified: the newest one is copied before it is marked. Stored messages are plain JSON
-    (they come from the transcript), so they are the SDK's types by construction rather than
-    by checking.
+    """The request's system blocks, messages and tools, in the SDK's parameter types, marked
+    for prompt caching (``cache``) as ``_repaired`` says. Stored messages are plain JSON from
+    the transcript, so they are the SDK's types by construction; they are copied, not changed.
     """
     return (
         _system_blocks(system, system_note, cache),
@@ -62,11 +57,24 @@ def _marked_tools(tools: Sequence[dict[str, Any]], cache: bool) -> list[ToolPara
 
 
 def _repaired(messages: Sequence[dict[str, Any]], cache: bool) -> list[dict[str, Any]]:
-    """The messages made valid to send, the newest marked."""
+    """The messages made valid to send, with the API's other two breakpoints: the newest
+    message, which the next request reads back, and the user message before it, where the
+    request before this one put its own. The API looks for a cached prefix only some twenty
+    blocks back from a breakpoint, so a step that adds more (many tool calls at once) would
+    otherwise read nothing of the conversation."""
     msgs = normalize_messages(messages)
     if msgs and cache:
-        msgs[-1] = _marked(msgs[-1])
+        for i in _to_mark([m["role"] for m in msgs]):
+            msgs[i] = _marked(msgs[i])
     return msgs
+
+
+def _to_mark(roles: Sequence[str]) -> list[int]:
+    """The newest message and the user message before it, if any."""
+    if not roles:
+        return []
+    earlier = [i for i in range(len(roles) - 2, -1, -1) if roles[i] == "user"][:1]
+    return [len(roles) - 1, *earlier]
 
 
 def _marked(message: dict[str, Any]) -> dict[str, Any]:
@@ -84,12 +92,8 @@ def request_body(
     cache: bool = True,
 ) -> bytes:
     """A streamed Messages request for ``request`` (system prompt, messages, tools) with its
-    cache breakpoints, as the JSON the API is sent: compact, UTF-8.
-
-    A history that needs no repair (``sent_as_stored``) goes in as its stored JSON, only its
-    last message read back to be marked; otherwise the messages are repaired first. Both give
-    the API the same request.
-    """
+    cache breakpoints, as the compact JSON the API is sent. A history that needs no repair
+    (``sent_as_stored``) goes in as its stored JSON, only the messages to mark read back."""
     system, messages, tools = request
     head = b'{"model":' + _dumps(model) + b',"max_tokens":' + _dumps(max_tokens)
     if tools:
@@ -102,7 +106,11 @@ def request_body(
     if not stored:
         return head + end
     if cache:
-        stored[-1] = _dumps(_marked(json.loads(stored[-1])))
+        # Roles alternate in a history sent as stored: the two to mark are among the last three.
+        tail = [json.loads(raw) for raw in stored[-3:]]
+        base = len(stored) - len(tail)
+        for i in _to_mark([m["role"] for m in tail]):
+            stored[base + i] = _dumps(_marked(tail[i]))
     # The conversation is the bulk of the body and is copied once: the head goes on its first
     # message and the end on its last (``stored`` is a list of our own), then one join.
     stored[0] = head + stored[0]

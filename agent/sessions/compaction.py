@@ -23,7 +23,7 @@ from agent.sessions.state import SessionState, estimate_tokens
 from agent.settings import CompactionSettings
 from agent.tools.context import Grant, TurnContext
 from gateway.contract.errors import LLMError
-from gateway.contract.events import NO_REPLY, SessionKey
+from gateway.contract.events import SessionKey, blank, silent
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def render(messages: Sequence[dict[str, Any]], limit: int) -> str:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for b in blocks:
             kind = b.get("type")
-            if kind == "text" and b["text"].strip() in (FLUSH_PROMPT, NO_REPLY):
+            if kind == "text" and (b["text"].strip() == FLUSH_PROMPT or silent(b["text"])):
                 continue  # the silent flush turn is housekeeping, not conversation
             if kind == "text" and b["text"].strip():
                 lines.append(f"{who}: {b['text'].strip()}")
@@ -187,7 +187,7 @@ class Maintenance:
         except LLMError as exc:
             log.warning("%s: memory flush failed: %s", state.key, exc)
             return
-        if text.strip() != NO_REPLY:
+        if not silent(text):
             log.info("%s: flush turn answered %d characters (not delivered)", state.key, len(text))
 
     async def compact(
@@ -247,7 +247,7 @@ class Maintenance:
         summary = await self.summarise(
             state.messages, SESSION_END_PROMPT, Charge(Purpose.NEW_SUMMARY, key)
         )
-        if not summary or summary == NO_REPLY:
+        if blank(summary) or silent(summary):
             return False
         ctx = self.context(key)
         source = "session summary" if key.private else f"session summary · {key}"

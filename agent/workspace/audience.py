@@ -29,13 +29,13 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-import os
 import re
 import threading
 from datetime import date
 from pathlib import Path, PurePosixPath
 
 from gateway.contract.events import OWNER, Audience
+from gateway.infra.atomic import PRIVATE, write_atomic
 
 # In every chat's prompt, groups' included: who the assistant is and how it works.
 SHARED_BOOTSTRAP = ("AGENTS.md", "SOUL.md", "IDENTITY.md")
@@ -196,11 +196,8 @@ def note_written(workspace: Path, rel: str, read: str) -> None:
         if record.get(rel) == read:
             return
         record[rel] = read
-        path = workspace / WRITTEN_AFTER_OUTSIDE
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
-        tmp.chmod(0o600)
-        os.replace(tmp, path)
+        text = json.dumps(record, indent=1, ensure_ascii=False)
+        write_atomic(workspace / WRITTEN_AFTER_OUTSIDE, text, mode=PRIVATE, keep_mode=False)
 
 
 def in_owner_prompts(workspace: Path, path: Path) -> bool:

@@ -37,11 +37,6 @@ FORMAT_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
 # Beside a database: what SQLite keeps while it is open; the backup API has read it already.
 SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
-# Secrets in state/: the control page's access token and its browsers' sign-ins.
-SECRET_STATE = ("web_token", "web_sessions.json")
-# Never kept: what only a running gateway means (its lock, socket and the page `corvid web`
-# opens, which holds the token), and the model files memory search downloads again.
-NEVER = ("state/run.lock", "state/chat.lock", "state/control.sock", "state/web_open.html", "models")
 CHUNK = 1 << 20
 
 
@@ -91,10 +86,11 @@ class Manifest:
 
 def excluded(layout: Layout, backup_dir: Path, with_secrets: bool) -> set[Path]:
     """The paths a backup leaves out (and a restore leaves where they are)."""
-    out = {layout.home / p for p in NEVER}
+    # Never kept: what only a running gateway means, and the model memory search fetches again.
+    out = {*layout.only_while_running, layout.models}
     out |= {backup_dir.absolute(), layout.restore_undo}
     if not with_secrets:
-        out |= {layout.env_file, *(layout.state / name for name in SECRET_STATE)}
+        out |= {layout.env_file, *layout.secret_state}
     return out
 
 

@@ -88,6 +88,11 @@ class Layout:
         return self.state / "history.sqlite"
 
     @property
+    def state_version(self) -> Path:
+        """The version of the JSON state files and transcripts."""
+        return self.state / "layout.json"
+
+    @property
     def proposals(self) -> Path:
         """Consolidation's proposals for MEMORY.md, and how far it has read each log."""
         return self.state / "proposals.json"
@@ -138,6 +143,22 @@ class Layout:
     def backups(self) -> Path:
         """Where ``corvid backup`` and the scheduled backups write, unless ``backup.dir`` says."""
         return self.state / "backups"
+
+    @property
+    def models(self) -> Path:
+        """The local embedding model, once fetched (derived: left out of backups)."""
+        return self.home / "models"
+
+    @property
+    def secret_state(self) -> tuple[Path, ...]:
+        """Secrets in state/: the control page's access token and its browsers' sign-ins."""
+        return (self.web_token, self.web_sessions)
+
+    @property
+    def only_while_running(self) -> tuple[Path, ...]:
+        """What only a running Corvid means: its locks, its socket, the page ``corvid web``
+        opens (which holds the token)."""
+        return (self.run_lock, self.chat_lock, self.control_socket, self.web_open)
 
     @property
     def restore_undo(self) -> Path:

@@ -137,23 +137,34 @@ class Config:
 
 def load_config(home: Path, environ: Mapping[str, str]) -> Config:
     """Read ``home/config.yaml``; a missing file means all defaults."""
-    path = Layout(home).config_file
-    raw: Any = {}
-    if path.exists():
-        try:
-            raw = strict_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.MarkedYAMLError as exc:
-            raise ConfigError("", yaml_problem(exc)) from None
-        except yaml.YAMLError:
-            raise ConfigError("", "not valid YAML") from None
-        except UnicodeDecodeError:
-            raise ConfigError("", "the file is not UTF-8 text") from None
-        except RecursionError:
-            raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
-        except OSError as exc:
-            raise ConfigError("", f"cannot be read: {exc.strerror}") from None
+    raw = read_config_file(Layout(home).config_file)
     try:
         return parse_config(raw, home=home, environ=environ)
+    except RecursionError:
+        raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
+
+
+def read_config_file(path: Path) -> Any:
+    """The YAML document of a config file as written (``{}`` if there is none); every way it
+    can be unreadable is a ConfigError that says which."""
+    if not path.exists():
+        return {}
+    try:
+        return read_config_text(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError("", "the file is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError("", f"cannot be read: {exc.strerror}") from None
+
+
+def read_config_text(text: str) -> Any:
+    """``read_config_file`` for text already read."""
+    try:
+        return strict_load(text) or {}
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError("", yaml_problem(exc)) from None
+    except yaml.YAMLError:
+        raise ConfigError("", "not valid YAML") from None
     except RecursionError:
         raise ConfigError("", "nested too deeply (or an alias refers to itself)") from None
 

@@ -302,3 +302,24 @@ NO_REPLY = "NO_REPLY"
 # The heartbeat's "nothing needs the owner's attention", also never sent.
 HEARTBEAT_OK = "HEARTBEAT_OK"
 SILENT_ANSWERS = (NO_REPLY, HEARTBEAT_OK)
+# How a model dresses a bare word: **NO_REPLY**, `NO_REPLY`, _NO_REPLY_, NO_REPLY.
+DRESSING = "*_`~"
+
+
+def silent(text: str) -> bool:
+    """Is this whole answer a silent one, however the model dressed it? The one rule for chats,
+    jobs, the flush and the heartbeat."""
+    return _bare(text) in SILENT_ANSWERS
+
+
+def could_be_silent(text: str) -> bool:
+    """Could ``text``, as it grows, still become a whole silent answer?"""
+    head = text.strip().lstrip(DRESSING)
+    return silent(text) or any(word.startswith(head) for word in SILENT_ANSWERS)
+
+
+def _bare(text: str) -> str:
+    return text.lstrip(_SPACE + DRESSING).rstrip(_SPACE + DRESSING + ".!")
+
+
+_SPACE = " \t\r\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import fcntl
 import os
 import sys
@@ -28,7 +29,10 @@ from gateway.config.build import ENV_REF
 from gateway.config.envfile import read_env_file, update_env_file, with_env_file
 from gateway.config.home import detect_timezone, init_home
 from gateway.config.layout import Layout
+from gateway.config.loader import read_config_file, read_config_text
 from gateway.config.yaml_lines import set_values
+from gateway.contract.errors import ConfigError
+from gateway.contract.events import discord_dm, telegram_private
 from gateway.infra.atomic import write_atomic
 from gateway.ops import setup_checks as checks
 
@@ -127,8 +131,14 @@ def cmd_setup(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) 
         ask.say(f"corvid: Corvid is running for {home}; stop it first, then run setup again")
         return 1
     init_home(home, environ)
+    try:
+        raw = read_config_file(layout.config_file)
+    except ConfigError as exc:
+        ask.say(
+            f"corvid: {layout.config_file}: {exc}; fix it (or move it away) and run setup again"
+        )
+        return 1
     text = layout.config_file.read_text(encoding="utf-8")
-    raw = yaml.safe_load(text) or {}
     env = {**environ, **read_env_file(layout.env_file)}
     plan = Plan(raw if isinstance(raw, dict) else {}, env)
     ask.say(f"Setting up Corvid in {home}. Enter keeps the answer in [brackets].")
@@ -225,7 +235,7 @@ def _telegram(ask: Ask, plan: Plan, wait: float) -> None:
         owners = _telegram_owner(ask, base, token, bot, owners, wait)
     if owners:
         plan.set("channels.telegram.allow_from", [int(o) for o in owners])
-        plan.owner_chat = plan.owner_chat or f"telegram:private:{owners[0]}"
+        plan.owner_chat = plan.owner_chat or str(telegram_private(owners[0]))
 
 
 def _telegram_owner(
@@ -270,7 +280,7 @@ def _discord(ask: Ask, plan: Plan) -> None:
         owners = [app.owner_id, *owners]
     if owners:
         plan.set("channels.discord.allow_from", [int(o) for o in owners])
-        plan.owner_chat = plan.owner_chat or f"discord:dm:{owners[0]}"
+        plan.owner_chat = plan.owner_chat or str(discord_dm(owners[0]))
 
 
 def _timezone(ask: Ask, plan: Plan, environ: Mapping[str, str]) -> None:
@@ -325,7 +335,7 @@ def _write(ask: Ask, layout: Layout, text: str, plan: Plan) -> None:
 
 
 def _merged(plan: Plan) -> dict[str, Any]:
-    out = yaml.safe_load(yaml.safe_dump(plan.raw)) or {}
+    out = copy.deepcopy(plan.raw)
     for dotted, value in plan.config.items():
         node = out
         *parents, leaf = dotted.split(".")
@@ -337,6 +347,6 @@ def _merged(plan: Plan) -> dict[str, Any]:
 
 def _applied(edited: str, plan: Plan) -> bool:
     try:
-        return bool(yaml.safe_load(edited) == _merged(plan))
-    except yaml.YAMLError:
+        return bool(read_config_text(edited) == _merged(plan))
+    except ConfigError:
         return False

@@ -22,7 +22,7 @@ from typing import Any
 from agent.stream import TextDelta, TextDone, TextVoid, ToolStarted, TurnEvent
 from channels.base import Channel
 from channels.live import LiveReply
-from gateway.contract.events import SILENT_ANSWERS, OutboundMessage, SessionKey
+from gateway.contract.events import OutboundMessage, SessionKey, could_be_silent
 from gateway.contract.ports import Clock
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,6 @@ STOPPED = "_(stopped)_"
 STOP_TIMEOUT = 10.0  # seconds to mark a stopped reply before giving up on it
 
 Finisher = Callable[[LiveReply[Any], OutboundMessage], Awaitable[bool]]
-
-
-def could_be_silent(text: str) -> bool:
-    """Could ``text``, as it grows, still become a whole silent answer?"""
-    head = text.strip()
-    return any(word.startswith(head) for word in SILENT_ANSWERS)
 
 
 class ReplyStream:

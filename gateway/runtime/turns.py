@@ -13,7 +13,7 @@ from agent.outcome import TurnOutcome
 from agent.sessions.state import Usage
 from channels.base import Channel
 from gateway.contract.errors import LLMError
-from gateway.contract.events import NO_REPLY, InboundMessage, OutboundMessage, SessionKey, blank
+from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey, blank, silent
 from gateway.contract.ports import Clock
 from gateway.logcontext import turn_scope
 from gateway.runtime.commands import ChatCommand
@@ -138,7 +138,7 @@ class Turns:
             text, status = INTERNAL_ERROR, "error:internal"
         live = await stream.close() if stream is not None else None
         out = None
-        if text.strip() == NO_REPLY:
+        if silent(text):
             status += ":no-reply"
             if live is not None and live.started:
                 try:

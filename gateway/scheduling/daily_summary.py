@@ -24,12 +24,13 @@ from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from agent.workspace.audience import log_path, quotes_outside, untrusted
 from gateway.contract.events import (
-    NO_REPLY,
     Audience,
     OutboundMessage,
     SessionKey,
     audience_of,
+    blank,
     job_key,
+    silent,
 )
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
@@ -173,7 +174,7 @@ class DailySummary:
         text = await self.host.isolated_turn(
             job_key(job.id, target), prompt, DIGEST_GRANT, Purpose.DIGEST
         )
-        if not text or text == NO_REPLY:
+        if blank(text) or silent(text):
             raise Skip("the model had nothing to report")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
         if self.memory is not None:

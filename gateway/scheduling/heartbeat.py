@@ -13,7 +13,15 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
-from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
+from gateway.contract.events import (
+    DRESSING,
+    HEARTBEAT_OK,
+    OutboundMessage,
+    SessionKey,
+    blank,
+    job_key,
+    silent,
+)
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
 
@@ -37,9 +45,8 @@ def has_real_content(text: str) -> bool:
     return any(not _EMPTY_LINE.match(line) for line in text.splitlines())
 
 
-# The token at the start or the end of the answer, as the model may dress it: **HEARTBEAT_OK**,
-# `HEARTBEAT_OK`, _HEARTBEAT_OK_.
-_DRESS = r"[*_`~]*"
+# The token at the start or the end of a longer answer, dressed as ``silent`` allows.
+_DRESS = f"[{re.escape(DRESSING)}]*"
 _OK_AT_START = re.compile(rf"^\s*{_DRESS}{HEARTBEAT_OK}{_DRESS}")
 _OK_AT_END = re.compile(rf"{_DRESS}{HEARTBEAT_OK}{_DRESS}[\s.!]*$")
 
@@ -83,6 +90,6 @@ class Heartbeat:
         text = strip_heartbeat_ok(
             await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT, Purpose.HEARTBEAT)
         )
-        if not text or text == NO_REPLY:
+        if blank(text) or silent(text):
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

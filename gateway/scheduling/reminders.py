@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
-from gateway.contract.events import NO_REPLY, OutboundMessage, SessionKey, job_key
+from gateway.contract.events import OutboundMessage, SessionKey, blank, job_key, silent
 from gateway.infra.atomic import write_atomic
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import CONFIGURED, Job, Skip, run_origin, slot_time
@@ -145,6 +145,6 @@ class Reminder:
         text = await self.host.isolated_turn(
             job_key(job.id, target), prompt, REMINDER_GRANT, Purpose.REMINDER
         )
-        if not text or text == NO_REPLY:
+        if blank(text) or silent(text):
             raise Skip("the model had nothing to send")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))

@@ -22,17 +22,20 @@ from gateway.infra.atomic import write_atomic
 from gateway.runtime import journal
 from gateway.scheduling import ledger
 
-# The schema version this Corvid writes, by database file name in state/ (each module stamps a
-# database it makes: gateway/statefiles.stamp_schema).
-DATABASES: dict[str, int] = {
-    "gateway.sqlite": journal.SCHEMA_VERSION,
-    "scheduler.sqlite": ledger.SCHEMA_VERSION,
-    "usage.sqlite": usage.SCHEMA_VERSION,
-    "history.sqlite": history.SCHEMA_VERSION,
-}
-# The version of the JSON state files and transcripts (state/layout.json).
+
+def databases(layout: Layout) -> dict[Path, int]:
+    """The schema version this Corvid writes, by database (each module stamps a database it
+    makes: gateway/statefiles.stamp_schema)."""
+    return {
+        layout.journal: journal.SCHEMA_VERSION,
+        layout.ledger: ledger.SCHEMA_VERSION,
+        layout.usage: usage.SCHEMA_VERSION,
+        layout.history: history.SCHEMA_VERSION,
+    }
+
+
+# The version of the JSON state files and transcripts (Layout.state_version).
 STATE_LAYOUT = 1
-LAYOUT_FILE = "layout.json"
 
 # How a database reaches a version from the one before: (file name, version) → the change.
 # Version 1 is what every Corvid before versions wrote: each database's tables are made (when
@@ -52,18 +55,22 @@ def upgrade_state(layout: Layout) -> list[str]:
     """Check every versioned state file, refuse (``NewerState``) before changing anything if
     one is newer than this Corvid, then carry the older ones forward. Returns a sentence per
     file changed."""
-    found: dict[str, int] = {}
-    for name in DATABASES:
-        if (version := _user_version(layout.state / name)) is not None:
-            found[name] = version
-    state_layout = _layout_version(layout.state / LAYOUT_FILE)
+    known = databases(layout)
+    found: dict[Path, int] = {}
+    for path in known:
+        if (version := _user_version(path)) is not None:
+            found[path] = version
+    state_layout = _layout_version(layout.state_version)
     newer = [
-        f"state/{name} has schema {v}, this Corvid knows up to {DATABASES[name]}"
-        for name, v in sorted(found.items())
-        if v > DATABASES[name]
+        f"state/{path.name} has schema {v}, this Corvid knows up to {known[path]}"
+        for path, v in sorted(found.items())
+        if v > known[path]
     ]
     if state_layout > STATE_LAYOUT:
-        newer.append(f"state/{LAYOUT_FILE} says {state_layout}, this Corvid knows {STATE_LAYOUT}")
+        newer.append(
+            f"state/{layout.state_version.name} says {state_layout}, "
+            f"this Corvid knows {STATE_LAYOUT}"
+        )
     if newer:
         raise NewerState(
             "the state was written by a newer Corvid ("
@@ -72,15 +79,15 @@ def upgrade_state(layout: Layout) -> list[str]:
             "(corvid restore FILE)"
         )
     changes = []
-    for name, version in sorted(found.items()):
-        if version < DATABASES[name]:
-            _upgrade_database(layout.state / name, name, version)
-            changes.append(f"state/{name}: schema {version} → {DATABASES[name]}")
+    for path, version in sorted(found.items()):
+        if version < known[path]:
+            _upgrade_database(path, version, known[path])
+            changes.append(f"state/{path.name}: schema {version} → {known[path]}")
     if layout.state.is_dir() and state_layout < STATE_LAYOUT:
         for step in range(state_layout + 1, STATE_LAYOUT + 1):
             if step in LAYOUT_STEPS:
                 LAYOUT_STEPS[step](layout.state)
-        write_atomic(layout.state / LAYOUT_FILE, json.dumps({"layout": STATE_LAYOUT}) + "\n")
+        write_atomic(layout.state_version, json.dumps({"layout": STATE_LAYOUT}) + "\n")
         changes.append(f"state/: layout {state_layout} → {STATE_LAYOUT}")
     return changes
 
@@ -100,16 +107,16 @@ def _user_version(path: Path) -> int | None:
         return None
 
 
-def _upgrade_database(path: Path, name: str, version: int) -> None:
+def _upgrade_database(path: Path, version: int, target: int) -> None:
     db = sqlite3.connect(path, isolation_level=None, timeout=10)
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            for to in range(version + 1, DATABASES[name] + 1):
-                step = DATABASE_STEPS.get((name, to))
+            for to in range(version + 1, target + 1):
+                step = DATABASE_STEPS.get((path.name, to))
                 if step is not None:
                     step(db)
-            db.execute(f"PRAGMA user_version = {DATABASES[name]}")
+            db.execute(f"PRAGMA user_version = {target}")
         except BaseException:
             db.execute("ROLLBACK")
             raise

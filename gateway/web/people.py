@@ -44,7 +44,7 @@ def guests(store: PairingStore) -> Guests:
 def who_is(key: SessionKey, known: Guests) -> str:
     """Who the chat ``key`` is with, in a few words."""
     platform = key.channel.capitalize()
-    if key.channel == "cron":
+    if key.job:
         return f"Scheduled job {key.id}"
     if key.scope.private:
         return _OWN.get(key.channel, "You")
@@ -85,9 +85,11 @@ def all_earlier(folder: Path) -> list[tuple[SessionKey, str, datetime]]:
     for path in folder.glob("*.jsonl"):
         name, _, stamp = path.name[: -len(".jsonl")].rpartition(".")
         when = ended(stamp)
-        if when is None or name.startswith("cron:"):
+        if when is None:
             continue
         with contextlib.suppress(ValueError):
-            found.append((SessionKey.parse(name), stamp, when))
+            key = SessionKey.parse(name)
+            if not key.job:
+                found.append((key, stamp, when))
     found.sort(key=lambda item: item[2], reverse=True)
     return found[:EARLIER_LISTED]

@@ -83,6 +83,10 @@ class Recorded:
     peer: Any = None  # the client's (host, port): which connection the request came over
 
 
+# How far back from a breakpoint the API looks for a cached prefix, in blocks.
+LOOKBACK = 20
+
+
 def tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -433,10 +437,12 @@ class FakeAnthropic:
         total = hashed.sizes[-1] if units else 0
         last_mark = max(marks) if marks else -1
         read_upto = -1
-        for i in range(last_mark, -1, -1):
-            if hashed.digest(i) in self._cache:
-                read_upto = i
-                break
+        for mark in marks:
+            # As the API does: from each breakpoint back, at most LOOKBACK blocks before it.
+            for i in range(mark, max(mark - LOOKBACK, 0) - 1, -1):
+                if i > read_upto and hashed.digest(i) in self._cache:
+                    read_upto = i
+                    break
         cache_read = hashed.sizes[read_upto] if read_upto >= 0 else 0
         cache_write = 0
         if last_mark >= 0 and hashed.sizes[last_mark] >= self.min_cache_tokens:

@@ -12,7 +12,6 @@ from gateway.infra.imports import import_httpx
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_MODEL = "text-embedding-3-small"
-MODELS_DIR = "models"  # in Corvid's home: where a fetched local model is kept
 
 
 def model_id(settings: EmbeddingSettings) -> str:
@@ -24,8 +23,9 @@ def model_id(settings: EmbeddingSettings) -> str:
     return ""
 
 
-def build_embedder(settings: EmbeddingSettings, home: Path) -> Embedder | None:
-    """The embedder ``memory.embeddings`` asks for, not yet loaded; None for ``none``."""
+def build_embedder(settings: EmbeddingSettings, models_dir: Path) -> Embedder | None:
+    """The embedder ``memory.embeddings`` asks for, not yet loaded; None for ``none``; a
+    fetched local model is kept in ``models_dir``."""
     if settings.provider == "none":
         return None
     if settings.provider == "openai":
@@ -40,7 +40,7 @@ def build_embedder(settings: EmbeddingSettings, home: Path) -> Embedder | None:
             timeout=settings.timeout,
             retries=settings.retries,
         )
-    model_path, models_dir = settings.model_path, home / MODELS_DIR
+    model_path = settings.model_path
     return LazyEmbedder(model_id(settings), lambda: load_local(model_path, models_dir))
 
 

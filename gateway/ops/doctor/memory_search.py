@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.ports import Check, Status
 
@@ -28,7 +29,6 @@ def check_memory_search(config: Config) -> Check:
             f"every memory chunk and every search is sent there; {recall}",
         )
     # The local model: where its files are, without loading it.
-    from agent.memory.embedding.factory import MODELS_DIR
     from agent.memory.embedding.fetch import MODEL_NAME, is_model_folder
     from agent.memory.embedding.local import packaged_model
 
@@ -44,8 +44,8 @@ def check_memory_search(config: Config) -> Check:
         where = f"from {emb.model_path}"
     elif (folder := packaged_model()) is not None:
         where = f"from the installed package ({folder})"
-    elif is_model_folder(config.home / MODELS_DIR / MODEL_NAME):
-        where = f"from {MODELS_DIR}/{MODEL_NAME}"
+    elif is_model_folder(Layout(config.home).models / MODEL_NAME):
+        where = f"from models/{MODEL_NAME}"
     else:
         where = "fetched once into models/ when first needed"
     return Check(

@@ -75,3 +75,28 @@ def test_a_scope_given_as_text_becomes_the_enum_and_an_unknown_one_is_refused():
     assert SessionKey("x", "group", "1").scope is Scope.GROUP  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="scope"):
         SessionKey("x", "owner", "1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NO_REPLY",
+        " NO_REPLY\n",
+        "**NO_REPLY**",
+        "`HEARTBEAT_OK`",
+        "_NO_REPLY_",
+        "NO_REPLY.",
+        "**HEARTBEAT_OK**!",
+        "~~NO_REPLY~~ ",
+    ],
+)
+def test_a_silent_answer_is_silent_however_the_model_dresses_it(text):
+    assert events.silent(text)
+    assert events.could_be_silent(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "NO", "NO_REPLY because", "Say NO_REPLY", "no_reply", "NO_REPLY: the plan", "OK"]
+)
+def test_an_answer_with_anything_else_is_not_silent(text):
+    assert not events.silent(text)

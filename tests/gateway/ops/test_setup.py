@@ -166,3 +166,15 @@ async def test_setup_from_a_pipe_that_ends_early_saves_no_answer(tmp_path):
     assert not (home / "corvid.env").exists()
     # The new home it made has the machine's time zone (TZ here), offered as the answer.
     assert yaml.safe_load((home / "config.yaml").read_text())["timezone"] == "Europe/Lisbon"
+
+
+async def test_setup_over_a_config_it_cannot_read_says_where_and_changes_nothing(tmp_path):
+    home = tmp_path / "home"
+    init_home(home, {"TZ": "Europe/Lisbon"})
+    config = home / "config.yaml"
+    broken = config.read_text() + "\nllm:\n  model: [unclosed\n"
+    config.write_text(broken)
+    code, out = await _setup_from_a_pipe(home, "\n")
+    assert code == 1
+    assert "config.yaml" in out and "is not closed" in out and "Traceback" not in out
+    assert config.read_text() == broken

@@ -10,8 +10,8 @@ import pytest
 
 from agent.stream import TextDelta, TextDone, TextVoid, ToolFinished, ToolStarted
 from channels.live import LiveReply
-from gateway.contract.events import OutboundMessage, SessionKey
-from gateway.runtime.streaming import STOPPED, ReplyStream, could_be_silent
+from gateway.contract.events import OutboundMessage, SessionKey, could_be_silent
+from gateway.runtime.streaming import STOPPED, ReplyStream
 from tests.fakes.clock import FakeClock
 
 KEY = SessionKey.parse("telegram:group:-1")
@@ -71,12 +71,14 @@ async def setup():
     return stream, channel, clock, finished
 
 
-@pytest.mark.parametrize("text", ["N", "NO_", " NO_REPLY", "HEARTBEAT", "HEARTBEAT_OK"])
+@pytest.mark.parametrize(
+    "text", ["N", "NO_", " NO_REPLY", "HEARTBEAT", "HEARTBEAT_OK", "**NO_RE", "NO_REPLY."]
+)
 def test_beginnings_of_silent_answers_are_recognised(text):
     assert could_be_silent(text)
 
 
-@pytest.mark.parametrize("text", ["No problem", "NO_REPLY.", "Hi", "NO_REPLY because"])
+@pytest.mark.parametrize("text", ["No problem", "Hi", "NO_REPLY because", "NO_REPLY. But"])
 def test_other_text_is_not_held(text):
     assert not could_be_silent(text)
 

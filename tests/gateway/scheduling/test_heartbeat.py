@@ -62,13 +62,14 @@ async def test_a_checklist_runs_and_heartbeat_ok_is_dropped(home, fake_api, fake
     start = datetime(2026, 11, 21, 9, 50, tzinfo=BERLIN)
     clock = FakeClock(start)
     config = _config(home, fake_api, fake_telegram)
-    fake_api.enqueue(Reply("HEARTBEAT_OK"), Reply("Time to water the plants."))
+    fake_api.enqueue(Reply("HEARTBEAT_OK"), Reply("NO_REPLY."), Reply("Time to water the plants."))
     async with running(config, clock):
-        # The first beat (09:50) has nothing to say; the next one (10:20) has.
+        # The beats of 09:50 and 10:20 have nothing to say; the next one (10:50) has.
         assert await clock.advance() == start + timedelta(minutes=30)
+        assert await clock.advance() == start + timedelta(minutes=60)
         sent = await fake_telegram.wait_sent(1)
     assert [s["shown"] for s in sent] == ["Time to water the plants."]
-    assert len(fake_api.message_requests) == 2
+    assert len(fake_api.message_requests) == 3
 
 
 async def test_the_heartbeat_may_look_things_up_and_note_them_but_not_reach_out(

@@ -15,6 +15,7 @@ from gateway.config.home import init_home
 from gateway.config.layout import Layout
 from gateway.config.loader import load_config
 from gateway.contract.errors import ConfigError
+from gateway.scheduling import ledger
 from gateway.upgrades import state as state_versions
 from gateway.upgrades.config_steps import CONFIG_VERSION, Step, rewrite, upgrade
 from gateway.upgrades.home import upgrade_home
@@ -177,7 +178,7 @@ def test_database_steps_run_in_order(tmp_path, monkeypatch):
     layout.state.mkdir()
     _database(layout.ledger, 1)
     ran: list[int] = []
-    monkeypatch.setitem(state_versions.DATABASES, "scheduler.sqlite", 3)
+    monkeypatch.setattr(ledger, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(
         state_versions,
         "DATABASE_STEPS",
