@@ -1,0 +1,176 @@
+"""Open loops end to end: the real python-telegram-bot against the fake Bot API, the scripted
+model behind the fake Messages API, the fake clock. A loop made in chat lands in the file and
+in the next daily summary while open, is nudged once when due (also across a restart), and is
+closed from the nudge's button and from /done; a group's loop stays the group's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from tests.conftest import OWNER, TG_GROUP, make_config, running
+from tests.fakes.anthropic_api import Reply, last_user_text, tool_results
+from tests.fakes.clock import FakeClock
+from tests.fakes.telegram_api import BOT_USERNAME
+
+BERLIN = ZoneInfo("Europe/Berlin")
+TODAY = date(2026, 3, 12)
+OWNERS = "memory/LOOPS.md"
+GROUPS = f"memory/chats/telegram-group-{TG_GROUP}/LOOPS.md"
+
+
+def _at(hour: int, days: int = 0, minute: int = 0) -> datetime:
+    day = TODAY + timedelta(days=days)
+    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=BERLIN)
+
+
+def _config(home, fake_api, fake_telegram, **schedule):
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)], groups=[str(TG_GROUP)])
+    return make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": tg},
+        schedule={"daily_summary": {"enabled": True, "time": "21:00",
+                                    "target": f"telegram:private:{OWNER}"}, **schedule},
+    )  # fmt: skip
+
+
+def _shown(fake_telegram, chat: int) -> list[str]:
+    return [m["shown"] for m in fake_telegram.sent if m["chat_id"] == str(chat)]
+
+
+async def _open_loop(fake_api, fake_telegram, due: str = "", what="Send Anna the report") -> None:
+    args = {"what": what, "who": "owner", "said": "I'll send Anna the report"}
+    if due:
+        args["due"] = due
+    fake_api.enqueue(Reply(tool_calls=[("loop_open", args)]), Reply("Noted."))
+    n = len(fake_telegram.sent)
+    fake_telegram.text("I'll send Anna the report by tomorrow 10:00")
+    await fake_telegram.wait_sent(n + 1)
+
+
+async def test_a_loop_made_in_chat_is_in_the_file_and_the_evening_summary(
+    home, fake_api, fake_telegram
+):
+    clock = FakeClock(_at(18))
+    async with running(_config(home, fake_api, fake_telegram), clock):
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+        result = tool_results(fake_api.message_requests[1].body)[0]["content"]
+        assert "Opened loop #1 in memory/LOOPS.md" in result
+        assert "A nudge will be sent here at Fri 2026-03-13 10:00" in result
+        text = (home / "workspace" / OWNERS).read_text()
+        line = next(ln for ln in text.splitlines() if "Send Anna the report" in ln)
+        assert line.startswith("- [ ] #1 Send Anna the report · who: owner")
+        assert "due: 2026-03-13 10:00" in line and f"from: telegram:private:{OWNER}" in line
+        # It points at the line of today's log that says where it came from.
+        log = (home / "workspace" / "memory" / "2026-03-12.md").read_text().splitlines()
+        number = int(line.split("line: memory/2026-03-12.md:")[1].split(" ")[0])
+        assert log[number - 1].startswith("Open loop #1: Send Anna the report")
+        fake_api.enqueue(Reply("Open: send Anna the report (#1), due tomorrow 10:00."))
+        await clock.set(_at(21))
+        await fake_telegram.wait_sent(2)
+        digest = last_user_text(fake_api.message_requests[-1].body)
+    assert "## Loops" in digest and "### New today" in digest and "### Due tomorrow" in digest
+    assert "#1 Send Anna the report · due 2026-03-13 10:00" in digest
+
+
+async def test_a_due_loop_is_nudged_once_and_closed_by_its_button(home, fake_api, fake_telegram):
+    clock = FakeClock(_at(18))
+    async with running(_config(home, fake_api, fake_telegram), clock) as app:
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+        fake_api.enqueue(Reply("Nothing much today."))  # the daily summary
+        await clock.set(_at(10, days=1))
+        await fake_telegram.wait_for(
+            lambda: any(s.startswith("Due now") for s in _shown(fake_telegram, OWNER))
+        )
+        [nudge] = [m for m in fake_telegram.sent if m["shown"].startswith("Due now")]
+        assert nudge["shown"] == "Due now: Send Anna the report (loop #1, opened 2026-03-12)."
+        calls = len(fake_api.message_requests)
+        fake_telegram.press(nudge, "Done")
+        await fake_telegram.wait_for(
+            lambda: any(
+                "Done: #1 Send Anna the report." in str(c.params.get("text"))
+                for c in fake_telegram.calls_to("editMessageText")
+            )
+        )
+        await app.idle()
+        assert len(fake_api.message_requests) == calls  # no model call for a nudge or /done
+    text = (home / "workspace" / OWNERS).read_text()
+    done = text.split("## Done")[1]
+    assert "- [x] #1 Send Anna the report" in done and "by: the owner (/done)" in done
+    assert "closed: 2026-03-13" in done
+
+
+async def test_a_nudge_due_while_down_is_sent_once_after_restart(home, fake_api, fake_telegram):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock):
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+    # Down from 18:00 until 10:20 the next day: the nudge is still owed, once.
+    for minutes in (20, 25):
+        clock = FakeClock(_at(10, days=1, minute=minutes))
+        async with running(config, clock) as app:
+            async with asyncio.timeout(10):
+                await app.scheduler.join("loop-owner-1")
+            await app.idle()
+    nudges = [s for s in _shown(fake_telegram, OWNER) if s.startswith("Due now")]
+    assert nudges == ["Due now: Send Anna the report (loop #1, opened 2026-03-12)."]
+    jobs = json.loads((home / "state" / "jobs.json").read_text())
+    assert jobs["jobs"] == [] and jobs["finished"][0]["id"] == "loop-owner-1"
+
+
+async def test_done_closes_a_loop_and_its_nudge_is_never_sent(home, fake_api, fake_telegram):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock) as app:
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+        fake_telegram.text("/done")
+        await fake_telegram.wait_sent(2)
+        listing = fake_telegram.sent[-1]
+        assert "#1 Send Anna the report · due 2026-03-13 10:00" in listing["shown"]
+        assert "Done #1" in listing["reply_markup"]
+        fake_telegram.text("/done 1")
+        await fake_telegram.wait_sent(3)
+        assert fake_telegram.sent[-1]["shown"] == "Done: #1 Send Anna the report."
+        assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
+        assert [j.id for j in app.scheduler.jobs() if j.id.startswith("loop-")] == []
+        await clock.set(_at(10, days=1))
+        await app.idle()
+        fake_telegram.text("/done 1")
+        await fake_telegram.wait_sent(4)
+    assert fake_telegram.sent[-1]["shown"] == "Loop #1 (Send Anna the report) is done already."
+    assert not [s for s in _shown(fake_telegram, OWNER) if s.startswith("Due now")]
+
+
+async def test_a_groups_loop_is_the_groups_and_never_in_the_owners_summary(
+    home, fake_api, fake_telegram
+):
+    clock = FakeClock(_at(18))
+    async with running(_config(home, fake_api, fake_telegram), clock) as app:
+        fake_api.enqueue(
+            Reply(tool_calls=[("loop_open", {"what": "Bring the cake GROUP-LOOP-7f3",
+                                             "who": "Bob"})]),
+            Reply("Noted for the group."),
+        )  # fmt: skip
+        fake_telegram.text(
+            f"@{BOT_USERNAME} Bob brings the cake", chat=TG_GROUP, chat_type="supergroup"
+        )
+        await fake_telegram.wait_sent(1)
+        await _open_loop(fake_api, fake_telegram, what="Call the landlord")
+        assert "GROUP-LOOP-7f3" in (home / "workspace" / GROUPS).read_text()
+        assert "GROUP-LOOP-7f3" not in (home / "workspace" / OWNERS).read_text()
+        assert "Call the landlord" not in (home / "workspace" / GROUPS).read_text()
+        # The group's /done lists the group's loops only; the owner's lists the owner's.
+        fake_telegram.text("/done", chat=TG_GROUP, chat_type="supergroup")
+        await fake_telegram.wait_for(lambda: len(_shown(fake_telegram, TG_GROUP)) >= 2)
+        group_list = _shown(fake_telegram, TG_GROUP)[-1]
+        assert "GROUP-LOOP-7f3" in group_list and "landlord" not in group_list
+        fake_api.enqueue(Reply("A quiet day."))
+        await clock.set(_at(21))
+        await fake_telegram.wait_for(lambda: "A quiet day." in _shown(fake_telegram, OWNER))
+        await app.idle()
+    digest = last_user_text(fake_api.message_requests[-1].body)
+    loops = digest.split("## Loops")[1]
+    assert "Call the landlord" in loops and "GROUP-LOOP-7f3" not in loops
