@@ -45,8 +45,9 @@ def loops_path(audience: Audience) -> str | None:
     people to keep promises to)."""
     if audience.private:
         return f"{log_folder(OWNER)}/{LOOPS}"
-    if notes_path(audience) is None:
-        return None
+    chat = audience.chat or ""
+    if notes_path(audience) is None or "/" in chat or "\\" in chat or chat.startswith("."):
+        return None  # a name given from outside a session key (the control page's form)
     return f"{log_folder(audience)}/{LOOPS}"
 
 

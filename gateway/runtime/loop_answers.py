@@ -57,8 +57,11 @@ class LoopAnswers:
                 return USAGE, ()
             state = State.DROPPED
         who = "the owner" if msg.key.private else (msg.sender_name or msg.sender_id)
-        with authored(Author(str(msg.key), "/done")):
-            return await self.close(audience, int(number), state, f"{who} (/done)"), ()
+        try:
+            with authored(Author(str(msg.key), "/done")):
+                return await self.close(audience, int(number), state, f"{who} (/done)"), ()
+        except ToolError as exc:
+            return str(exc), ()
 
     def listing(self, audience: Audience, *, buttons: bool) -> tuple[str, Buttons]:
         loops = open_loops(self.loops.read(audience))
@@ -73,14 +76,10 @@ class LoopAnswers:
         return text, shown if buttons else ()
 
     async def close(self, audience: Audience, number: int, state: State, by: str) -> str:
-        """Close loop ``number`` of ``audience``; what to tell whoever asked."""
+        """Close loop ``number`` of ``audience``; what to tell whoever asked. ``ToolError``
+        when there is no such open loop."""
         day = self.clock().astimezone(self.tz).date().isoformat()
-        try:
-            loop = await asyncio.to_thread(
-                self.loops.close, audience, number, state, day=day, by=by
-            )
-        except ToolError as exc:
-            return str(exc)
+        loop = await asyncio.to_thread(self.loops.close, audience, number, state, day=day, by=by)
         if self.follow is not None:
             self.follow.closed(audience, loop)
         said = "Done" if state == State.DONE else "Dropped"
