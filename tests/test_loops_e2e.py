@@ -174,3 +174,95 @@ async def test_a_groups_loop_is_the_groups_and_never_in_the_owners_summary(
     digest = last_user_text(fake_api.message_requests[-1].body)
     loops = digest.split("## Loops")[1]
     assert "Call the landlord" in loops and "GROUP-LOOP-7f3" not in loops
+
+
+async def _group_loop(fake_api, fake_telegram, due: datetime) -> str:
+    args = {"what": "Bring the cake", "who": "Bob", "due": f"{due:%Y-%m-%d %H:%M}"}
+    fake_api.enqueue(Reply(tool_calls=[("loop_open", args)]), Reply("Noted."))
+    n = len(fake_telegram.sent)
+    fake_telegram.text(
+        f"@{BOT_USERNAME} Bob brings the cake", chat=TG_GROUP, chat_type="supergroup"
+    )
+    await fake_telegram.wait_sent(n + 1)
+    return tool_results(fake_api.message_requests[-1].body)[0]["content"]
+
+
+async def test_a_group_gets_no_nudge_unless_shared_chats_may_schedule(
+    home, fake_api, fake_telegram
+):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock):
+        result = await _group_loop(fake_api, fake_telegram, _at(10, days=1))
+    assert result.startswith("Opened loop #1 in " + GROUPS)
+    assert "No nudge will be sent: Only the owner schedules" in result
+    assert not (home / "state" / "jobs.json").exists()
+
+
+async def test_a_groups_nudge_goes_to_the_group_without_buttons(home, fake_api, fake_telegram):
+    config = _config(
+        home, fake_api, fake_telegram, daily_summary={"enabled": False}, allow_shared=True
+    )
+    clock = FakeClock(_at(18))
+    async with running(config, clock) as app:
+        result = await _group_loop(fake_api, fake_telegram, _at(10, days=1))
+        assert "A nudge will be sent here at Fri 2026-03-13 10:00" in result
+        await clock.set(_at(10, days=1))
+        async with asyncio.timeout(10):
+            await app.scheduler.join(f"loop-telegram-group-{TG_GROUP}-1")
+        await app.idle()
+    [nudge] = [m for m in fake_telegram.sent if m["shown"].startswith("Due now")]
+    assert nudge["chat_id"] == str(TG_GROUP) and not nudge.get("reply_markup")
+    assert nudge["shown"].endswith("When it is done: /done 1")
+    assert not [m for m in fake_telegram.sent if m["chat_id"] == str(OWNER)]
+
+
+async def test_a_loop_closed_by_hand_in_the_file_is_not_nudged(home, fake_api, fake_telegram):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock) as app:
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+        path = home / "workspace" / OWNERS
+        path.write_text(path.read_text().replace("- [ ] #1", "- [x] #1"))
+        await clock.set(_at(10, days=1))
+        async with asyncio.timeout(10):
+            await app.scheduler.join("loop-owner-1")
+        status = app.scheduler.ledger.history("loop-owner-1")[0]
+    assert status["status"] == "skipped" and "closed or gone" in status["error"]
+    assert not [s for s in _shown(fake_telegram, OWNER) if s.startswith("Due now")]
+
+
+async def test_the_summaries_list_a_loop_while_open_and_once_as_closed(
+    home, fake_api, fake_telegram
+):
+    fake_api.brain = lambda body: Reply("Summary.")
+    clock = FakeClock(_at(18))
+    digests: list[str] = []
+    async with running(_config(home, fake_api, fake_telegram), clock) as app:
+        fake_api.brain = None
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(0, days=1):%Y-%m-%d}")
+        fake_api.brain = lambda body: Reply("Summary.")
+        for day in (0, 1):
+            await clock.set(_at(21, days=day))
+            await fake_telegram.wait_for(
+                lambda d=day: _shown(fake_telegram, OWNER).count("Summary.") == d + 1
+            )
+            digests.append(last_user_text(fake_api.message_requests[-1].body))
+        await clock.set(_at(8, days=2))
+        fake_telegram.text("/done 1")
+        await fake_telegram.wait_for(
+            lambda: "Done: #1 Send Anna the report." in _shown(fake_telegram, OWNER)
+        )
+        await clock.set(_at(21, days=2))
+        await fake_telegram.wait_for(lambda: _shown(fake_telegram, OWNER).count("Summary.") == 3)
+        digests.append(last_user_text(fake_api.message_requests[-1].body))
+        await app.idle()
+    first, second, third = (d.split("## Loops")[1] for d in digests)
+    assert "### New today" in first and "### Due tomorrow" in first
+    assert "### Due or overdue\n\n- #1 Send Anna the report · due 2026-03-13 (today)" in second
+    assert "New today" not in second
+    assert (
+        "### Closed today\n\n- #1 Send Anna the report · due 2026-03-13 · who: owner · done"
+        in third
+    )
+    assert "Due or overdue" not in third
