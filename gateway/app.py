@@ -150,6 +150,7 @@ def build_app(
     app.meter = meter
     app.approvals = approvals
     app.mcp = mcp
+    app.plan_nudges = lambda: nudges.plan(loops, config.tz)
     return app
 
 

@@ -266,3 +266,32 @@ async def test_the_summaries_list_a_loop_while_open_and_once_as_closed(
         in third
     )
     assert "Due or overdue" not in third
+
+
+async def test_a_due_time_set_by_hand_is_nudged_after_the_next_start(home, fake_api, fake_telegram):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock):
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+    path = home / "workspace" / OWNERS
+    text = path.read_text().replace("due: 2026-03-13 10:00", "due: 2026-03-13 11:30")
+    plants = f"- [ ] Water the plants · due: 2026-03-13 09:00 · from: telegram:private:{OWNER}"
+    text = text.replace("## Done", f"{plants}\n\n## Done")
+    path.write_text(text)
+    clock = FakeClock(_at(19))
+    async with running(config, clock) as app:
+        planned = {j.id: j.spec for j in app.scheduler.jobs() if j.id.startswith("loop-")}
+        assert planned == {
+            "loop-owner-1": "2026-03-13T11:30:00+01:00",
+            "loop-owner-2": "2026-03-13T09:00:00+01:00",
+        }
+        for hour, minute, job in ((9, 0, "loop-owner-2"), (11, 30, "loop-owner-1")):
+            await clock.set(_at(hour, days=1, minute=minute))
+            async with asyncio.timeout(10):
+                await app.scheduler.join(job)
+        await app.idle()
+    nudges = [s for s in _shown(fake_telegram, OWNER) if s.startswith("Due now")]
+    assert nudges == [
+        "Due now: Water the plants (loop #2).",
+        "Due now: Send Anna the report (loop #1, opened 2026-03-12).",
+    ]

@@ -11,13 +11,14 @@ private chat to close it (they send ``/done N``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from agent.loops.book import Loop, State
-from agent.loops.store import Loops
+from agent.loops.store import Loops, open_loops
 from agent.loops.tools import Follow
 from agent.tools.context import TurnContext
 from gateway.config.loader import ScheduleConfig
@@ -29,6 +30,8 @@ from gateway.scheduling.reminder_tools import REMINDER_GRACE, ReminderTools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.runner import Handler
 from gateway.scheduling.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 PREFIX = "loop-"
 OWNERS = "owner"  # no shared chat is named so: theirs are "<channel>-<scope>-<id>"
@@ -109,6 +112,34 @@ class Nudges(Follow):
     def cancel(self, job_id: str) -> None:
         self.scheduler.remove(job_id)
         self.store.remove(job_id)
+
+    def plan(self, loops: Loops, tz: ZoneInfo) -> int:
+        """At start: a loop whose due time was written or changed by hand gets its nudge (as
+        made in its own chat, within the same caps); how many were planned."""
+        now = self.clock()
+        planned = {job.id: job for job in self.store.load()}
+        made = 0
+        for audience, book in loops.every():
+            if any(lp.id is None and lp.due_at(tz) for lp in open_loops(book)):
+                book = loops.change(audience, lambda book: book)  # numbered, to be named
+            for loop in open_loops(book):
+                at = loop.due_at(tz)
+                if at is None or loop.id is None or at <= now:
+                    continue
+                old = planned.get(nudge_id(audience, loop.id))
+                if old is not None and datetime.fromisoformat(old.spec) == at:
+                    continue
+                try:
+                    key = SessionKey.parse(loop.chat)
+                except ValueError:
+                    continue  # no chat to nudge in (a loop written by hand without one)
+                if key.job or audience_of(key) != audience:
+                    continue
+                ctx = TurnContext(key, loops.workspace, now, tz)
+                made += self.opened(ctx, loop).startswith("A nudge")
+        if made:
+            log.info("planned %d nudge(s) for loops whose due time was set by hand", made)
+        return made
 
 
 @dataclass
