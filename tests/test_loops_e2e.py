@@ -295,3 +295,25 @@ async def test_a_due_time_set_by_hand_is_nudged_after_the_next_start(home, fake_
         "Due now: Water the plants (loop #2).",
         "Due now: Send Anna the report (loop #1, opened 2026-03-12).",
     ]
+
+
+async def test_a_later_message_closes_the_loop_and_its_nudge_is_dropped(
+    home, fake_api, fake_telegram
+):
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock) as app:
+        await _open_loop(fake_api, fake_telegram, due=f"{_at(10, days=1):%Y-%m-%d %H:%M}")
+        close = {"id": 1, "said": "Sent Anna the report just now"}
+        fake_api.enqueue(Reply(tool_calls=[("loop_close", close)]), Reply("Great, closed it."))
+        fake_telegram.text("Sent Anna the report just now")
+        await fake_telegram.wait_sent(2)
+        result = tool_results(fake_api.message_requests[-1].body)[0]["content"]
+        assert result == "Closed loop #1 (done): Send Anna the report."
+        assert [j.id for j in app.scheduler.jobs() if j.id.startswith("loop-")] == []
+    text = (home / "workspace" / OWNERS).read_text()
+    done = text.split("## Done")[1]
+    assert "- [x] #1 Send Anna the report" in done
+    line = int(done.split("by: the assistant, from memory/2026-03-12.md:")[1].split("\n")[0])
+    log = (home / "workspace" / "memory" / "2026-03-12.md").read_text().splitlines()
+    assert log[line - 1] == 'Loop #1 done: Send Anna the report — "Sent Anna the report just now"'
