@@ -106,6 +106,21 @@ def facts(text: str) -> list[tuple[int, str]]:
     ]
 
 
+def outside(text: str) -> list[tuple[int, str]]:
+    """The ``facts`` of ``text`` that are in no section (above them, or under a heading of the
+    file's own): what a move into sections is about."""
+    lines = text.splitlines()
+    inside: set[int] = set()
+    current = False
+    for i, line in enumerate(lines):
+        h = _heading(line)
+        if h is not None and h[0] <= 2:
+            current = _kind_at(line) is not None
+        elif current:
+            inside.add(i + 1)
+    return [(n, line) for n, line in facts(text) if n not in inside]
+
+
 def _list_or_heading(line: str) -> bool:
     return _heading(line) is not None or line.lstrip().startswith(("- ", "* ", "+ "))
 
@@ -207,9 +222,10 @@ def prompt_part(text: str, *, move: bool) -> str:
     )
     if move:
         part += (
-            '\n\nMEMORY.md has no sections yet. Propose the move too: a "place" change for '
-            'every line of it below its title, copied exactly as "old", with its section and '
-            "why (a stale or duplicate line may be dropped instead, saying why). Lines are "
-            "moved as they are; any you leave out go under 'Not sorted yet', so nothing is lost."
+            "\n\nSome of MEMORY.md is in no section yet. Propose the move too: a 'place' "
+            'change for every such line below its title, copied exactly as "old", with its '
+            "section and why (a stale or duplicate line may be dropped instead, saying why). "
+            "Lines are moved as they are; any you leave out go under 'Not sorted yet', so "
+            "nothing is lost."
         )
     return part

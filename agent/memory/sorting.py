@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import date
 
 from agent.memory.proposals import PENDING, REJECTED, Item, Store, enclosing
-from agent.memory.sections import UNSORTED, dated, facts, learned_on, sectioned
+from agent.memory.sections import UNSORTED, dated, learned_on, outside
 
 LEFT_OVER = (
     "Not placed by the proposal: kept under 'Not sorted yet' so that nothing is lost; move it "
@@ -17,9 +17,9 @@ LEFT_OVER = (
 
 
 def wants_move(current: str, store: Store) -> bool:
-    """Should this run propose moving a free-form MEMORY.md into sections? Not while such a
-    proposal waits for the owner, and not again once they rejected one."""
-    if sectioned(current) or not facts(current):
+    """Should this run propose moving what of MEMORY.md is in no section into sections? Not
+    while such a proposal waits for the owner, and not again once they rejected one."""
+    if not outside(current):
         return False
     for proposal in store.all():
         moving = proposal.target == "MEMORY.md" and any(i.op == "place" for i in proposal.items)
@@ -53,7 +53,7 @@ def rest_of_move(current: str, items: list[Item]) -> list[Item]:
                 first = current.count("\n", 0, at) + 1
                 covered.update(range(first, first + passage.count("\n") + 1))
     passages: list[tuple[int, str]] = []
-    for number, line in facts(current):
+    for number, line in outside(current):
         if number in covered:
             continue
         if passages and line[:1] in (" ", "\t") and passages[-1][0] == number - 1:

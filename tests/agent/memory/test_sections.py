@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from agent.memory.index import MemoryIndex
 from agent.memory.proposals import applied, parse
 from agent.memory.sections import KINDS, UNSORTED, facts, insert, sectioned
 from agent.memory.sorting import placed, rest_of_move
+from agent.memory.store import Memory
 from agent.memory.text import chunk_entries
+from agent.memory.tools import memory_tools
+from agent.settings import MemorySettings
+from agent.tools.context import TurnContext
+from agent.tools.registry import ToolRegistry
 from agent.workspace.audience import untrusted
-from gateway.contract.events import OWNER
+from gateway.contract.events import OWNER, SessionKey
 
 TODAY = date(2026, 3, 12)
 FREE = (
@@ -131,3 +137,26 @@ def test_a_card_is_one_note_for_search(tmp_path):
         index.close()
     assert (hit.start_line, hit.end_line) == (7, 10)
     assert hit.snippet.startswith("### Anna\n- Who: my sister")
+
+
+async def test_memory_update_puts_a_note_in_its_section_dated(tmp_path):
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Memory\n\n## People\n\n- Tom: partner\n\n## Projects\n")
+    index = MemoryIndex(tmp_path / "index.sqlite", ws)
+    tz = ZoneInfo("Europe/Berlin")
+    key = SessionKey("telegram", "private", "42")
+    ctx = TurnContext(key, ws, datetime(2026, 3, 12, 9, 0, tzinfo=tz), tz)
+    tools = ToolRegistry(memory_tools(Memory(ws, index, MemorySettings())))
+    try:
+        args = {"action": "append", "text": "- Anna: sister, in Lisbon", "section": "people"}
+        result = await tools.call("memory_update", args, ctx)
+        plain = await tools.call("memory_update", {"action": "append", "text": "- Tea"}, ctx)
+    finally:
+        index.close()
+    assert not result.is_error and not plain.is_error
+    assert (ws / "MEMORY.md").read_text() == (
+        "# Memory\n\n## People\n\n- Tom: partner\n"
+        "- Anna: sister, in Lisbon (learned 2026-03-12, in telegram:private:42)\n\n"
+        "## Projects\n\n- Tea\n"
+    )
