@@ -317,3 +317,29 @@ async def test_a_later_message_closes_the_loop_and_its_nudge_is_dropped(
     line = int(done.split("by: the assistant, from memory/2026-03-12.md:")[1].split("\n")[0])
     log = (home / "workspace" / "memory" / "2026-03-12.md").read_text().splitlines()
     assert log[line - 1] == 'Loop #1 done: Send Anna the report — "Sent Anna the report just now"'
+
+
+async def test_nothing_of_the_owners_loops_reaches_a_group(home, fake_api, fake_telegram):
+    canary = "CANARY-loop-91a"
+    config = _config(home, fake_api, fake_telegram, daily_summary={"enabled": False})
+    clock = FakeClock(_at(18))
+    async with running(config, clock) as app:
+        await _open_loop(fake_api, fake_telegram, what=f"Call the landlord {canary}")
+        before = len(fake_api.message_requests)
+        fake_api.enqueue(
+            Reply(tool_calls=[("loop_list", {"closed": True}),
+                              ("memory_search", {"query": "landlord"}),
+                              ("memory_get", {"path": "memory/LOOPS.md"})]),
+            Reply("Nothing open here."),
+        )  # fmt: skip
+        fake_telegram.text(
+            f"@{BOT_USERNAME} what is open? landlord?", chat=TG_GROUP, chat_type="supergroup"
+        )
+        await fake_telegram.wait_for(lambda: len(_shown(fake_telegram, TG_GROUP)) >= 1)
+        await app.idle()
+    group_requests = fake_api.message_requests[before:]
+    assert len(group_requests) == 2
+    assert all(canary not in r.raw for r in group_requests)
+    results = [r["content"] for r in tool_results(group_requests[1].body)]
+    assert results[0] == f"No loops in {GROUPS}."
+    assert "only available in private chats" in str(results[2])
