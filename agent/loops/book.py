@@ -1,17 +1,5 @@
-"""An open-loops file, read tolerantly: a Markdown list under headings, one loop per item, written
-back with every line it could not read kept where it was.
-
-A loop's line::
-
-    - [ ] #3 Send Anna the report · who: owner · due: 2026-05-08 17:00 · from: telegram:private:42
-      · line: memory/2026-05-06.md:12 · opened: 2026-05-06
-
-(one line in the file). ``[x]`` is done, ``[-]`` dropped; so is an item under a ``## Done`` or
-``## Dropped`` heading. Fields it does not know are kept as they are; a list item with no text,
-or a line under one of those headings that is not an item, is kept too and reported. Loops
-written after reading text from outside the owner's own chats stay quoted
-(``audience.untrusted``), one block each, so whatever reads the file later reads them as quoted.
-"""
+"""An open-loops file read tolerantly, and written back with every line it could not read
+kept where it was."""
 
 from __future__ import annotations
 
@@ -135,7 +123,15 @@ def _state_of(heading: str) -> State | None:
 
 @dataclass
 class Book:
-    """The file's lines, the loops among them parsed; ``problems`` says what was not read."""
+    """The file's lines, the loops among them parsed; ``problems`` says what was not read.
+
+    A loop is a list item, one line: ``- [ ] #3 Send Anna the report · who: owner · due:
+    2026-05-08 17:00 · from: telegram:private:42 · line: memory/2026-05-06.md:12 · opened:
+    2026-05-06``. ``[x]`` is done and ``[-]`` dropped, and so is an item under a ``## Done`` or
+    ``## Dropped`` heading. Fields it does not know are kept as written; a list item with no
+    text, or a line under one of those headings that is not an item, is kept and reported.
+    Loops written after reading text from outside the owner's own chats stay quoted
+    (``audience.untrusted``), so whatever reads the file later reads them as quoted."""
 
     entries: list[Entry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)

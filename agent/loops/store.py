@@ -1,6 +1,4 @@
-"""Where each audience's loops are kept, and the changes made to them: a loop opened, a loop
-closed. The owner's are ``memory/LOOPS.md``; a shared chat's ``memory/chats/<chat>/LOOPS.md``,
-beside its log and notes, written only for that chat (``agent/workspace/audience.py``)."""
+"""Where each audience's loops are kept (``loops_path``), and the changes made to them."""
 
 from __future__ import annotations
 

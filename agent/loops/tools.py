@@ -1,11 +1,5 @@
-"""The tools the model keeps loops with: open one, list them, close one. In the owner's private
-chats they act on the owner's loops; in a shared chat on that chat's own, never the owner's.
-
-Opening or closing a loop also adds a line to the chat's log (where it came from, in the words
-that said it), and the loop points at that line. In a conversation that has read text from
-outside the owner's own chats, both stay quoted with what it had read, as everything it writes
-where the owner's later prompts read it does (``TurnContext.marked``).
-"""
+"""The tools the model keeps loops with: in the owner's private chats the owner's loops, in a
+shared chat that chat's own."""
 
 from __future__ import annotations
 
@@ -75,6 +69,12 @@ LIST_HELP = "List this chat's open loops (the owner's in a private chat), with t
 
 
 class LoopTools:
+    """Opening or closing a loop also adds a line to the chat's log (where it came from, in the
+    words that said it), and the loop points at that line. In a conversation that has read
+    text from outside the owner's own chats both stay quoted with what it had read, as
+    everything it writes where the owner's later prompts read it does
+    (``TurnContext.marked``)."""
+
     def __init__(self, loops: Loops, memory: Memory, follow: Follow | None = None) -> None:
         self.loops = loops
         self.memory = memory

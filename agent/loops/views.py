@@ -1,5 +1,4 @@
-"""Loops as people and the model read them: one line each, the lists a chat command, the daily
-summary and ``corvid loops`` show."""
+"""Loops as people and the model read them: a line each, and the daily summary's part."""
 
 from __future__ import annotations
 

@@ -1,20 +1,13 @@
-"""MEMORY.md by kind: its sections, a note put in its section, and what a free-form file holds
-that a move into sections must account for.
-
-The sections are ``## About the owner``, ``## Preferences and feedback``, ``## People``,
-``## Projects`` and ``## References`` (and ``## Not sorted yet`` for what a move could not
-place). A note is a list item ending with when it was learned and where from; a person who
-recurs has a card under People: a ``### Name`` heading and list items (who they are to the
-owner, facts, when last mentioned), which search and recall take as one note
-(``text.chunk_entries``). A file without these headings is free-form: it keeps working as it
-is, and consolidation proposes the move.
-"""
+"""MEMORY.md by kind: its sections, a note put in its section, and what of a free-form file a
+move into sections must account for."""
 
 from __future__ import annotations
 
 import re
 from datetime import date
 
+# A note is a list item ending with when it was learned and where from; a person who recurs
+# has a card under People (a "### Name" heading and its items), which search takes as one note.
 KINDS = ("About the owner", "Preferences and feedback", "People", "Projects", "References")
 UNSORTED = "Not sorted yet"
 WHAT_GOES = {

@@ -1,6 +1,5 @@
-"""Consolidation's proposals for MEMORY.md by kind: each new note dated and put in a section,
-and the move of a free-form file into sections completed so that every old line is accounted
-for (``sections.py`` keeps the sections themselves)."""
+"""Consolidation's proposals for MEMORY.md by kind: new notes dated and placed, and a move
+into sections that accounts for every old line."""
 
 from __future__ import annotations
 

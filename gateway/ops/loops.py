@@ -1,5 +1,4 @@
-"""``corvid loops``: the open loops, the owner's and each shared chat's, read from the workspace
-(the running gateway is not needed), with the lines of their files not read as loops."""
+"""``corvid loops``: each audience's loops, read from the workspace."""
 
 from __future__ import annotations
 

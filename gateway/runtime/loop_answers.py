@@ -1,7 +1,5 @@
-"""Closing loops by hand: ``/done`` in a chat (typed, or sent by a nudge's buttons) and the
-control page. Each chat closes its own audience's loops: the owner's private chats the
-owner's, a group its own. A loop closed loses its nudge, and the nudge's buttons give way to
-what became of it."""
+"""Closing loops by hand, ``/done`` in a chat (or a nudge's button) and the control page: each
+chat its own audience's loops."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""A loop's nudge: one message in the chat it came from when it is due.
-
-A nudge is a one-off job made in chat (``state/jobs.json``), so it has what a reminder has: the
-same caps and the same refusals (``ReminderTools.may_schedule``), the ledger's exactly-once
-across restarts, a grace of an hour. Its id names the loop (``loop-owner-3``,
-``loop-telegram-group--100-2``); when it fires, the loop is read again and the nudge is sent
-only if the loop is still open and still due then, and only to a chat of the loop's own
-audience. No model call: the message is the loop's own line, with buttons in the owner's
-private chat to close it (they send ``/done N``).
-"""
+"""A loop's nudge: one message in the chat it came from when it is due, as a job made in chat."""
 
 from __future__ import annotations
 
@@ -68,7 +59,11 @@ def nudge(target: SessionKey, loop: Loop) -> OutboundMessage:
 
 class Nudges(Follow):
     """``Follow`` for the running gateway: a loop opened with a due time gets its nudge
-    scheduled, a loop closed loses it."""
+    scheduled, a loop closed loses it.
+
+    A nudge is a one-off job in ``state/jobs.json``, so it has what a reminder has: the same
+    caps and refusals (``ReminderTools.may_schedule``), the ledger's exactly-once across
+    restarts, a grace of an hour. Its id names the loop (``loop-owner-3``)."""
 
     def __init__(
         self,
@@ -144,7 +139,8 @@ class Nudges(Follow):
 
 @dataclass
 class Nudge:
-    """Runs a nudge's job: the loop read again, the message sent if it is still owed."""
+    """Runs a nudge's job: the loop read again, the message sent only if it is still open and
+    due then, and only to a chat of the loop's own audience. No model call."""
 
     host: JobHost
     loops: Loops | None

@@ -1,5 +1,4 @@
-"""The open loops on the control page's Memory page: the owner's and each shared chat's, with
-buttons to mark one done or dropped (as ``/done`` does in the chat)."""
+"""The open loops on the control page's Memory page, with buttons to close one."""
 
 from __future__ import annotations
 
