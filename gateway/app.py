@@ -15,6 +15,8 @@ from datetime import timedelta
 from agent.approvals.audit import AuditLog
 from agent.approvals.gate import Gate
 from agent.loop import Agent
+from agent.loops.store import Loops
+from agent.loops.tools import loop_tools
 from agent.memory.tools import memory_tools
 from agent.model.llm import AnthropicLLM
 from agent.model.port import LLM
@@ -35,8 +37,10 @@ from gateway.runtime.approvals import OwnerApprovals
 from gateway.runtime.delivery import Delivery
 from gateway.runtime.gateway import Gateway
 from gateway.runtime.journal import Journal
-from gateway.runtime.pairing_notices import PairingNotices
+from gateway.runtime.loop_answers import LoopAnswers
+from gateway.runtime.pairing_notices import PairingNotices, Settle
 from gateway.scheduling.ledger import Ledger
+from gateway.scheduling.nudges import Nudges
 from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
@@ -76,10 +80,13 @@ def build_app(
     audit = AuditLog(config.layout.actions)
     resources.callback(audit.close)
     skills = SkillCatalog(memory.workspace)
+    loops = Loops(memory.workspace, memory.history)
+    nudges = Nudges(jobs, scheduler, clock.now, config.schedule)
     tools = ToolRegistry(
         (
             *FILE_TOOLS,
             *memory_tools(memory),
+            *loop_tools(loops, memory, nudges),
             *reminder_tools(jobs, scheduler, clock.now, config.schedule),
             *web_tools(config),
             *exec_tools(config, audit),
@@ -126,6 +133,7 @@ def build_app(
     )
     notices = _tell_owner(config, gateway, clock)
     gateway.commands.usage = UsageCommands(meter)
+    gateway.commands.loops = LoopAnswers(loops, nudges, _settler(gateway), clock.now, config.tz)
     if meter.budget is not None:
         meter.budget.tell = owner_line(config, gateway)
     resources.push_async_callback(notices.close)
@@ -142,16 +150,24 @@ def build_app(
     app.meter = meter
     app.approvals = approvals
     app.mcp = mcp
+    app.plan_nudges = lambda: nudges.plan(loops, config.tz)
     return app
+
+
+def _settler(gateway: Gateway) -> Settle:
+    """Replaces the message with a button for a command, wherever it was sent, by a text."""
+
+    async def settle(command: str, text: str) -> bool:
+        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
+        return any(settled)
+
+    return settle
 
 
 def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
     """Requests to act reach the owner's private chat; their answer comes back as a chat
     command (a button), from the control page or from ``corvid approvals``."""
-
-    async def settle(command: str, text: str) -> bool:
-        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
-        return any(settled)
+    settle = _settler(gateway)
 
     def is_owner(platform: str, user: str) -> bool:
         channel = gateway.channels.get(platform)
@@ -168,12 +184,9 @@ def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-
-    async def settle(command: str, text: str) -> bool:
-        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
-        return any(settled)
-
-    notices = PairingNotices(gateway.delivery.send, config.channels.owner_chats(), clock, settle)
+    notices = PairingNotices(
+        gateway.delivery.send, config.channels.owner_chats(), clock, _settler(gateway)
+    )
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested

@@ -72,6 +72,8 @@ class App:
         self.approvals: OwnerApprovals | None = None
         self.mcp: McpHub | None = None
         self.meter: Meter | None = None
+        # Nudges for loops whose due time was set by hand, planned once the scheduler runs.
+        self.plan_nudges: Callable[[], int] | None = None
         self.figures = SessionFigures(gateway.agent.store)
         self._resources = resources
         self._settling: asyncio.Task[None] | None = None
@@ -125,6 +127,8 @@ class App:
         self.jobs.repair()
         plan = planned_jobs(self.config, self.jobs, self.scheduler.clock.now())
         self.scheduler.start(plan, self.runner)
+        if self.plan_nudges is not None:
+            self.plan_nudges()
         self.control = ControlServer(
             self.config.layout.control_socket,
             status=self._status,

@@ -9,20 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from agent.approvals.gate import ApprovalRequest
+from agent.loops.book import Book, State
+from agent.loops.store import Loops
 from agent.memory.consolidation import Curator
 from agent.memory.hits import Hit
 from agent.memory.store import Memory
+from agent.workspace.changes import Author, authored
 from agent.workspace.history import History
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.config.loader import Config
-from gateway.contract.events import OWNER, InboundMessage, SessionKey
+from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER, Audience, InboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.approvals import OwnerApprovals
 from gateway.runtime.gateway import Gateway
 from gateway.scheduling.plan import JobState
 from gateway.services.index_status import index_report
 from gateway.services.status import Figures, SessionFigures
+
+LOOP_CLOSER = "the owner (control page)"
+PAGE = Author("the owner", "the control page's loops")
 
 
 class PageBackend:
@@ -126,6 +133,19 @@ class PageBackend:
         edits = self._gateway.agent.sessions.edits
         if edits is not None:
             edits.mark(when)
+
+    def loop_books(self) -> list[tuple[Audience, Book]]:
+        answers = self._gateway.commands.loops
+        if answers is not None:
+            return answers.loops.every()
+        return Loops(self._memory.workspace).every()
+
+    async def close_loop(self, audience: Audience, number: int, state: State) -> str:
+        answers = self._gateway.commands.loops
+        if answers is None:
+            raise ToolError("Loops are not kept here.")
+        with authored(PAGE):
+            return await answers.close(audience, number, state, LOOP_CLOSER)
 
     @property
     def _memory(self) -> Memory:

@@ -32,6 +32,8 @@ from agent.memory.proposals import (
     parse,
     with_status,
 )
+from agent.memory.sections import prompt_part, sectioned
+from agent.memory.sorting import placed, rest_of_move, wants_move
 from agent.memory.store import Memory, read_text
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM
@@ -178,6 +180,8 @@ class Curator:
         if reading.empty:
             return Outcome(None, Usage(), 0)
         current = read_text(self.memory.workspace / target)
+        # A run over a free-form MEMORY.md proposes its move into sections too.
+        move = audience.private and wants_move(current, self.store)
         whose = "the owner's logs" if audience.private else "this chat's log"
         prompt = (
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
@@ -187,11 +191,17 @@ class Curator:
         what = OWNERS if audience.private else shared.format(target=target)
         budget = self.memory.cfg.long_term_max_chars
         system = SYSTEM.format(what=what, target=target, budget=budget)
+        if audience.private:
+            system += prompt_part(current, move=move)
         messages = [{"role": "user", "content": prompt}]
         charge = Charge(Purpose.CONSOLIDATION, key)  # ``key``: the job's, for its cap
         response = await llm.complete(system, messages, [], charge=charge)
         answer = "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
         items = parse(answer, current, reading.logs, reading.first_lines)
+        if audience.private:
+            items = placed(items, now.date(), by_kind=move or sectioned(current))
+            if move:
+                items += rest_of_move(current, items)
         if not items:
             self.store.set_marks(reading.marks)
             return Outcome(None, response.usage, len(system) + len(prompt))

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agent.memory.sections import insert, kind_of, remove, tidy
 from agent.workspace.audience import chat_of, is_guest, quotes_outside, untrusted
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
@@ -27,7 +28,7 @@ from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
-OPS = ("add", "update", "merge", "drop")
+OPS = ("add", "update", "merge", "drop", "place")  # place: a passage moved to a section
 FROM_OUTSIDE = "Proposed from text written outside the owner's own chats, and approved"
 PENDING, APPLIED, REJECTED, REFUSED = "pending", "applied", "rejected", "refused"
 
@@ -41,6 +42,7 @@ class Item:
     sources: tuple[str, ...]  # "memory/2026-11-20.md:14"
     origin: str = ""  # who wrote what it comes from, when not the owner: "the chat x"
     status: str = PENDING
+    section: str = ""  # the section of MEMORY.md its text goes to (``sections.KINDS``)
 
     def describe(self, n: int) -> str:
         lines = [f"{n}. {self.op.upper()}: {self.reason}"]
@@ -48,6 +50,8 @@ class Item:
             lines.append("   - " + passage.replace("\n", "\n     "))
         if self.text:
             lines.append("   + " + self.text.replace("\n", "\n     "))
+        if self.section:
+            lines.append(f"   → {self.section}")
         if self.sources:
             lines.append("   from " + ", ".join(self.sources))
         if self.origin:
@@ -136,6 +140,12 @@ def _item(
     old = (old,) if isinstance(old, str) else tuple(str(p) for p in old if str(p).strip())
     text = str(entry.get("text") or "").strip()
     op = str(entry["op"])
+    section = kind_of(str(entry.get("section") or "")) or ""
+    if op == "place":  # moved as it is: one passage, to a section
+        if len(old) != 1 or not section:
+            log.info("consolidation: a place item without one passage and a section: %.200r", entry)
+            return None
+        text = old[0]
     # add: new text alone; update and merge: passages and their new text; drop: passages alone
     if bool(old) != (op != "add") or bool(text) != (op != "drop"):
         log.info("consolidation: an item whose parts do not fit its op left out: %.200r", entry)
@@ -145,10 +155,25 @@ def _item(
             log.info("consolidation: a passage not found once in MEMORY.md: %.200r", passage)
             return None
     sources = tuple(str(s) for s in entry.get("sources") or [])
-    origin = _origin(sources, marks, first_lines)
-    if not origin and any(quotes_outside(p) for p in old):
+    origin = _origin(sources, marks, first_lines) if op != "place" else ""
+    if not origin and op != "place" and any(quotes_outside(p) for p in old):
         origin = "text quoted in MEMORY.md"  # it stays quoted when rewritten
-    return Item(op, text, old, str(entry.get("reason") or ""), sources, origin)
+    if section:  # moved out of a quoted block, it stays quoted
+        origin = origin or next(filter(None, (enclosing(current, p) for p in old)), "")
+    reason = str(entry.get("reason") or "")
+    return Item(op, text, old, reason, sources, origin, section=section)
+
+
+def enclosing(current: str, passage: str) -> str:
+    """The source of the quoted block of ``current`` that ``passage`` (found once) is inside,
+    so that moved out of it, it stays quoted; "" when it is in none."""
+    at = current.find(passage)
+    line = current.count("\n", 0, at) + 1
+    last = line + passage.count("\n")
+    for first, end, source in origins(current):
+        if first < line and last < end:
+            return source
+    return ""
 
 
 def _origin(
@@ -178,6 +203,7 @@ def _origin(
 def applied(current: str, items: list[Item]) -> str:
     """``current`` with ``items`` applied in order (each ``old`` must still be there once)."""
     text = current
+    moved = False
     for item in items:
         new = item.text
         if item.origin and new:
@@ -185,6 +211,12 @@ def applied(current: str, items: list[Item]) -> str:
         for passage in item.old:
             if text.count(passage) != 1:
                 raise ToolError("a passage it changes is no longer there as it was.")
+        if item.section:  # taken from where it was, put in its section
+            for passage in item.old:
+                text = remove(text, passage)
+            text = insert(text, item.section, new) if new else text
+            moved = moved or bool(item.old)
+            continue
         if item.op == "add":
             text = text.rstrip("\n") + ("\n\n" if text.strip() else "") + new + "\n"
             continue
@@ -193,7 +225,7 @@ def applied(current: str, items: list[Item]) -> str:
         for passage in rest:
             text = text.replace(passage, "", 1)
         text = re.sub(r"\n{3,}", "\n\n", text)
-    return text
+    return tidy(text) if moved else text
 
 
 def diff(before: str, after: str, name: str = "MEMORY.md") -> str:
@@ -279,6 +311,7 @@ def _proposal(raw: dict[str, Any]) -> Proposal:
             sources=tuple(i["sources"]),
             origin=str(i.get("origin", "")),
             status=str(i.get("status", PENDING)),
+            section=str(i.get("section", "")),
         )
         for i in raw.get("items", [])
     )

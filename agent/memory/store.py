@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
+from agent.memory.sections import insert
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import (
@@ -284,9 +285,10 @@ class Memory:
         return path
 
     def update_long_term(
-        self, action: str, text: str, old_text: str = "", rel: str = LONG_TERM
+        self, action: str, text: str, old_text: str = "", rel: str = LONG_TERM, section: str = ""
     ) -> str:
-        """Edit ``MEMORY.md``, or the long-term notes at ``rel`` (a guest's)."""
+        """Edit ``MEMORY.md``, or the long-term notes at ``rel`` (a guest's); an appended note
+        goes at the end of its ``section`` when one is given (``sections.py``)."""
         path = self.workspace / rel
         name, chat = rel, chat_of(PurePosixPath(rel))
         current = read_text(path)
@@ -296,6 +298,8 @@ class Memory:
             if self.holds(rel, text, OWNER if chat is None else Audience(chat)):
                 return f"{name} already holds that word for word; nothing was added."
             new = current.rstrip("\n") + ("\n\n" if current.strip() else "") + text.strip() + "\n"
+            if section:
+                new = insert(current, section, text.strip())
         elif action in ("replace", "remove"):
             if not old_text:
                 raise ToolError(f"{action} needs old_text: the exact passage to change.")

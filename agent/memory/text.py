@@ -57,6 +57,12 @@ def strip_accents(text: str) -> str:
 
 def snippet(text: str, terms: list[str], width: int = 280) -> str:
     lines = text.splitlines()
+    card = next((i for i, line in enumerate(lines) if line.startswith("### ")), None)
+    heads = card is not None and all(not ln.strip() or ln.startswith("#") for ln in lines[:card])
+    if card is not None and heads and _card_lines(["## People", *lines[card:]]):
+        whole = "\n".join(lines[card:]).strip()
+        if len(whole) <= width:
+            return whole  # a person's card is shown whole, its name first
     folded = [t.casefold() for t in terms]
     for i, line in enumerate(lines):
         low = line.casefold()
@@ -102,14 +108,32 @@ def words_held(text: str, doc_freq: Mapping[str, int], chunks: int) -> float:
     return round(share_of_query(text, weights), 3)
 
 
+def _card_lines(lines: list[str]) -> set[int]:
+    """The lines of a person's card in a ``## People`` section: the list items under its
+    ``### Name`` heading, which stay with it as one note."""
+    inside, card, found = False, False, set()
+    for i, line in enumerate(lines):
+        if line.startswith("## ") or line.startswith("# "):
+            inside, card = line[3:].strip().casefold() == "people", False
+        elif line.startswith("### "):
+            card = inside
+        elif card:
+            found.add(i)
+    return found
+
+
 def chunk_entries(text: str, size: int, overlap: int) -> list[tuple[int, int, str]]:
     """Chunks that follow the notes' own structure: a new chunk at each Markdown heading (a
     daily log's entry, a section of MEMORY.md) and at each top-level list item, so one
-    chunk holds one note; a note longer than ``size`` lines is cut into windows as
+    chunk holds one note; a person's card (a ``### Name`` and its items under ``## People``)
+    is one note too. A note longer than ``size`` lines is cut into windows as
     ``chunk_lines`` cuts a file. Headings with nothing under them join the next note."""
     lines = text.splitlines()
+    cards = _card_lines(lines)
     starts = [
-        i for i, line in enumerate(lines) if line.startswith("#") or line.startswith(("- ", "* "))
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("#") or (line.startswith(("- ", "* ")) and i not in cards)
     ]
     out: list[tuple[int, int, str]] = []
     pending = 0  # where the current note starts, headings above it included

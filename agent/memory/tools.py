@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit
+from agent.memory.sections import dated, kind_of
 from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
@@ -44,6 +45,13 @@ class UpdateArgs(TypedDict):
     action: Literal["append", "replace", "remove"]
     text: NotRequired[Annotated[str, "New text (append, replace)."]]
     old_text: NotRequired[Annotated[str, "Exact passage to change."]]
+    section: NotRequired[
+        Annotated[
+            str,
+            "MEMORY.md's section for an appended note: About the owner, Preferences and "
+            "feedback, People (a card: '### Name' and its lines), Projects or References.",
+        ]
+    ]
 
 
 def _memory_path(ctx: TurnContext, raw: Any) -> Path:
@@ -145,8 +153,14 @@ class MemoryTools:
         if args["action"] == "append" and self.memory.holds(LONG_TERM, text, ctx.audience):
             # Checked before the text is marked: a fact is the same whoever had been read.
             return "MEMORY.md already holds that word for word; nothing was added."
+        section = kind_of(args.get("section", "")) if args["action"] == "append" else None
+        if section is not None and text.strip():
+            text = dated(text.strip(), ctx.now.date().isoformat(), f"in {ctx.key}")
         return self.memory.update_long_term(
-            args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
+            args["action"],
+            ctx.marked(text) if text.strip() else text,
+            args.get("old_text", ""),
+            section=section or "",
         )
 
 
@@ -188,9 +202,9 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
         ),
         Tool.typed(
             "memory_update",
-            "Edit this chat's curated long-term memory (MEMORY.md in the owner's private chats; "
-            "in a shared chat, that chat's own notes): append a fact, or replace/remove an "
-            "exact passage that is out of date.",
+            "Edit this chat's curated long-term memory (MEMORY.md in the owner's private chats, "
+            "in sections by kind; in a shared chat, that chat's own notes): append a fact (to "
+            "its section), or replace/remove an exact passage that is out of date.",
             UpdateArgs,
             tools.update,
         ),

@@ -47,6 +47,11 @@ COMMANDS: tuple[ChatCommandInfo, ...] = (
         "/budget — the spending caps; /budget CAP AMOUNT raises one until its period ends "
         "(the owner, in a private chat)",
     ),
+    ChatCommandInfo(
+        "done",
+        "Close an open loop: /done N",
+        "/done — this chat's open loops; /done N closes one, /done N drop when no longer needed",
+    ),
     ChatCommandInfo("help", "List the commands", "/help — this list"),
     ChatCommandInfo("start"),  # what Telegram sends first: answered like /help
     ChatCommandInfo(

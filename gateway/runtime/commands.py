@@ -20,6 +20,7 @@ from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
+from gateway.runtime.loop_answers import LoopAnswers
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.proposal_answers import proposal_answer
 from gateway.runtime.router import Router
@@ -73,10 +74,13 @@ class ChatCommands:
                 ChatCommand("memory", False, self._memory),
                 ChatCommand("undo", False, self._undo),
                 ChatCommand("approval", False, self._approval),
+                ChatCommand("done", False, self._done),
             )
         }
         # /usage and /budget, once the app has a usage ledger (``gateway/usage/commands.py``).
         self.usage: UsageCommands | None = None
+        # /done, once the app keeps loops (``gateway/runtime/loop_answers.py``).
+        self.loops: LoopAnswers | None = None
 
     def get(self, name: str) -> ChatCommand | None:
         return self.table.get(name)
@@ -194,6 +198,12 @@ class ChatCommands:
             return "Changes to the workspace are not kept here."
         answer = await asyncio.to_thread(undo_answer, memory.history, _argument(msg), str(msg.key))
         return WithButtons(*answer)
+
+    async def _done(self, msg: InboundMessage) -> str | WithButtons:
+        """Close one of this chat's loops, or list them."""
+        if self.loops is None:
+            return "Loops are not kept here."
+        return WithButtons(*await self.loops.answer(msg))
 
     async def _approval(self, msg: InboundMessage) -> str:
         if not msg.key.private:

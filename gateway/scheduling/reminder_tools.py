@@ -125,7 +125,8 @@ class ReminderTools:
         """Of ``max_jobs``, how many shared chats can never take: the owner always has room."""
         return min(self.rules.max_jobs_per_chat, self.rules.max_jobs // 2)
 
-    def _may_schedule(self, ctx: TurnContext) -> None:
+    def may_schedule(self, ctx: TurnContext) -> None:
+        """Refuse (``ToolError``) when this chat may not make another job now."""
         if ctx.key.job:
             raise ToolError("Scheduled jobs cannot schedule further jobs.")
         if not self.scheduler.running:
@@ -178,7 +179,7 @@ class ReminderTools:
         return first
 
     def schedule(self, ctx: TurnContext, args: ScheduleArgs) -> str:
-        self._may_schedule(ctx)
+        self.may_schedule(ctx)
         instruction = str(args.get("instruction", "")).strip()
         if not instruction:
             raise ToolError("instruction is required: what should happen when it fires.")

@@ -10,13 +10,14 @@ if TYPE_CHECKING:
     import asyncio
 
     from agent.approvals.gate import ApprovalRequest
+    from agent.loops.book import Book, State
     from agent.memory.consolidation import Curator
     from agent.memory.hits import Hit
     from agent.workspace.history import History
     from channels.base import Channel
     from channels.pairing import PairingStore
     from gateway.config.loader import Config
-    from gateway.contract.events import InboundMessage, SessionKey
+    from gateway.contract.events import Audience, InboundMessage, SessionKey
     from gateway.contract.ports import Clock
     from gateway.scheduling.plan import JobState
     from gateway.services.status import Figures
@@ -117,4 +118,13 @@ class Backend(Protocol):
 
     def edited(self, when: datetime) -> None:
         """The owner changed the workspace by hand: prompts made before are stale."""
+        ...
+
+    def loop_books(self) -> list[tuple[Audience, Book]]:
+        """The owner's loops, then each shared chat's."""
+        ...
+
+    async def close_loop(self, audience: Audience, number: int, state: State) -> str:
+        """Close a loop as the owner: what became of it; ``ToolError`` if there is no such
+        open loop."""
         ...

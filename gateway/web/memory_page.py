@@ -26,7 +26,7 @@ from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
-from gateway.web import proposals_page
+from gateway.web import loops_page, proposals_page
 from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page
 from gateway.web.memory_search import found as search_results
@@ -99,6 +99,7 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
         f'value="{esc(query)}" placeholder="Search memory and logs" aria-label="Search">'
         f"<button>Search</button></form>{flash(request)}{found}"
         f"{proposals_page.section(backend.curator, request.app[GUARD].csrf)}"
+        f"{loops_page.section(backend, request.app[GUARD].csrf)}"
         f"<h2>Files</h2><ul>{files}</ul>"
         f"<h2>Daily logs</h2>{_list(logs, 'No daily logs yet.')}"
         f"<h2>Shared chats' logs</h2>{_list(chats, 'No shared chat has a log.')}"

@@ -26,6 +26,7 @@ from gateway.web import (
     admin,
     chat_page,
     history_page,
+    loops_page,
     memory_page,
     overview,
     proposals_page,
@@ -107,6 +108,7 @@ class WebServer:
         memory_page.routes(app)
         history_page.routes(app)
         proposals_page.routes(app)
+        loops_page.routes(app)
         admin.routes(app)
         sessions_page.routes(app)
         chat_page.routes(app)

@@ -136,7 +136,7 @@ async def test_slash_commands_are_synced_and_answered_only_for_allowed_users(
 ):
     await discord_gateway()
     synced = {c["name"] for c in fake_discord.commands_synced[-1]}
-    assert synced == {"new", "reset", "status", "compact", "stop", "usage", "help"}
+    assert synced == {"new", "reset", "status", "compact", "stop", "usage", "done", "help"}
     fake_discord.interaction("status")
     await fake_discord.wait_for(lambda: len(fake_discord.followups) >= 1)
     assert f"discord:channel:{CHANNEL_ID}" in fake_discord.followups[0]["content"]

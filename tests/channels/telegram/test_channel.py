@@ -85,6 +85,7 @@ async def test_start_registers_the_command_menu(telegram_gateway, fake_telegram)
         "compact",
         "stop",
         "usage",
+        "done",
         "help",
     ]
     assert gateway.channels["telegram"].bot_username == BOT_USERNAME
