@@ -31,7 +31,7 @@ from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.context import Grant, TurnContext
-from agent.tools.exposure import Exposure
+from agent.tools.exposure import Exposure, Reach
 from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
@@ -100,9 +100,10 @@ class Agent:
         outside the owner's audience (its prompt snapshot's quoted text included)."""
         now = self.clock.now().astimezone(self.tz)
         state = self.sessions.loaded(key)
-        exposure = Exposure()
+        exposure, reach = Exposure(), Reach()
         if state is not None:
             exposure = Exposure(state.exposed, partial(self.store.mark_exposed, state))
+            reach = Reach(state.reachable)
             if quotes_outside(state.system):
                 exposure.saw("quoted text in memory")
         return TurnContext(
@@ -113,6 +114,7 @@ class Agent:
             grant=grant,
             quota=self.quota,
             exposure=exposure,
+            reach=reach,
             history=None if self.memory is None else self.memory.history,
             guest_notes_hidden=self.memory is not None
             and not self.memory.cfg.owner_reads_guest_notes,
@@ -166,6 +168,9 @@ class Agent:
         if any(quotes_outside(m.text) for m in fresh):
             # A scheduled job's instruction or digest that carries text from outside, quoted.
             ctx.saw("quoted text in the request")
+        if key.private:
+            for m in fresh:  # the owner's own words: the addresses in them are theirs
+                ctx.reach.owner_wrote(m.text)
         return await self.loop(state, ctx, purpose, listen=listen)
 
     async def _recall(

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
-from agent.approvals.audit import AuditLog, shown_arguments
+from agent.approvals.audit import AuditLog, whole_arguments
 from agent.approvals.policy import Policy
 from agent.sandbox.bwrap import INSIDE, Ran, Sandbox
 from agent.tools.context import TurnContext
@@ -65,7 +65,7 @@ def exec_tool(sandbox: Sandbox, audit: AuditLog) -> Tool:
             "ran",
             "exec",
             str(ctx.key),
-            arguments=shown_arguments(args),
+            arguments=whole_arguments(args),
             sources=ctx.exposure.sources,
             detail=f"{outcome}, {ran.seconds:.1f} s, {len(ran.output.encode()) + ran.cut} bytes",
         )
@@ -87,4 +87,5 @@ def exec_tool(sandbox: Sandbox, audit: AuditLog) -> Tool:
         outside="a command's output, with network access" if cfg.network else None,
         policy=Policy.ASK,
         allowed=lambda args: allowed_by(cfg.allow, args),
+        sends_out=(lambda args, ctx: "the command has network access") if cfg.network else None,
     )

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
 
-from agent.tools.exposure import Exposure
+from agent.tools.exposure import Exposure, Reach
 from agent.workspace.audience import (
     guest_notes,
     note_written,
@@ -56,6 +56,8 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # The web addresses it may fetch without asking after that (shared with its state).
+    reach: Reach = field(default_factory=Reach)
     # Who wrote the messages this turn answers (platform ids; none for a scheduled job).
     senders: frozenset[str] = frozenset()
     # The owner approved this very call (``agent/approvals``): a file every chat reads may be
