@@ -660,7 +660,8 @@ async def test_what_the_owners_prompts_load_keeps_quoted_what_an_outside_read_br
             channel.push(f"DO memory_get path={group_log}", key=OTHER_PRIVATE), 10
         )
         [request] = channel.requests
-        assert f"+++ b/{path}" in request.text and '+<untrusted source="written after' in request.text
+        assert f"+++ b/{path}" in request.text
+        assert '+<untrusted source="written after' in request.text
         written = (ws / path).read_text()
         assert "THEN write_file" in written and "THEN write_file" not in unquoted(written)
         channel.answer_with = "Deny"

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from agent.tools.exposure import Exposure, Reach
 from agent.workspace.audience import (
+    WRITTEN_AFTER,
     guest_notes,
     note_written,
     read_from_outside,
@@ -119,6 +120,3 @@ class TurnContext:
             return text
         source = f"written after reading {self.exposure.describe()}"
         return untrusted(source, text.strip(), WRITTEN_AFTER)
-
-
-WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"

@@ -12,7 +12,7 @@ import errno
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from agent.tools.context import WRITTEN_AFTER, TurnContext
+from agent.tools.context import TurnContext
 from agent.tools.listing import ListArgs, list_files
 from agent.tools.paths import (
     as_written,
@@ -25,7 +25,13 @@ from agent.tools.paths import (
     skill_file,
 )
 from agent.tools.registry import Tool
-from agent.workspace.audience import chat_of, in_prompts, untrusted, written_after_outside
+from agent.workspace.audience import (
+    WRITTEN_AFTER,
+    chat_of,
+    in_prompts,
+    untrusted,
+    written_after_outside,
+)
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from gateway.contract.errors import ToolError

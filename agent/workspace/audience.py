@@ -213,8 +213,8 @@ def prompt_place(rel: PurePosixPath) -> bool:
     """Is ``rel`` one of the places a later prompt reads (``PROMPT_FILES``, the skills, the
     daily logs and notes of ``memory/``), in any spelling of its case?"""
     folded = tuple(p.casefold() for p in rel.parts)
-    if len(folded) == 1:
-        return folded[0] in _PROMPT_FILES
+    if len(folded) <= 1:
+        return bool(folded) and folded[0] in _PROMPT_FILES
     if folded[0] == SKILLS:
         return True
     if folded[0] != "memory":
@@ -292,6 +292,7 @@ def writable(audience: Audience, rel: PurePosixPath) -> bool:
 
 
 SHARED_CHAT = "Written in a shared chat, not by the owner"
+WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
 _OPENING = re.compile("<untrusted", re.IGNORECASE)
 _CLOSING = re.compile("</untrusted>", re.IGNORECASE)
 
