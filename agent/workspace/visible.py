@@ -39,11 +39,14 @@ def inside(workspace: Path, path: Path) -> Path | None:
     return resolved if resolved == workspace or resolved.is_relative_to(workspace) else None
 
 
-def read_visible(workspace: Path, rel: str, audience: Audience, *, strict: bool = False) -> str:
+def read_visible(
+    workspace: Path, rel: str, audience: Audience, *, strict: bool = False, quoted: bool = True
+) -> str:
     """The text at ``rel`` in ``workspace`` (its real path) as ``audience`` may read it,
-    quoted when it was written after reading from outside. ``FileNotFoundError`` when nothing
-    is there; ``Unreadable`` when what is there may not be read; bad UTF-8 raises
-    ``UnicodeDecodeError`` with ``strict``, else is replaced."""
+    quoted when it was written after reading from outside (unless ``quoted`` is off: the
+    caller quotes it itself). ``FileNotFoundError`` when nothing is there; ``Unreadable`` when
+    what is there may not be read; bad UTF-8 raises ``UnicodeDecodeError`` with ``strict``,
+    else is replaced."""
     if not readable(audience, PurePosixPath(rel)):
         raise Unreadable(rel, "not readable in this chat")
     plain = _plain(workspace, rel)
@@ -71,7 +74,7 @@ def read_visible(workspace: Path, rel: str, audience: Audience, *, strict: bool 
         text = text_of(read_plain(path), strict=strict)
     except NotPlainFile:  # replaced by something else since: found without waiting on it
         raise Unreadable(rel, "not a regular file") from None
-    read = written_after_outside(workspace).get(rel)
+    read = written_after_outside(workspace).get(rel) if quoted else None
     return untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER) if read else text
 
 

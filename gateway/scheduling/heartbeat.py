@@ -5,6 +5,7 @@ costs no model call.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, time
@@ -13,9 +14,19 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
-from gateway.contract.events import HEARTBEAT_OK, NO_REPLY, OutboundMessage, SessionKey, job_key
+from agent.workspace.visible import Unreadable, read_visible
+from gateway.contract.events import (
+    HEARTBEAT_OK,
+    NO_REPLY,
+    OWNER,
+    OutboundMessage,
+    SessionKey,
+    job_key,
+)
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
 act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
@@ -50,6 +61,24 @@ def strip_heartbeat_ok(text: str) -> str:
     return stripped.strip(" \n.,:;!-—") if stripped != text.strip() else stripped
 
 
+def silent(text: str) -> bool:
+    """Is the answer, stripped of HEARTBEAT_OK, nothing or NO_REPLY as the model may dress it
+    (``**NO_REPLY**``, ``NO_REPLY.``)?"""
+    return not text or text.strip(" \n.,:;!-—*_`~") in ("", NO_REPLY)
+
+
+def checklist_of(workspace: Path) -> str:
+    """HEARTBEAT.md as the file tools would read it (no link out, no FIFO; quoted when it was
+    written after reading from outside); "" when there is none to read."""
+    try:
+        return read_visible(workspace.resolve(), "HEARTBEAT.md", OWNER)
+    except FileNotFoundError:
+        return ""
+    except (OSError, Unreadable) as exc:
+        log.warning("HEARTBEAT.md cannot be read: %s", exc)
+        return ""
+
+
 def in_active_hours(active: str, local: datetime) -> bool:
     """Is ``local`` within ``active`` (HH:MM-HH:MM, past midnight when the end comes first;
     the same start and end: all day)?"""
@@ -70,8 +99,7 @@ class Heartbeat:
         tz = ZoneInfo(job.timezone)
         if not in_active_hours(self.active_hours, slot_time(slot, tz)):
             raise Skip("outside active hours")
-        path = self.workspace / "HEARTBEAT.md"
-        checklist = path.read_text(encoding="utf-8") if path.exists() else ""
+        checklist = checklist_of(self.workspace)
         if not has_real_content(checklist):
             raise Skip("HEARTBEAT.md has nothing to check")
         target = SessionKey.parse(job.target)
@@ -83,6 +111,6 @@ class Heartbeat:
         text = strip_heartbeat_ok(
             await self.host.isolated_turn(key, prompt, HEARTBEAT_GRANT, Purpose.HEARTBEAT)
         )
-        if not text or text == NO_REPLY:
+        if silent(text):
             raise Skip("nothing needs the owner")
         await self.host.deliver(OutboundMessage(target, text), run_origin(job, slot))
