@@ -35,6 +35,7 @@ import threading
 from datetime import date
 from pathlib import Path, PurePosixPath
 
+from agent.workspace.reading import read_plain
 from gateway.contract.events import OWNER, Audience
 
 # In every chat's prompt, groups' included: who the assistant is and how it works.
@@ -184,8 +185,11 @@ WRITTEN_AFTER_OUTSIDE = ".written-after-outside.json"
 def written_after_outside(workspace: Path) -> dict[str, str]:
     """Workspace-relative paths of files written after reading from outside, with what had
     been read."""
+    path = workspace / WRITTEN_AFTER_OUTSIDE
     try:
-        data = json.loads((workspace / WRITTEN_AFTER_OUTSIDE).read_text(encoding="utf-8"))
+        if path.is_symlink():  # Corvid writes it as a file: anything else was put there
+            return {}
+        data = json.loads(read_plain(path))  # never waits on a FIFO
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
