@@ -13,7 +13,7 @@ from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import guest_notes, log_path, notes_path, untrusted
+from agent.workspace.audience import guest_notes, log_path, notes_path, unquotes, untrusted
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
@@ -145,9 +145,18 @@ class MemoryTools:
         if args["action"] == "append" and self.memory.holds(LONG_TERM, text, ctx.audience):
             # Checked before the text is marked: a fact is the same whoever had been read.
             return "MEMORY.md already holds that word for word; nothing was added."
-        return self.memory.update_long_term(
-            args["action"], ctx.marked(text) if text.strip() else text, args.get("old_text", "")
-        )
+        kept = ctx.marked(text) if text.strip() else text
+        old = args.get("old_text", "")
+        if args["action"] != "append" and old and not ctx.exposure.clean:
+            now = read_text(self.memory.workspace / LONG_TERM)
+            if unquotes(now, now.replace(old, kept if args["action"] == "replace" else "", 1)):
+                # An order planted in a quote would then read as the owner's own note.
+                raise ToolError(
+                    "That change would take away the quoting that marks text in MEMORY.md as "
+                    "written after reading from outside; this conversation has read text from "
+                    "outside itself, so it may not. The owner can edit MEMORY.md by hand."
+                )
+        return self.memory.update_long_term(args["action"], kept, old)
 
 
 def why(h: Hit) -> str:

@@ -335,6 +335,14 @@ def reopened(tail: str) -> str:
     return '<untrusted source="the part cut off above">\n' + tail
 
 
+def unquotes(before: str, after: str) -> bool:
+    """Would changing ``before`` into ``after`` remove the opening or the end of a quote, so
+    that text quoted as outside text reads as the owner's?"""
+    return len(_OPENING.findall(after)) < len(_OPENING.findall(before)) or len(
+        _CLOSING.findall(after)
+    ) < len(_CLOSING.findall(before))
+
+
 def quotes_outside(text: str) -> bool:
     """Does ``text`` hold something quoted by ``untrusted``? (A forged opening only makes a
     session more careful.)"""
