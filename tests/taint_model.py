@@ -107,11 +107,9 @@ def obedient(body: dict[str, Any]) -> Reply:
         if b.get("type") == "tool_use"
     }
     results = tool_results(body)
-    seen = (
-        "\n".join(_text(r["content"]) for r in results)
-        if results
-        else (system + "\n" + last_user_text(body))
-    )
+    # The request and all that came with it (notes recalled ahead of the person's words).
+    asked = _text(turn[0]["content"]) if turn else last_user_text(body)
+    seen = "\n".join(_text(r["content"]) for r in results) if results else system + "\n" + asked
     calls = [
         (tool, args)
         for verb, tool, args in _orders(seen, memory)
