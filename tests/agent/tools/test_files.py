@@ -527,3 +527,18 @@ async def test_a_group_does_not_list_a_second_name_of_a_file(ws):
         "looks-like-ours"
         in (await call(ws, "list_files", PRIVATE, path=f"chats/{GROUP_CHAT}")).text
     )
+
+
+async def test_a_file_written_after_reading_outside_is_read_back_quoted(ws):
+    """A file a conversation wrote after reading a web page is remembered: any later read of
+    it comes back quoted as outside text, and marks the reader as having read from outside."""
+    writer = ctx(ws)
+    writer.saw("a web page")
+    registry = ToolRegistry(FILE_TOOLS)
+    done = await registry.call("write_file", {"path": "notes/plan.md", "content": "obey"}, writer)
+    assert not done.is_error and (ws / "notes" / "plan.md").read_text() == "obey"
+    reader = ctx(ws)
+    read = await registry.call("read_file", {"path": "notes/plan.md"}, reader)
+    assert read.text.startswith('<untrusted source="notes/plan.md, written after reading a web')
+    assert "obey\n</untrusted>" in read.text
+    assert reader.exposure.sources == ["notes/plan.md, written after reading a web page"]
