@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.workspace.audience import note_written, written_after_outside
 from gateway.ops.cli import main
 from tests.agent.skills.test_catalog import write_skill
 from tests.conftest import GROUP, PRIVATE
@@ -71,8 +72,13 @@ def test_add_shows_and_asks_then_list_and_remove(home: Path, tmp_path: Path, cap
     out = capsys.readouterr().out
     assert "tidy-desk  (skills/tidy-desk; private chats)" in out
     assert "keeping-memory  (bundled; private chats)" in out
+    ws = (home / "workspace").resolve()
+    note_written(ws, "skills/tidy-desk/SKILL.md", "a web page")
+    note_written(ws, "skills/tidy-desk-2/SKILL.md", "a web page")
     assert corvid(home, "skills", "remove", "tidy-desk") == 0
     assert not installed.exists()
+    # A skill installed again under its name is the owner's, not one written after reading.
+    assert list(written_after_outside(ws)) == ["skills/tidy-desk-2/SKILL.md"]
     assert corvid(home, "skills", "remove", "keeping-memory") == 1  # bundled: not removable
 
 

@@ -213,6 +213,21 @@ def note_written(workspace: Path, rel: str, read: str) -> None:
         os.replace(tmp, path)
 
 
+def forget_written(workspace: Path, rel: str) -> None:
+    """The owner has gone over ``rel`` (a file, or a folder and all in it) themselves: what a
+    conversation wrote there is theirs now."""
+    with _RECORDING:
+        record = written_after_outside(workspace)
+        kept = {k: v for k, v in record.items() if k != rel and not k.startswith(rel + "/")}
+        if kept == record:
+            return
+        path = workspace / WRITTEN_AFTER_OUTSIDE
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(kept, indent=1, ensure_ascii=False), encoding="utf-8")
+        tmp.chmod(0o600)
+        os.replace(tmp, path)
+
+
 def prompt_place(rel: PurePosixPath) -> bool:
     """Is ``rel`` one of the places a later prompt reads (``PROMPT_FILES``, the skills, the
     daily logs and notes of ``memory/``), in any spelling of its case?"""

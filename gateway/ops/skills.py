@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.skills.catalog import NAME, SKILL_FILE, Skill, SkillCatalog, SkillError, parse
+from agent.workspace.audience import forget_written
 from gateway.contract.events import printable
 from gateway.ops.home import read_config
 
@@ -81,6 +82,7 @@ def skills_remove(args: argparse.Namespace, home: Path, environ: Mapping[str, st
         print(f"corvid: no skill {args.name!r} in {folder.parent}", file=sys.stderr)
         return 1
     shutil.rmtree(folder)
+    forget_written(config.workspace.resolve(), f"skills/{args.name}")
     print(f"Removed {args.name}.")
     return 0
 
