@@ -364,12 +364,12 @@ async def test_the_owner_edits_the_files_every_chat_reads_by_hand_whatever_a_cha
     assert "Be brief." in _system(fake_api.message_requests[-1].body)
 
 
-async def test_a_file_the_owner_saves_by_hand_is_theirs_again(control, home, fake_api):
+async def test_a_file_the_owner_saves_by_hand_is_theirs_again(control, home):
     """Written after reading from outside, a file is read back quoted; once the owner has saved
     it on the Memory page (seen whole), it is the owner's text and read as it is."""
     from agent.workspace.audience import note_written, written_after_outside
 
-    _, channel, client = control
+    _, _, client = control
     ws = home / "workspace"
     (ws / "notes").mkdir()
     (ws / "notes" / "plan.md").write_text("Plan: fly to Lisbon.\n")
