@@ -4,7 +4,7 @@ addresses it may fetch without asking (``Reach``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from urllib.parse import urljoin
 
 
@@ -87,6 +87,10 @@ class Reach:
             target = m.group(1)
             if not _URL.match(target):
                 self.urls |= addresses(urljoin(base, target))
+
+    def listed(self, urls: Iterable[str]) -> None:
+        """Addresses a search gave as its results."""
+        self.urls |= {u.strip() for u in urls if u.strip()}
 
     def __contains__(self, url: object) -> bool:
         return isinstance(url, str) and url.strip() in self.urls
