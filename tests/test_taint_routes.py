@@ -20,8 +20,10 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import sys
 import threading
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -379,6 +381,23 @@ async def test_a_link_the_box_plants_is_removed_and_never_followed(home, fake_ap
         await say(channel, "hello", ELSEWHERE)
     assert ENV not in sent_to(fake_api, GROUP) and ENV not in sent_to(fake_api, ELSEWHERE)
     assert MEMORY not in sent_to(fake_api, GROUP)
+
+
+async def test_the_history_keeps_no_secret_a_link_leads_to(home, fake_api, ws):
+    """A file with a history, replaced by a link to the secrets: the next look records no
+    version of it (the history is in every backup, secrets or not)."""
+    async with serve(home, fake_api) as (_app, channel):
+        await say(channel, order("write_file", path="AGENTS.md", content="# Be brief."))
+    (ws / "AGENTS.md").unlink()
+    (ws / "AGENTS.md").symlink_to("../corvid.env")
+    async with serve(home, fake_api) as (_app, channel):  # a start looks for hand edits
+        await say(channel, "hello")
+    db = sqlite3.connect(home / "state" / "history.sqlite")
+    try:
+        kept = [zlib.decompress(row[0]) for row in db.execute("SELECT data FROM blobs")]
+    finally:
+        db.close()
+    assert any(b"Be brief" in k for k in kept) and not any(ENV.encode() in k for k in kept)
 
 
 @needs_bwrap

@@ -32,7 +32,7 @@ from agent.memory.proposals import (
     parse,
     with_status,
 )
-from agent.memory.store import Memory, read_text
+from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM
 from agent.sessions.state import Usage
@@ -177,7 +177,7 @@ class Curator:
         reading = self.read(now.date(), audience)
         if reading.empty:
             return Outcome(None, Usage(), 0)
-        current = read_text(self.memory.workspace / target)
+        current = self.memory.own_text(target)
         whose = "the owner's logs" if audience.private else "this chat's log"
         prompt = (
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
@@ -209,7 +209,7 @@ class Curator:
 
     def preview(self, proposal: Proposal) -> str:
         """The diff of its file the pending items would make."""
-        current = read_text(self.memory.workspace / proposal.target)
+        current = self.memory.own_text(proposal.target)
         items = [proposal.items[n - 1] for n in proposal.pending()]
         try:
             after = applied(current, items)
@@ -235,7 +235,7 @@ class Curator:
         if not chosen:
             raise ToolError(f"Memory proposal {pid} has no pending change numbered so.")
         path = self.memory.workspace / proposal.target
-        current = read_text(path)
+        current = self.memory.own_text(proposal.target)
         if digest(current) != proposal.base:
             self._refuse(proposal)
             raise ToolError(

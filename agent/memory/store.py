@@ -181,6 +181,16 @@ class Memory:
         except (OSError, Unreadable):
             return ""
 
+    def own_text(self, rel: str) -> str:
+        """A long-term file (MEMORY.md, a chat's notes) as its own chat reads it, unquoted, for
+        changing it: nothing through a link out of the workspace, nothing off a FIFO; ""."""
+        chat = chat_of(PurePosixPath(rel))
+        audience = OWNER if chat is None else Audience(chat)
+        try:
+            return read_visible(self._root, rel, audience, quoted=False)
+        except (OSError, Unreadable):
+            return ""
+
     def holds(self, rel: str, text: str, audience: Audience) -> bool:
         """Does the file at ``rel`` already hold ``text`` word for word (line breaks and
         spacing aside)? A near-duplicate is left for consolidation to merge."""
@@ -249,7 +259,7 @@ class Memory:
         """Edit ``MEMORY.md``, or the long-term notes at ``rel`` (a guest's)."""
         path = self.workspace / rel
         name, chat = rel, chat_of(PurePosixPath(rel))
-        current = read_text(path)
+        current = self.own_text(rel)
         if action == "append":
             if not text.strip():
                 raise ToolError("text must not be empty.")

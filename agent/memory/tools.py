@@ -137,7 +137,7 @@ class MemoryTools:
                     "keeps what matters with memory_append (its log)."
                 )
             # A shared chat's own notes (a guest's, a group's): what is said here stays here.
-            current = len(read_text(self.memory.workspace / notes).encode())
+            current = len(self.memory.own_text(notes).encode())
             ctx.check_room(len(text.encode()) + (current if args["action"] != "append" else 0))
             return self.memory.update_long_term(
                 args["action"], text, args.get("old_text", ""), notes
@@ -148,7 +148,7 @@ class MemoryTools:
         kept = ctx.marked(text) if text.strip() else text
         old = args.get("old_text", "")
         if args["action"] != "append" and old and not ctx.exposure.clean:
-            now = read_text(self.memory.workspace / LONG_TERM)
+            now = self.memory.own_text(LONG_TERM)
             if unquotes(now, now.replace(old, kept if args["action"] == "replace" else "", 1)):
                 # An order planted in a quote would then read as the owner's own note.
                 raise ToolError(
