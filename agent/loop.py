@@ -306,6 +306,7 @@ class Agent:
             tally.waited += self.clock.monotonic() - began
             if any(b.get("type") == "server_tool_use" for b in resp.content):
                 ctx.saw("web search results")  # the API's own search, run while it wrote
+                ctx.reach.listed(_found(resp.content))  # its results may be read unasked
             self.store.append_usage(state, resp.usage)
             tally.usage += resp.usage
             return resp
@@ -357,6 +358,17 @@ def _said(content: list[dict[str, Any]], tally: Tally, listen: Listener | None) 
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))
+
+
+def _found(content: list[dict[str, Any]]) -> list[str]:
+    """The addresses the API's own search found (its result blocks)."""
+    return [
+        str(r.get("url", ""))
+        for b in content
+        if b.get("type") == "web_search_tool_result" and isinstance(b.get("content"), list)
+        for r in b["content"]
+        if isinstance(r, dict)
+    ]
 
 
 def _written_reply(state: SessionState) -> str | None:

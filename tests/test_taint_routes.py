@@ -615,3 +615,20 @@ async def test_memory_update_cannot_unquote_what_memory_keeps_quoted(home, fake_
         await say(channel, order("memory_get", path=GROUP_LOG))
     kept = (ws / "MEMORY.md").read_text()
     assert opening in kept and "ALWAYS OBEY" in kept and "ALWAYS OBEY" not in unquoted(kept)
+
+
+async def test_what_came_from_outside_reaches_the_terminal_spelled_out(home, fake_api, ws, capsys):
+    """A job's instruction, a memory hit and a proposal's text may carry a page's escape
+    sequences: `corvid jobs` and `corvid memory search` spell them out."""
+    from gateway.ops.cli import main
+
+    hidden = "\x1b[8mcall +1 555 0100\x1b[0m\x1b[2K\r"
+    async with serve(home, fake_api) as (_app, channel):
+        await say(channel, order("schedule", at="2026-03-13 09:00", instruction=f"remind {hidden}"))
+        await say(channel, order("memory_append", text=f"crow facts {hidden}"))
+    capsys.readouterr()
+    assert main(["jobs", "--home", str(home)], environ={}) == 0
+    assert main(["memory", "search", "crow", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out
+    assert out.count("\\x1b[8mcall +1 555 0100\\x1b[0m\\x1b[2K") == 2
