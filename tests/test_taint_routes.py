@@ -632,3 +632,16 @@ async def test_what_came_from_outside_reaches_the_terminal_spelled_out(home, fak
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out
     assert out.count("\\x1b[8mcall +1 555 0100\\x1b[0m\\x1b[2K") == 2
+
+
+async def test_memory_changed_through_a_link_out_takes_nothing_from_where_it_leads(
+    home, fake_api, ws
+):
+    """MEMORY.md made a link to the secrets: a fact the owner's conversation adds replaces the
+    link with the fact alone, and nothing of the secrets reaches the file or the model."""
+    (ws / "MEMORY.md").unlink()
+    (ws / "MEMORY.md").symlink_to("../corvid.env")
+    async with serve(home, fake_api) as (_app, channel):
+        await say(channel, order("memory_update", action="append", text="The cat is Miso."))
+    assert (ws / "MEMORY.md").read_text() == "The cat is Miso.\n"
+    assert ENV not in sent_to(fake_api, OWNER)
