@@ -22,6 +22,7 @@ from agent.workspace.audience import (
     log_folder,
     notes_path,
     reopened,
+    written_after_outside,
 )
 from agent.workspace.visible import Unreadable, read_visible
 from gateway.contract.events import Scope, SessionKey, audience_of
@@ -93,12 +94,13 @@ def build_system_prompt(
     budget = total_chars
     audience = audience_of(key)
     root = workspace.resolve()
+    noted = written_after_outside(root)
     # USER.md and TOOLS.md are about the owner: in the owner's own sessions only.
     for name in BOOTSTRAP_FILES if audience.private else SHARED_BOOTSTRAP:
         try:
             # As the file tools resolve it: no link out, nothing this chat may not read, no
             # FIFO; quoted when written after reading from outside.
-            text = read_visible(root, name, audience, strict=True).strip()
+            text = read_visible(root, name, audience, strict=True, noted=noted).strip()
         except FileNotFoundError:
             continue
         except Unreadable as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from agent.workspace.audience import WRITTEN_AFTER, readable, untrusted, written_after_outside
@@ -40,13 +41,20 @@ def inside(workspace: Path, path: Path) -> Path | None:
 
 
 def read_visible(
-    workspace: Path, rel: str, audience: Audience, *, strict: bool = False, quoted: bool = True
+    workspace: Path,
+    rel: str,
+    audience: Audience,
+    *,
+    strict: bool = False,
+    quoted: bool = True,
+    noted: Mapping[str, str] | None = None,
 ) -> str:
     """The text at ``rel`` in ``workspace`` (its real path) as ``audience`` may read it,
     quoted when it was written after reading from outside (unless ``quoted`` is off: the
     caller quotes it itself). ``FileNotFoundError`` when nothing is there; ``Unreadable`` when
     what is there may not be read; bad UTF-8 raises ``UnicodeDecodeError`` with ``strict``,
-    else is replaced."""
+    else is replaced. ``noted``: ``written_after_outside`` as read already by a reader of
+    several files."""
     if not readable(audience, PurePosixPath(rel)):
         raise Unreadable(rel, "not readable in this chat")
     plain = _plain(workspace, rel)
@@ -74,7 +82,9 @@ def read_visible(
         text = text_of(read_plain(path), strict=strict)
     except NotPlainFile:  # replaced by something else since: found without waiting on it
         raise Unreadable(rel, "not a regular file") from None
-    read = written_after_outside(workspace).get(rel) if quoted else None
+    if not quoted:
+        return text
+    read = (written_after_outside(workspace) if noted is None else noted).get(rel)
     return untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER) if read else text
 
 
