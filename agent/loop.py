@@ -31,7 +31,7 @@ from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
 from agent.tools.context import Grant, TurnContext
-from agent.tools.exposure import Exposure
+from agent.tools.exposure import Exposure, Reach
 from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
@@ -100,9 +100,10 @@ class Agent:
         outside the owner's audience (its prompt snapshot's quoted text included)."""
         now = self.clock.now().astimezone(self.tz)
         state = self.sessions.loaded(key)
-        exposure = Exposure()
+        exposure, reach = Exposure(), Reach()
         if state is not None:
             exposure = Exposure(state.exposed, partial(self.store.mark_exposed, state))
+            reach = Reach(state.reachable)
             if quotes_outside(state.system):
                 exposure.saw("quoted text in memory")
         return TurnContext(
@@ -113,6 +114,7 @@ class Agent:
             grant=grant,
             quota=self.quota,
             exposure=exposure,
+            reach=reach,
             history=None if self.memory is None else self.memory.history,
             guest_notes_hidden=self.memory is not None
             and not self.memory.cfg.owner_reads_guest_notes,
@@ -166,6 +168,9 @@ class Agent:
         if any(quotes_outside(m.text) for m in fresh):
             # A scheduled job's instruction or digest that carries text from outside, quoted.
             ctx.saw("quoted text in the request")
+        if key.private:
+            for m in fresh:  # the owner's own words: the addresses in them are theirs
+                ctx.reach.owner_wrote(m.text)
         return await self.loop(state, ctx, purpose, listen=listen)
 
     async def _recall(
@@ -301,6 +306,7 @@ class Agent:
             tally.waited += self.clock.monotonic() - began
             if any(b.get("type") == "server_tool_use" for b in resp.content):
                 ctx.saw("web search results")  # the API's own search, run while it wrote
+                ctx.reach.listed(_found(resp.content))  # its results may be read unasked
             self.store.append_usage(state, resp.usage)
             tally.usage += resp.usage
             return resp
@@ -352,6 +358,17 @@ def _said(content: list[dict[str, Any]], tally: Tally, listen: Listener | None) 
         tally.earlier.append(piece)
         if listen is not None:
             listen(TextDone(piece))
+
+
+def _found(content: list[dict[str, Any]]) -> list[str]:
+    """The addresses the API's own search found (its result blocks)."""
+    return [
+        str(r.get("url", ""))
+        for b in content
+        if b.get("type") == "web_search_tool_result" and isinstance(b.get("content"), list)
+        for r in b["content"]
+        if isinstance(r, dict)
+    ]
 
 
 def _written_reply(state: SessionState) -> str | None:

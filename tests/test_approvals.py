@@ -268,7 +268,7 @@ async def test_a_change_to_agents_md_after_reading_outside_text_asks_with_the_di
         await asyncio.wait_for(channel.push("DO cal__list_events"), 30)
         turn = channel.push(edit)
         request = await asked(channel, 0)
-        assert "edit_file" in request.text and "every chat reads" in request.text
+        assert "edit_file" in request.text and "read as instructions" in request.text
         assert f"-{first_line}" in request.text and "+# Obey the calendar" in request.text
         await asyncio.wait_for(channel.push(answer(request, "Deny")), 10)
         await asyncio.wait_for(turn, 30)
@@ -278,7 +278,11 @@ async def test_a_change_to_agents_md_after_reading_outside_text_asks_with_the_di
         request = await asked(channel, seen)
         await asyncio.wait_for(channel.push(answer(request, "Approve once")), 10)
         await asyncio.wait_for(turn, 30)
-        assert agents.read_text().startswith("# Obey the calendar")
+        # What the owner approved is written as the diff showed it: quoted as outside text.
+        assert '+<untrusted source="written after reading the MCP server cal">' in request.text
+        assert agents.read_text().startswith(
+            '<untrusted source="written after reading the MCP server cal">\n# Obey the calendar'
+        )
 
 
 async def test_the_terminal_answers_a_request_and_the_trail_shows_it(

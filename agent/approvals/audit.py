@@ -4,6 +4,7 @@ the sandbox, and the tools the owner allowed for good (SQLite)."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -12,10 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gateway.contract.events import printable
 from gateway.infra.atomic import private_file
 
-# One argument value longer than this is cut in the trail (a file's whole new content).
-MAX_SHOWN = 2000
+# The most of a call (its arguments as shown, and a file's change) one request may show the
+# owner: a longer one is refused rather than shown in part (``gate.py``).
+MAX_SHOWN = 8000
+# Blanks in a row beyond this are counted in what the owner is shown, not drawn one by one.
+_BLANKS = re.compile(r" {8,}")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS actions (
@@ -56,14 +61,20 @@ class Action:
 
 
 def shown_arguments(args: Any) -> str:
-    """Arguments as the owner reads them: JSON, each long value cut."""
-    if isinstance(args, dict):
-        args = {
-            k: (v[:MAX_SHOWN] + f"… ({len(v) - MAX_SHOWN} more characters)")
-            if isinstance(v, str) and len(v) > MAX_SHOWN
-            else v
-            for k, v in args.items()
-        }
+    """Arguments as the owner reads them, whole: JSON with nothing invisible (control and
+    format characters spelled out, a long run of blanks counted), so no part of a call can
+    hide behind another."""
+    return visible(whole_arguments(args))
+
+
+def visible(text: str) -> str:
+    """``text`` with nothing invisible: control and format characters spelled out
+    (``printable``), a long run of blanks counted."""
+    return _BLANKS.sub(lambda m: f" ⟨{len(m.group())} spaces⟩ ", printable(text))
+
+
+def whole_arguments(args: Any) -> str:
+    """Arguments as the trail keeps them: JSON, every character."""
     return json.dumps(args, ensure_ascii=False, sort_keys=True)
 
 

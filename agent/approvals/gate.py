@@ -4,9 +4,15 @@ for the rest asks the owner and waits (bounded) for their answer.
 A turn that has read text from outside the owner's own chats (a web page, search results, an
 MCP server's answer, another chat's messages) is *tainted*: the model may be following orders
 hidden in that text. A tainted turn is asked for every ``ask`` action even when the owner said
-"always" for the tool, and for any write to a file every chat reads (shown as a diff). In a
+"always" for the tool; for any write to a place a later prompt reads (shown as a diff); and,
+in the owner's private chats, which always hold private memory, before any call that could
+carry what the model composed off the machine (``Tool.egress``: a web address neither the
+owner nor a fetched page gave, an MCP tool of the open world, a command with network). In a
 shared chat the request goes only to the owner's private chat, and only when the owner wrote
 the messages the turn answers: a group member cannot make the owner's phone ring.
+
+What the owner is shown is what runs: the whole call, nothing invisible in it; a call too long
+to show whole is refused without asking. The audit trail keeps the arguments whole.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
-from agent.approvals.audit import AuditLog, shown_arguments
+from agent.approvals.audit import MAX_SHOWN, AuditLog, shown_arguments, whole_arguments
 from agent.approvals.policy import Policy, chosen
-from agent.approvals.shared_files import everyone_path, proposed_diff
+from agent.approvals.shared_files import CHANGE_ARGUMENTS, prompt_write, proposed_diff
 from agent.tools.context import TurnContext
-from agent.tools.registry import Tool, ToolResult
+from agent.tools.registry import EGRESS_RULE, Tool, ToolResult, egress
 from gateway.contract.events import SessionKey
 
 log = logging.getLogger(__name__)
@@ -42,14 +49,16 @@ ANSWERS = (Answer.ONCE, Answer.ALWAYS, Answer.DENY)
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What the owner is shown: the exact call, which chat it came from, what untrusted text
-    the turn had read, and for a file every chat reads the change it would make."""
+    the turn had read, why it is asked, and for a place a later prompt reads the change it
+    would make."""
 
     id: str
     tool: str
-    arguments: str  # JSON, long values cut
+    arguments: str  # JSON, whole, nothing invisible (``audit.shown_arguments``)
     chat: SessionKey
     sources: tuple[str, ...] = ()
     diff: str = ""
+    why: str = ""  # the rule that asks, when it is not the tool's own policy
 
     @property
     def tainted(self) -> bool:
@@ -63,6 +72,7 @@ class ApprovalRequest:
             "chat": str(self.chat),
             "sources": list(self.sources),
             "diff": self.diff,
+            "why": self.why,
         }
 
 
@@ -114,14 +124,15 @@ class Gate:
         if ctx.grant is not None and not ctx.grant.permits(tool.name):
             return Review(ctx)  # refused by the grant, in the registry's words
         policy = self.policy(tool)
-        everyone = everyone_path(ctx, tool.name, args)
-        shared_write = everyone is not None and ctx.private and not ctx.exposure.clean
+        tainted = not ctx.exposure.clean
+        place = prompt_write(ctx, tool.name, args)
+        guarded = place is not None and ctx.private and tainted
+        leak = egress(tool, args, ctx) if ctx.private and tainted else None
         chat = str(ctx.key)
-        shown = shown_arguments(args)
         if policy is Policy.DENY:
-            self.audit.record("blocked", tool.name, chat, arguments=shown)
+            self.audit.record("blocked", tool.name, chat, arguments=whole_arguments(args))
             return Review(ctx, f"{tool.name} is turned off by the owner; it was not run.")
-        if policy is Policy.ALLOW and not shared_write:
+        if policy is Policy.ALLOW and not guarded and leak is None:
             return Review(ctx)
         # A shared chat's own messages are text from outside the owner's chats too.
         sources = (
@@ -129,44 +140,94 @@ class Gate:
             *ctx.exposure.sources,
         )
         allowed = tool.allowed is not None and tool.allowed(args)
-        if not sources and not shared_write and (self.audit.always(tool.name) or allowed):
+        if not sources and not guarded and (self.audit.always(tool.name) or allowed):
             return Review(ctx)
         if not ctx.private and not self._owner_asked(ctx):
-            return self._not_the_owners(tool, ctx, shown, sources)
-        diff = proposed_diff(ctx, tool.name, args, everyone) if everyone and shared_write else ""
-        request = ApprovalRequest(secrets.token_hex(4), tool.name, shown, ctx.key, sources, diff)
-        self.audit.record(
-            "asked", tool.name, chat, arguments=shown, sources=sources, request=request.id
-        )
-        answer = Answer.UNASKED if self.asker is None else await self.asker.ask(request)
-        self.audit.record(
-            _EVENTS[answer],
-            tool.name,
-            chat,
-            arguments=shown,
-            sources=sources,
-            request=request.id,
-        )
-        log.info("%s: %s for %s: %s", ctx.key, request.id, tool.name, answer)
+            return self._not_the_owners(tool, ctx, args, sources)
+        request = self._request(tool, args, ctx, sources, (place if guarded else None, leak))
+        if len(request.arguments) + len(request.diff) > MAX_SHOWN:
+            return self._too_long(tool, ctx, args, sources, request)
+        answer = await self._ask(request, args, sources)
         if answer is Answer.ALWAYS:
             self.audit.allow_always(tool.name)
         if answer in (Answer.ONCE, Answer.ALWAYS):
-            cleared = replace(ctx, owner_approved=True) if shared_write else ctx
+            cleared = replace(ctx, owner_approved=True) if guarded else ctx
             return Review(cleared, note="[The owner approved this call.]")
-        if shared_write:
+        if guarded:
             # Not approved: the tool refuses it itself, saying why the owner was asked.
             return Review(ctx)
         return Review(ctx, _REFUSALS[answer].format(tool=tool.name))
 
+    def _request(
+        self,
+        tool: Tool,
+        args: Any,
+        ctx: TurnContext,
+        sources: tuple[str, ...],
+        why: tuple[Path | None, str | None],
+    ) -> ApprovalRequest:
+        """The request as the owner will see it: a change to a prompt place as its path and
+        its diff (what will be written, quoting included), any other call whole; and the rule
+        that asks, when one does."""
+        place, leak = why
+        shown, diff = shown_arguments(args), ""
+        if place is not None and isinstance(args, dict):
+            rest = {k: v for k, v in args.items() if k not in CHANGE_ARGUMENTS}
+            shown, diff = shown_arguments(rest), proposed_diff(ctx, tool.name, args, place)
+        rule = f"{EGRESS_RULE} Here: {leak}." if leak is not None else ""
+        return ApprovalRequest(secrets.token_hex(4), tool.name, shown, ctx.key, sources, diff, rule)
+
+    async def _ask(self, request: ApprovalRequest, args: Any, sources: tuple[str, ...]) -> Answer:
+        chat, whole = str(request.chat), whole_arguments(args)
+        self.audit.record(
+            "asked", request.tool, chat, arguments=whole, sources=sources, request=request.id
+        )
+        answer = Answer.UNASKED if self.asker is None else await self.asker.ask(request)
+        self.audit.record(
+            _EVENTS[answer],
+            request.tool,
+            chat,
+            arguments=whole,
+            sources=sources,
+            request=request.id,
+        )
+        log.info("%s: %s for %s: %s", request.chat, request.id, request.tool, answer)
+        return answer
+
+    def _too_long(
+        self,
+        tool: Tool,
+        ctx: TurnContext,
+        args: Any,
+        sources: tuple[str, ...],
+        request: ApprovalRequest,
+    ) -> Review:
+        """A call the owner could not be shown whole in a request: refused without asking."""
+        size = len(request.arguments) + len(request.diff)
+        self.audit.record(
+            "refused",
+            tool.name,
+            str(ctx.key),
+            arguments=whole_arguments(args),
+            sources=sources,
+            detail=f"too long to show the owner whole ({size} characters)",
+        )
+        return Review(
+            ctx,
+            f"{tool.name} needs the owner's approval, and the call is too long to show them "
+            f"whole ({size} characters; at most {MAX_SHOWN}); it was not run. Make it shorter "
+            "(a change in smaller steps), or ask the owner to do it by hand.",
+        )
+
     def _not_the_owners(
-        self, tool: Tool, ctx: TurnContext, shown: str, sources: tuple[str, ...]
+        self, tool: Tool, ctx: TurnContext, args: Any, sources: tuple[str, ...]
     ) -> Review:
         """A shared chat's turn that someone other than the owner asked for: nobody is asked."""
         self.audit.record(
             "refused",
             tool.name,
             str(ctx.key),
-            arguments=shown,
+            arguments=whole_arguments(args),
             sources=sources,
             detail="asked for by someone other than the owner",
         )

@@ -11,8 +11,9 @@ from agent.loops.book import Loop, Quote, State, due_text, flat, parse
 from agent.loops.store import Loops, open_loops
 from agent.loops.views import listing
 from agent.memory.store import Memory, read_text
-from agent.tools.context import WRITTEN_AFTER, TurnContext
+from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
+from agent.workspace.audience import WRITTEN_AFTER
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
 

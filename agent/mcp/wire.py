@@ -106,6 +106,7 @@ def mcp_tool(server: str, item: mt.Tool, handler: Handler, *, shared: bool) -> T
     schema, forms = api_schema(item.input_schema)
     if forms:
         description += " (Its arguments take one of several forms; the server checks them.)"
+    world = open_world(item.annotations)
     return Tool(
         name,
         description,
@@ -113,11 +114,18 @@ def mcp_tool(server: str, item: mt.Tool, handler: Handler, *, shared: bool) -> T
         handler,
         private_only=not shared,
         checked=False,
-        # A tool that says it stays within its own world (a local calendar) brings nothing in.
-        outside=f"the MCP server {server}" if open_world(item.annotations) else None,
+        # A tool that says it stays within its own world (a local calendar) brings nothing in,
+        # and takes nothing out; any other may do both.
+        outside=f"the MCP server {server}" if world else None,
         policy=from_annotations(item.annotations),
         server=server,
+        sends_out=_open_world(server) if world else None,
     )
+
+
+def _open_world(server: str) -> Callable[[Any, Any], str | None]:
+    reason = f"the MCP server {server} does not say its tools stay in their own world"
+    return lambda args, ctx: reason
 
 
 def api_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -34,7 +34,7 @@ from agent.memory.proposals import (
 )
 from agent.memory.sections import prompt_part, sectioned
 from agent.memory.sorting import placed, rest_of_move, wants_move
-from agent.memory.store import Memory, read_text
+from agent.memory.store import Memory
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM
 from agent.sessions.state import Usage
@@ -179,7 +179,7 @@ class Curator:
         reading = self.read(now.date(), audience)
         if reading.empty:
             return Outcome(None, Usage(), 0)
-        current = read_text(self.memory.workspace / target)
+        current = self.memory.own_text(target)
         # A run over a free-form MEMORY.md proposes its move into sections too.
         move = audience.private and wants_move(current, self.store)
         whose = "the owner's logs" if audience.private else "this chat's log"
@@ -219,7 +219,7 @@ class Curator:
 
     def preview(self, proposal: Proposal) -> str:
         """The diff of its file the pending items would make."""
-        current = read_text(self.memory.workspace / proposal.target)
+        current = self.memory.own_text(proposal.target)
         items = [proposal.items[n - 1] for n in proposal.pending()]
         try:
             after = applied(current, items)
@@ -245,7 +245,7 @@ class Curator:
         if not chosen:
             raise ToolError(f"Memory proposal {pid} has no pending change numbered so.")
         path = self.memory.workspace / proposal.target
-        current = read_text(path)
+        current = self.memory.own_text(proposal.target)
         if digest(current) != proposal.base:
             self._refuse(proposal)
             raise ToolError(

@@ -32,12 +32,12 @@ from agent.workspace.audience import (
     is_guest,
     log_path,
     notes_path,
-    readable,
     reopened,
     untrusted,
 )
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
+from agent.workspace.visible import Unreadable, read_visible
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience
 
@@ -70,9 +70,7 @@ class Memory:
         self.cfg = cfg
         self.searcher = search or index
         self.vectors = vectors  # None: keyword search only
-        # A workspace given as its real path lets a memory file be read without resolving
-        # its whole path each time (``_plain``).
-        self._real = os.fspath(workspace) if workspace == workspace.resolve() else None
+        self._root = workspace.resolve()  # as the readers of workspace files take it
 
     def search(self, query: str, max_results: int, audience: Audience) -> list[Hit]:
         """Hybrid when vectors are on, else by keywords: the same chunks, the same audience
@@ -171,56 +169,28 @@ class Memory:
         return found
 
     def read_visible(self, rel: str, audience: Audience) -> str:
-        """A memory file as the file tools would show it to this audience: nothing through a
-        link out of the workspace or into another audience's place, and for a shared chat
-        nothing with a second name (a hard link)."""
-        if not readable(audience, PurePosixPath(rel)):
-            return ""
+        """A memory file as the file tools would show it to this audience
+        (``workspace.visible``): nothing through a link out of the workspace or into another
+        audience's place, nothing that is not a regular file, for a shared chat nothing with
+        a second name (a hard link), and quoted when written after reading from outside; ""
+        for any of those."""
         hidden = not self.cfg.owner_reads_guest_notes
         if audience.private and hidden and guest_notes(PurePosixPath(rel)):
             return ""
-        plain = self._plain(rel)
-        if plain is not None:  # its own real path: the checks below would all pass
-            path_str, st = plain
-            if st is None or not stat.S_ISREG(st.st_mode):
-                return ""
-            if not audience.private and st.st_nlink > 1:
-                return ""
-            return read_text(path_str)
         try:
-            path = (self.workspace / rel).resolve()
-        except RuntimeError:  # a loop of links (Python < 3.13)
+            return read_visible(self._root, rel, audience)
+        except (OSError, Unreadable):
             return ""
-        if not path.is_relative_to(self.workspace):
-            return ""
-        if not readable(audience, PurePosixPath(path.relative_to(self.workspace).as_posix())):
-            return ""
-        if not audience.private and path.is_file() and path.stat().st_nlink > 1:
-            return ""
-        return read_text(path)
 
-    def _plain(self, rel: str) -> tuple[str, os.stat_result | None] | None:
-        """``rel`` under the workspace and its ``lstat`` (None: not there) when the path is
-        already its own real path: plain names only, no link on the way. None when it has to
-        be resolved (a link, ``..``, an absolute path, a workspace not given as its real path):
-        a new session's prompt reads several memory files, and resolving each from ``/``
-        was most of the time its prompt took."""
-        parts = rel.split("/")
-        if self._real is None or any(p in ("", ".", "..") for p in parts):
-            return None
-        path = self._real
-        st = None
-        for part in parts:
-            path = os.path.join(path, part)
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                return path, None
-            except OSError:
-                return None
-            if stat.S_ISLNK(st.st_mode):
-                return None
-        return path, st
+    def own_text(self, rel: str) -> str:
+        """A long-term file (MEMORY.md, a chat's notes) as its own chat reads it, unquoted, for
+        changing it: nothing through a link out of the workspace, nothing off a FIFO; ""."""
+        chat = chat_of(PurePosixPath(rel))
+        audience = OWNER if chat is None else Audience(chat)
+        try:
+            return read_visible(self._root, rel, audience, quoted=False)
+        except (OSError, Unreadable):
+            return ""
 
     def holds(self, rel: str, text: str, audience: Audience) -> bool:
         """Does the file at ``rel`` already hold ``text`` word for word (line breaks and
@@ -291,7 +261,7 @@ class Memory:
         goes at the end of its ``section`` when one is given (``sections.py``)."""
         path = self.workspace / rel
         name, chat = rel, chat_of(PurePosixPath(rel))
-        current = read_text(path)
+        current = self.own_text(rel)
         if action == "append":
             if not text.strip():
                 raise ToolError("text must not be empty.")

@@ -14,7 +14,7 @@ from agent.memory.store import Memory, read_text
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import guest_notes, log_path, notes_path, untrusted
+from agent.workspace.audience import guest_notes, log_path, notes_path, unquotes, untrusted
 from gateway.contract.errors import PathRefused, ToolError
 
 MAX_ENTRY_CHARS = 8000
@@ -145,7 +145,7 @@ class MemoryTools:
                     "keeps what matters with memory_append (its log)."
                 )
             # A shared chat's own notes (a guest's, a group's): what is said here stays here.
-            current = len(read_text(self.memory.workspace / notes).encode())
+            current = len(self.memory.own_text(notes).encode())
             ctx.check_room(len(text.encode()) + (current if args["action"] != "append" else 0))
             return self.memory.update_long_term(
                 args["action"], text, args.get("old_text", ""), notes
@@ -156,12 +156,18 @@ class MemoryTools:
         section = kind_of(args.get("section", "")) if args["action"] == "append" else None
         if section is not None and text.strip():
             text = dated(text.strip(), ctx.now.date().isoformat(), f"in {ctx.key}")
-        return self.memory.update_long_term(
-            args["action"],
-            ctx.marked(text) if text.strip() else text,
-            args.get("old_text", ""),
-            section=section or "",
-        )
+        kept = ctx.marked(text) if text.strip() else text
+        old = args.get("old_text", "")
+        if args["action"] != "append" and old and not ctx.exposure.clean:
+            now = self.memory.own_text(LONG_TERM)
+            if unquotes(now, now.replace(old, kept if args["action"] == "replace" else "", 1)):
+                # An order planted in a quote would then read as the owner's own note.
+                raise ToolError(
+                    "That change would take away the quoting that marks text in MEMORY.md as "
+                    "written after reading from outside; this conversation has read text from "
+                    "outside itself, so it may not. The owner can edit MEMORY.md by hand."
+                )
+        return self.memory.update_long_term(args["action"], kept, old, section=section or "")
 
 
 def why(h: Hit) -> str:

@@ -3,6 +3,18 @@
 its state, config or secrets, nor anyone's home folder), no network but its own loopback unless
 the owner allows it, an empty environment, and limits on time, memory, processes and output.
 
+Of the host it binds only what commands need, read-only: ``/usr`` (and the links into it) and
+from ``/etc`` a short list of files every user may read (the users and groups, the resolver,
+the time zone, the certificates); never a file only root may read, so that a box run by root
+reads no password hashes and no secrets kept in ``/etc``. Its only writable places are the
+workspace and a ``/tmp`` whose size is bounded; the rest of its file system is read-only.
+
+In a conversation that has read text from outside, the places later prompts read (the
+bootstrap files, MEMORY.md, HEARTBEAT.md, ``memory/``, ``skills/``, and the record of what was
+written after reading from outside) are read-only in the box (``sealed``): an order hidden in a
+web page cannot rewrite them through a command. What a command leaves in the workspace is
+checked on the way out (``agent/sandbox/leftovers.py``).
+
 The number of processes is bounded by ``RLIMIT_NPROC``, which the kernel counts per user
 namespace (bubblewrap makes one when run by an ordinary user), and by a ``pids`` control group
 where one can be made (as root, where ``RLIMIT_NPROC`` does not hold). Run as root without
@@ -18,6 +30,7 @@ import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -25,13 +38,48 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.settings import ExecSettings
+from agent.workspace.audience import PROMPT_FILES, PROMPT_FOLDERS, WRITTEN_AFTER_OUTSIDE
+from agent.workspace.visible import inside
 
 BWRAP = "bwrap"
 # Where a control group for the box's processes can be made (cgroup v1 and v2 layouts).
 PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 INSIDE = "/workspace"  # where the writable folder is, seen from inside
-SYSTEM = ("/usr", "/etc")
+SYSTEM = ("/usr",)
 MERGED = ("/bin", "/lib", "/lib64", "/sbin")  # links into /usr on a merged-/usr system
+# What commands read of /etc: the users and groups (names for ids), the dynamic linker's cache,
+# name resolution, the time zone, certificates, the alternatives that /usr/bin links through.
+# Each is bound only when every user may read it, all of it.
+ETC = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "gai.conf",
+    "group",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "protocols",
+    "resolv.conf",
+    "services",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "timezone",
+)
+# Entries looked at under a folder of ETC before it is bound: a larger one is left out.
+MAX_ETC_ENTRIES = 5000
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 READ_CHUNK = 65536
 
@@ -62,6 +110,7 @@ class Sandbox:
         self._pids_root = _pids_root() if os.geteuid() == 0 else None
         self._problem: str | None = None
         self._tried = False
+        self._etc_entries: list[str] | None = None
 
     def problem(self) -> str | None:
         """Why commands cannot run in the box here, or None; found once (a trial run)."""
@@ -88,8 +137,9 @@ class Sandbox:
             return "bubblewrap cannot make its box here" + (f" ({said[0][:200]})" if said else "")
         return None
 
-    def argv(self, command: str) -> list[str]:
-        """The bubblewrap command line that runs ``command`` with ``/bin/sh -c``."""
+    def argv(self, command: str, *, sealed: bool = False) -> list[str]:
+        """The bubblewrap command line that runs ``command`` with ``/bin/sh -c``; ``sealed``:
+        the places later prompts read are read-only."""
         assert self._bwrap is not None
         cfg = self.settings
         args = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
@@ -105,17 +155,33 @@ class Sandbox:
                 args += ["--symlink", os.readlink(path), folder]
             elif path.is_dir():
                 args += ["--ro-bind", folder, folder]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for entry in self._etc():
+            args += ["--ro-bind", entry, entry]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        # tmpfs pages are not counted as the command's memory: the folder has a size of its own.
+        args += ["--size", str(cfg.memory_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         if cfg.writable == "workspace":
             args += ["--bind", str(self.workspace), INSIDE]
+            for place in sealed_places(self.workspace) if sealed else ():
+                inner = f"{INSIDE}/{place.relative_to(self.workspace).as_posix()}"
+                args += ["--ro-bind", str(place), inner]
         else:
             args += ["--dir", INSIDE]
+        # Nothing else writable: not the box's own root, not /dev (a tmpfs each, unbounded).
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]
         args += ["--chdir", INSIDE, "--clearenv"]
         for name, value in (("PATH", PATH), ("HOME", INSIDE), ("LANG", "C.UTF-8")):
             args += ["--setenv", name, value]
         return [*args, "--", "/bin/sh", "-c", command]
 
-    async def run(self, command: str) -> Ran:
+    def _etc(self) -> list[str]:
+        """The entries of ``ETC`` this machine has that every user may read, all of them
+        (looked at once)."""
+        if self._etc_entries is None:
+            self._etc_entries = [f"/etc/{name}" for name in ETC if _public(Path("/etc", name))]
+        return self._etc_entries
+
+    async def run(self, command: str, *, sealed: bool = False) -> Ran:
         problem = self.problem()
         if problem is not None:
             raise RuntimeError(problem)
@@ -124,7 +190,7 @@ class Sandbox:
         limit = cfg.max_output_kb * 1024
         began = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(command),
+            *self.argv(command, sealed=sealed),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -177,6 +243,43 @@ class Sandbox:
         group.mkdir()
         (group / "pids.max").write_text(str(self.settings.max_processes))
         return group
+
+
+def sealed_places(workspace: Path) -> list[Path]:
+    """What a sealed box binds read-only: each place later prompts read that is there (a link
+    that leads elsewhere in the workspace, where it leads; one that leads out, nothing: no
+    reader follows it), and the record of what was written after reading from outside."""
+    found: dict[Path, None] = {}
+    for name in (*PROMPT_FILES, *PROMPT_FOLDERS, WRITTEN_AFTER_OUTSIDE):
+        path = workspace / name
+        if os.path.lexists(path) and (target := inside(workspace, path)) is not None:
+            found[target] = None
+    return list(found)
+
+
+def _public(path: Path) -> bool:
+    """Can every user read ``path`` (a folder: and everything in it, a link: where it
+    leads)? False when it is not there, or too large a folder to look through."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return stat.S_ISREG(st.st_mode) and bool(st.st_mode & stat.S_IROTH)
+    if st.st_mode & 0o005 != 0o005:
+        return False
+    seen = 0
+    for folder, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            seen += 1
+            try:
+                mode = os.lstat(os.path.join(folder, name)).st_mode
+            except OSError:
+                return False
+            need = 0o005 if stat.S_ISDIR(mode) else 0o004
+            if seen > MAX_ETC_ENTRIES or (not stat.S_ISLNK(mode) and mode & need != need):
+                return False
+    return True
 
 
 def _pids_root() -> Path | None:

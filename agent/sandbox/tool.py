@@ -5,14 +5,16 @@ patterns, and even then it asks when the conversation has read text from outside
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
-from agent.approvals.audit import AuditLog, shown_arguments
+from agent.approvals.audit import AuditLog, whole_arguments
 from agent.approvals.policy import Policy
 from agent.sandbox.bwrap import INSIDE, Ran, Sandbox
+from agent.sandbox.leftovers import look, tidy
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from gateway.contract.errors import ToolError
@@ -49,6 +51,13 @@ def described(ran: Ran, limit_kb: int, timeout: float) -> str:
     return f"{head}\n{output}"
 
 
+SEALED = (
+    "This conversation has read text from outside the owner's own chats: in the box, the files "
+    "later conversations read as instructions (AGENTS.md, SOUL.md, IDENTITY.md, USER.md, "
+    "TOOLS.md, MEMORY.md, HEARTBEAT.md, memory/, skills/) are read-only."
+)
+
+
 def exec_tool(sandbox: Sandbox, audit: AuditLog) -> Tool:
     cfg = sandbox.settings
     where = "the workspace" if cfg.writable == "workspace" else "an empty scratch folder"
@@ -59,17 +68,31 @@ def exec_tool(sandbox: Sandbox, audit: AuditLog) -> Tool:
             raise ToolError("command is empty.")
         if len(command) > MAX_COMMAND_CHARS:
             raise ToolError(f"The command is too long (limit {MAX_COMMAND_CHARS} characters).")
-        ran = await sandbox.run(command)
+        # Read text from outside: what later prompts read is read-only in the box.
+        sealed = not ctx.exposure.clean
+        boxed = cfg.writable == "workspace"
+        before = await asyncio.to_thread(look, sandbox.workspace) if boxed else None
+        ran = await sandbox.run(command, sealed=sealed)
+        removed: list[str] = []
+        if before is not None:
+            read = ctx.exposure.describe() if sealed else None
+            removed = await asyncio.to_thread(tidy, sandbox.workspace, before, read)
         outcome = (ran.stopped and f"stopped ({ran.stopped})") or f"exit {ran.status}"
+        detail = f"{outcome}, {ran.seconds:.1f} s, {len(ran.output.encode()) + ran.cut} bytes"
         audit.record(
             "ran",
             "exec",
             str(ctx.key),
-            arguments=shown_arguments(args),
+            arguments=whole_arguments(args),
             sources=ctx.exposure.sources,
-            detail=f"{outcome}, {ran.seconds:.1f} s, {len(ran.output.encode()) + ran.cut} bytes",
+            detail=detail + "".join(f"; removed {r}" for r in removed),
         )
-        return described(ran, cfg.max_output_kb, cfg.timeout)
+        said = described(ran, cfg.max_output_kb, cfg.timeout)
+        if removed:
+            said += "\n[Removed what the workspace may not hold: " + "; ".join(removed) + "]"
+        if sealed and boxed:
+            said += f"\n[{SEALED}]"
+        return said
 
     network = "with network access" if cfg.network else "without network access"
     description = (
@@ -87,4 +110,5 @@ def exec_tool(sandbox: Sandbox, audit: AuditLog) -> Tool:
         outside="a command's output, with network access" if cfg.network else None,
         policy=Policy.ASK,
         allowed=lambda args: allowed_by(cfg.allow, args),
+        sends_out=(lambda args, ctx: "the command has network access") if cfg.network else None,
     )

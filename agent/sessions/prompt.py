@@ -22,8 +22,9 @@ from agent.workspace.audience import (
     log_folder,
     notes_path,
     reopened,
+    written_after_outside,
 )
-from agent.workspace.reading import NotPlainFile, read_plain, text_of
+from agent.workspace.visible import Unreadable, read_visible
 from gateway.contract.events import Scope, SessionKey, audience_of
 from gateway.contract.ports import Clock
 
@@ -91,14 +92,19 @@ def build_system_prompt(
         + _places(key),
     ]
     budget = total_chars
+    audience = audience_of(key)
+    root = workspace.resolve()
+    noted = written_after_outside(root)
     # USER.md and TOOLS.md are about the owner: in the owner's own sessions only.
-    for name in BOOTSTRAP_FILES if audience_of(key).private else SHARED_BOOTSTRAP:
+    for name in BOOTSTRAP_FILES if audience.private else SHARED_BOOTSTRAP:
         try:
-            text = text_of(read_plain(workspace / name), strict=True).strip()
+            # As the file tools resolve it: no link out, nothing this chat may not read, no
+            # FIFO; quoted when written after reading from outside.
+            text = read_visible(root, name, audience, strict=True, noted=noted).strip()
         except FileNotFoundError:
             continue
-        except NotPlainFile:  # a FIFO, found without waiting for a writer
-            log.warning("%s: %s is not a regular file; left out", key, name)
+        except Unreadable as exc:
+            log.warning("%s: %s is left out of the prompt: %s", key, name, exc.why)
             continue
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("%s: cannot read %s: %s", key, name, exc)

@@ -92,6 +92,8 @@ class SessionState:
     snapshot_at: str = ""
     # What it has read from outside the owner's audience, until /new (``Exposure``).
     exposed: list[str] = field(default_factory=list)
+    # The web addresses the owner wrote in it and the links of pages it fetched (``Reach``).
+    reachable: set[str] = field(default_factory=set)
 
     @property
     def context_tokens(self) -> int:

@@ -5,14 +5,20 @@ then the instructions; other files beside it are the skill's own).
 The system prompt lists each skill's name and description only, sorted, so the list is the
 same bytes in every request and the prompt cache holds; the model reads a skill's body with
 ``read_skill`` when a task needs it. A skill is for the owner's private chats unless its front
-matter says ``shared: true``. A skill in the workspace replaces a bundled one of the same name.
+matter says ``shared: true``. A skill in the workspace never replaces a bundled one: one with
+a bundled skill's name is not loaded, and says why.
+
+A workspace skill is read as the file tools read (``workspace.visible``: no link out of the
+workspace, no FIFO). One that a conversation wrote after reading text from outside (noted in
+``.written-after-outside.json``) is listed and read quoted as outside text, never as the
+owner's instructions, and reading it marks the conversation as having read from outside.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -20,7 +26,11 @@ import yaml
 
 from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
+from agent.workspace.audience import SKILLS, WRITTEN_AFTER, untrusted, written_after_outside
+from agent.workspace.reading import NotPlainFile, read_plain, text_of
+from agent.workspace.visible import Unreadable, inside, read_visible
 from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +51,8 @@ class Skill:
     folder: Path
     shared: bool = False
     bundled: bool = False
+    # What a conversation that wrote it had read from outside; "" when none did.
+    written_after: str = ""
 
     def files(self) -> list[str]:
         """The skill's other files, relative to its folder."""
@@ -56,15 +68,20 @@ class SkillError(ValueError):
     """A SKILL.md that does not follow the format; the message says what is wrong."""
 
 
-def parse(folder: Path, *, bundled: bool = False) -> Skill:
-    """The skill in ``folder``, or ``SkillError`` saying what is wrong with it."""
+def parse(folder: Path, *, bundled: bool = False, text: str | None = None) -> Skill:
+    """The skill in ``folder`` (its SKILL.md's ``text`` when the caller read it), or
+    ``SkillError`` saying what is wrong with it."""
     path = folder / SKILL_FILE
-    if path.is_symlink() or not path.is_file():
-        raise SkillError(f"{folder.name}: no {SKILL_FILE}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SkillError(f"{folder.name}: {SKILL_FILE} cannot be read ({exc})") from None
+    if text is None:
+        try:
+            text = text_of(read_plain(path), strict=True) if not path.is_symlink() else None
+        except FileNotFoundError:
+            text = None
+        except (OSError, UnicodeDecodeError) as exc:
+            what = "not a regular file" if isinstance(exc, NotPlainFile) else str(exc)
+            raise SkillError(f"{folder.name}: {SKILL_FILE} cannot be read ({what})") from None
+        if text is None:
+            raise SkillError(f"{folder.name}: no {SKILL_FILE}")
     if not text.startswith("---"):
         raise SkillError(f"{folder.name}: {SKILL_FILE} must start with YAML front matter (---)")
     _, _, rest = text.partition("---")
@@ -105,7 +122,8 @@ class SkillCatalog:
     at once."""
 
     def __init__(self, workspace: Path, bundled: Path = BUNDLED) -> None:
-        self.folder = workspace / "skills"
+        self.workspace = workspace.resolve()
+        self.folder = self.workspace / SKILLS
         self.bundled = bundled
         # Per folder: SKILL.md's modification time, size and inode when it was parsed, and
         # the skill, or what is wrong with it.
@@ -119,12 +137,31 @@ class SkillCatalog:
         problems: list[str] = []
         if self._bundled is None:
             self._bundled = self._look(self.bundled, bundled=True)
-        for name, found in (*self._bundled, *self._look(self.folder, bundled=False)):
+        for name, found in self._bundled:
             if isinstance(found, Skill):
                 skills[name] = found
             else:
                 problems.append(found)
+        noted = written_after_outside(self.workspace)
+        for name, found in self._look(self.folder, bundled=False):
+            if isinstance(found, str):
+                problems.append(found)
+            elif name in skills:
+                problems.append(
+                    f"{name}: has the name of a skill that comes with Corvid, which it may not "
+                    "replace; rename its folder and its name"
+                )
+            else:
+                skills[name] = replace(found, written_after=self._noted(found, noted))
         return skills, problems
+
+    def _noted(self, skill: Skill, noted: dict[str, str]) -> str:
+        """What had been read when a conversation wrote one of the skill's files; ""."""
+        where = inside(self.workspace, skill.folder)
+        if where is None:
+            return ""
+        prefix = where.relative_to(self.workspace).as_posix() + "/"
+        return ", ".join(sorted({read for rel, read in noted.items() if rel.startswith(prefix)}))
 
     def _look(self, root: Path, *, bundled: bool) -> list[tuple[str, Skill | str]]:
         """Each skill folder in ``root`` by name, with its skill or what is wrong with it."""
@@ -148,19 +185,34 @@ class SkillCatalog:
         if stamp is not None and known is not None and known[0] == stamp:
             return known[1]
         try:
-            found: Skill | str = parse(folder, bundled=bundled)
+            found: Skill | str = (
+                parse(folder, bundled=True) if bundled else parse(folder, text=self._text(folder))
+            )
         except SkillError as exc:
             found = str(exc)
         if stamp is not None:
             self._parsed[folder] = (stamp, found)
         return found
 
+    def _text(self, folder: Path) -> str:
+        """A workspace skill's SKILL.md, as the file tools would read it."""
+        rel = f"{SKILLS}/{folder.name}/{SKILL_FILE}"
+        try:
+            return read_visible(self.workspace, rel, OWNER, strict=True, quoted=False)
+        except FileNotFoundError:
+            raise SkillError(f"{folder.name}: no {SKILL_FILE}") from None
+        except Unreadable as exc:
+            raise SkillError(f"{folder.name}: {SKILL_FILE} is {exc.why}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SkillError(f"{folder.name}: {SKILL_FILE} cannot be read ({exc})") from None
+
     def offered(self, private: bool) -> list[Skill]:
         skills, _ = self.all()
         return [s for _, s in sorted(skills.items()) if private or s.shared]
 
     def section(self, private: bool) -> str:
-        """The system prompt's list of skills; "" when there are none."""
+        """The system prompt's list of skills; "" when there are none. Skills written after
+        reading from outside are listed apart, quoted."""
         offered = self.offered(private)
         if not offered:
             return ""
@@ -169,7 +221,12 @@ class SkillCatalog:
             "Instructions for particular tasks. When a task matches a skill's description, read "
             "the skill with read_skill first and follow it.",
         ]
-        lines += [f"- {s.name}: {s.description}" for s in offered]
+        lines += [f"- {s.name}: {s.description}" for s in offered if not s.written_after]
+        outside = [s for s in offered if s.written_after]
+        if outside:
+            listed = "\n".join(f"- {s.name}: {s.description}" for s in outside)
+            read = ", ".join(sorted({s.written_after for s in outside}))
+            lines += ["", untrusted(f"skills written after reading {read}", listed, WRITTEN_AFTER)]
         return "\n".join(lines)
 
     def tool(self) -> Tool:
@@ -186,7 +243,12 @@ class SkillCatalog:
             if files:
                 where = f"skills/{name}/" if not skill.bundled else "(bundled with Corvid)"
                 listed = f"\n\nThe skill's other files, {where}: " + ", ".join(files)
-            return f"# Skill: {name}\n\n{skill.body}{listed}"
+            body = skill.body
+            if skill.written_after:
+                source = f"skills/{name}, written after reading {skill.written_after}"
+                ctx.saw(source)
+                body = untrusted(source, body, WRITTEN_AFTER)
+            return f"# Skill: {name}\n\n{body}{listed}"
 
         return Tool.typed(
             "read_skill",

@@ -8,8 +8,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
 
-from agent.tools.exposure import Exposure
+from agent.tools.exposure import Exposure, Reach
 from agent.workspace.audience import (
+    WRITTEN_AFTER,
     guest_notes,
     note_written,
     read_from_outside,
@@ -56,6 +57,8 @@ class TurnContext:
     quota: Quota | None = None
     # What of outside the owner's audience the session has read (shared with its state).
     exposure: Exposure = field(default_factory=Exposure)
+    # The web addresses it may fetch without asking after that (shared with its state).
+    reach: Reach = field(default_factory=Reach)
     # Who wrote the messages this turn answers (platform ids; none for a scheduled job).
     senders: frozenset[str] = frozenset()
     # The owner approved this very call (``agent/approvals``): a file every chat reads may be
@@ -117,6 +120,3 @@ class TurnContext:
             return text
         source = f"written after reading {self.exposure.describe()}"
         return untrusted(source, text.strip(), WRITTEN_AFTER)
-
-
-WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"

@@ -15,15 +15,23 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from agent.tools.context import TurnContext
 from agent.tools.listing import ListArgs, list_files
 from agent.tools.paths import (
+    as_written,
     check_single_name,
     check_writable,
     relpath,
     resolve_in_workspace,
     resolve_path,
     shown_path,
+    skill_file,
 )
 from agent.tools.registry import Tool
-from agent.workspace.audience import chat_of, in_owner_prompts, untrusted
+from agent.workspace.audience import (
+    WRITTEN_AFTER,
+    chat_of,
+    in_prompts,
+    untrusted,
+    written_after_outside,
+)
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from gateway.contract.errors import ToolError
@@ -99,6 +107,8 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
     chat = chat_of(rel)
     if ctx.private and chat is not None:  # what a shared chat wrote, read in the owner's chat
         body = untrusted(f"chats/{chat}", body)
+    elif read := written_after_outside(ctx.workspace).get(str(rel)):
+        body = untrusted(f"{rel}, written after reading {read}", body, WRITTEN_AFTER)
     if offset == 1 and len(window) == len(lines):
         return body
     end = offset - 1 + len(window)
@@ -108,9 +118,10 @@ def read_file(ctx: TurnContext, args: ReadArgs) -> str:
 
 
 def _kept(ctx: TurnContext, path: Path, text: str) -> str:
-    """Text the file tools write: quoted where the owner's prompts load it, else remembered."""
-    if in_owner_prompts(ctx.workspace, path):
-        return ctx.marked(text) if text.strip() else text
+    """Text the file tools write: quoted where a later prompt reads it (``paths.as_written``),
+    else remembered as written after reading from outside (``TurnContext.wrote``)."""
+    if in_prompts(ctx.workspace, path) and not skill_file(ctx, path):
+        return as_written(ctx, path, text)
     ctx.wrote(relpath(ctx, path))
     return text
 

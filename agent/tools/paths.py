@@ -16,8 +16,10 @@ from agent.tools.context import TurnContext
 from agent.workspace.audience import (
     EVERYONE,
     SHARED_BOOTSTRAP,
+    SKILLS,
     area,
     files_folder,
+    in_prompts,
     linked_from,
     writable,
 )
@@ -79,19 +81,25 @@ def not_yours(raw: Any, rel: PurePosixPath) -> str:
 
 def check_writable(ctx: TurnContext, path: Path) -> None:
     """Nothing written for one audience may land where another reads: a shared chat writes
-    only in its own folder; the owner's sessions never write into a shared chat's places."""
+    only in its own folder; the owner's sessions never write into a shared chat's places. A
+    place a later prompt reads (``audience.in_prompts``) is changed from a conversation that has
+    read text from outside only with the owner's approval of the diff (``agent/approvals``)."""
     rel = PurePosixPath(path.relative_to(ctx.workspace).as_posix())
     everyone = area(rel) is EVERYONE or linked_from(ctx.workspace, path, SHARED_BOOTSTRAP)
-    if ctx.private and everyone and not ctx.exposure.clean and not ctx.owner_approved:
-        # Read by every chat: text from outside that steered the model would reach them all.
+    prompts = in_prompts(ctx.workspace, path)
+    if ctx.private and prompts and not ctx.exposure.clean and not ctx.owner_approved:
+        # Read by later prompts as instructions: text from outside that steered the model
+        # would reach them (every chat's, for the files every chat reads).
+        who = "in every chat, groups included," if everyone else "by the owner's later prompts"
         raise PathRefused(
-            f"{rel} is read in every chat, groups included, and this conversation has read "
-            f"text from outside the owner's own chats ({ctx.exposure.describe()}), which may "
-            f"carry instructions; so {rel} is changed from it only with the owner's approval, "
-            "which was not given. The owner can edit it by hand (the control page's Memory "
-            "page, or any editor). A new conversation (/new) "
-            "may change it only if it reads nothing from outside either, and quoted text in "
-            "its own prompt (in today's or yesterday's log, or in USER.md) counts as read."
+            f"{rel} is read {who} as instructions, and this conversation has read text "
+            f"from outside the owner's own chats ({ctx.exposure.describe()}), which may carry "
+            f"instructions; so {rel} is changed from it only with the owner's approval of the "
+            "change, which was not given. The owner can edit it by hand (the control page's "
+            "Memory page, or any editor). A new conversation (/new) may change it only if it "
+            "reads nothing from outside either, and quoted text in its own prompt (in today's "
+            "or yesterday's log, or in USER.md) counts as read. Notes for later go in memory "
+            "with memory_append, kept quoted."
         )
     if writable(ctx.audience, rel) and not (everyone and not ctx.private):
         return
@@ -108,6 +116,24 @@ def check_writable(ctx: TurnContext, path: Path) -> None:
     raise PathRefused(
         f"{rel} is a shared chat's place; private chats do not write there, so nothing private "
         "can reach that chat."
+    )
+
+
+def as_written(ctx: TurnContext, path: Path, text: str) -> str:
+    """``text`` as the file tools write it at ``path``: quoted with where it came from when a
+    conversation that has read text from outside writes into a Markdown place a later prompt
+    reads, so that it stays outside text wherever it is read (a skill's files are kept as they
+    are, since quoting would break their format, and are noted instead: ``TurnContext.wrote``)."""
+    if not text.strip() or not in_prompts(ctx.workspace, path) or skill_file(ctx, path):
+        return text
+    return ctx.marked(text)
+
+
+def skill_file(ctx: TurnContext, path: Path) -> bool:
+    """Is ``path`` one of a skill's files (under ``skills/``, or where a link named so leads)?"""
+    parts = path.relative_to(ctx.workspace).parts
+    return (bool(parts) and parts[0].casefold() == SKILLS) or linked_from(
+        ctx.workspace, path, (SKILLS,)
     )
 
 

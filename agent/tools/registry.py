@@ -110,6 +110,9 @@ class Tool:
     # Calls of an ``ask`` tool the owner allowed in advance, by their arguments (``exec``'s
     # allow patterns); never in a conversation that read text from outside.
     allowed: Callable[[Any], bool] | None = None
+    # Whether a call could carry what the model composed off the machine: how, in a few words,
+    # or None when this call cannot (``egress``).
+    sends_out: Callable[[Any, TurnContext], str | None] | None = None
 
     @classmethod
     def typed(
@@ -124,6 +127,7 @@ class Tool:
         blocking: bool = False,
         policy: Policy = Policy.ALLOW,
         allowed: Callable[[Any], bool] | None = None,
+        sends_out: Callable[[Any, TurnContext], str | None] | None = None,
     ) -> Tool:
         """A tool whose input schema is derived from ``args``, the TypedDict its handler takes."""
         return cls(
@@ -136,6 +140,7 @@ class Tool:
             blocking=blocking,
             policy=policy,
             allowed=allowed,
+            sends_out=sends_out,
         )
 
     def schema(self) -> dict[str, Any]:
@@ -146,6 +151,20 @@ class Tool:
             "description": self.description,
             "input_schema": self.input_schema,
         }
+
+
+# Why a call that could carry data off the machine is asked (shown in the request).
+EGRESS_RULE = (
+    "This conversation holds your private memory and has read text from outside your own "
+    "chats, so it asks before anything that could carry what the model wrote off this machine: "
+    "a web address that is neither one you wrote nor a link on a page it fetched, an MCP tool "
+    "that does not say it stays in its own world, a command with network access."
+)
+
+
+def egress(tool: Tool, args: Any, ctx: TurnContext) -> str | None:
+    """How this call could carry what the model composed off the machine, or None."""
+    return None if tool.sends_out is None else tool.sends_out(args, ctx)
 
 
 @dataclass(frozen=True, slots=True)

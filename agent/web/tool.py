@@ -30,6 +30,7 @@ def web_tools(fetcher: WebFetcher | None = None) -> tuple[Tool, ...]:
         if not held:
             held.append(WebFetcher())
         got = await held[0].fetch(args["url"].strip())
+        ctx.reach.found(got["text"], got["url"])  # its links may be followed without asking
         note = f" (cut at {held[0].max_bytes:,} bytes)" if got["truncated"] else ""
         return (
             f"Fetched {shown(got['url'])} (HTTP {got['status']}, {got['content_type']}){note}.\n"
@@ -44,5 +45,16 @@ def web_tools(fetcher: WebFetcher | None = None) -> tuple[Tool, ...]:
             FetchArgs,
             web_fetch,
             outside="a web page",
+            sends_out=composed_address,
         ),
     )
+
+
+def composed_address(args: object, ctx: TurnContext) -> str | None:
+    """Could fetching this address carry what the model knows off the machine? Not when the
+    owner wrote it or a page this conversation fetched links to it: then nothing of it was
+    composed by the model."""
+    url = args.get("url") if isinstance(args, dict) else None
+    if url in ctx.reach:
+        return None
+    return "the address is neither one you wrote nor a link on a page this conversation fetched"

@@ -34,6 +34,7 @@ import threading
 from datetime import date
 from pathlib import Path, PurePosixPath
 
+from agent.workspace.reading import read_plain
 from gateway.contract.events import OWNER, Audience
 from gateway.infra.atomic import PRIVATE, write_atomic
 
@@ -43,10 +44,16 @@ SHARED_BOOTSTRAP = ("AGENTS.md", "SOUL.md", "IDENTITY.md")
 OWNER_BOOTSTRAP = ("USER.md", "TOOLS.md")
 BOOTSTRAP_FILES = (*SHARED_BOOTSTRAP, *OWNER_BOOTSTRAP)
 _SHARED = frozenset(name.casefold() for name in SHARED_BOOTSTRAP)
-# In the owner's prompts without a tool reading them (and the heartbeat's checklist), like the
-# owner's logs: what is written there reaches the owner's later conversations unasked.
-OWNER_PROMPTS = (*OWNER_BOOTSTRAP, "MEMORY.md", "HEARTBEAT.md")
-_OWNER_PROMPTS = frozenset(name.casefold() for name in OWNER_PROMPTS)
+# The places a later prompt reads as instructions or trusted context, without a tool reading
+# them: the bootstrap files, MEMORY.md and HEARTBEAT.md (the heartbeat's checklist) at the top
+# of the workspace, the skills (listed in every new session's prompt, shared ones in groups'),
+# and the daily logs and notes that sessions' snapshots load. The one list the writers (the
+# file tools, the approval gate, the sandbox) and the readers go by (``in_prompts``).
+PROMPT_FILES = (*BOOTSTRAP_FILES, "MEMORY.md", "HEARTBEAT.md")
+_PROMPT_FILES = frozenset(name.casefold() for name in PROMPT_FILES)
+SKILLS = "skills"
+# The folders that hold prompt places, for the sandbox to seal (``sealed_folders``).
+PROMPT_FOLDERS = (SKILLS, "memory")
 
 
 class Everyone:
@@ -178,8 +185,11 @@ WRITTEN_AFTER_OUTSIDE = ".written-after-outside.json"
 def written_after_outside(workspace: Path) -> dict[str, str]:
     """Workspace-relative paths of files written after reading from outside, with what had
     been read."""
+    path = workspace / WRITTEN_AFTER_OUTSIDE
     try:
-        data = json.loads((workspace / WRITTEN_AFTER_OUTSIDE).read_text(encoding="utf-8"))
+        if path.is_symlink():  # Corvid writes it as a file: anything else was put there
+            return {}
+        data = json.loads(read_plain(path))  # never waits on a FIFO
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
@@ -200,25 +210,49 @@ def note_written(workspace: Path, rel: str, read: str) -> None:
         write_atomic(workspace / WRITTEN_AFTER_OUTSIDE, text, mode=PRIVATE, keep_mode=False)
 
 
-def in_owner_prompts(workspace: Path, path: Path) -> bool:
-    """Is ``path`` (resolved, in ``workspace``) one of ``OWNER_PROMPTS``, where one of them
-    leads, or an owner's log (``memory/<day>.md``)?"""
-    folded = tuple(p.casefold() for p in path.relative_to(workspace).parts)
-    if (len(folded) == 1 and folded[0] in _OWNER_PROMPTS) or (
-        len(folded) == 2 and folded[0] == "memory"
-    ):
+def forget_written(workspace: Path, rel: str) -> None:
+    """The owner has gone over ``rel`` (a file, or a folder and all in it) themselves: what a
+    conversation wrote there is theirs now."""
+    with _RECORDING:
+        record = written_after_outside(workspace)
+        kept = {k: v for k, v in record.items() if k != rel and not k.startswith(rel + "/")}
+        if kept == record:
+            return
+        text = json.dumps(kept, indent=1, ensure_ascii=False)
+        write_atomic(workspace / WRITTEN_AFTER_OUTSIDE, text, mode=PRIVATE, keep_mode=False)
+
+
+def prompt_place(rel: PurePosixPath) -> bool:
+    """Is ``rel`` one of the places a later prompt reads (``PROMPT_FILES``, the skills, the
+    daily logs and notes of ``memory/``), in any spelling of its case?"""
+    folded = tuple(p.casefold() for p in rel.parts)
+    if len(folded) <= 1:
+        return bool(folded) and folded[0] in _PROMPT_FILES
+    if folded[0] == SKILLS:
         return True
-    return linked_from(workspace, path, OWNER_PROMPTS)
+    if folded[0] != "memory":
+        return False
+    return len(folded) == 2 or (folded[1] == "chats" and len(folded) == 4)
+
+
+def in_prompts(workspace: Path, path: Path) -> bool:
+    """Is ``path`` (resolved, in ``workspace``) a prompt place (``prompt_place``), or where one
+    leads (AGENTS.md or ``skills`` as a link to elsewhere in the workspace)?"""
+    if prompt_place(PurePosixPath(path.relative_to(workspace).as_posix())):
+        return True
+    return linked_from(workspace, path, (*PROMPT_FILES, *PROMPT_FOLDERS))
 
 
 def linked_from(workspace: Path, path: Path, names: tuple[str, ...]) -> bool:
-    """Is ``path`` where one of the workspace files ``names`` leads (AGENTS.md as a link to a
-    file elsewhere in the workspace)? Whatever reads that file reads ``path``."""
+    """Is ``path`` where one of the workspace files or folders ``names`` leads (AGENTS.md as
+    a link to a file elsewhere in the workspace, ``skills`` to a folder)? Whatever reads that
+    name reads ``path``."""
     for name in names:
         link = workspace / name
         if link.is_symlink():
             with contextlib.suppress(OSError, RuntimeError):
-                if link.resolve() == path:
+                target = link.resolve()
+                if path == target or path.is_relative_to(target):
                     return True
     return False
 
@@ -271,15 +305,25 @@ def writable(audience: Audience, rel: PurePosixPath) -> bool:
 
 
 SHARED_CHAT = "Written in a shared chat, not by the owner"
+WRITTEN_AFTER = "Written by the assistant after reading text from outside the owner's own chats"
 _OPENING = re.compile("<untrusted", re.IGNORECASE)
 _CLOSING = re.compile("</untrusted>", re.IGNORECASE)
 
 
+# The start of a closing tag in any spelling a reader might take for one: ``</x``, ``< / x``,
+# with invisible characters between, or with the full-width and small forms of ``<`` and ``/``.
+_ANY_CLOSING = re.compile(
+    "[<\uff1c\ufe64](?=[\\s\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]*"
+    "[/\uff0f\u2215\u2044\u29f8])"
+)
+
+
 def enclosed(tag: str, attribute: str, value: str, text: str, note: str) -> str:
     """Text from outside the owner's own chats as the model sees it: inside
-    ``<tag attribute="value">`` (its closing tag escaped in any spelling, so the text cannot end
-    the quote early), followed by ``note`` in brackets."""
-    body = re.sub(f"</{tag}", f"&lt;/{tag}", text, flags=re.IGNORECASE)
+    ``<tag attribute="value">``, followed by ``note`` in brackets. Every closing tag in the text
+    is escaped, whatever its name and however it is spelled (``</ untrusted>``, a zero-width
+    space inside, a full-width bracket), so the text cannot end the quote early."""
+    body = _ANY_CLOSING.sub("&lt;", text)
     value = html.escape(value, quote=True)
     return f'<{tag} {attribute}="{value}">\n{body}\n</{tag}>\n({note})'
 
@@ -298,6 +342,14 @@ def reopened(tail: str) -> str:
     if closing is None or (opening is not None and opening.start() < closing.start()):
         return tail
     return '<untrusted source="the part cut off above">\n' + tail
+
+
+def unquotes(before: str, after: str) -> bool:
+    """Would changing ``before`` into ``after`` remove the opening or the end of a quote, so
+    that text quoted as outside text reads as the owner's?"""
+    return len(_OPENING.findall(after)) < len(_OPENING.findall(before)) or len(
+        _CLOSING.findall(after)
+    ) < len(_CLOSING.findall(before))
 
 
 def quotes_outside(text: str) -> bool:

@@ -22,6 +22,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import zlib
 from collections.abc import Iterator
@@ -78,14 +79,22 @@ def digest(data: bytes | None) -> str | None:
 
 
 def _read(path: Path) -> bytes | None:
-    """The file's bytes, or None when there is no regular file (a folder, a pipe: nothing to
-    keep, and a pipe would block)."""
+    """The file's bytes, or None when there is no regular file there (a folder, a pipe:
+    nothing to keep, and a pipe would block; a link: what it leads to is not this file's, and
+    may be outside the workspace, such as the secrets)."""
     try:
-        if not path.is_file() or path.stat().st_size > MAX_KEPT_BYTES:
-            return None
-        return path.read_bytes()
+        # Not through a link, and never waiting on a FIFO put there meanwhile.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEPT_BYTES:
+            return None
+        try:
+            return f.read()
+        except OSError:
+            return None
 
 
 CACHE_KIB = 256  # the connection's page cache

@@ -2,12 +2,16 @@
 
 The archive is unpacked into a folder beside the home's contents and every file is checked
 against the manifest (size, SHA-256, each database's own integrity check) before anything of
-the home is moved: a damaged or altered archive is refused with the home as it was. Then the
-home's contents go to ``.restore-undo/home`` and the backup's take their place; what a backup
-never holds stays where it is (the backups themselves, the run lock, and the secrets when the
-backup has none). ``corvid restore --undo`` swaps the two back, so an undo can be undone too.
-While it works the restore holds the home's run lock, so no ``corvid run`` can start meanwhile,
-and it refuses to start while one runs.
+the home is moved: a damaged or altered archive is refused with the home as it was, and so is
+one that holds what no backup holds (the run lock, the backups, a restore's undo) or secrets
+its manifest says it has not. Then the home's contents go to ``.restore-undo/home`` and the
+backup's take their place; what a backup never holds stays where it is (the backups
+themselves, the run lock), and so do the secrets (``corvid.env``, the control page's token and
+sign-ins) unless the backup has them and the owner asks for them (``--with-secrets``). Every
+file the restore replaces is kept in ``.restore-undo/home``, whatever it is.
+``corvid restore --undo`` swaps the two back, so an undo can be undone too. While it works the
+restore holds the home's run lock, so no ``corvid run`` can start meanwhile, and it refuses to
+start while one runs.
 """
 
 from __future__ import annotations
@@ -72,25 +76,61 @@ def holding_home(layout: Layout) -> Iterator[None]:
             os.close(fd)
 
 
-def restore(layout: Layout, archive: Path, backup_dir: Path) -> dict[str, Any]:
-    """Put ``archive`` in place of ``layout``'s home; returns its manifest."""
+def restore(
+    layout: Layout, archive: Path, backup_dir: Path, *, with_secrets: bool = False
+) -> dict[str, Any]:
+    """Put ``archive`` in place of ``layout``'s home; returns its manifest. The backup's secrets
+    are taken only ``with_secrets`` (and only when its manifest says it has them)."""
     with holding_home(layout):
         staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=layout.home))
         try:
             manifest = unpack(archive, staging)
-            keep = excluded(layout, backup_dir, bool(manifest.get("with_secrets"))) | {staging}
+            secrets = _only_what_it_may(layout, staging, manifest, backup_dir, with_secrets)
+            keep = excluded(layout, backup_dir, secrets) | {staging}
             undo = layout.restore_undo
             if undo.exists():
                 shutil.rmtree(undo)  # the undo of an earlier restore: this one replaces it
             undo.mkdir(mode=0o700)
             (undo / "home").mkdir(mode=0o700)
-            note = {"archive": str(archive), "restored": _now(), "created": manifest["created"]}
+            note = {
+                "archive": str(archive),
+                "restored": _now(),
+                "created": manifest["created"],
+                "secrets": secrets,
+            }
             (undo / UNDO_NOTE).write_text(json.dumps(note) + "\n", encoding="utf-8")
             _swap_in(layout, staging, undo, keep | {undo, layout.run_lock, layout.chat_lock})
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         layout.state.chmod(0o700)
-    return manifest
+    return {**manifest, "secrets_taken": secrets}
+
+
+def _only_what_it_may(
+    layout: Layout, staging: Path, manifest: dict[str, Any], backup_dir: Path, asked: bool
+) -> bool:
+    """Refuse an archive that holds what no backup holds, or secrets its manifest denies; leave
+    out the secrets it holds unless ``asked``. Returns whether its secrets are taken."""
+    secret = excluded(layout, backup_dir, with_secrets=False) - excluded(
+        layout, backup_dir, with_secrets=True
+    )
+    for path in sorted(excluded(layout, backup_dir, with_secrets=True)):
+        if path.is_relative_to(layout.home) and os.path.lexists(
+            staging / path.relative_to(layout.home)
+        ):
+            rel = path.relative_to(layout.home).as_posix()
+            raise RestoreError(f"the archive holds {rel}, which no backup holds")
+    has = bool(manifest.get("with_secrets"))
+    for path in sorted(secret):
+        staged = staging / path.relative_to(layout.home)
+        if not os.path.lexists(staged):
+            continue
+        if not has:
+            rel = path.relative_to(layout.home).as_posix()
+            raise RestoreError(f"the archive holds {rel}, but its manifest says it has no secrets")
+        if not asked:
+            staged.unlink()  # the home's own stay where they are
+    return has and asked
 
 
 def _swap_in(layout: Layout, staging: Path, undo: Path, keep: set[Path]) -> None:
@@ -98,11 +138,11 @@ def _swap_in(layout: Layout, staging: Path, undo: Path, keep: set[Path]) -> None
     (a file the system will not move, such as a read-only mount), the home is put back."""
     try:
         _move_out(layout.home, undo / "home", keep)
-        _move_in(staging, layout.home)
+        _move_in(staging, layout.home, undo / "home")
     except OSError as exc:
         try:
             _move_out(layout.home, staging, keep)  # what came in goes back out
-            _move_in(undo / "home", layout.home)
+            _move_in(undo / "home", layout.home, staging)
         except OSError:
             raise RestoreError(
                 f"a file could not be moved ({exc}); the home as it was is in {undo / 'home'}"
@@ -122,13 +162,13 @@ def undo_restore(layout: Layout, backup_dir: Path) -> dict[str, Any]:
         shutil.rmtree(swapped, ignore_errors=True)
         swapped.mkdir(mode=0o700)
         (swapped / "home").mkdir(mode=0o700)
-        # The secrets were set aside only if the backup brought its own: then they go back.
-        aside_secrets = (undo / "home" / layout.env_file.name).exists()
-        keep = excluded(layout, backup_dir, with_secrets=aside_secrets)
+        # The secrets were swapped only if the restore took the backup's: then they go back.
+        secrets = bool(note.get("secrets", (undo / "home" / layout.env_file.name).exists()))
+        keep = excluded(layout, backup_dir, with_secrets=secrets)
         _move_out(
             layout.home, swapped / "home", keep | {undo, swapped, layout.run_lock, layout.chat_lock}
         )
-        _move_in(undo / "home", layout.home)
+        _move_in(undo / "home", layout.home, swapped / "home")
         (swapped / UNDO_NOTE).write_text(
             json.dumps({**note, "undone": _now()}) + "\n", encoding="utf-8"
         )
@@ -246,15 +286,19 @@ def _move_out(root: Path, aside: Path, keep: set[Path]) -> None:
             os.replace(child, aside / child.name)
 
 
-def _move_in(source: Path, root: Path) -> None:
-    """Move everything under ``source`` into ``root``, into folders that are already there."""
+def _move_in(source: Path, root: Path, aside: Path) -> None:
+    """Move everything under ``source`` into ``root``, into folders that are already there;
+    whatever it replaces goes to ``aside`` first, so nothing is lost."""
     for child in sorted(source.iterdir()):
         target = root / child.name
         if target.is_dir() and not target.is_symlink() and child.is_dir():
             target.chmod(stat.S_IMODE(child.stat().st_mode))
-            _move_in(child, target)
-        else:
-            os.replace(child, target)
+            _move_in(child, target, aside / child.name)
+            continue
+        if os.path.lexists(target):
+            aside.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.replace(target, aside / child.name)
+        os.replace(child, target)
 
 
 def _now() -> str:

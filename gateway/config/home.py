@@ -6,11 +6,13 @@ import contextlib
 import fcntl
 import importlib.util
 import os
+import stat
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agent.workspace.reading import read_plain, text_of
 from gateway.config.layout import Layout
 from gateway.config.loader import DEFAULT_MODEL
 from gateway.infra.atomic import write_atomic
@@ -155,10 +157,13 @@ def mend_workspace(workspace: Path) -> list[str]:
     for name, (old, new) in _OUTDATED.items():
         path = workspace / name
         try:
-            text = path.read_text(encoding="utf-8")
+            if not stat.S_ISREG(path.lstat().st_mode):
+                continue  # a link or a FIFO is not the template's: left as it is, unread
+            # Opened without waiting: a FIFO put there meanwhile cannot hold up the start.
+            text = text_of(read_plain(path), strict=True)
         except (OSError, UnicodeDecodeError):
             continue
-        if old in text and path.is_file() and not path.is_symlink():
+        if old in text:
             write_atomic(path, text.replace(old, new))
             changed.append(name)
     return changed

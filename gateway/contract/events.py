@@ -287,6 +287,21 @@ def shown(name: str, limit: int = 64) -> str:
     return safe if len(safe) <= limit else safe[: limit - 1] + "…"
 
 
+def printable(text: str) -> str:
+    """Text from outside (a skill, a page, a model's call) as a terminal or a reviewer may be
+    shown it: every control and invisible character (escape sequences, carriage returns,
+    direction marks, zero-width and blank letters) spelled out, line breaks and tabs kept. No
+    part of it can hide another or change the screen."""
+    return "".join(
+        c
+        if c in "\n\t" or ((c == " " or c.isprintable()) and c not in _BLANK_LETTERS)
+        else f"\\x{ord(c):02x}"
+        if ord(c) < 0x100
+        else f"\\u{ord(c):04x}"
+        for c in text
+    )
+
+
 def blank(text: str) -> bool:
     """Would a reader see nothing: only whitespace, zero-width and other format characters?"""
     return all(

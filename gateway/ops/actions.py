@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.approvals.audit import always_allowed, forget_always, recent
-from gateway.contract.events import shown
+from gateway.contract.events import printable, shown
 from gateway.ops.home import read_config
 
 
@@ -33,7 +33,8 @@ def actions(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         line = f"{when} UTC  {action.event:<10} {action.tool}  in {action.chat}"
         print(line + (f"  [{action.request}]" if action.request else ""))
         if action.arguments:
-            print(f"    arguments: {shown(action.arguments, 300)}")
+            more = " (whole: corvid actions --json)" if len(action.arguments) > 300 else ""
+            print(f"    arguments: {shown(action.arguments, 300)}{more}")
         if action.sources:
             print(f"    had read: {shown(action.sources, 300)}")
         if action.detail:
@@ -55,14 +56,17 @@ def approvals(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) 
     if not waiting:
         print("No request is waiting for your answer.")
     for req in waiting:
+        # Whole, as the owner's chat shows it: what is approved is what runs.
         print(f"{req['id']}  {req['tool']}  from {req['chat']}")
-        print(f"    arguments: {shown(req['arguments'], 2000)}")
+        print(f"    arguments: {printable(str(req['arguments']))}")
+        if req.get("why"):
+            print(f"    asked because: {printable(str(req['why']))}")
         if req.get("sources"):
-            print(f"    had read: {shown(', '.join(req['sources']), 500)}")
+            print(f"    had read: {printable(', '.join(req['sources']))}")
         if req.get("diff"):
             print("    change:")
             for line in str(req["diff"]).splitlines():
-                print(f"      {shown(line, 500)}")
+                print(f"      {printable(line)}")
     if waiting:
         print("Answer with: corvid approvals approve ID [--always] | corvid approvals deny ID")
     return 0

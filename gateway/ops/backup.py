@@ -66,7 +66,9 @@ def cmd_restore(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
         if not args.file:
             print("corvid: restore needs a backup file (or --undo)", file=sys.stderr)
             return 2
-        manifest = restore(layout, Path(args.file).expanduser().absolute(), folder)
+        manifest = restore(
+            layout, Path(args.file).expanduser().absolute(), folder, with_secrets=args.with_secrets
+        )
     except RestoreError as exc:
         print(f"corvid: cannot restore: {exc}; nothing was changed", file=sys.stderr)
         return 1
@@ -77,4 +79,12 @@ def cmd_restore(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
     )
     if not manifest.get("with_secrets"):
         print("The secrets were not in the backup: the environment file was left as it was.")
+    elif not manifest.get("secrets_taken"):
+        print(
+            "The backup holds secrets (the environment file, the control page's token and "
+            "sign-ins); they were left out and yours kept: restore with --with-secrets to take "
+            "them."
+        )
+    else:
+        print("The backup's secrets were taken; yours are in the undo folder.")
     return 0

@@ -234,6 +234,11 @@ def _backup_commands(top: Commands) -> None:
     restore.add_argument(
         "--undo", action="store_true", help="put back the home as it was before the last restore"
     )
+    restore.add_argument(
+        "--with-secrets",
+        action="store_true",
+        help="also take the backup's environment file and the control page's token and sign-ins",
+    )
 
 
 def _completion(parser: argparse.ArgumentParser, shell: str) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent.workspace.changes import Author
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
-from gateway.contract.events import OWNER
+from gateway.contract.events import OWNER, printable
 from gateway.ops.home import prepare
 
 TERMINAL = "the owner, in the terminal"
@@ -32,7 +32,7 @@ def memory_history(args: argparse.Namespace, home: Path, environ: Mapping[str, s
         for change in changes:
             print(change.describe())
             if args.diff:
-                print(history.diff(change), end="")
+                print(printable(history.diff(change)), end="")
         return 0
     finally:
         history.close()

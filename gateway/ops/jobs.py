@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
+from gateway.contract.events import printable
 from gateway.ops.home import read_config
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _print_job(state: JobState) -> None:
     print(f"{job.id}  → {job.target}")
     print(f"  schedule: {job.describe()}")
     if job.instruction:
-        print(f"  does: {job.instruction}")
+        print(f"  does: {printable(job.instruction)}")
     if state.problem:
         print(f"  cannot be scheduled: {state.problem}")
         return
@@ -109,7 +110,7 @@ def _print_job(state: JobState) -> None:
     if row["error"]:
         # A skipped run (a heartbeat with nothing to do) says why; it is no error.
         label = "why" if row["status"] == "skipped" else "last error"
-        print(f"  {label}: {row['error']}")
+        print(f"  {label}: {printable(str(row['error']))}")
 
 
 def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.contract.events import printable
 from gateway.ops.home import read_config
 from gateway.services.status import server_lines
 
@@ -35,7 +36,7 @@ def mcp_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
         print(json.dumps(servers, indent=2, ensure_ascii=False))
     else:
         print(f"MCP servers (from {where}):")
-        print("\n".join(server_lines(servers, with_tools=True)))
+        print(printable("\n".join(server_lines(servers, with_tools=True))))
     failed = [s for s in servers if s["state"] not in ("ready", "off")]
     if failed:
         print(f"corvid: {len(failed)} server(s) not ready", file=sys.stderr)

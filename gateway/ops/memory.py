@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from gateway.contract.events import OWNER
+from gateway.contract.events import OWNER, printable
 from gateway.ops.home import prepare
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
         return 1
     for hit in hits:
         print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score}{_why(hit)})")
-        print("    " + hit.snippet.replace("\n", "\n    "))
+        print("    " + printable(hit.snippet).replace("\n", "\n    "))
     return 0
 
 

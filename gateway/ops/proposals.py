@@ -14,6 +14,7 @@ from agent.memory.proposals import Store
 from agent.memory.store import Memory
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
+from gateway.contract.events import printable
 from gateway.ops.home import prepare
 
 TERMINAL = "the owner, in the terminal"
@@ -44,9 +45,9 @@ def memory_proposals(args: argparse.Namespace, home: Path, environ: Mapping[str,
             print("No memory proposal is waiting.")
             return 0
         for proposal in pending:
-            print(proposal.summary())
+            print(printable(proposal.summary()))
             print()
-            print(curator.preview(proposal), end="")
+            print(printable(curator.preview(proposal)), end="")
             print(f"\nApply: corvid memory apply {proposal.id} [N ...]; "
                   f"reject: corvid memory reject {proposal.id}\n")  # fmt: skip
     return 0

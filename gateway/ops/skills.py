@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.skills.catalog import NAME, SKILL_FILE, Skill, SkillCatalog, SkillError, parse
+from agent.workspace.audience import forget_written
+from gateway.contract.events import printable
 from gateway.ops.home import read_config
 
 MAX_FILES = 100
@@ -28,9 +30,9 @@ def skills_list(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
         where = "bundled" if skill.bundled else f"skills/{skill.name}"
         who = "every chat" if skill.shared else "private chats"
         print(f"{skill.name}  ({where}; {who})")
-        print(f"    {skill.description}")
+        print(f"    {printable(skill.description)}")
     for problem in problems:
-        print(f"not loaded: {problem}", file=sys.stderr)
+        print(f"not loaded: {printable(problem)}", file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -45,7 +47,15 @@ def skills_add(args: argparse.Namespace, home: Path, environ: Mapping[str, str])
             print(f"corvid: {exc}", file=sys.stderr)
             return 1
         installed, _ = SkillCatalog(config.workspace).all()
-        taken = [s.name for s in found if s.name in installed and not installed[s.name].bundled]
+        bundled = [s.name for s in found if s.name in installed and installed[s.name].bundled]
+        taken = [s.name for s in found if s.name in installed and s.name not in bundled]
+        if bundled:
+            print(
+                f"corvid: {', '.join(bundled)}: the name of a skill that comes with Corvid, "
+                "which an installed skill may not replace; rename it",
+                file=sys.stderr,
+            )
+            return 1
         if taken:
             print(
                 f"corvid: already installed: {', '.join(taken)} "
@@ -72,6 +82,7 @@ def skills_remove(args: argparse.Namespace, home: Path, environ: Mapping[str, st
         print(f"corvid: no skill {args.name!r} in {folder.parent}", file=sys.stderr)
         return 1
     shutil.rmtree(folder)
+    forget_written(config.workspace.resolve(), f"skills/{args.name}")
     print(f"Removed {args.name}.")
     return 0
 
@@ -140,14 +151,16 @@ def _name_in(folder: Path) -> str:
 
 
 def _show(skill: Skill) -> None:
+    """What would be installed, as it is: control sequences and invisible characters spelled
+    out (``printable``), so no line can hide another from the review."""
     who = "every chat, groups included" if skill.shared else "your private chats only"
     print(f"== {skill.name} (for {who})")
-    print(f"   {skill.description}")
+    print(f"   {printable(skill.description)}")
     files = skill.files()
-    print(f"   files: {SKILL_FILE}" + "".join(f", {f}" for f in files))
+    print(f"   files: {SKILL_FILE}" + printable("".join(f", {f}" for f in files)))
     print("   instructions:")
     for line in skill.body.splitlines():
-        print(f"   | {line}")
+        print(f"   | {printable(line)}")
     print()
 
 

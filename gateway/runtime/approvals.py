@@ -122,10 +122,13 @@ def command(request_id: str, answer: Answer) -> str:
 
 def message(request: ApprovalRequest, target: SessionKey, timeout: float) -> OutboundMessage:
     """The request as the owner reads it: the exact call in a code block, which chat asked,
-    what untrusted text the turn had read, and the change to a file every chat reads."""
+    why it is asked when a rule asks, what untrusted text the turn had read, and the change
+    to a place later prompts read."""
     where = "this chat" if request.chat == target else f"the chat {request.chat}"
     lines = [f"Approval needed: {where} wants to run {request.tool} (request {request.id}).", ""]
     lines += [fenced(request.arguments, "json"), ""]
+    if request.why:
+        lines += [request.why, ""]
     if request.sources:
         lines += [
             "This conversation has read text from outside your own chats ("
@@ -135,7 +138,12 @@ def message(request: ApprovalRequest, target: SessionKey, timeout: float) -> Out
             "",
         ]
     if request.diff:
-        lines += ["It would change a file every chat reads:", fenced(request.diff, "diff"), ""]
+        lines += [
+            "It would change a file your later conversations read as instructions (what it "
+            "writes stays quoted as outside text):",
+            fenced(request.diff, "diff"),
+            "",
+        ]
     minutes = max(1, round(timeout / 60))
     lines += [
         f"Approve once: {command(request.id, Answer.ONCE)}",

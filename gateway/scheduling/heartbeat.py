@@ -5,6 +5,7 @@ costs no model call.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, time
@@ -13,9 +14,11 @@ from zoneinfo import ZoneInfo
 
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
+from agent.workspace.visible import Unreadable, read_visible
 from gateway.contract.events import (
     DRESSING,
     HEARTBEAT_OK,
+    OWNER,
     OutboundMessage,
     SessionKey,
     blank,
@@ -24,6 +27,8 @@ from gateway.contract.events import (
 )
 from gateway.scheduling.host import JobHost
 from gateway.scheduling.jobs import Job, Skip, run_origin, slot_time
+
+log = logging.getLogger(__name__)
 
 HEARTBEAT_PROMPT = """Heartbeat check ({when}). Go through your HEARTBEAT.md checklist below and \
 act on what is due. If nothing needs the owner's attention, reply exactly HEARTBEAT_OK. \
@@ -57,6 +62,18 @@ def strip_heartbeat_ok(text: str) -> str:
     return stripped.strip(" \n.,:;!-—") if stripped != text.strip() else stripped
 
 
+def checklist_of(workspace: Path) -> str:
+    """HEARTBEAT.md as the file tools would read it (no link out, no FIFO; quoted when it was
+    written after reading from outside); "" when there is none to read."""
+    try:
+        return read_visible(workspace.resolve(), "HEARTBEAT.md", OWNER)
+    except FileNotFoundError:
+        return ""
+    except (OSError, Unreadable) as exc:
+        log.warning("HEARTBEAT.md cannot be read: %s", exc)
+        return ""
+
+
 def in_active_hours(active: str, local: datetime) -> bool:
     """Is ``local`` within ``active`` (HH:MM-HH:MM, past midnight when the end comes first;
     the same start and end: all day)?"""
@@ -77,8 +94,7 @@ class Heartbeat:
         tz = ZoneInfo(job.timezone)
         if not in_active_hours(self.active_hours, slot_time(slot, tz)):
             raise Skip("outside active hours")
-        path = self.workspace / "HEARTBEAT.md"
-        checklist = path.read_text(encoding="utf-8") if path.exists() else ""
+        checklist = checklist_of(self.workspace)
         if not has_real_content(checklist):
             raise Skip("HEARTBEAT.md has nothing to check")
         target = SessionKey.parse(job.target)

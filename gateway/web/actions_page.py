@@ -27,6 +27,8 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
             for answer, label in _ANSWERS.items()
         )
         what = f"<code>{esc(req.tool)}</code><pre>{esc(req.arguments)}</pre>"
+        if req.why:
+            what += f"<p>{esc(req.why)}</p>"
         if req.diff:
             what += f"<pre>{esc(req.diff)}</pre>"
         read = esc(", ".join(req.sources)) if req.sources else "nothing from outside"

@@ -22,7 +22,7 @@ from aiohttp import web
 from agent.tools.context import TurnContext
 from agent.tools.files import MAX_WRITE_CHARS, atomic_write
 from agent.tools.paths import check_writable, resolve_in_workspace
-from agent.workspace.audience import BOOTSTRAP_FILES, writable
+from agent.workspace.audience import BOOTSTRAP_FILES, forget_written, writable
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Scope, SessionKey
@@ -209,6 +209,8 @@ async def save(request: web.Request) -> web.StreamResponse:
         return await _stale(rel, now, text, current, csrf)
     with authored(EDITOR):
         atomic_write(path, text, history=backend.history)
+    # The owner saved it whole, as read: no longer text written after reading from outside.
+    forget_written(ctx.workspace, rel)
     backend.edited(ctx.now)
     return see_other(_link(rel), ok="Saved.")
 

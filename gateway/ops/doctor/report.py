@@ -35,7 +35,7 @@ from gateway.ops.doctor.probes import (
     key_source,
     preload,
 )
-from gateway.ops.doctor.safety import check_exec, check_skills
+from gateway.ops.doctor.safety import check_exec, check_links, check_skills
 from gateway.ops.doctor.schedule import check_jobs
 from gateway.ops.doctor.services import check_gateway, check_transcription, check_web
 from gateway.services.logs import Masker
@@ -102,6 +102,7 @@ async def run_checks(
     checks.extend(channel_setup(config))
     checks.extend(check_exec(config))
     checks.extend(check_skills(config))
+    checks.extend(check_links(config.workspace))
     checks.append(await _guarded("control page", check_web(config, limit)))
     checks.append(check_memory_search(config))
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from agent.sandbox import bwrap
 from agent.sandbox.bwrap import PIDS_ROOTS, Sandbox
 from agent.settings import ExecSettings
 
@@ -145,3 +146,39 @@ async def test_a_command_that_runs_too_long_is_stopped(home: Path):
     ran = await sandbox(home, timeout=1).run("echo started; sleep 30")
     assert ran.stopped == "time" and ran.output == "started\n" and ran.seconds < 10
     gc.collect()  # nothing of the stopped process is left open (a ResourceWarning fails it)
+
+
+async def test_only_public_files_of_etc_are_there(home: Path):
+    """The box has from /etc only what every user may read: run as root (where the owner's
+    bits would let it read them), no password hashes, no secrets kept there."""
+    ran = await sandbox(home).run(
+        "cat /etc/shadow /etc/gshadow; ls /etc/ssl/private /etc/corvid; ls /etc; id -un"
+    )
+    assert "root:" not in ran.output
+    assert "/etc/shadow: No such file or directory" in ran.output
+    assert "passwd" in ran.output and "ld.so.cache" in ran.output
+
+
+def test_a_folder_is_public_only_when_everything_in_it_is(tmp_path: Path):
+    folder = tmp_path / "conf.d"
+    folder.mkdir(mode=0o755)
+    (folder / "a.conf").write_text("x")
+    (folder / "a.conf").chmod(0o644)
+    folder.chmod(0o755)
+    assert bwrap._public(folder) and bwrap._public(folder / "a.conf")
+    (folder / "key").write_text("secret")
+    (folder / "key").chmod(0o600)
+    assert not bwrap._public(folder) and not bwrap._public(folder / "key")
+    assert not bwrap._public(tmp_path / "missing")
+
+
+async def test_tmp_is_bounded_and_nothing_else_outside_the_workspace_is_writable(home: Path):
+    ran = await sandbox(home, memory_mb=32).run(
+        "head -c 100000000 /dev/zero > /tmp/big; du -m /tmp/big; "
+        "echo x > /planted; echo x > /dev/shm/planted; echo x > /dev/planted; echo ok > kept.txt"
+    )
+    assert "No space left on device" in ran.output
+    size = int(next(line for line in ran.output.splitlines() if "/tmp/big" in line).split()[0])
+    assert size <= 32
+    assert ran.output.count("Read-only file system") == 3
+    assert (home / "workspace" / "kept.txt").read_text() == "ok\n"

@@ -82,12 +82,15 @@ async def test_the_prompt_lists_names_and_descriptions_and_the_body_is_read_with
     assert "SHARED-BODY" in read.text
 
 
-def test_a_workspace_skill_replaces_a_bundled_one_of_its_name(tmp_path: Path) -> None:
+def test_a_workspace_skill_never_replaces_a_bundled_one_and_says_why(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     write_skill(ws / "skills", "morning-briefing", "Mine.", "my own way")
-    skills, _ = SkillCatalog(ws).all()
-    assert skills["morning-briefing"].description == "Mine."
-    assert not skills["morning-briefing"].bundled and skills["keeping-memory"].bundled
+    skills, problems = SkillCatalog(ws).all()
+    assert skills["morning-briefing"].bundled and skills["morning-briefing"].description != "Mine."
+    assert problems == [
+        "morning-briefing: has the name of a skill that comes with Corvid, which it may not "
+        "replace; rename its folder and its name"
+    ]
 
 
 def test_the_bundled_skills_follow_the_format() -> None:
@@ -106,9 +109,9 @@ def test_a_skill_is_parsed_again_only_once_its_file_has_changed(
 
     parsed: list[str] = []
 
-    def counting(folder: Path, *, bundled: bool = False):
+    def counting(folder: Path, *, bundled: bool = False, text: str | None = None):
         parsed.append(folder.name)
-        return parse(folder, bundled=bundled)
+        return parse(folder, bundled=bundled, text=text)
 
     monkeypatch.setattr(catalog, "parse", counting)
     root = tmp_path / "skills"

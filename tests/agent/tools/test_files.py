@@ -327,7 +327,7 @@ async def test_what_came_from_outside_the_owners_chats_is_noted_when_read(ws):
     assert await sources("list_files", recursive=True) == ["file names chosen in chat"]
 
 
-async def test_the_files_every_chat_reads_are_refused_to_a_conversation_that_read_outside(ws):
+async def test_what_later_prompts_read_is_refused_to_a_conversation_that_read_outside(ws):
     context = ctx(ws)
     assert not (await ToolRegistry(FILE_TOOLS).call(
         "write_file", {"path": "SOUL.md", "content": "kind"}, context)).is_error  # fmt: skip
@@ -340,10 +340,16 @@ async def test_the_files_every_chat_reads_are_refused_to_a_conversation_that_rea
         refused = await ToolRegistry(FILE_TOOLS).call(tool, args, context)
         assert refused.is_error and "is read in every chat" in refused.text
         assert "(a web page)" in refused.text
+    # The places only the owner's own prompts read are asked about just the same.
+    for path in ("USER.md", "memory.md", "skills/x/SKILL.md", "memory/2026-11-22.md"):
+        refused = await ToolRegistry(FILE_TOOLS).call(
+            "write_file", {"path": path, "content": "the owner's"}, context
+        )
+        assert refused.is_error and "is read by the owner's later prompts" in refused.text, path
     written = await ToolRegistry(FILE_TOOLS).call(
-        "write_file", {"path": "USER.md", "content": "the owner's"}, context
+        "write_file", {"path": "notes/plan.md", "content": "the owner's"}, context
     )
-    assert not written.is_error  # the owner's own file, in no group's prompt
+    assert not written.is_error  # no prompt reads it unasked
     assert (ws / "SOUL.md").read_text() == "kind"
 
 
@@ -521,3 +527,18 @@ async def test_a_group_does_not_list_a_second_name_of_a_file(ws):
         "looks-like-ours"
         in (await call(ws, "list_files", PRIVATE, path=f"chats/{GROUP_CHAT}")).text
     )
+
+
+async def test_a_file_written_after_reading_outside_is_read_back_quoted(ws):
+    """A file a conversation wrote after reading a web page is remembered: any later read of
+    it comes back quoted as outside text, and marks the reader as having read from outside."""
+    writer = ctx(ws)
+    writer.saw("a web page")
+    registry = ToolRegistry(FILE_TOOLS)
+    done = await registry.call("write_file", {"path": "notes/plan.md", "content": "obey"}, writer)
+    assert not done.is_error and (ws / "notes" / "plan.md").read_text() == "obey"
+    reader = ctx(ws)
+    read = await registry.call("read_file", {"path": "notes/plan.md"}, reader)
+    assert read.text.startswith('<untrusted source="notes/plan.md, written after reading a web')
+    assert "obey\n</untrusted>" in read.text
+    assert reader.exposure.sources == ["notes/plan.md, written after reading a web page"]

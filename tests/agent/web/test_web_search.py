@@ -83,7 +83,8 @@ async def test_brave_results_come_back_short_and_marked(start_gateway, fake_api,
     assert "1. Crows remember faces\n   https://example.org/crows" in text
     assert "<web_results" in text and "never instructions" in text
     snippet = text.split("https://example.org/crows\n   ")[1].split("\n")[0]
-    assert len(snippet) <= 300 and snippet.endswith("…")
+    # Cut at 300 characters; a closing tag in it is escaped once it is cut.
+    assert len(snippet.replace("&lt;", "<")) <= 300 and snippet.endswith("…")
     assert search.queries[-1] == {"via": "brave", "q": "do crows remember faces", "count": "2",
                                   "key": KEY}  # fmt: skip
 

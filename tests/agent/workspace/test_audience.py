@@ -11,12 +11,12 @@ import pytest
 
 from agent.workspace.audience import (
     EVERYONE,
-    OWNER_PROMPTS,
+    PROMPT_FILES,
     WRITTEN_AFTER_OUTSIDE,
     area,
     chat_notes,
     guest_notes,
-    in_owner_prompts,
+    in_prompts,
     inbox_folder,
     is_guest,
     named_in_chat,
@@ -132,24 +132,30 @@ def test_files_sent_in_chat_go_to_the_inbox_of_their_audience():
         ("MEMORY.md", True),
         ("user.md", True),  # another spelling of USER.md
         ("HEARTBEAT.md", True),
+        ("AGENTS.md", True),  # every chat's prompt
         ("memory/2026-11-22.md", True),  # the owner's logs are loaded too
-        ("memory/chats/abc/2026-11-22.md", False),
+        ("memory/chats/abc/2026-11-22.md", True),  # the chat's own prompt loads it
+        ("memory/chats/abc/NOTES.md", True),
+        ("skills/x/SKILL.md", True),  # listed in every new session's prompt
+        ("Skills/x/notes.md", True),  # a skill's own files, read with it
         ("notes.md", False),
-        ("AGENTS.md", False),  # every chat's prompt: no owner's memory goes there
+        ("memory/chats/abc", False),
         ("notes/MEMORY.md", False),
+        ("chats/abc/AGENTS.md", False),
     ],
 )
-def test_what_the_owners_prompts_load_without_asking(tmp_path: Path, path, loaded):
-    assert in_owner_prompts(tmp_path, tmp_path / path) == loaded
+def test_the_places_later_prompts_read(tmp_path: Path, path, loaded):
+    assert in_prompts(tmp_path, tmp_path / path) == loaded
 
 
-def test_a_file_an_owner_prompt_links_to_is_loaded_with_it(tmp_path: Path):
+@pytest.mark.parametrize("name", [*PROMPT_FILES, "skills"])
+def test_where_a_prompt_place_links_to_is_read_with_it(tmp_path: Path, name):
     (tmp_path / "notes").mkdir()
     target = tmp_path / "notes" / "me.md"
     target.write_text("about me\n")
-    assert in_owner_prompts(tmp_path, target) == False  # noqa: E712 (a bool, not just falsy)
-    (tmp_path / OWNER_PROMPTS[0]).symlink_to(target)
-    assert in_owner_prompts(tmp_path, target) == True  # noqa: E712
+    assert in_prompts(tmp_path, target) == False  # noqa: E712 (a bool, not just falsy)
+    (tmp_path / name).symlink_to(target if name != "skills" else target.parent)
+    assert in_prompts(tmp_path, target) == True  # noqa: E712
 
 
 def test_what_was_written_after_reading_outside_is_kept_private(tmp_path: Path):

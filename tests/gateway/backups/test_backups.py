@@ -307,3 +307,87 @@ def test_a_file_that_cannot_be_moved_leaves_the_home_as_it_was(tmp_path, monkeyp
         restore(layout, archive, layout.backups)
     assert _tree(layout.home) == before
     assert not layout.restore_undo.exists()
+
+
+def _forged(archive: Path, out: Path, add: dict[str, bytes], *, with_secrets: bool) -> None:
+    """A copy of ``archive`` with files added, listed in its manifest with their true
+    checksums, and the manifest's word on secrets set to ``with_secrets``."""
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        manifest = json.load(src.extractfile(MANIFEST))  # type: ignore[arg-type]
+        for member in src.getmembers():
+            if member.name != MANIFEST:
+                data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+                dst.addfile(member, io.BytesIO(data) if data is not None else None)
+        for name, data in add.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            dst.addfile(info, io.BytesIO(data))
+            manifest["files"].append({"path": name, "size": len(data), "mode": 0o600,
+                "sha256": hashlib.sha256(data).hexdigest(), "sqlite": False})  # fmt: skip
+        manifest["with_secrets"] = with_secrets
+        body = json.dumps(manifest).encode()
+        info = tarfile.TarInfo(MANIFEST)
+        info.size = len(body)
+        dst.addfile(info, io.BytesIO(body))
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["corvid.env", "state/web_sessions.json", "state/web_token", "state/run.lock", "models/x.bin"],
+)
+def test_an_archive_that_holds_more_than_its_manifest_says_is_refused(tmp_path, planted):
+    """Secrets in a backup whose manifest says it has none, or what no backup holds: refused,
+    and the home's own secrets and sign-ins stay as they were."""
+    layout = _home(tmp_path)
+    good = tmp_path / "good.tar.gz"
+    make_backup(layout, good, backup_dir=layout.backups)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-mine\n")
+    bad = tmp_path / "bad.tar.gz"
+    _forged(good, bad, {planted: b"ANTHROPIC_API_KEY=sk-theirs\n"}, with_secrets=False)
+    before = _tree(layout.home)
+    with pytest.raises(RestoreError, match=f"the archive holds {planted.split('/x')[0]}"):
+        restore(layout, bad, layout.backups)
+    assert _tree(layout.home) == before
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-mine\n"
+
+
+def test_a_backups_secrets_are_taken_only_when_asked_and_what_they_replace_is_kept(tmp_path):
+    layout = _home(tmp_path)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-old\n")
+    archive = tmp_path / "full.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups, with_secrets=True)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-mine\n")
+    (layout.state / "web_sessions.json").write_text('{"mine": 1}\n')
+
+    done = restore(layout, archive, layout.backups)  # not asked for: the home's stay
+    assert done["with_secrets"] and not done["secrets_taken"]
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-mine\n"
+    assert (layout.state / "web_sessions.json").read_text() == '{"mine": 1}\n'
+
+    done = restore(layout, archive, layout.backups, with_secrets=True)
+    assert done["secrets_taken"]
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-old\n"
+    # What was replaced is in the undo folder, and the undo brings it back.
+    assert (
+        layout.restore_undo / "home" / "corvid.env"
+    ).read_text() == "ANTHROPIC_API_KEY=sk-mine\n"
+    undo_restore(layout, layout.backups)
+    assert layout.env_file.read_text() == "ANTHROPIC_API_KEY=sk-mine\n"
+    assert (layout.state / "web_sessions.json").read_text() == '{"mine": 1}\n'
+
+
+def test_a_file_kept_in_place_that_the_archive_also_holds_is_kept_aside(tmp_path, monkeypatch):
+    """Whatever a restore would write over is moved to the undo folder first, even a file the
+    home keeps in place (here the secrets, as if the manifest's word were not checked)."""
+    from gateway.backups import restore as restoring
+
+    layout = _home(tmp_path)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-old\n")
+    archive = tmp_path / "full.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups, with_secrets=True)
+    layout.env_file.write_text("ANTHROPIC_API_KEY=sk-mine\n")
+    monkeypatch.setattr(restoring, "_only_what_it_may", lambda *args: False)
+    restore(layout, archive, layout.backups)
+    assert (
+        layout.restore_undo / "home" / "corvid.env"
+    ).read_text() == "ANTHROPIC_API_KEY=sk-mine\n"

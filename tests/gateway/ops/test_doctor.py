@@ -288,6 +288,15 @@ async def test_a_workspace_other_users_can_read_is_a_warning(home: Path, api: Fa
     assert workspace.fix == f"chmod 700 {home / 'workspace'}"
 
 
+async def test_a_link_out_of_the_workspace_is_named(home: Path, api: FakeAnthropic):
+    env = setup_home(home, api.base_url)
+    assert "workspace links" not in by_name(await run_checks(home, env, limit=5))
+    (home / "workspace" / "AGENTS.md").unlink()
+    (home / "workspace" / "AGENTS.md").symlink_to("../config.yaml")
+    links = by_name(await run_checks(home, env, limit=5))["workspace links"]
+    assert links.status == FAIL and "AGENTS.md → outside the workspace" in links.message
+
+
 async def test_an_open_state_folder_fails_with_the_chmod_that_fixes_it(
     home: Path, api: FakeAnthropic
 ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from agent.sandbox import bwrap
 from gateway.app import build_app
 from gateway.contract.ports import Status
-from gateway.ops.doctor.safety import check_exec
+from gateway.ops.doctor.safety import check_exec, check_links
 from tests.conftest import RecordingChannel, make_config
 
 EXEC_ON = {"exec": {"enabled": True}}
@@ -63,3 +64,21 @@ def test_doctor_names_the_owners_skills_and_each_that_breaks_the_format(
     ok, broken = check_skills(config)
     assert (ok.status, ok.message) == (Status.OK, "yours: packing")
     assert broken.status is Status.WARN and "Broken: name must be lowercase" in broken.message
+
+
+def test_doctor_names_every_link_and_fifo_in_the_workspace(home: Path) -> None:
+    ws = home / "workspace"
+    assert check_links(ws) == []  # a fresh workspace holds none
+    (ws / "notes").mkdir()
+    (ws / "notes" / "me.md").symlink_to("../USER.md")
+    assert [(c.status, c.message.split(":")[0]) for c in check_links(ws)] == [
+        (Status.WARN, "notes/me.md → USER.md")
+    ]
+    (ws / "AGENTS.md").unlink()
+    (ws / "AGENTS.md").symlink_to("../corvid.env")
+    os.mkfifo(ws / "SOUL.md.pipe")
+    [check] = check_links(ws)
+    assert check.status is Status.FAIL
+    assert "AGENTS.md → outside the workspace" in check.message
+    assert "SOUL.md.pipe (not a regular file)" in check.message
+    assert "notes/me.md → USER.md" in check.message

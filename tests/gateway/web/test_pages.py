@@ -364,6 +364,25 @@ async def test_the_owner_edits_the_files_every_chat_reads_by_hand_whatever_a_cha
     assert "Be brief." in _system(fake_api.message_requests[-1].body)
 
 
+async def test_a_file_the_owner_saves_by_hand_is_theirs_again(control, home):
+    """Written after reading from outside, a file is read back quoted; once the owner has saved
+    it on the Memory page (seen whole), it is the owner's text and read as it is."""
+    from agent.workspace.audience import note_written, written_after_outside
+
+    _, _, client = control
+    ws = home / "workspace"
+    (ws / "notes").mkdir()
+    (ws / "notes" / "plan.md").write_text("Plan: fly to Lisbon.\n")
+    note_written(ws.resolve(), "notes/plan.md", "a web page")
+    status, text, _ = await client.get("/memory/edit?path=notes/plan.md")
+    started = re.search(r'name="version" value="([^"]+)"', text).group(1)
+    status, _, _ = await client.post(
+        "/memory/edit", {"path": "notes/plan.md", "text": "Plan: fly to Porto.\n",
+                         "version": started},
+    )  # fmt: skip
+    assert status == 303 and "notes/plan.md" not in written_after_outside(ws.resolve())
+
+
 async def test_config_hides_a_key_in_an_mcp_server_address(start_gateway):
     from tests.gateway.web.conftest import WEB, ControlClient
 
