@@ -18,7 +18,7 @@ from agent.settings import MemorySettings
 from agent.tools.context import TurnContext
 from agent.tools.exposure import Exposure
 from agent.tools.registry import ToolRegistry
-from agent.workspace.audience import in_owner_prompts, quotes_outside
+from agent.workspace.audience import in_prompts, quotes_outside
 from gateway.contract.events import SessionKey
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -110,7 +110,7 @@ async def test_a_turn_that_read_outside_text_writes_its_loops_quoted(kit):
     listed = await tools.call("loop_list", {}, clean)
     assert "<untrusted" in listed.text and not clean.exposure.clean
     # The file is one the owner's prompts read: the file tools quote what such a turn writes.
-    assert in_owner_prompts(workspace, workspace / "memory" / "LOOPS.md")
+    assert in_prompts(workspace, workspace / "memory" / "LOOPS.md")
 
 
 async def test_bad_arguments_are_refused_with_what_to_do(kit):
