@@ -172,6 +172,9 @@ def quality(args: argparse.Namespace) -> None:
         results: dict[str, dict[str, float]] = {
             "BM25": measure(queries, lambda t: idx.search(t, TOP, audience=_owner()))
         }
+        if args.words:  # memory search with embeddings off: the keyword ranking's steps
+            words = HybridSearch(idx, None, SearchSettings(), lambda: TODAY)
+            results["words"] = measure(queries, lambda t: words.search(t, TOP, audience=_owner()))
         CACHE.mkdir(parents=True, exist_ok=True)
         for name in args.embedders.split(","):
             vectors = SemanticIndex(embedder_named(name), CACHE / "year-embeddings.sqlite", 64)
@@ -237,6 +240,7 @@ def main() -> None:
     parser.add_argument("--half", choices=("held", "tune", "both"), default="held")
     parser.add_argument("--embedders", default="local,narrow,noise")
     parser.add_argument("--latency", action="store_true", help="time search at 10k chunks")
+    parser.add_argument("--words", action="store_true", help="also search with embeddings off")
     args = parser.parse_args()
     if args.latency:
         latency(args)

@@ -232,8 +232,16 @@ class SemanticIndex:
                 self._queries.popitem(last=False)
         return vector
 
-    def nearest(self, query: Vector, k: int, chat: str | None) -> list[tuple[int, float]]:
-        return self.table.nearest(query, max(1, k), chat)
+    def nearest(
+        self, query: Vector, k: int, chat: str | None, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        return self.table.nearest(query, max(1, k), chat, among)
+
+    def neighbours(self, of: Sequence[Vector], k: int, chat: str | None) -> list[list[int]]:
+        """The ``k`` chunks nearest to each of ``of`` (of ``chat`` only, when given)."""
+        if not of:
+            return []
+        return self.table.neighbours(np.stack(of), k, chat)
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         return self.table.vectors(chunks)

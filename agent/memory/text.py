@@ -52,6 +52,8 @@ def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]
 
 
 def strip_accents(text: str) -> str:
+    if text.isascii():
+        return text
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 

@@ -241,12 +241,20 @@ class VectorTable:
             alive = self._alive[: self._n]
             return int(np.count_nonzero(alive & self._filled[: self._n])), int(alive.sum())
 
-    def nearest(self, query: Vector, k: int, chat: str | None) -> list[tuple[int, float]]:
+    def nearest(
+        self, query: Vector, k: int, chat: str | None, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         """The ``k`` chunks most similar to ``query`` (chunk id, cosine), best first, among the
-        chunks of ``chat`` only when one is given: the others are never scored."""
+        chunks of ``chat`` only when one is given (the others are never scored), and of
+        ``among`` only when that is given."""
         with self._lock:
             n = self._n
             usable = self._alive[:n] & self._filled[:n]
+            if among is not None:
+                wanted = np.zeros(n, dtype=bool)
+                rows_of = [self._row_of.get(i) for i in among]
+                wanted[[r for r in rows_of if r is not None]] = True
+                usable &= wanted
             if chat is not None:
                 code = self._codes.get(chat)
                 if code is None:
@@ -257,10 +265,39 @@ class VectorTable:
                 return []
             # The owner may see every chunk: one product over the whole matrix, no copy. A
             # shared chat's rows are taken out first; no other chunk is ever scored.
-            sims = (self._matrix[:n] @ query)[rows] if chat is None else self._matrix[rows] @ query
+            whole = chat is None and among is None
+            sims = (self._matrix[:n] @ query)[rows] if whole else self._matrix[rows] @ query
             top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(int(self._ids[rows[i]]), float(sims[i])) for i in top]
+
+    def neighbours(self, queries: Vectors, k: int, chat: str | None) -> list[list[int]]:
+        """For each row of ``queries``, the ``k`` chunks nearest to it (ids, nearest first),
+        among the chunks of ``chat`` only when one is given: one product for them all."""
+        with self._lock:
+            n = self._n
+            usable = self._alive[:n] & self._filled[:n]
+            if chat is not None:
+                usable &= self._chat[:n] == self._codes.get(chat, -1)
+            rows = np.flatnonzero(usable)
+            if not rows.size or not len(queries) or queries.shape[1] != self.dim:
+                return [[] for _ in range(len(queries))]
+            if chat is None:
+                # The owner's: the whole matrix at once, dead rows set aside after (taking
+                # the live ones out first would copy it).
+                sims = self._matrix[:n] @ queries.T
+                sims[~usable] = -np.inf
+                ids = self._ids[:n]
+            else:  # a shared chat's rows are taken out first: no other chunk is scored
+                sims = self._matrix[rows] @ queries.T
+                ids = self._ids[rows]
+            k = min(k, rows.size)
+            out = []
+            for column in sims.T:
+                top = np.argpartition(-column, k - 1)[:k]
+                top = top[np.argsort(-column[top], kind="stable")]
+                out.append([int(i) for i in ids[top]])
+            return out
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         """The vectors of these chunks that have one (copies)."""
