@@ -6,8 +6,9 @@ A daily log needs none of this: its name is its date. A curated file is edited i
 its lines are followed through the versions, oldest first: a line kept from one version to
 the next keeps its date, and a line added or changed takes the date of the version that
 brought it (in the owner's timezone). Lines the history never saw written (the file was there
-before the history began) have no date (""); lines the file holds beyond its last recorded
-version (a hand edit not recorded yet) take the file's modification day.
+before the history began, or it has no history at all) have no date (""); lines the file holds
+beyond its last recorded version (a hand edit not recorded yet) take the file's modification
+day.
 """
 
 from __future__ import annotations
@@ -62,14 +63,17 @@ class HistoryDates:
                 known = self._follow(rel)
             except (sqlite3.Error, OSError, ToolError) as exc:
                 log.warning("the dates of %s could not be read from the history: %s", rel, exc)
-                known = []
-        today = datetime.fromtimestamp(mtime_ns / 1e9, self.tz).date().isoformat()
-        return [day for _, day in carried(known, lines, today)]
+                known = None
+        if known is None:  # never recorded: written before the history began, or elsewhere
+            return ["" for _ in lines]
+        touched = datetime.fromtimestamp(mtime_ns / 1e9, self.tz).date().isoformat()
+        return [day for _, day in carried(known, lines, touched)]
 
-    def _follow(self, rel: str) -> list[tuple[str, str]]:
-        """The file's last recorded version with the date of each line."""
+    def _follow(self, rel: str) -> list[tuple[str, str]] | None:
+        """The file's last recorded version with the date of each line; None when the
+        history has none."""
         if not self.db.is_file():
-            return []
+            return None
         last, blame = self._followed.get(rel, (0, []))
         history = History(self.workspace, self.db)
         try:
@@ -84,7 +88,7 @@ class HistoryDates:
         finally:
             history.close()
         self._followed[rel] = (last, blame)
-        return blame
+        return blame if last else None
 
 
 def _lines(data: bytes | None) -> list[str]:
