@@ -24,7 +24,7 @@ from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
 from agent.memory.ranking import EXACT_SHARE, Candidate, Ranked, diversify, score, supersede
 from agent.memory.subjects import NEIGHBOURS, Subjects, newer_notes, note_words
-from agent.memory.text import idf, query_terms, snippet
+from agent.memory.text import idf, query_terms, rare_tokens, snippet
 from agent.memory.when import DaySpan, dates_in
 from agent.settings import SearchSettings
 from gateway.contract.events import Audience
@@ -116,7 +116,8 @@ class HybridSearch:
             Candidate(r.id, r.text, r.day, r.bm25, cosine.get(r.id)) for r in rows.values()
         ]
         weights = {t: idf(df, text.chunks) for t, df in text.doc_freq.items()}
-        ranked = score(candidates, weights, self.settings, self.today(), asked)
+        tokens = {t: w for t, w in weights.items() if t in rare_tokens(words, text.doc_freq)}
+        ranked = score(candidates, weights, self.settings, self.today(), asked, tokens)
         newer = self._replacements(ranked, stored, chat, asked, at_once)
         if newer is None:
             return None

@@ -88,8 +88,11 @@ def score(
     settings: SearchSettings,
     today: date,
     span: DaySpan | None = None,
+    tokens: Mapping[str, float] | None = None,
 ) -> list[Ranked]:
-    """Every candidate with its fused score, best first (ties: newer day, then lower id)."""
+    """Every candidate with its fused score, best first (ties: newer day, then lower id).
+    ``tokens``: the query's rare tokens (a code, a number, a name), weighted as ``weights``:
+    a candidate holding one is found as an exact match is."""
     best = max((c.bm25 for c in candidates), default=0.0)
     shares = {
         c.id: share_of_query(c.text, weights) if c.bm25 > 0 and best > 0 else 0.0
@@ -111,7 +114,8 @@ def score(
         fused = (w_text / (k + rt) if rt else 0.0) + (w_vec / (k + rv) if rv else 0.0)
         decay = recency(c.day, today, settings.half_life_days)
         merged = decay * fused / top
-        if rt and share >= EXACT_SHARE:  # undecayed: what was asked for by name is found
+        token = bool(rt and tokens) and share_of_query(c.text, tokens or {}) > 0
+        if rt and (share >= EXACT_SHARE or token):  # undecayed: what was asked for by name
             merged = max(merged, (k + 1) / (k + rt))
         if span is not None and c.day and span.holds(c.day):
             merged *= 1 + SPAN_LIFT

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agent.memory.ranking import Candidate, Ranked, diversify, recency, score, supersede
-from agent.memory.text import idf, share_of_query
+from agent.memory.text import idf, rare_tokens, share_of_query
 from agent.memory.when import DaySpan
 from agent.settings import SearchSettings
 
@@ -168,3 +168,18 @@ def test_mmr_trades_a_near_copy_for_something_else():
     assert [r.candidate.id for r in diversify(ranked, vectors, 3, 1.0)] == [1, 2, 3]
     assert [r.candidate.id for r in diversify(ranked, vectors, 3, 0.7)] == [1, 3, 2]
     assert [r.candidate.id for r in diversify(ranked, {}, 2, 0.5)] == [1, 3]  # by words
+
+
+def test_a_code_number_or_name_few_notes_hold_counts_as_asked_for_by_name():
+    counts = {"what": 90, "was": 95, "the": 400, "booking": 7, "QXT7RZ": 1, "Lena": 2, "Tom": 40}
+    assert rare_tokens("what was the booking QXT7RZ for", counts) == {"QXT7RZ"}
+    assert rare_tokens("Booking for Lena and Tom", {**counts, "Booking": 1}) == {"Lena"}
+    assert rare_tokens("the XY99 code", {"XY99": 0}) == set()  # held by nothing
+    weights = {"booking": 1.6, "reference": 1.0, "what": 1.6, "QXT7RZ": 3.3}
+    answer = Candidate(1, "Booked the flight, reference QXT7RZ.", "", bm25=5.0, cosine=0.1)
+    near = [Candidate(2 + i, "what booking reference?", "", bm25=4.0, cosine=0.9) for i in range(5)]
+    assert share_of_query(answer.text, weights) < 0.8  # no exact match by the words' share
+    plain = score([*near, answer], weights, DEFAULTS, TODAY)
+    assert plain[0].candidate is not answer
+    tokens = {"QXT7RZ": 3.3}
+    assert score([*near, answer], weights, DEFAULTS, TODAY, tokens=tokens)[0].candidate is answer
