@@ -150,8 +150,8 @@ def vector_only(idx: MemoryIndex, vectors: SemanticIndex) -> Search:
         near = vectors.nearest(vectors.embed_query(text), TOP, None)
         rows = {r.id: r for r in idx.chunks([i for i, _ in near], audience=_owner())}
         return [
-            Hit(rows[i].path, rows[i].start_line, rows[i].end_line, s, rows[i].text)
-            for i, s in near
+            Hit(r.path, r.start_line, r.end_line, s, r.text, written=r.day[:10])
+            for r, s in ((rows[i], s) for i, s in near)
         ]
 
     return search
