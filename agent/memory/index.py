@@ -56,6 +56,7 @@ SCHEMA_VERSION = 7
 # worker thread, which the loop need not wait for.
 AT_ONCE_CHUNKS = 2_000
 DOC_FREQS_KEPT = 4_096  # terms whose chunk counts are kept between changes
+NOTE_FREQS_KEPT = 50_000  # words of notes whose counts are kept (``doc_freqs``)
 
 
 class MemoryIndex:
@@ -85,6 +86,8 @@ class MemoryIndex:
         # vocabulary for every term of every search (about 50 µs each), forgotten whenever a
         # catch-up changes the index.
         self._doc_freq: dict[tuple[str, bool], int] = {}
+        self._note_freq: dict[str, int] = {}  # ``doc_freqs``'s, and the chunks they were of
+        self._note_freq_at = self._chunk_count
         self._listener: ChunkListener | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -264,12 +267,26 @@ class MemoryIndex:
         return [int(r[0]) for r in rows]
 
     def doc_freqs(self, words: Iterable[str], *, wait: bool = True) -> dict[str, int] | None:
-        """How many chunks hold each of these words (folded as the index folds them, counts
-        kept between searches); None when the index is busy and ``wait`` is False."""
+        """About how many chunks hold each of these words (folded as the index folds them);
+        None when the index is busy and ``wait`` is False. A word's count is kept until the
+        index has grown or shrunk by a tenth: it weighs the words of notes, where a count a
+        few notes old does as well, and asking the vocabulary costs a lookup a word."""
         if not self._lock.acquire(blocking=wait):
             return None
         try:
-            return {w: self._term_freq(strip_accents(w.lower()), False) for w in set(words)}
+            if abs(self._chunk_count - self._note_freq_at) * 10 > self._note_freq_at:
+                self._note_freq.clear()
+                self._note_freq_at = self._chunk_count
+            out = {}
+            for word in set(words):
+                low = strip_accents(word.lower())
+                df = self._note_freq.get(low)
+                if df is None:
+                    if len(self._note_freq) >= NOTE_FREQS_KEPT:
+                        self._note_freq.clear()
+                    df = self._note_freq[low] = self._term_freq(low, False)
+                out[word] = df
+            return out
         finally:
             self._lock.release()
 

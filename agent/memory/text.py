@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping
+from functools import cache, lru_cache
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 
@@ -79,23 +79,35 @@ def share_of_query(text: str, weights: Mapping[str, float]) -> float:
     """How much of the query's weight the text holds: the IDF of the terms found in it over
     the IDF of all the terms. Terms match as the keyword index matches them: whole words up
     to two letters, word beginnings from three, and runs of CJK characters anywhere."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    folded = strip_accents(text).casefold()
-    words = set(query_terms(folded))
-    found = 0.0
-    for term, weight in weights.items():
+    return query_share(tuple(weights.items()))(text)
+
+
+@lru_cache(maxsize=64)
+def query_share(weights: tuple[tuple[str, float], ...]) -> Callable[[str], float]:
+    """``share_of_query`` for these (term, weight) pairs, its patterns made once: a search
+    asks it of every candidate."""
+    total = sum(w for _, w in weights)
+    cjk, spaced = [], []  # CJK runs match anywhere; other terms in the text with CJK spaced
+    for term, weight in weights:
         low = strip_accents(term).casefold()
         if is_cjk(term):
-            hit = low in folded
+            cjk.append((re.compile(re.escape(low)), weight))
         elif len(low) >= 3:
-            hit = any(w.startswith(low) for w in words)
+            spaced.append((re.compile(f"(?<![^\\W_]){re.escape(low)}"), weight))
         else:
-            hit = low in words
-        if hit:
-            found += weight
-    return found / total
+            spaced.append((re.compile(f"(?<![^\\W_]){re.escape(low)}(?![^\\W_])"), weight))
+
+    def share(text: str) -> float:
+        if total <= 0:
+            return 0.0
+        folded = strip_accents(text).casefold()
+        found = sum(w for p, w in cjk if p.search(folded))
+        if spaced:
+            apart = fold(folded)
+            found += sum(w for p, w in spaced if p.search(apart))
+        return found / total
+
+    return share
 
 
 def words_held(text: str, doc_freq: Mapping[str, int], chunks: int) -> float:
