@@ -138,10 +138,17 @@ def test_cjk_is_found_through_hybrid_search(setup):
 def test_a_shared_chat_scores_and_sees_only_its_own_log(setup):
     setup.embedded()
     group = Audience(GROUP)
-    for query in ("where does my sister live", "passport X1234567", "lunch", "dentist"):
+    queries = ("where does my sister live", "passport X1234567", "lunch", "dentist")
+    # A time in the query, or nothing but a time: still only the chat's own notes of then.
+    dated = ("lunch in March", "what happened last week", "this month", "anna since March")
+    for query in (*queries, *dated):
         hits = setup.search.search(query, 8, audience=group)
         assert {h.chat for h in hits} <= {GROUP}, query
         assert all(h.path.startswith(f"memory/chats/{GROUP}/") for h in hits)
+    assert [h.path for h in setup.search.search("this month", 8, audience=group)] == [
+        f"memory/chats/{GROUP}/2026-03-09.md"
+    ]
+    assert len(setup.search.search("this month", 8, audience=OWNER)) == 5  # the owner's all
     assert setup.paths("team lunch", group) == [f"memory/chats/{GROUP}/2026-03-09.md"]
     assert setup.search.search("anything", 8, audience=Audience("another-chat")) == []
     # The vector side is cut to the chat before it compares anything.
