@@ -256,12 +256,10 @@ def subjects(args: argparse.Namespace) -> None:
             for key, s in notes.items()
         }
         ids = [c.id for c in chunk.values()]
-        stored = vectors.vectors(ids)
         texts = {c.id: c.text for c in chunk.values()}
         counts = idx.doc_freqs(note_words(*texts.values())) or {}
         judge = Subjects(texts, set(), counts, idx.chunk_count)
-        near = vectors.neighbours([stored[i] for i in ids], NEIGHBOURS + 1, None)
-        judge.neighbours = dict(zip(ids, near, strict=True))
+        judge.neighbours = vectors.neighbours(ids, NEIGHBOURS + 1, None)
         vectors.close()
         idx.close()
     subject = {

@@ -147,9 +147,8 @@ class HybridSearch:
         exact = {r.candidate.id for r in head if r.share >= EXACT_SHARE}
         subjects = Subjects(texts, exact, counts, self.index.chunk_count)
         if self.vectors is not None and stored:
-            paired = [i for i in subjects.pairs(head, allowed) if i in stored]
-            lists = self.vectors.neighbours([stored[i] for i in paired], NEIGHBOURS + 1, chat)
-            subjects.neighbours = dict(zip(paired, lists, strict=True))
+            paired = sorted(subjects.pairs(head, allowed))
+            subjects.neighbours = self.vectors.neighbours(paired, NEIGHBOURS + 1, chat)
         return newer_notes(head, subjects, allowed)
 
     def _embedded(self, words: str) -> Vector | None:

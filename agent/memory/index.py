@@ -46,9 +46,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-# 5: chunks follow the notes (chunk_entries); 6: no unused kind column; 7: every chunk's day
-# is when it was written (a curated file's from the history)
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 7  # 5: chunks follow the notes; 6: no kind column; 7: every chunk dated
 
 
 # Chunks up to which a search is answered on the event loop when nothing is to be caught up:
@@ -197,9 +195,8 @@ class MemoryIndex:
         span: DaySpan | None = None,
         meaning: bool = False,
     ) -> list[Hit]:
-        """BM25-ranked hits, newest notes first on ties (of those written within ``span``
-        only, when given). The owner searches everything; a shared chat only its own log.
-        ``meaning`` is for hybrid search: this one has only the words."""
+        """BM25-ranked hits, newest first on ties (written within ``span`` only, when given);
+        the owner searches everything, a shared chat its own log. Words only (``meaning``)."""
         terms = query_terms(query)
         if not terms:
             return []
@@ -267,10 +264,8 @@ class MemoryIndex:
         return [int(r[0]) for r in rows]
 
     def doc_freqs(self, words: Iterable[str], *, wait: bool = True) -> dict[str, int] | None:
-        """About how many chunks hold each of these words (folded as the index folds them);
-        None when the index is busy and ``wait`` is False. A word's count is kept until the
-        index has grown or shrunk by a tenth: it weighs the words of notes, where a count a
-        few notes old does as well, and asking the vocabulary costs a lookup a word."""
+        """About how many chunks hold each word (None: the index is busy and ``wait`` is
+        False), kept until the index has grown or shrunk by a tenth: a lookup costs."""
         if not self._lock.acquire(blocking=wait):
             return None
         try:

@@ -9,9 +9,10 @@ subject put below it. Pure functions over candidates.
   whose cosines spread from 0 to 1, and no scale can let one side drown the other. A chunk
   not embedded yet takes its keyword rank on the vector side too.
 - Exact matches: a chunk holding (nearly) every word of the query, counted by each word's IDF
-  (``EXACT_SHARE``), scores at least what it would first in both rankings at its keyword rank.
-  A name, an order number or a code that BM25 puts first therefore stays first, whatever the
-  embedder makes of it.
+  (``EXACT_SHARE``), or one of its rare tokens (a code, a number, a name: ``rare_tokens``),
+  scores at least what it would first in both rankings at its keyword rank. A name, an order
+  number or a code that BM25 puts first therefore stays first, whatever the embedder makes of
+  it.
 - Age: a note keeps its full score however old it is. ``half_life_days`` (0, off, by default)
   can still halve a daily log's score every so many days for whoever wants that; and between
   equal scores the newer note goes first.

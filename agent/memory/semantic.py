@@ -237,11 +237,9 @@ class SemanticIndex:
     ) -> list[tuple[int, float]]:
         return self.table.nearest(query, max(1, k), chat, among)
 
-    def neighbours(self, of: Sequence[Vector], k: int, chat: str | None) -> list[list[int]]:
-        """The ``k`` chunks nearest to each of ``of`` (of ``chat`` only, when given)."""
-        if not of:
-            return []
-        return self.table.neighbours(np.stack(of), k, chat)
+    def neighbours(self, chunks: Sequence[int], k: int, chat: str | None) -> dict[int, list[int]]:
+        """The ``k`` chunks nearest to each of these (of ``chat`` only, when given)."""
+        return self.table.neighbours(chunks, k, chat)
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         return self.table.vectors(chunks)
