@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
-from agent.memory.ranking import EXACT_SHARE, Candidate, Ranked, diversify, score, supersede
+from agent.memory.ranking import Candidate, Ranked, diversify, score, supersede
 from agent.memory.subjects import NEIGHBOURS, Subjects, newer_notes, note_words
 from agent.memory.text import idf, query_terms, rare_tokens, snippet
 from agent.memory.when import DaySpan, dates_in
@@ -144,7 +144,7 @@ class HybridSearch:
         counts = self.index.doc_freqs(note_words(*texts.values()), wait=not at_once)
         if counts is None:
             return None
-        exact = {r.candidate.id for r in head if r.share >= EXACT_SHARE}
+        exact = {r.candidate.id for r in head if r.exact}
         subjects = Subjects(texts, exact, counts, self.index.chunk_count)
         if self.vectors is not None and stored:
             paired = sorted(subjects.pairs(head, allowed))

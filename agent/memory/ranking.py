@@ -65,6 +65,7 @@ class Ranked:
     recency: float  # the decay factor applied, 0..1 (1: no decay)
     share: float = 0.0  # of the query's weight (IDF) the chunk's words hold, 0..1
     newer: int | None = None  # a newer candidate on the same subject
+    exact: bool = False  # holds the query's words, or a code or name of it: asked for by name
 
 
 def recency(day: str, today: date, half_life_days: float) -> float:
@@ -116,11 +117,12 @@ def score(
         decay = recency(c.day, today, settings.half_life_days)
         merged = decay * fused / top
         token = bool(rt and tokens) and share_of_query(c.text, tokens or {}) > 0
-        if rt and (share >= EXACT_SHARE or token):  # undecayed: what was asked for by name
+        exact = rt is not None and (share >= EXACT_SHARE or token)
+        if rt is not None and exact:  # undecayed: what was asked for by name
             merged = max(merged, (k + 1) / (k + rt))
         if span is not None and c.day and span.holds(c.day):
             merged *= 1 + SPAN_LIFT
-        out.append(Ranked(c, merged, text, c.cosine, decay, share))
+        out.append(Ranked(c, merged, text, c.cosine, decay, share, exact=exact))
     out.sort(key=lambda r: (-r.score, _newest_first(r.candidate.day), r.candidate.id))
     return out
 

@@ -182,4 +182,6 @@ def test_a_code_number_or_name_few_notes_hold_counts_as_asked_for_by_name():
     plain = score([*near, answer], weights, DEFAULTS, TODAY)
     assert plain[0].candidate is not answer
     tokens = {"QXT7RZ": 3.3}
-    assert score([*near, answer], weights, DEFAULTS, TODAY, tokens=tokens)[0].candidate is answer
+    first, *rest = score([*near, answer], weights, DEFAULTS, TODAY, tokens=tokens)
+    assert first.candidate is answer and first.exact  # nothing lacking the code replaces it
+    assert not any(r.exact for r in rest)
