@@ -116,7 +116,8 @@ class HybridSearch:
             Candidate(r.id, r.text, r.day, r.bm25, cosine.get(r.id)) for r in rows.values()
         ]
         weights = {t: idf(df, text.chunks) for t, df in text.doc_freq.items()}
-        tokens = {t: w for t, w in weights.items() if t in rare_tokens(words, text.doc_freq)}
+        rare = rare_tokens(words, text.doc_freq, text.chunks)
+        tokens = {t: w for t, w in weights.items() if t in rare}
         ranked = score(candidates, weights, self.settings, self.today(), asked, tokens)
         newer = self._replacements(ranked, stored, chat, asked, at_once)
         if newer is None:

@@ -144,13 +144,15 @@ def chunk_entries(text: str, size: int, overlap: int) -> list[tuple[int, int, st
 RARE_TOKEN_CHUNKS = 3
 
 
-def rare_tokens(query: str, doc_freq: Mapping[str, int]) -> set[str]:
+def rare_tokens(query: str, doc_freq: Mapping[str, int], chunks: int) -> set[str]:
     """The query's terms that look like a code, a number or a name (a digit in them, or a
-    capital not at the start of the query) and that at most ``RARE_TOKEN_CHUNKS`` chunks
-    hold: asked for by name, not by meaning."""
+    capital not at the start of the query) and that at most ``RARE_TOKEN_CHUNKS`` chunks of
+    the ``chunks`` hold, and no more than a tenth of them: asked for by name, not by
+    meaning."""
     found = set()
     for n, term in enumerate(query_terms(query)):
         named = any(c.isdigit() for c in term) or (n > 0 and term[:1].isupper())
-        if named and 0 < doc_freq.get(term, 0) <= RARE_TOKEN_CHUNKS:
+        df = doc_freq.get(term, 0)
+        if named and 0 < df <= RARE_TOKEN_CHUNKS and df * 10 <= chunks:
             found.add(term)
     return found

@@ -172,9 +172,10 @@ def test_mmr_trades_a_near_copy_for_something_else():
 
 def test_a_code_number_or_name_few_notes_hold_counts_as_asked_for_by_name():
     counts = {"what": 90, "was": 95, "the": 400, "booking": 7, "QXT7RZ": 1, "Lena": 2, "Tom": 40}
-    assert rare_tokens("what was the booking QXT7RZ for", counts) == {"QXT7RZ"}
-    assert rare_tokens("Booking for Lena and Tom", {**counts, "Booking": 1}) == {"Lena"}
-    assert rare_tokens("the XY99 code", {"XY99": 0}) == set()  # held by nothing
+    assert rare_tokens("what was the booking QXT7RZ for", counts, 500) == {"QXT7RZ"}
+    assert rare_tokens("Booking for Lena and Tom", {**counts, "Booking": 1}, 500) == {"Lena"}
+    assert rare_tokens("the XY99 code", {"XY99": 0}, 500) == set()  # held by nothing
+    assert rare_tokens("Booking for Lena", counts, 15) == set()  # 2 of 15: not rare there
     weights = {"booking": 1.6, "reference": 1.0, "what": 1.6, "QXT7RZ": 3.3}
     answer = Candidate(1, "Booked the flight, reference QXT7RZ.", "", bm25=5.0, cosine=0.1)
     near = [Candidate(2 + i, "what booking reference?", "", bm25=4.0, cosine=0.9) for i in range(5)]
