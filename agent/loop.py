@@ -183,9 +183,12 @@ class Agent:
             return ""
         loaded = [state.system, *earlier_recalls(state.messages.may_contain(HEADER))]
         try:
-            found = recall_at_once(self.memory, message, ctx.audience, loaded)
+            today = ctx.now.date()
+            found = recall_at_once(self.memory, message, ctx.audience, loaded, today)
             if found is None:
-                found = await asyncio.to_thread(recall, self.memory, message, ctx.audience, loaded)
+                found = await asyncio.to_thread(
+                    recall, self.memory, message, ctx.audience, loaded, today
+                )
             block, files = found
         except Exception:
             log.exception("%s: recalling notes failed; answering without them", state.key)

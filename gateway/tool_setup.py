@@ -72,14 +72,17 @@ def open_memory(
 
 def memory_index(config: Config) -> MemoryIndex:
     """The memory's search index over the workspace, cut as configured."""
+    from agent.memory.dates import HistoryDates
     from agent.memory.index import MemoryIndex
 
     m = config.memory
+    workspace = config.workspace.resolve()
     return MemoryIndex(
         config.layout.index,
-        config.workspace.resolve(),
+        workspace,
         chunk_size=m.chunk_lines,
         overlap=m.chunk_overlap_lines,
+        dates=HistoryDates(workspace, config.layout.history, config.tz),
     )
 
 
@@ -91,9 +94,15 @@ def memory_search(
 ) -> tuple[Searcher, SemanticIndex | None]:
     """How memory is searched: by keywords alone (provider ``none``), or hybrid, with the
     vectors (not started: ``corvid run`` embeds in the background, the command line in the
-    foreground) listening to the index."""
+    foreground) listening to the index. Either way through the same ranking (dates in the
+    query, newer notes above the ones they replace)."""
+    from agent.memory.hybrid import HybridSearch
+
+    tz = config.tz
+    when = today or (lambda: datetime.now(tz).date())
     if config.memory.embeddings.provider == "none":
-        return index, None  # nothing of the vectors is imported: not even NumPy
+        # Nothing of the vectors is imported: not even NumPy.
+        return HybridSearch(index, None, config.memory.search, when), None
     from agent.memory.embedding.threads import load_numpy_on_one_thread
 
     load_numpy_on_one_thread()
@@ -101,19 +110,14 @@ def memory_search(
 
     embedder = build_embedder(config.memory.embeddings, Layout(config.home).models)
     if embedder is None:
-        return index, None
+        return HybridSearch(index, None, config.memory.search, when), None
     if embedded is not None and hasattr(embedder, "on_usage"):  # a paid service's
         embedder.on_usage = embedded
-    from agent.memory.hybrid import HybridSearch
     from agent.memory.semantic import SemanticIndex
 
     vectors = SemanticIndex(embedder, config.layout.embeddings, config.memory.embeddings.batch_size)
     index.listen(vectors)
-    tz = config.tz
-    search = HybridSearch(
-        index, vectors, config.memory.search, today or (lambda: datetime.now(tz).date())
-    )
-    return search, vectors
+    return HybridSearch(index, vectors, config.memory.search, when), vectors
 
 
 def mcp_hub(config: Config, resources: contextlib.AsyncExitStack) -> McpHub | None:

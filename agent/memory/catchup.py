@@ -19,6 +19,7 @@ import re
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from agent.memory.hits import ChunkRow, text_sha
@@ -26,6 +27,8 @@ from agent.memory.text import chunk_entries, fold
 from agent.workspace.audience import chat_of
 
 LONG_TERM = "MEMORY.md"
+# When each line of a file was written, "" when not known: (path, text, mtime_ns) -> dates.
+LineDates = Callable[[str, str, int], list[str]]
 FULL_SCAN_SECONDS = 30.0
 _DAY = re.compile(r"(\d{4}-\d{2}-\d{2})")
 
@@ -34,8 +37,11 @@ class CatchUp:
     """The index's view of the files: what it saw at the last full scan, and the chunks the
     last catch-up added and removed (for whoever keeps vectors of them)."""
 
-    def __init__(self, workspace: Path, chunk_size: int, overlap: int) -> None:
+    def __init__(
+        self, workspace: Path, chunk_size: int, overlap: int, dates: LineDates | None = None
+    ) -> None:
         self.workspace = workspace
+        self.dates = dates
         self.chunk_size = chunk_size
         self.overlap = overlap
         self._real = os.path.realpath(workspace)
@@ -267,12 +273,15 @@ class CatchUp:
             (rel, st.st_mtime_ns, st.st_size, digest, day),
         )
         chat = _chat_of(rel)
+        # A curated file's notes are dated line by line (a log's by its name).
+        lines = self.dates(rel, text, st.st_mtime_ns) if not day and self.dates else []
         for start, end, chunk in chunk_entries(text, self.chunk_size, self.overlap):
             sha = text_sha(chunk)
+            written = day or max(lines[start - 1 : end], default="")
             cur = self.db.execute(
                 "INSERT INTO chunks(path, start_line, end_line, day, text, chat, sha) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (rel, start, end, day, chunk, chat, sha),
+                (rel, start, end, written, chunk, chat, sha),
             )
             if self._listening and cur.lastrowid is not None:
                 self._added.append((cur.lastrowid, chat, sha))

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Protocol
 
 from agent.memory.text import snippet
+from agent.memory.when import DaySpan, age
 from gateway.contract.events import Audience
 
 ChunkRow = tuple[int, str, str]  # chunk id, its chat ("" for the owner's), text_sha of its text
@@ -29,13 +31,28 @@ class Hit:
     snippet: str
     chat: str = ""  # the shared chat whose log this is; "" for the owner's memory
     # Why it ranked, when vectors are on: the text score (BM25 over the best), the cosine
-    # (None: not embedded yet), and the recency factor of a daily log.
+    # (None: not embedded yet), and the recency factor of a daily log (1: no decay).
     text_score: float | None = None
     vector_score: float | None = None
     recency: float | None = None
     # How much of the query's weight (each word's IDF) the chunk holds, 0..1: unlike the
     # scores above it does not depend on the other hits, so recall can hold it to a bar.
     words: float = 0.0
+    written: str = ""  # YYYY-MM-DD the note was written; "" when not known
+    newer: str = ""  # "path:line" of a newer note on the same subject; "" when none was found
+
+
+def dated(hit: Hit, today: date | None) -> str:
+    """When a hit's note was written, as the model is told it: "written 2026-03-14, 8 months
+    ago" ("written on a day not known" when the history never saw it), and the newer note on
+    its subject when one was found."""
+    if not hit.written:
+        when = "written on a day not known"
+    elif today is None:
+        when = f"written {hit.written}"
+    else:
+        when = f"written {hit.written}, {age(hit.written, today)}"
+    return when + (f"; a newer note on this: {hit.newer}" if hit.newer else "")
 
 
 TextsOf = Callable[[Sequence[int]], dict[int, str]]
@@ -62,6 +79,7 @@ class StoredChunk:
             snippet(self.text, terms),
             self.chat,
             words=words,
+            written=self.day[:10],
         )
 
 
@@ -85,4 +103,22 @@ class Searcher(Protocol):
     """Memory search as the tools, the control page and ``corvid memory search`` use it: the
     keyword index alone, or hybrid search over it."""
 
-    def search(self, query: str, max_results: int = 8, *, audience: Audience) -> list[Hit]: ...
+    def search(
+        self,
+        query: str,
+        max_results: int = 8,
+        *,
+        audience: Audience,
+        span: DaySpan | None = None,
+        meaning: bool = True,
+    ) -> list[Hit]:
+        """The hits for ``query`` (written within ``span`` only, when given); ``meaning``
+        False searches by the words alone, with no embedding."""
+        ...
+
+    def search_at_once(
+        self, query: str, max_results: int = 8, *, audience: Audience, meaning: bool = True
+    ) -> list[Hit] | None:
+        """``search``, if it can be answered on the calling thread without waiting for the
+        index or a model; None when it cannot."""
+        ...

@@ -20,13 +20,14 @@ import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
-from agent.memory.catchup import CatchUp
+from agent.memory.catchup import CatchUp, LineDates
 from agent.memory.hits import ChunkListener, Hit, StoredChunk, TextMatches
 from agent.memory.text import is_cjk, query_terms, strip_accents, words_held
+from agent.memory.when import DaySpan
 from gateway.contract.events import Audience
 from gateway.infra.atomic import private_file
 
@@ -40,11 +41,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     day TEXT, text TEXT, chat TEXT NOT NULL DEFAULT '', sha TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_by_chat ON chunks(chat);
+CREATE INDEX IF NOT EXISTS chunks_by_day ON chunks(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-SCHEMA_VERSION = 6  # 5: chunks follow the notes (chunk_entries); 6: no unused kind column
+SCHEMA_VERSION = 7  # 5: chunks follow the notes; 6: no kind column; 7: every chunk dated
 
 
 # Chunks up to which a search is answered on the event loop when nothing is to be caught up:
@@ -52,10 +54,18 @@ SCHEMA_VERSION = 6  # 5: chunks follow the notes (chunk_entries); 6: no unused k
 # worker thread, which the loop need not wait for.
 AT_ONCE_CHUNKS = 2_000
 DOC_FREQS_KEPT = 4_096  # terms whose chunk counts are kept between changes
+NOTE_FREQS_KEPT = 50_000  # words of notes whose counts are kept (``doc_freqs``)
 
 
 class MemoryIndex:
-    def __init__(self, db_path: Path, workspace: Path, chunk_size: int = 30, overlap: int = 6):
+    def __init__(
+        self,
+        db_path: Path,
+        workspace: Path,
+        chunk_size: int = 30,
+        overlap: int = 6,
+        dates: LineDates | None = None,
+    ):
         self.db_path = db_path
         self.workspace = workspace
         self.chunk_size = chunk_size
@@ -68,12 +78,14 @@ class MemoryIndex:
             if not _damaged(exc):
                 raise
             self._db = self._start_over(exc)
-        self._files = CatchUp(workspace, chunk_size, overlap)
+        self._files = CatchUp(workspace, chunk_size, overlap, dates)
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
         # How many chunks hold a term (or a prefix), as the index now is: asked of the FTS
         # vocabulary for every term of every search (about 50 µs each), forgotten whenever a
         # catch-up changes the index.
         self._doc_freq: dict[tuple[str, bool], int] = {}
+        self._note_freq: dict[str, int] = {}  # ``doc_freqs``'s, and the chunks they were of
+        self._note_freq_at = self._chunk_count
         self._listener: ChunkListener | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -174,17 +186,25 @@ class MemoryIndex:
 
     # -- searching ----------------------------------------------------------------------------
 
-    def search(self, query: str, max_results: int = 8, *, audience: Audience) -> list[Hit]:
-        """BM25-ranked hits, newest daily logs first on ties. The owner searches everything;
-        a shared chat only its own log."""
+    def search(
+        self,
+        query: str,
+        max_results: int = 8,
+        *,
+        audience: Audience,
+        span: DaySpan | None = None,
+        meaning: bool = False,
+    ) -> list[Hit]:
+        """BM25-ranked hits, newest first on ties (written within ``span`` only, when given);
+        the owner searches everything, a shared chat its own log. Words only (``meaning``)."""
         terms = query_terms(query)
         if not terms:
             return []
-        found = self.text_matches(terms, max_results * 3, audience=audience)
+        found = self.text_matches(terms, max_results * 3, audience=audience, span=span)
         return _ranked(terms, found, max_results)
 
     def search_at_once(
-        self, query: str, max_results: int = 8, *, audience: Audience
+        self, query: str, max_results: int = 8, *, audience: Audience, meaning: bool = False
     ) -> list[Hit] | None:
         """``search``, if it can be answered at once on the calling thread (an event loop's):
         nobody else holding the index, no file changed since the last catch-up (so no file is
@@ -193,36 +213,77 @@ class MemoryIndex:
         terms = query_terms(query)
         if not terms:
             return []
-        if self._chunk_count > AT_ONCE_CHUNKS:
-            return None
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            if not self._files.fresh():
-                return None
-            try:
-                rows, doc_freq = self._query(terms, max_results * 3, audience)
-            except sqlite3.DatabaseError:
-                return None  # repaired by the search from the worker thread
-        finally:
-            self._lock.release()
-        return _ranked(terms, self._found(rows, doc_freq, audience), max_results)
+        found = self.text_matches_at_once(terms, max_results * 3, audience=audience)
+        return None if found is None else _ranked(terms, found, max_results)
 
-    def text_matches(self, terms: list[str], limit: int, *, audience: Audience) -> TextMatches:
-        """The ``limit`` best keyword matches this audience may see, after catching up with
-        the files, and how many chunks hold each term. An index found damaged on the way is
-        made anew from the files and asked again."""
+    def text_matches(
+        self, terms: list[str], limit: int, *, audience: Audience, span: DaySpan | None = None
+    ) -> TextMatches:
+        """The ``limit`` best keyword matches this audience may see (written within ``span``
+        only, when given), after catching up with the files, and how many chunks hold each
+        term. An index found damaged on the way is made anew from the files and asked again."""
         if not terms:
             return TextMatches([], {}, self._chunk_count)
         with self._lock:
             try:
                 self._sync(full=False)
-                rows, doc_freq = self._query(terms, limit, audience)
+                rows, doc_freq = self._query(terms, limit, audience, span)
             except sqlite3.DatabaseError as exc:
                 self._repaired(exc)
                 self._sync(full=True)
-                rows, doc_freq = self._query(terms, limit, audience)
+                rows, doc_freq = self._query(terms, limit, audience, span)
         return self._found(rows, doc_freq, audience)
+
+    def text_matches_at_once(
+        self, terms: list[str], limit: int, *, audience: Audience, span: DaySpan | None = None
+    ) -> TextMatches | None:
+        """``text_matches``, if it can be answered at once on the calling thread (see
+        ``search_at_once``); None when it cannot."""
+        if self._chunk_count > AT_ONCE_CHUNKS or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if not self._files.fresh():
+                return None
+            try:
+                rows, doc_freq = self._query(terms, limit, audience, span)
+            except sqlite3.DatabaseError:
+                return None  # repaired by the search from the worker thread
+        finally:
+            self._lock.release()
+        return self._found(rows, doc_freq, audience)
+
+    def written_within(self, span: DaySpan, *, audience: Audience) -> list[int]:
+        """The chunks this audience may see that were written within ``span``."""
+        only = "" if audience.private else "AND chat = ?"
+        chat = () if audience.chat is None else (audience.chat,)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id FROM chunks WHERE day != '' AND day BETWEEN ? AND ? {only}",
+                (span.first.isoformat(), span.last.isoformat(), *chat),
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def doc_freqs(self, words: Iterable[str], *, wait: bool = True) -> dict[str, int] | None:
+        """About how many chunks hold each word (None: the index is busy and ``wait`` is
+        False), kept until the index has grown or shrunk by a tenth: a lookup costs."""
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
+            if abs(self._chunk_count - self._note_freq_at) * 10 > self._note_freq_at:
+                self._note_freq.clear()
+                self._note_freq_at = self._chunk_count
+            out = {}
+            for word in set(words):
+                low = strip_accents(word.lower())
+                df = self._note_freq.get(low)
+                if df is None:
+                    if len(self._note_freq) >= NOTE_FREQS_KEPT:
+                        self._note_freq.clear()
+                    df = self._note_freq[low] = self._term_freq(low, False)
+                out[word] = df
+            return out
+        finally:
+            self._lock.release()
 
     def _found(
         self, rows: list[StoredChunk], doc_freq: dict[str, int], audience: Audience
@@ -232,7 +293,7 @@ class MemoryIndex:
         return TextMatches(rows, doc_freq, self._chunk_count)
 
     def _query(
-        self, terms: list[str], limit: int, audience: Audience
+        self, terms: list[str], limit: int, audience: Audience, span: DaySpan | None = None
     ) -> tuple[list[StoredChunk], dict[str, int]]:
         plan, doc_freq = self._weighted_plan(terms)
         if not any(doc_freq.values()) and all(t.isascii() for t in terms):
@@ -240,7 +301,13 @@ class MemoryIndex:
             # Only for ASCII words, which the counts above fold exactly as the tokenizer does.
             return [], doc_freq
         only = "" if audience.private else "AND rowid IN (SELECT id FROM chunks WHERE chat = ?)"
-        chat = () if audience.chat is None else (audience.chat,)
+        params: tuple[str, ...] = () if audience.chat is None else (audience.chat,)
+        if span is not None:
+            only += (
+                # "+": checked on each match, not a list of rows FTS5 would search one by one
+                " AND +rowid IN (SELECT id FROM chunks WHERE day != '' AND day BETWEEN ? AND ?)"
+            )
+            params += (span.first.isoformat(), span.last.isoformat())
         found = self._db.execute(
             f"""
             SELECT c.id, c.path, c.start_line, c.end_line, c.day, c.text, c.chat, -f.rank
@@ -248,7 +315,7 @@ class MemoryIndex:
                   ORDER BY rank LIMIT ?) AS f
             JOIN chunks c ON c.id = f.rowid
             """,
-            (f"body : ({plan})", *chat, limit),
+            (f"body : ({plan})", *params, limit),
         ).fetchall()
         return [StoredChunk(*r) for r in found], doc_freq
 

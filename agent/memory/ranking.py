@@ -1,69 +1,87 @@
-"""How hybrid memory search ranks: keyword and vector scores merged, daily logs decayed with
-age, exact matches kept on top, and MMR for variety. Pure functions over candidates.
+"""How memory search ranks: the keyword and vector rankings fused by rank, exact matches kept
+on top, notes of a time the query names lifted, and a note replaced by a newer one on the same
+subject put below it. Pure functions over candidates.
 
-- Text score: BM25 divided by the best BM25 among the candidates, times the share of the
-  query's words the chunk holds (weighted by their IDF). The best keyword hit of a query
-  with many words does not get full marks for holding one of them ("where does my sister
-  live" against "where did the week go").
-- Vector score: the cosine, below zero taken as zero. It is not rescaled to the best vector
-  hit: when nothing is near in meaning (an order number, a flight code), the nearest
-  neighbours stay weak instead of being blown up to 1. A chunk not embedded yet has its text
-  score in its place, so it is found as plain keyword search finds it.
-- Blend: ``vector_weight * vector + text_weight * text`` (weights scaled to sum to 1), times
-  the recency factor ``0.5 ** (age_days / half_life_days)`` of a daily log (1 for MEMORY.md
-  and other undated files), so a newer note of the same weight wins over a stale one.
-- Exact matches: a chunk holding (nearly) every word of the query, counted by each word's
-  IDF (``EXACT_SHARE``), scores at least its text score, undecayed. A name, an order number
-  or a code that BM25 puts first therefore stays first, however weak its vector or old its
-  day; a question whose words are scattered over many notes is ranked by the blend.
+- Fusion by rank (reciprocal-rank fusion): each candidate scores ``w / (K + rank)`` in each
+  ranking, the keyword one (BM25) and the vector one (cosine), weighted ``text_weight`` and
+  ``vector_weight``; the sum is scaled so that first in both is 1. No score of either side
+  enters, only its order, so an embedder whose cosines all sit near 0.8 ranks as well as one
+  whose cosines spread from 0 to 1, and no scale can let one side drown the other. A chunk
+  not embedded yet takes its keyword rank on the vector side too.
+- Exact matches: a chunk holding (nearly) every word of the query, counted by each word's IDF
+  (``EXACT_SHARE``), or one of its rare tokens (a code, a number, a name: ``rare_tokens``),
+  scores at least what it would first in both rankings at its keyword rank. A name, an order
+  number or a code that BM25 puts first therefore stays first, whatever the embedder makes of
+  it.
+- Age: a note keeps its full score however old it is. ``half_life_days`` (0, off, by default)
+  can still halve a daily log's score every so many days for whoever wants that; and between
+  equal scores the newer note goes first.
+- A time the query names ("in March", "two weeks ago"): the notes written then score
+  ``1 + SPAN_LIFT`` times as much, so they come first among notes of like relevance without a
+  strong match from another time being dropped.
+- Supersession (``supersede``): when a newer candidate is about the same subject as an older
+  one ranked above it, the newer moves up to just above the older, which is marked as having
+  a newer note. An old note is never pushed down by more than the notes that replace it.
 - MMR (when ``mmr_lambda`` < 1; off by default): picks the next hit by ``lambda * score -
-  (1 - lambda) * likeness`` to those already picked (cosine of their vectors, or word overlap
-  when one has none), so overlapping windows of one passage do not fill the list.
+  (1 - lambda) * likeness`` to those already picked.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from agent.memory.text import query_terms, share_of_query
-from agent.memory.vectors import Vector
+from agent.memory.when import DaySpan
 from agent.settings import SearchSettings
 
+if TYPE_CHECKING:  # with embeddings off, NumPy is never imported
+    from agent.memory.vectors import Vector
+
 EXACT_SHARE = 0.8
+RANK_CONSTANT = 20  # K: how much more the first places weigh than the tenth
+SPAN_LIFT = 1.0
+CHAIN = 3  # replacements of replacements followed at most this far
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     id: int
     text: str
-    day: str  # YYYY-MM-DD of a daily log, "" otherwise
+    day: str  # YYYY-MM-DD the note was written, "" when not known
     bm25: float = 0.0  # 0: not a keyword match
     cosine: float | None = None  # None: not embedded yet
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ranked:
     candidate: Candidate
     score: float
     text: float  # normalised text score, 0..1
-    vector: float | None  # the cosine used, None when the chunk had no vector
-    recency: float  # the decay factor applied, 0..1
+    vector: float | None  # the cosine, None when the chunk had no vector
+    recency: float  # the decay factor applied, 0..1 (1: no decay)
     share: float = 0.0  # of the query's weight (IDF) the chunk's words hold, 0..1
+    newer: int | None = None  # a newer candidate on the same subject
+    exact: bool = False  # holds the query's words, or a code or name of it: asked for by name
 
 
 def recency(day: str, today: date, half_life_days: float) -> float:
     if not day or half_life_days <= 0:
         return 1.0
     try:
-        age = (today - date.fromisoformat(day)).days
+        age = (today - date.fromisoformat(day[:10])).days
     except ValueError:
         return 1.0
     return float(0.5 ** (max(0, age) / half_life_days))
+
+
+def _ranks(values: Mapping[int, float]) -> dict[int, int]:
+    """1-based places by value, best first (ties: the lower id)."""
+    order = sorted(values, key=lambda i: (-values[i], i))
+    return {i: n for n, i in enumerate(order, 1)}
 
 
 def score(
@@ -71,30 +89,72 @@ def score(
     weights: Mapping[str, float],
     settings: SearchSettings,
     today: date,
+    span: DaySpan | None = None,
+    tokens: Mapping[str, float] | None = None,
 ) -> list[Ranked]:
-    """Every candidate with its merged score, best first (ties: newer day, then lower id)."""
+    """Every candidate with its fused score, best first (ties: newer day, then lower id).
+    ``tokens``: the query's rare tokens (a code, a number, a name), weighted as ``weights``:
+    a candidate holding one is found as an exact match is."""
     best = max((c.bm25 for c in candidates), default=0.0)
-    total = settings.vector_weight + settings.text_weight
-    w_vec, w_text = settings.vector_weight / total, settings.text_weight / total
+    shares = {
+        c.id: share_of_query(c.text, weights) if c.bm25 > 0 and best > 0 else 0.0
+        for c in candidates
+    }
+    text_rank = _ranks({c.id: c.bm25 for c in candidates if c.bm25 > 0})
+    vector_rank = _ranks({c.id: c.cosine for c in candidates if c.cosine is not None})
+    k = RANK_CONSTANT
+    w_text, w_vec = settings.text_weight, settings.vector_weight
+    if not vector_rank:
+        w_vec = 0.0  # keywords only: their order, undiluted
+    top = (w_text + w_vec) / (k + 1) or 1.0
     out = []
     for c in candidates:
-        share = share_of_query(c.text, weights) if c.bm25 > 0 and best > 0 else 0.0
+        share = shares[c.id]
         text = c.bm25 / best * share if share else 0.0
-        vector = max(0.0, c.cosine) if c.cosine is not None else text
+        rt = text_rank.get(c.id)
+        rv = vector_rank.get(c.id, rt) if c.cosine is None else vector_rank[c.id]
+        fused = (w_text / (k + rt) if rt else 0.0) + (w_vec / (k + rv) if rv else 0.0)
         decay = recency(c.day, today, settings.half_life_days)
-        merged = decay * (w_vec * vector + w_text * text)
-        if share >= EXACT_SHARE:
-            merged = max(merged, text)
-        out.append(Ranked(c, merged, text, c.cosine, decay, share))
+        merged = decay * fused / top
+        token = bool(rt and tokens) and share_of_query(c.text, tokens or {}) > 0
+        exact = rt is not None and (share >= EXACT_SHARE or token)
+        if rt is not None and exact:  # undecayed: what was asked for by name
+            merged = max(merged, (k + 1) / (k + rt))
+        if span is not None and c.day and span.holds(c.day):
+            merged *= 1 + SPAN_LIFT
+        out.append(Ranked(c, merged, text, c.cosine, decay, share, exact=exact))
     out.sort(key=lambda r: (-r.score, _newest_first(r.candidate.day), r.candidate.id))
     return out
 
 
 def _newest_first(day: str) -> int:
     try:
-        return -date.fromisoformat(day).toordinal()
+        return -date.fromisoformat(day[:10]).toordinal()
     except ValueError:
         return 0
+
+
+def supersede(ranked: Sequence[Ranked], newer: Mapping[int, Sequence[Ranked]]) -> list[Ranked]:
+    """``ranked`` with the notes that replace a candidate (``newer``: by its id, the newer
+    notes on its subject, the likeliest first) put just above it, moved up from below or
+    brought in, and the candidate marked with the first. A replacement's own replacements go
+    above it in turn; nothing else moves."""
+    out: list[Ranked] = []
+    placed: set[int] = set()
+
+    def place(r: Ranked, depth: int) -> None:
+        if r.candidate.id in placed:
+            return
+        placed.add(r.candidate.id)
+        later = [n for n in newer.get(r.candidate.id, ()) if n.candidate.id != r.candidate.id]
+        if later and depth < CHAIN:
+            place(replace(later[0], score=max(later[0].score, r.score)), depth + 1)
+            r = replace(r, newer=later[0].candidate.id)
+        out.append(r)
+
+    for r in ranked:
+        place(r, 0)
+    return out
 
 
 def diversify(
@@ -123,7 +183,7 @@ def _likeness(
 ) -> float:
     va, vb = vectors.get(a.candidate.id), vectors.get(b.candidate.id)
     if va is not None and vb is not None:
-        return max(0.0, float(np.dot(va, vb)))
+        return max(0.0, float(va @ vb))
     wa, wb = _words(a.candidate, words), _words(b.candidate, words)
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 

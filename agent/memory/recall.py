@@ -20,9 +20,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import date
 from typing import Any
 
-from agent.memory.hits import Hit
+from agent.memory.hits import Hit, dated
 from agent.memory.store import Memory, read_text
 from agent.memory.text import is_cjk, query_terms
 from agent.settings import RecallSettings
@@ -64,46 +65,52 @@ def already_there(hit: Hit, loaded: str) -> bool:
 
 
 def recall(
-    memory: Memory, message: str, audience: Audience, loaded: Iterable[str]
+    memory: Memory,
+    message: str,
+    audience: Audience,
+    loaded: Iterable[str],
+    today: date | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """The block recalled for ``message`` ("" when nothing is), and the text of each file its
-    notes come from (for the turn to mark what it read, as ``memory_search`` does). Blocking:
-    the search may embed the message."""
+    notes come from (for the turn to mark what it read, as ``memory_search`` does). The
+    search is ``memory_search``'s, ranking and all; each note says when it was written, and
+    how long before ``today``. Blocking: the search may embed the message."""
     cfg = memory.cfg.recall
     query = message.strip()[:MAX_QUERY_CHARS]
     if not cfg.enabled or not query:
         return "", []
-    if by_meaning(query):
-        hits = memory.search(query, cfg.max_notes, audience)
-    else:
-        hits = memory.index.search(query, cfg.max_notes, audience=audience)
-    return _noted(memory, hits, query, audience, loaded)
+    hits = memory.search(query, cfg.max_notes, audience, meaning=by_meaning(query))
+    return _noted(memory, hits, query, audience, loaded, today)
 
 
 def recall_at_once(
-    memory: Memory, message: str, audience: Audience, loaded: Iterable[str]
+    memory: Memory,
+    message: str,
+    audience: Audience,
+    loaded: Iterable[str],
+    today: date | None = None,
 ) -> tuple[str, list[tuple[str, str]]] | None:
     """``recall``, when it needs no model and no catch-up with the files, so that it can run
     on the event loop (a worker thread's hand-over costs more than such a search); None when it
-    cannot. A message searched by meaning with embeddings on needs the model (hybrid search),
-    so it is searched from a worker thread."""
+    cannot. A message searched by meaning with embeddings on needs the model, so it is
+    searched from a worker thread."""
     cfg = memory.cfg.recall
     query = message.strip()[:MAX_QUERY_CHARS]
     if not cfg.enabled or not query:
         return "", []
-    meaning = by_meaning(query)
-    if meaning and memory.searcher is not memory.index:
-        return None
-    hits = memory.index.search_at_once(query, cfg.max_notes, audience=audience)
+    hits = memory.search_at_once(query, cfg.max_notes, audience, meaning=by_meaning(query))
     if hits is None:
         return None
-    if meaning:
-        hits = memory.shown(hits, audience)  # as memory.search gives them
-    return _noted(memory, hits, query, audience, loaded)
+    return _noted(memory, hits, query, audience, loaded, today)
 
 
 def _noted(
-    memory: Memory, hits: list[Hit], query: str, audience: Audience, loaded: Iterable[str]
+    memory: Memory,
+    hits: list[Hit],
+    query: str,
+    audience: Audience,
+    loaded: Iterable[str],
+    today: date | None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """The block of the hits that clear the bars and are not in ``loaded`` yet, and their
     files' text."""
@@ -115,7 +122,7 @@ def _noted(
         if (not audience.private or not h.chat) and relevant(h, cfg) and not already_there(h, seen)
     ]
     files = {rel: read_text(memory.workspace / rel) for rel in dict.fromkeys(h.path for h in kept)}
-    shown, block = notes_block([narrowed(h, files[h.path]) for h in kept], cfg.max_bytes)
+    shown, block = notes_block([narrowed(h, files[h.path]) for h in kept], cfg.max_bytes, today)
     if shown:
         log.debug("recalled %d note(s) for a message of %d characters", len(shown), len(query))
     return block, [(rel, files[rel]) for rel in dict.fromkeys(h.path for h in shown)]
@@ -147,12 +154,18 @@ def earlier_recalls(messages: Iterable[dict[str, Any]]) -> list[str]:
     return out
 
 
-def notes_block(hits: Sequence[Hit], max_bytes: int) -> tuple[list[Hit], str]:
+def notes_block(
+    hits: Sequence[Hit], max_bytes: int, today: date | None = None
+) -> tuple[list[Hit], str]:
     """The hits as one block of at most ``max_bytes`` bytes of UTF-8: a line each with its
-    path and lines, and as much of its excerpt as fits."""
+    path and lines, when it was written, and as much of its excerpt as fits."""
     if not hits:
         return [], ""
-    head = f"{HEADER} (may be out of date or beside the point; memory_get reads a note whole):"
+    head = (
+        f"{HEADER} (may be beside the point; each says when it was written: an old note may "
+        "no longer be true, and a newer note on its subject is named; memory_get reads a note "
+        "whole):"
+    )
     tail = "]"
     left = max_bytes - len(head.encode()) - len(tail.encode())
     lines: list[str] = []
@@ -161,7 +174,7 @@ def notes_block(hits: Sequence[Hit], max_bytes: int) -> tuple[list[Hit], str]:
         span = f"line {h.start_line}"
         if h.end_line > h.start_line:
             span = f"lines {h.start_line}-{h.end_line}"
-        where = f"\n- {h.path} {span}: "
+        where = f"\n- {h.path} {span} ({dated(h, today)}): "
         room = left - len(where.encode())
         if room < MIN_EXCERPT:
             break

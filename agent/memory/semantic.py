@@ -232,8 +232,14 @@ class SemanticIndex:
                 self._queries.popitem(last=False)
         return vector
 
-    def nearest(self, query: Vector, k: int, chat: str | None) -> list[tuple[int, float]]:
-        return self.table.nearest(query, max(1, k), chat)
+    def nearest(
+        self, query: Vector, k: int, chat: str | None, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        return self.table.nearest(query, max(1, k), chat, among)
+
+    def neighbours(self, chunks: Sequence[int], k: int, chat: str | None) -> dict[int, list[int]]:
+        """The ``k`` chunks nearest to each of these (of ``chat`` only, when given)."""
+        return self.table.neighbours(chunks, k, chat)
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         return self.table.vectors(chunks)

@@ -24,6 +24,7 @@ from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
 from agent.memory.sections import insert
+from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
 from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import (
@@ -72,10 +73,30 @@ class Memory:
         self.vectors = vectors  # None: keyword search only
         self._root = workspace.resolve()  # as the readers of workspace files take it
 
-    def search(self, query: str, max_results: int, audience: Audience) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        max_results: int,
+        audience: Audience,
+        span: DaySpan | None = None,
+        *,
+        meaning: bool = True,
+    ) -> list[Hit]:
         """Hybrid when vectors are on, else by keywords: the same chunks, the same audience
-        rules (the owner everything, a shared chat its own log)."""
-        return self.shown(self.searcher.search(query, max_results, audience=audience), audience)
+        rules (the owner everything, a shared chat its own log). ``span``: only the notes
+        written then; ``meaning`` False: by the words alone, nothing embedded."""
+        hits = self.searcher.search(
+            query, max_results, audience=audience, span=span, meaning=meaning
+        )
+        return self.shown(hits, audience)
+
+    def search_at_once(
+        self, query: str, max_results: int, audience: Audience, *, meaning: bool = True
+    ) -> list[Hit] | None:
+        """``search``, if it can be answered on the calling thread without waiting (see
+        ``HybridSearch.search_at_once``); None when it cannot."""
+        hits = self.searcher.search_at_once(query, max_results, audience=audience, meaning=meaning)
+        return None if hits is None else self.shown(hits, audience)
 
     def shown(self, hits: list[Hit], audience: Audience) -> list[Hit]:
         """The hits of a search as ``search`` gives them: without the paired guests' notes in

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping
+from functools import cache, lru_cache
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 
@@ -52,6 +52,8 @@ def chunk_lines(text: str, size: int, overlap: int) -> list[tuple[int, int, str]
 
 
 def strip_accents(text: str) -> str:
+    if text.isascii():
+        return text
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
@@ -83,23 +85,35 @@ def share_of_query(text: str, weights: Mapping[str, float]) -> float:
     """How much of the query's weight the text holds: the IDF of the terms found in it over
     the IDF of all the terms. Terms match as the keyword index matches them: whole words up
     to two letters, word beginnings from three, and runs of CJK characters anywhere."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    folded = strip_accents(text).casefold()
-    words = set(query_terms(folded))
-    found = 0.0
-    for term, weight in weights.items():
+    return query_share(tuple(weights.items()))(text)
+
+
+@lru_cache(maxsize=64)
+def query_share(weights: tuple[tuple[str, float], ...]) -> Callable[[str], float]:
+    """``share_of_query`` for these (term, weight) pairs, its patterns made once: a search
+    asks it of every candidate."""
+    total = sum(w for _, w in weights)
+    cjk, spaced = [], []  # CJK runs match anywhere; other terms in the text with CJK spaced
+    for term, weight in weights:
         low = strip_accents(term).casefold()
         if is_cjk(term):
-            hit = low in folded
+            cjk.append((re.compile(re.escape(low)), weight))
         elif len(low) >= 3:
-            hit = any(w.startswith(low) for w in words)
+            spaced.append((re.compile(f"(?<![^\\W_]){re.escape(low)}"), weight))
         else:
-            hit = low in words
-        if hit:
-            found += weight
-    return found / total
+            spaced.append((re.compile(f"(?<![^\\W_]){re.escape(low)}(?![^\\W_])"), weight))
+
+    def share(text: str) -> float:
+        if total <= 0:
+            return 0.0
+        folded = strip_accents(text).casefold()
+        found = sum(w for p, w in cjk if p.search(folded))
+        if spaced:
+            apart = fold(folded)
+            found += sum(w for p, w in spaced if p.search(apart))
+        return found / total
+
+    return share
 
 
 def words_held(text: str, doc_freq: Mapping[str, int], chunks: int) -> float:
@@ -149,3 +163,20 @@ def chunk_entries(text: str, size: int, overlap: int) -> list[tuple[int, int, st
                 out.append((pending + first, pending + last, piece))
         pending = end
     return out
+
+
+RARE_TOKEN_CHUNKS = 3
+
+
+def rare_tokens(query: str, doc_freq: Mapping[str, int], chunks: int) -> set[str]:
+    """The query's terms that look like a code, a number or a name (a digit in them, or a
+    capital not at the start of the query) and that at most ``RARE_TOKEN_CHUNKS`` chunks of
+    the ``chunks`` hold, and no more than a tenth of them: asked for by name, not by
+    meaning."""
+    found = set()
+    for n, term in enumerate(query_terms(query)):
+        named = any(c.isdigit() for c in term) or (n > 0 and term[:1].isupper())
+        df = doc_freq.get(term, 0)
+        if named and 0 < df <= RARE_TOKEN_CHUNKS and df * 10 <= chunks:
+            found.add(term)
+    return found

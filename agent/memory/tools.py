@@ -4,13 +4,16 @@ only, refused in code to every shared session)."""
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from agent.memory.catchup import LONG_TERM
-from agent.memory.hits import Hit
-from agent.memory.sections import dated, kind_of
+from agent.memory.hits import Hit, dated
+from agent.memory.sections import dated as learned_on
+from agent.memory.sections import kind_of
 from agent.memory.store import Memory, read_text
+from agent.memory.when import DaySpan, dates_in
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
@@ -22,8 +25,10 @@ MAX_QUERY_CHARS = 1000
 
 
 class SearchArgs(TypedDict):
-    query: Annotated[str, "Keywords to look for."]
+    query: Annotated[str, "Keywords or a question; a time in it ('in March') comes first."]
     max_results: NotRequired[Annotated[int, "At most this many hits."]]
+    since: NotRequired[Annotated[str, "Only notes written on or after this day, YYYY-MM-DD."]]
+    until: NotRequired[Annotated[str, "Only notes written on or before this day, YYYY-MM-DD."]]
 
 
 # Functional syntax: "from" is a keyword.
@@ -77,9 +82,14 @@ class MemoryTools:
             raise ToolError(f"query is too long; use a few keywords (at most {MAX_QUERY_CHARS}).")
         wanted = args.get("max_results", self.memory.cfg.search_max_results)
         limit = max(1, min(int(wanted), 50))
-        hits = await asyncio.to_thread(self._search, query, limit, ctx)
+        span = _span(args.get("since"), args.get("until"))
+        hits = await asyncio.to_thread(self._search, query, limit, ctx, span)
+        today = ctx.now.date()
+        asked = dates_in(query, today)[0]
+        read = f"Notes written {asked} come first.\n" if asked is not None else ""
         if not hits:
-            return "Nothing in memory matches that query."
+            within = f" among the notes written {span}" if span is not None else ""
+            return f"{read}Nothing in memory matches that query{within}."
         out = []
         for n, h in enumerate(hits, 1):
             snippet = h.snippet.replace("\n", "\n   ")
@@ -90,14 +100,15 @@ class MemoryTools:
                 whose = f", written in the shared chat {h.chat}"
                 snippet = untrusted(f"chat {h.chat}", h.snippet)
             out.append(
-                f"{n}. {h.path} lines {h.start_line}-{h.end_line} ({why(h)}{whose})\n   {snippet}"
+                f"{n}. {h.path} lines {h.start_line}-{h.end_line} "
+                f"({dated(h, today)}; {why(h)}{whose})\n   {snippet}"
             )
-        return "\n".join(out)
+        return read + "\n".join(out)
 
-    def _search(self, query: str, limit: int, ctx: TurnContext) -> list[Hit]:
+    def _search(self, query: str, limit: int, ctx: TurnContext, span: DaySpan | None) -> list[Hit]:
         """The hits, the session marked for what their files bring from outside (a snippet
         may show part of a quoted passage without its opening)."""
-        hits = self.memory.search(query, limit, ctx.audience)
+        hits = self.memory.search(query, limit, ctx.audience, span)
         for rel in dict.fromkeys(h.path for h in hits):
             ctx.saw_file(PurePosixPath(rel), read_text(self.memory.workspace / rel))
         return hits
@@ -155,7 +166,7 @@ class MemoryTools:
             return "MEMORY.md already holds that word for word; nothing was added."
         section = kind_of(args.get("section", "")) if args["action"] == "append" else None
         if section is not None and text.strip():
-            text = dated(text.strip(), ctx.now.date().isoformat(), f"in {ctx.key}")
+            text = learned_on(text.strip(), ctx.now.date().isoformat(), f"in {ctx.key}")
         kept = ctx.marked(text) if text.strip() else text
         old = args.get("old_text", "")
         if args["action"] != "append" and old and not ctx.exposure.clean:
@@ -170,9 +181,27 @@ class MemoryTools:
         return self.memory.update_long_term(args["action"], kept, old, section=section or "")
 
 
+def _span(since: object, until: object) -> DaySpan | None:
+    """The days ``since`` and ``until`` give (either may be left out), or None for neither."""
+    if since is None and until is None:
+        return None
+    days = []
+    for name, value, default in (("since", since, date.min), ("until", until, date.max)):
+        if value is None or value == "":
+            days.append(default)
+            continue
+        try:
+            days.append(date.fromisoformat(str(value).strip()))
+        except ValueError:
+            raise ToolError(f"{name} must be a day written YYYY-MM-DD, not {value!r}.") from None
+    if days[0] > days[1]:
+        raise ToolError("since must not be after until.")
+    return DaySpan(days[0], days[1])
+
+
 def why(h: Hit) -> str:
-    """Why a hit ranked, in a few words: its keyword score alone, or hybrid search's merged
-    score with its parts (the text score, the cosine, and a daily log's age factor)."""
+    """Why a hit ranked, in a few words: its keyword score alone, or the fused score with its
+    parts (the text score, the cosine, and a daily log's age factor when decay is on)."""
     if h.text_score is None:
         return f"score {h.score}"
     vector = "no vector yet" if h.vector_score is None else f"vector {h.vector_score:.2f}"
@@ -185,9 +214,13 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
     return (
         Tool.typed(
             "memory_search",
-            "Search your memory by keywords: in a private chat MEMORY.md and every log; in a "
-            "shared chat that chat's own log. Use it before answering about past events, people, "
-            "preferences or decisions.",
+            "Search your memory by keywords and meaning: in a private chat MEMORY.md and every "
+            "log; in a shared chat that chat's own log. Use it before answering about past "
+            "events, people, preferences or decisions. Each hit says when it was written and "
+            "names a newer note on the same subject when there is one: treat an old fact with "
+            "care (it may have changed; say when it was noted), and prefer the newer note. A "
+            "time in the query ('in March', 'two weeks ago') puts the notes of then first; "
+            "since/until keep to those days.",
             SearchArgs,
             tools.search,
         ),

@@ -129,18 +129,23 @@ class VectorTable:
         self._row_of: dict[int, int] = {}
         self._rows_of_sha: dict[str, list[int]] = {}
         self._codes: dict[str, int] = {"": 0}
+        # Each chunk's nearest chunks, as ``neighbours`` found them: (chat, chunk, k) -> ids;
+        # forgotten at any change of the table.
+        self._near: dict[tuple[str | None, int, int], list[int]] = {}
 
     # -- keeping up with the index ----------------------------------------------------------
 
     def reset(self, rows: Sequence[ChunkRow]) -> None:
         """Forget every chunk (vectors too) and take these."""
         with self._lock:
+            self._near.clear()
             self._n = self._dead = 0
             self._sha, self._row_of, self._rows_of_sha = [], {}, {}
             self._add(rows)  # rows past _n are never read before _add sets them
 
     def change(self, removed: Iterable[int], added: Sequence[ChunkRow]) -> None:
         with self._lock:
+            self._near.clear()
             for chunk in removed:
                 row = self._row_of.pop(chunk, None)
                 if row is not None:
@@ -154,6 +159,7 @@ class VectorTable:
     def forget_vectors(self) -> None:
         """Keep the chunks, drop their vectors (another model's vectors mean nothing now)."""
         with self._lock:
+            self._near.clear()
             self._filled[:] = False
             self.dim = 0
             self._matrix = np.zeros((len(self._ids), 0), dtype=np.float32)
@@ -225,6 +231,7 @@ class VectorTable:
         """Give the chunks with these texts their vectors. A vector of another length than
         the ones before is refused (it is another model's)."""
         with self._lock:
+            self._near.clear()
             for sha, vector in vectors.items():
                 if not self.dim:
                     self.dim = len(vector)
@@ -241,12 +248,20 @@ class VectorTable:
             alive = self._alive[: self._n]
             return int(np.count_nonzero(alive & self._filled[: self._n])), int(alive.sum())
 
-    def nearest(self, query: Vector, k: int, chat: str | None) -> list[tuple[int, float]]:
+    def nearest(
+        self, query: Vector, k: int, chat: str | None, among: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         """The ``k`` chunks most similar to ``query`` (chunk id, cosine), best first, among the
-        chunks of ``chat`` only when one is given: the others are never scored."""
+        chunks of ``chat`` only when one is given (the others are never scored), and of
+        ``among`` only when that is given."""
         with self._lock:
             n = self._n
             usable = self._alive[:n] & self._filled[:n]
+            if among is not None:
+                wanted = np.zeros(n, dtype=bool)
+                rows_of = [self._row_of.get(i) for i in among]
+                wanted[[r for r in rows_of if r is not None]] = True
+                usable &= wanted
             if chat is not None:
                 code = self._codes.get(chat)
                 if code is None:
@@ -257,10 +272,43 @@ class VectorTable:
                 return []
             # The owner may see every chunk: one product over the whole matrix, no copy. A
             # shared chat's rows are taken out first; no other chunk is ever scored.
-            sims = (self._matrix[:n] @ query)[rows] if chat is None else self._matrix[rows] @ query
+            whole = chat is None and among is None
+            sims = (self._matrix[:n] @ query)[rows] if whole else self._matrix[rows] @ query
             top = np.argpartition(-sims, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(int(self._ids[rows[i]]), float(sims[i])) for i in top]
+
+    def neighbours(self, chunks: Sequence[int], k: int, chat: str | None) -> dict[int, list[int]]:
+        """For each of these chunks that has a vector, the ``k`` chunks nearest to it (ids,
+        nearest first: itself among them), among the chunks of ``chat`` only when one is given.
+        One product for those not known yet; known until the table changes."""
+        with self._lock:
+            out = {c: self._near[(chat, c, k)] for c in chunks if (chat, c, k) in self._near}
+            wanted = [c for c in chunks if c not in out and c in self._row_of]
+            wanted = [c for c in wanted if self._filled[self._row_of[c]]]
+            n = self._n
+            usable = self._alive[:n] & self._filled[:n]
+            if chat is not None:
+                usable &= self._chat[:n] == self._codes.get(chat, -1)
+            rows = np.flatnonzero(usable)
+            if not wanted or not rows.size:
+                return out
+            queries = self._matrix[[self._row_of[c] for c in wanted]]
+            if chat is None:
+                # The owner's: the whole matrix at once, dead rows set aside after (taking
+                # the live ones out first would copy it).
+                sims = self._matrix[:n] @ queries.T
+                sims[~usable] = -np.inf
+                ids = self._ids[:n]
+            else:  # a shared chat's rows are taken out first: no other chunk is scored
+                sims = self._matrix[rows] @ queries.T
+                ids = self._ids[rows]
+            k_here = min(k, rows.size)
+            for chunk, column in zip(wanted, sims.T, strict=True):
+                top = np.argpartition(-column, k_here - 1)[:k_here]
+                top = top[np.argsort(-column[top], kind="stable")]
+                out[chunk] = self._near[(chat, chunk, k)] = [int(i) for i in ids[top]]
+            return out
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         """The vectors of these chunks that have one (copies)."""

@@ -166,6 +166,11 @@ def _memory_commands(top: Commands) -> None:
     search = memory.add("search", "search MEMORY.md and the logs", lazy("memory", "memory_search"))
     search.add_argument("query", nargs="+")
     search.add_argument("-n", "--max-results", type=int, default=8)
+    search.add_argument("--since", help="only notes written on or after this day (YYYY-MM-DD)")
+    search.add_argument("--until", help="only notes written on or before this day (YYYY-MM-DD)")
+    search.add_argument(
+        "--json", action="store_true", help="each hit with file, lines, text, date and scores"
+    )
     memory.add(
         "reindex",
         "rebuild the search index from the Markdown files",

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -82,9 +84,17 @@ def _embed_all(vectors: SemanticIndex) -> int:
 
 
 def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from agent.memory.hits import dated
+    from agent.memory.when import DaySpan
     from gateway.tool_setup import memory_index
     from gateway.tool_setup import memory_search as searcher
 
+    try:
+        first, last = (_day(args, name) for name in ("since", "until"))
+    except ValueError as exc:
+        print(f"corvid: {exc}", file=sys.stderr)
+        return 2
+    span = None if first is None and last is None else DaySpan(first or date.min, last or date.max)
     config = prepare(home, environ)
     index = memory_index(config)
     try:
@@ -95,19 +105,56 @@ def memory_search(args: argparse.Namespace, home: Path, environ: Mapping[str, st
                     index.sync()
                     vectors.from_cache()  # what ``corvid run`` embedded; the rest by keywords
                 query = " ".join(args.query)
-                hits = search.search(query, max(1, args.max_results), audience=OWNER)
+                hits = search.search(query, max(1, args.max_results), audience=OWNER, span=span)
             finally:
                 if vectors is not None:
                     vectors.close()
     finally:
         index.close()
+    today = datetime.now(config.tz).date()
+    if args.json:
+        print(json.dumps([_as_json(h, today) for h in hits], ensure_ascii=False, indent=2))
+        return 0 if hits else 1
     if not hits:
         print("No matches.")
         return 1
     for hit in hits:
-        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  (score {hit.score}{_why(hit)})")
+        why = f"{dated(hit, today)}; score {hit.score}{_why(hit)}"
+        print(f"{hit.path}:{hit.start_line}-{hit.end_line}  ({why})")
         print("    " + printable(hit.snippet).replace("\n", "\n    "))
     return 0
+
+
+def _day(args: argparse.Namespace, name: str) -> date | None:
+    value = getattr(args, name, None)
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"--{name} must be a day written YYYY-MM-DD, not {value!r}") from None
+
+
+def _as_json(hit: Hit, today: date) -> dict[str, object]:
+    """A hit for scripts: where it is, its excerpt, when it was written and why it ranked."""
+    from agent.memory.when import age
+
+    return {
+        "file": hit.path,
+        "lines": [hit.start_line, hit.end_line],
+        "text": hit.snippet,
+        "date": hit.written or None,
+        "age": age(hit.written, today) if hit.written else None,
+        "newer": hit.newer or None,
+        "chat": hit.chat or None,
+        "scores": {
+            "score": hit.score,
+            "text": hit.text_score,
+            "vector": hit.vector_score,
+            "recency": hit.recency,
+            "words": hit.words,
+        },
+    }
 
 
 def _why(hit: Hit) -> str:

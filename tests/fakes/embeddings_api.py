@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible embeddings API on loopback: ``POST /v1/embeddings`` with ``model``
 and ``input`` (a string or a list), answered with ``{"data": [{"index", "embedding"}]}`` in
 scrambled order, as the real services may. The vectors come from ``WordHashEmbedder``
-(unnormalised, as some servers send them). A test can queue failures (status, Retry-After)
+(unnormalised, as some servers send them), with ``band`` a shared component that puts every
+cosine in a narrow band near 1. A test can queue failures (status, Retry-After)
 or a broken answer, and sees every request."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from aiohttp import web
 
 from tests.fakes.embedding_model import WordHashEmbedder
@@ -23,17 +26,28 @@ class Asked:
 
 
 class FakeEmbeddings(Observed):
-    def __init__(self, api_key: str | None = "emb-test-key", dim: int = 32) -> None:
+    def __init__(
+        self, api_key: str | None = "emb-test-key", dim: int = 32, band: float = 0.0
+    ) -> None:
         self.billed = 0  # prompt tokens reported in answers
         super().__init__()
         self.api_key = api_key
         self.model = WordHashEmbedder(dim=dim)
+        # A component every vector shares, this long against each text's own of length 1:
+        # every cosine is squeezed into a narrow band near 1, as some models' are.
+        self.band = band
         self.asked: list[Asked] = []
         # Answers given before the real one: (status, Retry-After or None, body).
         self.failures: list[tuple[int, str | None, dict[str, Any]]] = []
         self.broken: dict[str, Any] | None = None  # answered instead of embeddings when set
         self._runner: web.AppRunner | None = None
         self.base_url = ""
+
+    def _vector(self, text: str) -> npt.NDArray[np.float32]:
+        own = self.model.vector(text)
+        if not self.band:
+            return own
+        return np.append(own, np.float32(self.band)).astype(np.float32)
 
     async def start(self) -> str:
         app = web.Application()
@@ -70,7 +84,7 @@ class FakeEmbeddings(Observed):
         if self.broken is not None:
             return web.json_response(self.broken)
         data = [
-            {"object": "embedding", "index": i, "embedding": (3.0 * self.model.vector(t)).tolist()}
+            {"object": "embedding", "index": i, "embedding": (3.0 * self._vector(t)).tolist()}
             for i, t in enumerate(inputs)
         ]
         # What OpenAI bills: a token for every four characters, say.

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.memory.hits import Hit
+from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.store import Memory
 from agent.memory.tools import MAX_ENTRY_CHARS, MAX_QUERY_CHARS, memory_tools, why
@@ -188,3 +189,40 @@ async def test_a_guests_notes_keep_no_fact_twice_even_with_the_owner_kept_out(tm
         )
     finally:
         idx.close()
+
+
+async def test_a_search_says_when_each_note_was_written_and_keeps_to_the_days_asked(tmp_path):
+    ws = (tmp_path / "ws").resolve()
+    (ws / "memory").mkdir(parents=True)
+    for day, text in (("2026-03-14", "tomato seedlings out"), ("2026-10-02", "tomato harvest")):
+        (ws / "memory" / f"{day}.md").write_text(f"# {day}\n\n## 09:00\n\n{text}\n")
+    idx = MemoryIndex(tmp_path / "index.sqlite", ws)
+    search = HybridSearch(idx, None, MemorySettings().search, lambda: NOW.date())
+    memory = Memory(ws, idx, MemorySettings(), search=search)
+    try:
+        error, found = await call(memory, "memory_search", query="tomato")
+        assert not error and "(written 2026-03-14, 8 months ago; score" in found
+        assert "(written 2026-10-02, 7 weeks ago; score" in found
+        error, spring = await call(memory, "memory_search", query="tomato in March")
+        assert spring.startswith("Notes written from 2026-03-01 to 2026-03-31 come first.\n1. ")
+        assert spring.splitlines()[1].startswith("1. memory/2026-03-14.md")
+        error, late = await call(memory, "memory_search", query="tomato", since="2026-06-01")
+        assert not error and "2026-10-02" in late and "2026-03-14" not in late
+        error, none = await call(memory, "memory_search", query="tomato", until="2026-01-31")
+        assert (
+            none == "Nothing in memory matches that query among the notes written up to 2026-01-31."
+        )
+        assert await call(memory, "memory_search", query="tomato", since="March") == (
+            True,
+            "since must be a day written YYYY-MM-DD, not 'March'.",
+        )
+        bad = await call(memory, "memory_search", query="x", since="2026-05-01", until="2026-04-01")
+        assert bad == (True, "since must not be after until.")
+    finally:
+        idx.close()
+
+
+def test_the_search_tool_tells_the_model_to_treat_old_facts_with_care(memory):
+    [tool] = [t for t in memory_tools(memory) if t.name == "memory_search"]
+    assert "treat an old fact with care" in tool.description
+    assert {"since", "until"} <= set(tool.input_schema["properties"])

@@ -1,15 +1,18 @@
-"""How hybrid search merges and re-ranks: normalised scores, exact matches kept on top, the
-decay of daily logs, chunks without vectors, and MMR's variety."""
+"""How memory search ranks: fusion by rank, exact matches kept on top, no decay unless asked,
+a time the query names, newer notes above the ones they replace, chunks without vectors, and
+MMR's variety."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import numpy as np
 import pytest
 
-from agent.memory.ranking import Candidate, diversify, recency, score
-from agent.memory.text import idf, share_of_query
+from agent.memory.ranking import Candidate, Ranked, diversify, recency, score, supersede
+from agent.memory.text import idf, rare_tokens, share_of_query
+from agent.memory.when import DaySpan
 from agent.settings import SearchSettings
 
 TODAY = date(2026, 3, 12)
@@ -65,17 +68,70 @@ def test_weak_vector_neighbours_are_not_blown_up_to_the_top():
     assert ranked[0].candidate is hit
 
 
-def test_a_newer_fact_ranks_above_the_one_it_replaced():
-    # In notes, question words are about as rare as names: each weighs like one.
+def test_an_old_note_keeps_its_full_score_unless_decay_is_asked_for():
     counts = {"where": 8, "does": 10, "anna": 15, "live": 12, "now": 20}
     weights = {term: idf(df, 500) for term, df in counts.items()}
-    old = Candidate(1, "Anna lives in Porto", "2025-11-02", bm25=6.0, cosine=0.62)
-    new = Candidate(2, "Anna moved to Lisbon last week", "2026-03-05", bm25=4.0, cosine=0.58)
+    old = Candidate(1, "Anna lives in Porto", "2025-03-02", bm25=6.0, cosine=0.62)
+    new = Candidate(2, "Anna has a new bike", "2026-03-05", bm25=4.0, cosine=0.58)
     ranked = score([old, new], weights, DEFAULTS, TODAY)
-    assert [r.candidate.id for r in ranked] == [2, 1]
-    assert ranked[0].recency > ranked[1].recency
-    off = SearchSettings(half_life_days=0)
-    assert [r.candidate.id for r in score([old, new], weights, off, TODAY)] == [1, 2]
+    assert [r.candidate.id for r in ranked] == [1, 2]  # a year older, and first in both
+    assert ranked[0].score == pytest.approx(1.0) and ranked[0].recency == 1.0
+    steep = SearchSettings(half_life_days=30)
+    assert [r.candidate.id for r in score([old, new], weights, steep, TODAY)] == [2, 1]
+
+
+def test_fusion_uses_the_order_of_each_side_never_its_scale():
+    weights = {"garden": 2.0, "plan": 1.0}
+    spread = [
+        Candidate(1, "garden plan", "", bm25=9.0, cosine=0.30),
+        Candidate(2, "the garden", "", bm25=5.0, cosine=0.90),
+        Candidate(3, "vegetable beds", "", cosine=0.60),
+    ]
+    # Another embedder: the same order of cosines, squeezed into a narrow band near 1.
+    narrow = [replace(c, cosine=0.95 + (c.cosine or 0) / 20) for c in spread]
+    for settings in (DEFAULTS, SearchSettings(vector_weight=0.3, text_weight=0.7)):
+        ranks = [
+            [r.candidate.id for r in score(cs, weights, settings, TODAY)] for cs in (spread, narrow)
+        ]
+        assert ranks[0] == ranks[1]
+    scores = [
+        [round(r.score, 9) for r in score(cs, weights, DEFAULTS, TODAY)] for cs in (spread, narrow)
+    ]
+    assert scores[0] == scores[1]
+
+
+def test_a_time_the_query_names_lifts_the_notes_written_then():
+    weights = {"anna": 2.0, "called": 1.0}
+    march = Candidate(1, "Anna called: chickenpox", "2026-03-11", bm25=3.0, cosine=0.50)
+    june = Candidate(2, "Anna called: a broken arm", "2025-06-09", bm25=4.0, cosine=0.55)
+    assert [r.candidate.id for r in score([march, june], weights, DEFAULTS, TODAY)] == [2, 1]
+    asked = DaySpan(date(2026, 3, 1), date(2026, 3, 31))
+    ranked = score([march, june], weights, DEFAULTS, TODAY, asked)
+    assert [r.candidate.id for r in ranked] == [1, 2]
+    # Second on both sides, twice its fused score; the other first on both sides.
+    assert (ranked[0].score, ranked[1].score) == pytest.approx((2 * 21 / 22, 1.0))
+
+
+def _ranked(*days: str) -> list[Ranked]:
+    return [
+        Ranked(Candidate(i, f"note {i}", day), 1.0 - i / 10, 0.0, None, 1.0)
+        for i, day in enumerate(days)
+    ]
+
+
+def test_a_newer_note_on_the_same_subject_moves_just_above_the_one_it_replaces():
+    ranked = _ranked("2026-01-10", "2026-02-01", "2026-03-01", "2026-03-05")
+    out = supersede(ranked, {0: [ranked[3]]})
+    assert [r.candidate.id for r in out] == [3, 0, 1, 2]
+    assert out[1].newer == 3 and out[0].newer is None
+    assert out[0].score == ranked[0].score  # it takes the place, and the score, of the old
+    # A replacement already above: only the mark.
+    out = supersede(ranked, {2: [ranked[0]]})
+    assert [r.candidate.id for r in out] == [0, 1, 2, 3] and out[2].newer == 0
+    # A fact changed twice: the newest first, each older one below what replaced it.
+    out = supersede(ranked, {0: [ranked[2]], 2: [ranked[3]]})
+    assert [r.candidate.id for r in out] == [3, 2, 0, 1]
+    assert (out[1].newer, out[2].newer) == (3, 2)
 
 
 def test_a_chunk_without_a_vector_yet_is_ranked_by_its_words():
@@ -84,7 +140,7 @@ def test_a_chunk_without_a_vector_yet_is_ranked_by_its_words():
     embedded = Candidate(2, "budget talk", "", bm25=2.5, cosine=0.4)
     ranked = score([embedded, pending], weights, DEFAULTS, TODAY)
     assert ranked[0].candidate is pending and ranked[0].vector is None
-    assert ranked[0].score == pytest.approx(0.8)  # its text score stands in for the vector
+    assert ranked[0].score == pytest.approx(1.0)  # its keyword rank stands in for the vector's
     assert ranked[0].text == pytest.approx(0.8)  # the best BM25, with 4/5 of the query
 
 
@@ -97,7 +153,7 @@ def test_the_weights_are_taken_as_shares():
     vector_only = SearchSettings(vector_weight=2, text_weight=0)
     assert [r.candidate.id for r in score([a, b], weights, vector_only, TODAY)] == [2, 1]
     [r] = score([b], weights, DEFAULTS, TODAY)
-    assert r.score == pytest.approx(0.63)
+    assert r.score == pytest.approx(0.7)  # first by meaning, not found by words
 
 
 def test_mmr_trades_a_near_copy_for_something_else():
@@ -112,3 +168,21 @@ def test_mmr_trades_a_near_copy_for_something_else():
     assert [r.candidate.id for r in diversify(ranked, vectors, 3, 1.0)] == [1, 2, 3]
     assert [r.candidate.id for r in diversify(ranked, vectors, 3, 0.7)] == [1, 3, 2]
     assert [r.candidate.id for r in diversify(ranked, {}, 2, 0.5)] == [1, 3]  # by words
+
+
+def test_a_code_number_or_name_few_notes_hold_counts_as_asked_for_by_name():
+    counts = {"what": 90, "was": 95, "the": 400, "booking": 7, "QXT7RZ": 1, "Lena": 2, "Tom": 40}
+    assert rare_tokens("what was the booking QXT7RZ for", counts, 500) == {"QXT7RZ"}
+    assert rare_tokens("Booking for Lena and Tom", {**counts, "Booking": 1}, 500) == {"Lena"}
+    assert rare_tokens("the XY99 code", {"XY99": 0}, 500) == set()  # held by nothing
+    assert rare_tokens("Booking for Lena", counts, 15) == set()  # 2 of 15: not rare there
+    weights = {"booking": 1.6, "reference": 1.0, "what": 1.6, "QXT7RZ": 3.3}
+    answer = Candidate(1, "Booked the flight, reference QXT7RZ.", "", bm25=5.0, cosine=0.1)
+    near = [Candidate(2 + i, "what booking reference?", "", bm25=4.0, cosine=0.9) for i in range(5)]
+    assert share_of_query(answer.text, weights) < 0.8  # no exact match by the words' share
+    plain = score([*near, answer], weights, DEFAULTS, TODAY)
+    assert plain[0].candidate is not answer
+    tokens = {"QXT7RZ": 3.3}
+    first, *rest = score([*near, answer], weights, DEFAULTS, TODAY, tokens=tokens)
+    assert first.candidate is answer and first.exact  # nothing lacking the code replaces it
+    assert not any(r.exact for r in rest)

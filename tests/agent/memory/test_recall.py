@@ -67,7 +67,7 @@ def test_the_block_keeps_to_its_byte_budget_and_names_path_and_lines():
     shown, block = notes_block(hits, 400)
     assert block.startswith(HEADER) and block.endswith("]")
     assert len(block.encode()) <= 400
-    assert "- memory/2026-01-05.md lines 1-6: ünïcödé" in block
+    assert "- memory/2026-01-05.md lines 1-6 (written on a day not known): ünïcödé" in block
     assert shown == hits[: len(shown)] and 1 <= len(shown) < 3
     assert notes_block([], 400) == ([], "")
     everything, whole = notes_block([hit("short one"), hit("short two")], 1200)
@@ -103,7 +103,8 @@ async def test_notes_go_with_the_message_ahead_of_it_once_and_never_into_the_sys
     await _chat(home, fake_api, ["allotment gate code?", "Allotment gate code?"])
     first, second = (r.body for r in fake_api.message_requests)
     asked = _texts(first["messages"][-1])
-    assert asked[0].startswith(HEADER) and f"- {OLD_LOG} line 5: " in asked[0]
+    assert asked[0].startswith(HEADER)
+    assert f"- {OLD_LOG} line 5 (written 2026-01-05, 2 months ago): " in asked[0]
     assert GATE in asked[0] and GATE not in json.dumps(first["system"])
     assert last_user_text(first).endswith("allotment gate code?")  # the words come last
     # The second message finds the same note (the words are the same): it is not given again.
@@ -226,13 +227,17 @@ def test_recall_at_once_is_recall_and_leaves_to_a_thread_what_needs_the_model(ho
 
 def replace_searcher(memory):
     """The same memory with another searcher (hybrid search's place), which may embed."""
+    from agent.memory.hybrid import HybridSearch
     from agent.memory.store import Memory
 
-    class Searcher:
-        def search(self, query, max_results=8, *, audience):
+    class Vectors:  # embedded chunks there are; embedding a query would take the model
+        ready = True
+
+        def embed_query(self, query):
             raise AssertionError("not on the event loop")
 
-    return Memory(memory.workspace, memory.index, memory.cfg, search=Searcher())
+    search = HybridSearch(memory.index, Vectors(), memory.cfg.search, lambda: NOON.date())
+    return Memory(memory.workspace, memory.index, memory.cfg, search=search)
 
 
 async def test_a_turn_recalls_without_a_worker_thread_once_the_index_is_caught_up(

@@ -41,6 +41,22 @@ def test_the_nearest_chunks_are_those_of_the_chat_asked_for_and_no_other():
     assert chunk == 1 and cosine == pytest.approx(1.0, abs=1e-6)
 
 
+def test_each_chunks_nearest_come_from_its_chat_alone_and_are_known_until_a_change():
+    table = VectorTable()
+    table.reset([(1, "", "a"), (2, "", "b"), (3, "", "c"), (4, "g1", "d"), (5, "g1", "e")])
+    table.fill(
+        {"a": unit(1, 0), "b": unit(1, 0.2), "c": unit(0, 1), "d": unit(1, 0.1), "e": unit(0, 1)}
+    )
+    assert table.neighbours([1, 3, 99], 3, None) == {1: [1, 4, 2], 3: [3, 5, 2]}
+    assert table.neighbours([4], 3, "g1") == {4: [4, 5]}  # only the chat's own, however near
+    assert table.neighbours([4], 3, "g1") == {4: [4, 5]}  # known: the same answer
+    table.change([], [(6, "g1", "f")])
+    table.fill({"f": unit(1, 0.11)})
+    assert table.neighbours([4], 3, "g1") == {4: [4, 6, 5]}  # the table changed: asked anew
+    table.change([6], [])
+    assert table.neighbours([4, 6], 3, "g1") == {4: [4, 5]}  # a removed chunk has none
+
+
 def test_many_removals_are_squeezed_out_and_ids_still_map_to_their_rows():
     table = VectorTable()
     table.reset([(i, "", f"s{i}") for i in range(3000)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from datetime import UTC
 from pathlib import Path
 
@@ -141,3 +142,32 @@ def test_with_embeddings_off_nothing_of_the_vectors_is_loaded(tmp_path):
     loaded = done.stdout.strip()
     assert "numpy" not in loaded and "agent.memory.semantic" not in loaded, loaded
     assert "agent.memory.index" in loaded
+
+
+def test_search_as_json_gives_each_hit_with_file_lines_text_date_and_scores(tmp_path, capsys):
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["memory"]["embeddings"]["provider"] = "none"
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    logs = home / "workspace" / "memory"
+    (logs / "2025-03-14.md").write_text("# 2025-03-14\n\n## 09:10\n\nThe bike lock code is 4812.\n")
+    (logs / "2026-01-02.md").write_text("# 2026-01-02\n\n## 18:00\n\nBike lock code is 7305 now.\n")
+    capsys.readouterr()
+    assert main(["memory", "search", "bike", "lock", "--json", "--home", str(home)], {}) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [(h["file"], h["lines"], h["date"]) for h in hits] == [
+        ("memory/2026-01-02.md", [1, 5], "2026-01-02"),
+        ("memory/2025-03-14.md", [1, 5], "2025-03-14"),
+    ]
+    assert "7305" in hits[0]["text"] and hits[0]["age"].endswith("ago")
+    assert hits[1]["newer"] == "memory/2026-01-02.md:1"  # the same subject, written later
+    assert set(hits[0]["scores"]) == {"score", "text", "vector", "recency", "words"}
+    assert hits[0]["scores"]["vector"] is None  # embeddings off
+    argv = ["memory", "search", "bike", "--until", "2025-12-31", "--json", "--home", str(home)]
+    assert main(argv, {}) == 0
+    assert [h["file"] for h in json.loads(capsys.readouterr().out)] == ["memory/2025-03-14.md"]
+    assert main(["memory", "search", "bike", "--since", "March", "--home", str(home)], {}) == 2
+    assert "--since must be a day written YYYY-MM-DD, not 'March'" in capsys.readouterr().err
+    argv = ["memory", "search", "tandem", "--json", "--home", str(home)]
+    assert main(argv, {}) == 1 and json.loads(capsys.readouterr().out) == []
