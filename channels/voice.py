@@ -20,7 +20,6 @@ from urllib.parse import urlsplit, urlunsplit
 from channels.inbox import Intake, mb, safe_name
 from gateway.contract.events import Attachment, SessionKey
 from gateway.contract.ports import Check, Status
-from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,6 @@ class OpenAITranscriber:
         self.timeout = timeout
 
     async def transcribe(self, data: bytes, name: str, mime: str) -> str:
-        import_httpx()  # without its command-line client
         import httpx
 
         key = (self.api_key or "").strip()  # a key read from a file often ends in a newline
@@ -84,7 +82,6 @@ class OpenAITranscriber:
         """Whether the service is there and takes the key (for ``corvid doctor``): it is sent
         a few bytes that are not audio, which a service that takes the key refuses as such
         (400, 415, 422) without hearing, or billing, anything."""
-        import_httpx()
         import httpx
 
         name, where = "transcription", _shown_url(self.url)

@@ -22,7 +22,6 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
-from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,6 @@ class _HTTPProvider:
         self.timeout = timeout
 
     async def _get(self, path: str, params: dict[str, Any], headers: dict[str, str]) -> Any:
-        import_httpx()  # without its command-line client
         import httpx
 
         try:

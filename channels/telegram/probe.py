@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-from channels.telegram.sdk import load_ptb
 from gateway.contract.ports import Check, Status
 
 
@@ -25,7 +24,6 @@ async def probe(
     limit: float,
     token_source: str,
 ) -> Check:
-    load_ptb()
     from telegram import Bot
     from telegram.error import InvalidToken, NetworkError, TelegramError, TimedOut
     from telegram.request import HTTPXRequest

@@ -20,7 +20,7 @@ from gateway.config.home import init_home, resolve_home
 from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
 from gateway.ops import usage as usage_commands
-from gateway.ops.argtree import HOME_HELP, Command, Commands, Version, lazy, show_help
+from gateway.ops.argtree import HOME_HELP, Command, Commands, Parser, Version, lazy, show_help
 from gateway.ops.home import EXIT_CONFIG, NoHome
 
 if TYPE_CHECKING:
@@ -67,13 +67,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="corvid", description="A self-hosted personal assistant for your chat apps."
-    )
+def _parser() -> Parser:
+    p = Parser(prog="corvid", description="A self-hosted personal assistant for your chat apps.")
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
     p.add_argument("-V", "--version", action=Version, nargs=0, help="show the version and exit")
-    top = Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
+    top = Commands(p, "command", "COMMAND")
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     setup = top.add(
         "setup",
@@ -233,7 +231,7 @@ def _backup_commands(top: Commands) -> None:
     )
 
 
-def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+def _completion(parser: Parser, shell: str) -> int:
     from gateway.ops.completion import script
 
     print(script(parser, shell), end="")

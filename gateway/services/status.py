@@ -180,9 +180,8 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"  {ch['name']}: {ch['state']}")
             if pool := ch.get("pool"):
                 lines.append(
-                    f"    connections to the platform: {pool['connections']} open, "
-                    f"{pool['idle']} idle, {pool['requests']} request(s) under way"
-                    + (f"; replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
+                    f"    requests to the platform under way: {pool['requests']}"
+                    + (f"; client replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
                 )
         if r.get("mcp"):
             lines += ["", "MCP servers:", *server_lines(r["mcp"])]

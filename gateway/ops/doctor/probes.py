@@ -17,14 +17,10 @@ OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 def preload(config: Config) -> None:
     """The client libraries, imported before any probe starts its clock (anthropic alone
     takes over half a second)."""
-    from agent.model.sdk import load as load_sdk
-
-    load_sdk()
+    import anthropic  # noqa: F401
 
     if config.channels.telegram.enabled:
-        from channels.telegram.sdk import load_ptb
-
-        load_ptb()
+        import telegram  # noqa: F401
     if config.channels.discord.enabled:
         import discord  # noqa: F401
 
