@@ -251,7 +251,7 @@ async def measure(run: Run, args: argparse.Namespace) -> Results:
                     start, first = await bench_start(run, bot, tmp / f"s{i}-{bot}", api.base_url)
                     res.starts[bot].append(start)
                     res.firsts[bot].append(first)
-            for bot in bots:
+            for bot in bots if args.messages else ():
                 res.steady[bot] = await bench_steady(run, bot, tmp, api, args.messages, args.idle)
             for r in range(args.cpu_rounds):
                 paired = await bench_cpu(run, tmp / f"cpu{r}", api.base_url, args.cpu_messages)
@@ -281,12 +281,48 @@ class Row:
         return "—" if self.ok is None else "pass" if self.ok else "miss"
 
 
-# long: one row after the other, each with its target
 def rows(res: Results, build: str) -> list[Row]:
+    """``build``'s rows beside the minimal bot's, for what was measured."""
+    out: list[Row] = []
+    if res.starts[build]:
+        out += start_rows(res, build)
+    if build in res.steady:
+        out += steady_rows(res.steady[MINIMAL], res.steady[build])
+    if res.cpu[build]:
+        cpu_m, cpu_c = res.cpu[MINIMAL], res.cpu[build]
+        ratios = [c / m for c, m in zip(cpu_c, cpu_m, strict=True)]
+        ratio = statistics.median(ratios)
+        out.append(
+            Row(
+                f"CPU per message, all at once, messages in turn: median of {len(cpu_c)} runs",
+                f"{statistics.median(cpu_m):.2f} ms",
+                f"{statistics.median(cpu_c):.2f} ms (runs' ratio {ratio:.2f} ×; "
+                f"{min(ratios):.2f}–{max(ratios):.2f})",
+                f"≤ {CPU_RATIO} ×",
+                ratio <= CPU_RATIO,
+            )
+        )
+    for chats, times in res.load.items():
+        if not times[build]:
+            continue
+        mm, cc = statistics.median(times[MINIMAL]), statistics.median(times[build])
+        held = chats == BURST_CHATS
+        out.append(
+            Row(
+                f"{chats} private chats at once, model 1 s: last reply",
+                f"{mm:.2f} s",
+                f"{cc:.2f} s ({cc / mm:.2f} ×)",
+                f"≤ {mm * BURST_RATIO:.2f} s" if held else "—",
+                cc <= mm * BURST_RATIO if held else None,
+            )
+        )
+    return out
+
+
+def start_rows(res: Results, build: str) -> list[Row]:
     med: Callable[[list[float]], float] = statistics.median
-    m, c = res.steady[MINIMAL], res.steady[build]
     start_m, start_c = med(res.starts[MINIMAL]), med(res.starts[build])
-    out = [
+    return [
         Row(
             "start → first getUpdates, median",
             f"{start_m:.2f} s",
@@ -299,6 +335,11 @@ def rows(res: Results, build: str) -> list[Row]:
             f"{med(res.firsts[MINIMAL]) * 1000:.0f} ms",
             f"{med(res.firsts[build]) * 1000:.0f} ms",
         ),
+    ]
+
+
+def steady_rows(m: dict[str, float], c: dict[str, float]) -> list[Row]:
+    return [
         Row(
             "idle RSS (Corvid: Telegram, control page on)",
             f"{m['idle_rss']:.1f} MiB",
@@ -326,30 +367,6 @@ def rows(res: Results, build: str) -> list[Row]:
         ),
         Row("CPU per message, those messages", f"{m['cpu_ms']:.1f} ms", f"{c['cpu_ms']:.1f} ms"),
     ]
-    cpu_m, cpu_c = res.cpu[MINIMAL], res.cpu[build]
-    ratio = med([c / m for c, m in zip(cpu_c, cpu_m, strict=True)])
-    out.append(
-        Row(
-            f"CPU per message, all at once, messages in turn: median of {len(cpu_c)} runs",
-            f"{med(cpu_m):.2f} ms",
-            f"{med(cpu_c):.2f} ms (runs' ratio {ratio:.2f} ×)",
-            f"≤ {CPU_RATIO} ×",
-            ratio <= CPU_RATIO,
-        )
-    )
-    for chats, times in res.load.items():
-        mm, cc = med(times[MINIMAL]), med(times[build])
-        held = chats == BURST_CHATS
-        out.append(
-            Row(
-                f"{chats} private chats at once, model 1 s: last reply",
-                f"{mm:.2f} s",
-                f"{cc:.2f} s ({cc / mm:.2f} ×)",
-                f"≤ {mm * BURST_RATIO:.2f} s" if held else "—",
-                cc <= mm * BURST_RATIO if held else None,
-            )
-        )
-    return out
 
 
 def table(out: list[Row], name: str = "Corvid") -> list[str]:
