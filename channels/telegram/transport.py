@@ -20,8 +20,8 @@ log = logging.getLogger(__name__)
 # PTB's own request class sits on httpcore 1.0, whose pool can keep a slot taken for good when a
 # request is cancelled while it waits; httpx2's reclaims them, and requests here are never
 # cancelled once started. Should the pool still stop giving out connections, a run of pool
-# timeouts while fewer of our requests than its connections are in it, and while Telegram
-# answered our other client (the long poll's), makes a fresh client.
+# timeouts, each waited out while no more of our requests than its connections were in it, and
+# while Telegram answered our other client (the long poll's), makes a fresh client.
 STUCK_AFTER = 3  # pool timeouts in a row, no request answered between them...
 ANSWERED_LATELY = 90.0  # ...and Telegram answered our other client within this many seconds
 # Replaced clients kept open for what they still carry; older ones are closed.
@@ -56,8 +56,10 @@ class Transport(BaseRequest):
         self._limits = httpx2.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
         self.pool_size = pool_size
         self._client = self._new_client()
-        # Requests of ours inside each client's pool now (holding or awaiting a connection).
+        # For each client: our requests in its pool now (holding or awaiting a connection),
+        # and when last there were more of them than it has connections.
         self._inside: dict[httpx2.AsyncClient, int] = {}
+        self._crowded: dict[httpx2.AsyncClient, float] = {}
         self._retired: list[httpx2.AsyncClient] = []
         self._running: set[asyncio.Future[tuple[int, bytes]]] = set()
         self._others = others_answered
@@ -138,7 +140,8 @@ class Transport(BaseRequest):
         self, url: str, method: str, data: RequestData | None, limits: httpx2.Timeout
     ) -> tuple[int, bytes]:
         client = self._client
-        self._inside[client] = self._inside.get(client, 0) + 1
+        entered = time.monotonic()
+        self._enter(client)
         try:
             response = await client.request(
                 method,
@@ -148,7 +151,7 @@ class Transport(BaseRequest):
                 data=data.json_parameters if data else None,
             )
         except httpx2.PoolTimeout as exc:
-            self._pool_timed_out(client, self._inside[client])
+            self._pool_timed_out(client, entered)
             raise TimedOut(
                 "Pool timeout: every connection to Telegram is in use; the request was not sent"
             ) from exc
@@ -166,22 +169,30 @@ class Transport(BaseRequest):
         self.last_answer = time.monotonic()
         return response.status_code, response.content
 
-    def _left(self, client: httpx2.AsyncClient) -> None:
-        left = self._inside[client] - 1
-        if left:
-            self._inside[client] = left
-        else:
-            del self._inside[client]
+    def _enter(self, client: httpx2.AsyncClient) -> None:
+        inside = self._inside[client] = self._inside.get(client, 0) + 1
+        if inside > self.pool_size:
+            self._crowded[client] = time.monotonic()
 
-    def _pool_timed_out(self, client: httpx2.AsyncClient, inside: int) -> None:
-        """``inside``: our requests in ``client``'s pool, the one that timed out among them."""
+    def _left(self, client: httpx2.AsyncClient) -> None:
+        inside = self._inside[client]
+        if inside > self.pool_size:  # crowded until now
+            self._crowded[client] = time.monotonic()
+        if inside > 1:
+            self._inside[client] = inside - 1
+        else:  # nobody waits: what came before tells nothing about the next request
+            del self._inside[client]
+            self._crowded.pop(client, None)
+
+    def _pool_timed_out(self, client: httpx2.AsyncClient, entered: float) -> None:
+        """A request that came into ``client``'s pool at ``entered`` found no connection."""
         self.pool_timeouts += 1
         if self.pool_timeouts < STUCK_AFTER or client is not self._client:
             return
         if self._others is None or time.monotonic() - self._others() > ANSWERED_LATELY:
             return  # Telegram may be down or slow: every connection busy waiting for it
-        if inside > self.pool_size:
-            return  # as many requests of ours as connections hold them: busy, not stuck
+        if self._crowded.get(client, -1.0) >= entered:
+            return  # more requests of ours than connections while it waited: busy, not stuck
         # A fresh client for the requests to come. The stuck one stays open until shutdown:
         # requests it still carries finish on it, and it holds no more than the sockets it has.
         self._retired.append(client)
