@@ -306,12 +306,13 @@ def rows(res: Results, build: str) -> list[Row]:
         if not times[build]:
             continue
         mm, cc = statistics.median(times[MINIMAL]), statistics.median(times[build])
+        ratios = [c / m for c, m in zip(times[build], times[MINIMAL], strict=True)]
         held = chats == BURST_CHATS
         out.append(
             Row(
-                f"{chats} private chats at once, model 1 s: last reply",
+                f"{chats} private chats at once, model 1 s: last reply, median of {len(ratios)}",
                 f"{mm:.2f} s",
-                f"{cc:.2f} s ({cc / mm:.2f} ×)",
+                f"{cc:.2f} s ({cc / mm:.2f} ×; runs' ratios {min(ratios):.2f}–{max(ratios):.2f})",
                 f"≤ {mm * BURST_RATIO:.2f} s" if held else "—",
                 cc <= mm * BURST_RATIO if held else None,
             )
@@ -391,7 +392,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--idle", type=float, default=5.0, help="seconds before idle RSS")
     p.add_argument("--cpu-messages", type=int, default=300, help="messages of a CPU run")
     p.add_argument("--cpu-rounds", type=int, default=5, help="CPU runs (median ratio)")
-    p.add_argument("--rounds", type=int, default=3, help="runs of each load row (median)")
+    p.add_argument("--rounds", type=int, default=5, help="runs of each load row (median)")
     p.add_argument("--loads", type=int, nargs="*", default=[BURST_CHATS, 200], help="chats at once")
     p.add_argument(
         "--also",

@@ -1,12 +1,4 @@
-"""Voice notes and audio files, heard: kept in the inbox like any file, and their words given to
-the model as ``[voice note, 0:42] <the words>``.
-
-``Hearing`` is the policy a channel gets when transcription is configured: the transcriber and
-the caps. A recording over the caps, or one the transcriber cannot do, is still kept, and the
-model is told why it has no words for it, so it can say so: the message is never lost.
-``OpenAITranscriber`` speaks the OpenAI ``/audio/transcriptions`` API, which OpenAI, Groq and
-self-hosted Whisper servers all offer.
-"""
+"""Voice notes and audio files, kept in the inbox and heard through a transcription API."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What the Anthropic SDK's errors mean for Corvid: the ``LLMError`` a failed request becomes,
-and the line with its fix that a failed probe becomes."""
+"""What the Anthropic SDK's errors mean: the ``LLMError`` of a failed call, a failed probe's fix."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s Telegram check: ``getMe`` through python-telegram-bot, as ``corvid run``
-starts. Nothing is received, so a running gateway's polling is not disturbed."""
+"""``corvid doctor``'s Telegram check: ``getMe`` through python-telegram-bot, nothing received."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The pieces the ``corvid`` command's argument tree is built from: subcommands that all take
-``--home``, commands imported only when they run, and ``--version``."""
+"""The ``corvid`` command's tree: subcommands taking ``--home``, lazy commands, ``--version``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The ``corvid`` command: parses arguments, then calls into Corvid. No wiring lives here.
-
-``run`` and ``chat`` start Corvid (``ops/run.py``, through ``gateway.app.build_app``); the
-commands that look at or change a home have a module each (``ops/memory.py``, ``ops/pairing.py``,
-``ops/jobs.py``, ``ops/mcp.py``), and status, web, reload and doctor are in ``ops/commands.py``.
-"""
+"""The ``corvid`` command: parses arguments, then calls into Corvid; no wiring lives here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""``corvid completion bash|zsh|fish``: a completion script made from the argument parser itself,
-so it offers exactly the commands, actions and options ``corvid`` takes. Load it with
-``eval "$(corvid completion bash)"`` (zsh: the same with ``zsh``, which uses bash's; fish:
-``corvid completion fish | source``)."""
+"""``corvid completion bash|zsh|fish``: a completion script made from the argument parser."""
 
 from __future__ import annotations
 

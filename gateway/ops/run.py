@@ -1,5 +1,4 @@
-"""``corvid run`` and ``corvid chat``: Corvid in the foreground, until a signal, a failed
-channel or a refused API key stops it."""
+"""``corvid run`` and ``corvid chat``: Corvid in the foreground until a signal or failure."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The gateway: channels in, one turn at a time per session, replies out.
-
-``handle`` is the one entry point for channels: it drops repeats, answers chat commands that need
-no turn at once, refuses what is too long, writes the rest to the journal and queues it with the
-router. The router runs ``Turns`` per session; replies leave through ``Delivery``. The gateway
-also serves scheduled jobs (``scheduling.host.JobHost``): isolated turns and confirmed delivery.
-"""
+"""The gateway: channels in, one turn at a time per session, replies out."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""``corvid status``: sessions and their context use, recent problems, undelivered messages.
-
-The running gateway builds the report (asked over the control socket), so it includes what only
-the process knows (``Live``): turns running, messages queued, the last warnings. Without a
-running gateway the report comes from the files in ``state/`` alone.
-"""
+"""``corvid status``: sessions, their context use, recent problems, undelivered messages."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s network checks of what Corvid calls: the model's API and each chat
-platform (each port probes itself), the web search provider and each MCP server."""
+"""``corvid doctor``'s network checks: the model's API, chat platforms, search, MCP servers."""
 
 from __future__ import annotations
 
