@@ -1,31 +1,12 @@
-"""Corvid against the cheapest bot its two libraries make, side by side in one run:
-``python bench/floor_bench.py``. Prints a table with the targets.
+"""Corvid beside the cheapest bot its two libraries make, in one run and side by side."""
 
-Both run as real processes: ``corvid run`` (Telegram only, the control page on) and
-``bench/minimal_bot.py`` (python-telegram-bot long polling, one Messages call per message,
-nothing else). Each polls a fake Bot API served from this process; their model calls go to
-the fake Messages API (answering at once, or after a second for the load rows). Measured for
-each, alternately, so drift on a busy machine hits both alike:
-
-1. start → first ``getUpdates``, and the first reply after a start: a message waiting when the
-   bot starts, from its first ``getUpdates`` to the reply (median of ``--starts``);
-2. idle RSS once polling and settled;
-3. message → reply, p50/p95 over ``--messages`` sequential messages, and the process's CPU per
-   message, with the fake Messages API's own time on each message's requests and the p50
-   without it (the fake, in this process, does more for a longer request); then CPU per
-   message again over ``--cpu-messages``, in ``--cpu-rounds`` runs with both bots running at
-   once and the messages going to each in turn, one at a time, which bot first alternating,
-   so that both meet the machine as it is at that moment (the median of the runs' ratios is
-   the row held to the target: runs of one bot after the other moved by a third on this kind
-   of machine, the machine's own speed changing between them);
-4. 50 and 200 private chats writing at once, the model taking 1 s: until the last reply,
-   the median of ``--rounds`` runs (one run of either bot can differ from the next by a
-   fifth).
-
-Targets (what Corvid must reach): idle RSS ≤ the minimal bot + 5 MiB; CPU per message (the
-paired runs' median ratio) ≤ 1.3 ×; p50 ≤ the minimal bot + 3 ms; first reply ≤ 300 ms;
-start → first getUpdates ≤ 0.5 s; 50 and 200 chats ≤ 1.1 × the minimal bot's time.
-"""
+# Both run as real processes: ``corvid run`` (Telegram only, the control page on) and
+# ``bench/minimal_bot.py`` (python-telegram-bot long polling, one Messages call per message).
+# Each polls a fake Bot API served from this process; their model calls go to the fake
+# Messages API (answering at once, or after a second for the load rows). Every row measures
+# the bots alternately, so drift on a busy machine hits them alike. ``--also NAME=PATH`` adds
+# another checkout of Corvid (the code before a change, say) to the same run, with its own
+# table against the same minimal bot.
 
 from __future__ import annotations
 
@@ -33,11 +14,13 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -48,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from bench.gateway_bench import fake_api_process
 from bench.telegram_bench import (
     close_telegram,
+    compile_like_pip,
     cpu_seconds,
     pct,
     settled_cpu,
@@ -58,7 +42,15 @@ from bench.telegram_bench import (
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.telegram_api import FakeTelegram
 
-BOTS = ("minimal", "corvid")
+# Targets: what Corvid must reach against the minimal bot measured in the same run.
+CPU_RATIO = 1.3  # CPU per message: at most this many times the minimal bot's
+BURST_CHATS = 50  # private chats writing at once, the model taking 1 s...
+BURST_RATIO = 1.1  # ...until the last reply: at most this many times the minimal bot's time
+P50_MORE_MS = 3.0  # message → reply p50: at most this many ms more than the minimal bot's
+IDLE_MORE_MIB = 30.0  # idle RSS: at most this many MiB more than the minimal bot's
+# Start → first getUpdates: no later than the minimal bot's.
+
+MINIMAL = "minimal"
 OWNER = 42
 LOAD_USERS = range(1000, 1200)  # the private chats of the load rows
 
@@ -93,18 +85,32 @@ def corvid_home(home: Path, api_url: str, tg: FakeTelegram, users: range) -> Non
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
+@dataclass
+class Run:
+    """The bots of one run: the minimal bot, then each Corvid by name with its checkout."""
+
+    builds: dict[str, Path]
+    bots: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bots = [MINIMAL, *self.builds]
+
+
 @asynccontextmanager
 async def running(
-    bot: str, home: Path, api_url: str, *, users: range | None = None
+    run: Run, bot: str, home: Path, api_url: str, *, users: range | None = None
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, FakeTelegram, float]]:
     """``bot`` started against a new fake Bot API and the Messages API at ``api_url``: the
     process, the fake, and the monotonic time it was started."""
     tg = FakeTelegram()
     await tg.start()
-    if bot == "corvid":
+    if bot != MINIMAL:
         corvid_home(home, api_url, tg, users or range(0))
     t0 = time.monotonic()
-    proc = await (spawn(home, tg) if bot == "corvid" else spawn_minimal(tg, api_url))
+    if bot == MINIMAL:
+        proc = await spawn_minimal(tg, api_url)
+    else:
+        proc = await spawn(home, tg, root=run.builds[bot])
     try:
         yield proc, tg, t0
     finally:
@@ -124,32 +130,25 @@ async def polling(tg: FakeTelegram, proc: asyncio.subprocess.Process) -> None:
         raise RuntimeError(f"no getUpdates from the bot: {err.decode()[-2000:]}") from None
 
 
-async def bench_starts(
-    bot: str, tmp: Path, api_url: str, n: int
-) -> tuple[list[float], list[float]]:
+async def bench_start(run: Run, bot: str, tmp: Path, api_url: str) -> tuple[float, float]:
     """Start → first getUpdates, and first getUpdates → the reply to a waiting message."""
-    starts, firsts = [], []
-    for i in range(n):
-        async with running(bot, tmp / f"{bot}-start{i}", api_url) as (proc, tg, t0):
-            tg.text("are you there?", user=OWNER)
-            await polling(tg, proc)
-            await tg.wait_sent(1, timeout=60)
-            starts.append(first_poll(tg) - t0)
-            firsts.append(tg.calls_to("sendMessage")[0].at - first_poll(tg))
-    return starts, firsts
+    async with running(run, bot, tmp, api_url) as (proc, tg, t0):
+        tg.text("are you there?", user=OWNER)
+        await polling(tg, proc)
+        await tg.wait_sent(1, timeout=60)
+        return first_poll(tg) - t0, tg.calls_to("sendMessage")[0].at - first_poll(tg)
 
 
 async def bench_steady(
-    bot: str, tmp: Path, api: FakeAnthropic, n: int, idle: float
+    run: Run, bot: str, tmp: Path, api: FakeAnthropic, n: int, idle: float
 ) -> dict[str, float]:
     """Idle RSS once settled, then ``n`` sequential messages: latency and CPU per message."""
-    async with running(bot, tmp / f"{bot}-steady", api.base_url) as (proc, tg, _):
+    async with running(run, bot, tmp / f"{bot}-steady", api.base_url) as (proc, tg, _):
         await polling(tg, proc)
         idle_rss = await settled_rss(proc.pid, idle)
         latencies, cpu_ms, fake = await in_turn(proc, tg, n, api)
-    # Each reply's time less the fake API's own on its requests. The fake parses the whole
-    # request and walks it for its prompt-cache bookkeeping (hashing only what is new since a
-    # recent request), which grows with the conversation Corvid sends.
+    # Each reply's time less the fake API's own on its requests, which grows with the
+    # conversation Corvid sends (the minimal bot sends one message).
     own = [t - f for t, f in zip(latencies, fake, strict=True)]
     return {
         "idle_rss": idle_rss,
@@ -161,28 +160,25 @@ async def bench_steady(
     }
 
 
-async def bench_cpu(tmp: Path, api_url: str, n: int) -> dict[str, float]:
-    """CPU per message in ms of each bot, both running at once, over ``n`` messages sent to
-    each in turn (one bot's, answered, then the other's; which bot goes first alternates)."""
+async def bench_cpu(run: Run, tmp: Path, api_url: str, n: int) -> dict[str, float]:
+    """CPU per message in ms of each bot, all running at once, over ``n`` messages sent to
+    each in turn (one bot's, answered, then the next's; the order turns every message)."""
     async with AsyncExitStack() as stack:
         bots = {}
-        for bot in BOTS:
-            proc, tg, _ = await stack.enter_async_context(running(bot, tmp / bot, api_url))
+        for bot in run.bots:
+            proc, tg, _ = await stack.enter_async_context(running(run, bot, tmp / bot, api_url))
             await polling(tg, proc)
             bots[bot] = (proc, tg)
         for _, tg in bots.values():
             tg.text("warm up", user=OWNER)
             await tg.wait_sent(1, timeout=60)
-        # What a start leaves to do in threads (Corvid's control page is imported once the
-        # model's SDK has loaded) is not the messages' CPU: without this wait it came to
-        # 0.3-1 ms a message of a run, more for a build that left more of it.
+        # What a start leaves to do in threads is not the messages' CPU.
         for proc, _ in bots.values():
             await settled_cpu(proc.pid)
         cpu0 = {bot: cpu_seconds(proc.pid) for bot, (proc, _) in bots.items()}
         turns = list(bots.values())
         for i in range(n):
-            # Each bot first every other message, so that neither's place is fixed.
-            for _, tg in turns if i % 2 == 0 else turns[::-1]:
+            for _, tg in turns[i % len(turns) :] + turns[: i % len(turns)]:
                 tg.text(f"message {i}", user=OWNER)
                 await tg.wait_sent(i + 2, timeout=60)
         return {bot: (cpu_seconds(p.pid) - cpu0[bot]) / n * 1000 for bot, (p, _) in bots.items()}
@@ -208,11 +204,12 @@ async def in_turn(
     return latencies, (cpu_seconds(proc.pid) - cpu0) / n * 1000, fake
 
 
-async def bench_load(bot: str, tmp: Path, api_url: str, chats: int) -> float:
+async def bench_load(run: Run, bot: str, tmp: Path, api_url: str, chats: int) -> float:
     """``chats`` private chats write at once, the model answering each after 1 s: seconds
     until the last reply."""
     users = LOAD_USERS[:chats]
-    async with running(bot, tmp / f"{bot}-load{chats}", api_url, users=users) as (proc, tg, _):
+    home = tmp / f"{bot}-load{chats}"
+    async with running(run, bot, home, api_url, users=users) as (proc, tg, _):
         await polling(tg, proc)
         tg.text("warm up", user=OWNER)
         await tg.wait_sent(1, timeout=60)
@@ -223,151 +220,213 @@ async def bench_load(bot: str, tmp: Path, api_url: str, chats: int) -> float:
         return tg.calls_to("sendMessage")[-1].at - t0
 
 
-Row = tuple[str, str, str, str, str]
+@dataclass
+class Results:
+    """Each bot's measurements, by bot name."""
+
+    starts: dict[str, list[float]]
+    firsts: dict[str, list[float]]
+    steady: dict[str, dict[str, float]]
+    cpu: dict[str, list[float]]
+    load: dict[int, dict[str, list[float]]]
 
 
-def verdict(ok: bool) -> str:
-    return "pass" if ok else "miss"
-
-
-def rows(
-    starts: dict[str, list[float]],
-    firsts: dict[str, list[float]],
-    steady: dict[str, dict[str, float]],
-    load: dict[int, dict[str, list[float]]],
-    cpu: dict[str, list[float]],
-) -> list[Row]:
-    med: Callable[[list[float]], float] = statistics.median
-    m, c = steady["minimal"], steady["corvid"]
-    out: list[Row] = [
-        (
-            "start → first getUpdates, median",
-            f"{med(starts['minimal']):.2f} s",
-            f"{med(starts['corvid']):.2f} s",
-            "≤ 0.5 s",
-            verdict(med(starts["corvid"]) <= 0.5),
-        ),
-        (
-            "first reply after a start (from the first getUpdates), median",
-            f"{med(firsts['minimal']) * 1000:.0f} ms",
-            f"{med(firsts['corvid']) * 1000:.0f} ms",
-            "≤ 300 ms",
-            verdict(med(firsts["corvid"]) <= 0.3),
-        ),
-        (
-            "idle RSS (Corvid: Telegram, control page on)",
-            f"{m['idle_rss']:.1f} MiB",
-            f"{c['idle_rss']:.1f} MiB",
-            f"≤ {m['idle_rss'] + 5:.1f} MiB",
-            verdict(c["idle_rss"] <= m["idle_rss"] + 5),
-        ),
-        (
-            "message → reply p50, model answers at once",
-            f"{m['p50']:.1f} ms",
-            f"{c['p50']:.1f} ms",
-            f"≤ {m['p50'] + 3:.1f} ms",
-            verdict(c["p50"] <= m["p50"] + 3),
-        ),
-        ("message → reply p95", f"{m['p95']:.1f} ms", f"{c['p95']:.1f} ms", "—", "—"),
-        (
-            "the fake API's own time on a message's request, median",
-            f"{m['fake_ms']:.1f} ms",
-            f"{c['fake_ms']:.1f} ms",
-            "—",
-            "—",
-        ),
-        (
-            "message → reply p50, less the fake API's time on its request",
-            f"{m['p50_own']:.1f} ms",
-            f"{c['p50_own']:.1f} ms",
-            "—",
-            "—",
-        ),
-        (
-            "CPU per message, those messages",
-            f"{m['cpu_ms']:.1f} ms",
-            f"{c['cpu_ms']:.1f} ms",
-            "—",
-            "—",
-        ),
-    ]
-    ratio = med([c / m for c, m in zip(cpu["corvid"], cpu["minimal"], strict=True)])
-    out.append(
-        (
-            f"CPU per message, both at once, messages in turn: median of {len(cpu['corvid'])} runs",
-            f"{med(cpu['minimal']):.2f} ms",
-            f"{med(cpu['corvid']):.2f} ms (runs' ratio {ratio:.2f} ×)",
-            "≤ 1.3 ×",
-            verdict(ratio <= 1.3),
-        )
+# long: one run of every row, each row's bots alternated; the steps read in order
+async def measure(run: Run, args: argparse.Namespace) -> Results:
+    bots = run.bots
+    res = Results(
+        starts={b: [] for b in bots},
+        firsts={b: [] for b in bots},
+        steady={},
+        cpu={b: [] for b in bots},
+        load={n: {b: [] for b in bots} for n in args.loads},
     )
-    for chats, times in load.items():
-        mm, cc = med(times["minimal"]), med(times["corvid"])
-        out.append(
-            (
-                f"{chats} private chats at once, model 1 s: last reply",
-                f"{mm:.2f} s",
-                f"{cc:.2f} s ({cc / mm:.2f} ×)",
-                f"≤ {mm * 1.1:.2f} s",
-                verdict(cc <= mm * 1.1),
-            )
-        )
-    return out
-
-
-def table(out: list[Row]) -> list[str]:
-    lines = ["| metric | minimal bot | Corvid | target | result |", "|---|---|---|---|---|"]
-    lines += [f"| {' | '.join(r)} |" for r in out]
-    return lines
-
-
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--starts", type=int, default=5, help="starts of each bot")
-    parser.add_argument("--messages", type=int, default=100, help="sequential messages")
-    parser.add_argument("--idle", type=float, default=5.0, help="seconds before idle RSS")
-    parser.add_argument("--cpu-messages", type=int, default=300, help="messages of a CPU run")
-    parser.add_argument("--cpu-rounds", type=int, default=5, help="CPU runs of each bot")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each load row (median)")
-    parser.add_argument("--loads", type=int, nargs="*", default=[50, 200], help="chats at once")
-    args = parser.parse_args()
-    starts: dict[str, list[float]] = {b: [] for b in BOTS}
-    firsts: dict[str, list[float]] = {b: [] for b in BOTS}
-    steady: dict[str, dict[str, float]] = {}
-    load: dict[int, dict[str, list[float]]] = {n: {b: [] for b in BOTS} for n in args.loads}
-    cpu: dict[str, list[float]] = {b: [] for b in BOTS}
-    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         api = FakeAnthropic()
         await api.start()
         try:
             for i in range(args.starts):  # alternately, one start of each at a time
-                for bot in BOTS:
-                    s, f = await bench_starts(bot, tmp / f"s{i}", api.base_url, 1)
-                    starts[bot] += s
-                    firsts[bot] += f
-            for bot in BOTS:
-                steady[bot] = await bench_steady(bot, tmp, api, args.messages, args.idle)
+                for bot in bots:
+                    start, first = await bench_start(run, bot, tmp / f"s{i}-{bot}", api.base_url)
+                    res.starts[bot].append(start)
+                    res.firsts[bot].append(first)
+            for bot in bots if args.messages else ():
+                res.steady[bot] = await bench_steady(run, bot, tmp, api, args.messages, args.idle)
             for r in range(args.cpu_rounds):
-                paired = await bench_cpu(tmp / f"cpu{r}", api.base_url, args.cpu_messages)
-                for bot in BOTS:
-                    cpu[bot].append(paired[bot])
+                paired = await bench_cpu(run, tmp / f"cpu{r}", api.base_url, args.cpu_messages)
+                for bot in bots:
+                    res.cpu[bot].append(paired[bot])
         finally:
             await api.close()
         async with fake_api_process(1.0) as slow_url:
             for r in range(args.rounds):
                 for chats in args.loads:
-                    for bot in BOTS:
-                        load[chats][bot].append(
-                            await bench_load(bot, tmp / f"r{r}", slow_url, chats)
-                        )
+                    for bot in bots:
+                        took = await bench_load(run, bot, tmp / f"r{r}", slow_url, chats)
+                        res.load[chats][bot].append(took)
+    return res
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    minimal: str
+    corvid: str
+    target: str = "—"
+    ok: bool | None = None  # None: a row without a target
+
+    @property
+    def result(self) -> str:
+        return "—" if self.ok is None else "pass" if self.ok else "miss"
+
+
+def rows(res: Results, build: str) -> list[Row]:
+    """``build``'s rows beside the minimal bot's, for what was measured."""
+    out: list[Row] = []
+    if res.starts[build]:
+        out += start_rows(res, build)
+    if build in res.steady:
+        out += steady_rows(res.steady[MINIMAL], res.steady[build])
+    if res.cpu[build]:
+        cpu_m, cpu_c = res.cpu[MINIMAL], res.cpu[build]
+        ratios = [c / m for c, m in zip(cpu_c, cpu_m, strict=True)]
+        ratio = statistics.median(ratios)
+        out.append(
+            Row(
+                f"CPU per message, all at once, messages in turn: median of {len(cpu_c)} runs",
+                f"{statistics.median(cpu_m):.2f} ms",
+                f"{statistics.median(cpu_c):.2f} ms (runs' ratio {ratio:.2f} ×; "
+                f"{min(ratios):.2f}–{max(ratios):.2f})",
+                f"≤ {CPU_RATIO} ×",
+                ratio <= CPU_RATIO,
+            )
+        )
+    for chats, times in res.load.items():
+        if not times[build]:
+            continue
+        mm, cc = statistics.median(times[MINIMAL]), statistics.median(times[build])
+        ratios = [c / m for c, m in zip(times[build], times[MINIMAL], strict=True)]
+        held = chats == BURST_CHATS
+        out.append(
+            Row(
+                f"{chats} private chats at once, model 1 s: last reply, median of {len(ratios)}",
+                f"{mm:.2f} s",
+                f"{cc:.2f} s ({cc / mm:.2f} ×; runs' ratios {min(ratios):.2f}–{max(ratios):.2f})",
+                f"≤ {mm * BURST_RATIO:.2f} s" if held else "—",
+                cc <= mm * BURST_RATIO if held else None,
+            )
+        )
+    return out
+
+
+def start_rows(res: Results, build: str) -> list[Row]:
+    med: Callable[[list[float]], float] = statistics.median
+    start_m, start_c = med(res.starts[MINIMAL]), med(res.starts[build])
+    return [
+        Row(
+            "start → first getUpdates, median",
+            f"{start_m:.2f} s",
+            f"{start_c:.2f} s",
+            f"≤ {start_m:.2f} s",
+            start_c <= start_m,
+        ),
+        Row(
+            "first reply after a start (from the first getUpdates), median",
+            f"{med(res.firsts[MINIMAL]) * 1000:.0f} ms",
+            f"{med(res.firsts[build]) * 1000:.0f} ms",
+        ),
+    ]
+
+
+def steady_rows(m: dict[str, float], c: dict[str, float]) -> list[Row]:
+    return [
+        Row(
+            "idle RSS (Corvid: Telegram, control page on)",
+            f"{m['idle_rss']:.1f} MiB",
+            f"{c['idle_rss']:.1f} MiB",
+            f"≤ {m['idle_rss'] + IDLE_MORE_MIB:.1f} MiB",
+            c["idle_rss"] <= m["idle_rss"] + IDLE_MORE_MIB,
+        ),
+        Row(
+            "message → reply p50, model answers at once",
+            f"{m['p50']:.1f} ms",
+            f"{c['p50']:.1f} ms",
+            f"≤ {m['p50'] + P50_MORE_MS:.1f} ms",
+            c["p50"] <= m["p50"] + P50_MORE_MS,
+        ),
+        Row("message → reply p95", f"{m['p95']:.1f} ms", f"{c['p95']:.1f} ms"),
+        Row(
+            "the fake API's own time on a message's request, median",
+            f"{m['fake_ms']:.1f} ms",
+            f"{c['fake_ms']:.1f} ms",
+        ),
+        Row(
+            "message → reply p50, less the fake API's time on its request",
+            f"{m['p50_own']:.1f} ms",
+            f"{c['p50_own']:.1f} ms",
+        ),
+        Row("CPU per message, those messages", f"{m['cpu_ms']:.1f} ms", f"{c['cpu_ms']:.1f} ms"),
+    ]
+
+
+def table(out: list[Row], name: str = "Corvid") -> list[str]:
+    lines = [f"| metric | minimal bot | {name} | target | result |", "|---|---|---|---|---|"]
+    lines += [f"| {r.metric} | {r.minimal} | {r.corvid} | {r.target} | {r.result} |" for r in out]
+    return lines
+
+
+def commit(root: Path) -> str:
+    """The checkout's commit, and whether it has changes not committed."""
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    changed = " with changes not committed" if dirty.stdout.strip() else ""
+    return (head.stdout.strip() or "unknown") + changed
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--starts", type=int, default=5, help="starts of each bot")
+    p.add_argument("--messages", type=int, default=100, help="sequential messages")
+    p.add_argument("--idle", type=float, default=5.0, help="seconds before idle RSS")
+    p.add_argument("--cpu-messages", type=int, default=300, help="messages of a CPU run")
+    p.add_argument("--cpu-rounds", type=int, default=5, help="CPU runs (median ratio)")
+    p.add_argument("--rounds", type=int, default=5, help="runs of each load row (median)")
+    p.add_argument("--loads", type=int, nargs="*", default=[BURST_CHATS, 200], help="chats at once")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="another checkout of Corvid to run beside this one (its own table)",
+    )
+    return p
+
+
+def builds_of(args: argparse.Namespace) -> dict[str, Path]:
+    builds = {"corvid": ROOT}
+    for given in args.also:
+        name, _, path = given.partition("=")
+        builds[name] = Path(path).resolve()
+    for root in builds.values():
+        compile_like_pip(root)
+    return builds
+
+
+async def main() -> None:
+    args = parser().parse_args()
+    run = Run(builds_of(args))
+    load_before = os.getloadavg()[0]
+    res = await measure(run, args)
     print(
         f"load average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; "
         f"{args.starts} starts, {args.messages} messages, {args.cpu_rounds} CPU runs of "
         f"{args.cpu_messages}"
     )
-    print("\n".join(table(rows(starts, firsts, steady, load, cpu))))
+    for build, root in run.builds.items():
+        print(f"\n{build}: {commit(root)}")
+        print("\n".join(table(rows(res, build))))
 
 
 if __name__ == "__main__":

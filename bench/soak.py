@@ -72,7 +72,7 @@ def pool_of(report: dict) -> str:
     for channel in report.get("channels", []):
         if channel.get("name") == "telegram" and "pool" in channel:
             p = channel["pool"]
-            return f"{p['connections']} open / {p['idle']} idle / {p['requests']} in use"
+            return f"{p['requests']} under way / replaced {p['replaced']}"
     return "?"
 
 

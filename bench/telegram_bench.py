@@ -56,13 +56,13 @@ def configure(home: Path, api: FakeAnthropic, tg: FakeTelegram, discord: Any = N
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-def compile_like_pip() -> None:
-    """Write the bytecode of Corvid's own modules, as ``pip install`` does for an installed
-    Corvid: run from this checkout with ``PYTHONDONTWRITEBYTECODE`` set (as some machines and
-    containers set it), every start would compile its modules again, about 0.15 s of CPU that
-    an installed Corvid never spends."""
+def compile_like_pip(root: Path = ROOT) -> None:
+    """Write the bytecode of Corvid's own modules (of the checkout at ``root``), as ``pip
+    install`` does for an installed Corvid: run from a checkout with ``PYTHONDONTWRITEBYTECODE``
+    set (as some machines and containers set it), every start would compile its modules
+    again, CPU that an installed Corvid never spends."""
     for package in ("gateway", "channels", "agent"):
-        compileall.compile_dir(ROOT / package, quiet=1)
+        compileall.compile_dir(root / package, quiet=1)
 
 
 # Once, as this module is loaded by a bench: never inside a start the bench times.
@@ -70,8 +70,13 @@ compile_like_pip()
 
 
 async def spawn(
-    home: Path, tg: FakeTelegram, discord: Any = None, env_extra: dict[str, str] | None = None
+    home: Path,
+    tg: FakeTelegram,
+    discord: Any = None,
+    env_extra: dict[str, str] | None = None,
+    root: Path = ROOT,
 ) -> asyncio.subprocess.Process:
+    """``corvid run`` on ``home``, from the checkout at ``root`` (this one by default)."""
     env = {
         **os.environ,
         "CORVID_HOME": str(home),
@@ -87,7 +92,7 @@ async def spawn(
         "-m",
         "gateway.ops.cli",
         "run",
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,

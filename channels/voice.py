@@ -1,12 +1,4 @@
-"""Voice notes and audio files, heard: kept in the inbox like any file, and their words given to
-the model as ``[voice note, 0:42] <the words>``.
-
-``Hearing`` is the policy a channel gets when transcription is configured: the transcriber and
-the caps. A recording over the caps, or one the transcriber cannot do, is still kept, and the
-model is told why it has no words for it, so it can say so: the message is never lost.
-``OpenAITranscriber`` speaks the OpenAI ``/audio/transcriptions`` API, which OpenAI, Groq and
-self-hosted Whisper servers all offer.
-"""
+"""Voice notes and audio files, kept in the inbox and heard through a transcription API."""
 
 from __future__ import annotations
 
@@ -20,7 +12,6 @@ from urllib.parse import urlsplit, urlunsplit
 from channels.inbox import Intake, mb, safe_name
 from gateway.contract.events import Attachment, SessionKey
 from gateway.contract.ports import Check, Status
-from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +46,6 @@ class OpenAITranscriber:
         self.timeout = timeout
 
     async def transcribe(self, data: bytes, name: str, mime: str) -> str:
-        import_httpx()  # without its command-line client
         import httpx
 
         key = (self.api_key or "").strip()  # a key read from a file often ends in a newline
@@ -84,7 +74,6 @@ class OpenAITranscriber:
         """Whether the service is there and takes the key (for ``corvid doctor``): it is sent
         a few bytes that are not audio, which a service that takes the key refuses as such
         (400, 415, 422) without hearing, or billing, anything."""
-        import_httpx()
         import httpx
 
         name, where = "transcription", _shown_url(self.url)

@@ -142,15 +142,6 @@ def _logging_as_it_was() -> Iterator[None]:
         logging.getLogger(name).setLevel(old)
 
 
-@pytest.fixture(autouse=True)
-def _garbage_collector_as_it_was() -> Iterator[None]:
-    """A gateway left quiet for a while freezes the objects alive then (``gc.freeze``); in
-    the test process those are the suite's own, which later tests expect to be collected."""
-    yield
-    if gc.get_freeze_count():
-        gc.unfreeze()
-
-
 def exceptions_alive(kinds: set[str]) -> Counter[str]:
     """How many exceptions of each of these kinds (class names) are alive now."""
     return Counter(

@@ -20,10 +20,8 @@ CONTRACT = frozenset(
         "gateway.infra.atomic",
         "gateway.contract.commands",
         "gateway.infra.tls",
-        "gateway.infra.streams",
         "gateway.infra.tasks",
         "gateway.infra.wal",
-        "gateway.infra.imports",
     }
 )
 # Below the contract: how Corvid's frozen dataclasses are made. Every module, the contract's

@@ -1,8 +1,5 @@
-"""``bench/run.py --quick`` runs end to end and prints every row of its table with a number.
-
-A smoke check of the benchmark harness only: the values themselves are not asserted, since
-timings depend on the machine.
-"""
+"""The benches run end to end and print every row (``-m bench``: minutes, left out by default);
+the values themselves are not asserted, since timings depend on the machine."""
 
 from __future__ import annotations
 
@@ -47,6 +44,7 @@ ROWS = (
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?( |$)")
 
 
+@pytest.mark.bench
 @pytest.mark.timeout(330)  # the run's own bound below, not the suite's default
 def test_quick_bench_prints_every_row_with_a_number():
     done = subprocess.run(
@@ -112,11 +110,12 @@ FLOOR_ROWS = (
     "the fake API's own time",
     "less the fake API's time",
     "CPU per message, those messages",
-    "CPU per message, both at once, messages in turn: median of 1 runs",
+    "CPU per message, all at once, messages in turn: median of 1 runs",
     "3 private chats at once",
 )
 
 
+@pytest.mark.bench
 @pytest.mark.timeout(330)
 def test_the_bench_beside_the_minimal_bot_runs_both_and_prints_every_row():
     done = subprocess.run(
@@ -135,6 +134,7 @@ def test_the_bench_beside_the_minimal_bot_runs_both_and_prints_every_row():
         assert cells[4] in ("pass", "miss", "—"), row
 
 
+@pytest.mark.bench
 @pytest.mark.timeout(200)
 def test_a_short_soak_with_an_outage_counts_what_is_left_alive_and_no_failure_is():
     """``bench/soak.py --heap``: the gateway, loaded with ``bench/heapwatch``, counts what is
@@ -176,3 +176,24 @@ async def test_the_benches_wait_for_a_process_to_be_quiet_before_counting_its_cp
         for proc in (idle, busy):
             proc.kill()
             await proc.wait()
+
+
+@pytest.mark.bench
+@pytest.mark.timeout(400)
+def test_the_check_prints_each_held_row_and_fails_exactly_when_one_misses():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "check.py"),
+         "--starts", "1", "--messages", "3", "--idle", "0.5", "--loads", "3",
+         "--cpu-rounds", "1", "--cpu-messages", "3",
+         "--soak-messages", "10", "--soak-chats", "5", "--soak-outage", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=380,
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    rows = [row for row in lines if row.endswith(("| pass |", "| miss |"))]  # held to a target
+    held = ("start → first getUpdates", "idle RSS", "p50,", "all at once", "lost", "growth")
+    assert len(rows) == len(held), done.stdout + done.stderr[-4000:]
+    for row, words in zip(rows, held, strict=True):
+        assert words in row, row
+    missed = [row for row in rows if row.endswith("| miss |")]
+    assert done.returncode == (1 if missed else 0), done.stderr[-4000:]
+    assert ("MISSED" in done.stderr) == bool(missed)

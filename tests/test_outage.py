@@ -18,7 +18,6 @@ from channels.discord.channel import DiscordChannel
 from channels.telegram.channel import TelegramChannel
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
-from gateway.runtime import heap
 from tests.conftest import OWNER, exceptions_alive, make_config, outbox_rows
 from tests.fakes.anthropic_api import Reply
 from tests.fakes.clock import FakeClock
@@ -80,10 +79,8 @@ async def test_telegram_down_what_each_failed_request_left_is_freed_without_the_
     hold the frames and the connection that failed. Nothing keeps one past its handling, and
     no reference cycle does either: with 200 chats' replies failing at once, chains left for
     the cycle collector cost the process some 14 MiB it never gave back."""
-    # The test run's log capture keeps every record, and with it the exceptions logged; and
-    # a quiet spell's freeze would run a collection.
+    # The test run's log capture keeps every record, and with it the exceptions logged.
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
-    monkeypatch.setattr(heap, "freeze_alive", lambda: None)
     section = fake_telegram.channel_config(allow_from=[str(OWNER)])
     app, _ = await _started(home, fake_api, "telegram", section, retry_backoff=0.01)
     answer = asyncio.Event()

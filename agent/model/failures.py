@@ -1,13 +1,38 @@
-"""What the Anthropic SDK's errors mean for Corvid: the ``LLMError`` a failed request becomes
-(its kind picks what the user is told and whether compacting may help), and the line with its
-fix that a failed probe becomes for ``corvid doctor`` and the start-up check."""
+"""What the Anthropic SDK's errors mean: the ``LLMError`` of a failed call, a failed probe's fix."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.ports import Check, Status
+
+if TYPE_CHECKING:
+    from anthropic import APIStatusError
+
+# The API's error types (``error.type``) and the SDK's public classes that name them.
+CLASS_OF_TYPE = {
+    "invalid_request_error": "BadRequestError",
+    "authentication_error": "AuthenticationError",
+    "billing_error": "PaymentRequiredError",
+    "permission_error": "PermissionDeniedError",
+    "not_found_error": "NotFoundError",
+    "timeout_error": "RequestTimeoutError",
+    "conflict_error": "ConflictError",
+    "request_too_large": "ContentTooLargeError",
+    "rate_limit_error": "RateLimitError",
+    "api_error": "InternalServerError",
+    "overloaded_error": "OverloadedError",
+}
+
+
+def mid_stream_error(sdk: Any, message: str, body: object, response: Any) -> APIStatusError:
+    """The SDK's public class for an ``event: error`` in a stream whose status was 200: the
+    one the body's ``error.type`` names, else ``APIStatusError``."""
+    err = body.get("error") if isinstance(body, dict) else None
+    err_type = err.get("type") if isinstance(err, dict) else None
+    kind: type[APIStatusError] = getattr(sdk, CLASS_OF_TYPE.get(str(err_type), "APIStatusError"))
+    return kind(message, response=response, body=body)
 
 
 def probe_failure(

@@ -1,29 +1,23 @@
-"""The model port's Anthropic implementation (official SDK, streaming, prompt caching).
-
-``LLM`` (``agent/model/port.py``) is the interface the agent loop and the app use;
-``AnthropicLLM`` implements it with ``anthropic.AsyncAnthropic``. The SDK is imported lazily: it
-is the slowest import Corvid has, and channels can start polling before the first model call
-needs it.
-"""
+"""The model port's Anthropic implementation: the official SDK, streaming, prompt caching."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from agent.model.answer import Answer, BadToolInput, BrokenStream, decoded, server_events
 from agent.model.charge import Charge, Purpose
 from agent.model.failover import Failover, Route
-from agent.model.failures import llm_error, probe_failure
+from agent.model.failures import llm_error, mid_stream_error, probe_failure
 from agent.model.in_flight import InFlight
 from agent.model.port import LLMResponse
 from agent.model.request import request_body
-from agent.model.sdk import load as load_sdk
 from agent.model.wire import content_to_dicts
 from agent.sessions.history import History
 from agent.sessions.state import Usage
@@ -39,13 +33,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def load_sdk() -> ModuleType:
+    """The anthropic SDK, imported on first use: channels poll before the first call needs it."""
+    return importlib.import_module("anthropic")
+
+
 class AnthropicLLM:
     def __init__(self, cfg: LLMSettings) -> None:
         self.cfg = cfg
         self.model = cfg.model
         self.context_window = cfg.context_window
         self._client: AsyncAnthropic | None = None
-        self._sdk: Any = None  # the anthropic module, imported lazily
+        self._sdk: Any = None  # the anthropic module, once imported
         # A call's request is built only once it is admitted, so calls waiting hold nothing
         # but their turn's own (compact) history.
         self.in_flight = InFlight()
@@ -78,17 +77,15 @@ class AnthropicLLM:
         return self._others[key]
 
     def _new_client(self, api_key: str | None, base_url: str | None) -> AsyncAnthropic:
-        from gateway.infra.streams import on_asyncio  # httpx2, loaded with the SDK
-
         sdk = self._sdk
         client: AsyncAnthropic = sdk.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url or None,
             timeout=self.cfg.timeout,
             max_retries=self.cfg.retries,
-            # The SDK's own defaults (limits, keep-alive, proxies), with the TLS context shared
-            # and its connections on asyncio's streams.
-            http_client=on_asyncio(sdk.DefaultAsyncHttpxClient(verify=tls_context())),
+            # The SDK's own client on aiohttp (its documented alternative, which the SDK loads
+            # anyway): a model call costs less CPU than on httpx2's anyio streams.
+            http_client=sdk.DefaultAioHttpClient(verify=tls_context()),
         )
         return client
 
@@ -197,8 +194,7 @@ class AnthropicLLM:
     ) -> None:
         """Count the tokens of one word for the model (with ``tools``), within ``limit``: a
         free call that the API refuses for a bad key, model or tool. Sent with the client's
-        ``post``, as the turns' calls are: ``client.messages`` would import every resource
-        class of the API (``agent/model/sdk.py``)."""
+        ``post``, as the turns' calls are."""
         import httpx2
 
         body: dict[str, Any] = {
@@ -318,8 +314,7 @@ class AnthropicLLM:
         (key, retries, timeouts, its errors for a refused request) and returns the response
         as it comes; its events are read as JSON (``agent/model/answer.py``). The SDK's typed
         method would first copy the request into new dicts and lists, every message of the
-        conversation on every call (35 ms for a conversation of 400 KB, where sending the
-        body made here costs 6 ms); the body is plain JSON already."""
+        conversation on every call; the body is plain JSON already."""
         import httpx2
 
         response = await client.post(
@@ -337,7 +332,7 @@ class AnthropicLLM:
                         message = f"{said}"
                     except ValueError:
                         said, message = data, data or f"Error code: {response.status_code}"
-                    raise client._make_status_error(message, body=said, response=response)
+                    raise mid_stream_error(self._sdk, message, said, response)
                 shown = answer.feed(decoded(data))
                 if shown and deltas is not None:
                     deltas.text(shown)

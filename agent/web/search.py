@@ -1,12 +1,4 @@
-"""``web_search``: a query to the search provider the owner chose, and the results as a short
-list (title, address, snippet) that ``web_fetch`` can follow.
-
-Providers: the Brave Search API (an API key) and SearXNG (a self-hosted metasearch; its JSON
-format must be allowed in its settings), which Corvid calls itself; and the Messages API's own
-server-side search tool (``anthropic``), which the API runs within the model's answer and which
-is offered only once the configured API has said it takes it. Off until one is configured.
-Results Corvid fetches are marked as web content: information, never instructions.
-"""
+"""``web_search``: a query to the owner's search provider (Brave, SearXNG or the API's own)."""
 
 from __future__ import annotations
 
@@ -22,7 +14,6 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import Tool
 from agent.workspace.audience import enclosed
 from gateway.contract.errors import ConfigError, ToolError
-from gateway.infra.imports import import_httpx
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +43,6 @@ class _HTTPProvider:
         self.timeout = timeout
 
     async def _get(self, path: str, params: dict[str, Any], headers: dict[str, str]) -> Any:
-        import_httpx()  # without its command-line client
         import httpx
 
         try:

@@ -25,7 +25,7 @@ def _counts() -> tuple[dict[str, int], list[BaseException]]:
     import gc
 
     gc.collect()
-    # Frozen objects (``gateway/runtime/heap.py``) are out of the collector's lists: counted
+    # Frozen objects (``gc.freeze``) are out of the collector's lists: counted
     # too, by thawing them for the count and freezing again (with what is alive now).
     frozen = gc.get_freeze_count()
     if frozen:

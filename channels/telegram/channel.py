@@ -1,11 +1,4 @@
-"""The Telegram adapter: long polling (or a webhook) in, replies out, through python-telegram-bot.
-
-Polling is Corvid's own loop over ``getUpdates`` rather than PTB's Updater (``polling``): it
-stops the channel when the token is revoked or another process keeps polling the same bot, and
-it confirms an update to Telegram only once the gateway has it. Updates run in order within a
-chat and independently across chats. How messages are read is in ``inbound``, how replies are
-written in ``replies``.
-"""
+"""The Telegram adapter: long polling (or a webhook) in, replies out, via python-telegram-bot."""
 
 from __future__ import annotations
 
@@ -24,7 +17,6 @@ from channels.telegram.api import call
 from channels.telegram.inbound import Reader
 from channels.telegram.live import TelegramLive, edit_piece, take_back
 from channels.telegram.polling import UPDATES, Poller
-from channels.telegram.sdk import load_ptb
 from channels.voice import Hearing
 from gateway.contract.commands import CHAT_COMMANDS
 from gateway.contract.events import OutboundMessage, SessionKey
@@ -91,7 +83,6 @@ class TelegramChannel(Channel):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        load_ptb(webhooks=self.webhook is not None)
         from telegram import BotCommand
         from telegram.error import TelegramError
 
@@ -186,7 +177,7 @@ class TelegramChannel(Channel):
             .base_file_url(self.base_file_url)
             .request(requests[0])
             .get_updates_request(requests[1])
-            .job_queue(None)  # Corvid's scheduler is its own (channels/telegram/sdk.py)
+            .job_queue(None)  # Corvid's scheduler is its own
             .build()
         )
         app.add_handler(TypeHandler(Update, self._on_webhook_update))

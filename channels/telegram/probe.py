@@ -1,12 +1,10 @@
-"""``corvid doctor``'s Telegram check: ``getMe`` through python-telegram-bot, as ``corvid run``
-starts. Nothing is received, so a running gateway's polling is not disturbed."""
+"""``corvid doctor``'s Telegram check: ``getMe`` through python-telegram-bot, nothing received."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 
-from channels.telegram.sdk import load_ptb
 from gateway.contract.ports import Check, Status
 
 
@@ -25,7 +23,6 @@ async def probe(
     limit: float,
     token_source: str,
 ) -> Check:
-    load_ptb()
     from telegram import Bot
     from telegram.error import InvalidToken, NetworkError, TelegramError, TimedOut
     from telegram.request import HTTPXRequest

@@ -1,9 +1,4 @@
-"""Replies on Telegram: the model's Markdown split under Telegram's limit and rendered as
-Telegram HTML. If Telegram refuses a piece's HTML, the same piece goes out as plain text; if it
-refuses that too, a short notice takes its place, and the pieces after it are sent all the
-same. In groups the first piece quotes the message it answers; in forum topics replies stay in
-the topic.
-"""
+"""Replies on Telegram: the model's Markdown in pieces under Telegram's limit, as Telegram HTML."""
 
 from __future__ import annotations
 
@@ -90,21 +85,19 @@ async def send_piece(
     attempts: list[tuple[str, str | None]] = [(html, ParseMode.HTML)] if html is not None else []
     attempts += [(piece, None), (UNSENDABLE, None)]
     for number, (text, mode) in enumerate(attempts, 1):
-        params = {
-            "chat_id": chat_id,
-            "text": text,
-            "parse_mode": mode,
-            "reply_parameters": reply,
-            "message_thread_id": thread,
-            "reply_markup": markup,
-        }
+        send = partial(
+            bot.send_message,
+            chat_id,
+            text,
+            parse_mode=mode,
+            reply_parameters=reply,
+            message_thread_id=thread,
+            reply_markup=markup,
+        )
         try:
-            # What bot.send_message sends, its answer left as the JSON it came as: only the
-            # id is needed, and making a Message of it costs as much as building the request.
-            send = partial(bot._post, "sendMessage", params)
             # Posted twice if repeated after Telegram took it but answered late.
             sent = await call(send, clock, backoff, repeatable=False)
-            return int(sent["message_id"])
+            return sent.message_id
         except BadRequest as exc:
             if number == len(attempts) or not refused_text(exc):
                 raise

@@ -1,17 +1,4 @@
-"""How python-telegram-bot's requests reach Telegram: over httpx2, each one run to its end.
-
-PTB's own request class sits on httpx 0.28 and httpcore 1.0, whose connection pool keeps a slot
-taken forever when a request is cancelled while it waits for a connection (httpcore issues
-#1093, #830, #658, open in 1.0.9). Under load every cancelled request can cost a slot, and once
-the 32 are gone every send fails with "Pool timeout" while Telegram answers any other client:
-the bot goes mute until restarted. Three things keep that from happening here:
-
-- httpx2 (the maintained fork, already installed for the MCP client) reclaims such orphans;
-- a request, once started, is never cancelled: its caller may stop waiting (a turn stopped, a
-  typing indicator no longer needed), and the request finishes in the background;
-- should the pool still stop giving out connections while Telegram answers our other client
-  (the long poll's), a run of pool timeouts makes a fresh client, said once at WARNING.
-"""
+"""How python-telegram-bot's requests reach Telegram: over httpx2, each one run to its end."""
 
 from __future__ import annotations
 
@@ -22,20 +9,21 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2
-from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
-from gateway.infra.streams import on_asyncio
 from gateway.infra.tasks import settle
 from gateway.infra.tls import tls_context
 
 log = logging.getLogger(__name__)
 
-# Pool timeouts in a row (no request answered between them) that mean the pool is stuck...
-STUCK_AFTER = 3
-# ...if Telegram answered our other client within this many seconds.
-ANSWERED_LATELY = 90.0
+# PTB's own request class sits on httpcore 1.0, whose pool can keep a slot taken for good when a
+# request is cancelled while it waits; httpx2's reclaims them, and requests here are never
+# cancelled once started. Should the pool still stop giving out connections, a run of pool
+# timeouts, each waited out while no more of our requests than its connections were in it, and
+# while Telegram answered our other client (the long poll's), makes a fresh client.
+STUCK_AFTER = 3  # pool timeouts in a row, no request answered between them...
+ANSWERED_LATELY = 90.0  # ...and Telegram answered our other client within this many seconds
 # Replaced clients kept open for what they still carry; older ones are closed.
 MAX_RETIRED = 2
 # Request addresses kept parsed: one per Bot API method used (and per file path downloaded).
@@ -66,7 +54,12 @@ class Transport(BaseRequest):
             connect=connect_timeout, read=read_timeout, write=write_timeout, pool=pool_timeout
         )
         self._limits = httpx2.Limits(max_connections=pool_size, max_keepalive_connections=pool_size)
+        self.pool_size = pool_size
         self._client = self._new_client()
+        # For each client: our requests in its pool now (holding or awaiting a connection),
+        # and when last there were more of them than it has connections.
+        self._inside: dict[httpx2.AsyncClient, int] = {}
+        self._crowded: dict[httpx2.AsyncClient, float] = {}
         self._retired: list[httpx2.AsyncClient] = []
         self._running: set[asyncio.Future[tuple[int, bytes]]] = set()
         self._others = others_answered
@@ -78,13 +71,12 @@ class Transport(BaseRequest):
         self._urls: dict[str, httpx2.URL] = {}
 
     def _new_client(self) -> httpx2.AsyncClient:
-        client = httpx2.AsyncClient(
+        return httpx2.AsyncClient(
             timeout=self._timeout,
             limits=self._limits,
             verify=tls_context(),
             headers={"User-Agent": self.USER_AGENT},
         )
-        return on_asyncio(client)
 
     def _url(self, url: str) -> httpx2.URL:
         parsed = self._urls.get(url)
@@ -110,16 +102,9 @@ class Transport(BaseRequest):
         self._retired.clear()
 
     def pool(self) -> dict[str, int]:
-        """The connection pool now: connections open and idle, requests in it (using or
-        waiting for a connection), and how often a stuck one was replaced."""
-        pool = getattr(self._client._transport, "_pool", None)  # httpx2's, only read
-        connections = list(getattr(pool, "connections", ()))
-        return {
-            "connections": len(connections),
-            "idle": sum(1 for c in connections if c.is_idle()),
-            "requests": len(getattr(pool, "_requests", ())),
-            "replaced": self.replaced,
-        }
+        """Requests under way on the client now (using or waiting for a connection), and how
+        often a stuck client was replaced."""
+        return {"requests": self._inside.get(self._client, 0), "replaced": self.replaced}
 
     async def do_request(
         self,
@@ -134,7 +119,7 @@ class Transport(BaseRequest):
         t = self._timeout
 
         def chosen(given: Any, default: float | None) -> float | None:
-            return default if isinstance(given, DefaultValue) else given
+            return default if given is BaseRequest.DEFAULT_NONE else given
 
         timeout = httpx2.Timeout(
             connect=chosen(connect_timeout, t.connect),
@@ -155,6 +140,8 @@ class Transport(BaseRequest):
         self, url: str, method: str, data: RequestData | None, limits: httpx2.Timeout
     ) -> tuple[int, bytes]:
         client = self._client
+        entered = time.monotonic()
+        self._enter(client)
         try:
             response = await client.request(
                 method,
@@ -164,7 +151,7 @@ class Transport(BaseRequest):
                 data=data.json_parameters if data else None,
             )
         except httpx2.PoolTimeout as exc:
-            self._pool_timed_out(client)
+            self._pool_timed_out(client, entered)
             raise TimedOut(
                 "Pool timeout: every connection to Telegram is in use; the request was not sent"
             ) from exc
@@ -176,18 +163,36 @@ class Transport(BaseRequest):
             raise TimedOut from exc
         except httpx2.HTTPError as exc:
             raise NetworkError(f"httpx2.{type(exc).__name__}: {exc}") from exc
+        finally:
+            self._left(client)
         self.pool_timeouts = 0
         self.last_answer = time.monotonic()
         return response.status_code, response.content
 
-    def _pool_timed_out(self, client: httpx2.AsyncClient) -> None:
+    def _enter(self, client: httpx2.AsyncClient) -> None:
+        inside = self._inside[client] = self._inside.get(client, 0) + 1
+        if inside > self.pool_size:
+            self._crowded[client] = time.monotonic()
+
+    def _left(self, client: httpx2.AsyncClient) -> None:
+        inside = self._inside[client]
+        if inside > self.pool_size:  # crowded until now
+            self._crowded[client] = time.monotonic()
+        if inside > 1:
+            self._inside[client] = inside - 1
+        else:  # nobody waits: what came before tells nothing about the next request
+            del self._inside[client]
+            self._crowded.pop(client, None)
+
+    def _pool_timed_out(self, client: httpx2.AsyncClient, entered: float) -> None:
+        """A request that came into ``client``'s pool at ``entered`` found no connection."""
         self.pool_timeouts += 1
         if self.pool_timeouts < STUCK_AFTER or client is not self._client:
             return
         if self._others is None or time.monotonic() - self._others() > ANSWERED_LATELY:
             return  # Telegram may be down or slow: every connection busy waiting for it
-        if not _orphans(client):
-            return  # every connection carries a request: busy, not stuck
+        if self._crowded.get(client, -1.0) >= entered:
+            return  # more requests of ours than connections while it waited: busy, not stuck
         # A fresh client for the requests to come. The stuck one stays open until shutdown:
         # requests it still carries finish on it, and it holds no more than the sockets it has.
         self._retired.append(client)
@@ -204,15 +209,3 @@ class Transport(BaseRequest):
             STUCK_AFTER,
             self.replaced,
         )
-
-
-def _orphans(client: httpx2.AsyncClient) -> int:
-    """Connections of the pool that are neither idle nor used or awaited by any request: the
-    slots a cancelled request can leave taken (read from httpx2's internals; 0 if they
-    change)."""
-    pool: Any = getattr(client._transport, "_pool", None)
-    try:
-        owned = {id(r.connection) for r in pool._requests}
-        return sum(1 for c in pool.connections if not c.is_idle() and id(c) not in owned)
-    except (AttributeError, TypeError):
-        return 0

@@ -1,9 +1,4 @@
-"""The ``corvid`` command: parses arguments, then calls into Corvid. No wiring lives here.
-
-``run`` and ``chat`` start Corvid (``ops/run.py``, through ``gateway.app.build_app``); the
-commands that look at or change a home have a module each (``ops/memory.py``, ``ops/pairing.py``,
-``ops/jobs.py``, ``ops/mcp.py``), and status, web, reload and doctor are in ``ops/commands.py``.
-"""
+"""The ``corvid`` command: parses arguments, then calls into Corvid; no wiring lives here."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ from gateway.config.home import init_home, resolve_home
 from gateway.config.layout import Layout
 from gateway.contract.errors import ConfigError
 from gateway.ops import usage as usage_commands
-from gateway.ops.argtree import HOME_HELP, Command, Commands, Version, lazy, show_help
+from gateway.ops.argtree import HOME_HELP, Command, Commands, Parser, Version, lazy, show_help
 from gateway.ops.home import EXIT_CONFIG, NoHome
 
 if TYPE_CHECKING:
@@ -67,13 +62,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="corvid", description="A self-hosted personal assistant for your chat apps."
-    )
+def _parser() -> Parser:
+    p = Parser(prog="corvid", description="A self-hosted personal assistant for your chat apps.")
     p.add_argument("--home", help=HOME_HELP, default=argparse.SUPPRESS)
     p.add_argument("-V", "--version", action=Version, nargs=0, help="show the version and exit")
-    top = Commands(p.add_subparsers(dest="command", metavar="COMMAND"))
+    top = Commands(p, "command", "COMMAND")
     top.add("init", "create the home folder (never overwrites)", cmd_init)
     setup = top.add(
         "setup",
@@ -246,7 +239,7 @@ def _backup_commands(top: Commands) -> None:
     )
 
 
-def _completion(parser: argparse.ArgumentParser, shell: str) -> int:
+def _completion(parser: Parser, shell: str) -> int:
     from gateway.ops.completion import script
 
     print(script(parser, shell), end="")

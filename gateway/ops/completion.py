@@ -1,30 +1,20 @@
-"""``corvid completion bash|zsh|fish``: a completion script made from the argument parser itself,
-so it offers exactly the commands, actions and options ``corvid`` takes. Load it with
-``eval "$(corvid completion bash)"`` (zsh: the same with ``zsh``, which uses bash's; fish:
-``corvid completion fish | source``)."""
+"""``corvid completion bash|zsh|fish``: a completion script made from the argument parser."""
 
 from __future__ import annotations
 
-import argparse
+from gateway.ops.argtree import Parser
 
 
-def _words(parser: argparse.ArgumentParser) -> tuple[list[str], dict[str, argparse.ArgumentParser]]:
+def _words(parser: Parser) -> tuple[list[str], dict[str, Parser]]:
     """A parser's option strings and positional choices, and its subcommands by name."""
-    options = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+    options = [s for a in parser.arguments for s in a.option_strings if s.startswith("--")]
     options += [
-        str(c)
-        for a in parser._actions
-        if not a.option_strings and a.choices and not isinstance(a, argparse._SubParsersAction)
-        for c in a.choices
+        str(c) for a in parser.arguments if not a.option_strings and a.choices for c in a.choices
     ]
-    subs: dict[str, argparse.ArgumentParser] = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            subs.update(action.choices)
-    return options, subs
+    return options, parser.commands
 
 
-def script(parser: argparse.ArgumentParser, shell: str) -> str:
+def script(parser: Parser, shell: str) -> str:
     if shell == "fish":
         return _fish(parser)
     top_options, commands = _words(parser)
@@ -55,14 +45,14 @@ complete -o default -F _corvid corvid
 """
 
 
-def _fish(parser: argparse.ArgumentParser) -> str:
+def _fish(parser: Parser) -> str:
     """For fish: what to offer after each path of words (``jobs``, ``jobs run``), the path
     being the words typed so far less the options and the values they take."""
     takes_value: set[str] = set()
     rules: list[tuple[str, list[str], list[str]]] = []  # path, words, options
 
-    def walk(p: argparse.ArgumentParser, path: str) -> None:
-        for action in p._actions:
+    def walk(p: Parser, path: str) -> None:
+        for action in p.arguments:
             if action.option_strings and action.nargs != 0:
                 takes_value.update(action.option_strings)
         options, subs = _words(p)

@@ -1,11 +1,11 @@
-"""``corvid run`` and ``corvid chat``: Corvid in the foreground, until a signal, a failed
-channel or a refused API key stops it."""
+"""``corvid run`` and ``corvid chat``: Corvid in the foreground until a signal or failure."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
@@ -74,26 +74,18 @@ def cmd_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         return 1
     if not _upgraded(config):
         return EXIT_CONFIG
-    from gateway.runtime.heap import limit_arenas, pause_collection
-
-    limit_arenas()  # before the first thread (the SDK's import, next)
-    pause_collection()  # until the SDK is loaded (gateway/runtime/heap.py)
     _import_sdk_early()
     return asyncio.run(_serve(config))
 
 
 def _import_sdk_early(module: str = "anthropic") -> threading.Thread:
-    """Start importing the anthropic SDK now, in a thread. It takes about a second of CPU;
-    begun here, it runs while the gateway is built and the channels connect, so a message
-    waiting at start is answered that much sooner (the channels' own start shares the CPU
-    with it and comes a little later). Once it is loaded, or has failed to load (said in one
-    line of the log), the garbage collector paused for the start is back on."""
-    from agent.model.sdk import load as load_sdk
-    from gateway.runtime.heap import resume_collection
+    """Start importing the anthropic SDK now, in a thread, while the gateway is built and the
+    channels connect: a message waiting at start is answered sooner, and polling does not
+    wait for it. A failure is said in one line of the log."""
 
     def load() -> None:
         try:
-            load_sdk(module)
+            importlib.import_module(module)
         except Exception as exc:  # said once, in a line; each turn tries again and says so
             log.warning(
                 "could not load %s (%s: %s); each message will try again",
@@ -101,8 +93,6 @@ def _import_sdk_early(module: str = "anthropic") -> threading.Thread:
                 type(exc).__name__,
                 exc,
             )
-        finally:
-            resume_collection()
 
     thread = threading.Thread(target=load, name="sdk-import", daemon=True)
     thread.start()

@@ -1,10 +1,4 @@
-"""The gateway: channels in, one turn at a time per session, replies out.
-
-``handle`` is the one entry point for channels: it drops repeats, answers chat commands that need
-no turn at once, refuses what is too long, writes the rest to the journal and queues it with the
-router. The router runs ``Turns`` per session; replies leave through ``Delivery``. The gateway
-also serves scheduled jobs (``scheduling.host.JobHost``): isolated turns and confirmed delivery.
-"""
+"""The gateway: channels in, one turn at a time per session, replies out."""
 
 from __future__ import annotations
 
@@ -24,7 +18,6 @@ from gateway.contract.ports import Clock
 from gateway.infra.tasks import settle
 from gateway.runtime.commands import ChatCommands
 from gateway.runtime.delivery import Delivery
-from gateway.runtime.heap import HeapTrim
 from gateway.runtime.journal import Journal, Outgoing
 from gateway.runtime.router import Router, RouterClosed
 from gateway.runtime.turns import Turns
@@ -63,7 +56,6 @@ class Gateway:
             turn_over=self._turn_over,
         )
         # What a burst of turns freed goes back to the system once all is quiet.
-        self.heap = HeapTrim(self.router.running_turns)
         self.commands = ChatCommands(agent, self.router, pairing)
         self.clock = clock
         self.turns = Turns(agent, delivery, channels, clock, lambda: self.router.closed)
@@ -110,10 +102,8 @@ class Gateway:
         self._spawn(self._warm_up())
 
     async def _warm_up(self) -> None:
-        """Load the model's SDK before the first turn needs it; what the start's imports left
-        free then goes back to the system with the next quiet, as after a burst of turns."""
+        """Load the model's SDK before the first turn needs it."""
         await self.agent.llm.warm_up()
-        self.heap.turn_over()
 
     async def _start_channel(self, name: str, channel: Channel, outgoing: list[Outgoing]) -> None:
         await self._stack.enter_async_context(channel)
@@ -133,7 +123,6 @@ class Gateway:
         # With any started meanwhile (a message that came in during the stop is answered by one).
         await settle(self._side_tasks, 5, cancel=True)
         await self.delivery.stop()
-        self.heap.close()
         self._started.clear()
         await self._stack.aclose()  # every channel's stop, in reverse order
 
@@ -297,7 +286,6 @@ class Gateway:
 
     def _turn_over(self) -> None:
         self.agent.sessions.let_go(lambda key: self.router.busy(key) or self.router.queued(key) > 0)
-        self.heap.turn_over()
 
 
 def _pool(channel: Channel) -> dict[str, Any]:

@@ -1,9 +1,4 @@
-"""``corvid status``: sessions and their context use, recent problems, undelivered messages.
-
-The running gateway builds the report (asked over the control socket), so it includes what only
-the process knows (``Live``): turns running, messages queued, the last warnings. Without a
-running gateway the report comes from the files in ``state/`` alone.
-"""
+"""``corvid status``: sessions, their context use, recent problems, undelivered messages."""
 
 from __future__ import annotations
 
@@ -180,9 +175,8 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"  {ch['name']}: {ch['state']}")
             if pool := ch.get("pool"):
                 lines.append(
-                    f"    connections to the platform: {pool['connections']} open, "
-                    f"{pool['idle']} idle, {pool['requests']} request(s) under way"
-                    + (f"; replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
+                    f"    requests to the platform under way: {pool['requests']}"
+                    + (f"; client replaced {pool['replaced']} time(s)" if pool["replaced"] else "")
                 )
         if r.get("mcp"):
             lines += ["", "MCP servers:", *server_lines(r["mcp"])]

@@ -1,26 +1,13 @@
-"""The control page's address, held from the start; its server, when a browser first connects.
-
-The page's server is aiohttp's, and importing it costs a running gateway 7 MiB of memory and
-about 150 ms of CPU (more with aiohttp's HTTP client: ``gateway/web/deferred.py``), whether or
-not anyone opens the page, and most of the time nobody does. ``listen`` binds the page's
-address at the start, as the server would, so the port is the gateway's and ``corvid web``
-prints the address at once; it then waits for a connection on the listening sockets with the
-event loop's reader, which costs nothing while none comes. The first connection imports the
-server (in a thread), and the server takes the same sockets over. That first connection, and
-any that come while the import runs, wait in the kernel's queue for it: the first page took
-0.13-0.15 s where later ones took 1 ms, on a machine where Corvid starts in 1.2 s. From then
-on the page is served as ``WebServer`` serves it.
-
-The token and the signed-in browsers are files (``gateway/web/access.py``), so a new token
-made before the server runs is the one it starts with.
-"""
+"""The control page's address, held from the start; its server, loaded by the first browser."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import socket
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gateway.web.access import address, load_token, new_access
@@ -30,6 +17,13 @@ if TYPE_CHECKING:
     from gateway.web.server import WebServer
 
 log = logging.getLogger(__name__)
+
+
+def import_server() -> ModuleType:
+    """The page's server (aiohttp's), imported when a browser first connects: most gateways
+    serve the page to nobody most of the time."""
+    return importlib.import_module("gateway.web.server")
+
 
 BACKLOG = 100  # connections the kernel holds while the server is imported (asyncio's default)
 
@@ -83,8 +77,6 @@ class PageListener:
             self._starting = asyncio.create_task(self._serve(), name="control page start")
 
     async def _serve(self) -> None:
-        from gateway.web.deferred import import_server
-
         try:
             module = await asyncio.to_thread(import_server)
             server: WebServer = module.WebServer(self.backend)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from agent.memory.embedding.base import Embedder, EmbeddingError, LazyEmbedder
 from agent.settings import EmbeddingSettings
-from gateway.infra.imports import import_httpx
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_MODEL = "text-embedding-3-small"
@@ -29,7 +28,6 @@ def build_embedder(settings: EmbeddingSettings, models_dir: Path) -> Embedder | 
     if settings.provider == "none":
         return None
     if settings.provider == "openai":
-        import_httpx()  # without its command-line client, before the embedder imports it
         from agent.memory.embedding.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s network checks of what Corvid calls: the model's API and each chat
-platform (each port probes itself), the web search provider and each MCP server."""
+"""``corvid doctor``'s network checks: the model's API, chat platforms, search, MCP servers."""
 
 from __future__ import annotations
 
@@ -17,14 +16,10 @@ OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
 def preload(config: Config) -> None:
     """The client libraries, imported before any probe starts its clock (anthropic alone
     takes over half a second)."""
-    from agent.model.sdk import load as load_sdk
-
-    load_sdk()
+    import anthropic  # noqa: F401
 
     if config.channels.telegram.enabled:
-        from channels.telegram.sdk import load_ptb
-
-        load_ptb()
+        import telegram  # noqa: F401
     if config.channels.discord.enabled:
         import discord  # noqa: F401
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from agent.model.charge import Charge, Purpose
+from agent.model.failures import CLASS_OF_TYPE, mid_stream_error
 from agent.model.llm import AnthropicLLM
 from agent.model.request import with_cache_breakpoints
 from agent.model.wire import normalize_messages
 from agent.sessions.history import History
 from agent.settings import LLMSettings
+from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.ports import Secret
-from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.fakes.anthropic_api import FakeAnthropic, Reply, StreamError
 
 
 def text(t):
@@ -145,3 +149,44 @@ async def test_the_first_turn_after_a_start_uses_the_connection_the_key_check_op
     assert check.path == "/v1/messages/count_tokens" and turn.path == "/v1/messages"
     assert check.peer is not None and check.peer == turn.peer
     assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("error_type", "raised", "kind"),
+    [
+        ("rate_limit_error", "RateLimitError", LLMErrorKind.RATE_LIMITED),
+        ("overloaded_error", "OverloadedError", LLMErrorKind.OVERLOADED),
+        ("api_error", "InternalServerError", LLMErrorKind.SERVER),
+        ("invalid_request_error", "BadRequestError", LLMErrorKind.BAD_REQUEST),
+        ("teapot_error", "APIStatusError", LLMErrorKind.OTHER),
+    ],
+)
+async def test_an_error_in_the_middle_of_a_stream_is_the_sdk_s_public_class_for_it(
+    error_type, raised, kind
+):
+    """An ``event: error`` after the answer has begun (HTTP 200) is raised as the SDK's own
+    class for the error's type, and becomes the same kind of failure as a refusal would."""
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(StreamError(error_type))
+    llm = llm_for(api)
+    msgs = [{"role": "user", "content": [text("hello")]}]
+    try:
+        with pytest.raises(LLMError) as failed:
+            await llm.complete("sys", msgs, [], charge=Charge(Purpose.CHAT))
+    finally:
+        await llm.close()
+        await api.close()
+    assert failed.value.kind is kind
+    assert failed.value.detail == f"{raised} status=200 type={error_type}"
+
+
+def test_the_class_for_a_stream_s_error_is_one_the_sdk_exports():
+    import anthropic
+    import httpx2
+
+    response = httpx2.Response(200, request=httpx2.Request("POST", "https://api.invalid/"))
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    exc = mid_stream_error(anthropic, "busy", body, response)
+    assert type(exc) is anthropic.OverloadedError and exc.type == "overloaded_error"
+    assert all(isinstance(getattr(anthropic, name), type) for name in CLASS_OF_TYPE.values())

@@ -9,7 +9,7 @@ import logging
 import aiohttp
 import pytest
 
-from gateway.web import deferred
+from gateway.web import listener
 from gateway.web.access import SignedIn, load_token
 from tests.gateway.web.conftest import WEB, ControlClient
 
@@ -70,7 +70,7 @@ async def test_a_server_that_cannot_start_is_said_and_the_chats_go_on(
     def broken() -> None:
         raise ImportError("aiohttp is damaged")
 
-    monkeypatch.setattr(deferred, "import_server", broken)
+    monkeypatch.setattr(listener, "import_server", broken)
     app, channel = await start_gateway(web=WEB)
     assert app.web is not None
     url = app.web.url
