@@ -252,7 +252,7 @@ async def measure(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[
             "{:.1f} %",
         ),
         row(
-            f"prompt-cache reads ÷ input tokens, turns 2–{min(12, s.turns)}",
+            f"prompt-cache share of all input, turns 2–{min(12, s.turns)}",
             cache["turns_2_12"] * 100,
             "{:.1f} %",
             "≥ 99.5 %",

@@ -29,6 +29,8 @@ ROWS = (
     "Corvid ÷ bare client",
     "-turn chat, all requests",
     "prompt-cache reads ÷ input tokens, turns 2–",
+    "prompt-cache share of all input, turns 2–",
+    "input no cache holds, per turn after the first",
     "prompt-cache reads ÷ previous request's whole prompt",
     "chunks, topic queries",
     "memory_search p95, every query word in most chunks",
