@@ -92,6 +92,9 @@ class EmbeddingSettings:
     batch_size: int = setting(32, minimum=1)
     # The local model's files on this machine, instead of fetching them on first use.
     model_path: str = ""
+    # Where the local model's files are fetched from (a mirror of the hub's folder for it);
+    # empty: Hugging Face's sentence-transformers/all-MiniLM-L6-v2.
+    model_url: str = ""
     timeout: float = setting(60.0, minimum=1)
     retries: int = setting(4, minimum=0)
 
