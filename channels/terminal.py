@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -178,8 +179,9 @@ class TerminalLive(WholeText):
         terminal = self.terminal
         if terminal.interactive:
             # Rendered as far as its rendering cannot change any more; anything that would
-            # change what is printed already waits for the end of the reply.
-            text = terminal.render(settled(text))
+            # change what is printed already waits for the end of the reply. The styles that
+            # end the text are left off: a code line half written goes on in its colour.
+            text = _STYLE_ENDS.sub("", terminal.render(settled(text)))
             if not text or not text.startswith(self._printed):
                 return
         terminal.write(text, self._printed)
@@ -196,9 +198,15 @@ class TerminalLive(WholeText):
     async def take_back(self) -> None:
         if self._printed:
             self.terminal.writing = False
-            self.terminal._show("\n", done=True)
+            plain = _PLAIN if self.terminal.color else ""
+            self.terminal._show(plain + "\n", done=True)
             self._printed = ""
 
+
+# The escape sequences that end a rendering (a style turned off), and the one that turns
+# every style off.
+_STYLE_ENDS = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
+_PLAIN = "\x1b[0m"
 
 # Characters that may start or end inline Markdown, or make a line part of a table.
 _MARKUP = frozenset("*_`[]<>!~#|\\")

@@ -345,3 +345,35 @@ async def test_a_message_cancelled_with_ctrl_c_is_not_asked_again(tmp_path: Path
         await api.close()
     asked = json.dumps(api.message_requests[-1].body["messages"])
     assert "hello" in asked and "long essay" not in asked
+
+
+async def test_a_streamed_code_line_that_grows_is_continued_in_place_not_printed_again(
+    tmp_path: Path,
+):
+    """A line of code shown half-written, in its colour, then finished with ``<``, ``_`` and
+    ``[``: the rest is added to it, and the reply is on the screen once."""
+    release = asyncio.Event()
+    answer = "Like this:\n\n```python\ndef foo_bar(x):\n    return x < 3 and x[0]\n```\n\nDone."
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply(answer, hold=release, hold_after=answer.index("eturn"), chunk=1))
+    try:
+        async with corvid_chat_at_a_tty(tmp_path / "h", api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("show me")
+            await tty.wait_for(lambda s: any(line.endswith("    r") for line in s))
+            release.set()
+            screen = await tty.wait_for(lambda s: prompts(s) and any("Done." in x for x in s))
+            tty.type("/quit")
+            assert await asyncio.wait_for(tty.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+    talk = [line for line in screen if line.strip()]
+    first = talk.index("you> show me")
+    assert talk[first + 1 :] == [
+        "corvid> Like this:",
+        "          def foo_bar(x):",
+        "              return x < 3 and x[0]",
+        "        Done.",
+        "you> ",
+    ], "\n".join(talk)
