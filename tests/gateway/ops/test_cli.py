@@ -150,6 +150,41 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
     assert b"is polling" in err
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_does_not_wait_out_the_long_poll_and_says_nothing_more(tmp_path, sig):
+    """Telegram's long poll is open when the signal comes: it is dropped, not waited for,
+    so the confirmation of what was received goes out at once, and no error is left
+    unretrieved for asyncio to log."""
+    api, tg = FakeAnthropic(), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["channels"]["telegram"]["poll_timeout"] = 600  # a poll that never ends by itself
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True) as run:
+            tg.text("hello from telegram")
+            await tg.wait_sent(1, timeout=30)
+            # The poll after the message, open with its offset past it.
+            await tg.wait_for(
+                lambda: any(c.params.get("offset") for c in tg.calls_to("getUpdates")), timeout=30
+            )
+            polls = len(tg.calls_to("getUpdates"))
+            run.proc.send_signal(sig)
+            assert await asyncio.wait_for(run.proc.wait(), 30) == 0
+            await asyncio.wait_for(run._reader, 30)  # type: ignore[arg-type]
+    finally:
+        await tg.close()
+        await api.close()
+    confirm = tg.calls_to("getUpdates")[polls:]
+    assert [c.params.get("timeout") for c in confirm] == ["0"], confirm
+    after = "\n".join(run.lines[next(i for i, x in enumerate(run.lines) if "shutting down" in x) :])
+    assert "Traceback" not in after and "never retrieved" not in after, after
+    assert "ERROR" not in after and "WARNING" not in after, after
+
+
 async def test_ctrl_c_twice_says_what_is_awaited_and_three_times_stops_it(tmp_path: Path):
     never = asyncio.Event()
 
