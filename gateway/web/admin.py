@@ -21,6 +21,7 @@ from aiohttp import web
 
 from channels.pairing import PairingError
 from gateway.config.build import secret_keys
+from gateway.config.envfile import with_env_file
 from gateway.config.loader import load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import shown
@@ -235,7 +236,7 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     else:
         check = ""
     try:
-        load_config(config.home, os.environ)
+        load_config(config.home, with_env_file(config.layout.env_file, os.environ))
         check += notice("config.yaml on disk is valid.")
     except ConfigError as exc:
         check += notice(
