@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent.sessions.compaction import FLUSH_PROMPT, NO_REPLY, choose_split, render, starts_exchange
+from agent.sessions.compaction import FLUSH_PROMPT, choose_split, render, starts_exchange
+from gateway.contract.events import NO_REPLY
 
 
 def user(text):
