@@ -131,6 +131,10 @@ async def _serve(config: Config) -> int:
     from gateway.channel_setup import build_channels
 
     app = build_app(config, build_channels(config))
+    if (small := app.agent.window_problem()) is not None:
+        await app.stop(grace=0)
+        print(f"corvid: cannot start: {small}", file=sys.stderr)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -234,6 +238,10 @@ async def _chat(config: Config, *, color: bool = True) -> int:
     terminal = TerminalChannel(color=color)
     # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
     app = build_app(config, [terminal], with_scheduler=False)
+    if (small := app.agent.window_problem()) is not None:
+        await app.stop(grace=0)
+        print(f"corvid: cannot chat: {small}", file=sys.stderr)
+        return EXIT_CONFIG
     await app.start()
     try:
         await terminal.run()

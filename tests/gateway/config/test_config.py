@@ -249,6 +249,19 @@ def test_compaction_is_sized_to_a_small_window_or_refused_when_set_to_misfit(tmp
     assert raised.value.key == "compaction" and "llm.context_window (6,000)" in str(raised.value)
 
 
+def test_the_compaction_defaults_written_out_by_the_template_are_sized_down_too(tmp_path):
+    """A home made by corvid init lists every option at its default: changing only
+    llm.context_window in it still sizes compaction to the window."""
+    from gateway.config.home import init_home
+    from gateway.config.loader import load_config
+
+    init_home(tmp_path, {})
+    path = tmp_path / "config.yaml"
+    path.write_text(path.read_text().replace("  context_window: 200000", "  context_window: 6000"))
+    c = load_config(tmp_path, {}).compaction
+    assert c.reserve_tokens + c.soft_threshold_tokens + c.keep_recent_tokens < 6000
+
+
 def test_what_enabled_channels_need_is_decided_in_one_place():
     off = _parse({})
     assert off.channels.enabled() == {} and off.channels.unmet() == []
