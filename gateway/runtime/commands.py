@@ -220,6 +220,8 @@ class ChatCommands:
         try:
             done = await self.agent.maintenance.compact(state, self.agent.context(key), True)
         except LLMError as exc:
+            if exc.kind.refuses_the_turn:  # its words are about a message, not the summary
+                return "Compaction failed: the AI service refused the request for a summary."
             return "Compaction failed: " + exc.user_message()
         if done is None:
             return "Nothing to compact yet: the conversation is all recent."
