@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from agent.approvals.audit import AuditLog
@@ -125,6 +125,7 @@ def build_app(
         pairing=PairingStore(config.layout.pairing, clock=clock),
     )
     notices = _tell_owner(config, gateway, clock)
+    gateway.commands.settle = _settler(gateway)  # memory proposals' buttons, once answered
     gateway.commands.usage = UsageCommands(meter)
     if meter.budget is not None:
         meter.budget.tell = owner_line(config, gateway)
@@ -145,13 +146,20 @@ def build_app(
     return app
 
 
-def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
-    """Requests to act reach the owner's private chat; their answer comes back as a chat
-    command (a button), from the control page or from ``corvid approvals``."""
+def _settler(gateway: Gateway) -> Callable[[str, str], Awaitable[bool]]:
+    """What makes a message whose button was answered read how it ended, its buttons gone."""
 
     async def settle(command: str, text: str) -> bool:
         settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
         return any(settled)
+
+    return settle
+
+
+def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
+    """Requests to act reach the owner's private chat; their answer comes back as a chat
+    command (a button), from the control page or from ``corvid approvals``."""
+    settle = _settler(gateway)
 
     def is_owner(platform: str, user: str) -> bool:
         channel = gateway.channels.get(platform)
@@ -168,11 +176,7 @@ def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-
-    async def settle(command: str, text: str) -> bool:
-        settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
-        return any(settled)
-
+    settle = _settler(gateway)
     notices = PairingNotices(gateway.delivery.send, config.channels.owner_chats(), clock, settle)
     for channel in gateway.channels.values():
         if channel.access is not None:

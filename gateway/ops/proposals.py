@@ -15,6 +15,7 @@ from agent.memory.store import Memory
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
 from gateway.ops.home import prepare
+from gateway.runtime.proposal_answers import rejected_text
 
 TERMINAL = "the owner, in the terminal"
 
@@ -75,5 +76,5 @@ def memory_reject(args: argparse.Namespace, home: Path, environ: Mapping[str, st
         except ToolError as exc:
             print(f"corvid: {exc}")
             return 1
-    print(f"Rejected memory proposal {args.id}; {rejected.target} is unchanged.")
+    print(rejected_text(rejected))
     return 0

@@ -77,6 +77,9 @@ class ChatCommands:
         }
         # /usage and /budget, once the app has a usage ledger (``gateway/usage/commands.py``).
         self.usage: UsageCommands | None = None
+        # Makes the message whose button sent a command read how it ended, its buttons gone
+        # (a memory proposal's); False when no channel knows the message.
+        self.settle: Callable[[str, str], Awaitable[bool]] | None = None
 
     def get(self, name: str) -> ChatCommand | None:
         return self.table.get(name)
@@ -181,9 +184,16 @@ class ChatCommands:
         """The owner's answer to a memory proposal (its buttons send these)."""
         if not msg.key.private:
             return "Only my owner can answer a memory proposal, in a private chat with me."
-        return WithButtons(
+        answer = WithButtons(
             *proposal_answer(Curator.of(self.agent.memory), _argument(msg), str(msg.key))
         )
+        if self.settle is not None:
+            # The buttons that asked are answered now, whichever way it went.
+            try:
+                await self.settle(msg.text.strip(), answer.text.removesuffix(" Still to decide:"))
+            except Exception as exc:  # the answer goes out all the same
+                log.warning("%s: could not update the proposal's message: %s", msg.key, exc)
+        return answer
 
     async def _undo(self, msg: InboundMessage) -> str | WithButtons:
         """The owner takes back the newest change to the workspace (``undo_answers.py``)."""
