@@ -215,3 +215,15 @@ async def test_a_cap_raised_in_config_yaml_holds_at_once_on_reload(start_gateway
     app.appliers()["budget"](raised)
     await asyncio.wait_for(chan.push("and now?"), 10)
     assert chan.texts()[-1].startswith("echo: ") and len(fake_api.message_requests) == 2
+
+
+async def test_budget_shows_a_cap_raised_with_its_button_as_in_force(start_gateway):
+    _app, chan = await start_gateway(budget={"daily": 0.000001, "monthly": 50})
+    await asyncio.wait_for(chan.push("hello"), 10)  # passes the tiny cap by this one call
+    await asyncio.wait_for(chan.push("again"), 10)
+    # What the notice's "Raise to 2e-06" button sends.
+    await asyncio.wait_for(chan.push("/budget daily 0.000002"), 10)
+    await asyncio.wait_for(chan.push("/budget"), 10)
+    shown = chan.texts()[-1].splitlines()
+    assert "daily: 2e-06, raised from 1e-06 until this day ends" in shown, shown
+    assert "monthly: 50" in shown

@@ -190,6 +190,11 @@ class Budget:
             elif self.cfg.warn_at and spent >= cap.limit * self.cfg.warn_at - EPSILON:
                 self._warn(cap, spent)
 
+    def raised_now(self) -> dict[str, float]:
+        """The caps raised for the current day or month, by name (``Cap.name``)."""
+        period = Period.of(self.clock.now(), self.ledger.tz)
+        return self.ledger.raised_in([period.day, period.month])
+
     def raise_cap(self, name: str, amount: float) -> Cap:
         """The owner's command: ``name`` (as ``Cap.name``) is ``amount`` until its period ends."""
         kind, _, subject = name.partition(":")

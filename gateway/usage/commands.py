@@ -50,16 +50,29 @@ class UsageCommands:
 
 
 def _caps(budget: Budget) -> str:
+    """The caps in force now: as configured, or as raised until their day or month ends."""
     c = budget.cfg
     configured = [
-        ("daily", c.daily),
-        ("monthly", c.monthly),
-        ("each shared chat, daily", c.chat_daily),
-        ("each shared chat, monthly", c.chat_monthly),
-        ("each job, daily", c.job_daily),
-        ("each job, monthly", c.job_monthly),
+        ("daily", "daily", c.daily),
+        ("monthly", "monthly", c.monthly),
+        ("each shared chat, daily", "chat_daily", c.chat_daily),
+        ("each shared chat, monthly", "chat_monthly", c.chat_monthly),
+        ("each job, daily", "job_daily", c.job_daily),
+        ("each job, monthly", "job_monthly", c.job_monthly),
     ]
-    lines = [f"{name}: {limit:g}" for name, limit in configured if limit > 0]
+    raised = budget.raised_now()
+    lines = []
+    for label, name, limit in configured:
+        if limit <= 0:
+            continue  # no cap of this kind: a raise of it holds nothing either
+        span = "day" if name.endswith("daily") else "month"
+        if name in raised:
+            lines.append(f"{label}: {raised[name]:g}, raised from {limit:g} until this {span} ends")
+        else:
+            lines.append(f"{label}: {limit:g}")
+        for one, amount in sorted(raised.items()):
+            if one.startswith(f"{name}:"):
+                lines.append(f"  {one}: {amount:g}, raised from {limit:g} until this {span} ends")
     if not lines:
         return "No spending caps are set (budget in config.yaml)."
     return "\n".join(
