@@ -16,6 +16,7 @@ CONTRACT = frozenset(
     {
         "gateway.contract.events",
         "gateway.contract.errors",
+        "gateway.infra.times",
         "gateway.contract.ports",
         "gateway.infra.atomic",
         "gateway.contract.commands",

@@ -13,6 +13,7 @@ from typing import Any
 
 from agent.approvals.audit import always_allowed, forget_always, recent
 from gateway.contract.events import shown
+from gateway.infra.times import local_iso
 from gateway.ops.home import read_config
 
 
@@ -29,8 +30,8 @@ def actions(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
     if not trail:
         print("Nothing recorded yet: no approval was asked and no command was run.")
     for action in reversed(trail):
-        when = action.at.replace("T", " ").removesuffix("+00:00")
-        line = f"{when} UTC  {action.event:<10} {action.tool}  in {action.chat}"
+        when = local_iso(action.at, config.tz, seconds=True)
+        line = f"{when}  {action.event:<10} {action.tool}  in {action.chat}"
         print(line + (f"  [{action.request}]" if action.request else ""))
         if action.arguments:
             print(f"    arguments: {shown(action.arguments, 300)}")

@@ -7,11 +7,12 @@ import json
 import sqlite3
 import sys
 from collections.abc import Mapping
+from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
+from gateway.infra.times import local_time
 from gateway.ops.home import read_config
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
     if not states:
         print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
     for state in states:
-        _print_job(state)
+        _print_job(state, config.tz)
     return 0
 
 
@@ -86,7 +87,7 @@ def _job_json(state: JobState) -> dict[str, Any]:
     }
 
 
-def _print_job(state: JobState) -> None:
+def _print_job(state: JobState, tz: tzinfo) -> None:
     job, nxt, row = state.job, state.next_run, state.last
     print(f"{job.id}  → {job.target}")
     print(f"  schedule: {job.describe()}")
@@ -95,11 +96,10 @@ def _print_job(state: JobState) -> None:
     if state.problem:
         print(f"  cannot be scheduled: {state.problem}")
         return
-    zone = ZoneInfo(job.timezone)
     if state.finished is not None:
-        print(f"  finished: {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z} (no more runs)")
+        print(f"  finished: {local_time(state.finished, tz)} (no more runs)")
     else:
-        print(f"  next run: {f'{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}' if nxt else '—'}")
+        print(f"  next run: {local_time(nxt, tz) if nxt else '—'}")
     if row is None:
         print("  last run: never")
         return

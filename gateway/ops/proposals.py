@@ -26,7 +26,7 @@ def _curator(home: Path, environ: Mapping[str, str]) -> Iterator[Curator]:
 
     config = prepare(home, environ)
     index = memory_index(config)
-    history = History(config.workspace, config.layout.history)
+    history = History(config.workspace, config.layout.history, config.tz)
     store = Store(config.layout.proposals)
     memory = Memory(
         config.workspace.resolve(), index, config.memory, history=history, proposals=store

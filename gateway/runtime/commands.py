@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import NamedTuple, Protocol
 
 from agent.loop import Agent
@@ -20,6 +21,7 @@ from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
+from gateway.infra.times import local_iso
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.proposal_answers import proposal_answer
 from gateway.runtime.router import Router
@@ -115,6 +117,7 @@ class ChatCommands:
             key=key,
             running=self.router.busy(key),
             queued=self.router.queued(key),
+            tz=self.agent.tz,
         )
 
     async def _new(self, msg: InboundMessage) -> str:
@@ -255,6 +258,7 @@ def status_text(
     key: SessionKey,
     running: bool,
     queued: int,
+    tz: tzinfo = UTC,
 ) -> str:
     kind = "private" if key.private else "shared"
     lines = [f"Model: {model}", f"Session: {key} ({kind})"]
@@ -264,7 +268,7 @@ def status_text(
     used = state.context_tokens
     pct = 100 * used / context_window if context_window else 0
     lines.append(f"Context: {used:,} / {context_window:,} tokens ({pct:.0f}%)")
-    lines.append(f"Turns: {state.turns} since {state.created[:16].replace('T', ' ')} UTC")
+    lines.append(f"Turns: {state.turns} since {local_iso(state.created, tz)}")
     u = state.usage_total
     total_in = u.input + u.cache_read + u.cache_write
     if total_in:

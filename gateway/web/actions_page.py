@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from agent.approvals.audit import always_allowed, recent
+from gateway.infra.times import local_iso
 from gateway.web.html import esc, form, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -33,7 +34,7 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
         waiting.append((f"<code>{esc(req.id)}</code>", what, esc(req.chat), read, buttons))
     trail = [
         (
-            esc(a.at.replace("T", " ").removesuffix("+00:00")),
+            esc(local_iso(a.at, backend.config.tz, seconds=True)),
             esc(a.event),
             f"<code>{esc(a.tool)}</code>",
             esc(a.chat),
@@ -54,7 +55,7 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
         )
         + "<h2>Recent actions</h2>"
         + table(
-            ("When (UTC)", "What", "Tool", "Chat", "Arguments", "Had read", "Note"),
+            ("When", "What", "Tool", "Chat", "Arguments", "Had read", "Note"),
             trail,
             "Nothing recorded yet: no approval was asked and no command was run.",
         )

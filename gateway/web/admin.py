@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
-from zoneinfo import ZoneInfo
 
 import yaml
 from aiohttp import web
@@ -26,6 +25,7 @@ from gateway.config.loader import load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import shown
 from gateway.contract.ports import Secret
+from gateway.infra.times import local_time
 from gateway.web.html import esc, form, notice, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -54,12 +54,12 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
     rows = []
     for state in backend.job_states():
         job, nxt, last = state.job, state.next_run, state.last
-        zone = ZoneInfo(job.timezone) if state.problem is None else None
-        when = f"{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}" if nxt and zone else "—"
+        tz = backend.config.tz
+        when = local_time(nxt, tz) if nxt and state.problem is None else "—"
         if state.problem:
             when = f"cannot be scheduled: {state.problem}"
-        if state.finished is not None and zone is not None:
-            when = f"none: finished {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+        elif state.finished is not None:
+            when = f"none: finished {local_time(state.finished, tz)}"
         ran, error = "never", (last or {}).get("error") or ""
         if last is not None:
             ran = (

@@ -12,14 +12,16 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable
+from datetime import tzinfo
 from functools import partial
 from typing import Any
 
 from aiohttp import web
 
 from gateway.contract.events import SessionKey
+from gateway.infra.times import local_iso
 from gateway.services.index_status import index_line
-from gateway.services.status import duration
+from gateway.services.status import duration, zone_of
 from gateway.web.html import esc, page, table
 from gateway.web.people import Guests, guests, key_html
 from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response
@@ -38,7 +40,7 @@ def routes(app: web.Application) -> None:
 def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
     """The live part of the overview, from a status report; ``known``: the guests' names."""
     chat = partial(_chat, known=known or {})
-
+    tz = zone_of(r)
     if r["running"]:
         up = duration(r["uptime_seconds"])
         head = (
@@ -64,16 +66,19 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
                 chat(s["key"]),
                 esc(s["turns"]),
                 f"{s['context_tokens']:,} tokens ({s['context_pct']:.0f}%)",
-                esc(_when(s["last_active"])),
+                esc(local_iso(s["last_active"], tz)),
             )
             for s in r["sessions"]
         ),
         "No conversations yet.",
     )
-    undelivered = _undelivered(r["undelivered"], chat)
+    undelivered = _undelivered(r["undelivered"], chat, tz)
     problems = table(
         ("When", "Level", "What"),
-        ((esc(_when(p["ts"])), esc(p["level"]), esc(p["msg"])) for p in r["problems"][-10:][::-1]),
+        (
+            (esc(local_iso(p["ts"], tz, seconds=True)), esc(p["level"]), esc(p["msg"]))
+            for p in r["problems"][-10:][::-1]
+        ),
         "No warnings or errors since the start.",
     )
     waiting = f"<p>Messages waiting for an answer: {r['unanswered']}</p>" if r["unanswered"] else ""
@@ -86,13 +91,13 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
     )
 
 
-def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str]) -> str:
+def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str], tz: tzinfo) -> str:
     """Replies that failed, may not have arrived, or wait to be sent again."""
     return table(
         ("When", "Chat", "Why", "Text"),
         (
             (
-                esc(_when(u["when"])),
+                esc(local_iso(u["when"], tz)),
                 chat(u["key"]),
                 esc(
                     ("waiting to be sent again: " if u["status"] == "waiting" else "")
@@ -139,10 +144,6 @@ def _state(state: str) -> str:
     trouble = ("stopped", "waiting", "cannot send")
     kind = "ok" if ok else "error" if state.startswith(trouble) else "idle"
     return f'<span class="state {kind}">{esc(state)}</span>'
-
-
-def _when(iso: str) -> str:
-    return iso[:19].replace("T", " ") + " UTC" if iso else ""
 
 
 async def overview(request: web.Request) -> web.StreamResponse:

@@ -9,12 +9,12 @@ the system prompt are folded (``<details>``).
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from urllib.parse import quote
 
 from aiohttp import web
 
 from gateway.contract.events import InboundMessage, SessionKey, parse_command
+from gateway.infra.times import local_stamp
 from gateway.web.html import esc, form, page, table
 from gateway.web.people import Guests, all_earlier, earlier, ended, guests, key_html, who_is
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
@@ -49,7 +49,7 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
         if queued := backend.queued(s.key):
             now += f", {queued} queued"
         cache = "—" if s.cache_share is None else f"{100 * s.cache_share:.0f}%"
-        when = datetime.fromtimestamp(s.last_active, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = local_stamp(s.last_active, backend.config.tz)
         rows.append(
             (
                 link,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Check, Status, SystemClock
+from gateway.infra.times import local_time
 from gateway.scheduling.jobs import BACKUP
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
@@ -67,7 +67,7 @@ def _jobs_check(config: Config, states: list[Any]) -> Check:
             problems.append(f"{job.id} cannot be scheduled")
             continue
         nxt = state.next_run
-        when = f"{nxt.astimezone(ZoneInfo(job.timezone)):%Y-%m-%d %H:%M %Z}" if nxt else "—"
+        when = local_time(nxt, config.tz) if nxt else "—"
         line = f"{job.id} → {job.target}: {job.describe()}; next run {when}"
         if state.last is not None and state.last["status"] == "failed":
             line += f"; last run failed: {state.last['error']}"

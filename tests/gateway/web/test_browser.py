@@ -434,7 +434,7 @@ async def test_a_fresh_session_is_confirmed_first_and_the_old_one_stays_readable
     await fake_telegram.wait_for(lambda: len(fake_telegram.sent) >= 2)  # the chat is told
     # The old session is listed as an earlier one of that chat, and still readable.
     await page.get_by_role(
-        "link", name=re.compile(r"^You, until \d{4}-\d\d-\d\d \d\d:\d\d$")
+        "link", name=re.compile(r"^You, until \d{4}-\d\d-\d\d \d\d:\d\d [A-Z+0-9-]+$")
     ).click()
     await page.get_by_text("the first conversation").first.wait_for()
     await page.get_by_text("An earlier session of this chat").wait_for()
