@@ -166,7 +166,7 @@ async def _serve(config: Config) -> int:
         await app.stop(grace=0)
         print(f"corvid: cannot start: {exc}", file=sys.stderr)
         return 1
-    log.info("Corvid is running; Ctrl-C to stop")
+    _running_notice(config)
     stopped = asyncio.ensure_future(stop.wait())
     failed = asyncio.ensure_future(app.wait_failed())
     refused = asyncio.ensure_future(_key_refused(app, config))
@@ -182,6 +182,16 @@ async def _serve(config: Config) -> int:
         print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
         return 1
     return 0
+
+
+def _running_notice(config: Config) -> None:
+    log.info("Corvid is running; Ctrl-C to stop")
+    if not config.channels.enabled():
+        log.info(
+            "no chat platform is on: talk to Corvid in the control page's Chat (`corvid web` "
+            "prints its address) or with `corvid chat`; `corvid setup` connects Telegram or "
+            "Discord"
+        )
 
 
 def _reload_on_signal(app: App) -> None:

@@ -62,11 +62,18 @@ def cmd_setup(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) 
     except Stopped:
         print("\ncorvid: setup stopped (no more input); no answer was saved", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("\ncorvid: setup stopped (Ctrl-C); no answer was saved", file=sys.stderr)
+        return 130
     _write(ask, layout, text, plan)
     ask.say("\nChecking everything with corvid doctor:")
     from gateway.ops.doctor.report import doctor
 
-    return doctor(home, with_env_file(layout.env_file, environ), timeout=10, alive_only=False)
+    try:
+        return doctor(home, with_env_file(layout.env_file, environ), timeout=10, alive_only=False)
+    except KeyboardInterrupt:
+        print("\ncorvid: the answers are saved; the checks were cut short: corvid doctor")
+        return 130
 
 
 def _running(layout: Layout) -> bool:
@@ -85,7 +92,7 @@ def _running(layout: Layout) -> bool:
 def _anthropic(ask: Ask, plan: Plan) -> None:
     ask.say("\n1. Anthropic API key (https://console.anthropic.com/settings/keys)")
     var, current = plan.secret("llm.api_key", "ANTHROPIC_API_KEY")
-    base = plan.get("llm.base_url") or plan.env.get("ANTHROPIC_BASE_URL")
+    base = plan.expanded("llm.base_url") or plan.env.get("ANTHROPIC_BASE_URL")
     got = checked(
         ask,
         "API key",

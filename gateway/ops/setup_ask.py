@@ -55,8 +55,9 @@ class Ask:
             termios.tcsetattr(fd, termios.TCSADRAIN, before)
             self.say()
 
-    def yes(self, prompt: str) -> bool:
-        return self.line(f"{prompt} [Y/n]", "y", shown="").lower().startswith("y")
+    def yes(self, prompt: str, default: bool = True) -> bool:
+        hint, answer = ("[Y/n]", "y") if default else ("[y/N]", "n")
+        return self.line(f"{prompt} {hint}", answer, shown="").lower().startswith("y")
 
 
 @dataclass
@@ -80,6 +81,12 @@ class Plan:
     def set(self, dotted: str, value: Any) -> None:
         if self.get(dotted) != value:
             self.config[dotted] = value
+
+    def expanded(self, dotted: str, default: str = "") -> str:
+        """A setting as ``corvid run`` reads it: each ``${VAR}`` in it replaced by its value
+        (an address of a self-hosted server, say)."""
+        value = str(self.get(dotted) or default)
+        return ENV_REF.sub(lambda m: self.secrets.get(m[1]) or self.env.get(m[1], ""), value)
 
     def var(self, dotted: str, default: str) -> str:
         """The environment variable a secret is read from: the ``${VAR}`` config.yaml names

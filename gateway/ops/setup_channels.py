@@ -14,7 +14,7 @@ def telegram(ask: Ask, plan: Plan, wait: float) -> None:
     ask.say("   In Telegram, open @BotFather and send /newbot: pick a name and a username")
     ask.say("   ending in 'bot'; BotFather answers with the bot's token (123456:ABC...).")
     var, current = plan.secret("channels.telegram.token", "TELEGRAM_BOT_TOKEN")
-    base = str(plan.get("channels.telegram.base_url", "https://api.telegram.org/bot"))
+    base = plan.expanded("channels.telegram.base_url", "https://api.telegram.org/bot")
     got = checked(ask, "Bot token", current, lambda token: checks.telegram_bot(base, token))
     if got is None:
         return
@@ -30,6 +30,7 @@ def telegram(ask: Ask, plan: Plan, wait: float) -> None:
     if owners:
         plan.set("channels.telegram.allow_from", [int(o) for o in owners])
         plan.owner_chat = plan.owner_chat or str(telegram_private(owners[0]))
+    _telegram_groups(ask, plan, base, token, bot, wait)
 
 
 def _telegram_owner(
@@ -48,7 +49,42 @@ def _telegram_owner(
     handle = f", @{user.username}" if user.username else ""
     if not ask.yes(f"   That was {user.name}{handle} (id {user.id}). Is that you?"):
         return owners
+    try:  # taken off the bot's queue, so answered here: it is not left without a word
+        checks.telegram_say(base, token, user.id, OWNER_HELLO)
+    except checks.Refused as exc:
+        ask.say(f"   (could not answer it: {exc})")
     return [str(user.id), *(o for o in owners if o != str(user.id))]
+
+
+OWNER_HELLO = (
+    "Hello! Corvid's setup knows you now: you are the one it answers here. It answers for "
+    "real once `corvid run` is started."
+)
+
+
+def _telegram_groups(
+    ask: Ask, plan: Plan, base: str, token: str, bot: checks.TelegramBot, wait: float
+) -> None:
+    """The groups the bot answers in (when mentioned or replied to): any kept, and one more
+    found when the bot is added to it, if the owner wants one."""
+    groups = [str(g) for g in plan.get("channels.telegram.groups", [])]
+    if groups:
+        ask.say(f"   it answers in the group(s) {', '.join(groups)} (kept)")
+    more = " another" if groups else " a"
+    if not ask.yes(f"   Should it answer in{more} Telegram group?", default=False):
+        return
+    ask.say(f"   Add @{bot.username} to the group (if it is there already, send")
+    ask.say(f"   /start@{bot.username} in it); waiting up to {wait:g} s...")
+    try:
+        group = checks.first_group(base, token, wait)
+    except checks.Refused as exc:
+        ask.say(f"   could not read it: {exc}")
+        return
+    if group is None:
+        ask.say("   nothing came from a group; run corvid setup again to try once more")
+        return
+    if ask.yes(f"   That was the group “{group.title}” (id {group.id}). Answer there?"):
+        plan.set("channels.telegram.groups", [int(g) for g in [*groups, str(group.id)]])
 
 
 def discord(ask: Ask, plan: Plan) -> None:
@@ -56,7 +92,7 @@ def discord(ask: Ask, plan: Plan) -> None:
     ask.say("   https://discord.com/developers/applications: New Application, then Bot: Reset")
     ask.say("   Token, and turn on Message Content Intent under Privileged Gateway Intents.")
     var, current = plan.secret("channels.discord.token", "DISCORD_BOT_TOKEN")
-    base = str(plan.get("channels.discord.api_base_url", "https://discord.com/api/v10"))
+    base = plan.expanded("channels.discord.api_base_url", "https://discord.com/api/v10")
     got = checked(ask, "Bot token", current, lambda token: checks.discord_app(base, token))
     if got is None:
         return
@@ -75,3 +111,27 @@ def discord(ask: Ask, plan: Plan) -> None:
     if owners:
         plan.set("channels.discord.allow_from", [int(o) for o in owners])
         plan.owner_chat = plan.owner_chat or str(discord_dm(owners[0]))
+    _discord_servers(ask, plan, base, token)
+
+
+def _discord_servers(ask: Ask, plan: Plan, base: str, token: str) -> None:
+    """The servers the bot answers in (all their channels), picked from those it is in."""
+    servers = [str(g) for g in plan.get("channels.discord.groups", [])]
+    answer = ask.line("   Once it is in your server, Enter picks where it answers (or: skip)", "")
+    if answer.lower().startswith("s"):
+        return
+    try:
+        found = checks.discord_servers(base, token)
+    except checks.Refused as exc:
+        ask.say(f"   could not list its servers: {exc}")
+        return
+    if not found:
+        ask.say("   it is in no server yet: invite it with the link above and run corvid setup")
+        ask.say("   again (or put the server's id in channels.discord.groups)")
+        return
+    for server in found:
+        if server.id in servers:
+            ask.say(f"   it answers in {server.name} ({server.id}) (kept)")
+        elif ask.yes(f"   Should it answer in the server {server.name} ({server.id})?"):
+            servers.append(server.id)
+    plan.set("channels.discord.groups", [int(g) for g in servers])

@@ -32,6 +32,7 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     assert rc == 2
     assert (home / "config.yaml").exists() and (home / "workspace" / "AGENTS.md").exists()
     assert "llm.api_key is empty: set the environment variable ANTHROPIC_API_KEY" in err
+    assert "New here? `corvid setup` walks you through the API key, Telegram and Discord" in err
     # The control page's chat (on by default) is a channel; without it there is none.
     assert "no chat channel is enabled" not in err
     config = yaml.safe_load((home / "config.yaml").read_text())
@@ -39,6 +40,26 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     assert main(["run", "--home", str(home)], environ={}) == 2
     assert "no chat channel is enabled" in capsys.readouterr().err
+
+
+async def test_a_run_with_no_chat_platform_says_how_to_reach_the_assistant(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    keywords_only(home)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["web"]["port"] = 0
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {}, watch=True) as run:
+            line = await run.wait_line("no chat platform is on")
+            assert await run.stop() == 0
+    finally:
+        await api.close()
+    assert "control page's Chat (`corvid web` prints its address) or with `corvid chat`" in line
+    assert "`corvid setup` connects Telegram or Discord" in line
 
 
 def test_config_error_exits_non_zero_naming_the_key(tmp_path, capsys):
