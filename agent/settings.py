@@ -137,8 +137,8 @@ class ConsolidationSettings:
     enabled: bool = True
     # Local time, HH:MM (the top-level timezone); empty: half an hour after the daily summary.
     time: str = ""
-    # The owner's chat the proposal goes to; empty: the daily summary's target. Without one,
-    # proposals wait on the control page and in `corvid memory proposals`.
+    # The owner's chat the proposal goes to; empty: the daily summary's target, else the
+    # owner's private chat (gateway/scheduling/plan.py, consolidation_target).
     target: str | None = None
     # Apply proposals without asking (still recorded in the history, and reported).
     auto_apply: bool = False

@@ -119,6 +119,8 @@ def discord_thread(thread_id: int | str) -> SessionKey:
 
 
 TERMINAL = SessionKey("terminal", Scope.PRIVATE, "local")
+# The control page's chat: the owner's private session in the browser.
+WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
 # The "channel" part of every scheduled job's session key.
 JOB_CHANNEL = "cron"
 

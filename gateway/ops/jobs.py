@@ -27,10 +27,15 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
     if getattr(args, "json", False):
         print(json.dumps([_job_json(s) for s in states], indent=2, ensure_ascii=False))
         return 0
-    if not states:
+    from gateway.scheduling.plan import unplanned
+
+    cannot = unplanned(config)
+    if not states and not cannot:
         print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
     for state in states:
         _print_job(state, config.tz)
+    for job_id, why in cannot:
+        print(f"{job_id}\n  cannot run: {why}")
     return 0
 
 

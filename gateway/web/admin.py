@@ -26,6 +26,7 @@ from gateway.contract.errors import ConfigError
 from gateway.contract.events import shown
 from gateway.contract.ports import Secret
 from gateway.infra.times import local_time
+from gateway.scheduling.plan import unplanned
 from gateway.web.html import esc, form, notice, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -86,6 +87,10 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
                 esc(error),
                 actions,
             )
+        )
+    for job_id, why in unplanned(backend.config):
+        rows.append(
+            (f"<code>{esc(job_id)}</code>", "—", "—", esc(f"cannot run: {why}"), "", "", "")
         )
     body = flash(request) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),

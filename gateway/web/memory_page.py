@@ -25,7 +25,7 @@ from agent.tools.paths import check_writable, resolve_in_workspace
 from agent.workspace.audience import BOOTSTRAP_FILES, writable
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
-from gateway.contract.events import OWNER, Scope, SessionKey
+from gateway.contract.events import OWNER, WEB_OWNER
 from gateway.web import proposals_page
 from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page
@@ -33,7 +33,6 @@ from gateway.web.memory_search import found as search_results
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
-WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
 EDITOR = Author("the owner", "the control page's editor")
 FIRST = ("MEMORY.md", "USER.md", "SOUL.md")
 

@@ -21,7 +21,7 @@ def check_jobs(config: Config) -> Check:
     """The jobs ``corvid run`` would schedule and their next runs, read from the ledger without
     writing to it (no slot is claimed)."""
     from gateway.scheduling.ledger import Ledger
-    from gateway.scheduling.plan import job_states, planned_jobs
+    from gateway.scheduling.plan import job_states, planned_jobs, unplanned
     from gateway.scheduling.reminders import JobStore
 
     name = "jobs"
@@ -38,7 +38,7 @@ def check_jobs(config: Config) -> Check:
             "runs the jobs of config.yaml",
             "restore it from a backup if its reminders matter",
         )
-    if not jobs:
+    if not jobs and not unplanned(config):
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
     try:
         ledger = Ledger(config.layout.ledger, read_only=True)
@@ -82,6 +82,11 @@ def _jobs_check(config: Config, states: list[Any]) -> Check:
             continue
         if channel not in enabled:
             problems.append(f"{job.id} goes to {channel}, which is not enabled")
+    from gateway.scheduling.plan import unplanned
+
+    for job_id, why in unplanned(config):
+        details.append(f"{job_id}: cannot run: {why}")
+        problems.append(f"{job_id} cannot run")
     if len(details) > MAX_JOBS_SHOWN:
         more = len(details) - MAX_JOBS_SHOWN
         details = [*details[:MAX_JOBS_SHOWN], f"… and {more} more (corvid jobs lists them all)"]
