@@ -27,6 +27,7 @@ from agent.usage.meter import Metered
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota, web_chat
+from gateway.chat_names import ChatNames
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock, SystemClock
 from gateway.job_setup import job_runner
@@ -41,6 +42,7 @@ from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
+from gateway.services.naming import names
 from gateway.tool_setup import exec_tools, mcp_hub, open_memory, server_search, web_tools
 from gateway.usage.commands import UsageCommands
 from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
@@ -124,9 +126,10 @@ def build_app(
         shutdown_grace=config.gateway.shutdown_grace,
         pairing=PairingStore(config.layout.pairing, clock=clock),
     )
+    gateway.names = ChatNames(config.layout.chat_names)
     notices = _tell_owner(config, gateway, clock)
     gateway.commands.settle = _settler(gateway)  # memory proposals' buttons, once answered
-    gateway.commands.usage = UsageCommands(meter)
+    gateway.commands.usage = UsageCommands(meter, lambda chat: names(config).of_audience(chat))
     if meter.budget is not None:
         meter.budget.tell = owner_line(config, gateway)
     resources.push_async_callback(notices.close)

@@ -31,7 +31,7 @@ CONTRACT = frozenset(
 # too, may use it; it imports nothing of ours.
 BASE = frozenset({"gateway.contract.records"})
 # Small helpers every layer of the gateway uses: they import only the contract.
-HELPERS = frozenset({"gateway.statefiles", "gateway.logcontext"})
+HELPERS = frozenset({"gateway.statefiles", "gateway.logcontext", "gateway.chat_names"})
 # The composition root and what it builds from the configuration.
 WIRING = frozenset(
     {

@@ -249,6 +249,8 @@ class InboundMessage:
     seq: int | None = None
     # The chat command this message is, parsed once when the channel admitted it.
     command: Command | None = None
+    # What the platform calls the shared chat it came from (a group's title); "" in DMs.
+    chat_title: str = ""
 
 
 @dataclass(frozen=True, slots=True)

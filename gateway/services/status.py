@@ -22,6 +22,7 @@ from gateway.infra.times import local_iso
 from gateway.runtime.journal import Journal
 from gateway.services import logs
 from gateway.services.index_status import index_line
+from gateway.services.naming import names
 
 MAX_SESSIONS = 20
 PREVIEW_CHARS = 60
@@ -105,9 +106,11 @@ def report(
     window = config.llm.context_window
     figures = figures or SessionFigures(store)
     found = figures.all(live.loaded if live is not None else None)
+    named = names(config)
     sessions = [
         {
             "key": str(f.key),
+            "name": named.of_key(str(f.key)),
             "private": f.key.private,
             "turns": f.turns,
             "context_tokens": f.context_tokens,
@@ -135,6 +138,7 @@ def report(
         out["undelivered"] = [
             {
                 "key": str(row.out.key),
+                "name": named.of_key(str(row.out.key)),
                 "status": row.status,
                 "error": row.error,
                 "when": row.updated,
@@ -203,8 +207,9 @@ def render(r: dict[str, Any]) -> str:
         if s["running"]:
             now = ", answering" + (f", {s['queued']} queued" if s["queued"] else "")
         lines.append(
-            f"  {s['key']:<36} context {s['context_tokens']:>8,} tokens ({s['context_pct']:.0f}%)"
-            f", {s['turns']} turns, last {local_iso(s['last_active'], tz)}{now}"
+            f"  {s.get('name') or s['key']} ({s['key']}): context {s['context_tokens']:,} tokens"
+            f" ({s['context_pct']:.0f}%), {s['turns']} turns, last "
+            f"{local_iso(s['last_active'], tz)}{now}"
         )
     if r["unanswered"]:
         lines += ["", f"Messages waiting for an answer: {r['unanswered']}"]
@@ -213,7 +218,7 @@ def render(r: dict[str, Any]) -> str:
         why = u["error"] or u["status"]
         if u["status"] == "waiting":
             why = f"waiting to be sent again ({why})"
-        lines.append(f"  {local_iso(u['when'], tz)} {u['key']}: {why}")
+        lines.append(f"  {local_iso(u['when'], tz)} {u.get('name') or u['key']}: {why}")
         lines.append(f"    {u['text']!r}")
     if r["running"] or r["problems"]:
         lines += ["", f"Recent warnings and errors: {len(r['problems'])}"]

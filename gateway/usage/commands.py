@@ -3,6 +3,8 @@ its period ends."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.usage.budget import Budget
 from agent.usage.meter import Meter
 from gateway.contract.events import InboundMessage, audience_of
@@ -10,13 +12,14 @@ from gateway.usage.report import chat_report, money
 
 
 class UsageCommands:
-    def __init__(self, meter: Meter) -> None:
+    def __init__(self, meter: Meter, name: Callable[[str], str] = str) -> None:
         self.meter = meter
+        self.name = name  # a shared chat of the ledger by what it is called
 
     def usage(self, msg: InboundMessage) -> str:
         """The owner's private chats see everything; a shared chat only its own figures."""
         audience = None if msg.key.private else audience_of(msg.key).chat
-        return chat_report(self.meter.ledger, self.meter.clock.now(), audience)
+        return chat_report(self.meter.ledger, self.meter.clock.now(), audience, self.name)
 
     def budget(self, msg: InboundMessage) -> str:
         if not msg.key.private:

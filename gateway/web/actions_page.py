@@ -7,6 +7,7 @@ from aiohttp import web
 
 from agent.approvals.audit import always_allowed, recent
 from gateway.infra.times import local_iso
+from gateway.services.naming import Names, names
 from gateway.web.html import esc, form, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -19,8 +20,14 @@ def routes(app: web.Application) -> None:
     app.router.add_post("/actions/decide", decide)
 
 
+def key_html_or_text(chat: str, named: Names) -> str:
+    """A chat by name, its key beside it small (as the other pages show one)."""
+    return f"<b>{esc(named.of_key(chat))}</b> <small><code>{esc(chat)}</code></small>"
+
+
 async def actions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    named = names(backend.config)
     waiting = []
     for req in backend.approvals_waiting():
         buttons = " ".join(
@@ -31,13 +38,21 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
         if req.diff:
             what += f"<pre>{esc(req.diff)}</pre>"
         read = esc(", ".join(req.sources)) if req.sources else "nothing from outside"
-        waiting.append((f"<code>{esc(req.id)}</code>", what, esc(req.chat), read, buttons))
+        waiting.append(
+            (
+                f"<code>{esc(req.id)}</code>",
+                what,
+                key_html_or_text(str(req.chat), named),
+                read,
+                buttons,
+            )
+        )
     trail = [
         (
             esc(local_iso(a.at, backend.config.tz, seconds=True)),
             esc(a.event),
             f"<code>{esc(a.tool)}</code>",
-            esc(a.chat),
+            key_html_or_text(a.chat, named),
             f"<small>{esc(a.arguments)}</small>",
             esc(a.sources),
             esc(a.detail),

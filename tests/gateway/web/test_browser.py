@@ -584,7 +584,7 @@ async def test_the_usage_page_charts_the_days_cost_by_purpose(browser, corvid, f
     bars = chart.locator("rect title")
     assert await bars.count() == 1
     assert " chat: " in await bars.first.text_content()
-    await page.get_by_role("cell", name="owner").first.wait_for()
+    await page.get_by_role("cell", name="You (your private chats)").first.wait_for()
     await page.get_by_role("cell", name="chat", exact=True).wait_for()
     await _shot(page, "usage")
 
