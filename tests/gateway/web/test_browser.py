@@ -613,3 +613,35 @@ async def test_a_files_history_shows_each_change_and_restores_one(browser, corvi
     await page.get_by_text("MEMORY.md is back as it was after #1.").wait_for()
     assert memory.read_text() == "# Memory\n\n- lives in Lisbon\n"
     assert "restore to #1" in await page.locator("#change-3").inner_text()
+
+
+async def test_table_columns_keep_their_words_whole(browser, corvid):
+    """A short column beside a long one keeps its words ("approved", "WARNING"); what has no
+    place to break (a key, a long argument) may break anywhere."""
+    from agent.approvals.audit import AuditLog
+
+    audit = AuditLog(corvid.config.state / "actions.sqlite")
+    audit.record(
+        "approved",
+        "calendar__delete_calendar",
+        f"telegram:private:{OWNER}",
+        arguments='{"name": "' + "x" * 200 + '"}',
+        sources=["a web page", "search results"],
+        detail="the owner approved it once, from the button under the request " * 3,
+    )
+    audit.close()
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "actions")
+    await page.locator("main h1").wait_for()
+    lines = await page.evaluate(
+        """() => {
+            const cell = [...document.querySelectorAll("td")]
+                .find(td => td.textContent.trim() === "approved");
+            const range = document.createRange();
+            range.selectNodeContents(cell);
+            return range.getClientRects().length;
+        }"""
+    )
+    assert lines == 1  # one line box: the word is not split
+    wide = await page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 1100
