@@ -162,7 +162,7 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     await asyncio.wait_for(chan.push("/usage"), 10)
     await asyncio.wait_for(chan.push("/usage", key=GROUP), 10)
     owner_view, group_view = chan.texts(PRIVATE)[-1], chan.texts(GROUP)[-1]
-    assert "today:" in owner_view and "in 2 call(s)" in owner_view
+    assert "today: $0.0" in owner_view and "in 2 call(s)" in owner_view  # in dollars
     assert "top shared chats this month:\n  Test group:" in owner_view  # by name
     assert group_view.startswith("Usage of this chat:") and "in 1 call(s)" in group_view
     assert "top" not in group_view  # a shared chat sees its own figures alone
@@ -225,5 +225,5 @@ async def test_budget_shows_a_cap_raised_with_its_button_as_in_force(start_gatew
     await asyncio.wait_for(chan.push("/budget daily 0.000002"), 10)
     await asyncio.wait_for(chan.push("/budget"), 10)
     shown = chan.texts()[-1].splitlines()
-    assert "daily: 2e-06, raised from 1e-06 until this day ends" in shown, shown
-    assert "monthly: 50" in shown
+    assert "daily: $2e-06, raised from $1e-06 until this day ends" in shown, shown
+    assert "monthly: $50" in shown

@@ -31,7 +31,7 @@ class UsageCommands:
         if not words:
             return _caps(budget)
         if len(words) != 2:
-            return "Use /budget CAP AMOUNT, e.g. /budget daily 5 (until the day ends)."
+            return "Use /budget CAP AMOUNT (US dollars), e.g. /budget daily 5 (until the day ends)."
         try:
             amount = float(words[1])
         except ValueError:
@@ -47,9 +47,14 @@ class UsageCommands:
             )
         span = "day" if cap.daily else "month"
         return (
-            f"{cap.describe().capitalize()} is {amount:g} until this {span} ends "
+            f"{cap.describe().capitalize()} is {cap_amount(amount)} until this {span} ends "
             f"({money(budget.spent(cap))} spent so far)."
         )
+
+
+def cap_amount(amount: float) -> str:
+    """A cap as configured: whole dollars as they are written ($5, $0.5)."""
+    return f"${amount:g}"
 
 
 def _caps(budget: Budget) -> str:
@@ -70,14 +75,24 @@ def _caps(budget: Budget) -> str:
             continue  # no cap of this kind: a raise of it holds nothing either
         span = "day" if name.endswith("daily") else "month"
         if name in raised:
-            lines.append(f"{label}: {raised[name]:g}, raised from {limit:g} until this {span} ends")
+            lines.append(
+                f"{label}: {cap_amount(raised[name])}, raised from {cap_amount(limit)} "
+                f"until this {span} ends"
+            )
         else:
-            lines.append(f"{label}: {limit:g}")
+            lines.append(f"{label}: {cap_amount(limit)}")
         for one, amount in sorted(raised.items()):
             if one.startswith(f"{name}:"):
-                lines.append(f"  {one}: {amount:g}, raised from {limit:g} until this {span} ends")
+                lines.append(
+                    f"  {one}: {cap_amount(amount)}, raised from {cap_amount(limit)} "
+                    f"until this {span} ends"
+                )
     if not lines:
         return "No spending caps are set (budget in config.yaml)."
     return "\n".join(
-        ["Spending caps (budget in config.yaml):", *lines, "/budget CAP AMOUNT raises one."]
+        [
+            "Spending caps, in US dollars (budget in config.yaml):",
+            *lines,
+            "/budget CAP AMOUNT raises one.",
+        ]
     )

@@ -9,10 +9,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.usage.ledger import Period, UsageLedger
+from agent.usage.prices import usd
 
 
 def money(amount: float) -> str:
-    return f"{amount:.2f}" if amount >= 0.01 or amount == 0 else f"{amount:.4f}"
+    return usd(amount)
 
 
 FIGURES = ("Calls", "Input", "Cache write", "Cache read", "Output", "Searches", "Cost")
