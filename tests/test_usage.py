@@ -179,7 +179,7 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     assert re.search(header, shown, re.M)
     # It asks the running gateway over its socket, from a process (a thread here) of its own.
     assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
-    assert "Usage: today " in capsys.readouterr().out
+    assert "\n\nUsage: today " in capsys.readouterr().out  # a section of its own
 
 
 async def test_status_and_the_ledger_name_the_fallback_that_answered(start_gateway, fake_api, home):
