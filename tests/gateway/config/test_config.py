@@ -30,6 +30,48 @@ def test_generated_config_loads_with_defaults_and_records_missing_env(tmp_path):
     assert cfg.channels.telegram.token == Secret("123:x")
 
 
+def test_the_template_lists_every_option_at_its_default(tmp_path):
+    """config.yaml as `corvid init` writes it says "Every option is listed with its default":
+    an option missing from it, or written with another value, makes the file say what is not
+    so."""
+    import yaml
+
+    from gateway.services.reload import options
+
+    init_home(tmp_path, {"TZ": "Europe/Berlin"})
+    written = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    default = _parse({"timezone": "Europe/Berlin"})
+    listed = {key: value for key, value in _dotted(written)}
+    missing = [key for key in options(default) if key not in listed]
+    assert missing == []
+    values = {key: _value(default, key) for key in options(default)}
+    different = [
+        (key, listed[key], values[key])
+        for key in values
+        if not key.endswith(("api_key", "token")) and listed[key] not in (values[key], None, "")
+    ]
+    assert different == []
+
+
+# Options whose value is a mapping of the owner's, not a section of options.
+_MAPPINGS = ("llm.models", "llm.prices", "approvals.tools", "mcp.servers")
+
+
+def _dotted(node, prefix=""):
+    for key, value in node.items():
+        dotted = prefix + key
+        if isinstance(value, dict) and value and dotted not in _MAPPINGS:
+            yield from _dotted(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+def _value(config, dotted):
+    for part in dotted.split("."):
+        config = getattr(config, part)
+    return config
+
+
 def test_default_model_is_not_deprecated_in_the_pinned_sdk():
     from anthropic.resources.messages.messages import DEPRECATED_MODELS
 
