@@ -133,6 +133,9 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
         )
         return 1
     status, error = answer.get("status"), answer.get("error")
+    if status == "skipped":  # nothing to do is no failure: why is said, not as an error
+        print(f"{args.job_id}: skipped, {error or 'nothing to do'}")
+        return 0
     print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
     return 0 if answer.get("ok") else 1
 

@@ -106,6 +106,8 @@ async def run_job(request: web.Request) -> web.StreamResponse:
     status, error = await request.app[BACKEND].run_job(job_id)
     if status is None:
         return _back("/jobs", problem=f"There is no job {job_id!r}.")
+    if status == "skipped":
+        return _back("/jobs", ok=f"{job_id} had nothing to do: {error or 'skipped'}.")
     if status != "sent":
         return _back("/jobs", problem=f"{job_id}: {status}" + (f" ({error})" if error else ""))
     return _back("/jobs", ok=f"{job_id} ran and its message was sent.")
