@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import re
 import sys
 import threading
@@ -82,6 +83,20 @@ class TerminalChannel(Channel):
             if done and self._asking:
                 text += "\r\x1b[K" + self._styled("1", "you>") + " "
             self.stdout.write(text)
+            self.stdout.flush()
+
+    def above(self, text: str) -> None:
+        """A line that is not the conversation's (a warning of the log), from any thread: set
+        above the prompt (shown again after it) or the status line, never into what is being
+        typed; below a reply's half-written line, which stays."""
+        with self._screen:
+            if self.writing:
+                out = "\n" + text + "\n"
+            else:
+                out = "\r\x1b[K" + text + "\n"
+                if self._asking and not self._busy:
+                    out += self._styled("1", "you>") + " "
+            self.stdout.write(out)
             self.stdout.flush()
 
     def live(
@@ -158,6 +173,30 @@ class TerminalChannel(Channel):
             # stop it; from a pipe each message is answered before the next is read.
             if answered is not None and not self.interactive:
                 await answered
+
+
+class ScreenLog(io.TextIOBase):
+    """The log's stream in ``corvid chat``: standard error until a terminal chat is
+    ``attach``ed, then each record set above the prompt (``TerminalChannel.above``)."""
+
+    def __init__(self, fallback: TextIO) -> None:
+        self.fallback = fallback
+        self.terminal: TerminalChannel | None = None
+
+    def attach(self, terminal: TerminalChannel) -> None:
+        if terminal.interactive:
+            self.terminal = terminal
+
+    def write(self, text: str) -> int:
+        # The log handler writes a whole record (with its traceback) at a time.
+        if self.terminal is None:
+            return self.fallback.write(text)
+        self.terminal.above(text.rstrip("\n").replace("\n", "\r\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.terminal is None:
+            self.fallback.flush()
 
 
 class TerminalLive(WholeText):

@@ -21,6 +21,7 @@ from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
+    from channels.terminal import ScreenLog
     from gateway.running import App
 
 log = logging.getLogger(__name__)
@@ -223,9 +224,13 @@ async def _key_refused(app: App, config: Config) -> str:
 
 
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.terminal import ScreenLog
+
     config = prepare(home, environ, create=True)
     level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
-    setup_logging(level, config.secrets(), log_bodies=config.logging.log_bodies)
+    # At a terminal, a warning goes above the prompt, not into what is being typed.
+    screen = ScreenLog(sys.stderr)
+    setup_logging(level, config.secrets(), stream=screen, log_bodies=config.logging.log_bodies)
     problems = _missing_llm(config)
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
@@ -238,14 +243,15 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if not _upgraded(config):
         return EXIT_CONFIG
     _import_sdk_early()
-    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org
+    return asyncio.run(_chat(config, screen, color=not environ.get("NO_COLOR")))  # no-color.org
 
 
-async def _chat(config: Config, *, color: bool = True) -> int:
+async def _chat(config: Config, screen: ScreenLog, *, color: bool = True) -> int:
     from channels.terminal import KEY, TerminalChannel
     from gateway.app import build_app
 
     terminal = TerminalChannel(color=color)
+    screen.attach(terminal)
     # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
     app = build_app(config, [terminal], with_scheduler=False)
     if (small := app.agent.window_problem()) is not None:
