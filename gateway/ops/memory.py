@@ -70,7 +70,8 @@ def _embed_all(vectors: SemanticIndex) -> int:
     except ModelMissing as exc:
         # Not a failure of the index: it is whole, and search goes on by words.
         bar.end()
-        print(f"Memory search is by words only for now: {exc}.")
+        why = str(exc).removesuffix("; fetching is tried again later")  # not by this command
+        print(f"Memory search is by words only for now: {why}.")
         return 0
     except EmbeddingError as exc:
         bar.end()

