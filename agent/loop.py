@@ -26,7 +26,7 @@ from agent.outcome import Tally, TurnOutcome, TurnStatus
 from agent.sessions.compaction import Maintenance
 from agent.sessions.loaded import HandEdits, Sessions
 from agent.sessions.prompt import SystemPrompts
-from agent.sessions.state import SessionState, TurnEnd, Usage
+from agent.sessions.state import SessionState, TurnEnd, Usage, estimate_tokens
 from agent.sessions.transcript import SessionStore
 from agent.settings import AgentSettings, CompactionSettings, MemorySettings
 from agent.stream import Listener, TextDone, ToListener, ToolFinished, ToolStarted, progress_summary
@@ -36,7 +36,7 @@ from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import quotes_outside
 from agent.workspace.quota import Quota
 from gateway.contract.errors import LLMError
-from gateway.contract.events import InboundMessage, SessionKey, silent
+from gateway.contract.events import TERMINAL, InboundMessage, SessionKey, silent
 from gateway.contract.ports import Clock, SystemClock
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,12 @@ class Agent:
         self.maintenance.cfg = compaction
         if self.memory is not None:
             self.memory.cfg = memory
+
+    def window_problem(self) -> str | None:
+        """Why the context window cannot hold a conversation beside the owner's private
+        prompt and tools (the largest a session has), or None when it can."""
+        fixed = estimate_tokens(self.prompts(TERMINAL)) + estimate_tokens(self.tools.schemas())
+        return self.maintenance.window_problem(fixed)
 
     def context(self, key: SessionKey, grant: Grant | None = None) -> TurnContext:
         """The context of a turn in ``key``'s session, sharing what the session has read from

@@ -92,6 +92,9 @@ class EmbeddingSettings:
     batch_size: int = setting(32, minimum=1)
     # The local model's files on this machine, instead of fetching them on first use.
     model_path: str = ""
+    # Where the local model's files are fetched from (a mirror of the hub's folder for it);
+    # empty: Hugging Face's sentence-transformers/all-MiniLM-L6-v2.
+    model_url: str = ""
     timeout: float = setting(60.0, minimum=1)
     retries: int = setting(4, minimum=0)
 
@@ -136,8 +139,8 @@ class ConsolidationSettings:
     enabled: bool = True
     # Local time, HH:MM (the top-level timezone); empty: half an hour after the daily summary.
     time: str = ""
-    # The owner's chat the proposal goes to; empty: the daily summary's target. Without one,
-    # proposals wait on the control page and in `corvid memory proposals`.
+    # The owner's chat the proposal goes to; empty: the daily summary's target, else the
+    # owner's private chat (gateway/scheduling/plan.py, consolidation_target).
     target: str | None = None
     # Apply proposals without asking (still recorded in the history, and reported).
     auto_apply: bool = False

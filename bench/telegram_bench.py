@@ -181,6 +181,36 @@ async def bench_startup(tmp: Path, runs: int) -> list[float]:
     return times
 
 
+async def bench_stop(tmp: Path, runs: int) -> list[float]:
+    """SIGTERM → exit, with a message answered and the next long poll open: what a person
+    waits at Ctrl-C or ``systemctl stop``."""
+    times = []
+    for i in range(runs):
+        api, tg = FakeAnthropic(), FakeTelegram()
+        await api.start()
+        await tg.start()
+        home = tmp / f"stop{i}"
+        configure(home, api, tg)
+        proc = await spawn(home, tg)
+        try:
+            tg.text("hello")
+            await tg.wait_sent(1, timeout=60)
+            await tg.wait_for(
+                lambda tg=tg: any(c.params.get("offset") for c in tg.calls_to("getUpdates")),
+                timeout=60,
+            )
+            t0 = time.monotonic()
+            await stop(proc)
+            times.append(time.monotonic() - t0)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await close_telegram(tg)
+            await api.close()
+    return times
+
+
 async def bench_messages(tmp: Path, n: int, idle: float, steady: float = 2.0) -> dict[str, float]:
     api, tg = FakeAnthropic(), FakeTelegram()
     await api.start()
@@ -258,6 +288,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         starts = await bench_startup(tmp, args.starts)
+        stops = await bench_stop(tmp, args.starts)
         msgs = await bench_messages(tmp, args.messages, args.idle)
         both = await bench_idle_both(tmp, args.idle)
     print(f"Telegram benchmarks — {platform.python_version()}, {os.cpu_count()} CPUs")
@@ -266,6 +297,10 @@ async def main() -> None:
     print(
         f"| process start → first getUpdates, median (range) of {len(starts)} | "
         f"{statistics.median(starts):.2f} s ({min(starts):.2f}–{max(starts):.2f}) | ≤ 0.6 s |"
+    )
+    print(
+        f"| SIGTERM → exit, a long poll open, median (range) of {len(stops)} | "
+        f"{statistics.median(stops):.2f} s ({min(stops):.2f}–{max(stops):.2f}) | ≤ 2 s |"
     )
     print(f"| idle RSS, Telegram only | {msgs['idle_rss']:.0f} MiB | ≤ 100 MiB |")
     print(f"| idle RSS, Telegram + Discord | {both:.0f} MiB | — |")

@@ -53,6 +53,8 @@ class Arrival:
     group_ids: tuple[str, ...] = ()
     # Non-empty when the message is of a kind the bot cannot read ("voice messages").
     unsupported: str = ""
+    # What the platform calls a shared chat (a group's title, a channel's name); "" in DMs.
+    chat_title: str = ""
     # Downloads the message's files; called only once the message is let through, with the
     # key of the session it goes to (which decides where files are kept).
     fetch: Callable[[SessionKey], Awaitable[Fetched]] | None = None
@@ -61,6 +63,7 @@ class Arrival:
         # Platforms' JSON can carry a lone surrogate, which no file or database takes.
         object.__setattr__(self, "text", scrub(self.text))
         object.__setattr__(self, "sender_name", scrub(self.sender_name))
+        object.__setattr__(self, "chat_title", scrub(self.chat_title))
 
 
 class Action(enum.Enum):

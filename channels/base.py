@@ -321,6 +321,7 @@ class Channel(ABC):
                 attachments=attachments,
                 context=context,
                 command=command,
+                chat_title=a.chat_title,
             )
         )
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -81,6 +83,20 @@ class TerminalChannel(Channel):
             if done and self._asking:
                 text += "\r\x1b[K" + self._styled("1", "you>") + " "
             self.stdout.write(text)
+            self.stdout.flush()
+
+    def above(self, text: str) -> None:
+        """A line that is not the conversation's (a warning of the log), from any thread: set
+        above the prompt (shown again after it) or the status line, never into what is being
+        typed; below a reply's half-written line, which stays."""
+        with self._screen:
+            if self.writing:
+                out = "\n" + text + "\n"
+            else:
+                out = "\r\x1b[K" + text + "\n"
+                if self._asking and not self._busy:
+                    out += self._styled("1", "you>") + " "
+            self.stdout.write(out)
             self.stdout.flush()
 
     def live(
@@ -159,6 +175,30 @@ class TerminalChannel(Channel):
                 await answered
 
 
+class ScreenLog(io.TextIOBase):
+    """The log's stream in ``corvid chat``: standard error until a terminal chat is
+    ``attach``ed, then each record set above the prompt (``TerminalChannel.above``)."""
+
+    def __init__(self, fallback: TextIO) -> None:
+        self.fallback = fallback
+        self.terminal: TerminalChannel | None = None
+
+    def attach(self, terminal: TerminalChannel) -> None:
+        if terminal.interactive:
+            self.terminal = terminal
+
+    def write(self, text: str) -> int:
+        # The log handler writes a whole record (with its traceback) at a time.
+        if self.terminal is None:
+            return self.fallback.write(text)
+        self.terminal.above(text.rstrip("\n").replace("\n", "\r\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.terminal is None:
+            self.fallback.flush()
+
+
 class TerminalLive(WholeText):
     """A reply printed as it is written: each frame prints what is new since the last one."""
 
@@ -178,8 +218,9 @@ class TerminalLive(WholeText):
         terminal = self.terminal
         if terminal.interactive:
             # Rendered as far as its rendering cannot change any more; anything that would
-            # change what is printed already waits for the end of the reply.
-            text = terminal.render(settled(text))
+            # change what is printed already waits for the end of the reply. The styles that
+            # end the text are left off: a code line half written goes on in its colour.
+            text = _STYLE_ENDS.sub("", terminal.render(settled(text)))
             if not text or not text.startswith(self._printed):
                 return
         terminal.write(text, self._printed)
@@ -196,9 +237,15 @@ class TerminalLive(WholeText):
     async def take_back(self) -> None:
         if self._printed:
             self.terminal.writing = False
-            self.terminal._show("\n", done=True)
+            plain = _PLAIN if self.terminal.color else ""
+            self.terminal._show(plain + "\n", done=True)
             self._printed = ""
 
+
+# The escape sequences that end a rendering (a style turned off), and the one that turns
+# every style off.
+_STYLE_ENDS = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
+_PLAIN = "\x1b[0m"
 
 # Characters that may start or end inline Markdown, or make a line part of a table.
 _MARKUP = frozenset("*_`[]<>!~#|\\")

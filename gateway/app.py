@@ -29,6 +29,7 @@ from agent.usage.meter import Metered
 from channels.base import Channel
 from channels.pairing import PairingStore
 from gateway.channel_setup import quota, web_chat
+from gateway.chat_names import ChatNames
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock, SystemClock
 from gateway.job_setup import job_runner
@@ -45,6 +46,7 @@ from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
+from gateway.services.naming import names
 from gateway.tool_setup import exec_tools, mcp_hub, open_memory, server_search, web_tools
 from gateway.usage.commands import UsageCommands
 from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
@@ -131,8 +133,10 @@ def build_app(
         shutdown_grace=config.gateway.shutdown_grace,
         pairing=PairingStore(config.layout.pairing, clock=clock),
     )
+    gateway.names = ChatNames(config.layout.chat_names)
     notices = _tell_owner(config, gateway, clock)
-    gateway.commands.usage = UsageCommands(meter)
+    gateway.commands.settle = _settler(gateway)  # memory proposals' buttons, once answered
+    gateway.commands.usage = UsageCommands(meter, lambda chat: names(config).of_audience(chat))
     gateway.commands.loops = LoopAnswers(loops, nudges, _settler(gateway), clock.now, config.tz)
     if meter.budget is not None:
         meter.budget.tell = owner_line(config, gateway)
@@ -155,7 +159,7 @@ def build_app(
 
 
 def _settler(gateway: Gateway) -> Settle:
-    """Replaces the message with a button for a command, wherever it was sent, by a text."""
+    """What makes a message whose button was answered read how it ended, its buttons gone."""
 
     async def settle(command: str, text: str) -> bool:
         settled = [await c.settle_buttons(command, text) for c in gateway.channels.values()]
@@ -184,9 +188,8 @@ def _ask_owner(config: Config, gateway: Gateway, gate: Gate) -> OwnerApprovals:
 
 def _tell_owner(config: Config, gateway: Gateway, clock: Clock) -> PairingNotices:
     """Pairing requests reach the owner's private chat."""
-    notices = PairingNotices(
-        gateway.delivery.send, config.channels.owner_chats(), clock, _settler(gateway)
-    )
+    settle = _settler(gateway)
+    notices = PairingNotices(gateway.delivery.send, config.channels.owner_chats(), clock, settle)
     for channel in gateway.channels.values():
         if channel.access is not None:
             channel.access.on_request = notices.requested

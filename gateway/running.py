@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 class App:
     """Corvid, assembled. ``async with app:`` or ``start()`` / ``stop()``."""
 
+    # Seconds the tools that wait on something (MCP servers) wait for a channel to receive
+    # before they start all the same.
+    channels_wait = 5.0
+
     def __init__(
         self,
         config: Config,
@@ -150,10 +154,17 @@ class App:
             self.web = await listen(self._backend(self.scheduler))
 
     async def _ready_tools(self) -> None:
-        channels = [c.receiving.wait() for c in self.gateway.channels.values()]
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5):  # a channel slow to poll does not hold them up
-                await asyncio.gather(*channels)
+        # Once the first channel receives, a message may come: the servers start then, not
+        # after a slower channel (Discord waits for its guilds) is up too.
+        channels = [
+            asyncio.ensure_future(c.receiving.wait()) for c in self.gateway.channels.values()
+        ]
+        if channels:
+            await asyncio.wait(
+                channels, timeout=self.channels_wait, return_when=asyncio.FIRST_COMPLETED
+            )
+            for waiting in channels:
+                waiting.cancel()
         if self.mcp is not None:
             self.mcp.start()
         await self.agent.tools.settle()

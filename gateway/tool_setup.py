@@ -55,7 +55,7 @@ def open_memory(
     if vectors is not None:
         resources.callback(vectors.close)
         vectors.start(prepare=index.sync)
-    history = History(workspace, config.layout.history)
+    history = History(workspace, config.layout.history, config.tz)
     resources.callback(history.close)
     if found := history.look():
         log.info("%d workspace file(s) changed by hand since last recorded", found)

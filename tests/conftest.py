@@ -167,7 +167,7 @@ def _no_real_embedding_model(monkeypatch: pytest.MonkeyPatch) -> None:
     from agent.memory.embedding import factory
     from agent.memory.embedding.base import EmbeddingError
 
-    def refuse(model_path: str, models_dir: Path) -> Any:
+    def refuse(model_path: str, models_dir: Path, model_url: str = "") -> Any:
         raise EmbeddingError("the tests do not load the local embedding model")
 
     monkeypatch.setattr(factory, "load_local", refuse)

@@ -16,6 +16,7 @@ CONTRACT = frozenset(
     {
         "gateway.contract.events",
         "gateway.contract.errors",
+        "gateway.infra.times",
         "gateway.contract.ports",
         "gateway.infra.atomic",
         "gateway.contract.commands",
@@ -28,7 +29,7 @@ CONTRACT = frozenset(
 # too, may use it; it imports nothing of ours.
 BASE = frozenset({"gateway.contract.records"})
 # Small helpers every layer of the gateway uses: they import only the contract.
-HELPERS = frozenset({"gateway.statefiles", "gateway.logcontext"})
+HELPERS = frozenset({"gateway.statefiles", "gateway.logcontext", "gateway.chat_names"})
 # The composition root and what it builds from the configuration.
 WIRING = frozenset(
     {
@@ -243,3 +244,27 @@ def test_every_package_is_in_the_wheel():
         for init in (ROOT / top).rglob("__init__.py")
     }
     assert found - listed == set()
+
+
+def test_every_file_a_package_reads_is_in_the_wheel():
+    """A file beside the code (a page's stylesheet, its icon, the config template) is carried
+    by a wheel only when pyproject.toml's package-data names it; an editable install reads it
+    from the checkout, so one left out is missing only once installed (the control page's icon
+    answered 404)."""
+    import fnmatch
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {ROOT.joinpath(*name.split(".")): name for name in setuptools["packages"]}
+    left_out = []
+    for top in ("agent", "channels", "gateway", "workspace_template"):
+        for path in (ROOT / top).rglob("*"):
+            if not path.is_file() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+                continue
+            # The package it belongs to: the nearest listed folder above it.
+            owner = next(f for f in path.parents if f in folders)
+            rel = path.relative_to(owner).as_posix()
+            globs = setuptools["package-data"].get(folders[owner], [])
+            if not any(fnmatch.fnmatch(rel, g) for g in globs):
+                left_out.append(f"{folders[owner]}: {rel}")
+    assert left_out == []

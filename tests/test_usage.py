@@ -162,8 +162,8 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     await asyncio.wait_for(chan.push("/usage"), 10)
     await asyncio.wait_for(chan.push("/usage", key=GROUP), 10)
     owner_view, group_view = chan.texts(PRIVATE)[-1], chan.texts(GROUP)[-1]
-    assert "today:" in owner_view and "in 2 call(s)" in owner_view
-    assert "top shared chats this month:\n  test-group-100:" in owner_view
+    assert "today: $0.0" in owner_view and "in 2 call(s)" in owner_view  # in dollars
+    assert "top shared chats this month:\n  Test group:" in owner_view  # by name
     assert group_view.startswith("Usage of this chat:") and "in 1 call(s)" in group_view
     assert "top" not in group_view  # a shared chat sees its own figures alone
 
@@ -179,7 +179,7 @@ async def test_usage_in_chat_the_cli_and_status_show_the_ledger(
     assert re.search(header, shown, re.M)
     # It asks the running gateway over its socket, from a process (a thread here) of its own.
     assert await asyncio.to_thread(main, ["status", "--home", str(home)], {}) == 0
-    assert "Usage: today " in capsys.readouterr().out
+    assert "\n\nUsage: today " in capsys.readouterr().out  # a section of its own
 
 
 async def test_status_and_the_ledger_name_the_fallback_that_answered(start_gateway, fake_api, home):
@@ -215,3 +215,15 @@ async def test_a_cap_raised_in_config_yaml_holds_at_once_on_reload(start_gateway
     app.appliers()["budget"](raised)
     await asyncio.wait_for(chan.push("and now?"), 10)
     assert chan.texts()[-1].startswith("echo: ") and len(fake_api.message_requests) == 2
+
+
+async def test_budget_shows_a_cap_raised_with_its_button_as_in_force(start_gateway):
+    _app, chan = await start_gateway(budget={"daily": 0.000001, "monthly": 50})
+    await asyncio.wait_for(chan.push("hello"), 10)  # passes the tiny cap by this one call
+    await asyncio.wait_for(chan.push("again"), 10)
+    # What the notice's "Raise to 2e-06" button sends.
+    await asyncio.wait_for(chan.push("/budget daily 0.000002"), 10)
+    await asyncio.wait_for(chan.push("/budget"), 10)
+    shown = chan.texts()[-1].splitlines()
+    assert "daily: $2e-06, raised from $1e-06 until this day ends" in shown, shown
+    assert "monthly: $50" in shown

@@ -58,6 +58,19 @@ class Item:
             lines.append(f"   ⚠ written by {self.origin}, not by you")
         return "\n".join(lines)
 
+    def markdown(self, n: int) -> str:
+        """``describe`` for a chat, where Markdown is rendered: the passages in a diff block,
+        so that what goes and what comes stay apart (as list items both would be bullets)."""
+        lines = [f"**{n}. {self.op.upper()}**: {self.reason}"]
+        if self.sources:
+            lines[0] += " (from " + ", ".join(self.sources) + ")"
+        if self.origin:
+            lines.append(f"⚠ written by {self.origin}, not by you")
+        passages = [("-", old) for old in self.old] + ([("+", self.text)] if self.text else [])
+        diff = "\n".join(f"{sign} {line}" for sign, text in passages for line in text.split("\n"))
+        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`{3,}", diff))])
+        return "\n".join(lines) + f"\n{fence}diff\n{diff}\n{fence}"
+
 
 @dataclass(frozen=True)
 class Proposal:
@@ -73,8 +86,9 @@ class Proposal:
     def pending(self) -> list[int]:
         return [i for i, item in enumerate(self.items, 1) if item.status == PENDING]
 
-    def summary(self) -> str:
-        """The proposal as the owner reads it: each item, its reason, source and diff."""
+    def summary(self, markdown: bool = False) -> str:
+        """The proposal as the owner reads it: each item, its reason, source and diff
+        (``markdown``: for a chat, see ``Item.markdown``)."""
         head = f"Memory proposal {self.id}: {len(self.items)} change(s) to {self.target}"
         chat = chat_of(PurePosixPath(self.target))
         if chat is not None and is_guest(Audience(chat)):
@@ -82,7 +96,9 @@ class Proposal:
         elif chat is not None:
             head += f" (the notes of the shared chat {chat}, from its own log: its members' words)"
         body = "\n\n".join(
-            item.describe(n) for n, item in enumerate(self.items, 1) if item.status == PENDING
+            item.markdown(n) if markdown else item.describe(n)
+            for n, item in enumerate(self.items, 1)
+            if item.status == PENDING
         )
         return f"{head}\n\n{body}"
 

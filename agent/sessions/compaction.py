@@ -5,6 +5,11 @@ in this compaction cycle, a silent turn asks the model to write down what must s
 of it reaches a chat. Once past ``window - reserve``, older messages are summarised by one model
 call and replaced by the summary; recent messages stay word for word, and a tool_use is never
 separated from its tool_result. The transcript keeps the full history either way.
+
+Both run only when compaction would shrink the conversation: the older part it would replace
+must be longer than a summary, and the window must leave the conversation room beside the fixed
+part of the prompt (the system prompt and the tools). What is kept word for word is at most half
+of that room, so a compaction leaves space to grow before the next one.
 """
 
 from __future__ import annotations
@@ -61,6 +66,17 @@ SESSION_END_PROMPT = (
     "discussed, decided and promised, and any open to-dos, in at most 120 words. If nothing "
     "worth keeping happened, answer exactly NO_REPLY."
 )
+
+
+# What a summary takes, about: COMPACTION_PROMPT asks for at most 400 words.
+SUMMARY_TOKENS = 600
+# The least room a window must leave the conversation beside the fixed prompt, the reserve,
+# the flush's margin and a summary, or compaction could not keep it going (checked at start).
+ROOM_TOKENS = 1000
+
+
+def conversation_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(m["content"]) for m in messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +181,51 @@ class Maintenance:
         hard = self.llm.context_window - self.cfg.reserve_tokens
         return hard - self.cfg.soft_threshold_tokens, hard
 
+    def window_problem(self, fixed: int) -> str | None:
+        """Why the window is too small for a conversation beside a fixed prompt (the system
+        prompt and tools) of ``fixed`` tokens, or None when it is not."""
+        window, c = self.llm.context_window, self.cfg
+        needed = fixed + c.reserve_tokens + c.soft_threshold_tokens + SUMMARY_TOKENS + ROOM_TOKENS
+        if needed <= window:
+            return None
+        return (
+            f"llm.context_window ({window:,} tokens) is too small: the system prompt and the "
+            f"tools take about {fixed:,} tokens, compaction keeps {c.reserve_tokens:,} "
+            f"(compaction.reserve_tokens) + {c.soft_threshold_tokens:,} "
+            f"(compaction.soft_threshold_tokens) free and needs about "
+            f"{SUMMARY_TOKENS + ROOM_TOKENS:,} for a summary and the recent messages. Give "
+            f"llm.context_window at least {needed:,} (the model's real window), or make the "
+            "workspace's AGENTS.md, SOUL.md, USER.md, TOOLS.md and MEMORY.md shorter"
+        )
+
+    def keep_budget(self, state: SessionState) -> int:
+        """Tokens of the recent conversation a compaction keeps word for word: the configured
+        ``keep_recent_tokens``, but at most half the room the window leaves the conversation
+        beside the fixed prompt and a summary; 0 when there is no room."""
+        fixed = max(0, state.context_tokens - conversation_tokens(state.messages))
+        room = self.thresholds()[1] - fixed - SUMMARY_TOKENS
+        return max(0, min(self.cfg.keep_recent_tokens, room // 2))
+
+    def split(self, state: SessionState) -> int:
+        """Where a compaction would cut (the first message kept), or 0 when it would not
+        shrink the conversation: no room to keep anything, or an older part no longer than
+        its summary."""
+        keep = self.keep_budget(state)
+        if keep <= 0:
+            return 0
+        split = choose_split(state.messages, keep)
+        if conversation_tokens(state.messages[:split]) <= SUMMARY_TOKENS:
+            return 0
+        return split
+
     async def after_turn(self, key: SessionKey) -> None:
         state = self.sessions.peek(key)
         if state is None:
             return
         soft, hard = self.thresholds()
-        if state.context_tokens >= soft and not state.flushed:
+        if state.context_tokens < soft or not self.split(state):
+            return  # below the threshold, or compacting would free nothing
+        if not state.flushed:
             await self.flush(state, self.context(key))
         if state.context_tokens >= hard:
             await self.compact(state, self.context(key), flush_first=False)
@@ -193,20 +248,24 @@ class Maintenance:
     async def compact(
         self, state: SessionState, ctx: TurnContext, flush_first: bool
     ) -> Compacted | None:
-        if choose_split(state.messages, self.cfg.keep_recent_tokens) == 0:
-            return None  # all of it is recent: no flush either, nothing would be lost
+        if self.split(state) == 0:
+            return None  # it would not shrink: no flush either, nothing would be lost
         if flush_first and not state.flushed:
             await self.flush(state, ctx)
-        split = choose_split(state.messages, self.cfg.keep_recent_tokens)
+        split = self.split(state)
         if split == 0:
             return None
         before = state.context_tokens
+        tools = before - conversation_tokens(state.messages) - estimate_tokens(state.system)
         summary = await self.summarise(
             state.messages[:split], COMPACTION_PROMPT, Charge(Purpose.COMPACTION, state.key)
         )
         kept = len(state.messages) - split
         store = self.sessions.store
         store.compact(state, summary, kept, self.prompt(state.key))
+        # Until the next call counts it, the estimate covers the tools too, not only the
+        # system prompt and the messages.
+        state.added_tokens += max(0, tools)
         store.sync_soon(state.key)
         result = Compacted(split, kept, before, state.context_tokens)
         log.info(

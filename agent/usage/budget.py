@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from agent.model.charge import Charge
 from agent.settings import BudgetSettings
 from agent.usage.ledger import Call, Period, UsageLedger
+from agent.usage.prices import usd
 from gateway.contract.errors import LLMError, LLMErrorKind
 from gateway.contract.events import NO_REPLY
 from gateway.contract.ports import Clock
@@ -70,8 +71,8 @@ class BudgetSpent(LLMError):
         if not self.owner_private:
             return NO_REPLY
         return (
-            f"I've reached {self.cap.describe()} ({self.spent:.2f} of {self.cap.limit:g}), so I "
-            f"can't answer until it renews. To go on now, send /budget {self.cap.name} AMOUNT "
+            f"I've reached {self.cap.describe()} ({usd(self.spent)} of ${self.cap.limit:g}), "
+            f"so I can't answer until it renews. To go on now, send /budget {self.cap.name} AMOUNT "
             f"(until the {'day' if self.cap.daily else 'month'} ends) or raise budget in "
             "config.yaml."
         )
@@ -190,6 +191,11 @@ class Budget:
             elif self.cfg.warn_at and spent >= cap.limit * self.cfg.warn_at - EPSILON:
                 self._warn(cap, spent)
 
+    def raised_now(self) -> dict[str, float]:
+        """The caps raised for the current day or month, by name (``Cap.name``)."""
+        period = Period.of(self.clock.now(), self.ledger.tz)
+        return self.ledger.raised_in([period.day, period.month])
+
     def raise_cap(self, name: str, amount: float) -> Cap:
         """The owner's command: ``name`` (as ``Cap.name``) is ``amount`` until its period ends."""
         kind, _, subject = name.partition(":")
@@ -211,7 +217,7 @@ class Budget:
         if self.tell is not None and self.ledger.first_telling(cap.name, cap.period, level):
             self.tell(
                 f"{cap.describe().capitalize()} is {spent / cap.limit:.0%} spent "
-                f"({spent:.2f} of {cap.limit:g}).",
+                f"({usd(spent)} of ${cap.limit:g}).",
                 (),
             )
 
@@ -221,10 +227,10 @@ class Budget:
         log.warning("%s reached: %.4f of %g", cap.name, spent, cap.limit)
         double = f"{cap.limit * 2:g}"
         self.tell(
-            f"{cap.describe().capitalize()} is reached ({spent:.2f} of {cap.limit:g}): model "
+            f"{cap.describe().capitalize()} is reached ({usd(spent)} of ${cap.limit:g}): model "
             f"calls it covers stop until the {'day' if cap.daily else 'month'} ends. "
             f"/budget {cap.name} AMOUNT raises it until then; budget in config.yaml for good.",
-            ((f"Raise to {double}", f"/budget {cap.name} {double}"),),
+            ((f"Raise to ${double}", f"/budget {cap.name} {double}"),),
         )
 
 

@@ -14,7 +14,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -239,6 +239,14 @@ class UsageLedger:
             "SELECT amount FROM raised WHERE cap = ? AND period = ?", (cap, period)
         ).fetchone()
         return None if row is None else float(row[0])
+
+    def raised_in(self, periods: Sequence[str]) -> dict[str, float]:
+        """Every cap raised for one of ``periods`` (a day, a month), by its name."""
+        marks = ",".join("?" * len(periods))
+        rows = self._db.execute(
+            f"SELECT cap, amount FROM raised WHERE period IN ({marks})", tuple(periods)
+        )
+        return {cap: float(amount) for cap, amount in rows}
 
     def raise_cap(self, cap: str, period: str, amount: float) -> None:
         self._db.execute("INSERT OR REPLACE INTO raised VALUES (?, ?, ?)", (cap, period, amount))

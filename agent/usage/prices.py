@@ -13,6 +13,12 @@ from agent.settings import PriceSettings
 WEB_SEARCH = 0.01
 
 
+def usd(amount: float) -> str:
+    """An amount as people read it: every price and cap here is in US dollars ($0.42; a
+    fraction of a cent to four places, $0.0072)."""
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.4f}"
+
+
 @dataclass(frozen=True, slots=True)
 class Price:
     """Per million tokens; ``long_above`` > 0: a request whose prompt (input, cache writes and

@@ -7,11 +7,12 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import PurePosixPath
 
 from agent.workspace.audience import area
 from gateway.contract.events import Audience
+from gateway.infra.times import local_time
 
 HAND_EDIT = "hand edit"
 
@@ -53,9 +54,10 @@ class Change:
     what: str
     undoes: int | None
 
-    def describe(self) -> str:
+    def describe(self, tz: tzinfo = UTC) -> str:
+        """One line: its number, when (in ``tz``, named), the file, and who made it."""
         by = self.who + (f" ({self.what})" if self.what else "")
-        return f"#{self.id} {self.at:%Y-%m-%d %H:%M:%S} UTC  {self.path}  {by}"
+        return f"#{self.id} {local_time(self.at, tz, seconds=True)}  {self.path}  {by}"
 
 
 COLUMNS = "id, at, path, before, after, who, what, undoes"

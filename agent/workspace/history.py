@@ -26,7 +26,7 @@ import stat
 import threading
 import zlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 from agent.workspace.changes import (
@@ -103,8 +103,9 @@ CACHE_KIB = 256  # the connection's page cache
 class History:
     """The journal of one workspace."""
 
-    def __init__(self, workspace: Path, db: Path) -> None:
+    def __init__(self, workspace: Path, db: Path, tz: tzinfo = UTC) -> None:
         self.workspace = workspace.resolve()
+        self.tz = tz  # the owner's: times shown and read without a zone are in it
         db.parent.mkdir(parents=True, exist_ok=True)
         # Two processes (the gateway and ``corvid memory undo``) may write at once.
         self._db = sqlite3.connect(private_file(db), check_same_thread=False, timeout=10)
@@ -301,14 +302,14 @@ class History:
                 raise ToolError("There is nothing to undo.")
             if expected is not None and change.id != expected:
                 raise ToolError(
-                    f"#{expected} is no longer the newest change: {change.describe()} is."
+                    f"#{expected} is no longer the newest change: {change.describe(self.tz)} is."
                 )
             self._put(change, change.before, author, f"undo of #{change.id}", change.id)
             return change
 
     def restore(self, audience: Audience, rel: str, at: str, author: Author) -> Change:
         """Put ``rel`` back as it was after change ``at`` (its number, ``#12`` or ``12``), or
-        at a moment (ISO date and time, UTC unless it says)."""
+        at a moment (ISO date and time, in ``tz`` unless it says)."""
         with self._lock:
             change = self._at(audience, rel, at)
             self._put(change, change.after, author, f"restore to #{change.id}")
@@ -324,7 +325,7 @@ class History:
             when = datetime.fromisoformat(at)
         except ValueError:
             raise ToolError(f"{at!r} is neither a change number nor a date and time.") from None
-        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        when = when if when.tzinfo else when.replace(tzinfo=self.tz)
         for change in self.changes(audience, rel, limit=100_000):
             if change.at <= when:
                 return change

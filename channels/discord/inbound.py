@@ -71,7 +71,17 @@ def arrival(
         group_ids=group_ids,
         unsupported=unsupported,
         fetch=(lambda k: fetch(files, k, intake, hearing, voice)) if files else None,
+        chat_title=title_of(message.channel),
     )
+
+
+def title_of(channel: Any) -> str:
+    """A server channel or thread as Discord shows it: ``#name (Server)``; "" in DMs."""
+    guild = getattr(channel, "guild", None)
+    name = getattr(channel, "name", None)
+    if guild is None or not name:
+        return ""
+    return f"#{name} ({guild.name})"
 
 
 def addressed(message: discord.Message, me: discord.ClientUser) -> bool:

@@ -130,7 +130,8 @@ class TelegramChannel(Channel):
 
         from channels.telegram.transport import Transport
 
-        poll = Transport(pool_size=1, read_timeout=self.poll_timeout + 10)
+        # The long poll stops with the channel: it is not waited out.
+        poll = Transport(pool_size=1, read_timeout=self.poll_timeout + 10, cancellable=True)
         self.transport = Transport(
             pool_size=self.pool_size, others_answered=lambda: poll.last_answer
         )

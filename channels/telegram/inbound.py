@@ -113,6 +113,7 @@ class Reader:
             is_command=bool(command),
             group_ids=(str(chat.id),),
             unsupported=unsupported,
+            chat_title=chat.title or "",
             fetch=(lambda final_key: self.fetch(msg, final_key)) if has_file else None,
         )
 

@@ -47,9 +47,13 @@ class Transport(BaseRequest):
         connect_timeout: float = 10.0,
         pool_timeout: float = 5.0,
         others_answered: Callable[[], float] | None = None,
+        cancellable: bool = False,
     ) -> None:
         """``others_answered``: when Telegram last answered our other client (monotonic time),
-        which tells a stuck pool from Telegram being down; None: never replace the client."""
+        which tells a stuck pool from Telegram being down; None: never replace the client.
+        ``cancellable``: a request ends when its caller stops waiting (the long poll, which
+        is only cancelled when the channel stops and nothing waits for its answer)."""
+        self._cancellable = cancellable
         self._timeout = httpx2.Timeout(
             connect=connect_timeout, read=read_timeout, write=write_timeout, pool=pool_timeout
         )
@@ -127,9 +131,13 @@ class Transport(BaseRequest):
             write=chosen(write_timeout, t.write),
             pool=chosen(pool_timeout, t.pool),
         )
+        if self._cancellable:
+            return await self._request(url, method, request_data, timeout)
         task = asyncio.ensure_future(self._request(url, method, request_data, timeout))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+        # Its caller may have stopped waiting: an error nobody awaits is not logged as lost.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         # The caller may stop waiting; the request does not stop (see the module docstring).
         try:
             return await asyncio.shield(task)

@@ -108,6 +108,11 @@ class Layout:
         return self.state / "hand_edited"
 
     @property
+    def chat_names(self) -> Path:
+        """What the platforms call the shared chats (a group's title), by session key."""
+        return self.state / "chat_names.json"
+
+    @property
     def mcp(self) -> Path:
         """The MCP servers' logs."""
         return self.state / "mcp"

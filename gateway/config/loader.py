@@ -193,13 +193,17 @@ _COMPACTION_KEYS = ("reserve_tokens", "soft_threshold_tokens", "keep_recent_toke
 
 def _fit_compaction(config: Config, given: Any) -> Config:
     """Compaction must be able to free something: what it reserves, its flush margin and what
-    it keeps must fit in the window together. Left at their defaults they are sized to a
-    small window (a local model behind base_url); set by hand, a misfit is an error."""
+    it keeps must fit in the window together. Left at their defaults (written out or not, as
+    the template writes them) they are sized to a small window (a local model behind
+    base_url); set by hand to other values, a misfit is an error."""
     window, c = config.llm.context_window, config.compaction
     needed = c.reserve_tokens + c.soft_threshold_tokens + c.keep_recent_tokens
     if needed < window:
         return config
-    if isinstance(given, dict) and any(k in given for k in _COMPACTION_KEYS):
+    default = CompactionSettings()
+    if isinstance(given, dict) and any(
+        k in given and getattr(c, k) != getattr(default, k) for k in _COMPACTION_KEYS
+    ):
         raise ConfigError(
             "compaction",
             f"reserve_tokens + soft_threshold_tokens + keep_recent_tokens ({needed:,}) must be "

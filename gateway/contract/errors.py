@@ -60,6 +60,17 @@ class LLMErrorKind(StrEnum):
         """Too much for one request: compacting older messages (and their images) may help."""
         return self in (LLMErrorKind.CONTEXT_OVERFLOW, LLMErrorKind.TOO_LARGE)
 
+    @property
+    def refuses_the_turn(self) -> bool:
+        """The API refused what the request holds (an attachment it cannot read, more than it
+        takes), not the moment: asked again, the same messages fail again. The turn's
+        messages are set aside, so the next message is not refused with them."""
+        return self in (
+            LLMErrorKind.BAD_REQUEST,
+            LLMErrorKind.TOO_LARGE,
+            LLMErrorKind.CONTEXT_OVERFLOW,
+        )
+
 
 class LLMError(CorvidError):
     """The model API failed. No raw text from the API reaches a chat: ``user_message`` does."""
@@ -83,13 +94,15 @@ _USER_MESSAGES = {
     LLMErrorKind.TIMEOUT: f"The AI service took too long to answer. {_SAVED}.",
     LLMErrorKind.CONNECTION: f"I couldn't reach the AI service. {_SAVED}.",
     LLMErrorKind.AUTH: "The AI service rejected my API key. The owner needs to check llm.api_key.",
-    LLMErrorKind.BAD_REQUEST: "The AI service refused this request. Try /new to start a fresh "
-    "session.",
+    LLMErrorKind.BAD_REQUEST: "The AI service refused to read that, so I have set it aside: it "
+    "will not be sent again with your next message. Try it another way (a file or image in "
+    "another format, say); if every message is refused, /new starts a fresh session.",
     LLMErrorKind.TOO_LARGE: "That was more than the AI service takes in one request (too many "
-    "or too large images or files at once). Send them in smaller groups, or /new to start "
-    "afresh.",
-    LLMErrorKind.CONTEXT_OVERFLOW: "This conversation has grown too long for the model. "
-    "Send /new to start a fresh session.",
+    "or too large images or files at once), so I have set it aside. Send them in smaller "
+    "groups.",
+    LLMErrorKind.CONTEXT_OVERFLOW: "That does not fit in what the model can read, even with the "
+    "older conversation summarised, so I have set it aside. Send it in smaller parts, or /new "
+    "to start afresh.",
     LLMErrorKind.MALFORMED: f"My answer came back garbled. {_SAVED}.",
     LLMErrorKind.BUDGET: "The spending cap for model calls is reached.",
     LLMErrorKind.OTHER: f"Something went wrong while I was answering. {_SAVED}.",

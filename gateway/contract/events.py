@@ -119,6 +119,8 @@ def discord_thread(thread_id: int | str) -> SessionKey:
 
 
 TERMINAL = SessionKey("terminal", Scope.PRIVATE, "local")
+# The control page's chat: the owner's private session in the browser.
+WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
 # The "channel" part of every scheduled job's session key.
 JOB_CHANNEL = "cron"
 
@@ -247,6 +249,8 @@ class InboundMessage:
     seq: int | None = None
     # The chat command this message is, parsed once when the channel admitted it.
     command: Command | None = None
+    # What the platform calls the shared chat it came from (a group's title); "" in DMs.
+    chat_title: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ from typing import Any
 
 from agent.approvals.audit import always_allowed, forget_always, recent
 from gateway.contract.events import printable, shown
+from gateway.infra.times import local_iso
 from gateway.ops.home import read_config
+from gateway.services.naming import names
 
 
 def actions(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -28,9 +30,10 @@ def actions(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) ->
         return 0
     if not trail:
         print("Nothing recorded yet: no approval was asked and no command was run.")
+    named = names(config)
     for action in reversed(trail):
-        when = action.at.replace("T", " ").removesuffix("+00:00")
-        line = f"{when} UTC  {action.event:<10} {action.tool}  in {action.chat}"
+        when = local_iso(action.at, config.tz, seconds=True)
+        line = f"{when}  {action.event:<10} {action.tool}  in {named.of_key(action.chat)}"
         print(line + (f"  [{action.request}]" if action.request else ""))
         if action.arguments:
             more = " (whole: corvid actions --json)" if len(action.arguments) > 300 else ""

@@ -347,8 +347,8 @@ def cmd_init(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     else:
         print(f"{home} is already set up; nothing was changed.")
     print(
-        f"Next: edit {home / 'config.yaml'}, set ANTHROPIC_API_KEY, "
-        "then `corvid chat` or `corvid run`."
+        f"Next: `corvid setup` for a guided set-up, or edit {home / 'config.yaml'} and set "
+        "ANTHROPIC_API_KEY; then `corvid chat` or `corvid run`."
     )
     return 0
 

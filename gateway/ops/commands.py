@@ -32,7 +32,7 @@ def status(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> 
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         print(render(data))
-        print(figures_line(data["usage"]))
+        print("\n" + figures_line(data["usage"]))  # a section of its own, as the others
     return 0
 
 

@@ -11,6 +11,7 @@ from agent.workspace.changes import Author
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, printable
+from gateway.infra.times import local_time
 from gateway.ops.home import prepare
 
 TERMINAL = "the owner, in the terminal"
@@ -18,7 +19,7 @@ TERMINAL = "the owner, in the terminal"
 
 def _open(home: Path, environ: Mapping[str, str]) -> History:
     config = prepare(home, environ)
-    return History(config.workspace, config.layout.history)
+    return History(config.workspace, config.layout.history, config.tz)
 
 
 def memory_history(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
@@ -30,7 +31,7 @@ def memory_history(args: argparse.Namespace, home: Path, environ: Mapping[str, s
             print("No changes recorded" + (f" to {args.file}." if args.file else "."))
             return 0
         for change in changes:
-            print(change.describe())
+            print(change.describe(history.tz))
             if args.diff:
                 print(printable(history.diff(change)), end="")
         return 0
@@ -47,7 +48,7 @@ def memory_undo(args: argparse.Namespace, home: Path, environ: Mapping[str, str]
         return 1
     finally:
         history.close()
-    print(f"Undid {change.describe()}")
+    print(f"Undid {change.describe(history.tz)}")
     return 0
 
 
@@ -60,5 +61,6 @@ def memory_restore(args: argparse.Namespace, home: Path, environ: Mapping[str, s
         return 1
     finally:
         history.close()
-    print(f"Restored {args.file} as it was after #{change.id} ({change.at:%Y-%m-%d %H:%M:%S} UTC).")
+    when = local_time(change.at, history.tz, seconds=True)
+    print(f"Restored {args.file} as it was after #{change.id} ({when}).")
     return 0

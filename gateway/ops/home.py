@@ -15,6 +15,11 @@ from gateway.config.loader import Config, load_config
 from gateway.contract.errors import ConfigError
 
 EXIT_CONFIG = 2
+# Said once, when a command made the home: where to go from here.
+FIRST_RUN = (
+    "New here? `corvid setup` walks you through the API key, Telegram and Discord, and checks "
+    "each; or edit config.yaml by hand."
+)
 
 
 class NoHome(Exception):
@@ -33,6 +38,7 @@ def prepare(home: Path, environ: Mapping[str, str], *, create: bool = False) -> 
                 f"Set up {home}: created " + ", ".join(_short(home, p) for p in created),
                 file=sys.stderr,
             )
+            print(FIRST_RUN, file=sys.stderr)
     else:
         _existing(home)
     return load_config(home, environ)

@@ -7,12 +7,13 @@ import json
 import sqlite3
 import sys
 from collections.abc import Mapping
+from datetime import tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
 from gateway.contract.events import printable
+from gateway.infra.times import local_time
 from gateway.ops.home import read_config
 
 if TYPE_CHECKING:
@@ -27,10 +28,15 @@ def jobs(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> in
     if getattr(args, "json", False):
         print(json.dumps([_job_json(s) for s in states], indent=2, ensure_ascii=False))
         return 0
-    if not states:
+    from gateway.scheduling.plan import unplanned
+
+    cannot = unplanned(config)
+    if not states and not cannot:
         print("No scheduled jobs. (The daily summary is set up under schedule: in config.yaml.)")
     for state in states:
-        _print_job(state)
+        _print_job(state, config.tz)
+    for job_id, why in cannot:
+        print(f"{job_id}\n  cannot run: {why}")
     return 0
 
 
@@ -87,7 +93,7 @@ def _job_json(state: JobState) -> dict[str, Any]:
     }
 
 
-def _print_job(state: JobState) -> None:
+def _print_job(state: JobState, tz: tzinfo) -> None:
     job, nxt, row = state.job, state.next_run, state.last
     print(f"{job.id}  → {job.target}")
     print(f"  schedule: {job.describe()}")
@@ -96,11 +102,10 @@ def _print_job(state: JobState) -> None:
     if state.problem:
         print(f"  cannot be scheduled: {state.problem}")
         return
-    zone = ZoneInfo(job.timezone)
     if state.finished is not None:
-        print(f"  finished: {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z} (no more runs)")
+        print(f"  finished: {local_time(state.finished, tz)} (no more runs)")
     else:
-        print(f"  next run: {f'{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}' if nxt else '—'}")
+        print(f"  next run: {local_time(nxt, tz) if nxt else '—'}")
     if row is None:
         print("  last run: never")
         return
@@ -129,6 +134,9 @@ def jobs_run(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
         )
         return 1
     status, error = answer.get("status"), answer.get("error")
+    if status == "skipped":  # nothing to do is no failure: why is said, not as an error
+        print(f"{args.job_id}: skipped, {error or 'nothing to do'}")
+        return 0
     print(f"{args.job_id}: {status}" + (f" ({error})" if error else ""))
     return 0 if answer.get("ok") else 1
 

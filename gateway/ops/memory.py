@@ -62,13 +62,19 @@ def _billed(config: Config) -> Iterator[Callable[[str, int], None]]:
 def _embed_all(vectors: SemanticIndex) -> int:
     """Give every chunk its vector (from the cache when it has one), with a progress bar on
     a terminal and a line now and then otherwise."""
-    from agent.memory.embedding.base import EmbeddingError
+    from agent.memory.embedding.base import EmbeddingError, ModelMissing
 
     bar = ProgressBar(sys.stdout, f"Embedding with {vectors.model}")
     started = time.perf_counter()
     try:
         bar.show(vectors.progress().embedded, vectors.progress().total)
         done = vectors.catch_up(lambda p: bar.show(p.embedded, p.total))
+    except ModelMissing as exc:
+        # Not a failure of the index: it is whole, and search goes on by words.
+        bar.end()
+        why = str(exc).removesuffix("; fetching is tried again later")  # not by this command
+        print(f"Memory search is by words only for now: {why}.")
+        return 0
     except EmbeddingError as exc:
         bar.end()
         print(f"corvid: embedding stopped: {exc}; search uses keywords for the rest")

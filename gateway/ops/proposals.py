@@ -16,6 +16,7 @@ from agent.workspace.history import History
 from gateway.contract.errors import ToolError
 from gateway.contract.events import printable
 from gateway.ops.home import prepare
+from gateway.runtime.proposal_answers import rejected_text
 
 TERMINAL = "the owner, in the terminal"
 
@@ -26,7 +27,7 @@ def _curator(home: Path, environ: Mapping[str, str]) -> Iterator[Curator]:
 
     config = prepare(home, environ)
     index = memory_index(config)
-    history = History(config.workspace, config.layout.history)
+    history = History(config.workspace, config.layout.history, config.tz)
     store = Store(config.layout.proposals)
     memory = Memory(
         config.workspace.resolve(), index, config.memory, history=history, proposals=store
@@ -76,5 +77,5 @@ def memory_reject(args: argparse.Namespace, home: Path, environ: Mapping[str, st
         except ToolError as exc:
             print(f"corvid: {exc}")
             return 1
-    print(f"Rejected memory proposal {args.id}; {rejected.target} is unchanged.")
+    print(rejected_text(rejected))
     return 0

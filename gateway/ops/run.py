@@ -21,6 +21,7 @@ from gateway.ops.home import EXIT_CONFIG, prepare
 from gateway.services.logs import setup_logging
 
 if TYPE_CHECKING:
+    from channels.terminal import ScreenLog
     from gateway.running import App
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,10 @@ async def _serve(config: Config) -> int:
     from gateway.channel_setup import build_channels
 
     app = build_app(config, build_channels(config))
+    if (small := app.agent.window_problem()) is not None:
+        await app.stop(grace=0)
+        print(f"corvid: cannot start: {small}", file=sys.stderr)
+        return EXIT_CONFIG
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -152,7 +157,7 @@ async def _serve(config: Config) -> int:
         await app.stop(grace=0)
         print(f"corvid: cannot start: {exc}", file=sys.stderr)
         return 1
-    log.info("Corvid is running; Ctrl-C to stop")
+    _running_notice(config)
     stopped = asyncio.ensure_future(stop.wait())
     failed = asyncio.ensure_future(app.wait_failed())
     refused = asyncio.ensure_future(_key_refused(app, config))
@@ -168,6 +173,16 @@ async def _serve(config: Config) -> int:
         print(f"corvid: stopped: {failed.result()}", file=sys.stderr)
         return 1
     return 0
+
+
+def _running_notice(config: Config) -> None:
+    log.info("Corvid is running; Ctrl-C to stop")
+    if not config.channels.enabled():
+        log.info(
+            "no chat platform is on: talk to Corvid in the control page's Chat (`corvid web` "
+            "prints its address) or with `corvid chat`; `corvid setup` connects Telegram or "
+            "Discord"
+        )
 
 
 def _reload_on_signal(app: App) -> None:
@@ -199,9 +214,13 @@ async def _key_refused(app: App, config: Config) -> str:
 
 
 def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
+    from channels.terminal import ScreenLog
+
     config = prepare(home, environ, create=True)
     level = "DEBUG" if config.logging.level == "DEBUG" else "WARNING"
-    setup_logging(level, config.secrets(), log_bodies=config.logging.log_bodies)
+    # At a terminal, a warning goes above the prompt, not into what is being typed.
+    screen = ScreenLog(sys.stderr)
+    setup_logging(level, config.secrets(), stream=screen, log_bodies=config.logging.log_bodies)
     problems = _missing_llm(config)
     if problems:
         print(f"corvid: cannot chat: {problems[0]}", file=sys.stderr)
@@ -214,16 +233,21 @@ def cmd_chat(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -
     if not _upgraded(config):
         return EXIT_CONFIG
     _import_sdk_early()
-    return asyncio.run(_chat(config, color=not environ.get("NO_COLOR")))  # no-color.org
+    return asyncio.run(_chat(config, screen, color=not environ.get("NO_COLOR")))  # no-color.org
 
 
-async def _chat(config: Config, *, color: bool = True) -> int:
+async def _chat(config: Config, screen: ScreenLog, *, color: bool = True) -> int:
     from channels.terminal import KEY, TerminalChannel
     from gateway.app import build_app
 
     terminal = TerminalChannel(color=color)
+    screen.attach(terminal)
     # Jobs belong to `corvid run`; a chat beside it must not run (or take over) them.
     app = build_app(config, [terminal], with_scheduler=False)
+    if (small := app.agent.window_problem()) is not None:
+        await app.stop(grace=0)
+        print(f"corvid: cannot chat: {small}", file=sys.stderr)
+        return EXIT_CONFIG
     await app.start()
     try:
         await terminal.run()

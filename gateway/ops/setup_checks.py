@@ -5,6 +5,7 @@ and which Discord application a token belongs to, with its owner and intents."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -73,25 +74,77 @@ class TelegramUser:
     username: str
 
 
+@dataclass(frozen=True)
+class TelegramGroup:
+    id: int
+    title: str
+
+
 def first_private_message(base_url: str, token: str, wait: float) -> TelegramUser | None:
     """The sender of the first private message to the bot within ``wait`` seconds (None if
     none came), taken off the bot's queue so that Corvid does not answer it later."""
+    found = _first_update(base_url, token, wait, _private_sender)
+    return found if isinstance(found, TelegramUser) else None
+
+
+def first_group(base_url: str, token: str, wait: float) -> TelegramGroup | None:
+    """The first group or supergroup the bot is added to, or sees a message in (a command
+    addressed to it: every bot sees those), within ``wait`` seconds; None if none came."""
+    found = _first_update(base_url, token, wait, _group_of)
+    return found if isinstance(found, TelegramGroup) else None
+
+
+def _private_sender(update: dict[str, Any]) -> TelegramUser | None:
+    message = update.get("message") or {}
+    sender, chat = message.get("from") or {}, message.get("chat") or {}
+    if chat.get("type") != "private" or not sender or sender.get("is_bot"):
+        return None
+    return TelegramUser(
+        int(sender["id"]), str(sender.get("first_name", "")), sender.get("username", "")
+    )
+
+
+def _group_of(update: dict[str, Any]) -> TelegramGroup | None:
+    event = update.get("message") or update.get("my_chat_member") or {}
+    chat = event.get("chat") or {}
+    if chat.get("type") not in ("group", "supergroup"):
+        return None
+    return TelegramGroup(int(chat["id"]), str(chat.get("title", "")))
+
+
+def _first_update(
+    base_url: str, token: str, wait: float, wanted: Callable[[dict[str, Any]], Any]
+) -> Any:
+    """What ``wanted`` finds in the first update it finds something in, within ``wait``
+    seconds, with every update up to it taken off the bot's queue; None when none came."""
     deadline = time.monotonic() + wait
     offset = 0
+    kinds = '["message", "my_chat_member"]'
     while (left := deadline - time.monotonic()) > 0:
         poll = max(1, min(20, int(left)))
-        query = urlencode({"offset": offset, "timeout": poll, "allowed_updates": '["message"]'})
+        query = urlencode({"offset": offset, "timeout": poll, "allowed_updates": kinds})
         found = _get(f"{base_url}{token}/getUpdates?{query}", {}, poll + 15, "Telegram")
         for update in found.get("result", []):
             offset = max(offset, int(update["update_id"]) + 1)
-            message = update.get("message") or {}
-            sender, chat = message.get("from") or {}, message.get("chat") or {}
-            if chat.get("type") == "private" and sender and not sender.get("is_bot"):
+            got = wanted(update)
+            if got is not None:
                 _get(f"{base_url}{token}/getUpdates?offset={offset}&timeout=0", {}, 15, "Telegram")
-                return TelegramUser(
-                    int(sender["id"]), str(sender.get("first_name", "")), sender.get("username", "")
-                )
+                return got
     return None
+
+
+def telegram_say(base_url: str, token: str, chat_id: int, text: str, timeout: float = 15) -> None:
+    """Send ``text`` to a chat (the owner's first message is answered); raises ``Refused``."""
+    try:
+        response = httpx.post(
+            f"{base_url}{token}/sendMessage",
+            data={"chat_id": str(chat_id), "text": text},
+            timeout=timeout,
+        )
+    except httpx.HTTPError as exc:
+        raise Refused(f"Telegram could not be reached ({type(exc).__name__})") from None
+    if response.status_code >= 400:
+        raise Refused(f"Telegram answered HTTP {response.status_code}")
 
 
 @dataclass(frozen=True)
@@ -129,3 +182,25 @@ def discord_app(api_base_url: str, token: str, timeout: float = 15) -> DiscordAp
         str(owner.get("global_name") or owner.get("username", "")),
         bool(int(found.get("flags") or 0) & _MESSAGE_CONTENT),
     )
+
+
+@dataclass(frozen=True)
+class DiscordServer:
+    id: str
+    name: str
+
+
+def discord_servers(api_base_url: str, token: str, timeout: float = 15) -> list[DiscordServer]:
+    """The servers the bot is in now; raises ``Refused``."""
+    found = _get(
+        f"{api_base_url.rstrip('/')}/users/@me/guilds",
+        {"Authorization": f"Bot {token}"},
+        timeout,
+        "Discord",
+    )
+    servers = found if isinstance(found, list) else []
+    return [
+        DiscordServer(str(g.get("id", "")), str(g.get("name", "")))
+        for g in servers
+        if isinstance(g, dict) and g.get("id")
+    ]

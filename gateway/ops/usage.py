@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from gateway.ops.home import read_config
+from gateway.services.naming import names
 from gateway.usage.report import FIGURES, figures, money
 
 DEFAULT_DAYS = 30
@@ -32,15 +33,20 @@ def usage(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> i
     if args.json:
         print(json.dumps({"by": args.by, "since": since.isoformat(), "rows": rows}, indent=2))
         return 0
-    what = {"chat": "chat (owner: your own chats)", "job": "job (-: not a job)"}.get(
-        args.by, args.by
-    )
+    what = {"chat": "chat", "job": "job (-: not a job)"}.get(args.by, args.by)
     print(f"Model calls since {since.isoformat()}, by {what}:")
     if not rows:
         print("  none")
         return 0
     head = ("", *(f.lower() for f in FIGURES))
-    table = [head] + [(str(r["key"] if r["key"] is not None else "-"), *figures(r)) for r in rows]
+    named = names(config)
+
+    def label(key: object) -> str:
+        if key is None:
+            return "-"
+        return named.of_audience(str(key)) if args.by == "chat" else str(key)
+
+    table = [head] + [(label(r["key"]), *figures(r)) for r in rows]
     total = sum(r["cost"] for r in rows)
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:

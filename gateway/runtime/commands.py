@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import NamedTuple, Protocol
 
 from agent.loop import Agent
@@ -20,6 +21,7 @@ from channels.pairing import PairingError, PairingStore
 from gateway.contract.commands import HELP
 from gateway.contract.errors import LLMError
 from gateway.contract.events import TERMINAL, InboundMessage, SessionKey
+from gateway.infra.times import local_iso
 from gateway.runtime.loop_answers import LoopAnswers
 from gateway.runtime.pairing_notices import who
 from gateway.runtime.proposal_answers import proposal_answer
@@ -81,6 +83,9 @@ class ChatCommands:
         self.usage: UsageCommands | None = None
         # /done, once the app keeps loops (``gateway/runtime/loop_answers.py``).
         self.loops: LoopAnswers | None = None
+        # Makes the message whose button sent a command read how it ended, its buttons gone
+        # (a memory proposal's); False when no channel knows the message.
+        self.settle: Callable[[str, str], Awaitable[bool]] | None = None
 
     def get(self, name: str) -> ChatCommand | None:
         return self.table.get(name)
@@ -116,6 +121,7 @@ class ChatCommands:
             key=key,
             running=self.router.busy(key),
             queued=self.router.queued(key),
+            tz=self.agent.tz,
         )
 
     async def _new(self, msg: InboundMessage) -> str:
@@ -185,9 +191,16 @@ class ChatCommands:
         """The owner's answer to a memory proposal (its buttons send these)."""
         if not msg.key.private:
             return "Only my owner can answer a memory proposal, in a private chat with me."
-        return WithButtons(
+        answer = WithButtons(
             *proposal_answer(Curator.of(self.agent.memory), _argument(msg), str(msg.key))
         )
+        if self.settle is not None:
+            # The buttons that asked are answered now, whichever way it went.
+            try:
+                await self.settle(msg.text.strip(), answer.text.removesuffix(" Still to decide:"))
+            except Exception as exc:  # the answer goes out all the same
+                log.warning("%s: could not update the proposal's message: %s", msg.key, exc)
+        return answer
 
     async def _undo(self, msg: InboundMessage) -> str | WithButtons:
         """The owner takes back the newest change to the workspace (``undo_answers.py``)."""
@@ -230,6 +243,8 @@ class ChatCommands:
         try:
             done = await self.agent.maintenance.compact(state, self.agent.context(key), True)
         except LLMError as exc:
+            if exc.kind.refuses_the_turn:  # its words are about a message, not the summary
+                return "Compaction failed: the AI service refused the request for a summary."
             return "Compaction failed: " + exc.user_message()
         if done is None:
             return "Nothing to compact yet: the conversation is all recent."
@@ -253,6 +268,7 @@ def status_text(
     key: SessionKey,
     running: bool,
     queued: int,
+    tz: tzinfo = UTC,
 ) -> str:
     kind = "private" if key.private else "shared"
     lines = [f"Model: {model}", f"Session: {key} ({kind})"]
@@ -262,7 +278,7 @@ def status_text(
     used = state.context_tokens
     pct = 100 * used / context_window if context_window else 0
     lines.append(f"Context: {used:,} / {context_window:,} tokens ({pct:.0f}%)")
-    lines.append(f"Turns: {state.turns} since {state.created[:16].replace('T', ' ')} UTC")
+    lines.append(f"Turns: {state.turns} since {local_iso(state.created, tz)}")
     u = state.usage_total
     total_in = u.input + u.cache_read + u.cache_write
     if total_in:

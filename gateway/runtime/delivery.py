@@ -27,6 +27,7 @@ from channels.live import LiveReply
 from gateway.contract.errors import DeliveryError
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock, SystemClock
+from gateway.infra.times import local_time
 from gateway.runtime.journal import Journal, Outgoing, SendStatus
 from gateway.runtime.retries import Held, Retries, Unreachable
 
@@ -68,9 +69,9 @@ class Delivery:
         if failing is None:
             return None
         count, since, error = failing
-        when = since.astimezone(self.tz) if self.tz is not None else since
+        when = local_time(since, self.tz or UTC)
         waiting = self.retries.count()
-        return f"cannot send since {when:%Y-%m-%d %H:%M} ({count} failed in a row; {error})" + (
+        return f"cannot send since {when} ({count} failed in a row; {error})" + (
             f"; {waiting} message(s) waiting to be sent again" if waiting else ""
         )
 
@@ -273,7 +274,7 @@ class Delivery:
         )
 
     def _late_note(self, written: datetime) -> str:
-        when = written.astimezone(self.tz) if self.tz is not None else written
+        when = written.astimezone(self.tz or UTC)
         return f"_(Written at {when:%H:%M}, sent late: the chat could not be reached.)_\n\n"
 
 

@@ -13,6 +13,7 @@ from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from channels.base import Channel
 from channels.pairing import PairingStore
+from gateway.chat_names import ChatNames
 from gateway.contract.events import InboundMessage, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.infra.tasks import settle
@@ -57,6 +58,8 @@ class Gateway:
         )
         # What a burst of turns freed goes back to the system once all is quiet.
         self.commands = ChatCommands(agent, self.router, pairing)
+        # What the platforms call the shared chats, kept as messages come (for the pages).
+        self.names: ChatNames | None = None
         self.clock = clock
         self.turns = Turns(agent, delivery, channels, clock, lambda: self.router.closed)
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -170,6 +173,8 @@ class Gateway:
         A message for the agent is in the journal before this returns, so from then on it is
         owed an answer, whatever happens to the process.
         """
+        if self.names is not None and msg.chat_title:
+            self.names.heard(msg.key, msg.chat_title)
         journal = self.delivery.journal if self.delivery.durable(msg.key) else None
         if journal is None:
             admitted = self._admit(msg, None)

@@ -4,6 +4,7 @@ proposal's buttons send from the owner's private chat."""
 from __future__ import annotations
 
 from agent.memory.consolidation import Curator
+from agent.memory.proposals import APPLIED, Proposal
 from gateway.contract.errors import ToolError
 
 Buttons = tuple[tuple[str, str], ...]
@@ -23,8 +24,7 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
         if action == "choose":
             return _choices(curator, pid)
         if action == "reject":
-            rejected = curator.reject(pid, who)
-            return f"Rejected memory proposal {pid}; {rejected.target} is unchanged.", ()
+            return rejected_text(curator.reject(pid, who)), ()
         chosen = [int(n) for n in numbers if n.isdigit()]
         proposal = curator.apply(pid, who, chosen or None)
     except ToolError as exc:
@@ -37,11 +37,23 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
     return text + " To take it back: corvid memory undo, or the file's History page.", ()
 
 
+def rejected_text(proposal: Proposal) -> str:
+    """What a rejection did: nothing to the file, or nothing more than what was applied."""
+    kept = [n for n, item in enumerate(proposal.items, 1) if item.status == APPLIED]
+    if not kept:
+        return f"Rejected memory proposal {proposal.id}; {proposal.target} is unchanged."
+    which = ", ".join(map(str, kept))
+    return (
+        f"Rejected the rest of memory proposal {proposal.id}; the change(s) {which} applied "
+        f"before stay in {proposal.target}."
+    )
+
+
 def _choices(curator: Curator, pid: str) -> tuple[str, Buttons]:
     proposal = curator.store.get(pid)
     if proposal.status != "pending":
         raise ToolError(f"Memory proposal {pid} was {proposal.status} already.")
-    body = "\n\n".join(proposal.items[n - 1].describe(n) for n in proposal.pending())
+    body = "\n\n".join(proposal.items[n - 1].markdown(n) for n in proposal.pending())
     return f"Pick the changes to apply, one at a time:\n\n{body}", _buttons(pid, proposal.pending())
 
 

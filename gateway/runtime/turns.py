@@ -123,6 +123,10 @@ class Turns:
             status = str(outcome.status)
         except LLMError as exc:
             text, status = exc.user_message(), f"error:{exc.kind}"
+            if exc.kind.refuses_the_turn:
+                # Kept in the transcript, marked withdrawn, as /stop does: sent again, it
+                # would be refused again, and every later message with it.
+                self.agent.withdraw_turn(key)
         except asyncio.CancelledError:
             log.info("%s: turn cancelled", key)
             if not self.closing():  # /stop, not a shutdown (which answers after the restart)

@@ -26,7 +26,9 @@ def undo_answer(history: History, argument: str, who: str) -> tuple[str, Buttons
         diff = history.diff(change)
         if len(diff) > MAX_DIFF:
             diff = diff[:MAX_DIFF].rsplit("\n", 1)[0] + "\n… (the rest: corvid memory history)\n"
-        text = f"The newest change:\n{change.describe()}\n```diff\n{diff}```\nTake it back?"
+        text = (
+            f"The newest change:\n{change.describe(history.tz)}\n```diff\n{diff}```\nTake it back?"
+        )
         return text, (("Undo it", f"/undo #{change.id}"), ("Keep it", "/undo keep"))
     number = argument.removeprefix("#")
     if not number.isdigit():
@@ -36,7 +38,7 @@ def undo_answer(history: History, argument: str, who: str) -> tuple[str, Buttons
     except ToolError as exc:
         return str(exc), ()
     return (
-        f"Undid {change.describe()}.\n/undo again shows the change before it; "
+        f"Undid {change.describe(history.tz)}.\n/undo again shows the change before it; "
         "`corvid memory restore` goes forward again.",
         (),
     )

@@ -38,7 +38,8 @@ def message(proposal: Proposal, diff: str) -> str:
         else diff[:SHOWN_CHARS] + "\n[... the rest on the control page]\n"
     )
     return (
-        f"{proposal.summary()}\n\n{proposal.target} would change so:\n```diff\n{shown}```\n"
+        f"{proposal.summary(markdown=True)}\n\n{proposal.target} would change so:\n"
+        f"```diff\n{shown}```\n"
         "Nothing changes until you say so."
     )
 
@@ -84,7 +85,7 @@ class Consolidation:
             self.curator.apply(proposal.id, f"job {job.id} (auto_apply)")
             text = (
                 f"Applied to {proposal.target} on its own (memory.consolidation.auto_apply):"
-                f"\n\n{proposal.summary()}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
+                f"\n\n{proposal.summary(markdown=True)}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
                 "To take it back: corvid memory undo"
             )
             out = OutboundMessage(target, text)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.config.loader import Config
-from gateway.contract.events import SessionKey
+from gateway.contract.events import WEB_OWNER, SessionKey
 from gateway.contract.ports import Clock
 from gateway.scheduling.jobs import BACKUP, CONSOLIDATION, DAILY_SUMMARY, HEARTBEAT, Job, JobKind
 from gateway.scheduling.ledger import Ledger
@@ -30,6 +30,7 @@ __all__ = [
     "job_states",
     "listed_states",
     "planned_jobs",
+    "unplanned",
 ]
 
 # The jobs config.yaml makes; the others are made in chat.
@@ -94,11 +95,40 @@ def backup_job(config: Config, now: datetime) -> Job:
     )
 
 
+def consolidation_target(config: Config) -> str | None:
+    """Where memory consolidation sends its proposals: its own target, else the daily
+    summary's (when private), else the owner's private chat on the first platform that has one,
+    else the control page's chat; None when there is none of these."""
+    cs, ds = config.memory.consolidation, config.schedule.daily_summary
+    if cs.target:
+        return cs.target
+    if ds.target and SessionKey.parse(ds.target).private:
+        return ds.target
+    owners = config.channels.owner_chats()
+    if owners:
+        return str(next(iter(owners.values())))
+    return str(WEB_OWNER) if config.web.enabled else None
+
+
+def unplanned(config: Config) -> list[tuple[str, str]]:
+    """The configured jobs that are on but cannot run, each with why and what to do."""
+    if config.memory.consolidation.enabled and consolidation_target(config) is None:
+        return [
+            (
+                CONSOLIDATION,
+                "on, but has no chat to send its proposals to: set "
+                "memory.consolidation.target to your private chat (telegram:private:<your id>), "
+                "or turn a chat platform on with your id in its allow_from",
+            )
+        ]
+    return []
+
+
 def _consolidation(config: Config, now: datetime) -> Job | None:
     """The memory consolidation job: on by default, half an hour after the daily summary,
-    proposing to the owner's chat (its own target, else the daily summary's)."""
+    proposing to the owner's chat (``consolidation_target``)."""
     cs, ds = config.memory.consolidation, config.schedule.daily_summary
-    target = cs.target or (ds.target if ds.target and SessionKey.parse(ds.target).private else None)
+    target = consolidation_target(config)
     if not cs.enabled or not target:
         return None
     if cs.time:

@@ -112,7 +112,9 @@ class ControlServer:
             return {"ok": True, "report": self._status()}
         if cmd == "run_job":
             status, error = await self._run_job(str(request["id"]))
-            return {"ok": status == "sent", "status": status or "unknown", "error": error}
+            # A run with nothing to do (a quiet day, outside active hours) did right: skipped.
+            ok = status in ("sent", "skipped")
+            return {"ok": ok, "status": status or "unknown", "error": error}
         if cmd == "reload" and self._reload is not None:
             return self._reload()
         if cmd == "paired" and self._paired is not None:

@@ -37,7 +37,8 @@ def index_line(r: dict[str, Any]) -> str:
             f"{embedded:,} of {total:,} chunks embedded ({pct:.0f} %); the rest are found "
             "by their words until then"
         )
-    line = f"Memory search: by words and meaning, model {r['model']}: {state}."
+    how = "by words only for now" if r["error"] and not embedded else "by words and meaning"
+    line = f"Memory search: {how}, model {r['model']}: {state}."
     if r["error"]:
         line += f" Embedding fails: {r['error']}"
     return line

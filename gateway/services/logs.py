@@ -12,7 +12,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any, Protocol
 
 from gateway.logcontext import ContextFilter
 
@@ -126,11 +126,19 @@ class RecentProblems(logging.Handler):
 RECENT: RecentProblems | None = None
 
 
+class Stream(Protocol):
+    """Where log lines go: standard error, or ``corvid chat``'s screen."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 def setup_logging(
     level: str,
     secrets: Iterable[str] = (),
     fmt: str = "text",
-    stream: IO[str] | None = None,
+    stream: Stream | None = None,
     *,
     log_bodies: bool = False,
 ) -> None:

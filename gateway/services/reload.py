@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.config.envfile import with_env_file
 from gateway.config.loader import Config, load_config
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,8 @@ class Reloaded:
 def reload(app: Running, environ: Mapping[str, str]) -> Reloaded:
     """Read ``config.yaml`` again, hand each part the options it applies live and name the rest
     as waiting for a restart; raises ``ConfigError`` (and changes nothing) when the file is not
-    valid."""
-    new = load_config(app.config.home, environ)
+    valid. The secrets come from ``environ`` over the home's ``corvid.env``, as at start."""
+    new = load_config(app.config.home, with_env_file(app.config.layout.env_file, environ))
     changed = [key for key in options(new) if _value(app.config, key) != _value(new, key)]
     parts = [part for part, keys in LIVE.items() if any(k.startswith(keys) for k in changed)]
     applied = [k for k in changed if live(k)]

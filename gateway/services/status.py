@@ -5,16 +5,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent.sessions.state import SessionState
 from agent.sessions.transcript import SessionStore
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
+from gateway.infra.times import local_iso
 from gateway.runtime.journal import Journal
 from gateway.services import logs
 from gateway.services.index_status import index_line
+from gateway.services.naming import names
 
 MAX_SESSIONS = 20
 PREVIEW_CHARS = 60
@@ -98,9 +101,11 @@ def report(
     window = config.llm.context_window
     figures = figures or SessionFigures(store)
     found = figures.all(live.loaded if live is not None else None)
+    named = names(config)
     sessions = [
         {
             "key": str(f.key),
+            "name": named.of_key(str(f.key)),
             "private": f.key.private,
             "turns": f.turns,
             "context_tokens": f.context_tokens,
@@ -114,6 +119,7 @@ def report(
     ]
     out: dict[str, Any] = {
         "running": live is not None,
+        "timezone": config.timezone,  # the times below are UTC; people read them in this
         "model": config.llm.model,
         "context_window": window,
         "sessions_total": len(found),
@@ -127,6 +133,7 @@ def report(
         out["undelivered"] = [
             {
                 "key": str(row.out.key),
+                "name": named.of_key(str(row.out.key)),
                 "status": row.status,
                 "error": row.error,
                 "when": row.updated,
@@ -167,6 +174,7 @@ def report_from_files(config: Config) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
+    tz = zone_of(r)
     lines = []
     if r["running"]:
         up = duration(r["uptime_seconds"])
@@ -193,8 +201,9 @@ def render(r: dict[str, Any]) -> str:
         if s["running"]:
             now = ", answering" + (f", {s['queued']} queued" if s["queued"] else "")
         lines.append(
-            f"  {s['key']:<36} context {s['context_tokens']:>8,} tokens ({s['context_pct']:.0f}%)"
-            f", {s['turns']} turns, last {s['last_active'][:16].replace('T', ' ')}{now}"
+            f"  {s.get('name') or s['key']} ({s['key']}): context {s['context_tokens']:,} tokens"
+            f" ({s['context_pct']:.0f}%), {s['turns']} turns, last "
+            f"{local_iso(s['last_active'], tz)}{now}"
         )
     if r["unanswered"]:
         lines += ["", f"Messages waiting for an answer: {r['unanswered']}"]
@@ -203,12 +212,12 @@ def render(r: dict[str, Any]) -> str:
         why = u["error"] or u["status"]
         if u["status"] == "waiting":
             why = f"waiting to be sent again ({why})"
-        lines.append(f"  {u['when'][:16].replace('T', ' ')} {u['key']}: {why}")
+        lines.append(f"  {local_iso(u['when'], tz)} {u.get('name') or u['key']}: {why}")
         lines.append(f"    {u['text']!r}")
     if r["running"] or r["problems"]:
         lines += ["", f"Recent warnings and errors: {len(r['problems'])}"]
         for p in r["problems"][-10:]:
-            when = p["ts"][:19].replace("T", " ")
+            when = local_iso(p["ts"], tz, seconds=True)
             lines.append(f"  {when + ' ' if when else ''}{p['level']} {p['msg']}")
     return "\n".join(lines)
 
@@ -235,6 +244,14 @@ def server_lines(servers: Sequence[Mapping[str, Any]], *, with_tools: bool = Fal
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def zone_of(r: Mapping[str, Any]) -> tzinfo:
+    """The time zone a report's times are shown in (UTC for a report without one)."""
+    try:
+        return ZoneInfo(str(r.get("timezone") or "UTC"))
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
 
 
 def _iso(ts: float) -> str:

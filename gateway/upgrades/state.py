@@ -84,11 +84,17 @@ def upgrade_state(layout: Layout) -> list[str]:
             _upgrade_database(path, version, known[path])
             changes.append(f"state/{path.name}: schema {version} → {known[path]}")
     if layout.state.is_dir() and state_layout < STATE_LAYOUT:
+        # Made just now (empty folders, and the lock of the process starting): nothing to
+        # carry forward, nothing to say.
+        fresh = not any(
+            p.is_file() and p not in layout.only_while_running for p in layout.state.rglob("*")
+        )
         for step in range(state_layout + 1, STATE_LAYOUT + 1):
-            if step in LAYOUT_STEPS:
+            if step in LAYOUT_STEPS and not fresh:
                 LAYOUT_STEPS[step](layout.state)
         write_atomic(layout.state_version, json.dumps({"layout": STATE_LAYOUT}) + "\n")
-        changes.append(f"state/: layout {state_layout} → {STATE_LAYOUT}")
+        if not fresh:
+            changes.append(f"state/: layout {state_layout} → {STATE_LAYOUT}")
     return changes
 
 

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from agent.model.charge import Purpose
 from agent.usage.ledger import Period, UsageLedger
+from gateway.services.naming import names
 from gateway.usage.report import FIGURES, figures, money
 from gateway.web.html import esc, page, table
 from gateway.web.respond import BACKEND, GUARD, html_response
@@ -54,12 +55,14 @@ async def usage_page(request: web.Request) -> web.StreamResponse:
     )
     body = head + f"<h2>Daily cost, last {DAYS} days</h2>" + chart(daily, since, DAYS)
     titles = {"purpose": "By purpose", "chat": "By chat", "job": "By job", "model": "By model"}
+    named = names(config)
     for key, rows in by.items():
         if key == "job":
             rows = [r for r in rows if r["key"] is not None]
+        label = named.of_audience if key == "chat" else str
         body += f"<h2>{titles[key]}</h2>" + table(
             ("", *FIGURES),
-            ((esc(r["key"]), *figures(r)) for r in rows),
+            ((esc(label(str(r["key"]))), *figures(r)) for r in rows),
             f"No model calls in the last {DAYS} days.",
         )
     return html_response(page("Usage", body, active="/usage", csrf=csrf))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent.usage.ledger import Period, UsageLedger
+from agent.usage.prices import usd
 
 
 def money(amount: float) -> str:
-    return f"{amount:.2f}" if amount >= 0.01 or amount == 0 else f"{amount:.4f}"
+    return usd(amount)
 
 
 FIGURES = ("Calls", "Input", "Cache write", "Cache read", "Output", "Searches", "Cost")
@@ -28,9 +30,14 @@ def tokens(row: dict[str, Any]) -> str:
     return f"{total_in:,} in ({row['cache_read']:,} from cache), {row['output']:,} out"
 
 
-def chat_report(ledger: UsageLedger, now: datetime, audience: str | None = None) -> str:
+def chat_report(
+    ledger: UsageLedger,
+    now: datetime,
+    audience: str | None = None,
+    name: Callable[[str], str] = str,
+) -> str:
     """``/usage``: today and this month; for the owner (``audience`` None) the month's top
-    shared chats and jobs, for a shared chat its own figures alone."""
+    shared chats (by ``name``) and jobs, for a shared chat its own figures alone."""
     period = Period.of(now, ledger.tz)
     today = ledger.summary(period.day, audience)
     month = ledger.summary(period.month, audience)
@@ -42,9 +49,13 @@ def chat_report(ledger: UsageLedger, now: datetime, audience: str | None = None)
     if audience is None:
         for by, title in (("chat", "top shared chats"), ("job", "top jobs")):
             top = ledger.top(by, period.month)
+            label = name if by == "chat" else str
             if top:
                 lines.append(f"{title} this month:")
-                lines += [f"  {r['key']}: {money(r['cost'])} ({r['calls']} calls)" for r in top]
+                lines += [
+                    f"  {label(str(r['key']))}: {money(r['cost'])} ({r['calls']} calls)"
+                    for r in top
+                ]
     return "\n".join(lines)
 
 

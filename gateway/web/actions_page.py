@@ -6,6 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from agent.approvals.audit import always_allowed, recent
+from gateway.infra.times import local_iso
+from gateway.services.naming import Names, names
 from gateway.web.html import esc, form, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -18,8 +20,14 @@ def routes(app: web.Application) -> None:
     app.router.add_post("/actions/decide", decide)
 
 
+def key_html_or_text(chat: str, named: Names) -> str:
+    """A chat by name, its key beside it small (as the other pages show one)."""
+    return f"<b>{esc(named.of_key(chat))}</b> <small><code>{esc(chat)}</code></small>"
+
+
 async def actions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
+    named = names(backend.config)
     waiting = []
     for req in backend.approvals_waiting():
         buttons = " ".join(
@@ -32,13 +40,21 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
         if req.diff:
             what += f"<pre>{esc(req.diff)}</pre>"
         read = esc(", ".join(req.sources)) if req.sources else "nothing from outside"
-        waiting.append((f"<code>{esc(req.id)}</code>", what, esc(req.chat), read, buttons))
+        waiting.append(
+            (
+                f"<code>{esc(req.id)}</code>",
+                what,
+                key_html_or_text(str(req.chat), named),
+                read,
+                buttons,
+            )
+        )
     trail = [
         (
-            esc(a.at.replace("T", " ").removesuffix("+00:00")),
+            esc(local_iso(a.at, backend.config.tz, seconds=True)),
             esc(a.event),
             f"<code>{esc(a.tool)}</code>",
-            esc(a.chat),
+            key_html_or_text(a.chat, named),
             f"<small>{esc(a.arguments)}</small>",
             esc(a.sources),
             esc(a.detail),
@@ -56,7 +72,7 @@ async def actions_page(request: web.Request) -> web.StreamResponse:
         )
         + "<h2>Recent actions</h2>"
         + table(
-            ("When (UTC)", "What", "Tool", "Chat", "Arguments", "Had read", "Note"),
+            ("When", "What", "Tool", "Chat", "Arguments", "Had read", "Note"),
             trail,
             "Nothing recorded yet: no approval was asked and no command was run.",
         )

@@ -14,17 +14,19 @@ import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
-from zoneinfo import ZoneInfo
 
 import yaml
 from aiohttp import web
 
 from channels.pairing import PairingError
 from gateway.config.build import secret_keys
+from gateway.config.envfile import with_env_file
 from gateway.config.loader import load_config
 from gateway.contract.errors import ConfigError
 from gateway.contract.events import shown
 from gateway.contract.ports import Secret
+from gateway.infra.times import local_time
+from gateway.scheduling.plan import unplanned
 from gateway.web.html import esc, form, notice, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -53,12 +55,12 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
     rows = []
     for state in backend.job_states():
         job, nxt, last = state.job, state.next_run, state.last
-        zone = ZoneInfo(job.timezone) if state.problem is None else None
-        when = f"{nxt.astimezone(zone):%Y-%m-%d %H:%M %Z}" if nxt and zone else "—"
+        tz = backend.config.tz
+        when = local_time(nxt, tz) if nxt and state.problem is None else "—"
         if state.problem:
             when = f"cannot be scheduled: {state.problem}"
-        if state.finished is not None and zone is not None:
-            when = f"none: finished {state.finished.astimezone(zone):%Y-%m-%d %H:%M %Z}"
+        elif state.finished is not None:
+            when = f"none: finished {local_time(state.finished, tz)}"
         ran, error = "never", (last or {}).get("error") or ""
         if last is not None:
             ran = (
@@ -86,6 +88,10 @@ async def jobs_page(request: web.Request) -> web.StreamResponse:
                 actions,
             )
         )
+    for job_id, why in unplanned(backend.config):
+        rows.append(
+            (f"<code>{esc(job_id)}</code>", "—", "—", esc(f"cannot run: {why}"), "", "", "")
+        )
     body = flash(request) + table(
         ("Job", "Sends to", "Schedule", "Next run", "Last run", "Last error", ""),
         rows,
@@ -100,6 +106,8 @@ async def run_job(request: web.Request) -> web.StreamResponse:
     status, error = await request.app[BACKEND].run_job(job_id)
     if status is None:
         return _back("/jobs", problem=f"There is no job {job_id!r}.")
+    if status == "skipped":
+        return _back("/jobs", ok=f"{job_id} had nothing to do: {error or 'skipped'}.")
     if status != "sent":
         return _back("/jobs", problem=f"{job_id}: {status}" + (f" ({error})" if error else ""))
     return _back("/jobs", ok=f"{job_id} ran and its message was sent.")
@@ -235,7 +243,7 @@ async def config_page(request: web.Request) -> web.StreamResponse:
     else:
         check = ""
     try:
-        load_config(config.home, os.environ)
+        load_config(config.home, with_env_file(config.layout.env_file, os.environ))
         check += notice("config.yaml on disk is valid.")
     except ConfigError as exc:
         check += notice(

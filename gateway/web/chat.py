@@ -25,9 +25,9 @@ from channels.inbox import Intake
 from channels.live import LiveReply, WholeText
 from gateway.contract.events import (
     MODEL_IMAGE_TYPES,
+    WEB_OWNER,
     Attachment,
     OutboundMessage,
-    Scope,
     SessionKey,
     sniff_image,
 )
@@ -36,7 +36,7 @@ from gateway.infra.atomic import private_file, write_atomic
 from gateway.web.html import esc, markdown
 from gateway.web.transcript_html import message_html, when_shown
 
-WEB_CHAT = SessionKey("web", Scope.PRIVATE, "owner")
+WEB_CHAT = WEB_OWNER
 
 Event = tuple[str, str]  # (event name, HTML or text)
 # Events queued for one open page; one that falls further behind is told to reload.

@@ -12,6 +12,7 @@ from agent.workspace.changes import Author, Change
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER
+from gateway.infra.times import local_time
 from gateway.web.html import esc, form, page
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
@@ -48,7 +49,7 @@ def _rows(history: History, changes: list[Change], csrf: str) -> str:
         diff = history.diff(change) or "(no difference in text)"
         out.append(
             f'<section class="change" id="change-{change.id}">'
-            f"<h2>#{change.id} · {change.at:%Y-%m-%d %H:%M:%S} UTC</h2>"
+            f"<h2>#{change.id} · {esc(local_time(change.at, history.tz, seconds=True))}</h2>"
             f"<p>{by}</p>{button}<pre>{esc(diff)}</pre></section>"
         )
     return "".join(out)

@@ -24,16 +24,18 @@ from agent.tools.files import MAX_WRITE_CHARS, atomic_write
 from agent.tools.paths import check_writable, resolve_in_workspace
 from agent.workspace.audience import BOOTSTRAP_FILES, forget_written, writable
 from agent.workspace.changes import Author, authored
+from gateway.chat_names import read_titles
 from gateway.contract.errors import ToolError
-from gateway.contract.events import OWNER, Scope, SessionKey
-from gateway.web import loops_page, proposals_page
+from gateway.contract.events import OWNER, WEB_OWNER
+from gateway.services.index_status import index_line
+from gateway.web import loops_page, memory_lists, proposals_page
 from gateway.web.backend import Backend
 from gateway.web.html import esc, markdown, notice, page
 from gateway.web.memory_search import found as search_results
+from gateway.web.people import guests
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 
 # The page acts as a private session of the owner, with the file tools' rules.
-WEB_OWNER = SessionKey("web", Scope.PRIVATE, "owner")
 EDITOR = Author("the owner", "the control page's editor")
 FIRST = ("MEMORY.md", "USER.md", "SOUL.md")
 
@@ -88,31 +90,23 @@ async def memory_index(request: web.Request) -> web.StreamResponse:
     query = request.query.get("q", "").strip()
     found = await search_results(backend, query) if query else ""
     top, logs, chats = listed(backend.workspace)
-    files = "".join(
-        f'<li><a href="{_link(rel)}">{esc(rel)}</a>'
-        f"{'' if (backend.workspace / rel).exists() else ' <em>(not written yet)</em>'}"
-        "</li>"
-        for rel in top
-    )
+    ws, tz = backend.workspace, backend.config.tz
+    known, titles = guests(backend.pairing), read_titles(backend.config.layout.chat_names)
     body = (
         '<form method="get" action="/memory" role="search"><input name="q" type="search" '
         f'value="{esc(query)}" placeholder="Search memory and logs" aria-label="Search">'
         f"<button>Search</button></form>{flash(request)}{found}"
+        f"<p>{esc(index_line(backend.memory_search()))}</p>"
         f"{proposals_page.section(backend.curator, request.app[GUARD].csrf)}"
         f"{loops_page.section(backend, request.app[GUARD].csrf)}"
-        f"<h2>Files</h2><ul>{files}</ul>"
-        f"<h2>Daily logs</h2>{_list(logs, 'No daily logs yet.')}"
-        f"<h2>Shared chats' logs</h2>{_list(chats, 'No shared chat has a log.')}"
+        f"<h2>Files</h2>{memory_lists.files_table(ws, top, tz)}"
+        f"<h2>Your daily logs</h2>{memory_lists.logs_table(ws, logs, tz)}"
+        "<h2>Shared chats' logs</h2>"
+        f"{memory_lists.chats_table(ws, chats, tz, known, titles)}"
         '<p><a href="/memory/history">Every change to the workspace</a>, newest first, with '
         "who made it; undo one with its Restore button.</p>"
     )
     return html_response(page("Memory", body, active="/memory", csrf=request.app[GUARD].csrf))
-
-
-def _list(rels: list[str], empty: str) -> str:
-    if not rels:
-        return f'<p class="empty">{esc(empty)}</p>'
-    return "<ul>" + "".join(f'<li><a href="{_link(r)}">{esc(r)}</a></li>' for r in rels) + "</ul>"
 
 
 def _resolve(backend: Backend, raw: str) -> tuple[TurnContext, Path, str]:

@@ -12,16 +12,20 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable
+from datetime import tzinfo
 from functools import partial
 from typing import Any
 
 from aiohttp import web
 
+from gateway.chat_names import Guests, Titles, read_titles
 from gateway.contract.events import SessionKey
+from gateway.infra.times import local_iso
 from gateway.services.index_status import index_line
-from gateway.services.status import duration
+from gateway.services.status import duration, zone_of
+from gateway.web.backend import Backend
 from gateway.web.html import esc, page, table
-from gateway.web.people import Guests, guests, key_html
+from gateway.web.people import guests, key_html
 from gateway.web.respond import BACKEND, GUARD, STOPPING, html_response
 
 log = logging.getLogger(__name__)
@@ -35,10 +39,11 @@ def routes(app: web.Application) -> None:
     app.router.add_get("/events/overview", overview_events)
 
 
-def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
-    """The live part of the overview, from a status report; ``known``: the guests' names."""
-    chat = partial(_chat, known=known or {})
-
+def fragment(r: dict[str, Any], known: Guests | None = None, titles: Titles | None = None) -> str:
+    """The live part of the overview, from a status report; ``known``: the guests' names,
+    ``titles``: the shared chats'."""
+    chat = partial(_chat, known=known or {}, titles=titles or {})
+    tz = zone_of(r)
     if r["running"]:
         up = duration(r["uptime_seconds"])
         head = (
@@ -64,16 +69,19 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
                 chat(s["key"]),
                 esc(s["turns"]),
                 f"{s['context_tokens']:,} tokens ({s['context_pct']:.0f}%)",
-                esc(_when(s["last_active"])),
+                esc(local_iso(s["last_active"], tz)),
             )
             for s in r["sessions"]
         ),
         "No conversations yet.",
     )
-    undelivered = _undelivered(r["undelivered"], chat)
+    undelivered = _undelivered(r["undelivered"], chat, tz)
     problems = table(
         ("When", "Level", "What"),
-        ((esc(_when(p["ts"])), esc(p["level"]), esc(p["msg"])) for p in r["problems"][-10:][::-1]),
+        (
+            (esc(local_iso(p["ts"], tz, seconds=True)), esc(p["level"]), esc(p["msg"]))
+            for p in r["problems"][-10:][::-1]
+        ),
         "No warnings or errors since the start.",
     )
     waiting = f"<p>Messages waiting for an answer: {r['unanswered']}</p>" if r["unanswered"] else ""
@@ -86,13 +94,13 @@ def fragment(r: dict[str, Any], known: Guests | None = None) -> str:
     )
 
 
-def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str]) -> str:
+def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str], tz: tzinfo) -> str:
     """Replies that failed, may not have arrived, or wait to be sent again."""
     return table(
         ("When", "Chat", "Why", "Text"),
         (
             (
-                esc(_when(u["when"])),
+                esc(local_iso(u["when"], tz)),
                 chat(u["key"]),
                 esc(
                     ("waiting to be sent again: " if u["status"] == "waiting" else "")
@@ -106,9 +114,9 @@ def _undelivered(rows: list[dict[str, Any]], chat: Callable[[str], str]) -> str:
     )
 
 
-def _chat(key: str, known: Guests) -> str:
+def _chat(key: str, known: Guests, titles: Titles) -> str:
     with contextlib.suppress(ValueError):
-        return key_html(SessionKey.parse(key), known)
+        return key_html(SessionKey.parse(key), known, titles)
     return f"<code>{esc(key)}</code>"
 
 
@@ -141,13 +149,16 @@ def _state(state: str) -> str:
     return f'<span class="state {kind}">{esc(state)}</span>'
 
 
-def _when(iso: str) -> str:
-    return iso[:19].replace("T", " ") + " UTC" if iso else ""
+def _fragment(backend: Backend) -> str:
+    titles = read_titles(backend.config.layout.chat_names)
+    return fragment(backend.status(), guests(backend.pairing), titles)
 
 
 async def overview(request: web.Request) -> web.StreamResponse:
     backend = request.app[BACKEND]
-    live = fragment(backend.status(), guests(backend.pairing))
+    live = fragment(
+        backend.status(), guests(backend.pairing), read_titles(backend.config.layout.chat_names)
+    )
     body = f'<section id="live" data-live="/events/overview">{live}</section>'
     return html_response(page("Overview", body, active="/", csrf=request.app[GUARD].csrf))
 
@@ -159,7 +170,11 @@ async def overview_events(request: web.Request) -> web.StreamResponse:
     last = ""
     try:
         while not stopping.is_set():
-            current = fragment(backend.status(), guests(backend.pairing))
+            current = fragment(
+                backend.status(),
+                guests(backend.pairing),
+                read_titles(backend.config.layout.chat_names),
+            )
             if current != last:
                 await response.write(sse("overview", current))
                 last = current

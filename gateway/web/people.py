@@ -1,35 +1,25 @@
 """Who a session is with, as the owner knows them, and the earlier sessions of each chat.
 
-A guest is named as the pairing store approved them; the owner's own chats are "You"; groups
-and channels by their platform (their titles are not kept). ``/new`` moves a transcript aside
-as ``<key>.<time it ended>.jsonl``: those files are a chat's earlier sessions.
+Who is who is ``gateway/services/names.py``'s (a guest by the name approved, a group by its
+title). ``/new`` moves a transcript aside as ``<key>.<time it ended>.jsonl``: those files are a
+chat's earlier sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from channels.pairing import PairingError, PairingStore
-from gateway.contract.events import Scope, SessionKey, shown
+from gateway.chat_names import Guests, Titles, who_is
+from gateway.contract.events import SessionKey
 from gateway.web.html import esc
-
-Guests = Mapping[str, Mapping[str, Any]]  # platform → user id → what pairing knows of them
 
 # The part of an archived transcript's name that says when it ended.
 ENDED = re.compile(r"^\d{8}T\d{12}Z$")
 EARLIER_LISTED = 50  # earlier sessions on the sessions page, newest first
-
-_OWN = {"web": "You (this page's chat)", "terminal": "You (terminal)"}
-_SHARED = {
-    Scope.GROUP: "group",
-    Scope.CHANNEL: "channel",
-    Scope.THREAD: "thread",
-}
 
 
 def guests(store: PairingStore) -> Guests:
@@ -41,23 +31,10 @@ def guests(store: PairingStore) -> Guests:
         return {}
 
 
-def who_is(key: SessionKey, known: Guests) -> str:
-    """Who the chat ``key`` is with, in a few words."""
-    platform = key.channel.capitalize()
-    if key.job:
-        return f"Scheduled job {key.id}"
-    if key.scope.private:
-        return _OWN.get(key.channel, "You")
-    if key.scope is Scope.GUEST:
-        name = str((known.get(key.channel) or {}).get(key.id, {}).get("name") or "")
-        return f"{shown(name)} (guest)" if name else f"A {platform} guest (id {key.id})"
-    where = f"{platform} {_SHARED.get(key.scope, str(key.scope))}"
-    return where + (f", topic {key.topic}" if key.topic else "")
-
-
-def key_html(key: SessionKey, known: Guests) -> str:
+def key_html(key: SessionKey, known: Guests, titles: Titles | None = None) -> str:
     """A session as lists show it: who it is with, then its key."""
-    return f"<b>{esc(who_is(key, known))}</b> <small><code>{esc(key)}</code></small>"
+    who = who_is(key, known, titles)
+    return f"<b>{esc(who)}</b> <small><code>{esc(key)}</code></small>"
 
 
 def ended(stamp: str) -> datetime | None:

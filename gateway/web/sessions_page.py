@@ -9,14 +9,15 @@ the system prompt are folded (``<details>``).
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from urllib.parse import quote
 
 from aiohttp import web
 
+from gateway.chat_names import read_titles, who_is
 from gateway.contract.events import InboundMessage, SessionKey, parse_command
+from gateway.infra.times import local_stamp
 from gateway.web.html import esc, form, page, table
-from gateway.web.people import Guests, all_earlier, earlier, ended, guests, key_html, who_is
+from gateway.web.people import all_earlier, earlier, ended, guests, key_html
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
 from gateway.web.transcript_html import entry_html, when_shown
 
@@ -42,14 +43,15 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     window = backend.config.llm.context_window
     rows = []
-    known = guests(backend.pairing)
+    known, titles = guests(backend.pairing), read_titles(backend.config.layout.chat_names)
     for s in backend.sessions():
-        link = f'<a href="/sessions/view?key={quote(str(s.key))}">{key_html(s.key, known)}</a>'
+        who = key_html(s.key, known, titles)
+        link = f'<a href="/sessions/view?key={quote(str(s.key))}">{who}</a>'
         now = "answering" if backend.busy(s.key) else ""
         if queued := backend.queued(s.key):
             now += f", {queued} queued"
         cache = "—" if s.cache_share is None else f"{100 * s.cache_share:.0f}%"
-        when = datetime.fromtimestamp(s.last_active, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = local_stamp(s.last_active, backend.config.tz)
         rows.append(
             (
                 link,
@@ -70,7 +72,7 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     past = table(
         ("Chat", "Ended"),
         (
-            (_past_link(key, stamp, known, when_shown(when, tz)), esc(key))
+            (_past_link(key, stamp, who_is(key, known, titles), when_shown(when, tz)), esc(key))
             for key, stamp, when in all_earlier(backend.transcripts())
         ),
         "None yet: Start a fresh session (or /new in a chat) keeps the old one here.",
@@ -79,9 +81,9 @@ async def sessions_page(request: web.Request) -> web.StreamResponse:
     return html_response(page("Sessions", body, active="/sessions", csrf=csrf))
 
 
-def _past_link(key: SessionKey, stamp: str, known: Guests, when: str) -> str:
+def _past_link(key: SessionKey, stamp: str, who: str, when: str) -> str:
     where = f"/sessions/view?key={quote(str(key))}&amp;until={stamp}"
-    return f'<a href="{where}">{esc(who_is(key, known))}, until {esc(when)}</a>'
+    return f'<a href="{where}">{esc(who)}, until {esc(when)}</a>'
 
 
 def _key(raw: str) -> SessionKey:
@@ -95,6 +97,7 @@ async def transcript_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
     tz, known = backend.config.tz, guests(backend.pairing)
+    titles = read_titles(backend.config.layout.chat_names)
     folder = backend.transcripts()
     until = request.query.get("until")  # an earlier session of the chat, by when it ended
     if until is not None and ended(until) is None:
@@ -127,7 +130,7 @@ async def transcript_page(request: web.Request) -> web.StreamResponse:
     else:
         what = "Nothing said since the last fresh start."
     listed = "".join(
-        f"<li>{_past_link(key, stamp, known, when_shown(when, tz))}</li>"
+        f"<li>{_past_link(key, stamp, who_is(key, known, titles), when_shown(when, tz))}</li>"
         for stamp, when in past
         if stamp != until
     )
@@ -139,14 +142,14 @@ async def transcript_page(request: web.Request) -> web.StreamResponse:
         f"<p><code>{esc(key)}</code> · {len(lines):,} lines, page {number} of {pages} (newest "
         f'last). {what}</p>{nav}<div class="transcript">{entries}</div>{nav}{others}'
     )
-    return html_response(page(who_is(key, known), body, active="/sessions", csrf=csrf))
+    return html_response(page(who_is(key, known, titles), body, active="/sessions", csrf=csrf))
 
 
 async def confirm_fresh(request: web.Request) -> web.StreamResponse:
     """Ask before a fresh start: the conversation so far leaves the model's context."""
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     key = _key(request.query.get("key", ""))
-    who = who_is(key, guests(backend.pairing))
+    who = who_is(key, guests(backend.pairing), read_titles(backend.config.layout.chat_names))
     back = f"/sessions/view?key={quote(str(key))}"
     body = (
         f"<p>{esc(who)} (<code>{esc(key)}</code>): the conversation so far is summarised into "

@@ -11,18 +11,18 @@ import re
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from gateway.infra.times import local_time
 from gateway.web.html import esc, markdown
 
 
 def when_shown(ts: object, tz: tzinfo | None = None) -> str:
-    """A stored time (ISO 8601) as the owner reads it: local date and time to the minute."""
+    """A stored time (ISO 8601) as the owner reads it: date and time to the minute in the
+    configured zone, named."""
     try:
         when = ts if isinstance(ts, datetime) else datetime.fromisoformat(str(ts))
     except ValueError:
         return ""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return f"{when.astimezone(tz or UTC):%Y-%m-%d %H:%M}"
+    return local_time(when, tz or UTC)
 
 
 def entry_html(raw: bytes, tz: tzinfo | None = None, who: str | None = None) -> str:

@@ -345,3 +345,67 @@ async def test_a_message_cancelled_with_ctrl_c_is_not_asked_again(tmp_path: Path
         await api.close()
     asked = json.dumps(api.message_requests[-1].body["messages"])
     assert "hello" in asked and "long essay" not in asked
+
+
+async def test_a_streamed_code_line_that_grows_is_continued_in_place_not_printed_again(
+    tmp_path: Path,
+):
+    """A line of code shown half-written, in its colour, then finished with ``<``, ``_`` and
+    ``[``: the rest is added to it, and the reply is on the screen once."""
+    release = asyncio.Event()
+    answer = "Like this:\n\n```python\ndef foo_bar(x):\n    return x < 3 and x[0]\n```\n\nDone."
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply(answer, hold=release, hold_after=answer.index("eturn"), chunk=1))
+    try:
+        async with corvid_chat_at_a_tty(tmp_path / "h", api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("show me")
+            await tty.wait_for(lambda s: any(line.endswith("    r") for line in s))
+            release.set()
+            screen = await tty.wait_for(lambda s: prompts(s) and any("Done." in x for x in s))
+            tty.type("/quit")
+            assert await asyncio.wait_for(tty.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+    talk = [line for line in screen if line.strip()]
+    first = talk.index("you> show me")
+    assert talk[first + 1 :] == [
+        "corvid> Like this:",
+        "          def foo_bar(x):",
+        "              return x < 3 and x[0]",
+        "        Done.",
+        "you> ",
+    ], "\n".join(talk)
+
+
+async def test_a_warning_at_the_prompt_goes_above_it_and_the_prompt_comes_back(tmp_path: Path):
+    """A log line while a line is being typed (an MCP server that cannot start, here) is set
+    on a line of its own above the prompt, which is shown again; typing goes on after it."""
+    import yaml
+
+    api = FakeAnthropic()
+    await api.start()
+    api.enqueue(Reply("Still here."))
+    home = tmp_path / "h"
+    try:
+        async with corvid_chat_at_a_tty(home, api) as tty:
+            await tty.wait_for(prompts)
+            tty.type("/quit")
+            await asyncio.wait_for(tty.proc.wait(), 30)
+        config = yaml.safe_load((home / "config.yaml").read_text())
+        config["mcp"] = {"servers": {"gone": {"command": str(tmp_path / "no-such-server")}}}
+        (home / "config.yaml").write_text(yaml.safe_dump(config))
+        async with corvid_chat_at_a_tty(home, api) as tty:
+            screen = await tty.wait_for(
+                lambda s: prompts(s) and any("MCP server gone cannot start" in x for x in s)
+            )
+            tty.type("hi")
+            screen = await tty.wait_for(lambda s: prompts(s) and any("Still here." in x for x in s))
+            tty.type("/quit")
+            assert await asyncio.wait_for(tty.proc.wait(), 30) == 0
+    finally:
+        await api.close()
+    [warning] = [line for line in screen if "MCP server gone cannot start" in line]
+    assert warning.startswith("20") and "ERROR" in warning  # its own line, not after "you> "
+    assert "you> hi" in screen

@@ -189,6 +189,7 @@ class FakeDiscord(Observed):
         app.router.add_get("/attachments/{id}/{filename}", self._attachment)
         routes: list[tuple[str, str, Callable[[web.Request], Any]]] = [
             ("GET", "/users/@me", self._get_me),
+            ("GET", "/users/@me/guilds", self._get_my_guilds),
             ("POST", "/users/@me/channels", self._create_dm),
             ("GET", "/users/{user_id}", self._get_user),
             ("GET", "/gateway", self._get_gateway),
@@ -879,6 +880,10 @@ class FakeDiscord(Observed):
 
     async def _get_me(self, request: web.Request) -> web.Response:
         return _json(self.bot_user())
+
+    async def _get_my_guilds(self, request: web.Request) -> web.Response:
+        """The servers the bot is in (partial guild objects): the one test guild."""
+        return _json([{"id": str(GUILD_ID), "name": "Test guild", "icon": None, "owner": False}])
 
     async def _get_user(self, request: web.Request) -> web.Response:
         user = self.users.get(int(request.match_info["user_id"]))

@@ -35,6 +35,17 @@ class FakeHub:
                 self.wfile.write(data[: len(data) // 2] if rel in hub.short else data)
                 self.close_connection = True
 
+            def do_HEAD(self) -> None:
+                rel = self.path.lstrip("/")
+                hub.requests.append(rel)
+                path = hub.folder / rel
+                if rel in hub.missing or not path.is_file():
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(path.stat().st_size))
+                self.end_headers()
+
             def log_message(self, format: str, *args: object) -> None:
                 pass
 

@@ -109,6 +109,7 @@ class FakeTelegram(Observed):
         self.token = token
         self.username = username
         self.calls: list[Call] = []
+        self._closing = False
         # self.sent (from Observed): accepted sendMessage calls, with message_id
         self.files: dict[str, bytes] = {}
         self.chat: dict[tuple[int, int], str] = {}  # (chat, message id) → what it shows now
@@ -153,6 +154,7 @@ class FakeTelegram(Observed):
 
     async def close(self) -> None:
         async with self._changed:
+            self._closing = True  # long polls still open end now, not at their timeout
             self._changed.notify_all()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -370,7 +372,7 @@ class FakeTelegram(Observed):
             try:
                 async with asyncio.timeout(timeout):
                     async with self._changed:
-                        await self._changed.wait_for(lambda: bool(self._updates))
+                        await self._changed.wait_for(lambda: bool(self._updates) or self._closing)
             except TimeoutError:
                 pass
         return _ok(list(self._updates[:100]))

@@ -11,7 +11,9 @@ Errors::
 
     CorvidError
      └── EmbeddingError   the provider failed (unreachable, refused, no model); search falls
-                          back to keywords and says so in the log
+          │               back to keywords and says so in the log
+          └── ModelMissing  the local model is not on this machine and cannot be fetched now;
+                            the message says the ways to get it
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ Vectors = npt.NDArray[np.float32]
 
 class EmbeddingError(CorvidError):
     """An embedding provider failed; the message says why and never holds a key."""
+
+
+class ModelMissing(EmbeddingError):
+    """The local model is not on this machine and could not be fetched (offline, a firewall):
+    search is by words until it is there. Fetching is tried again later, with a growing pause."""
 
 
 class Embedder(Protocol):

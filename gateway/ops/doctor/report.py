@@ -104,7 +104,7 @@ async def run_checks(
     checks.extend(check_skills(config))
     checks.extend(check_links(config.workspace))
     checks.append(await _guarded("control page", check_web(config, limit)))
-    checks.append(check_memory_search(config))
+    checks.append(await _guarded("memory search", check_memory_search(config, limit)))
     try:
         checks.append(check_jobs(config))
     except Exception as exc:

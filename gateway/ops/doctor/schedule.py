@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from gateway.config.loader import Config
 from gateway.contract.events import SessionKey
 from gateway.contract.ports import Check, Status, SystemClock
+from gateway.infra.times import local_time
 from gateway.scheduling.jobs import BACKUP
 
 OK, WARN, FAIL = Status.OK, Status.WARN, Status.FAIL
@@ -21,7 +21,7 @@ def check_jobs(config: Config) -> Check:
     """The jobs ``corvid run`` would schedule and their next runs, read from the ledger without
     writing to it (no slot is claimed)."""
     from gateway.scheduling.ledger import Ledger
-    from gateway.scheduling.plan import job_states, planned_jobs
+    from gateway.scheduling.plan import job_states, planned_jobs, unplanned
     from gateway.scheduling.reminders import JobStore
 
     name = "jobs"
@@ -38,7 +38,7 @@ def check_jobs(config: Config) -> Check:
             "runs the jobs of config.yaml",
             "restore it from a backup if its reminders matter",
         )
-    if not jobs:
+    if not jobs and not unplanned(config):
         return Check(OK, name, "none scheduled (the daily summary and the heartbeat are off)")
     try:
         ledger = Ledger(config.layout.ledger, read_only=True)
@@ -67,7 +67,7 @@ def _jobs_check(config: Config, states: list[Any]) -> Check:
             problems.append(f"{job.id} cannot be scheduled")
             continue
         nxt = state.next_run
-        when = f"{nxt.astimezone(ZoneInfo(job.timezone)):%Y-%m-%d %H:%M %Z}" if nxt else "—"
+        when = local_time(nxt, config.tz) if nxt else "—"
         line = f"{job.id} → {job.target}: {job.describe()}; next run {when}"
         if state.last is not None and state.last["status"] == "failed":
             line += f"; last run failed: {state.last['error']}"
@@ -82,6 +82,11 @@ def _jobs_check(config: Config, states: list[Any]) -> Check:
             continue
         if channel not in enabled:
             problems.append(f"{job.id} goes to {channel}, which is not enabled")
+    from gateway.scheduling.plan import unplanned
+
+    for job_id, why in unplanned(config):
+        details.append(f"{job_id}: cannot run: {why}")
+        problems.append(f"{job_id} cannot run")
     if len(details) > MAX_JOBS_SHOWN:
         more = len(details) - MAX_JOBS_SHOWN
         details = [*details[:MAX_JOBS_SHOWN], f"… and {more} more (corvid jobs lists them all)"]

@@ -609,3 +609,35 @@ async def test_servers_start_once_telegram_asks_for_messages(home, fake_api, fak
         assert seen == [True] and [s.state for s in hub.servers] == ["ready"]
     finally:
         await app.stop()
+
+
+async def test_a_message_at_start_waits_for_the_servers_not_for_a_slower_channel(
+    home, fake_api, fake_telegram
+):
+    """The servers start once the first channel receives: a message that comes then finds
+    their tools without waiting for a channel still coming up (Discord, waiting for its
+    guilds)."""
+    from gateway.app import build_app
+    from gateway.channel_setup import build_channels
+    from tests.conftest import OWNER, RecordingChannel, make_config
+
+    class StillComingUp(RecordingChannel):
+        name = "slow"
+        polls = True  # receives once it says so, which it never does here
+
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    servers = {"t": {"command": sys.executable, "args": [SERVER]}}
+    config = make_config(home, fake_api.base_url, channels={"telegram": tg},
+                         mcp={"servers": servers})  # fmt: skip
+    slow = StillComingUp()
+    app = build_app(config, [*build_channels(config), slow])
+    app.channels_wait = 600  # no waiting out the slow channel: the first one is enough
+    await app.start()
+    try:
+        fake_telegram.text("hello")
+        await fake_telegram.wait_sent(1, timeout=30)
+        [request] = fake_api.message_requests
+        assert any(t["name"].startswith("t__") for t in request.body["tools"])
+        assert not slow.receiving.is_set()
+    finally:
+        await app.stop()

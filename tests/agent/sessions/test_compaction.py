@@ -102,13 +102,14 @@ async def test_the_flush_runs_once_per_cycle_at_the_soft_threshold(tmp_path):
     key = SessionKey("test", "private", "1")
     model = ScriptedModel(context_window=10_000)
     agent = _agent(tmp_path, model, reserve_tokens=2000, soft_threshold_tokens=1000)
-    # soft = 10000 - 2000 - 1000 = 7000 tokens of context; hard = 8000.
+    # soft = 10000 - 2000 - 1000 = 7000 tokens of context; hard = 8000. Two messages of
+    # about 2,000 tokens each: compacting would replace the first with a shorter summary.
     model.enqueue(text("short", Usage(6000, 0, 0, 10)))
-    await agent.run_turn(key, [InboundMessage(key, "hi", "1")])
+    await agent.run_turn(key, [InboundMessage(key, "hi " + "a" * 8000, "1")])
     await agent.maintenance.after_turn(key)
     assert len(model.calls) == 1  # below the soft threshold: nothing
     model.enqueue(text("longer", Usage(7100, 0, 0, 10)))
-    await agent.run_turn(key, [InboundMessage(key, "more", "1")])
+    await agent.run_turn(key, [InboundMessage(key, "more " + "b" * 8000, "1")])
     model.enqueue(text("NO_REPLY", Usage(7200, 0, 0, 5)))
     await agent.maintenance.after_turn(key)
     assert [c.system_note for c in model.calls[2:]] == [FLUSH_NOTE]
@@ -131,6 +132,9 @@ async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_p
     (tmp_path / "notes.md").write_text("the owner's notes")
     model = ScriptedModel(context_window=10_000)
     agent = _agent(tmp_path, model, FILE_TOOLS, reserve_tokens=2000, soft_threshold_tokens=1000)
+    state = agent.sessions.get(key)
+    agent.store.append_message(state, user("earlier " + "a" * 8000))  # worth compacting
+    agent.store.append_message(state, {"role": "assistant", "content": "ok"})
     model.enqueue(text("long", Usage(7500, 0, 0, 10)))
     await agent.run_turn(key, [InboundMessage(key, "hi", "1")])
     model.enqueue(
@@ -152,6 +156,9 @@ async def test_the_flush_sees_its_sessions_tools_but_may_only_write_memory(tmp_p
     tools = (*FILE_TOOLS, server_search_tool(3))
     limits = {"reserve_tokens": 2000, "soft_threshold_tokens": 1000}
     other = _agent(tmp_path / "b", searching, tools, **limits)
+    state = other.sessions.get(key)
+    other.store.append_message(state, user("earlier " + "a" * 8000))
+    other.store.append_message(state, {"role": "assistant", "content": "ok"})
     searching.enqueue(text("long", Usage(7500, 0, 0, 10)), text("NO_REPLY"))
     await other.run_turn(key, [InboundMessage(key, "hi", "1")])
     await other.maintenance.after_turn(key)

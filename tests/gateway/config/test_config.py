@@ -30,6 +30,48 @@ def test_generated_config_loads_with_defaults_and_records_missing_env(tmp_path):
     assert cfg.channels.telegram.token == Secret("123:x")
 
 
+def test_the_template_lists_every_option_at_its_default(tmp_path):
+    """config.yaml as `corvid init` writes it says "Every option is listed with its default":
+    an option missing from it, or written with another value, makes the file say what is not
+    so."""
+    import yaml
+
+    from gateway.services.reload import options
+
+    init_home(tmp_path, {"TZ": "Europe/Berlin"})
+    written = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    default = _parse({"timezone": "Europe/Berlin"})
+    listed = {key: value for key, value in _dotted(written)}
+    missing = [key for key in options(default) if key not in listed]
+    assert missing == []
+    values = {key: _value(default, key) for key in options(default)}
+    different = [
+        (key, listed[key], values[key])
+        for key in values
+        if not key.endswith(("api_key", "token")) and listed[key] not in (values[key], None, "")
+    ]
+    assert different == []
+
+
+# Options whose value is a mapping of the owner's, not a section of options.
+_MAPPINGS = ("llm.models", "llm.prices", "approvals.tools", "mcp.servers")
+
+
+def _dotted(node, prefix=""):
+    for key, value in node.items():
+        dotted = prefix + key
+        if isinstance(value, dict) and value and dotted not in _MAPPINGS:
+            yield from _dotted(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+def _value(config, dotted):
+    for part in dotted.split("."):
+        config = getattr(config, part)
+    return config
+
+
 def test_default_model_is_not_deprecated_in_the_pinned_sdk():
     from anthropic.resources.messages.messages import DEPRECATED_MODELS
 
@@ -247,6 +289,19 @@ def test_compaction_is_sized_to_a_small_window_or_refused_when_set_to_misfit(tmp
             environ={},
         )
     assert raised.value.key == "compaction" and "llm.context_window (6,000)" in str(raised.value)
+
+
+def test_the_compaction_defaults_written_out_by_the_template_are_sized_down_too(tmp_path):
+    """A home made by corvid init lists every option at its default: changing only
+    llm.context_window in it still sizes compaction to the window."""
+    from gateway.config.home import init_home
+    from gateway.config.loader import load_config
+
+    init_home(tmp_path, {})
+    path = tmp_path / "config.yaml"
+    path.write_text(path.read_text().replace("  context_window: 200000", "  context_window: 6000"))
+    c = load_config(tmp_path, {}).compaction
+    assert c.reserve_tokens + c.soft_threshold_tokens + c.keep_recent_tokens < 6000
 
 
 def test_what_enabled_channels_need_is_decided_in_one_place():

@@ -32,6 +32,7 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     assert rc == 2
     assert (home / "config.yaml").exists() and (home / "workspace" / "AGENTS.md").exists()
     assert "llm.api_key is empty: set the environment variable ANTHROPIC_API_KEY" in err
+    assert "New here? `corvid setup` walks you through the API key, Telegram and Discord" in err
     # The control page's chat (on by default) is a channel; without it there is none.
     assert "no chat channel is enabled" not in err
     config = yaml.safe_load((home / "config.yaml").read_text())
@@ -39,6 +40,26 @@ def test_run_on_a_fresh_machine_inits_then_names_what_is_missing(tmp_path, capsy
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     assert main(["run", "--home", str(home)], environ={}) == 2
     assert "no chat channel is enabled" in capsys.readouterr().err
+
+
+async def test_a_run_with_no_chat_platform_says_how_to_reach_the_assistant(tmp_path: Path):
+    api = FakeAnthropic()
+    await api.start()
+    home = tmp_path / "h"
+    main(["init", "--home", str(home)], environ={})
+    keywords_only(home)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["llm"]["base_url"] = api.base_url
+    config["web"]["port"] = 0
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {}, watch=True) as run:
+            line = await run.wait_line("no chat platform is on")
+            assert await run.stop() == 0
+    finally:
+        await api.close()
+    assert "control page's Chat (`corvid web` prints its address) or with `corvid chat`" in line
+    assert "`corvid setup` connects Telegram or Discord" in line
 
 
 def test_config_error_exits_non_zero_naming_the_key(tmp_path, capsys):
@@ -148,6 +169,41 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
     assert API_KEY.encode() not in err + out
     assert tg.token.encode() not in err + out
     assert b"is polling" in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_does_not_wait_out_the_long_poll_and_says_nothing_more(tmp_path, sig):
+    """Telegram's long poll is open when the signal comes: it is dropped, not waited for,
+    so the confirmation of what was received goes out at once, and no error is left
+    unretrieved for asyncio to log."""
+    api, tg = FakeAnthropic(), FakeTelegram()
+    await api.start()
+    await tg.start()
+    home = tmp_path / "h"
+    tg.write_corvid_config(home, api.base_url)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["channels"]["telegram"]["poll_timeout"] = 600  # a poll that never ends by itself
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True) as run:
+            tg.text("hello from telegram")
+            await tg.wait_sent(1, timeout=30)
+            # The poll after the message, open with its offset past it.
+            await tg.wait_for(
+                lambda: any(c.params.get("offset") for c in tg.calls_to("getUpdates")), timeout=30
+            )
+            polls = len(tg.calls_to("getUpdates"))
+            run.proc.send_signal(sig)
+            assert await asyncio.wait_for(run.proc.wait(), 30) == 0
+            await asyncio.wait_for(run._reader, 30)  # type: ignore[arg-type]
+    finally:
+        await tg.close()
+        await api.close()
+    confirm = tg.calls_to("getUpdates")[polls:]
+    assert [c.params.get("timeout") for c in confirm] == ["0"], confirm
+    after = "\n".join(run.lines[next(i for i, x in enumerate(run.lines) if "shutting down" in x) :])
+    assert "Traceback" not in after and "never retrieved" not in after, after
+    assert "ERROR" not in after and "WARNING" not in after, after
 
 
 async def test_ctrl_c_twice_says_what_is_awaited_and_three_times_stops_it(tmp_path: Path):

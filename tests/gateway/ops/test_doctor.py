@@ -438,11 +438,13 @@ async def test_a_job_that_cannot_be_scheduled_is_named(home: Path, api: FakeAnth
     store.add(good)
     jobs = by_name(await run_checks(home, env, limit=5))["jobs"]
     assert jobs.status == WARN
-    assert jobs.message.startswith("2 scheduled; broken cannot be scheduled")
-    assert jobs.details[0] == (
+    # Memory consolidation too, on by default, to the control page's chat.
+    assert jobs.message.startswith("3 scheduled; broken cannot be scheduled")
+    assert jobs.details[0].startswith("memory-consolidation → web:private:owner")
+    assert jobs.details[1] == (
         "broken → telegram:private:42: cannot be scheduled: ValueError: unknown job kind 'weekly'"
     )
-    assert jobs.details[1].startswith("water → telegram:private:42: every 60 minutes; next run")
+    assert jobs.details[2].startswith("water → telegram:private:42: every 60 minutes; next run")
 
 
 async def test_alive_asks_the_control_socket(home: Path, capsys):

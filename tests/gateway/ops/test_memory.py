@@ -87,6 +87,30 @@ async def test_reindex_says_when_the_service_fails_and_keeps_the_keyword_index(t
         await api.close()
 
 
+def test_reindex_without_the_model_or_a_network_finishes_by_words_and_says_how_to_get_it(
+    tmp_path, capsys, monkeypatch
+):
+    from agent.memory.embedding import local
+
+    monkeypatch.undo()  # the real local model loader (the tests' guard refuses it)
+    monkeypatch.setattr(local, "packaged_model", lambda: None)
+    home = _home(tmp_path, "http://unused")
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    # Port 9 on loopback: nothing listens, every connection is refused, as offline.
+    config["memory"]["embeddings"].update(provider="local", model_url="http://127.0.0.1:9")
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert main(["memory", "reindex", "--home", str(home)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "Indexed 2 file(s) into 3 chunk(s)" in out
+    assert "Memory search is by words only for now: the local model all-MiniLM-L6-v2" in out
+    assert "memory.embeddings.model_path" in out and "provider: none" in out
+    assert "unexpected error" not in out
+    capsys.readouterr()
+    assert main(["memory", "search", "bank", "--home", str(home)], environ={}) == 0
+    assert "Call the bank" in capsys.readouterr().out
+
+
 class Tty(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from gateway.config.home import init_home
 from gateway.config.yaml_lines import set_values
 from tests.channels.test_terminal import Tty, corvid_at_a_tty
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import APP_ID, FakeDiscord
+from tests.fakes.discord_api import APP_ID, GUILD_ID, FakeDiscord
 from tests.fakes.telegram_api import BOT_USERNAME, FakeTelegram
 
 KEY = "sk-ant-setup-key-0123456789"
@@ -97,10 +98,20 @@ async def test_setup_at_a_terminal_then_again_from_a_pipe(tmp_path):
             tg.text("hello", user=42, first_name="Ada")
             await tty.wait_for(_asks("   That was Ada (id 42). Is that you?"))
             tty.type("")
+            await tty.wait_for(_asks("   Should it answer in a Telegram group? [y/N]"))
+            tty.type("y")
+            await tty.wait_for(lambda s: any(f"/start@{BOT_USERNAME} in it" in x for x in s))
+            tg.text(f"/start@{BOT_USERNAME}", user=42, chat=-100777, chat_type="supergroup")
+            await tty.wait_for(_asks("   That was the group “Test group” (id -100777)."))
+            tty.type("")
             await tty.wait_for(_asks("Bot token"))  # Discord's
             tty.type(dc.token)
             screen = await tty.wait_for(_asks("   The application's owner is Ada (id 42)"))
             tty.type("y")
+            await tty.wait_for(_asks("   Once it is in your server, Enter picks where it answers"))
+            tty.type("")
+            await tty.wait_for(_asks(f"   Should it answer in the server Test guild ({GUILD_ID})?"))
+            tty.type("")
             await tty.wait_for(_asks("4. Your time zone [Europe/Lisbon]"))
             tty.type("")
             await tty.wait_for(_asks("5. A summary of your day every evening at"))
@@ -115,8 +126,11 @@ async def test_setup_at_a_terminal_then_again_from_a_pipe(tmp_path):
         assert query["scope"] == ["bot applications.commands"]
         wanted = VIEW_CHANNELS | SEND_MESSAGES | SEND_IN_THREADS | READ_HISTORY | ATTACH_FILES
         assert query["permissions"] == [str(wanted)]
-        # The owner's message was taken off the queue, so `corvid run` will not answer it.
+        # The owner's message was taken off the queue, so `corvid run` will not answer it: it
+        # is answered by setup itself.
         assert int(tg.calls_to("getUpdates")[-1].params["offset"]) > tg.last_update_id()
+        [hello] = [m for m in tg.sent if m["chat_id"] == "42"]
+        assert "Corvid's setup knows you now" in hello["shown"]
         assert "Checking Corvid in" in shown
         assert re.search(r"ok +anthropic", shown) and re.search(r"ok +telegram", shown)
         assert re.search(r"ok +discord", shown)
@@ -127,6 +141,8 @@ async def test_setup_at_a_terminal_then_again_from_a_pipe(tmp_path):
         assert config["channels"]["telegram"]["enabled"] is True
         assert config["channels"]["telegram"]["allow_from"] == [42]
         assert config["channels"]["discord"]["allow_from"] == [42]
+        assert config["channels"]["telegram"]["groups"] == [-100777]
+        assert config["channels"]["discord"]["groups"] == [GUILD_ID]
         assert config["schedule"]["daily_summary"] | {"skip_inactive": True} == {
             "enabled": True, "time": "21:30", "timezone": None,
             "target": "telegram:private:42", "skip_inactive": True, "grace_hours": 12,
@@ -141,13 +157,13 @@ async def test_setup_at_a_terminal_then_again_from_a_pipe(tmp_path):
 
         # Again, from a pipe, every answer kept: nothing changes, nothing is asked of Telegram.
         updates = len(tg.calls_to("getUpdates"))
-        _, out = await _setup_from_a_pipe(home, "\n" * 5)
+        _, out = await _setup_from_a_pipe(home, "\n" * 7)
         assert "Nothing changed." in out, out
         assert (home / "config.yaml").read_text() == config_text
         assert env_file.read_text() == env
         assert len(tg.calls_to("getUpdates")) == updates
         # And one answer changed: that one line, nothing else.
-        _, out = await _setup_from_a_pipe(home, "\n\n\n\n22:05\n")
+        _, out = await _setup_from_a_pipe(home, "\n" * 6 + "22:05\n")
         assert "config.yaml: set schedule.daily_summary.time" in out, out
         after = (home / "config.yaml").read_text().splitlines()
         before = config_text.splitlines()
@@ -178,3 +194,49 @@ async def test_setup_over_a_config_it_cannot_read_says_where_and_changes_nothing
     assert code == 1
     assert "config.yaml" in out and "is not closed" in out and "Traceback" not in out
     assert config.read_text() == broken
+
+
+async def test_ctrl_c_at_a_question_says_nothing_was_saved(tmp_path):
+    home = tmp_path / "home"
+    init_home(home, {"TZ": "Europe/Lisbon"})
+    before = (home / "config.yaml").read_text()
+    async with _setup_at_a_tty(home) as tty:
+        await tty.wait_for(_asks("API key [Enter skips]"))
+        tty.proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(tty.proc.wait(), 30) == 130
+        screen = await tty.wait_for(lambda s: any("setup stopped" in x for x in s))
+    assert "corvid: setup stopped (Ctrl-C); no answer was saved" in screen
+    assert "Traceback" not in tty.text
+    assert (home / "config.yaml").read_text() == before
+    assert not (home / "corvid.env").exists()
+
+
+async def test_a_base_url_naming_a_variable_is_read_as_corvid_run_reads_it(tmp_path):
+    """A self-hosted Bot API server's address given as ${VAR}: setup reaches it too."""
+    api, tg = FakeAnthropic(api_key=KEY), FakeTelegram()
+    for fake in (api, tg):
+        await fake.start()
+    try:
+        home = tmp_path / "home"
+        init_home(home, {"TZ": "Europe/Lisbon"})
+        config = home / "config.yaml"
+        edited = set_values(
+            config.read_text(),
+            {
+                "llm.base_url": "${MY_API}",
+                "channels.telegram.base_url": "${MY_BOT_API}/bot",
+                "memory.embeddings.provider": "none",
+            },
+        )
+        assert edited is not None
+        config.write_text(edited)
+        (home / "corvid.env").write_text(f"MY_API={api.base_url}\nMY_BOT_API={tg.base_url}\n")
+        (home / "corvid.env").chmod(0o600)
+        # The key; the bot's token; not the owner (nobody writes); no group; no Discord.
+        _, out = await _setup_from_a_pipe(home, f"{KEY}\n{tg.token}\n\n\n\n\n")
+    finally:
+        for fake in (api, tg):
+            await fake.close()
+    assert "ok: the key works" in out, out
+    assert f"ok: the bot is @{BOT_USERNAME}" in out, out
+    assert "could not be reached" not in out

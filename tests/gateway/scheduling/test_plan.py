@@ -88,3 +88,25 @@ async def test_corvid_jobs_run_works_for_every_kind_of_job(home, fake_api, fake_
             rc = await asyncio.to_thread(main, ["jobs", "run", job_id, "--home", str(home)], {})
             assert (rc, capsys.readouterr().out.strip()) == (0, f"{job_id}: sent")
             assert fake_telegram.sent[-1]["shown"] == answer
+
+
+async def test_a_job_run_by_hand_that_rightly_skips_is_no_failure(
+    home, fake_api, fake_telegram, capsys
+):
+    """A daily summary on a day with nothing in it skips (skip_inactive): corvid jobs run says
+    so and why, and exits 0; nothing is sent and the model is not asked."""
+    target = f"telegram:private:{OWNER}"
+    config = make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": fake_telegram.channel_config(allow_from=[str(OWNER)])},
+        schedule={"daily_summary": {"enabled": True, "target": target, "skip_inactive": True}},
+    )
+    async with running(config, FakeClock(datetime(2026, 3, 12, 10, 0, tzinfo=UTC))):
+        capsys.readouterr()
+        argv = ["jobs", "run", DAILY_SUMMARY, "--home", str(home)]
+        rc = await asyncio.to_thread(main, argv, {})
+        out = capsys.readouterr().out.strip()
+    assert rc == 0, out
+    assert out.startswith(f"{DAILY_SUMMARY}: skipped, ")
+    assert fake_telegram.sent == [] and fake_api.message_requests == []

@@ -33,6 +33,10 @@ TODAY = date(2026, 3, 12)
 
 def _config(home, fake_api, fake_telegram):
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
+    # The zone the gateway runs with is the one `corvid jobs` shows times in: its file says so.
+    path = home / "config.yaml"
+    text = re.sub(r"(?m)^timezone: .*$", "timezone: Europe/Berlin", path.read_text())
+    path.write_text(text)
     return make_config(home, fake_api.base_url, channels={"telegram": tg})
 
 
@@ -373,6 +377,7 @@ async def test_a_reminder_that_fired_stays_listed_for_a_day_with_its_outcome(
     # `corvid jobs` reads the real clock: the reminder fires a little before real now.
     start = datetime.now(BERLIN).replace(second=0, microsecond=0) - timedelta(hours=2)
     due = start + timedelta(hours=1)
+    _config(home, fake_api, fake_telegram)  # config.yaml's zone: the gateway's
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
     config = make_config(home, fake_api.base_url, channels={"telegram": tg}, web=WEB)
     clock = FakeClock(start)

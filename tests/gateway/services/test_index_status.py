@@ -19,6 +19,7 @@ def test_the_line_says_how_far_the_vectors_are_and_why_they_stop():
     assert "all 1,200 chunks embedded." in index_line({**base, "embedded": 1200, "total": 1200})
     failing = index_line({**base, "embedded": 0, "total": 2, "error": "HTTP 401"})
     assert failing.endswith("Embedding fails: HTTP 401")
+    assert failing.startswith("Memory search: by words only for now, model openai:m")
     assert index_line({"provider": "none", "hybrid": False}) == (
         "Memory search: by keywords only (memory.embeddings.provider: none)."
     )

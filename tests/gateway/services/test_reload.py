@@ -129,6 +129,26 @@ async def test_sighup_reloads_a_running_process(tmp_path, fake_api, fake_telegra
         assert await run.stop() == 0
 
 
+async def test_secrets_kept_in_corvid_env_are_not_taken_for_changes(
+    tmp_path, fake_api, fake_telegram
+):
+    """The token lives in corvid.env, as corvid setup writes it, not in the environment: a
+    reload with nothing changed says so, the first time too."""
+    home = tmp_path / "h"
+    fake_telegram.write_corvid_config(home, fake_api.base_url)
+    raw = yaml.safe_load((home / "config.yaml").read_text())
+    raw["web"]["enabled"] = False
+    (home / "config.yaml").write_text(yaml.safe_dump(raw))
+    (home / "corvid.env").write_text(f"TELEGRAM_BOT_TOKEN={fake_telegram.token}\n")
+    (home / "corvid.env").chmod(0o600)
+    async with corvid_process(home, {}, watch=True) as run:
+        await run.wait_line("is polling")
+        run.proc.send_signal(signal.SIGHUP)
+        line = await run.wait_line(r"config.yaml reloaded")
+        assert "0 change(s) applied, 0 wait for a restart" in line
+        assert await run.stop() == 0
+
+
 async def test_the_control_page_reads_the_file_again(home, fake_api, fake_telegram):
 
     from tests.gateway.web.conftest import ControlClient

@@ -149,6 +149,18 @@ def test_state_from_before_versions_is_stamped(tmp_path):
     assert upgrade_state(layout) == []
 
 
+def test_a_state_folder_made_just_now_is_stamped_without_a_word(tmp_path, capsys):
+    """A first `corvid run` makes the home, then takes its lock: no upgrade to speak of."""
+    from gateway.ops.cli import main
+
+    assert main(["run", "--home", str(tmp_path / "h")], environ={}) == 2  # no API key yet
+    capsys.readouterr()
+    layout = Layout(tmp_path / "h")
+    layout.run_lock.touch()
+    assert upgrade_state(layout) == []
+    assert json.loads(layout.state_version.read_text()) == {"layout": 1}
+
+
 def test_newer_state_is_refused_before_anything_changes(tmp_path):
     layout = Layout(tmp_path)
     layout.state.mkdir()

@@ -434,7 +434,7 @@ async def test_a_fresh_session_is_confirmed_first_and_the_old_one_stays_readable
     await fake_telegram.wait_for(lambda: len(fake_telegram.sent) >= 2)  # the chat is told
     # The old session is listed as an earlier one of that chat, and still readable.
     await page.get_by_role(
-        "link", name=re.compile(r"^You, until \d{4}-\d\d-\d\d \d\d:\d\d$")
+        "link", name=re.compile(r"^You, until \d{4}-\d\d-\d\d \d\d:\d\d [A-Z+0-9-]+$")
     ).click()
     await page.get_by_text("the first conversation").first.wait_for()
     await page.get_by_text("An earlier session of this chat").wait_for()
@@ -584,7 +584,7 @@ async def test_the_usage_page_charts_the_days_cost_by_purpose(browser, corvid, f
     bars = chart.locator("rect title")
     assert await bars.count() == 1
     assert " chat: " in await bars.first.text_content()
-    await page.get_by_role("cell", name="owner").first.wait_for()
+    await page.get_by_role("cell", name="You (your private chats)").first.wait_for()
     await page.get_by_role("cell", name="chat", exact=True).wait_for()
     await _shot(page, "usage")
 
@@ -613,3 +613,35 @@ async def test_a_files_history_shows_each_change_and_restores_one(browser, corvi
     await page.get_by_text("MEMORY.md is back as it was after #1.").wait_for()
     assert memory.read_text() == "# Memory\n\n- lives in Lisbon\n"
     assert "restore to #1" in await page.locator("#change-3").inner_text()
+
+
+async def test_table_columns_keep_their_words_whole(browser, corvid):
+    """A short column beside a long one keeps its words ("approved", "WARNING"); what has no
+    place to break (a key, a long argument) may break anywhere."""
+    from agent.approvals.audit import AuditLog
+
+    audit = AuditLog(corvid.config.state / "actions.sqlite")
+    audit.record(
+        "approved",
+        "calendar__delete_calendar",
+        f"telegram:private:{OWNER}",
+        arguments='{"name": "' + "x" * 200 + '"}',
+        sources=["a web page", "search results"],
+        detail="the owner approved it once, from the button under the request " * 3,
+    )
+    audit.close()
+    page = await _signed_in(browser, corvid)
+    await page.goto(corvid.web.url + "actions")
+    await page.locator("main h1").wait_for()
+    lines = await page.evaluate(
+        """() => {
+            const cell = [...document.querySelectorAll("td")]
+                .find(td => td.textContent.trim() === "approved");
+            const range = document.createRange();
+            range.selectNodeContents(cell);
+            return range.getClientRects().length;
+        }"""
+    )
+    assert lines == 1  # one line box: the word is not split
+    wide = await page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 1100

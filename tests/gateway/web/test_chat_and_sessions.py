@@ -208,8 +208,8 @@ def test_only_real_images_become_pictures():
 
 
 def test_every_kind_of_chat_is_named():
+    from gateway.chat_names import who_is
     from gateway.contract.events import SessionKey
-    from gateway.web.people import who_is
 
     known = {"telegram": {"77": {"name": "Eve\x1b[31m"}}}
     names = {

@@ -51,7 +51,7 @@ async def test_the_memory_page_shows_why_each_hit_ranked(browser, home, start_ga
         await page.get_by_label("Search").fill("Lisbon")
         await page.get_by_role("button", name="Search").click()
         await page.get_by_role("heading", name="Found").wait_for()
-        rows = page.locator("table tbody tr")
+        rows = page.locator("p.how + table tbody tr")  # the Found table, not the files
         assert await rows.count() == 2
         cells = {}
         for i in range(2):

