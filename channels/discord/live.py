@@ -47,13 +47,18 @@ class DiscordLive(LiveReply[str]):
                 message_id=int(self.reply_to), channel_id=channel.id, fail_if_not_exists=False
             )
         none = discord.AllowedMentions.none()
+        # No embedded previews: Discord would fetch an address the model put in the text.
         try:
-            msg = await channel.send(piece, reference=ref, allowed_mentions=none)
+            msg = await channel.send(
+                piece, reference=ref, allowed_mentions=none, suppress_embeds=True
+            )
         except discord.HTTPException as exc:
             if exc.status != 400:
                 raise
             log.warning("%s: Discord refused a piece (%s); posting a notice", self.key, exc)
-            msg = await channel.send(UNSENDABLE, reference=ref, allowed_mentions=none)
+            msg = await channel.send(
+                UNSENDABLE, reference=ref, allowed_mentions=none, suppress_embeds=True
+            )
         self._messages[str(msg.id)] = msg
         return str(msg.id)
 
@@ -65,12 +70,16 @@ class DiscordLive(LiveReply[str]):
         )
         none = discord.AllowedMentions.none()
         try:
-            self._messages[ref] = await msg.edit(content=piece, allowed_mentions=none)
+            self._messages[ref] = await msg.edit(
+                content=piece, allowed_mentions=none, suppress=True
+            )
         except discord.HTTPException as exc:
             if exc.status != 400:
                 raise
             log.warning("%s: Discord refused an edit (%s); showing a notice", self.key, exc)
-            self._messages[ref] = await msg.edit(content=UNSENDABLE, allowed_mentions=none)
+            self._messages[ref] = await msg.edit(
+                content=UNSENDABLE, allowed_mentions=none, suppress=True
+            )
 
     async def delete(self, ref: str) -> None:
         await take_back(self._resolve, self.key, ref)

@@ -44,7 +44,7 @@ async def send(
     if interaction is not None:
         try:
             for piece in pieces:
-                await interaction.followup.send(piece, allowed_mentions=none)
+                await interaction.followup.send(piece, allowed_mentions=none, suppress_embeds=True)
                 pieces = pieces[1:]
             return None
         except discord.NotFound:
@@ -62,7 +62,11 @@ async def send(
     for number, piece in enumerate(pieces, first):
         # Discord returns the existing message for a nonce it has seen (enforce_nonce).
         nonce = f"{msg.ident}.{number}" if msg.ident else None
-        extra: dict[str, Any] = {"nonce": nonce} if nonce is not None else {}
+        # Discord's servers would fetch an address in the text to embed a preview: a way out
+        # for anything a model was told to put in a link.
+        extra: dict[str, Any] = {"suppress_embeds": True}
+        if nonce is not None:
+            extra["nonce"] = nonce
         if number == total - 1 and msg.buttons:
             extra["view"] = buttons.view(msg.buttons)  # under the last piece
         try:

@@ -96,6 +96,7 @@ async def edit_piece(
 ) -> None:
     """Edit a message to show ``piece``: as HTML, else plain text, else a notice. An edit that
     changes nothing is no error."""
+    from telegram import LinkPreviewOptions
     from telegram.constants import ParseMode
     from telegram.error import BadRequest
 
@@ -105,7 +106,12 @@ async def edit_piece(
     attempts += [(md, None), (UNSENDABLE, None)]
     for number, (text, mode) in enumerate(attempts, 1):
         request = partial(
-            bot.edit_message_text, text, chat_id=chat_id, message_id=message_id, parse_mode=mode
+            bot.edit_message_text,
+            text,
+            chat_id=chat_id,
+            message_id=message_id,
+            parse_mode=mode,
+            link_preview_options=LinkPreviewOptions(is_disabled=True),  # as replies.send says
         )
         try:
             await call(request, clock, backoff)

@@ -76,7 +76,7 @@ async def send_piece(
 ) -> int:
     """The piece as HTML, else as plain text, else a notice in its place: a refused piece
     never stops the rest of the reply. Returns the message's id."""
-    from telegram import ReplyParameters
+    from telegram import LinkPreviewOptions, ReplyParameters
     from telegram.constants import ParseMode
     from telegram.error import BadRequest
 
@@ -93,6 +93,9 @@ async def send_piece(
             reply_parameters=reply,
             message_thread_id=thread,
             reply_markup=markup,
+            # Telegram's servers would fetch an address in the text to preview it: a way out
+            # for anything a model was told to put in a link.
+            link_preview_options=LinkPreviewOptions(is_disabled=True),
         )
         try:
             # Posted twice if repeated after Telegram took it but answered late.

@@ -243,3 +243,31 @@ async def test_new_shows_typing_while_the_session_is_summarised(
     await fake_telegram.wait_for(lambda: len(fake_telegram.calls_to("sendChatAction")) > before)
     release.set()
     await fake_telegram.wait_sent(2)
+
+
+LINKED = "Your report is at https://example.org/report?d=anything, as you asked. " * 3
+
+
+def _no_preview(params: dict) -> bool:
+    options = params.get("link_preview_options")
+    return isinstance(options, dict) and options.get("is_disabled") is True
+
+
+async def test_no_reply_carries_a_link_preview_sent_or_edited(
+    telegram_gateway, fake_telegram, fake_api
+):
+    """Telegram's servers fetch an address in a message to preview it; an address a model was
+    told to compose must not leave that way, in a message sent whole or edited while written."""
+    await telegram_gateway(streaming=True)
+    release = asyncio.Event()
+    fake_api.enqueue(Reply(LINKED.strip(), hold=release, hold_after=80, chunk=20))
+    _ask_group(fake_telegram, "where is the report?")
+    await fake_telegram.wait_sent(1)
+    release.set()
+    await fake_telegram.wait_for(lambda: fake_telegram.shows(TG_GROUP) == [LINKED.strip()])
+    assert fake_telegram.edits
+    assert all(_no_preview(p) for p in [*fake_telegram.sent, *fake_telegram.edits])
+    fake_api.enqueue(Reply(LINKED.strip()))
+    fake_telegram.text("and in private?")
+    await fake_telegram.wait_sent(2)
+    assert _no_preview(fake_telegram.sent[-1]), fake_telegram.sent[-1]
