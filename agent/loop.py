@@ -1,9 +1,4 @@
-"""The agent turn: user message → model ⇄ tools → final reply, recorded in the transcript.
-
-The agent knows sessions, the workspace and the model, and nothing of chat platforms. The
-gateway guarantees that one session runs one turn at a time, so a session's state is only
-touched by its own turn.
-"""
+"""The agent turn: user message → model ⇄ tools → final reply, recorded in the transcript."""
 
 from __future__ import annotations
 
@@ -42,6 +37,8 @@ from gateway.contract.ports import Clock, SystemClock
 log = logging.getLogger(__name__)
 
 
+# The gateway runs one turn at a time per session, so a session's state is touched only by
+# its own turn.
 class Agent:
     def __init__(
         self,

@@ -1,10 +1,4 @@
-"""The agent's settings: the model, the turn, memory and compaction. The agent owns them; the
-gateway's config loader reads them from ``config.yaml`` (sections ``llm``, ``agent``, ``memory``,
-``compaction``) and hands them in.
-
-``setting()`` declares an option with its default and the bounds the loader checks, so a bad
-value names its key instead of failing later.
-"""
+"""The agent's settings (model, turn, memory, compaction), read by the gateway's config loader."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ from gateway.contract.ports import Secret
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
+# Declared with its bounds, so the loader names the key of a bad value instead of failing later.
 def setting(default: Any, minimum: float | None = None, choices: tuple[str, ...] = ()) -> Any:
     """A dataclass field with the bounds ``config.yaml`` is checked against."""
     return field(default=default, metadata={"min": minimum, "choices": choices})

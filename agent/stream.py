@@ -1,10 +1,6 @@
-"""What a turn tells whoever watches it while it runs: the answer's text as the model writes it,
-the pieces it finishes, and the tools it uses.
-
-A turn reports these events to a ``Listener`` (a plain callable: it must not block, it only takes
-note); the final reply is the turn's outcome, returned when the turn ends. Silent turns (the
-memory flush, summaries, scheduled jobs) have no listener, so nothing of them goes outward.
-"""
+"""What a turn tells whoever watches it while it runs: the text as the model writes it, the
+pieces it finishes, and the tools it uses. A turn reports them to a ``Listener`` (a plain
+callable that must not block); silent turns (flush, summaries, jobs) have none."""
 
 from __future__ import annotations
 

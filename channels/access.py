@@ -1,18 +1,4 @@
-"""Who may talk to the bot, and when it answers: the policy every chat platform shares.
-
-Deny by default. In a direct chat, only users on the allowlist (or paired with ``corvid pairing
-approve``) reach the agent; anyone else gets a pairing code and nothing more. In a group, only
-allowlisted groups count, and only messages addressed to the bot (a mention, a reply to it, a
-command for it) are answered; the others are kept, bounded, as context for the next one that is.
-Only allowed users may run chat commands in a group.
-
-Allowed users are of two kinds. Owners (``allow_from`` in the config) get the private session
-that sees ``MEMORY.md``. People paired with ``corvid pairing approve`` are guests: their direct
-chat is a session of its own (scope ``guest``) with the privacy of a group.
-
-Adapters describe a platform message as an ``Arrival``; ``Channel.admit`` (in ``base.py``) runs
-this policy on it, so no adapter can skip it.
-"""
+"""Who may talk to the bot, and when it answers: the access policy every chat platform shares."""
 
 from __future__ import annotations
 

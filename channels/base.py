@@ -1,20 +1,9 @@
-"""The channel port: a chat platform adapter turns platform events into ``InboundMessage``s and
-delivers ``OutboundMessage``s back. Channels know nothing of the agent.
+"""The channel port: a chat platform's adapter, platform events in as ``InboundMessage``s and
+``OutboundMessage``s out; channels know nothing of the agent.
 
-Lifecycle: the gateway calls ``bind(sink)``, then enters the channel as an async context manager
-(``start()``; leaving it calls ``stop()``, which ends receiving and releases the platform client).
-The adapter describes each platform message as an ``Arrival`` and hands it to ``admit``, which
-applies the shared access policy, parses the chat command once, and passes accepted messages to
-the sink (a future that resolves once the message is answered). ``send`` must raise on failure (the
-gateway logs and records it); ``typing`` is an async context manager held while a turn runs.
-
-No request to a platform is cancelled once started: a request cancelled while it waits for a
-connection can leave the platform client's pool a connection short for good (httpcore 1.0), and
-enough of those silence the bot. So the typing indicator's loop ends between its requests, and
-work that must finish (a send and its record) goes through ``run_to_end``; stopping waits a
-moment for both.
-An adapter that cannot go on (a rejected token, another instance polling the same bot) calls
-``fail(reason)``; the gateway then shuts down with that reason.
+The gateway calls ``bind(sink)``, then enters the channel (``start``; leaving calls ``stop``).
+Each platform message goes to the final ``admit`` as an ``Arrival``, so no adapter can skip the
+access policy. ``send`` raises on failure; an adapter that cannot go on calls ``fail(reason)``.
 """
 
 from __future__ import annotations
@@ -227,6 +216,7 @@ class Channel(ABC):
             done.set()
             later.cancel()
 
+    # The loop ends between requests, never cancelling one (see ``run_to_end``).
     async def _keep_typing(self, key: SessionKey, done: asyncio.Event) -> None:
         while not done.is_set():
             try:
@@ -238,6 +228,8 @@ class Channel(ABC):
                 async with asyncio.timeout(self.typing_every):
                     await done.wait()
 
+    # No platform request is cancelled once started: one cancelled while it waits for a
+    # connection can leave the client's pool a connection short for good, silencing the bot.
     @final
     async def run_to_end(self, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work``, which runs to its end even if the caller is cancelled meanwhile: a

@@ -1,11 +1,4 @@
-"""Files people send land in the workspace's ``inbox/``, where the agent's file tools can read them.
-
-Which folder a chat's files go to is the workspace's audience rule, handed in by the
-composition root (``Intake.folder``): the owner's chats to ``inbox/private/<date>/``, each shared
-chat to its own ``inbox/chats/<chat>/<date>/``, which no other chat can see. Names are made safe
-for every file system and for the file tools (no hidden names, no path separators), never
-overwrite, and are created readable by the owner's user alone.
-"""
+"""Files people send, saved in the workspace's ``inbox/`` where the agent's file tools read them."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """A reply shown while it is being written: frames of the partial answer, then the final text.
 
-``LiveReply`` keeps the platform messages a streamed reply occupies and brings them in line with
-each frame: a piece that changed is edited, a new piece is posted, pieces no longer needed are
-deleted. A platform supplies the cut (Markdown into pieces that fit its limit, rendered) and four
-primitives: post, edit, delete, and optionally a draft (an ephemeral preview of the last piece,
-Telegram's private chats). The final text goes through the same reconciliation with the full
-renderer, so what stays in the chat is exactly what a plain send would have sent.
-
-Every message posted is announced to ``placed`` (the gateway's journal), so a crash mid-stream
-leaves a record of the half-written messages to take back on the next start.
+``LiveReply`` posts, edits and deletes the platform messages a streamed reply occupies to match
+each frame; a platform supplies the cut and those primitives (and a draft, where it has one).
 """
 
 from __future__ import annotations
@@ -84,6 +77,8 @@ class LiveReply(ABC, Generic[P]):
             ref = await self.post(piece, i == 0)
             self.refs.append(ref)
             self._shown.append(piece)
+            # The journal hears of every post, so a crash mid-stream leaves a record of the
+            # half-written messages to take back on the next start.
             self._placed(ref)
         while len(self.refs) > len(pieces):
             await self.delete(self.refs[-1])

@@ -1,15 +1,4 @@
-"""Pairing: how someone not on a channel's allowlist asks for access, and the owner grants it.
-
-A direct message from an unknown user gets a one-time code (8 characters from an alphabet
-without look-alikes, valid for an hour; one per person; at most ``MAX_PENDING`` waiting per
-channel, the oldest giving way to a new one, so a crowd of strangers cannot keep a friend out).
-The owner runs ``corvid pairing approve CODE`` on the machine, which moves that user to the
-approved list, or ``deny CODE`` / ``clear`` to drop requests.
-
-State lives in ``state/pairing.json``, written atomically under an exclusive lock, because the
-running gateway (issuing codes) and the CLI (approving them) are separate processes. The gateway
-re-reads the file only when it changed.
-"""
+"""Pairing: how someone not on a channel's allowlist asks for access, and the owner grants it."""
 
 from __future__ import annotations
 
@@ -109,6 +98,8 @@ class PairingStore:
 
     # -- changing -------------------------------------------------------------------------------
 
+    # Locked, because the gateway (issuing codes) and the CLI (approving them) are separate
+    # processes sharing the file.
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,6 +133,7 @@ class PairingStore:
                 if p["channel"] == channel and p["user_id"] == user_id:
                     return PairingRequest(**p), False
             waiting = [p for p in data["pending"] if p["channel"] == channel]
+            # The oldest gives way, so a crowd of strangers cannot keep a friend out.
             if len(waiting) >= self.max_pending:
                 oldest = min(waiting, key=lambda p: p["created"])
                 data["pending"].remove(oldest)

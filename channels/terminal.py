@@ -1,11 +1,4 @@
-"""A local chat in the terminal (``corvid chat``): the private session ``terminal:private:local``.
-
-Interactive on a TTY (a prompt after every reply, replies set off by a label and their
-Markdown rendered for the terminal, in colour unless ``NO_COLOR`` is set; what is typed while
-a reply is being written is read at once, so /stop works); when stdin is a pipe it reads one
-message per line and prints each reply as written followed by a blank line, so it can be
-scripted, each message answered before the next is read.
-"""
+"""A local chat in the terminal (``corvid chat``): the session ``terminal:private:local``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Voice notes heard on this machine: a whisper.cpp model file (``transcription.model_path``)
-run through its Python binding, pywhispercpp, with the recording decoded by PyAV (FFmpeg's
-libraries, in its wheel). Nothing leaves the machine, and nothing is downloaded: a missing
-model file is a configuration error at start.
-
-Both come with the ``whisper`` extra (``pip install 'corvid[whisper]'``). The model is loaded
-once, at the first recording, and runs in a thread, one recording at a time; the event loop
-never waits on it.
-"""
+"""Voice notes heard on this machine: whisper.cpp through pywhispercpp, decoded by PyAV."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The composition root: ``build_app`` puts Corvid together from its configuration.
-
-Nothing else constructs the graph. The CLI parses arguments and calls ``build_app``; tests call
-it with their own channels, model or clock. What it returns, an ``App`` (``gateway/running.py``),
-owns what was built and starts and stops it.
-"""
+"""The composition root: ``build_app`` puts Corvid together from its configuration."""
 
 from __future__ import annotations
 

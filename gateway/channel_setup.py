@@ -1,5 +1,4 @@
-"""The chat platforms' adapters, built from the configuration: each with its access policy,
-its inbox (where files sent in a chat go) and the pairing store they share."""
+"""The chat platforms' adapters, built from the configuration with their access policy and inbox."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Who a chat is with, as the owner knows them: "You" for the owner's own chats, a guest by
-the name they were approved under, a group or channel by what its platform calls it (kept in
-``state/chat_names.json`` as messages come, since a key says nothing of it). Every page and
-command that lists chats names them here."""
+"""Who a chat is with, as the owner knows them: "You", a guest's name, a group's platform name."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What each scheduled job does, built from the configuration: the daily summary and the
-heartbeat by their ids; a loop's nudge or a reminder for every job made in chat."""
+"""What each scheduled job does, built from the configuration."""
 
 from __future__ import annotations
 

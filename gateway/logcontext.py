@@ -1,9 +1,4 @@
-"""Which session and turn a log line belongs to.
-
-Code that runs a turn (or a scheduled job) wraps it in ``turn_scope``; every line logged inside,
-in tasks started inside too, then carries the session key and a turn id. ``ContextFilter`` puts
-them on log records for the formatters in ``services/logs.py``.
-"""
+"""Which session and turn a log line belongs to."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``App``: Corvid as ``build_app`` (``gateway/app.py``) made it, running. It starts and stops
-what it was given: the gateway (channels, router, turns), the scheduler, the control socket and
-the control page, and the files and clients they hold. The control socket and the page ask it
-for the status report, a reload of ``config.yaml`` and the cancelling of a job made in chat.
-"""
+"""``App``: Corvid as ``build_app`` made it, running; it starts and stops what it was given."""
 
 from __future__ import annotations
 

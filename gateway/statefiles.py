@@ -1,10 +1,4 @@
-"""What to do with a state file that cannot be read: it is never overwritten or deleted.
-
-A file that holds data (the journal, the scheduler's ledger, the chat-made jobs, pairing
-approvals) is moved aside under a name with the time, the reason is logged with what may have
-been lost and where the old copy is, and Corvid goes on with a fresh one. (A derived file, the
-search index, is simply rebuilt: ``agent/memory/index.py``.)
-"""
+"""What to do with a state file that cannot be read: set aside, never overwritten or deleted."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Which tools a configuration gives the agent beyond its own (files, memory, reminders): the
-web tools, the API's own web search, and the MCP servers; and the memory with its search
-index and vectors, which ``corvid run`` and ``corvid memory`` open alike. ``build_app`` calls
-these."""
+"""The tools a configuration gives the agent beyond its own, and the memory with its search."""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ import circles, and modules and functions small enough to read."""
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +48,11 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # A longer function says why in a comment on the line above its ``def``.
 LONG_MARKER = "# long:"
+# A module says what it is for in one line; a port (it defines a Protocol or an ABC that other
+# parts implement) may say a little more.
+PORT_DOCSTRING_LINES = 8
+# A measured time or size in a comment goes stale; the bench and its history keep them.
+TIMING_FIGURE = re.compile(r"\d(?:[\d.,]*\d)?\s?(?:ms|µs|us|ns|MiB|KiB|GiB)\b")
 
 
 def _modules() -> dict[str, Path]:
@@ -268,3 +276,82 @@ def test_every_file_a_package_reads_is_in_the_wheel():
             if not any(fnmatch.fnmatch(rel, g) for g in globs):
                 left_out.append(f"{folders[owner]}: {rel}")
     assert left_out == []
+
+
+def _is_port(tree: ast.Module) -> bool:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                base = base.value if isinstance(base, ast.Subscript) else base  # Protocol[T]
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                if name in ("Protocol", "ABC"):
+                    return True
+    return False
+
+
+def _docstring_problem(source: str) -> str | None:
+    tree = ast.parse(source)
+    first = tree.body[0] if tree.body else None
+    if not (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return "no docstring"
+    lines = (first.end_lineno or first.lineno) - first.lineno + 1
+    most = PORT_DOCSTRING_LINES if _is_port(tree) else 1
+    return f"a docstring of {lines} lines (at most {most})" if lines > most else None
+
+
+def test_module_docstrings_are_one_line_except_ports():
+    wrong = [
+        f"{name}: {problem}"
+        for name, path in MODULES.items()
+        if (problem := _docstring_problem(path.read_text(encoding="utf-8")))
+    ]
+    assert wrong == []
+
+
+def test_the_docstring_rule_itself():
+    assert _docstring_problem('"""One line."""\nx = 1\n') is None
+    assert _docstring_problem('"""Two\nlines."""\n') == "a docstring of 2 lines (at most 1)"
+    assert _docstring_problem("x = 1\n") == "no docstring"
+    port = '"""A port,\nsaid in\nthree lines."""\nclass P(Protocol):\n    pass\n'
+    assert _docstring_problem(port) is None
+    generic = '"""A port,\nin two."""\nclass P(abc.ABC, Generic[T]):\n    pass\n'
+    assert _docstring_problem(generic) is None
+    assert _docstring_problem('"""A port,\nin two."""\nclass P(Protocol[T]): ...\n') is None
+    long_port = '"""' + "line\n" * PORT_DOCSTRING_LINES + '"""\nclass P(Protocol): ...\n'
+    assert _docstring_problem(long_port) is not None
+
+
+def _timing_figures(source: str) -> list[str]:
+    """Measured times and sizes in the comments and docstrings of ``source``."""
+    found = [
+        tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT and TIMING_FIGURE.search(tok.string)
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc and TIMING_FIGURE.search(doc):
+                found.append(doc)
+    return found
+
+
+def test_no_timing_figures_in_comments():
+    found = {
+        name: figures
+        for name, path in MODULES.items()
+        if (figures := _timing_figures(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_timing_figure_finder_finds_them():
+    assert _timing_figures("x = 1  # about 50 µs each\n") == ["# about 50 µs each"]
+    assert _timing_figures('def f():\n    """Took 1.4–1.6 ms."""\n') != []
+    assert _timing_figures('"""SQLite\'s default cache (2 MiB)."""\n') != []
+    assert _timing_figures("LIMIT = 32  # MB: the API's limit on a request\n") == []
+    assert _timing_figures('x = "12 ms"  # a string, not a comment\n') == []

@@ -1,5 +1,4 @@
-"""The audit trail in ``state/``: every approval asked, given or refused, every command run in
-the sandbox, and the tools the owner allowed for good (SQLite)."""
+"""The audit trail in ``state/``: approvals asked and answered, sandbox runs, tools allowed."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """The gate every tool call passes: it runs what the policy allows, refuses what it denies, and
-for the rest asks the owner and waits (bounded) for their answer.
+for the rest asks the owner through the ``Asker`` the gateway gives, waiting a bounded time.
 
-A turn that has read text from outside the owner's own chats (a web page, search results, an
-MCP server's answer, another chat's messages) is *tainted*: the model may be following orders
-hidden in that text. A tainted turn is asked for every ``ask`` action even when the owner said
-"always" for the tool; for any write to a place a later prompt reads (shown as a diff); and,
-in the owner's private chats, which always hold private memory, before any call that could
-carry what the model composed off the machine (``Tool.egress``: a web address neither the
-owner nor a fetched page gave, an MCP tool of the open world, a command with network). In a
-shared chat the request goes only to the owner's private chat, and only when the owner wrote
-the messages the turn answers: a group member cannot make the owner's phone ring.
-
-What the owner is shown is what runs: the whole call, nothing invisible in it; a call too long
-to show whole is refused without asking. The audit trail keeps the arguments whole.
+A turn that read text from outside the owner's chats is tainted (the model may follow orders
+hidden in that text): it asks even for tools allowed "always", before a write to a place later
+prompts read, and in private chats before a call that could carry data off the machine.
 """
 
 from __future__ import annotations
@@ -142,6 +133,8 @@ class Gate:
         allowed = tool.allowed is not None and tool.allowed(args)
         if not sources and not guarded and (self.audit.always(tool.name) or allowed):
             return Review(ctx)
+        # Only the owner's own messages can ask: a group member cannot make the owner's phone
+        # ring.
         if not ctx.private and not self._owner_asked(ctx):
             return self._not_the_owners(tool, ctx, args, sources)
         request = self._request(tool, args, ctx, sources, (place if guarded else None, leak))

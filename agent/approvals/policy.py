@@ -1,5 +1,4 @@
-"""What a tool may do without asking: ``allow``, ``ask`` (the owner says yes or no first) or
-``deny``; and the default of an MCP server's tool, read from the hints it publishes."""
+"""What a tool may do without asking (``allow``, ``ask``, ``deny``), MCP tools by their hints."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""A write by the file tools to a place a later prompt reads (``audience.in_prompts``: the
-bootstrap files, MEMORY.md, HEARTBEAT.md, the skills, the logs) from a turn that has read text
-from outside the owner's chats: what it would change, as a diff for the owner to approve."""
+"""A write to a place later prompts read, from a tainted turn: its diff for the owner to approve."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""An open-loops file read tolerantly, and written back with every line it could not read
-kept where it was."""
+"""An open-loops file read tolerantly, and written back with every unreadable line kept in place."""
 
 from __future__ import annotations
 

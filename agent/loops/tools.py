@@ -1,5 +1,5 @@
 """The tools the model keeps loops with: in the owner's private chats the owner's loops, in a
-shared chat that chat's own."""
+shared chat that chat's own; ``Follow`` is the port the gateway's nudges implement."""
 
 from __future__ import annotations
 

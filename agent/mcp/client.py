@@ -1,12 +1,4 @@
-"""The MCP client: one server's connection, its tools and their results, through the official
-``mcp`` SDK. ``agent/mcp/hub.py`` holds every server and imports this module off the event loop.
-
-A server is a local command spoken to over stdio, or a URL spoken to over streamable HTTP. It
-lives in a task of its own, and when it exits or its connection breaks it is started again
-after a pause that doubles, up to a minute; while it is down its tools are not offered. Its
-tools are named ``<server>__<tool>``, sorted by name, and are private-only unless the server
-is ``shared: true``. Every failure of a call is a tool error for the model, never an exception.
-"""
+"""The MCP client: one server's connection, its tools and their results, through the ``mcp`` SDK."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Tools from Model Context Protocol servers (``mcp.servers``), offered to the model as
-``<server>__<tool>``: the hub that holds every server and is the tool registry's ``ToolSource``.
-
-Nothing here imports the ``mcp`` SDK: ``start`` imports the client (``agent/mcp/client.py``) in a
-thread and starts the servers in the background, so the channels poll no later for them.
-
-The tool list keeps one order (servers as configured, each one's tools by name) and changes
-only when what a server offers changes, so the prompt cache keeps its prefix across turns and
-across a server's restart. A server is private-only unless ``shared: true``: its tools are
-offered, and run, only in the owner's private chats (``Tool.private_only``).
-"""
+"""Tools from MCP servers (``mcp.servers``), offered as ``<server>__<tool>``: the hub that holds
+every ``Server`` and is the tool registry's ``ToolSource``. Nothing here imports the ``mcp``
+SDK, which ``start`` imports in a thread."""
 
 from __future__ import annotations
 
@@ -176,6 +168,8 @@ class McpHub:
         return self._tools
 
     def _changed(self) -> None:
+        # One order (servers as configured, each one's tools by name), changed only when what
+        # is offered changes, so the prompt cache keeps its prefix across turns and restarts.
         tools = tuple(t for server in self.servers for t in server.tools)
         shape = [(t.schema(), t.private_only) for t in tools]
         if shape != [(t.schema(), t.private_only) for t in self._tools]:
@@ -190,6 +184,7 @@ class McpHub:
 
     async def _start(self) -> None:
         try:
+            # The SDK is imported in a thread, so the channels poll no later for it.
             client = await asyncio.to_thread(importlib.import_module, "agent.mcp.client")
         except ImportError as exc:  # a broken install: say so, and run on without the tools
             log.error("MCP servers are off: the mcp package cannot be imported (%s)", exc)

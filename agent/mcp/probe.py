@@ -1,5 +1,4 @@
-"""One-off checks of an MCP server (``corvid doctor``, ``corvid mcp list`` without a running
-gateway): start it once, list its tools, stop it."""
+"""One-off checks of an MCP server (``corvid doctor``, ``corvid mcp list``): start, list, stop."""
 
 from __future__ import annotations
 

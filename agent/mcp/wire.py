@@ -1,6 +1,4 @@
-"""What passes between Corvid and an MCP server besides the calls: a tool's result as the
-Messages API takes it (text, images), the transport whose end is noticed, and where a stdio
-server's own output goes."""
+"""What passes between Corvid and an MCP server besides the calls: results, transport, stderr."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""How the search index keeps up with the memory files: which files there are, which of them
-changed (size and mtime first, then a content hash), and their chunks written anew.
-
-A full scan stats every file; between full scans only the files likeliest to change are
-looked at, and when none of those changed since the last catch-up (their size and mtime as
-it left them, kept in memory) the catch-up reads nothing from the database at all. A file is
-read only where it is: never through a link, and never if it is not a plain file (a FIFO
-would block every search). The index (``agent/memory/index.py``) owns the database and its
-lock and calls ``run`` holding it.
-"""
+"""How the search index keeps up with the memory files: which changed, and their chunks anew."""
 
 from __future__ import annotations
 

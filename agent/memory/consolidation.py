@@ -1,13 +1,4 @@
-"""Consolidation: the logs written since the last run, with the long-term file they feed,
-turned by the model into a proposal (``proposals.py``) that changes nothing until the owner
-applies it.
-
-Each audience's logs feed its own long-term file only: the owner's logs ``MEMORY.md``, a shared
-chat's log (a paired guest's, a group's, a channel's) that chat's notes (``audience.notes_path``);
-nothing from a shared chat's log reaches ``MEMORY.md``. Each log is read from where the last run
-stopped (``Store.marks``: its length then), so a run with nothing new asks the model nothing.
-What the owner's logs quote from shared chats or guests keeps its source named.
-"""
+"""Consolidation: new log entries turned by the model into a proposal for their long-term file."""
 
 from __future__ import annotations
 
@@ -246,7 +237,7 @@ class Curator:
             raise ToolError(f"Memory proposal {pid} has no pending change numbered so.")
         path = self.memory.workspace / proposal.target
         current = self.memory.own_text(proposal.target)
-        if digest(current) != proposal.base:
+        if digest(current) != proposal.base:  # refused whole, never merged blindly
             self._refuse(proposal)
             raise ToolError(
                 f"{proposal.target} changed after memory proposal {pid} was made, so it was "

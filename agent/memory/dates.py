@@ -1,15 +1,4 @@
-"""When each line of a curated memory file (``MEMORY.md``, a shared chat's notes) was written,
-read from the workspace's history (``agent/workspace/history.py``), which keeps every version
-of those files with the moment it was made.
-
-A daily log needs none of this: its name is its date. A curated file is edited in place, so
-its lines are followed through the versions, oldest first: a line kept from one version to
-the next keeps its date, and a line added or changed takes the date of the version that
-brought it (in the owner's timezone). Lines the history never saw written (the file was there
-before the history began, or it has no history at all) have no date (""); lines the file holds
-beyond its last recorded version (a hand edit not recorded yet) take the file's modification
-day.
-"""
+"""When each line of a curated memory file was written, read from the workspace's history."""
 
 from __future__ import annotations
 

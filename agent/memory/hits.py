@@ -1,5 +1,4 @@
-"""What memory search hands around: a hit as the tools show it, a chunk as the index stores
-it, and the listener that keeps vectors of the chunks."""
+"""What memory search hands around: a hit, a chunk as indexed, and the listener of chunks."""
 
 from __future__ import annotations
 

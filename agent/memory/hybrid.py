@@ -1,17 +1,4 @@
-"""Memory search as the assistant runs it: the keyword index's hits and, when vectors are on,
-the vector table's nearest chunks, over the same chunks and under the same audience rules,
-fused and re-ranked (``ranking.py``), with the date each note was written and whether a newer
-note on its subject was found.
-
-A shared chat's vector search scores only that chat's own chunks (the table is cut to them
-before anything is compared), and every candidate is read back through the keyword index's
-audience check as well. Until the first chunks have vectors, when the query cannot be
-embedded, or when asked for words alone, the keyword ranking goes through the same steps.
-
-A time the query names ("in March", "two weeks ago": ``when.py``, with the injected clock's
-today) is taken out of its words and lifts the notes written then; a ``span`` given by the
-caller keeps the search to the notes written within it.
-"""
+"""Memory search as the assistant runs it: keyword and vector hits fused, ranked and dated."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""Keyword search over the memory files: SQLite FTS5 with BM25, in ``state/index.sqlite``.
-
-The Markdown files are the truth; this index is derived and can be deleted at any time. Files
-are cut at their notes (``chunk_entries``: a log's entries, MEMORY.md's sections and list
-items; a long note into overlapping windows of lines). Before each search the index catches up
-with the files cheaply (size and mtime first, then a content hash), so hand edits are found.
-
-Whoever keeps vectors of the chunks (``SemanticIndex``) listens: it is told which chunks
-each catch-up added and removed, with the sha256 of their text.
-
-CJK scripts have no spaces between words, and FTS5's unicode61 tokenizer would take a whole
-sentence as one token; so each CJK character is indexed as its own token and a CJK query
-becomes a phrase of adjacent characters. Cyrillic, Greek and other spaced scripts need nothing
-special (unicode61 folds their case).
-"""
+"""Keyword search over the memory files: SQLite FTS5 with BM25, in ``state/index.sqlite``."""
 
 from __future__ import annotations
 
@@ -81,8 +67,8 @@ class MemoryIndex:
         self._files = CatchUp(workspace, chunk_size, overlap, dates)
         self._chunk_count = int(self._db.execute("SELECT count(*) FROM chunks").fetchone()[0])
         # How many chunks hold a term (or a prefix), as the index now is: asked of the FTS
-        # vocabulary for every term of every search (about 50 µs each), forgotten whenever a
-        # catch-up changes the index.
+        # vocabulary for every term of every search, forgotten whenever a catch-up changes
+        # the index.
         self._doc_freq: dict[tuple[str, bool], int] = {}
         self._note_freq: dict[str, int] = {}  # ``doc_freqs``'s, and the chunks they were of
         self._note_freq_at = self._chunk_count
@@ -348,6 +334,8 @@ class MemoryIndex:
         weight, yet matching them means scoring nearly every chunk."""
         parts: list[tuple[str, int]] = []
         for term in terms:
+            # FTS5's unicode61 takes a run of CJK characters as one token: each is indexed as
+            # its own, and a CJK term is a phrase of adjacent characters.
             if is_cjk(term):
                 parts.append(('"' + " ".join(term) + '"', -1))  # phrase: frequency unknown
                 continue

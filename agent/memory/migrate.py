@@ -1,5 +1,4 @@
-"""Once, for a workspace from before logs by audience: the entries a shared chat wrote to the
-one shared log are copied to that chat's own log (``migrate_shared_entries``)."""
+"""Once, for a workspace from before logs by audience: shared entries copied to each chat's log."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Proposed changes to ``MEMORY.md`` that wait for the owner: read from the model's answer,
-kept in ``state/proposals.json`` (so a restart keeps them), shown as a diff, and applied only
-when the owner says so, and only to the text they were made from.
-
-Each item adds, updates, merges or drops passages, with its reason and the log lines it comes
-from; an item drawn from text a shared chat or a guest wrote names that source, and is kept
-quoted as theirs (``audience.untrusted``) when applied. A proposal made before a later edit of
-``MEMORY.md`` is refused whole, not merged blindly: the logs it read are read again next time.
-"""
+"""Proposed changes to ``MEMORY.md`` that wait for the owner: kept, shown as a diff, applied."""
 
 from __future__ import annotations
 

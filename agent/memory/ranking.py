@@ -1,30 +1,4 @@
-"""How memory search ranks: the keyword and vector rankings fused by rank, exact matches kept
-on top, notes of a time the query names lifted, and a note replaced by a newer one on the same
-subject put below it. Pure functions over candidates.
-
-- Fusion by rank (reciprocal-rank fusion): each candidate scores ``w / (K + rank)`` in each
-  ranking, the keyword one (BM25) and the vector one (cosine), weighted ``text_weight`` and
-  ``vector_weight``; the sum is scaled so that first in both is 1. No score of either side
-  enters, only its order, so an embedder whose cosines all sit near 0.8 ranks as well as one
-  whose cosines spread from 0 to 1, and no scale can let one side drown the other. A chunk
-  not embedded yet takes its keyword rank on the vector side too.
-- Exact matches: a chunk holding (nearly) every word of the query, counted by each word's IDF
-  (``EXACT_SHARE``), or one of its rare tokens (a code, a number, a name: ``rare_tokens``),
-  scores at least what it would first in both rankings at its keyword rank. A name, an order
-  number or a code that BM25 puts first therefore stays first, whatever the embedder makes of
-  it.
-- Age: a note keeps its full score however old it is. ``half_life_days`` (0, off, by default)
-  can still halve a daily log's score every so many days for whoever wants that; and between
-  equal scores the newer note goes first.
-- A time the query names ("in March", "two weeks ago"): the notes written then score
-  ``1 + SPAN_LIFT`` times as much, so they come first among notes of like relevance without a
-  strong match from another time being dropped.
-- Supersession (``supersede``): when a newer candidate is about the same subject as an older
-  one ranked above it, the newer moves up to just above the older, which is marked as having
-  a newer note. An old note is never pushed down by more than the notes that replace it.
-- MMR (when ``mmr_lambda`` < 1; off by default): picks the next hit by ``lambda * score -
-  (1 - lambda) * likeness`` to those already picked.
-"""
+"""How memory search ranks: keyword and vector rankings fused by rank, then lifted or replaced."""
 
 from __future__ import annotations
 
@@ -84,6 +58,8 @@ def _ranks(values: Mapping[int, float]) -> dict[int, int]:
     return {i: n for n, i in enumerate(order, 1)}
 
 
+# Fused by rank, never by score: an embedder whose cosines all sit near 0.8 ranks as well as
+# one whose cosines spread, and neither side can drown the other.
 def score(
     candidates: Sequence[Candidate],
     weights: Mapping[str, float],
@@ -118,6 +94,8 @@ def score(
         merged = decay * fused / top
         token = bool(rt and tokens) and share_of_query(c.text, tokens or {}) > 0
         exact = rt is not None and (share >= EXACT_SHARE or token)
+        # A name, a number or a code that BM25 puts first stays first, whatever the embedder
+        # makes of it.
         if rt is not None and exact:  # undecayed: what was asked for by name
             merged = max(merged, (k + 1) / (k + rt))
         if span is not None and c.day and span.holds(c.day):

@@ -1,19 +1,4 @@
-"""Recall before answering: the notes a search of the person's message finds relevant, given to
-the model with the message so that it need not decide to search first.
-
-A note is relevant when it clears an absolute bar, not when it merely ranks first: hybrid
-scores are relative to the other hits, so the bar is on the cosine of the note's vector with
-the message (``min_similarity``) or on how much of the message's weight its words hold, each
-word counted by its IDF (``min_words``: a name or a code asked about by itself). The bars
-are measured with bench/recall_bench.py. A note whose lines the session already has (today's
-and yesterday's logs and MEMORY.md in the prompt, or an earlier recall) is left out.
-
-The notes go into the user message, ahead of the person's own words, and are kept in the
-transcript with it: the system prompt does not change, and what the prompt cache holds stays
-a prefix of the next request. A shared chat recalls from its own log only (the search's
-audience rule); the owner's chats recall the owner's own notes, not what shared chats wrote,
-which ``memory_search`` still finds on request.
-"""
+"""Recall before answering: the notes a search of the person's message finds, given with it."""
 
 from __future__ import annotations
 
@@ -37,6 +22,7 @@ MIN_EXCERPT = 60  # bytes: a note is not listed with less of its text than this
 MIN_WORDS_FOR_MEANING = 3
 
 
+# An absolute bar, not the rank: hybrid scores are relative to the other hits.
 def relevant(hit: Hit, cfg: RecallSettings) -> bool:
     """Whether a hit clears the bars: its cosine, or the share of the message's weight its
     words hold."""
@@ -154,6 +140,8 @@ def earlier_recalls(messages: Iterable[dict[str, Any]]) -> list[str]:
     return out
 
 
+# The block goes into the user message and its transcript, never the system prompt, so what
+# the prompt cache holds stays a prefix of the next request.
 def notes_block(
     hits: Sequence[Hit], max_bytes: int, today: date | None = None
 ) -> tuple[list[Hit], str]:

@@ -1,5 +1,4 @@
-"""MEMORY.md by kind: its sections, a note put in its section, and what of a free-form file a
-move into sections must account for."""
+"""MEMORY.md by kind: its sections, a note put in its section, and a free-form file's move."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Embedding the memory in the background: the chunks the keyword index holds are given
-vectors by a worker thread, batch by batch, from the cache when it has them and from the
-embedder otherwise, while searches go on (a chunk without its vector yet is found by its
-words alone).
-
-The keyword index (``MemoryIndex``) tells this one which chunks it added and removed as it
-catches up with the files, so hand edits are embedded too; a model other than the cache's
-re-embeds everything, in the background, and the old model's vectors are dropped once the
-new one has caught up.
-"""
+"""Embedding the memory in the background, while searches go on by words."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Consolidation's proposals for MEMORY.md by kind: new notes dated and placed, and a move
-into sections that accounts for every old line."""
+"""Consolidation's proposals for MEMORY.md by kind: notes dated and placed, a move accounted for."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""Memory as files: daily logs by audience, and the curated ``MEMORY.md``.
-
-The owner's log is ``memory/YYYY-MM-DD.md``; each shared chat has its own,
-``memory/chats/<chat>/YYYY-MM-DD.md`` (``agent/workspace/audience.py``). A session's snapshot
-holds its own audience's logs of today and yesterday, each capped; the owner's private sessions
-also get
-``MEMORY.md`` and a list of the shared chats' logs, which they may read as quoted, untrusted
-text. Entries are only ever appended, to the log of the audience that wrote them, so nothing
-said in private reaches a group through a log. The tools the model uses are in
-``agent/memory/tools.py``.
-"""
+"""Memory as files: daily logs by audience, and the curated ``MEMORY.md``."""
 
 from __future__ import annotations
 
@@ -229,6 +219,8 @@ class Memory:
 
     # -- writing ------------------------------------------------------------------------------
 
+    # Only ever appended, to the log of the audience that wrote it, so nothing said in private
+    # reaches a group through a log.
     def append(self, text: str, now: datetime, audience: Audience, source: str = "") -> str:
         """Append a time-stamped entry to the audience's log of ``now``'s day; returns its
         workspace-relative path. Whatever was planted where the log should be (a folder, a

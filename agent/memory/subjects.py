@@ -1,17 +1,4 @@
-"""Whether a newer note is about the same subject as an older one (the same person's city, the
-same password, the same dentist), so that it replaces the older in a search's ranking.
-
-Two signals, each free of any embedder's scale: whether the two notes are among each other's
-``NEIGHBOURS`` nearest notes in meaning in all the memory the search may see (an order, not
-a cosine), and the words they share, each weighed by how rare it is in the memory (a name or a
-thing counts, "called" or "today" hardly), as a share of the lighter note's weight. With
-vectors, notes are about the same subject when they are mutual near neighbours and share
-``NEAR_WORDS`` of their words; a repeated everyday entry ("walked the dog") has its own copies
-for its nearest and so replaces nothing else. Without vectors the words alone decide, at
-``SAME_WORDS``. A note that holds the query's words exactly is replaced only by another that
-does too: a name or a code asked for is what was asked for. The bars are measured with
-bench/memory_year_bench.py (``--subjects`` counts the pairs of the set's notes they join).
-"""
+"""Whether a newer note is about the same subject as an older one, which it then replaces."""
 
 from __future__ import annotations
 
@@ -20,6 +7,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from agent.memory.ranking import Ranked
 from agent.memory.text import idf, query_terms, strip_accents
 
+# Two signals free of any embedder's scale: among each other's nearest notes (an order, not a
+# cosine), and the rare words shared; bars measured with bench/memory_year_bench.py.
 NEIGHBOURS = 10
 NEAR_WORDS = 0.2
 SAME_WORDS = 0.5

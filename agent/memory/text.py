@@ -1,5 +1,4 @@
-"""How memory text is cut and matched for search: chunks of lines, CJK characters spaced for
-the tokenizer, the terms of a query, and the snippet a hit shows."""
+"""How memory text is cut and matched for search: chunks, CJK spacing, query terms, snippets."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 @cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A CJK character, and a query's parts. Compiled when first used: each class spans tens
-    of thousands of characters and takes 2 ms to compile, which every start paid on its way to
-    the first poll."""
+    of thousands of characters, costly to compile on every start's way to the first poll."""
     return re.compile(f"([{_CJK}])"), re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
 
 

@@ -1,5 +1,4 @@
-"""The memory tools: search, read, append to today's log, and edit ``MEMORY.md`` (private chats
-only, refused in code to every shared session)."""
+"""The memory tools: search, read, append to today's log, and edit ``MEMORY.md`` (private only)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
-"""Memory search's vectors: the embedding cache on disk and the table in memory that scores a
-query against the chunks.
-
-The cache (``state/embeddings.sqlite``) keeps one float32 BLOB per model and sha256 of a
-chunk's text, so a text is embedded once per model: a rebuilt index, a renamed file or a log
-that gains an entry finds its old chunks' vectors there. It lives apart from
-``index.sqlite``, which is thrown away at will (a new schema, damage, ``corvid memory
-reindex``); the vectors are costly to make.
-
-The table holds a row per chunk of the index: its id, whose chat it belongs to, and its
-vector once there is one. It stays float32: at 100k chunks of 384 numbers that is 150 MB, and
-one matrix product scores them all in about 15-20 ms on two cores. Measured against it,
-float16 rows (77 MB) took 140-200 ms and int8 rows (38 MB) about 60 ms, because NumPy has no
-fast product for either and must widen them to float32 first (``bench/vector_bench.py`` times
-the whole search).
-"""
+"""Memory search's vectors: the embedding cache on disk and the table that scores a query."""
 
 from __future__ import annotations
 
@@ -42,6 +27,8 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 
+# Apart from index.sqlite, which is thrown away at will: vectors are costly to make, and a
+# rebuilt index or a renamed file finds its chunks' vectors here by their text's sha256.
 class EmbeddingCache:
     """Vectors by (model, text hash), safe to use from several threads."""
 
@@ -111,6 +98,8 @@ class EmbeddingCache:
             self._db.close()
 
 
+# float32: NumPy has no fast product for float16 or int8 rows and widens them first, which
+# costs more than it saves (bench/vector_bench.py).
 class VectorTable:
     """A row per chunk: its id, its chat, and its vector once embedded. Rows of removed chunks
     are marked dead and squeezed out when they pile up; every method takes the one lock."""

@@ -1,12 +1,4 @@
-"""The time a memory query names ("in March", "last summer", "two weeks ago", "on 14 May",
-"since January", "2026-03-14"), as a span of days found with the injected clock's today, and
-the query without those words. English only; a query that names no time gives None.
-
-A month or season without a year is the latest one that has begun by today ("in March" in
-November is this year's March, in February last year's); "last" March, summer or week is the
-latest one that has ended. "N days/weeks ago" is a window around that day, a week wider per
-week; "N months ago" is that calendar month.
-"""
+"""The time a memory query names ("in March", "two weeks ago"), as a span of days. English only."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a model call is for and whose it is: every call names it, so the ledger and the caps
-can count it (``agent/usage/``)."""
+"""What a model call is for and whose it is, so the ledger and the caps can count it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Failover between models: ``llm.fallbacks``, tried in order when a model is overloaded (529),
-failing (5xx after the SDK's retries), too slow or unreachable, never when the API refused the
-request itself. Once a fallback has answered, calls stay on it for ``fallback_minutes`` before
-the first model is tried again, so an outage costs one slow call rather than one per message.
-"""
+"""Failover between models: ``llm.fallbacks``, tried in order when a model fails or overloads."""
 
 from __future__ import annotations
 
@@ -17,6 +13,7 @@ from gateway.contract.errors import LLMError, LLMErrorKind
 
 log = logging.getLogger(__name__)
 
+# Never when the API refused the request itself: another model would refuse it too.
 FAILS_OVER = frozenset(
     {LLMErrorKind.OVERLOADED, LLMErrorKind.SERVER, LLMErrorKind.TIMEOUT, LLMErrorKind.CONNECTION}
 )
@@ -57,6 +54,8 @@ class Failover:
     def routes(self, model: str) -> list[Route]:
         return [Route(model), *self.fallbacks]
 
+    # Calls stay on a fallback that answered for ``minutes``, so an outage costs one slow call
+    # rather than one per message.
     def start(self) -> int:
         if self._on and self.monotonic() >= self._until:
             log.info("trying the first model again after %g minutes on a fallback", self.minutes)

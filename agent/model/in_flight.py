@@ -1,12 +1,4 @@
-"""How much conversation the model calls in flight may carry at once.
-
-While a call runs it holds its whole conversation several times over (read back from the
-compact history, the SDK's prepared copy, the request's JSON), so what a burst costs in memory
-follows the size of the conversations in flight, not their number. Calls are admitted while
-the JSON they carry fits a budget: a burst of short chats goes out at once, a burst of long
-conversations takes turns. One call counts at most a quarter of the budget, so a very long
-conversation neither waits for every other call to end nor holds the others back.
-"""
+"""How much conversation the model calls in flight may carry at once."""
 
 from __future__ import annotations
 
@@ -17,12 +9,13 @@ from collections.abc import AsyncIterator
 
 # What a call counts at least: its request carries the system prompt and the tools besides.
 FLOOR = 1024
-# Conversation JSON in flight at once. About 256 KB of JSON is 2–4 MB as the copies a call
-# holds; a hundred new chats (under a kilobyte each) fit at once, and so do eight to ten
-# conversations of a hundred turns.
+# Conversation JSON in flight at once: a burst of new chats goes out together, a burst of long
+# conversations takes turns.
 BUDGET = 256 * 1024
 
 
+# A call holds its conversation several times over while it runs, so what a burst costs in
+# memory follows the size of the conversations in flight, not their number.
 class InFlight:
     def __init__(self, budget: int = BUDGET, floor: int = FLOOR) -> None:
         self.budget = budget
@@ -30,6 +23,8 @@ class InFlight:
         self.used = 0
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
+    # A quarter of the budget at most, so a very long conversation neither waits for every
+    # other call to end nor holds the others back.
     def weight(self, size: int) -> int:
         return min(max(size, self.floor), max(self.budget // 4, 1))
 

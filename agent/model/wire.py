@@ -1,6 +1,4 @@
-"""Messages between the transcript and the Messages API: a stored history made valid to send
-(whatever a crash or cancellation left behind), the model's content blocks made plain dicts fit
-to store and send back, and the user message a batch of inbound messages becomes."""
+"""Messages between the transcript and the Messages API: histories made valid, blocks, batches."""
 
 from __future__ import annotations
 

@@ -1,25 +1,4 @@
-"""A shell command in a box made by bubblewrap (``bwrap``): the system read-only, the workspace
-(or an empty scratch folder) writable, nothing else of the machine there (not Corvid's home,
-its state, config or secrets, nor anyone's home folder), no network but its own loopback unless
-the owner allows it, an empty environment, and limits on time, memory, processes and output.
-
-Of the host it binds only what commands need, read-only: ``/usr`` (and the links into it) and
-from ``/etc`` a short list of files every user may read (the users and groups, the resolver,
-the time zone, the certificates); never a file only root may read, so that a box run by root
-reads no password hashes and no secrets kept in ``/etc``. Its only writable places are the
-workspace and a ``/tmp`` whose size is bounded; the rest of its file system is read-only.
-
-In a conversation that has read text from outside, the places later prompts read (the
-bootstrap files, MEMORY.md, HEARTBEAT.md, ``memory/``, ``skills/``, and the record of what was
-written after reading from outside) are read-only in the box (``sealed``): an order hidden in a
-web page cannot rewrite them through a command. What a command leaves in the workspace is
-checked on the way out (``agent/sandbox/leftovers.py``).
-
-The number of processes is bounded by ``RLIMIT_NPROC``, which the kernel counts per user
-namespace (bubblewrap makes one when run by an ordinary user), and by a ``pids`` control group
-where one can be made (as root, where ``RLIMIT_NPROC`` does not hold). Run as root without
-such a group, the box could not stop a fork bomb: it is then not offered at all.
-"""
+"""A shell command in a bubblewrap box: the system read-only, the workspace writable, bounded."""
 
 from __future__ import annotations
 
@@ -49,7 +28,8 @@ SYSTEM = ("/usr",)
 MERGED = ("/bin", "/lib", "/lib64", "/sbin")  # links into /usr on a merged-/usr system
 # What commands read of /etc: the users and groups (names for ids), the dynamic linker's cache,
 # name resolution, the time zone, certificates, the alternatives that /usr/bin links through.
-# Each is bound only when every user may read it, all of it.
+# Each is bound only when every user may read it, all of it, so that a box run by root reads
+# no password hashes and no secrets kept in /etc.
 ETC = (
     "alternatives",
     "ca-certificates",
@@ -121,6 +101,8 @@ class Sandbox:
     def _find_problem(self) -> str | None:
         if self._bwrap is None:
             return "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
+        # RLIMIT_NPROC is counted per user namespace and does not hold for root: without a
+        # pids group the box could not stop a fork bomb, so it is not offered.
         if os.geteuid() == 0 and self._pids_root is None:
             return (
                 "Corvid runs as root and cannot make a pids control group, so a command's "
@@ -162,6 +144,7 @@ class Sandbox:
         args += ["--size", str(cfg.memory_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         if cfg.writable == "workspace":
             args += ["--bind", str(self.workspace), INSIDE]
+            # Sealed: an order hidden in a page read cannot rewrite later prompts by a command.
             for place in sealed_places(self.workspace) if sealed else ():
                 inner = f"{INSIDE}/{place.relative_to(self.workspace).as_posix()}"
                 args += ["--ro-bind", str(place), inner]

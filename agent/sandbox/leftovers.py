@@ -1,13 +1,4 @@
-"""What a command left in the workspace, checked on the way out of the box.
-
-The workspace holds no links out: a link a command made (or changed) that leads outside the
-workspace is removed, and so is a FIFO, a socket or a device it made (a reader could wait on
-one forever). In a sealed run (a conversation that has read text from outside) a place later
-prompts read that was not there before and is now is removed too: the box binds the existing
-ones read-only, and a new one is as much a write to them. Every file a sealed run changed
-elsewhere is noted as written after reading from outside, so that whoever reads it later
-counts as having read from outside, as the file tools note their writes.
-"""
+"""What a command left in the workspace, checked on the way out of the box."""
 
 from __future__ import annotations
 
@@ -59,7 +50,7 @@ def look(workspace: Path) -> Before:
 
 
 def tidy(workspace: Path, before: Before, sealed: str | None) -> list[str]:
-    """Remove what the run may not leave (see the module's docstring) and note what a sealed
+    """Remove what the run may not leave (``_unwanted``) and note what a sealed
     run changed; ``sealed``: what the conversation had read from outside, None when it is not
     sealed. Returns what was removed, as the model is told it."""
     after = look(workspace)
@@ -78,6 +69,7 @@ def tidy(workspace: Path, before: Before, sealed: str | None) -> list[str]:
                     os.unlink(path)
                 removed.append(f"{rel} ({why})")
         elif sealed is not None and stat.S_ISREG(mode):
+            # Whoever reads it later has read from outside, as with the file tools' writes.
             note_written(workspace, rel, sealed)
     return removed
 
@@ -86,6 +78,8 @@ def _unwanted(workspace: Path, path: Path, mode: int, rel: str, new: bool) -> st
     """Why the run may not leave ``path``, or None."""
     if stat.S_ISLNK(mode) and inside(workspace, path) is None:
         return "a link that leads outside the workspace"
+    # The workspace holds no links out, and no FIFO, socket or device (a reader could wait on
+    # one forever).
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "not a regular file"
     parts = PurePosixPath(rel).parts
@@ -94,6 +88,7 @@ def _unwanted(workspace: Path, path: Path, mode: int, rel: str, new: bool) -> st
         or prompt_place(PurePosixPath(rel))
         or (len(parts) == 1 and parts[0].casefold() in PROMPT_FOLDERS)
     )
+    # The box binds the existing places read-only; making a new one is as much a write.
     if new and place:
         return "a place later prompts read, which this conversation may not change"
     return None

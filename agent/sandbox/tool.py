@@ -1,7 +1,4 @@
-"""``exec``: the model runs a shell command in the sandbox (``bwrap.py``), in the owner's
-private chats only. Each command asks the owner first unless it matches one of their allow
-patterns, and even then it asks when the conversation has read text from outside
-(``agent/approvals``). Every run is in the audit trail."""
+"""``exec``: the model runs a shell command in the sandbox, in the owner's private chats only."""
 
 from __future__ import annotations
 

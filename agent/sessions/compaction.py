@@ -1,16 +1,4 @@
-"""Keeping a session inside the context window: the silent memory flush, then compaction.
-
-After each turn: once the context reaches ``window - reserve - soft_threshold`` and no flush ran
-in this compaction cycle, a silent turn asks the model to write down what must survive; nothing
-of it reaches a chat. Once past ``window - reserve``, older messages are summarised by one model
-call and replaced by the summary; recent messages stay word for word, and a tool_use is never
-separated from its tool_result. The transcript keeps the full history either way.
-
-Both run only when compaction would shrink the conversation: the older part it would replace
-must be longer than a summary, and the window must leave the conversation room beside the fixed
-part of the prompt (the system prompt and the tools). What is kept word for word is at most half
-of that room, so a compaction leaves space to grow before the next one.
-"""
+"""Keeping a session inside the context window: the silent memory flush, then compaction."""
 
 from __future__ import annotations
 
@@ -198,6 +186,7 @@ class Maintenance:
             "workspace's AGENTS.md, SOUL.md, USER.md, TOOLS.md and MEMORY.md shorter"
         )
 
+    # At most half the room, so a compaction leaves space to grow before the next one.
     def keep_budget(self, state: SessionState) -> int:
         """Tokens of the recent conversation a compaction keeps word for word: the configured
         ``keep_recent_tokens``, but at most half the room the window leaves the conversation

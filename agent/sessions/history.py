@@ -1,12 +1,4 @@
-"""A conversation's messages as the process holds them: each as its compact JSON text, read
-back into dicts only where they are used (compaction, a token estimate, a model call whose
-history needs repair; one that does not is sent as stored).
-
-A message as dicts, lists and strings takes about six times the memory of its JSON: a hundred
-short turns are some 170 KB one way and 27 KB the other, and every loaded conversation and
-every turn waiting for the model holds its whole history. What is read back is a fresh copy,
-so changing it changes nothing stored; a message is changed by replacing it.
-"""
+"""A conversation's messages as the process holds them: each as its compact JSON text."""
 
 from __future__ import annotations
 
@@ -27,6 +19,9 @@ def _unpack(items: Sequence[bytes]) -> list[Message]:
     return decoded
 
 
+# Compact JSON, read back into dicts only where used: as dicts, lists and strings a message
+# takes several times the memory, and every loaded conversation holds its whole history. What
+# is read back is a fresh copy; a message is changed by replacing it.
 class History(MutableSequence[Message]):
     __slots__ = ("_found", "_items", "_nbytes", "checked")
 

@@ -1,6 +1,4 @@
-"""Files written a line at a time (transcripts): appended to, some held open between lines;
-made durable by path (a fresh descriptor will do, since fsync acts on the file); a last line
-torn by a crash cut off before reading."""
+"""Files written a line at a time (transcripts): appended, held open, synced, torn tails cut."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""The sessions this process has loaded, over the transcript store.
-
-A session is loaded from its transcript the first time it is needed, or started with a fresh
-prompt snapshot; while it is in use it lives in memory, touched only by its own turn (the gateway
-runs one turn at a time per session). Of the sessions not in use, the most recently used stay
-loaded (``KEEP_LOADED``); the others are let go and come back from disk on their next message,
-so memory does not grow with the number of chats.
-
-A snapshot is kept until compaction, so the cached prompt prefix stays valid, with one
-exception: when the owner edits the files it is made of by hand (on the control page),
-``HandEdits`` records when, and a session whose snapshot is older takes a fresh one the next
-time it is used, so the assistant works from what the owner wrote.
-"""
+"""The sessions this process has loaded, over the transcript store."""
 
 from __future__ import annotations
 
@@ -27,11 +15,13 @@ from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
-# Sessions kept in memory beyond those in use: a reload costs about a millisecond per hundred
-# turns since the start of the transcript.
+# Sessions kept in memory beyond those in use; the others come back from disk on their next
+# message, so memory does not grow with the number of chats.
 KEEP_LOADED = 32
 
 
+# A snapshot is kept until compaction, so the cached prompt prefix holds, unless the owner
+# edited its files by hand since: the assistant then works from what the owner wrote.
 class HandEdits:
     """When the owner last edited the workspace by hand, in a file that outlives restarts."""
 

@@ -1,9 +1,4 @@
-"""The system prompt: identity, session facts and the workspace's bootstrap files, each capped.
-
-It is built once when a session starts and stored in the transcript, so every request of the
-session sends the same bytes and Anthropic's prompt cache can serve it. Nothing in it changes
-by the minute: the current time travels in each user message instead.
-"""
+"""The system prompt: identity, session facts and the workspace's bootstrap files, each capped."""
 
 from __future__ import annotations
 
@@ -68,6 +63,8 @@ def _places(key: SessionKey) -> str:
     )
 
 
+# Built once when a session starts and stored in its transcript, so every request sends the
+# same bytes to the prompt cache; the current time travels in each user message instead.
 def build_system_prompt(
     workspace: Path,
     key: SessionKey,

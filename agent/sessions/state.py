@@ -1,5 +1,4 @@
-"""A session as the process holds it: its messages, token counts and what it has read, and how
-a turn ended; ``transcript.py`` keeps it on disk."""
+"""A session as the process holds it: its messages, token counts, what it read, how a turn ended."""
 
 from __future__ import annotations
 

@@ -1,25 +1,4 @@
-"""Session transcripts: ``state/sessions/<key>.jsonl``, append-only, one JSON object per line.
-
-Line types (field ``t``): ``session`` (header with the system-prompt snapshot), ``msg`` (an API
-message), ``usage`` (one model call's token counts), ``turn`` (how a turn ended), ``flush`` (the
-silent memory flush ran), ``withdrawn`` (the last messages leave the conversation: a turn
-stopped with /stop), ``compaction`` (older messages replaced by a summary from here on, with
-a fresh snapshot), ``prompt`` (a fresh snapshot from here on: the owner edited its files),
-``exposed`` (the session read text from outside the owner's audience: ``Exposure`` in
-``tools/context.py``). A line torn by a crash is cut off on load; the file is otherwise never
-rewritten, so the full history stays on disk. ``/new`` archives the file under a timestamped
-name.
-
-Each line reaches the OS with its own ``write``, so a killed process loses nothing. What was
-written is also made durable against a power cut within ``SYNC_WITHIN`` seconds, every
-transcript written meanwhile in one hand-over to a worker thread, and at shutdown: the same
-promise as the journal's SQLite (``synchronous=NORMAL``), which may lose its last commits to a
-power cut too. An fsync before each reply cost a worker thread's hand-over per turn, about half
-a millisecond of CPU, and the reply waited for the disk. While a flush is due, a transcript
-written to stays open until it comes and closes it (the event loop's thread opens, writes and
-closes; the worker thread syncs by path): a turn writes several lines, and opening the file
-for each cost more than writing them.
-"""
+"""Session transcripts: ``state/sessions/<key>.jsonl``, append-only, one JSON object per line."""
 
 from __future__ import annotations
 
@@ -45,6 +24,9 @@ from gateway.infra.tasks import settle
 
 log = logging.getLogger(__name__)
 
+# Each line reaches the OS with its own write, so a killed process loses nothing; a power cut
+# may take the last moment, as the journal's SQLite (synchronous=NORMAL) may. An fsync before
+# each reply made the reply wait for the disk.
 SYNC_WITHIN = 1.0  # seconds: the most of a transcript a power cut may take
 OPEN_KEPT = 64  # transcripts held open until the next flush; more are opened for each line
 

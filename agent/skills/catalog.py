@@ -1,18 +1,4 @@
-"""The skills the assistant can use: ``workspace/skills/<name>/SKILL.md`` and a few bundled
-with Corvid, in the open SKILL.md format (YAML front matter with ``name`` and ``description``,
-then the instructions; other files beside it are the skill's own).
-
-The system prompt lists each skill's name and description only, sorted, so the list is the
-same bytes in every request and the prompt cache holds; the model reads a skill's body with
-``read_skill`` when a task needs it. A skill is for the owner's private chats unless its front
-matter says ``shared: true``. A skill in the workspace never replaces a bundled one: one with
-a bundled skill's name is not loaded, and says why.
-
-A workspace skill is read as the file tools read (``workspace.visible``: no link out of the
-workspace, no FIFO). One that a conversation wrote after reading text from outside (noted in
-``.written-after-outside.json``) is listed and read quoted as outside text, never as the
-owner's instructions, and reading it marks the conversation as having read from outside.
-"""
+"""The skills the assistant can use (SKILL.md format): the prompt's list and ``read_skill``."""
 
 from __future__ import annotations
 
@@ -206,6 +192,7 @@ class SkillCatalog:
         except (OSError, UnicodeDecodeError) as exc:
             raise SkillError(f"{folder.name}: {SKILL_FILE} cannot be read ({exc})") from None
 
+    # Sorted, so the prompt's list is the same bytes in every request and the cache holds.
     def offered(self, private: bool) -> list[Skill]:
         skills, _ = self.all()
         return [s for _, s in sorted(skills.items()) if private or s.shared]

@@ -1,5 +1,4 @@
-"""What a tool call runs with: the turn's context and what an unwatched turn may do (``Grant``);
-what the session has read from outside the owner's audience is ``agent/tools/exposure.py``."""
+"""What a tool call runs with: the turn's context and what an unwatched turn may do (``Grant``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a session has read from outside the owner's own audience (``Exposure``), and the web
-addresses it may fetch without asking (``Reach``)."""
+"""What a session has read from outside the owner's audience, and the addresses it may fetch."""
 
 from __future__ import annotations
 

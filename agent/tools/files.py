@@ -1,9 +1,4 @@
-"""The workspace file tools: read, write and edit a file; ``FILE_TOOLS`` offers them with
-``list_files`` (``listing.py``).
-
-Every path goes through ``paths.py`` first. What is written replaces the file whole
-(``write_atomic``), and a new file or folder is readable by the owner's user alone.
-"""
+"""The workspace file tools: read, write and edit a file; ``FILE_TOOLS`` offers them all."""
 
 from __future__ import annotations
 

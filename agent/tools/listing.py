@@ -1,5 +1,4 @@
-"""The ``list_files`` tool: the entries of a workspace folder that this session may see,
-walked within bounds (``walk.py``)."""
+"""The ``list_files`` tool: the entries of a workspace folder that this session may see."""
 
 from __future__ import annotations
 

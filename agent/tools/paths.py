@@ -1,10 +1,4 @@
-"""Where the file tools may reach: a path the model gave, resolved in the workspace and checked.
-
-Absolute paths, ``..`` components and symbolic links that lead outside are refused, and what a
-session may reach follows from its audience (``agent/workspace/audience.py``): a shared chat sees
-the bootstrap files and its own places, nothing of the owner's, nothing of another chat's, and
-writes only in its own ``chats/<chat>/`` folder.
-"""
+"""Where the file tools may reach: a path the model gave, resolved in the workspace and checked."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Tools the model may call: a handler, its typed arguments, and the registry that offers them.
 
-A tool's arguments are a ``TypedDict`` whose fields carry their descriptions
-(``Annotated[str, "..."]``); the JSON schema the model sees is derived from it (``schema_of``),
-so the handler's types and the schema cannot drift apart. Tools never read shared mutable state
-for "who is asking": everything about the current turn arrives in the ``TurnContext`` argument,
-so concurrent sessions cannot see each other's context.
+A tool's JSON schema is derived from its arguments' ``TypedDict`` (``schema_of``), so the two
+cannot drift apart; everything about the turn arrives in the ``TurnContext`` argument, never
+in shared state, so concurrent sessions cannot see each other's context. A ``ToolSource``
+offers tools that come and go (MCP servers).
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Walking a folder within bounds: a workspace of a hundred thousand files is listed in a
-moment, with a note that the listing was cut short, instead of holding the turn for minutes."""
+"""Walking a folder within bounds, with a note when the listing was cut short."""
 
 from __future__ import annotations
 

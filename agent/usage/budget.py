@@ -1,13 +1,4 @@
-"""Spending caps: daily and monthly, overall, per shared chat and per job (``budget`` in
-``config.yaml``), in days and months of the configured time zone.
-
-A call is admitted while what its caps have spent is under them. Calls in flight have not
-said what they cost yet, so near a cap they are admitted one at a time: a call waits while
-the spent amount, the most the calls in flight may still cost and the most it may cost itself
-would pass the cap. A cap is therefore passed by one call at most, concurrent calls included.
-The owner hears once per cap and period when its ``warn_at`` share is spent, and once when it
-is reached, with the command that raises it until the period ends.
-"""
+"""Spending caps, daily and monthly: overall, per shared chat and per job (``budget``)."""
 
 from __future__ import annotations
 
@@ -138,6 +129,8 @@ class Budget:
 
     # -- admitting and counting calls --------------------------------------------------------
 
+    # Calls in flight have not said what they cost yet, so near a cap they go one at a time and
+    # a cap is passed by one call at most.
     @contextlib.asynccontextmanager
     async def admit(self, charge: Charge, most: float) -> AsyncIterator[None]:
         """Run a call that may cost up to ``most`` once its caps allow it; raise

@@ -1,11 +1,4 @@
-"""The usage ledger: one row per paid call in ``state/usage.sqlite``, and the sums read from it.
-
-A row is written, and committed, as soon as the call's answer is in, before anything else
-happens with it: a process killed later has counted it, one killed earlier was never answered.
-A row's id is the API's message id when there is one, so the same answer is never counted
-twice. WAL with ``synchronous=NORMAL``: a commit survives the process being killed (what is
-lost to a power cut is at most the last moment's calls).
-"""
+"""The usage ledger: one row per paid call in ``state/usage.sqlite``, and the sums read from it."""
 
 from __future__ import annotations
 
@@ -116,7 +109,7 @@ class UsageLedger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         # One row added per call, the sums read through indexes: its newest pages are what it
-        # uses. SQLite's default cache (2 MiB) filled with old rows as the ledger grew.
+        # uses. SQLite's default cache filled with old rows as the ledger grew.
         self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._db.executescript(SCHEMA)
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
@@ -129,6 +122,8 @@ class UsageLedger:
         self._checkpoints.close()
         self._db.close()
 
+    # Committed as soon as the answer is in: a process killed later has counted it. The id is
+    # the API's message id, so one answer is never counted twice.
     def record(self, call: Call, when: datetime) -> bool:
         """Keep ``call``; False when a call with its id is already kept."""
         period = Period.of(when, self.tz)

@@ -1,9 +1,4 @@
-"""The meter on the model port: every call is admitted by the budget first and kept in the
-ledger as soon as its answer is in (``agent/usage/ledger.py``).
-
-``Metered`` wraps whatever model the app runs (Anthropic's, a test's), so no caller can make
-a paid call the ledger misses; the purpose it must name (``Charge``) says what the call was for.
-"""
+"""The meter on the model port: every call admitted by the budget and kept in the ledger."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What a call costs: prices per million tokens by model, with defaults for current Claude
-models that ``llm.prices`` overrides or extends. A model without a price costs nothing (its
-tokens are still counted)."""
+"""What a call costs: prices per million tokens by model, defaults that ``llm.prices`` overrides."""
 
 from __future__ import annotations
 

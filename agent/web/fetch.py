@@ -1,18 +1,4 @@
-"""``web_fetch``: a web page, as readable text the model can use.
-
-An HTTP(S) GET with an honest User-Agent, time limits, at most five redirects and a size cap.
-HTML becomes Markdown through trafilatura (it finds the article in a page and drops menus,
-ads and footers, and it is maintained); plain text and JSON pass through; a PDF's text is read
-with pypdf. What comes back is marked as untrusted: a web page informs, it never instructs.
-
-**Server-side request forgery.** A page (or a prompt) must not make Corvid reach what only the
-machine can: its own services, the home network, a cloud's metadata endpoint. Every address a
-request would connect to is checked on every hop, redirects included: names through a resolver
-that drops addresses that are not on the public internet, and addresses written in the URL
-directly. Connections go to the address that was checked, so a name cannot change its answer
-in between. The only way around it is ``allow``, for tests that serve pages on loopback: it is
-a constructor argument, not a setting, so no configuration can switch the guard off.
-"""
+"""``web_fetch``: a web page as readable text the model can use, never from a private address."""
 
 from __future__ import annotations
 
@@ -116,7 +102,9 @@ def refusal(address: str, allow: Collection[Network] = ()) -> str | None:
 
 
 class GuardedResolver(AbstractResolver):
-    """An aiohttp resolver that keeps only public addresses (see the module's docstring)."""
+    """An aiohttp resolver that keeps only public addresses: a page or a prompt must not make
+    Corvid reach what only the machine can (its services, the home network, a cloud's metadata
+    endpoint). ``allow`` is for tests on loopback: an argument, never a setting."""
 
     def __init__(self, allow: Collection[Network] = (), inner: AbstractResolver | None = None):
         self.allow = tuple(allow)
@@ -180,6 +168,7 @@ class WebFetcher:
 
     async def fetch(self, url: str) -> Fetched:
         resolver = GuardedResolver(self.allow, self._resolver)
+        # Connections go to the address checked, so a name cannot change its answer between.
         connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
         timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=10)
         try:
@@ -264,9 +253,8 @@ def _pdf_text(body: bytes) -> str:
 
 
 def _readable(page: str) -> str:
-    """The page's text as Markdown. The extractor's time and memory grow with the HTML (a
-    5 MB page of links took it 20 s and 700 MiB), so it reads at most ``MAX_EXTRACT_CHARS``
-    of it, scripts, styles and comments left out first."""
+    """The page's text as Markdown. The extractor's time and memory grow with the HTML, so it
+    reads at most ``MAX_EXTRACT_CHARS`` of it, scripts, styles and comments left out first."""
     import trafilatura
 
     page = _without_code(page)

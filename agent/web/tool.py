@@ -1,5 +1,4 @@
-"""``web_fetch`` as the model is offered it. The fetcher behind it (``agent/web/fetch.py``, with
-aiohttp) is loaded on the tool's first call, so offering the tool costs a start nothing."""
+"""``web_fetch`` as the model is offered it; the fetcher is loaded on the tool's first call."""
 
 from __future__ import annotations
 

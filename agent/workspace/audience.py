@@ -1,28 +1,4 @@
-"""Who may read and write what in the workspace: the one place the rules are.
-
-What a session may read follows from who is in it (``gateway.contract.events.Audience``). The
-owner is in every chat, so the owner's private sessions read everything; a shared chat (a group,
-a guild channel, a thread, a guest's direct chat) reads the bootstrap files and what belongs to
-its own audience, nothing else. Where a path belongs:
-
-    AGENTS.md SOUL.md IDENTITY.md          everyone: they are in every prompt
-    chats/<chat>/...                        that chat's own files
-    memory/chats/<chat>/YYYY-MM-DD.md       that chat's daily log
-    memory/chats/<guest>/NOTES.md           a paired guest's long-term notes (``notes_path``)
-    inbox/chats/<chat>/YYYY-MM-DD/...       files sent in that chat
-    anything else                           the owner's alone: USER.md and TOOLS.md (in the
-                                            owner's prompts only), MEMORY.md, the owner's log
-                                            memory/YYYY-MM-DD.md, inbox/private/...
-
-Writing is narrower than reading, so that nothing written for one audience reaches another:
-a shared chat's file tools write only in ``chats/<chat>/`` (its log grows only through
-``memory_append``, its inbox only through uploads); the owner's sessions write anywhere but in
-a shared chat's places, so private content cannot land where a group reads it, whatever the
-model is asked to do. The files everyone reads are changed only by the owner's sessions, and
-only by one whose context holds nothing from outside the owner's audience
-(``tools/paths.py``); what such a session writes where the owner's prompts load it unasked is
-kept quoted.
-"""
+"""Who may read and write what in the workspace: the one place the rules are."""
 
 from __future__ import annotations
 
@@ -292,6 +268,8 @@ def _folded(folders: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f.casefold() for f in folders)
 
 
+# Narrower than reading, so nothing written for one audience reaches another: private content
+# cannot land where a group reads it, whatever the model is asked to do.
 def writable(audience: Audience, rel: PurePosixPath) -> bool:
     """May this audience's file tools write at ``rel``? A shared chat writes only under its
     own folder, spelled exactly so (no new folder in another case)."""

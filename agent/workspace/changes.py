@@ -1,5 +1,4 @@
-"""Who changed a workspace file, and a change as the history keeps it; whose history an
-audience may see (``may_see``)."""
+"""Who changed a workspace file, a change as the history keeps it, and whose history is seen."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""The workspace's history: every change to a file kept, with who made it, so any can be undone.
-
-A preimage journal in SQLite (``state/history.sqlite``): each version of a file is stored once,
-zlib-compressed and named by its SHA-256 (``blobs``); each change names the file, the versions
-before and after it (NULL: the file did not exist) and who made it (``changes``). The writers
-of workspace files (``agent.tools.files.atomic_write``, ``Memory.append``) call ``recording``
-around their write, so every way in (the file tools, the memory tools, the control page's
-editor, consolidation) is recorded in one place. A change made by hand is found on the next
-look: before a recorded write and by ``look``, a file that differs from its last recorded
-version gets a change of its own, made by "hand edit".
-
-Who made a change comes from ``Author`` (``changes.py``), set for the duration of a tool
-call, a job or a page request with ``authored``. The history follows the audience rules,
-narrowed (``changes.may_see``): a shared chat sees the changes of its own places only.
-"""
+"""The workspace's history: every change to a file kept, with who made it, so any can be undone."""
 
 from __future__ import annotations
 
@@ -112,7 +98,7 @@ class History:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         # Versions are added at the end and the last of a file is what is read back, while
-        # SQLite's default cache (2 MiB) fills with old versions as the history grows.
+        # SQLite's default cache fills with old versions as the history grows.
         self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._db.executescript(_SCHEMA)
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:  # made just now
@@ -373,6 +359,8 @@ def _make_folders(folder: Path, workspace: Path) -> None:
         fsync_folder(made.parent)
 
 
+# Every writer of workspace files calls this around its write, so every way in (tools, the
+# page's editor, consolidation) is recorded in one place.
 @contextlib.contextmanager
 def recording(history: History | None, path: Path) -> Iterator[None]:
     """``History.recording`` when there is a history, else nothing."""

@@ -1,6 +1,4 @@
-"""How much of the disk shared chats may fill: each chat's places (its files, log and inbox)
-and all chats together are capped, with a refusal that says so. The owner's own writes are not
-counted: the workspace is theirs."""
+"""How much of the disk shared chats may fill, each chat and all together; the owner's uncounted."""
 
 from __future__ import annotations
 

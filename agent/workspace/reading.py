@@ -1,10 +1,4 @@
-"""Reading a workspace file without ever waiting on it.
-
-Opening a FIFO for reading waits for a writer, and the process with it. Checking what is at a
-path and then opening it leaves a gap in which a FIFO can be put there; opening without waiting
-(``O_NONBLOCK``) and then asking the open file what it is leaves none. It is also cheaper: one
-``open`` and one ``fstat`` where the check made two ``stat`` calls before the ``open``.
-"""
+"""Reading a workspace file without ever waiting on it."""
 
 from __future__ import annotations
 
@@ -12,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+# Opening a FIFO waits for a writer; checking the path first leaves a gap in which one can be
+# put there. Opened without waiting, the open file is then asked what it is.
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 

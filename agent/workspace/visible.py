@@ -1,12 +1,4 @@
-"""Reading a workspace file as the file tools resolve it, for every reader that is not a tool
-(the prompt builder, the skills catalog, memory, the heartbeat, start-up's repairs).
-
-A path is followed only while it stays inside the workspace, and what it leads to must be a
-place the reading audience may read (``audience.readable``, judged where the path leads, so
-``AGENTS.md`` as a link to ``MEMORY.md`` shows a group nothing), a regular file (a FIFO is found
-without waiting on it) and, for a shared chat, a file with one name. What a conversation that
-had read text from outside wrote (``audience.written_after_outside``) comes back quoted as such.
-"""
+"""Reading a workspace file as the file tools resolve it, for every reader that is not a tool."""
 
 from __future__ import annotations
 
@@ -67,6 +59,7 @@ def read_visible(
         if found is None:
             raise Unreadable(rel, "a link that leads outside the workspace")
         path, where = os.fspath(found), found.relative_to(workspace).as_posix()
+        # Judged where the path leads: AGENTS.md as a link to MEMORY.md shows a group nothing.
         if not readable(audience, PurePosixPath(where)):
             raise Unreadable(rel, f"a link to {where}, which this chat may not read")
         rel = where

@@ -1,2 +1,1 @@
-"""Discord, through discord.py: ``channel`` (the adapter: gateway events in, Markdown replies
-out, slash commands) and ``probe`` (``corvid doctor``'s check of the token and intents)."""
+"""Discord, through discord.py: the adapter and ``corvid doctor``'s check of the bot."""

@@ -1,6 +1,4 @@
-"""Buttons under the bot's messages on Discord (message components): each carries a chat
-command as its custom id, and a press becomes that command from the person who pressed it.
-Only the owner's presses in their DM count; anyone else's is acknowledged and ignored."""
+"""Buttons under the bot's messages on Discord: each carries a chat command for the owner."""
 
 from __future__ import annotations
 

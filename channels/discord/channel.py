@@ -1,17 +1,4 @@
-"""Discord, through discord.py: gateway events in, Markdown replies out, slash commands.
-
-Inbound, each message becomes an ``Arrival`` for the shared access policy (``inbound``): direct
-messages are ``discord:dm:<user_id>``, guild channels ``discord:channel:<id>``, threads
-``discord:thread:<id>`` (a session apart from its channel). A guild message is addressed to the
-bot when it mentions the bot (as a user, or one of its roles) or replies to one of its messages.
-Image attachments become images for the model; other files are saved to the inbox. Messages from
-bots, the bot included, are ignored.
-
-Outbound, Discord renders Markdown itself, so replies are only split under its 2000-character
-limit, without breaking code blocks. Every reply is sent with mentions disabled, so nothing the
-model writes can ping @everyone, a role or a user. The chat commands are application (slash)
-commands (``slash``), synced at start; their answers come back as follow-ups to the interaction.
-"""
+"""Discord, through discord.py: gateway events in, Markdown replies out, slash commands."""
 
 from __future__ import annotations
 
@@ -130,6 +117,7 @@ class DiscordChannel(Channel):
         intents.message_content = True
         client = discord.Client(
             intents=intents,
+            # Nothing the model writes can ping @everyone, a role or a user.
             allowed_mentions=discord.AllowedMentions.none(),
             chunk_guilds_at_startup=False,
             guild_ready_timeout=self.guild_ready_timeout,

@@ -1,5 +1,4 @@
-"""Files that come with a Discord message: images for the model, other files to the inbox,
-and voice messages and audio files heard (``channels/voice.py``) when transcription is on."""
+"""Files that come with a Discord message: images for the model, the rest to the inbox or heard."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""How a Discord message is read: the chat it is in, whether it is addressed to the bot, and the
-``Arrival`` it becomes for the shared access policy."""
+"""How a Discord message is read: its chat, whether it is addressed to the bot, its ``Arrival``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Replies on Discord shown while they are written: the first piece is posted once there is
-enough text, then edited in place (discord.py keeps within Discord's rate limits for edits); a
-reply that outgrows 2000 characters continues in a new message. Mentions are disabled on every
-post and every edit, as for whole replies.
-"""
+"""Replies on Discord shown while they are written: posted, then edited in place."""
 
 from __future__ import annotations
 

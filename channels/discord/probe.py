@@ -1,6 +1,4 @@
-"""``corvid doctor``'s Discord check: ``Client.login`` (``GET /users/@me`` and the application,
-whose flags say whether the Message Content intent is on; without it Discord closes the gateway
-with 4014). Nothing is received."""
+"""``corvid doctor``'s Discord check: the token, and whether the Message Content intent is on."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Replies on Discord: Discord renders Markdown itself, so a reply is only split under its
-2000-character limit, without breaking code blocks. Every piece is sent with mentions disabled,
-so nothing the model writes can ping @everyone, a role or a user, and carries a nonce stable
-across restarts, so a send cut off by a crash can be repeated without posting twice. A piece
-Discord refuses is replaced by a short notice, and the rest of the reply still goes out.
-"""
+"""Replies on Discord, split under its length limit and sent with mentions disabled."""
 
 from __future__ import annotations
 
@@ -60,7 +55,8 @@ async def send(
     first = total - len(pieces)  # pieces already sent as interaction follow-ups
     last = None
     for number, piece in enumerate(pieces, first):
-        # Discord returns the existing message for a nonce it has seen (enforce_nonce).
+        # Discord returns the existing message for a nonce it has seen (enforce_nonce); stable
+        # across restarts, so a send cut off by a crash is repeated without posting twice.
         nonce = f"{msg.ident}.{number}" if msg.ident else None
         # Discord's servers would fetch an address in the text to embed a preview: a way out
         # for anything a model was told to put in a link.

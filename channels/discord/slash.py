@@ -1,6 +1,4 @@
-"""The chat commands as Discord application (slash) commands: registered on the client's command
-tree, each use taken in like a message from its chat, and answered by follow-ups to the
-interaction (a refusal to the person who asked alone)."""
+"""The chat commands as Discord application (slash) commands, answered by follow-ups."""
 
 from __future__ import annotations
 

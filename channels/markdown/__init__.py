@@ -1,7 +1,4 @@
-"""The model writes Markdown (CommonMark with tables and strikethrough); chat platforms want it
-in pieces under their length limits, and Telegram as HTML. The parser both use is in
-``parse``, splitting in ``split`` (with cuts inside one block in ``cut``); Telegram's
-rendering is in ``channels/telegram/html.py``, the terminal's in ``ansi``."""
+"""The model's Markdown for chat platforms: parsed once, split under a length limit."""
 
 from channels.markdown.parse import parse, parser, too_deep, utf16_len
 from channels.markdown.split import split_markdown

@@ -1,7 +1,4 @@
-"""The model's Markdown as a terminal shows it (``corvid chat``): emphasis, code and headings as
-ANSI styles (or plain, for ``NO_COLOR``), lists with bullets, quotes and code set off, links
-with their address. Control characters in the text are spelled out, never sent to the
-terminal: a reply may quote a web page."""
+"""The model's Markdown as a terminal shows it (``corvid chat``), control characters spelled out."""
 
 from __future__ import annotations
 

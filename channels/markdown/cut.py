@@ -1,12 +1,4 @@
-"""Cutting inside one block: a paragraph too long for a message, or a line of code.
-
-A paragraph is cut at whitespace, sentence ends first, and a cut is taken only if both sides
-still read as what they were: the first piece, parsed alone, shows the same formatted
-characters as the start of the whole paragraph (so no ``**``, link text, code span or entity
-is cut in two), and the second does not start a block of another kind. Where there is no such
-place (one very long word), the cut falls between characters a reader sees as one (an emoji
-sequence, a letter and its accents) never inside them.
-"""
+"""Cutting inside one block: a paragraph too long for a message, or a line of code."""
 
 from __future__ import annotations
 
@@ -176,6 +168,8 @@ def _clean(head: str, tail: str, whole: list[Styled] | None, env: dict[str, Any]
     """How many characters ``head`` shows if cutting there is clean, else None."""
     if whole is None:  # not one paragraph to begin with: any cut at whitespace will do
         return 0
+    # The head, parsed alone, must show what the whole showed at its start: no ``**``, link
+    # text, code span or entity cut in two.
     shown = paragraph_chars(head, env)
     if shown is None or shown != whole[: len(shown)]:
         return None

@@ -1,6 +1,4 @@
-"""The one Markdown parser that splitting and Telegram's rendering share, and what both need
-to know about a parse: how long text is on the platforms, whether the parser followed all of
-it, what a paragraph says once parsed."""
+"""The one Markdown parser that splitting and Telegram's rendering share, and what a parse tells."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Splitting a reply into pieces under a platform's length limit, on its parsed structure.
-
-The text is parsed once; its top-level blocks are packed into pieces whole. A block too big
-for one piece is split by what it is: a list between its items, an item or a quote on its own
-contents (re-parsed without the marker or the ``>``, so a piece never starts with a line that
-would turn into code), a table between rows with its header repeated, a code block between
-lines (closed at the cut and reopened with its language), a paragraph in ``channels.markdown.cut``.
-Every piece therefore parses as the part of the reply it came from.
-"""
+"""Splitting a reply into pieces under a platform's length limit, on its parsed structure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Bot API calls that wait out flood limits (429) and retry network failures with backoff; any
-other error is raised for the caller to handle or record."""
+"""Bot API calls that wait out flood limits (429) and retry network failures with backoff."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The model's Markdown as the HTML subset Telegram accepts.
-
-It parses with markdown-it-py (CommonMark, plus tables and strikethrough) rather than with
-regular expressions, treats raw HTML in the model's text as text, always escapes ``<``, ``>``
-and ``&``, and only emits tags in combinations Telegram allows: no code inside formatting, no
-nested quotes, no empty tags.
-"""
+"""The model's Markdown as the HTML subset Telegram accepts."""
 
 from __future__ import annotations
 

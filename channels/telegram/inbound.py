@@ -1,10 +1,4 @@
-"""Telegram messages as the access policy sees them (``Arrival``), and their files.
-
-Private chats are ``telegram:private:<user_id>``, groups ``telegram:group:<chat_id>`` (plus
-``:topic:<id>`` in forum topics). In a group, a message is addressed to the bot when it mentions
-it (``@username`` or a text mention), replies to it, or is a command for it. Photos become
-images for the model; other files are saved to the inbox, once the message is let through.
-"""
+"""Telegram messages as the access policy sees them (``Arrival``), and their files."""
 
 from __future__ import annotations
 

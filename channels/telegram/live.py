@@ -1,12 +1,4 @@
-"""Replies on Telegram shown while they are written.
-
-In a private chat the text being written is a draft (Bot API ``sendMessageDraft``): an ephemeral
-preview that Telegram animates and drops by itself, so a crash leaves nothing behind; the finished
-text is then sent as a message. In groups and forum topics the reply is a message sent once there
-is enough text, then edited in place at most once a second. Either way a reply that outgrows one
-message continues in the next, and each frame is rendered by the same renderer as the final text
-(any Markdown prefix renders to balanced HTML, and a refused frame falls back to plain text).
-"""
+"""Replies on Telegram shown while they are written: a draft in private chats, else edits."""
 
 from __future__ import annotations
 
@@ -48,7 +40,8 @@ class TelegramLive(LiveReply[Piece]):
         self.clock = clock
         self.backoff = backoff
         self.chat_id, self.thread = target(key)
-        # Drafts exist in private chats only; a group sees a message edited in place.
+        # Drafts exist in private chats only; a group sees a message edited in place. A draft
+        # is a preview Telegram drops by itself, so a crash leaves nothing of it behind.
         self.drafts = key.scope is not Scope.GROUP
         self.every = 0.5 if self.drafts else 1.0
         self._draft_id = secrets.randbelow(2**31 - 1) + 1  # frames of one draft animate

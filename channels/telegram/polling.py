@@ -1,10 +1,4 @@
-"""Long polling for Telegram: Corvid's own loop over ``getUpdates``, and the offset that
-confirms an update to Telegram only once the gateway has it.
-
-Unlike PTB's Updater, the loop stops the channel when the token is revoked or another process
-keeps polling the same bot, instead of retrying forever. An update still being taken in (a
-download, say) is not confirmed, so a crash meanwhile loses none: it comes again.
-"""
+"""Long polling for Telegram, and the offset that confirms an update once the gateway has it."""
 
 from __future__ import annotations
 
@@ -28,6 +22,8 @@ CONFLICTS_BEFORE_GIVING_UP = 4
 UPDATES = ["message", "callback_query"]
 
 
+# Corvid's own loop, not PTB's Updater: it stops the channel when the token is revoked or
+# another process polls the same bot, where the Updater would retry forever.
 class Poller:
     """The loop over ``getUpdates``, handing each update to ``dispatch`` (which returns the
     task taking it in, or None for an update that is not for us)."""

@@ -36,7 +36,7 @@ class AnswerLate(TimedOut):
 
 
 class Transport(BaseRequest):
-    """A PTB request class on an httpx2 client (see the module docstring)."""
+    """A PTB request class on an httpx2 client (see the note above ``STUCK_AFTER``)."""
 
     def __init__(
         self,
@@ -138,7 +138,7 @@ class Transport(BaseRequest):
         task.add_done_callback(self._running.discard)
         # Its caller may have stopped waiting: an error nobody awaits is not logged as lost.
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        # The caller may stop waiting; the request does not stop (see the module docstring).
+        # The caller may stop waiting; the request does not stop (see ``STUCK_AFTER``'s note).
         try:
             return await asyncio.shield(task)
         finally:

@@ -1,14 +1,4 @@
-"""``corvid backup``: one archive of a home, consistent while Corvid runs, with a manifest of
-checksums.
-
-Every SQLite database under the home (found by its header, not by a list of names, so a database
-a later version adds is kept too) is copied through SQLite's backup API, which reads a
-consistent state even while the gateway writes (its WAL included). Every other file is copied as
-it is: Corvid replaces its JSON state whole (``write_atomic``) and only appends to transcripts,
-so a copy is the file before or after a write (a transcript's last line may be torn, which
-loading skips). The archive is a gzip'd tar whose last member, ``corvid-backup.json``, lists
-each file with its size and SHA-256; ``restore.py`` checks them all before it touches a home.
-"""
+"""``corvid backup``: one archive of a home, consistent while Corvid runs, with its checksums."""
 
 from __future__ import annotations
 
@@ -155,6 +145,8 @@ def _walk(home: Path, skip: set[Path]) -> Iterator[tuple[Path, os.stat_result]]:
                 stack.append(child)
 
 
+# Other files are copied as they are: state is replaced whole and transcripts only appended, so
+# a copy is a file before or after a write (a torn last line is skipped on loading).
 def _add_tree(
     tar: tarfile.TarFile, home: Path, skip: set[Path], manifest: Manifest, scratch: Path
 ) -> None:
@@ -191,6 +183,7 @@ def _companion(path: Path, databases: set[Path]) -> bool:
     )
 
 
+# Found by its header, not by a list of names, so a database a later version adds is kept too.
 def _is_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -209,6 +202,7 @@ def _add_database(
         source = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
         target = sqlite3.connect(tmp)
         try:
+            # The backup API reads a consistent state while the gateway writes, WAL included.
             source.backup(target)
         except sqlite3.DatabaseError as exc:
             raise BackupError(f"{rel} cannot be copied: {exc}") from None

@@ -1,5 +1,4 @@
-"""The scheduled backup (``backup.schedule``): an archive of the home, and the oldest scheduled
-ones beyond ``backup.keep`` deleted."""
+"""The scheduled backup (``backup.schedule``), keeping the newest ``backup.keep``."""
 
 from __future__ import annotations
 

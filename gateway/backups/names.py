@@ -1,5 +1,4 @@
-"""Where backups go and what they are called: all a scheduled backup needs until it runs, so
-the archive code (tarfile and the rest) loads on the first backup, not at every start."""
+"""Where backups go and what they are called, without loading the archive code at every start."""
 
 from __future__ import annotations
 

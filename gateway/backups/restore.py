@@ -1,18 +1,4 @@
-"""``corvid restore``: a backup put back in place of a home, checked whole first, and undoable.
-
-The archive is unpacked into a folder beside the home's contents and every file is checked
-against the manifest (size, SHA-256, each database's own integrity check) before anything of
-the home is moved: a damaged or altered archive is refused with the home as it was, and so is
-one that holds what no backup holds (the run lock, the backups, a restore's undo) or secrets
-its manifest says it has not. Then the home's contents go to ``.restore-undo/home`` and the
-backup's take their place; what a backup never holds stays where it is (the backups
-themselves, the run lock), and so do the secrets (``corvid.env``, the control page's token and
-sign-ins) unless the backup has them and the owner asks for them (``--with-secrets``). Every
-file the restore replaces is kept in ``.restore-undo/home``, whatever it is.
-``corvid restore --undo`` swaps the two back, so an undo can be undone too. While it works the
-restore holds the home's run lock, so no ``corvid run`` can start meanwhile, and it refuses to
-start while one runs.
-"""
+"""``corvid restore``: a backup put back in place of a home, checked whole first, and undoable."""
 
 from __future__ import annotations
 

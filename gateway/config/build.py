@@ -1,11 +1,4 @@
-"""Turns the YAML of ``config.yaml`` into the typed settings dataclasses, naming the dotted key of
-anything wrong.
-
-Every option is a dataclass field; its type says what is accepted, and ``setting()`` metadata
-(``agent/settings.py``) adds bounds and choices. ``${VAR}`` references are resolved from the
-environment mapping passed in; an unset one leaves an optional key empty and is remembered, so
-the caller can name the variable when the key turns out to be required.
-"""
+"""Turns the YAML of ``config.yaml`` into the typed settings, naming the dotted key of any fault."""
 
 from __future__ import annotations
 

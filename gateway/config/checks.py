@@ -1,7 +1,4 @@
-"""The checks across options that one option's type cannot say: a schedule's times, channel ids
-and webhook, where the control page listens, the MCP servers, and memory search's provider and
-weights. Each names the key at fault.
-"""
+"""The checks across options that one option's type cannot say, each naming the key at fault."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The home's environment file (``corvid.env``): the secrets ``config.yaml`` names as ``${VAR}``,
-one ``NAME=value`` a line, readable by the owner alone. ``corvid setup`` writes it; every
-``corvid`` command reads it under the process's own environment, which wins."""
+"""The home's environment file (``corvid.env``): the secrets ``config.yaml`` names as ``${VAR}``."""
 
 from __future__ import annotations
 

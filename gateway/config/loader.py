@@ -1,13 +1,4 @@
-"""Load and validate ``config.yaml``. Every error names its dotted key; nothing falls back silently.
-
-The gateway's own settings (channels, schedule, logging) are defined here; the agent's (``llm``,
-``agent``, ``memory``, ``compaction``) come from ``agent/settings.py``, and ``build.py``
-turns the YAML into both. Secrets are written as ``${ENV_VAR}`` and resolved from the
-``environ`` mapping passed in (not read from ``os.environ`` behind the caller's back). A
-reference to an unset variable is not an error by itself: the key is left empty and remembered,
-so that a disabled channel's token may be unset while ``corvid run`` can still say exactly which
-variable is missing for an enabled one.
-"""
+"""Load and validate ``config.yaml``: every error names its dotted key, nothing falls back."""
 
 from __future__ import annotations
 
@@ -123,6 +114,8 @@ class Config:
         page's own chat when the page is on."""
         return [*self.channels.enabled(), *(["web"] if self.web.enabled else [])]
 
+    # An unset ${VAR} leaves its key empty, not an error: a disabled channel's token may be
+    # unset, and an enabled one's names the variable here.
     def missing(self, key: str, what: str) -> str:
         """A sentence saying how to fill in an empty required key."""
         var = self.missing_env.get(key)

@@ -1,6 +1,4 @@
-"""The sections of ``config.yaml`` that belong to the gateway: channels, schedule, gateway,
-transcription, the control page and logging. ``gateway/config/loader.py`` puts them together with
-the agent's own settings into ``Config``."""
+"""The sections of ``config.yaml`` that belong to the gateway: channels, schedule, page, logging."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Reading ``config.yaml`` strictly: a key given twice is an error, and a YAML mistake is
-reported where it starts, in words a person can act on.
-
-A file is read with libyaml's parser when PyYAML has it (``yaml.CSafeLoader``): a commented
-config of 15 KB takes 1 ms instead of 10 to 17, and every start reads it twice. A file libyaml
-refuses is read again by PyYAML's own parser, whose errors ``yaml_problem`` puts into words
-(libyaml's say less: a tab is "a character that cannot start any token")."""
+"""Reading ``config.yaml`` strictly: no key twice, and a YAML mistake told where it starts."""
 
 from __future__ import annotations
 
@@ -26,6 +20,8 @@ def safe_load(text: str) -> Any:
     return _load(text, _CSafeLoader, yaml.SafeLoader)
 
 
+# libyaml's parser (``fast``) is much quicker, and every start reads the file twice; PyYAML's
+# own (``slow``) says better what is wrong (libyaml: a tab "cannot start any token").
 def _load(text: str, fast: type[yaml.CSafeLoader] | None, slow: type[yaml.SafeLoader]) -> Any:
     if fast is not None:
         try:

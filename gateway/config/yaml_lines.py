@@ -1,6 +1,4 @@
-"""Editing ``config.yaml`` line by line, so that its comments stay: where a block-style key is,
-the lines it spans, and a scalar set in place. Every edit is checked by its caller by reading
-the result back."""
+"""Editing ``config.yaml`` line by line, so that its comments stay."""
 
 from __future__ import annotations
 

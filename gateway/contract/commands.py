@@ -1,5 +1,4 @@
-"""The chat commands as people see them: one list, from which the platforms' command menus,
-``/help`` and the names a bot answers to are made."""
+"""The chat commands as people see them: one list, for the platforms' menus, ``/help`` and names."""
 
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""Corvid's exception hierarchy. Errors are caught only at boundaries: CLI, agent turn, channel,
-scheduled job.
-
-CorvidError
-├── ConfigError          bad or missing configuration; names the dotted key
-├── ToolError            a tool refused or failed; its message goes back to the model
-│   └── PathRefused      a path outside the workspace (or hidden from this session)
-├── LLMError             the model API failed after the SDK's own retries; ``kind`` says how
-└── DeliveryError        a platform did not take a message
-
-This module is a leaf, part of the contract every package may import.
-"""
+"""Corvid's exception hierarchy; errors are caught only at boundaries (CLI, turn, channel, job)."""
 
 from __future__ import annotations
 
@@ -17,7 +6,15 @@ from enum import StrEnum
 
 
 class CorvidError(Exception):
-    """Base class for errors Corvid raises on purpose."""
+    """Base class for errors Corvid raises on purpose::
+
+    CorvidError
+    ├── ConfigError          bad or missing configuration; names the dotted key
+    ├── ToolError            a tool refused or failed; its message goes back to the model
+    │   └── PathRefused      a path outside the workspace (or hidden from this session)
+    ├── LLMError             the model API failed after the SDK's own retries; see ``kind``
+    └── DeliveryError        a platform did not take a message
+    """
 
 
 class ConfigError(CorvidError):

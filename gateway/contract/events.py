@@ -1,10 +1,4 @@
-"""The message types every part of Corvid speaks: scopes, session keys, inbound and outbound
-messages, chat commands.
-
-This module is a leaf: it imports nothing from Corvid, so channels and the agent can depend on
-it alone. Session keys for every platform, guests and scheduled jobs are made here and nowhere
-else, so whether a session is private is decided in one place.
-"""
+"""The message types every part of Corvid speaks: scopes, session keys, messages, chat commands."""
 
 from __future__ import annotations
 
@@ -41,6 +35,8 @@ class Scope(StrEnum):
 _PART = re.compile(r"^[A-Za-z0-9_.@-]+$")
 
 
+# Every session key (platforms, guests, jobs) is made here and nowhere else, so whether a
+# session is private is decided in one place.
 @dataclass(frozen=True, slots=True)
 class SessionKey:
     """Identifies one conversation: ``channel:scope:id`` plus an optional ``:topic:<id>``.

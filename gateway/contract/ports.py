@@ -1,14 +1,6 @@
 """The small values every port shares besides messages: the clock, secrets, and health checks.
-
-A leaf of the contract, like ``events`` and ``errors``: it imports nothing from Corvid.
-
-- ``Clock``: one clock is injected everywhere time matters (the journal, transcripts, the
-  scheduler, access notices, pairing codes, retry backoff), so tests move time instead of
-  waiting for it.
-- ``Secret``: a string that never shows itself in logs, reprs or tracebacks.
-- ``Check``: one line of ``corvid doctor``; each port (the model client, every channel) can
-  probe itself and answer with one.
-"""
+One ``Clock`` is injected wherever time matters, so tests move time instead of waiting; a
+``Secret`` never shows itself in logs or reprs; a ``Check`` is one line of ``corvid doctor``."""
 
 from __future__ import annotations
 

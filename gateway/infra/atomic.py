@@ -1,9 +1,4 @@
-"""Writing files safely: replaced whole, so a crash leaves the old file or the new one, never half.
-
-A leaf: every part that rewrites a file whole (state files, workspace files,
-the control page's sign-ins) goes through ``write_atomic``, and every file made private to the
-owner's user before it is first written (the databases, the logs) through ``private_file``.
-"""
+"""Writing files safely: replaced whole, so a crash leaves the old file or the new, never half."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Waiting at a stop for a set of tasks that may still grow while it waits.
-
-A component that starts tasks keeps them in a set (each removed as it ends, or left done) and
-at its stop waits for them. Waiting for a copy of the set taken once misses a task started
-during the wait: a message arriving while the gateway stops, a reply failing as its send is
-cancelled. Such a task outlives the stop and the close of what it uses. ``settle`` looks
-again after each wait.
-
-A leaf: it imports nothing from Corvid.
-"""
+"""Waiting at a stop for a set of tasks that may still grow while it waits."""
 
 from __future__ import annotations
 
@@ -23,6 +14,8 @@ async def settle(
     if ``cancel``, those added meanwhile too; at most ``within`` seconds in all (None: no
     limit). True if none is left running.
 
+    A copy of the set taken once would miss a task started during the wait (a message arriving
+    while the gateway stops), which would outlive the stop and what it uses; so it looks again.
     It gives the loop a turn whenever ``tasks`` is not empty, even when all of them are done:
     the callbacks that take them out of it run then, and a caller that asks again whether
     anything is left (``App.idle``) sees them gone instead of asking forever."""

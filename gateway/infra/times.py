@@ -1,8 +1,4 @@
-"""Times as the owner reads them: in the configured time zone, with the zone's short name
-(``2026-11-28 09:15 CET``), so that no page or command shows UTC where local time is meant,
-or a local time that could be taken for another zone's. Stored times stay UTC.
-
-A leaf: it imports nothing from Corvid."""
+"""Times as the owner reads them: in the configured time zone, with the zone's short name."""
 
 from __future__ import annotations
 

@@ -1,22 +1,4 @@
-"""Checkpoints of a WAL database in a thread of their own, not in the commit that fills the log.
-
-In WAL mode SQLite copies its log back into the database file (a checkpoint) in whichever
-commit takes the log past 1,000 pages, and with ``synchronous=NORMAL`` that commit then waits
-for the log and the file to be synced. For a database written from the event loop that stalls
-every chat at once: 15-25 ms every 65 or so messages for the journal on the machine of the
-README's benchmarks (its gateway p99), far longer on an SD card.
-
-``Checkpoints`` turns that automatic checkpoint off for the writer's connection and, once
-enough rows have changed, runs a passive checkpoint on a connection of its own in a thread. A
-passive checkpoint never takes the write lock, so the writer goes on meanwhile. The log starts
-over from its beginning at the first commit after a checkpoint has copied all of it; a writer
-busy enough to add pages during every checkpoint would keep it growing, so once a checkpoint
-finds the log past ``catch_up`` pages the writer's next due checkpoint is its own, as SQLite
-would have done it. A checkpoint that cannot run in its thread is said once in the log and
-left to the writer too. SQLite still checkpoints when the last connection closes.
-
-A leaf: it imports nothing from Corvid.
-"""
+"""Checkpoints of a WAL database in a thread of their own, not in the commit that fills the log."""
 
 from __future__ import annotations
 
@@ -27,14 +9,21 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# Rows changed between checkpoints: about 35 messages of the journal, 500 pages of its log.
+# Rows changed between checkpoints.
 EVERY = 200
 # Pages in the log at which the writer checkpoints itself: four times SQLite's own point.
 CATCH_UP = 4000
 
 
 class Checkpoints:
-    """The checkpoints of the database at ``path``, whose writer is ``db``."""
+    """The checkpoints of the database at ``path``, whose writer is ``db``.
+
+    SQLite's automatic checkpoint runs in the commit that fills the log and, with
+    ``synchronous=NORMAL``, waits for the disk there: written from the event loop, that stalls
+    every chat at once. It is turned off for the writer; once enough rows changed, a passive
+    checkpoint (which never takes the write lock) runs in a thread of its own. A log past
+    ``catch_up`` pages (a writer adding pages during every checkpoint) is checkpointed by the
+    writer itself, as SQLite would; so is one whose thread cannot run, said once in the log."""
 
     def __init__(
         self, db: sqlite3.Connection, path: Path, *, every: int = EVERY, catch_up: int = CATCH_UP

@@ -1,6 +1,4 @@
-"""``corvid actions`` (the audit trail: approvals asked, given and refused, commands run) and
-``corvid approvals`` (the requests waiting for the owner in the running gateway, and answering
-one from the terminal)."""
+"""``corvid actions`` (the audit trail) and ``corvid approvals`` (the requests waiting)."""
 
 from __future__ import annotations
 

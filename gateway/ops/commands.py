@@ -1,7 +1,4 @@
-"""The ``corvid`` subcommands about the gateway as a whole: its status, the control page's
-address, a reload of ``config.yaml``, and the doctor's checks. Each takes the parsed arguments,
-the home and the environment, and returns the exit status (``jobs``, ``mcp``, ``memory`` and
-``pairing`` have modules of their own)."""
+"""The ``corvid`` subcommands about the running gateway: status, web, reload, and the doctor."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid memory history|undo|restore``: the workspace's changes, and going back, from the
-terminal (as the owner: every file's history)."""
+"""``corvid memory history|undo|restore``: the workspace's changes, and going back, as the owner."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The home a ``corvid`` subcommand works on, and its configuration: a home that does not exist
-is an error (never a new, empty one), and a command that only looks works on what of
-``config.yaml`` can be used."""
+"""The home a ``corvid`` subcommand works on, and what of its configuration can be used."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid mcp list``: every configured MCP server, its state and its tools. From the running
-gateway when there is one (what it is connected to now), else by starting each server once."""
+"""``corvid mcp list``: every configured MCP server, its state and its tools."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid memory``: search the memory as the assistant does, and rebuild its index, with
-the vectors of every chunk when embeddings are on (a progress bar on a terminal)."""
+"""``corvid memory``: search the memory as the assistant does, and rebuild its index."""
 
 from __future__ import annotations
 

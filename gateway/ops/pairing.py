@@ -1,5 +1,4 @@
-"""``corvid pairing``: the pending pairing codes and the people approved, and approving,
-denying or revoking them. The running gateway is told, so the owner's notice in chat follows."""
+"""``corvid pairing``: pending codes and the people approved; approving, denying, revoking."""
 
 from __future__ import annotations
 

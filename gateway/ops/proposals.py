@@ -1,6 +1,4 @@
-"""``corvid memory proposals|apply|reject``: consolidation's proposals (for MEMORY.md, and for
-guests' notes), answered
-from the terminal as from the chat's buttons."""
+"""``corvid memory proposals|apply|reject``: consolidation's proposals, from the terminal."""
 
 from __future__ import annotations
 

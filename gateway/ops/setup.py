@@ -1,12 +1,4 @@
-"""``corvid setup``: a guided first run in the terminal, also from a pipe (one answer a line).
-
-Each value is checked where it is used (the API key with a free call, a bot token with the
-platform), the owner's Telegram id is read from the first message they send the bot and their
-Discord id from the application's owner (never typed), and what is already set is offered as
-the answer, so running it again changes only what the owner changes. Secrets go to the home's
-``corvid.env`` (0600), ``config.yaml`` is edited in place (its comments kept), and it ends
-with ``corvid doctor``.
-"""
+"""``corvid setup``: a guided first run in the terminal, also from a pipe (one answer a line)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""How ``corvid setup`` asks: questions at a terminal (a secret typed without echo) or lines
-from a pipe, and the plan of what the answers change, written only once every one is in."""
+"""How ``corvid setup`` asks (a terminal or a pipe), and the plan its answers make."""
 
 from __future__ import annotations
 

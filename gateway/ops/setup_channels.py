@@ -1,6 +1,4 @@
-"""``corvid setup``'s chat platforms: a Telegram bot (its token, the owner's id from their
-first message, which is answered, and the groups it may answer in) and a Discord application
-(its token, the invite, the owner, and the servers it may answer in)."""
+"""``corvid setup``'s chat platforms: a Telegram bot and a Discord application."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What ``corvid setup`` asks the services, each a free call: is the API key accepted (the
-models list), who is the Telegram bot (``getMe``) and who writes to it first (``getUpdates``),
-and which Discord application a token belongs to, with its owner and intents."""
+"""What ``corvid setup`` asks the services, each a free call: the API key, the bots, owners."""
 
 from __future__ import annotations
 

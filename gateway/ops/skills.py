@@ -1,5 +1,4 @@
-"""``corvid skills``: the skills the assistant has (``list``), installing one from a folder or a
-git repository after showing what it holds (``add``), and removing one (``remove``)."""
+"""``corvid skills``: list the skills, add one from a folder or a git repository, remove one."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid usage``: what model calls cost, from ``state/usage.sqlite``, grouped by day, chat,
-job, model or purpose."""
+"""``corvid usage``: what model calls cost, grouped by day, chat, job, model or purpose."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Asking the owner before an action: the request in their private chat with buttons (approve
-once, always for this tool, deny), and the answer from wherever they give it (a button, the
-``/approval`` command, the control page, ``corvid approvals``).
-
-A turn waits for the answer within a bound; no answer is a no. Once answered (or timed out),
-the request's message says how it ended and loses its buttons.
-"""
+"""Asking the owner before an action: the request in their private chat, and their answer."""
 
 from __future__ import annotations
 

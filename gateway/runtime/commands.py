@@ -1,9 +1,4 @@
-"""Chat commands, answered by the gateway before the agent: one table of name → handler.
-
-A message is a command when ``InboundMessage.command`` is set (parsed once, when the channel
-admitted it). *Ordered* commands change the session, so they take their place in its queue
-behind the messages sent before them; the others are answered at once, even while a turn runs.
-"""
+"""Chat commands, answered by the gateway before the agent: one table of name → handler."""
 
 from __future__ import annotations
 

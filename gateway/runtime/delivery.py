@@ -1,17 +1,4 @@
-"""Delivery: every reply and scheduled message leaves through here, recorded in the outbox.
-
-Two verbs: ``deliver`` raises ``DeliveryError`` unless the message is the outbox's to send
-(sent, or waiting to be sent again), which scheduled jobs must know; ``send`` records a failure
-and returns False (a reply to a person is logged and listed in ``corvid status`` instead). Where
-a channel keeps a journal, every message is an outbox row (``journal.py``) before it is sent, so
-a crash cannot lose or double it; a scheduled run's message is kept under the run's name (its
-*origin*), so the run claimed again after a crash finds it rather than writing another.
-
-A message the platform cannot take for now (``Channel.transient``) waits and is sent again
-(``retries.py``), in order per chat, within ``gateway.retry_window_hours``; one that goes out
-much later than it was written says so. A send once started runs to its end even if the turn
-that began it is stopped (``Channel.run_to_end``), so its row always says what happened.
-"""
+"""Delivery: every reply and scheduled message leaves through here, recorded in the outbox."""
 
 from __future__ import annotations
 
@@ -114,6 +101,8 @@ class Delivery:
         if self.channels.get(out.key.channel) is None:
             raise DeliveryError(f"no channel {out.key.channel!r} is running for {out.key}")
         oid = None
+        # An outbox row before the send, so a crash can neither lose nor double it; ``origin``
+        # lets a scheduled run claimed again find its message rather than write another.
         if self.journal is not None and self.durable(out.key):
             oid = self.journal.queue(out, origin)
         await self._push(out, oid)

@@ -1,5 +1,4 @@
-"""An inbound message as the journal keeps it until it is answered: JSON, with attachments'
-bytes in base64, read back as the same message."""
+"""An inbound message as the journal keeps it until it is answered, as JSON."""
 
 from __future__ import annotations
 

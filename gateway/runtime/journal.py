@@ -1,27 +1,4 @@
-"""What survives a crash between a message arriving and its answer going out (``gateway.sqlite``).
-
-``inbound``: every message the gateway has accepted and not yet answered. A row is written before
-the message is queued for its session, and removed in the same transaction that puts the turn's
-answer in the outbox, so after a SIGKILL every row left is a message still owed an answer.
-
-``seen``: the platform ids of recent messages, so one that a platform delivers again (Telegram
-repeats updates it was not told were received) is answered once.
-
-``outbox``: every reply and scheduled message, ``pending`` → ``sending`` → ``sent``, or ``failed``
-with the error, or ``waiting`` to be sent again while the platform cannot be reached
-(``retries.py``). A row still ``sending`` after a crash may or may not have reached the platform;
-platforms that deduplicate (Discord's nonce) get it again, the others get a short note instead of
-a possible duplicate (``uncertain``). ``origin`` names the scheduled run that produced a message,
-so a run claimed again after a crash finds its message instead of writing another.
-
-``live``: the platform messages a streamed reply has put in a chat and not yet finished. A crash
-mid-stream leaves them half-written; on start they are taken back (deleted, or marked where they
-cannot be), and the answer, still owed, comes once as a new reply.
-
-WAL with ``synchronous=NORMAL``: a committed row survives the process being killed; a power cut
-may lose the last commits. Its checkpoints run in a thread, not in a commit on the event loop
-(``gateway/infra/wal.py``).
-"""
+"""What survives a crash between a message arriving and its answer going out."""
 
 from __future__ import annotations
 
@@ -63,6 +40,12 @@ KEEP_SENT = timedelta(days=7)
 KEEP_SEEN = timedelta(days=2)
 CACHE_KIB = 256  # the connection's page cache
 
+# inbound: accepted, not yet answered; removed in the transaction that puts the answer in the
+#   outbox, so after a SIGKILL every row left is a message still owed an answer.
+# outbox: every reply and scheduled message; one still sending after a crash is sent again where
+#   the platform deduplicates, else noted (uncertain); origin names the scheduled run it is of.
+# seen: recent platform ids, so a message delivered again (Telegram repeats) is answered once.
+# live: the messages a streamed reply put in a chat, taken back on the start after a crash.
 # The schema's version (SQLite's user_version), for carrying it forward: gateway/upgrades.
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -332,7 +315,7 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         # Rows are added at the end and read while recent: its newest pages are what it uses.
-        # SQLite's default cache (2 MiB) filled with old sent messages as the file grew.
+        # SQLite's default cache filled with old sent messages as the file grew.
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         if (check := db.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise sqlite3.DatabaseError(f"damaged: {check}")

@@ -1,5 +1,4 @@
-"""Closing loops by hand, ``/done`` in a chat (or a nudge's button) and the control page: each
-chat its own audience's loops."""
+"""Closing loops by hand: ``/done`` in a chat (or a nudge's button) and the control page."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""Telling the owner that someone new wants to talk to the bot, in the owner's private chat.
-
-Each new pairing request becomes a message to the owner (on the platform the stranger wrote on,
-or else the other one) saying who asked (name, id, platform) with **Approve** and **Deny**
-buttons where the platform has them, and the commands spelled out (``/approve CODE``,
-``/deny CODE``) for everywhere else. A person is announced at most once an hour; when more than
-a few strangers write within a minute, the rest are collected into one digest at the end of
-that minute, so a flood of strangers never floods the owner.
-
-Once a request is answered (a button, ``/approve``, the control page, ``corvid pairing``), the
-notice is edited to say how it ended and loses its buttons, and someone approved is told that
-they can talk to the bot now.
-"""
+"""Telling the owner, in their private chat, that someone new wants to talk to the bot."""
 
 from __future__ import annotations
 
@@ -28,6 +16,7 @@ from gateway.infra.tasks import settle
 
 log = logging.getLogger(__name__)
 
+# A flood of strangers never floods the owner: past BURST, the rest come as one digest.
 PER_PERSON = 3600.0  # seconds between two notices about the same person
 BURST = 3  # notices within WINDOW seconds before the rest wait for the digest
 WINDOW = 60.0

@@ -1,5 +1,4 @@
-"""``/memory apply|choose|reject ID``: the owner's answer to a memory proposal, which the
-proposal's buttons send from the owner's private chat."""
+"""``/memory apply|choose|reject ID``: the owner's answer to a memory proposal."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Messages a platform could not take for now (unreachable, timing out, overloaded) wait here and
-are sent again with backoff, in order per chat: while one waits, later messages to the same chat
-queue behind it. Each is sent once (its outbox row says whether it went). One that still cannot
-go out when the retry window has passed is given up, with a line in ``corvid status``.
-"""
+"""Messages a platform could not take for now, sent again with backoff, in order per chat."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Per-session serial, cross-session concurrent scheduling of turns.
-
-Each session key gets a worker task only while it has work. Messages that arrive while a turn
-runs wait in the session's queue and are answered together by one follow-up turn, in order.
-Ordered commands (``/new``) take their place in the same queue. Nothing polls: an idle session
-costs a dict entry and no task.
-"""
+"""Per-session serial, cross-session concurrent scheduling of turns."""
 
 from __future__ import annotations
 
@@ -64,6 +58,7 @@ class Router:
         self._unanswered = unanswered
         # Called each time a turn has ended and its session is no longer busy.
         self._turn_over = turn_over
+        # A worker task only while a session has work: an idle one costs no task, nothing polls.
         self._workers: dict[SessionKey, _Worker] = {}
         self._closed = False
         self._forced = asyncio.Event()

@@ -1,15 +1,4 @@
-"""A turn's events shown in the chat while the turn runs.
-
-``ReplyStream`` listens to the turn (``agent.stream``) and keeps the channel's ``LiveReply`` up to
-date: the text so far, or while a tool runs and no text has come, a short progress note. Frames go
-out from one task at the platform's pace (``LiveReply.every``), so a fast model never floods a chat
-and a slow platform never holds up the model. A piece the model finished before calling tools is
-delivered as a message of its own (through delivery, so it is journaled like any reply), and the
-text after the tools starts a new one.
-
-Text that could still turn out to be ``NO_REPLY`` or ``HEARTBEAT_OK`` is never shown, not even as
-a prefix: the stream holds it back until it cannot become one of them.
-"""
+"""A turn's events shown in the chat while the turn runs."""
 
 from __future__ import annotations
 
@@ -129,6 +118,8 @@ class ReplyStream:
             if not self._task.cancelled() and (exc := self._task.exception()) is not None:
                 log.warning("%s: showing the reply as it was written failed: %r", self.key, exc)
 
+    # One task, at the platform's pace: a fast model never floods a chat, and a slow platform
+    # never holds up the model.
     async def _pump(self) -> None:
         while not self._closed.is_set():
             if not self._wake.is_set():
@@ -153,6 +144,7 @@ class ReplyStream:
         """What the live reply should show now (the text, or else a progress note), or None
         for nothing yet."""
         if self._text.strip():
+            # Never shown while it could still turn out silent (NO_REPLY), not even a prefix.
             return None if could_be_silent(self._text) else self._text
         return self._tool
 

@@ -1,5 +1,4 @@
-"""What the router runs for a session: a turn over a batch of messages, or an ordered chat
-command; each answered through delivery, and logged with its timings in one line."""
+"""What the router runs for a session: a turn over a batch of messages, or an ordered command."""
 
 from __future__ import annotations
 

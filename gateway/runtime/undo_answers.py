@@ -1,6 +1,4 @@
-"""``/undo``: the owner takes back the newest change to the workspace from a private chat.
-Asked bare, it shows the change with a button; the button sends ``/undo #N``, which takes it
-back only if it is still the newest (``corvid memory undo`` does the same at the terminal)."""
+"""``/undo``: the owner takes back the newest change to the workspace from a private chat."""
 
 from __future__ import annotations
 

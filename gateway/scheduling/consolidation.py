@@ -1,7 +1,4 @@
-"""The memory consolidation job: a proposal for ``MEMORY.md`` from the owner's new log
-entries, and for each paired guest's notes from their own chat's log
-(``agent.memory.consolidation``), sent to the owner's chat with buttons to apply all, choose or
-reject; with ``auto_apply`` applied at once, and reported."""
+"""The memory consolidation job: proposals for the owner's and guests' notes, sent or applied."""
 
 from __future__ import annotations
 

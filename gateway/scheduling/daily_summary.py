@@ -1,13 +1,4 @@
-"""The daily summary: an isolated turn that reads the day's logs and conversations and writes a
-digest, sent once per day and kept in the log of the audience it went to.
-
-The turn runs in a session of its own (``cron:private:daily-summary``, or
-``cron:shared:daily-summary@<chat>``), never in the chat it is delivered to, so its prompt and
-output do not enter that chat's history. What it reads follows from the target's audience: a
-digest for the owner reads every chat (what shared chats wrote is quoted as untrusted text);
-one for a shared chat reads that chat's log and conversations only. The digest goes to that
-audience's log, so a private day never reaches a group through it.
-"""
+"""The daily summary: an isolated turn that reads the day and writes a digest, sent once a day."""
 
 from __future__ import annotations
 
@@ -187,6 +178,8 @@ class DailySummary:
         )
         if loops:
             prompt += LOOPS_PART.format(whom=whom, loops=loops)
+        # A session of its own, never the target chat's, so neither prompt nor digest enters
+        # that chat's history.
         text = await self.host.isolated_turn(
             job_key(job.id, target), prompt, DIGEST_GRANT, Purpose.DIGEST
         )

@@ -1,7 +1,4 @@
-"""The heartbeat: every few minutes within active hours, an isolated turn goes through
-``HEARTBEAT.md`` and messages the owner only when something there needs them. An empty checklist
-costs no model call.
-"""
+"""The heartbeat: an isolated turn over ``HEARTBEAT.md``, messaging the owner only if needed."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""What a scheduled job needs from the running gateway, and nothing more.
-
-The daily summary, the heartbeat and reminders are written against this protocol instead of the
-concrete gateway, so they can be tested and reasoned about on their own.
-"""
+"""What a scheduled job needs from the running gateway, and nothing more: the daily summary,
+the heartbeat and reminders are written against ``JobHost``, not the concrete gateway, so they
+can be tested and reasoned about on their own."""
 
 from __future__ import annotations
 

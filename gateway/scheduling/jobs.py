@@ -1,11 +1,4 @@
-"""A scheduled job, its kinds, the statuses of its runs, and when it fires next.
-
-A job fires on a trigger (APScheduler's cron, interval and date triggers, which handle time
-zones and daylight saving); each firing is a *slot*, named by the scheduled time in the job's
-time zone to the minute. When clocks fall back and 02:30 happens twice, both fire times are the
-same slot, so the day is not doubled; when 02:30 does not exist, APScheduler moves it to 03:30
-and the day is not skipped.
-"""
+"""A scheduled job, its kinds, the statuses of its runs, and when it fires next."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The scheduler's ledger (``state/scheduler.sqlite``): one row per job and slot, claimed before
-a run starts and settled after it. SQLite, so a claim survives a crash and two claims of one slot
-cannot both win; this is what makes a run exactly-once where APScheduler alone is at-most-once.
-"""
+"""The scheduler's ledger (``state/scheduler.sqlite``): a row per job and slot, claimed first."""
 
 from __future__ import annotations
 
@@ -25,7 +22,8 @@ CREATE TABLE IF NOT EXISTS planned (job TEXT PRIMARY KEY, first TEXT NOT NULL);
 
 class Ledger:
     """Runs per job and slot: claimed → sent, or failed / missed. SQLite, so a claim survives
-    a crash and two claims of one slot cannot both win."""
+    a crash and two claims of one slot cannot both win: a run is exactly-once where
+    APScheduler alone is at-most-once."""
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         if read_only:

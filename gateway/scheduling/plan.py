@@ -1,9 +1,4 @@
-"""The one plan of scheduled jobs: what the configuration asks for plus the jobs made in chat.
-
-``corvid run``, ``corvid jobs`` and ``corvid doctor`` all list jobs from ``planned_jobs`` (and
-the last two show them through ``job_states``), so they cannot disagree about what is scheduled
-or when it last ran.
-"""
+"""The one plan of scheduled jobs, shared by ``corvid run``, ``corvid jobs`` and the doctor."""
 
 from __future__ import annotations
 

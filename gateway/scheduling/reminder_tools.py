@@ -1,10 +1,4 @@
-"""The tools the model schedules, lists and cancels jobs made in chat with.
-
-``schedule`` / ``list_schedules`` / ``cancel_schedule`` act on the jobs of the chat they are
-called from, within the limits of ``schedule:`` in config.yaml (who may schedule, how many jobs,
-how often one may run). A job made here is kept in the ``JobStore`` and added to the running
-scheduler; ``reminders.py`` runs it when it fires.
-"""
+"""The tools the model schedules, lists and cancels jobs made in chat with."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Jobs made in chat, reminders and recurring tasks: where they are kept and how one runs.
-
-The jobs are kept in ``state/jobs.json`` (written atomically; the file is the truth) and survive
-restarts. When one fires, the model carries out its instruction in an isolated turn and the
-result is posted in the chat that made it. The tools the model makes them with are in
-``reminder_tools.py``.
-"""
+"""Jobs made in chat, reminders and recurring tasks: where they are kept and how one runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Runs one slot of a scheduled job: the handler for its kind, under its own log scope, and
-never a second message for a run that already wrote one before a crash."""
+"""Runs one slot of a scheduled job: its kind's handler, never a second message after a crash."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Scheduled jobs that run exactly once per slot, on an injected clock.
-
-APScheduler computes the fire times (``jobs.Job.trigger``); Corvid decides what runs, from the
-ledger (``ledger.py``): a run is claimed before it starts and marked sent only after the platform
-confirmed delivery. APScheduler's own scheduler is not used: it reads the wall clock itself
-(tests could not move time), and re-adding a job at start-up with ``replace_existing=True``
-silently drops a run that was missed while the bot was down. Here the ledger is the memory: on
-start every job resumes from its last settled slot; a slot missed within the job's grace period
-runs once (only the newest, if several were missed), older ones are recorded as missed.
-"""
+"""Scheduled jobs that run exactly once per slot, on an injected clock."""
 
 from __future__ import annotations
 
@@ -33,6 +24,11 @@ RunJob = Callable[[Job, str], Awaitable[None]]
 class Scheduler:
     """Runs each job's due slots through ``run`` (which must raise unless delivery was
     confirmed), one run at a time per job, with retries inside the grace period.
+
+    APScheduler computes the fire times, but its scheduler is not used: it reads the wall clock
+    itself, and re-adding a job at start silently drops a run missed while the bot was down.
+    Here the ledger resumes every job from its last settled slot; a slot missed within the
+    grace period runs once (the newest only), older ones are recorded as missed.
 
     Built without ``run`` (``corvid jobs`` and ``corvid doctor`` only ask for next runs); the
     running gateway passes it to ``start``.

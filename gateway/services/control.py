@@ -1,7 +1,4 @@
-"""A local control socket, ``state/control.sock``, for commands that act on the running gateway
-(``corvid jobs run ID``, ``corvid status``; ``corvid doctor`` pings it). Only the owner's user
-can reach it: ``state/`` is mode 0700 and the socket 0600. One JSON request per connection, one
-JSON answer."""
+"""A local control socket, ``state/control.sock``, for commands that act on the running gateway."""
 
 from __future__ import annotations
 
@@ -72,7 +69,7 @@ class ControlServer:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # left over from a process that was killed
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
-        os.chmod(self.path, 0o600)
+        os.chmod(self.path, 0o600)  # the owner's user alone, in a state/ that is 0700 too
         st = self.path.stat()
         self._inode = (st.st_dev, st.st_ino)
 

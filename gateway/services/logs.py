@@ -1,8 +1,4 @@
-"""Logging set-up for the CLI: one handler, text or JSON lines, secrets masked in every line.
-
-Lines written during a turn carry its session key and turn id (``gateway/logcontext.py``), so
-a turn can be followed through the log; the line that ends a turn carries its timings as fields.
-"""
+"""Logging set-up for the CLI: one handler, text or JSON lines, secrets masked in every line."""
 
 from __future__ import annotations
 

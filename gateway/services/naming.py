@@ -1,5 +1,4 @@
-"""The names commands and pages give chats (``gateway/chat_names.py``), with what pairing
-and the platforms told of them read from ``state/``."""
+"""The names commands and pages give chats, with what pairing and the platforms told of them."""
 
 from __future__ import annotations
 

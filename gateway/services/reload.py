@@ -1,16 +1,4 @@
-"""Settings that change without a restart: ``corvid reload``, SIGHUP, or the control page.
-
-``config.yaml`` is read again and validated whole first: an invalid file changes nothing, and
-the error names the key. Then every option that differs from the running configuration is either
-handed to the part that applies it at once (``LIVE``: who may talk to the bot and where,
-streaming, the schedule and the heartbeat, memory consolidation, the model and the caps, memory
-and compaction settings), each part applying its own, or named as needing a restart (every other
-option: the log level, tokens, turning a channel on or off, the webhook, the control page's
-address, the API's address and key, the time zone, the shared chats' quotas, the longest
-message, how memory is cut for its index). This module reads, compares and hands over; it sets
-nothing itself. A restart drops Telegram's long poll, Discord's gateway session and the turns
-running, so reloading is the gentler way.
-"""
+"""Settings that change without a restart: ``corvid reload``, SIGHUP, or the control page."""
 
 from __future__ import annotations
 

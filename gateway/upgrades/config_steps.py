@@ -1,12 +1,4 @@
-"""``config.yaml`` carried forward: its ``version``, and the table of options renamed, moved or
-dropped from one version to the next.
-
-A file without ``version`` is version 1 (every Corvid before the key existed). Loading applies
-the steps in memory, so every command reads an older file; ``corvid run`` and ``corvid chat``
-also write the result back (``rewrite``): the file is edited line by line, so its comments
-stay, and the edit is checked by reading it back; a file too unusual to edit so (flow style,
-anchors) is written whole instead. The old file is kept beside it as ``config.yaml.v<N>``.
-"""
+"""``config.yaml`` carried forward: its ``version``, and the options renamed, moved or dropped."""
 
 from __future__ import annotations
 

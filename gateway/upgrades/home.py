@@ -1,5 +1,4 @@
-"""A home carried forward when Corvid starts: ``config.yaml`` rewritten to its current version
-(the old file kept beside it) and the state files' versions checked and carried forward."""
+"""A home carried forward when Corvid starts: ``config.yaml`` and the state files' versions."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The versions of the state files, checked when Corvid starts: an older file is carried
-forward, a newer one (written by a later Corvid, before a downgrade) is refused by name.
-
-Each SQLite database Corvid keeps says its schema in SQLite's ``user_version`` (0: made before
-versions were kept). The JSON state files and the transcripts have one version together, in
-``state/layout.json``. ``index.sqlite`` keeps a version of its own and is rebuilt from the
-Markdown when it differs, and ``embeddings.sqlite`` is a cache made again when it cannot be
-read: both are derived. A database this table does not name is left alone.
-"""
+"""The versions of the state files, checked at start: older carried forward, newer refused."""
 
 from __future__ import annotations
 

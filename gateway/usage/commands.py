@@ -1,5 +1,4 @@
-"""``/usage`` and ``/budget`` in chat: the figures, and the owner raising a spending cap until
-its period ends."""
+"""``/usage`` and ``/budget`` in chat: the figures, and the owner raising a cap for its period."""
 
 from __future__ import annotations
 

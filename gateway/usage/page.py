@@ -1,5 +1,4 @@
-"""The control page's Usage page: daily cost stacked by purpose as an SVG drawn here (no
-script, nothing fetched from elsewhere), and the tables of the last 30 days."""
+"""The control page's Usage page: daily cost by purpose as an SVG drawn here, and the tables."""
 
 from __future__ import annotations
 

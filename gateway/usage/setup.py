@@ -1,5 +1,4 @@
-"""Wiring of the usage ledger and the budget: what ``build_app`` needs to meter model calls
-and to tell the owner about spending caps."""
+"""Wiring of the usage ledger and the budget, for ``build_app``."""
 
 from __future__ import annotations
 

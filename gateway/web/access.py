@@ -1,7 +1,4 @@
-"""The control page's access token and signed-in browsers, kept as files in ``state/``, and
-its address: what a gateway, ``corvid web`` and the control socket need of the page without
-its server (aiohttp's, imported when a browser first connects: ``gateway/web/listener.py``).
-How they are checked on each request is ``guard.py``'s."""
+"""The control page's token, signed-in browsers and address, as files: what needs no server."""
 
 from __future__ import annotations
 

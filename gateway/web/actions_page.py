@@ -1,5 +1,4 @@
-"""The Actions page: requests to act waiting for the owner (answered here as in chat), and the
-audit trail of approvals asked, given and refused, and commands run."""
+"""The Actions page: requests waiting for the owner, and the audit trail."""
 
 from __future__ import annotations
 

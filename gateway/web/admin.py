@@ -1,11 +1,4 @@
-"""The jobs, pairing and config pages.
-
-Jobs and pairing act through the same objects the CLI uses (the scheduler's ``run_now``, the
-job store's cancel rules, the pairing store's file and lock), so the page can do nothing the
-CLI could not. The config page shows the configuration the process runs with, every secret
-replaced by whether it is set, and checks ``config.yaml`` on disk again so a broken edit shows
-up before the next restart finds it.
-"""
+"""The jobs, pairing and config pages."""
 
 from __future__ import annotations
 

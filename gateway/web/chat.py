@@ -1,11 +1,4 @@
-"""The web chat: the owner's private session in the browser, ``web:private:owner``.
-
-``WebChannel`` is a channel like Telegram's: the page's form becomes an ``Arrival`` (no access
-policy: only the signed-in owner reaches the page), and replies, typing and the streamed reply
-go out as events to every open chat page (``/events/chat``). The conversation itself is the
-session's transcript; what is sent to the chat is also kept in ``state/web_chat.jsonl``, so a
-reminder that fires while no page is open is there when one opens (``chat_page.py``).
-"""
+"""The web chat: the owner's private session in the browser, ``web:private:owner``."""
 
 from __future__ import annotations
 
@@ -58,7 +51,9 @@ def keep(path: Path, entry: dict[str, str]) -> None:
 
 
 class WebChannel(Channel):
-    """Chat from the control page; see the module's docstring."""
+    """Chat from the control page, a channel like Telegram's: the form becomes an ``Arrival``
+    (no access policy: only the signed-in owner reaches the page); replies go out as events to
+    every open chat page, and are kept in ``state/web_chat.jsonl`` for a page opened later."""
 
     name = "web"
 

@@ -1,9 +1,4 @@
-"""The chat page: the web chat's history, the form that sends to it, and its event stream.
-
-The history is what the owner saw: their messages and the replies from the session's
-transcript, and messages sent to the chat outside a conversation (a reminder, a daily summary)
-from the channel's outbox, in order of time.
-"""
+"""The chat page: the web chat's history, the form that sends to it, and its event stream."""
 
 from __future__ import annotations
 

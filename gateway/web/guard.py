@@ -1,21 +1,4 @@
-"""Who may use the control page, checked on every request before any page runs.
-
-- **The access token** is made on first start and kept in ``state/web_token`` (mode 0600).
-  ``corvid web`` prints the address with it; opening that address (or pasting the token into
-  the login form) sets the session cookie and sends the browser on without the token in the
-  address bar. A new token (the Config page, ``corvid web --rotate-token``) signs every
-  browser out and the old address stops working.
-- **The session cookie** holds a random session id, kept with its expiry in
-  ``state/web_sessions.json`` (0600), so it survives restarts and *Sign out* (this browser, or
-  every browser) ends it on the server. It is HttpOnly, SameSite=Strict, and Secure behind a
-  TLS proxy. Browsers send a cookie to every port of a host, so another service on 127.0.0.1
-  would receive it too: a leaked session can be ended without a new token.
-- **The Host header** must name this page exactly (a loopback address, ``localhost``, or a
-  configured host name): a page on another site that rebinds its DNS name to 127.0.0.1 is
-  refused.
-- **Changes** (every POST) need the CSRF token from the page's forms, and a cross-site
-  ``Origin`` or ``Sec-Fetch-Site`` is refused outright.
-"""
+"""Who may use the control page, checked on every request before any page runs."""
 
 from __future__ import annotations
 
@@ -54,7 +37,14 @@ HEADERS = {
 
 
 class Guard:
-    """Checks a request's host, session and CSRF token; see the module's docstring."""
+    """Checks a request's host, session and CSRF token.
+
+    The access token (``state/web_token``) signs a browser in once, then a session cookie
+    (HttpOnly, SameSite=Strict, kept on the server so *Sign out* ends it; a new token ends
+    them all). The Host header must name this page exactly, so a site that rebinds its DNS
+    name to 127.0.0.1 is refused; a change (POST) needs the CSRF token and is refused outright
+    when cross-site. Browsers send a cookie to every port of a host, so a leaked session can
+    be ended without a new token."""
 
     def __init__(self, token: str, web_config: WebConfig, signed_in: SignedIn) -> None:
         self.token = token

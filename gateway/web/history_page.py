@@ -1,5 +1,4 @@
-"""A workspace file's history on the control page: each change with who made it and its diff,
-and a button that puts the file back as it was after that change."""
+"""A workspace file's history on the control page: each change, its diff, and putting it back."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Server-side HTML for the control page: a layout, escaping, and Markdown rendered safely.
-
-Every value that reaches a page goes through ``esc`` (or ``markdown``, which escapes raw HTML):
-names strangers chose, file contents, log lines. Pages are plain HTML forms; the little
-JavaScript there is (``static/corvid.js``) only makes the live parts update by themselves.
-"""
+"""Server-side HTML for the control page: a layout, escaping, and Markdown rendered safely."""
 
 from __future__ import annotations
 
@@ -28,6 +23,8 @@ NAV = (
 )
 
 
+# Every value that reaches a page goes through here (or ``markdown``): names strangers chose,
+# file contents, log lines.
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 

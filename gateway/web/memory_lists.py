@@ -1,6 +1,4 @@
-"""The memory page's lists, as tables like the other pages': each file with what it is for
-and who reads it, its size and when it last changed; the daily logs with their entries; the
-shared chats' logs by the chat's name."""
+"""The memory page's lists: the files and who reads them, the daily logs, the chats' logs."""
 
 from __future__ import annotations
 

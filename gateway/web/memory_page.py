@@ -1,14 +1,4 @@
-"""The memory page: the workspace's Markdown files, rendered, searchable and editable.
-
-Paths go through the file tools' own rules (``agent.tools.paths``) as a private session of the
-owner: nothing outside the workspace, no hidden files, and no writing into a shared chat's
-places (a group's log is shown, not edited, so nothing private lands where a group reads it).
-
-An edit names the version it started from (a digest of the file as it was shown). If the file
-changed meanwhile, by the assistant or by hand, nothing is written: the page comes back with
-the person's text still in the editor and the current file beside it. A saved edit marks the
-prompts stale (``HandEdits``), so each session's next turn works from the new text.
-"""
+"""The memory page: the workspace's Markdown files, rendered, searchable and editable."""
 
 from __future__ import annotations
 
@@ -52,6 +42,8 @@ def _ctx(backend: Backend) -> TurnContext:
     return TurnContext(WEB_OWNER, backend.workspace, backend.clock.now(), cfg.tz)
 
 
+# An edit names the version it started from: if the file changed meanwhile, nothing is written
+# and the page comes back with the person's text beside the current file.
 def version(data: bytes | None) -> str:
     """What the editor started from: a digest of the file, or "new" for a missing one."""
     return "new" if data is None else hashlib.sha256(data).hexdigest()

@@ -1,5 +1,4 @@
-"""The memory page's search results: the hits of the search the assistant itself runs
-(``memory_search``, as the owner), each with why it ranked where it did."""
+"""The memory page's search results, each with why it ranked where it did."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The overview: what ``corvid status`` shows, kept up to date in the open page.
-
-The page is rendered whole on the server; ``/events/overview`` then streams the same fragment
-(Server-Sent Events) whenever it changes, and ``corvid.js`` swaps it in. Without JavaScript
-the page is still complete; reloading it updates it.
-"""
+"""The overview: what ``corvid status`` shows, kept up to date in the open page."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Who a session is with, as the owner knows them, and the earlier sessions of each chat.
-
-Who is who is ``gateway/services/names.py``'s (a guest by the name approved, a group by its
-title). ``/new`` moves a transcript aside as ``<key>.<time it ended>.jsonl``: those files are a
-chat's earlier sessions.
-"""
+"""Who a session is with, as the owner knows them, and the earlier sessions of each chat."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Consolidation's proposals on the control page's Memory page: each pending one with its
-changes, their sources and the diff, and buttons to apply all or reject."""
+"""Consolidation's proposals on the Memory page: changes, sources, diff, apply or reject."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What every page of the control page shares: where the backend and the guard are kept on the
-aiohttp app, and the answers a page gives (a page of HTML, a redirect after a post with its
-outcome to show once)."""
+"""What every page of the control page shares: the app's keys, and the answers a page gives."""
 
 from __future__ import annotations
 

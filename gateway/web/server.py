@@ -1,12 +1,4 @@
-"""The control page's web server: aiohttp on the gateway's own event loop.
-
-``WebServer`` is started on the sockets ``App.start`` bound in ``corvid run`` (not in
-``corvid chat``) when a browser first connects (``gateway/web/listener.py``), and stopped
-before the channels, so a browser never sees a half-stopped gateway. What the pages
-read and change comes through a ``Backend`` (``gateway/web/backend.py``), which the wiring
-implements over the same objects the gateway, the scheduler and the CLI use, so the page shows
-nothing the process does not know and changes nothing the tools could not.
-"""
+"""The control page's web server: aiohttp on the gateway's own event loop."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The sessions page: every conversation with its scope, activity, context and cache use; a
-transcript viewer that pages through long transcripts; and a fresh start for a session.
-
-The list comes from ``SessionFigures`` (read once per change of a transcript). The viewer reads the
-transcript's lines but decodes only the page it shows. Summaries, tool calls, tool results and
-the system prompt are folded (``<details>``).
-"""
+"""The sessions page: every conversation, a transcript viewer, and a fresh start for a session."""
 
 from __future__ import annotations
 

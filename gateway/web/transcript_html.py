@@ -1,7 +1,4 @@
-"""How a transcript reads on the control page: a stored line or a message as HTML, with what
-only the model reads (headers, file notes, a group's earlier lines) shown the owner's way.
-Plain functions with no web server in them, so the page's chat channel can use them without
-loading one before the chat platforms connect."""
+"""How a transcript reads on the control page, with no web server in it."""
 
 from __future__ import annotations
 

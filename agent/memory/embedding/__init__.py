@@ -1,3 +1,1 @@
-"""Embeddings for memory search: the port (``base.py``), the provider a configuration asks
-for (``factory.py``), and the providers: a local model (``local.py``) or an OpenAI-compatible
-service (``openai.py``)."""
+"""Embeddings for memory search: the port, the provider a configuration asks for, the providers."""

@@ -1,20 +1,7 @@
-"""The embedding port of memory search: what a provider gives (``Embedder``); which one a
-configuration asks for is ``factory.py``'s choice.
-
-An embedder turns texts into unit-length float32 rows, so a dot product is their cosine. Its
-``model_id`` names the vectors it makes ("openai:text-embedding-3-small",
-"local:all-MiniLM-L6-v2"): the embedding cache is keyed by it, and a new id means everything
-is embedded again. ``embed`` blocks (a model run or an HTTP call): callers run it in a worker
-thread, never on the event loop.
-
-Errors::
-
-    CorvidError
-     └── EmbeddingError   the provider failed (unreachable, refused, no model); search falls
-          │               back to keywords and says so in the log
-          └── ModelMissing  the local model is not on this machine and cannot be fetched now;
-                            the message says the ways to get it
-"""
+"""The embedding port of memory search: an ``Embedder`` turns texts into unit-length float32
+rows (a dot product is their cosine), its ``model_id`` naming the vectors it makes (the cache's
+key). ``embed`` blocks, so callers run it in a worker thread. ``EmbeddingError`` is a failed
+provider (search falls back to keywords); ``ModelMissing`` a local model not on this machine."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Which embedder ``memory.embeddings`` asks for: none, an OpenAI-compatible service, or the
-local model, made lazily so that its weights are read only when something is embedded."""
+"""Which embedder ``memory.embeddings`` asks for: none, an OpenAI-compatible service, or local."""
 
 from __future__ import annotations
 

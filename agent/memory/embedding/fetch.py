@@ -1,5 +1,4 @@
-"""Fetching the local embedding model once: each file over HTTPS into a hidden folder beside
-the destination, checked, then the whole folder renamed into place."""
+"""Fetching the local embedding model once: checked in a hidden folder, then renamed into place."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The local embedding model: a BERT-family sentence model (all-MiniLM-L6-v2 by default) run
-in this process with NumPy, found on disk or fetched once."""
+"""The local embedding model: a BERT-family sentence model run in this process with NumPy."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint: OpenAI itself, Ollama,
-llama.cpp's server, LM Studio, vLLM, Gemini's compatible endpoint. ``base_url`` includes the
-version (``https://api.openai.com/v1``, ``http://localhost:11434/v1``), as those services
-write it.
-
-Rate limits (429) and server errors (5xx), dropped connections and timeouts are tried again
-with a growing pause (the server's ``Retry-After`` when it gives one); anything else fails at
-once with the service's own message. The key is sent only in the Authorization header and is
-never part of an error or a log line.
-"""
+"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Ollama, llama.cpp...)."""
 
 from __future__ import annotations
 
@@ -46,6 +37,7 @@ class OpenAIEmbedder:
         self.backoff = backoff
         self._sleep = sleep
         self._key = api_key or ""
+        # The key goes in this header only, never into an error or a log line.
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             base_url=base_url.rstrip("/") + "/",

@@ -1,8 +1,4 @@
-"""BERT's tokenizer: the basic word split (clean-up, lower case, accents, CJK, punctuation)
-and WordPiece, as the fast tokenizer of BERT-family sentence models does it.
-
-Text that spells a special token ("[SEP]") is read as plain words here, never as the token.
-"""
+"""BERT's tokenizer: the basic word split and WordPiece, as BERT-family fast tokenizers do it."""
 
 from __future__ import annotations
 
@@ -120,7 +116,8 @@ class WordPiece:
 
     def words(self, text: str) -> list[str]:
         """The basic tokenizer: clean-up, CJK ideographs and punctuation split off, accents
-        stripped and case folded as configured, then split on white space."""
+        stripped and case folded as configured, then split on white space. Text that spells a
+        special token ("[SEP]") is plain words here, never the token."""
         parts = []
         for c in text:
             kind = _raw_kind(c)

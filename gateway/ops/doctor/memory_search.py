@@ -1,7 +1,4 @@
-"""``corvid doctor``'s line on memory search: keywords only, or where its vectors come from
-(and so what leaves the machine), and whether recall before answering is on. A local model
-that must still be fetched is checked for a source that answers: without one, search is by
-words only, and the line says how to get the model."""
+"""``corvid doctor``'s line on memory search: keywords only, or where its vectors come from."""
 
 from __future__ import annotations
 

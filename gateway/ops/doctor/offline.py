@@ -1,6 +1,4 @@
-"""The checks of ``corvid doctor`` that need no network: the home folder, ``config.yaml`` (it
-parses and validates; its mode when it holds secrets inline), the workspace, ``state/`` and its
-files (``state.py``), and the channel settings ``corvid run`` would refuse or warn about."""
+"""The checks of ``corvid doctor`` that need no network: home, config, workspace, state."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""``corvid doctor``: checks an installation and says, for each problem, how to fix it.
-
-Checks, in the order printed: the home folder, ``config.yaml`` (parses and validates; file mode
-when it holds secrets inline), the workspace, ``state/`` and its private files
-(``offline.py``), the Anthropic API key and base URL and each enabled chat platform's token
-(each port probes itself: ``AnthropicLLM.probe``, ``Channel.probe``; ``probes.py``), the
-scheduled jobs with their next run (``schedule.py``), and whether a gateway is running here
-(``services.py``). The network checks run side by side,
-each bounded by ``timeout`` seconds. Nothing is written: no file is created, no job slot is
-claimed, no message is sent, and no secret is printed (every configured secret is masked in
-the output).
-
-``ok`` lines need nothing; ``warn`` lines work but deserve a look; a ``FAIL`` means ``corvid run``
-will not start or will not work, and makes the exit status 1.
-"""
+"""``corvid doctor``: checks an installation and says, for each problem, how to fix it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s checks of acting safely: whether the ``exec`` sandbox can run, the
-skills, and what in the workspace is not a plain file or folder (links, FIFOs)."""
+"""``corvid doctor``'s checks of acting safely: the sandbox, the skills, odd workspace files."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s look at the schedule: the jobs ``corvid run`` would schedule, their next
-runs and last failures, read from the ledger without writing to it (no slot is claimed)."""
+"""``corvid doctor``'s look at the schedule: the jobs, their next runs and last failures."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""``corvid doctor``'s checks of what Corvid serves or calls besides the model and the chat
-platforms: the running gateway's control socket, the control page's port, and the transcription
-service for voice notes."""
+"""``corvid doctor``'s checks of the control socket, the control page's port and transcription."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``corvid doctor``'s look at the files in ``state/``: private to the owner's user, and each one
-readable (opened read only: nothing is written, nothing is repaired)."""
+"""``corvid doctor``'s look at the files in ``state/``: private to the owner, and each readable."""
 
 from __future__ import annotations
 
