@@ -7,6 +7,7 @@ import asyncio
 import json
 
 from agent.sessions.transcript import SessionStore
+from gateway.contract.errors import LLMError, LLMErrorKind
 from tests.conftest import GROUP, PRIVATE
 from tests.fakes.anthropic_api import Fault, Reply, last_user_text, request_kind, tool_results
 
@@ -232,9 +233,11 @@ async def test_context_overflow_from_the_api_compacts_and_retries_once(start_gat
     await asyncio.wait_for(chan.push("still too long"), 10)
     kinds = [request_kind(r.body) for r in fake_api.message_requests[before:]]
     assert kinds.count("chat") == 2  # the first try and one retry after compacting
-    assert chan.texts()[-1] == (
-        "This conversation has grown too long for the model. Send /new to start a fresh session."
-    )
+    assert chan.texts()[-1] == LLMError(LLMErrorKind.CONTEXT_OVERFLOW, "").user_message()
+    # Set aside: the next message's request does not carry it again.
+    fake_api.brain = brain
+    await asyncio.wait_for(chan.push("a short one"), 30)
+    assert "still too long" not in json.dumps(fake_api.message_requests[-1].body["messages"])
 
 
 async def test_compact_command(start_gateway, fake_api):

@@ -56,6 +56,8 @@ class Item:
         lines = [f"**{n}. {self.op.upper()}**: {self.reason}"]
         if self.sources:
             lines[0] += " (from " + ", ".join(self.sources) + ")"
+        if self.section:
+            lines.append(f"→ {self.section}")
         if self.origin:
             lines.append(f"⚠ written by {self.origin}, not by you")
         passages = [("-", old) for old in self.old] + ([("+", self.text)] if self.text else [])
