@@ -4,7 +4,7 @@ In WAL mode SQLite copies its log back into the database file (a checkpoint) in 
 commit takes the log past 1,000 pages, and with ``synchronous=NORMAL`` that commit then waits
 for the log and the file to be synced. For a database written from the event loop that stalls
 every chat at once: 15-25 ms every 65 or so messages for the journal on the machine of the
-README's benchmarks (its gateway p99), far longer on an SD card.
+manual's benchmarks (its gateway p99), far longer on an SD card.
 
 ``Checkpoints`` turns that automatic checkpoint off for the writer's connection and, once
 enough rows have changed, runs a passive checkpoint on a connection of its own in a thread. A
