@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Corvid in a container: `corvid run` as an unprivileged user, CORVID_HOME=/data, with the
 # workspace and the machine-managed state on volumes and config.yaml mounted in.
-# Build and run: README.md → Deployment.
+# Build and run: docs/operations/docker.md.
 
 # Build the wheel apart, so the image holds neither the sources nor the build tools.
 FROM python:3.11-slim AS build

@@ -5,9 +5,9 @@
 The set (bench/retrieval/year.py): 365 daily logs written as ``memory_append`` writes them,
 about 3,100 entries, and about 300 questions whose answers are spread over the year, each
 answered by one entry. Half of the questions (by note) are held out: the ranking was tuned on
-the other half only, and the README reports the held-out half. Searched as the owner on the
-last day of the year, top 10 kept; a hit finds the answer when it is in the same file and its
-lines overlap the entry's.
+the other half only, and the manual's Benchmarks page reports the held-out half. Searched as
+the owner on the last day of the year, top 10 kept; a hit finds the answer when it is in the
+same file and its lines overlap the entry's.
 
 Rows: recall@10 by where the answer sits in the year (oldest, middle, newest third), overall
 recall@10 and MRR@10; recall@5 of keyword questions (an exact token: a code, a name), of

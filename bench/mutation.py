@@ -1997,7 +1997,7 @@ def save(path: Path, outcomes: list[Outcome]) -> None:
 
 
 def summary(path: Path) -> None:
-    """The README's table, from the results ``--save`` kept."""
+    """The manual's table (docs/development/mutation.md), from the results ``--save`` kept."""
     saved = json.loads(path.read_text())
     order = [t.module for t in TARGETS] + sorted(set(saved) - {t.module for t in TARGETS})
     print("| module | mutants | caught | equivalent | share | run |\n|---|---|---|---|---|---|")

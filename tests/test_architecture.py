@@ -1,4 +1,4 @@
-"""The shape of the code, as the README's Architecture section draws it: who may import whom, no
+"""The shape of the code, as the manual's Architecture page draws it: who may import whom, no
 import circles, and modules and functions small enough to read."""
 
 from __future__ import annotations

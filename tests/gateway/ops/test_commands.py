@@ -46,7 +46,7 @@ def test_the_owner_denies_one_request_or_clears_all(tmp_path: Path, capsys):
 
 SERVER = str(Path(__file__).parents[2] / "fakes" / "mcp_server.py")
 BROKEN_FILES = {
-    # The README's systemd set-up: the server's secret is in the gateway's own environment
+    # The manual's systemd set-up: the server's secret is in the gateway's own environment
     # (a root-only env file), not in the shell the owner types into.
     "a variable only the gateway has": "mcp:\n  servers:\n    cal:\n      command: x\n"
     "      env: {TOKEN: '${CAL_TOKEN}'}\n",

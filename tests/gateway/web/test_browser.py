@@ -3,8 +3,8 @@ Playwright, against a real gateway whose Telegram channel talks to the fake Bot 
 
 Chromium is found as ``chromium`` on the PATH (or at ``$CORVID_CHROMIUM``); without it these
 tests are skipped with a message saying how to install it (``.ci/run`` installs it). With
-``CORVID_SCREENSHOTS=<folder>`` set, each page is photographed into that folder (the README's
-pictures come from ``CORVID_SCREENSHOTS=docs``).
+``CORVID_SCREENSHOTS=<folder>`` set, each page is photographed into that folder as the tests see
+it (the manual's pictures come from ``docs/tools/screenshots.py``).
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ def test_every_kind_of_chat_is_named():
 
 
 async def test_every_file_corvid_makes_is_for_its_user_alone(control, fake_api, home):
-    """The README promises 0600 files in 0700 folders, whatever the umask."""
+    """The manual promises 0600 files in 0700 folders, whatever the umask."""
     app, channel, client = control
     assert (await client.post("/chat", {"text": "hello from the page"}))[0] == 303
     fake_api.enqueue(Reply(tool_calls=[("memory_search", {"query": "bank"})]), Reply("none"))
