@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING
@@ -169,6 +170,32 @@ def exec_tools(config: Config, audit: AuditLog) -> tuple[Tool, ...]:
     sandbox = Sandbox(config.tools.exec, config.workspace)
     problem = sandbox.problem()
     if problem is not None:
-        log.warning("exec is on in config.yaml but not offered: %s", problem)
+        fix = exec_fix(sandbox.problem_kind())
+        log.warning("exec is on in config.yaml but not offered: %s; %s", problem, fix)
         return ()
     return (exec_tool(sandbox, audit),)
+
+
+def exec_fix(kind: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """What to do when the exec box cannot start, for where Corvid runs (``INVOCATION_ID``:
+    systemd started it)."""
+    from agent.sandbox.bwrap import AS_ROOT, MISSING
+
+    off = "or set tools.exec.enabled: false"
+    if kind == MISSING:
+        return f"install bubblewrap, {off}"
+    if kind == AS_ROOT:
+        return f"run Corvid as an ordinary user, {off}"
+    if environ.get("INVOCATION_ID"):
+        return (
+            "Corvid runs under systemd, whose sandbox for the service refuses bubblewrap what "
+            "it needs: install deploy/corvid.service.d/exec.conf as "
+            "/etc/systemd/system/corvid.service.d/exec.conf, then `systemctl daemon-reload` "
+            f"and `systemctl restart corvid`; {off}"
+        )
+    return (
+        "bubblewrap needs user namespaces and mounts that an ordinary user may make: the "
+        "kernel (kernel.unprivileged_userns_clone, AppArmor's "
+        "kernel.apparmor_restrict_unprivileged_userns) or a container's seccomp profile may "
+        f"refuse them; `bwrap --unshare-all --ro-bind / / true` as Corvid's user shows it; {off}"
+    )
