@@ -186,16 +186,18 @@ def exec_fix(kind: str | None, environ: Mapping[str, str] = os.environ) -> str:
         return f"install bubblewrap, {off}"
     if kind == AS_ROOT:
         return f"run Corvid as an ordinary user, {off}"
+    kernel = (
+        "the kernel may refuse an ordinary user the namespaces bubblewrap makes "
+        "(kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns)"
+    )
     if environ.get("INVOCATION_ID"):
         return (
-            "Corvid runs under systemd, whose sandbox for the service refuses bubblewrap what "
-            "it needs: install deploy/corvid.service.d/exec.conf as "
-            "/etc/systemd/system/corvid.service.d/exec.conf, then `systemctl daemon-reload` "
-            f"and `systemctl restart corvid`; {off}"
+            "Corvid runs under systemd: the service's sandbox refuses bubblewrap the namespaces "
+            "and mounts it needs unless deploy/corvid.service.d/exec.conf is installed as "
+            "/etc/systemd/system/corvid.service.d/exec.conf (then `systemctl daemon-reload` and "
+            f"`systemctl restart corvid`); with it installed, {kernel}; {off}"
         )
     return (
-        "bubblewrap needs user namespaces and mounts that an ordinary user may make: the "
-        "kernel (kernel.unprivileged_userns_clone, AppArmor's "
-        "kernel.apparmor_restrict_unprivileged_userns) or a container's seccomp profile may "
-        f"refuse them; `bwrap --unshare-all --ro-bind / / true` as Corvid's user shows it; {off}"
+        f"{kernel}, and so may a container's seccomp profile; "
+        f"`bwrap --unshare-all --ro-bind / / true` as Corvid's user shows it; {off}"
     )

@@ -69,7 +69,7 @@ async def test_under_systemd_a_box_refused_says_why_and_names_the_drop_in(
     assert "Corvid runs under systemd" in check.fix
     assert "/etc/systemd/system/corvid.service.d/exec.conf" in check.fix
     [elsewhere] = check_exec(config, {})
-    assert "systemd" not in elsewhere.fix and "user namespaces" in elsewhere.fix
+    assert "systemd" not in elsewhere.fix and "kernel.unprivileged_userns_clone" in elsewhere.fix
 
     # The running gateway says the same in its log, where the service's journal shows it.
     monkeypatch.setenv("INVOCATION_ID", "0123abcd")
