@@ -74,13 +74,14 @@ async def test_a_proposal_shows_old_and_new_apart_and_its_buttons_go_once_answer
     proposal = await newest_with(fake_telegram, "Apply all")
     shown = proposal["shown"].splitlines()
     # Each change's passages as a diff: the old line and the new one, told apart.
-    assert "- - Anna lives in Porto." in shown and "+ - Anna lives in Lisbon." in shown
+    assert "- - Anna lives in Porto." in shown
+    assert any(line.startswith("+ - Anna lives in Lisbon.") for line in shown), shown
     assert not any(line.strip() in ("•", "• •") for line in shown), proposal["shown"]
 
     fake_telegram.press(proposal, "Choose")
     choices = await newest_with(fake_telegram, "Apply 2")
     await fake_telegram.wait_for(lambda: buttons_of(fake_telegram, proposal) is None, 30)
-    assert "+ - Likes tea a lot." in choices["shown"].splitlines()
+    assert any(line.startswith("+ - Likes tea a lot.") for line in choices["shown"].splitlines())
 
     fake_telegram.press(choices, "Apply 2")
     rest = await newest_with(fake_telegram, "Reject the rest", after=choices)
