@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # Corvid in a container: `corvid run` as an unprivileged user, CORVID_HOME=/data, with the
-# workspace and the machine-managed state on volumes and config.yaml mounted in.
+# workspace, the machine-managed state and the downloaded embedding model on volumes and
+# config.yaml mounted in.
 # Build and run: docs/operations/docker.md.
 
 # Build the wheel apart, so the image holds neither the sources nor the build tools.
@@ -32,12 +33,14 @@ RUN apt-get update \
 RUN groupadd --system --gid 10001 corvid \
  && useradd --system --uid 10001 --gid corvid --home-dir /data --no-create-home \
         --shell /usr/sbin/nologin corvid \
- && mkdir -p /data/workspace /data/state \
+ && mkdir -p /data/workspace /data/state /data/models \
  && chown -R corvid:corvid /data \
  && chmod 700 /data/state
 # Declared after the chown: a new named volume starts as a copy of this, owned by corvid.
-# config.yaml is not a volume: mount your own at /data/config.yaml (read-only is fine).
-VOLUME ["/data/workspace", "/data/state"]
+# models/ holds the embedding model memory search fetches once: on a volume, a new image does
+# not fetch it again. config.yaml is not a volume: mount your own at /data/config.yaml
+# (read-only is fine).
+VOLUME ["/data/workspace", "/data/state", "/data/models"]
 USER corvid
 WORKDIR /data
 

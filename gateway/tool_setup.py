@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING
@@ -166,6 +167,34 @@ def exec_tools(config: Config, audit: AuditLog) -> tuple[Tool, ...]:
     sandbox = Sandbox(config.tools.exec, config.workspace)
     problem = sandbox.problem()
     if problem is not None:
-        log.warning("exec is on in config.yaml but not offered: %s", problem)
+        fix = exec_fix(sandbox.problem_kind())
+        log.warning("exec is on in config.yaml but not offered: %s; %s", problem, fix)
         return ()
     return (exec_tool(sandbox, audit),)
+
+
+def exec_fix(kind: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """What to do when the exec box cannot start, for where Corvid runs (``INVOCATION_ID``:
+    systemd started it)."""
+    from agent.sandbox.bwrap import AS_ROOT, MISSING
+
+    off = "or set tools.exec.enabled: false"
+    if kind == MISSING:
+        return f"install bubblewrap, {off}"
+    if kind == AS_ROOT:
+        return f"run Corvid as an ordinary user, {off}"
+    kernel = (
+        "the kernel may refuse an ordinary user the namespaces bubblewrap makes "
+        "(kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns)"
+    )
+    if environ.get("INVOCATION_ID"):
+        return (
+            "Corvid runs under systemd: the service's sandbox refuses bubblewrap the namespaces "
+            "and mounts it needs unless deploy/corvid.service.d/exec.conf is installed as "
+            "/etc/systemd/system/corvid.service.d/exec.conf (then `systemctl daemon-reload` and "
+            f"`systemctl restart corvid`); with it installed, {kernel}; {off}"
+        )
+    return (
+        f"{kernel}, and so may a container's seccomp profile; "
+        f"`bwrap --unshare-all --ro-bind / / true` as Corvid's user shows it; {off}"
+    )

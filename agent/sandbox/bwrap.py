@@ -62,6 +62,10 @@ ETC = (
 MAX_ETC_ENTRIES = 5000
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 READ_CHUNK = 65536
+TRIAL_SECONDS = 10.0
+# Why the box cannot start: no bubblewrap, root with no way to bound processes, or bubblewrap
+# there but refused what it needs (namespaces, mounts) by the kernel or a sandbox around Corvid.
+MISSING, AS_ROOT, REFUSED = "missing", "root", "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,35 +92,42 @@ class Sandbox:
         self.workspace = workspace.resolve()
         self._bwrap = bwrap_path()
         self._pids_root = _pids_root() if os.geteuid() == 0 else None
-        self._problem: str | None = None
+        self._problem: tuple[str, str] | None = None
         self._tried = False
         self._etc_entries: list[str] | None = None
 
     def problem(self) -> str | None:
         """Why commands cannot run in the box here, or None; found once (a trial run)."""
+        return None if (found := self._found()) is None else found[1]
+
+    def problem_kind(self) -> str | None:
+        """``MISSING``, ``AS_ROOT`` or ``REFUSED`` when commands cannot run here, else None."""
+        return None if (found := self._found()) is None else found[0]
+
+    def _found(self) -> tuple[str, str] | None:
         if not self._tried:
             self._problem, self._tried = self._find_problem(), True
         return self._problem
 
-    def _find_problem(self) -> str | None:
+    def _find_problem(self) -> tuple[str, str] | None:
         if self._bwrap is None:
-            return "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
+            return MISSING, "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
         # RLIMIT_NPROC is counted per user namespace and does not hold for root: without a
         # pids group the box could not stop a fork bomb, so it is not offered.
         if os.geteuid() == 0 and self._pids_root is None:
-            return (
+            return AS_ROOT, (
                 "Corvid runs as root and cannot make a pids control group, so a command's "
                 "processes could not be limited; run Corvid as an ordinary user"
             )
         try:
-            trial = subprocess.run(
-                self.argv("true"), env={}, capture_output=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bubblewrap could not be started ({type(exc).__name__})"
-        if trial.returncode != 0:
-            said = trial.stderr.decode(errors="replace").strip().splitlines()
-            return "bubblewrap cannot make its box here" + (f" ({said[0][:200]})" if said else "")
+            status, said = _trial(self.argv("true"))
+        except OSError as exc:
+            return REFUSED, f"bubblewrap could not be started ({exc.strerror or exc})"
+        if status is None:
+            # Seen when a system-call filter refuses it capset: it waits for a box never made.
+            return REFUSED, f"bubblewrap did not finish a trial run in {TRIAL_SECONDS:g} s"
+        if status != 0:
+            return REFUSED, "bubblewrap cannot make its box here" + (f" ({said})" if said else "")
         return None
 
     def argv(self, command: str, *, sealed: bool = False) -> list[str]:
@@ -226,6 +237,23 @@ class Sandbox:
         group.mkdir()
         (group / "pids.max").write_text(str(self.settings.max_processes))
         return group
+
+
+def _trial(argv: list[str]) -> tuple[int | None, str]:
+    """Run ``argv`` once: its exit status (None if it did not end in time, when it and all it
+    started are killed) and the first sentence of what it said on stderr."""
+    with subprocess.Popen(
+        argv, env={}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    ) as proc:
+        try:
+            _, err = proc.communicate(timeout=TRIAL_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill(proc.pid)  # not read to the end: what left the group may hold the pipe
+            proc.wait()
+            return None, ""
+    lines = err.decode(errors="replace").strip().splitlines()
+    said = lines[0].removeprefix("bwrap: ").split(". ")[0] if lines else ""
+    return proc.returncode, said[:200]
 
 
 def sealed_places(workspace: Path) -> list[Path]:

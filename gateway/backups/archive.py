@@ -209,7 +209,8 @@ def _add_database(
         finally:
             target.close()
             source.close()
-        entry = _add_file(tar, Path(tmp), rel, mode=st.st_mode & 0o777)
+        # The original's mode and time: the copy is new, what it holds is not.
+        entry = _add_file(tar, Path(tmp), rel, mode=st.st_mode & 0o777, mtime=int(st.st_mtime))
         assert entry is not None  # our own copy does not vanish
         entry.sqlite = True
         return entry
@@ -217,9 +218,12 @@ def _add_database(
         Path(tmp).unlink(missing_ok=True)
 
 
-def _add_file(tar: tarfile.TarFile, path: Path, rel: str, mode: int | None = None) -> Entry | None:
+def _add_file(
+    tar: tarfile.TarFile, path: Path, rel: str, mode: int | None = None, mtime: int | None = None
+) -> Entry | None:
     """Add one file as it is now: the size read at open is what is kept (a transcript that
-    grows meanwhile is kept up to there)."""
+    grows meanwhile is kept up to there), and its modification time, which a restore gives
+    back (a session's last activity is its transcript's)."""
     try:
         f = open(path, "rb")  # noqa: SIM115 (closed below, after the tar has read it)
     except FileNotFoundError:
@@ -228,7 +232,7 @@ def _add_file(tar: tarfile.TarFile, path: Path, rel: str, mode: int | None = Non
         st = os.fstat(f.fileno())
         reader = _Hashing(f, st.st_size)
         info = tarfile.TarInfo(rel)
-        info.size, info.mtime = st.st_size, int(st.st_mtime)
+        info.size, info.mtime = st.st_size, int(st.st_mtime) if mtime is None else mtime
         info.mode = (st.st_mode & 0o777) if mode is None else mode
         try:
             tar.addfile(info, reader)

@@ -32,7 +32,8 @@ class RestoreError(Exception):
 @contextlib.contextmanager
 def holding_home(layout: Layout) -> Iterator[None]:
     """The home's locks, which ``corvid run`` and ``corvid chat`` hold while they run, held by
-    us instead."""
+    us instead; if what holds them fails, the folders and lock made to hold them go again."""
+    made = _not_there(layout)
     layout.home.mkdir(parents=True, exist_ok=True)
     layout.state.mkdir(mode=0o700, exist_ok=True)
     held: list[int] = []
@@ -57,9 +58,32 @@ def holding_home(layout: Layout) -> Iterator[None]:
                     "(systemctl stop corvid, docker stop corvid, or Ctrl-C)"
                 ) from None
         yield
+    except BaseException:
+        for fd in held:
+            os.close(fd)
+        held.clear()
+        _remove(made)
+        raise
     finally:
         for fd in held:
             os.close(fd)
+
+
+def _not_there(layout: Layout) -> list[Path]:
+    """What taking the home would make, innermost first: the run lock, ``state/``, the home
+    and the folders above it that are missing."""
+    wanted = (layout.run_lock, layout.state, layout.home, *layout.home.parents)
+    return [p for p in wanted if not os.path.lexists(p)]
+
+
+def _remove(made: list[Path]) -> None:
+    """Remove what ``_not_there`` listed, each folder only if nothing else is in it now."""
+    for path in made:
+        with contextlib.suppress(OSError):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink()
 
 
 def restore(
@@ -168,6 +192,7 @@ def unpack(archive: Path, into: Path) -> dict[str, Any]:
     """Unpack ``archive`` into the empty folder ``into``, checking every file against the
     manifest; raises ``RestoreError`` for anything wrong. Returns the manifest."""
     found: dict[str, tuple[int, str]] = {}
+    changed: dict[str, float] = {}
     manifest: Any = None
     try:
         with tarfile.open(archive, mode="r:gz") as tar:
@@ -183,6 +208,7 @@ def unpack(archive: Path, into: Path) -> dict[str, Any]:
                 elif member.isreg():
                     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                     found[rel] = _extract(tar, member, target)
+                    changed[rel] = member.mtime
                 else:
                     raise RestoreError(f"{member.name} is neither a file nor a folder")
     except FileNotFoundError:
@@ -190,6 +216,8 @@ def unpack(archive: Path, into: Path) -> dict[str, Any]:
     except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as exc:
         raise RestoreError(f"{archive} is damaged or not a Corvid backup ({exc})") from None
     _check(manifest, found, into)
+    for rel, when in changed.items():  # once checked: a database's check may touch it
+        os.utime(into / rel, (when, when))
     return dict(manifest)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
 from agent.approvals.audit import always_allowed, recent
@@ -9,6 +11,9 @@ from gateway.infra.times import local_iso
 from gateway.services.naming import Names, names
 from gateway.web.html import esc, form, page, table
 from gateway.web.respond import BACKEND, GUARD, flash, html_response, see_other
+
+if TYPE_CHECKING:
+    from agent.approvals.gate import ApprovalRequest
 
 SHOWN = 200  # lines of the trail on the page
 _ANSWERS = {"once": "Approve once", "always": "Always for this tool", "deny": "Deny"}
@@ -24,30 +29,26 @@ def key_html_or_text(chat: str, named: Names) -> str:
     return f"<b>{esc(named.of_key(chat))}</b> <small><code>{esc(chat)}</code></small>"
 
 
+def _waiting_row(req: ApprovalRequest, csrf: str, named: Names) -> tuple[str, ...]:
+    """One request waiting for an answer: the call whole, its chat, what it read, the buttons."""
+    buttons = " ".join(
+        form("/actions/decide", csrf, label, {"id": req.id, "answer": answer})
+        for answer, label in _ANSWERS.items()
+    )
+    what = f"<code>{esc(req.tool)}</code><pre>{esc(req.arguments)}</pre>"
+    if req.why:
+        what += f"<p>{esc(req.why)}</p>"
+    if req.diff:
+        what += f"<pre>{esc(req.diff)}</pre>"
+    read = esc(", ".join(req.sources)) if req.sources else "nothing from outside"
+    chat = key_html_or_text(str(req.chat), named)
+    return (f"<code>{esc(req.id)}</code>", what, chat, read, buttons)
+
+
 async def actions_page(request: web.Request) -> web.StreamResponse:
     backend, csrf = request.app[BACKEND], request.app[GUARD].csrf
     named = names(backend.config)
-    waiting = []
-    for req in backend.approvals_waiting():
-        buttons = " ".join(
-            form("/actions/decide", csrf, label, {"id": req.id, "answer": answer})
-            for answer, label in _ANSWERS.items()
-        )
-        what = f"<code>{esc(req.tool)}</code><pre>{esc(req.arguments)}</pre>"
-        if req.why:
-            what += f"<p>{esc(req.why)}</p>"
-        if req.diff:
-            what += f"<pre>{esc(req.diff)}</pre>"
-        read = esc(", ".join(req.sources)) if req.sources else "nothing from outside"
-        waiting.append(
-            (
-                f"<code>{esc(req.id)}</code>",
-                what,
-                key_html_or_text(str(req.chat), named),
-                read,
-                buttons,
-            )
-        )
+    waiting = [_waiting_row(req, csrf, named) for req in backend.approvals_waiting()]
     trail = [
         (
             esc(local_iso(a.at, backend.config.tz, seconds=True)),

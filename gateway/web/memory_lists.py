@@ -7,6 +7,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from agent.workspace.audience import NOTES
 from gateway.chat_names import Guests, Titles, audience_name
 from gateway.infra.times import local_time
 from gateway.web.html import esc, table
@@ -21,6 +22,7 @@ ABOUT = {
     "TOOLS.md": "Notes on tools and your setup. Your private chats.",
     "HEARTBEAT.md": "The heartbeat's checklist.",
 }
+CHAT_NOTES = "A shared chat's long-term notes. That chat only."
 
 
 def link(rel: str, action: str = "file") -> str:
@@ -51,10 +53,15 @@ def files_table(workspace: Path, rels: list[str], tz: tzinfo) -> str:
         actions = f'<a href="{link(rel, "edit")}">Edit</a>'
         if size:
             actions += f' · <a href="/memory/history?path={quote(rel)}">History</a>'
-        rows.append(
-            (name, esc(ABOUT.get(rel, "")), esc(size or "not written yet"), esc(changed), actions)
-        )
+        rows.append((name, esc(_about(rel)), esc(size or "not written yet"), esc(changed), actions))
     return table(("File", "What it is", "Size", "Last changed", ""), rows, "No files yet.")
+
+
+def _about(rel: str) -> str:
+    path = PurePosixPath(rel)
+    if path.name == NOTES and path.parent.parent == PurePosixPath("memory/chats"):
+        return CHAT_NOTES
+    return ABOUT.get(rel, "")
 
 
 def logs_table(workspace: Path, rels: list[str], tz: tzinfo) -> str:

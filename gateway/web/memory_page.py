@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from datetime import date
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from aiohttp import web
 
+from agent.loops.store import LOOPS
 from agent.tools.context import TurnContext
 from agent.tools.files import MAX_WRITE_CHARS, atomic_write
 from agent.tools.paths import check_writable, resolve_in_workspace
@@ -54,27 +56,36 @@ def _link(rel: str, action: str = "file") -> str:
 
 
 def listed(workspace: Path) -> tuple[list[str], list[str], list[str]]:
-    """The top-level Markdown files (the important ones first), the owner's daily logs and
-    the shared chats' logs (newest first)."""
+    """The Markdown files (the important top-level ones first, then the notes kept beside
+    the logs), the owner's daily logs and the shared chats' (newest first). Only a dated file
+    is a day's log; LOOPS.md, with a section of its own, is not listed."""
     top = sorted(p.name for p in workspace.glob("*.md") if p.is_file() and p.name[0] != ".")
     for name in (*FIRST, *BOOTSTRAP_FILES):
         if name not in top:
             top.append(name)  # listed even before it exists: the editor can create it
     order = {name: i for i, name in enumerate((*FIRST, *BOOTSTRAP_FILES))}
     top.sort(key=lambda n: (order.get(n, len(order)), n))
-    logs = sorted(
-        (p.name for p in (workspace / "memory").glob("*.md") if p.name[0] != "."), reverse=True
-    )
+    memory = workspace / "memory"
+    found = [*memory.glob("*.md"), *(memory / "chats").glob("*/*.md")]
+    rels = [p.relative_to(workspace).as_posix() for p in found if p.name[0] != "."]
+    days = [r for r in rels if _dated(r)]
+    logs = sorted((r for r in days if r.count("/") == 1), reverse=True)
     chats = sorted(
-        (
-            str(p.relative_to(workspace))
-            for p in (workspace / "memory" / "chats").glob("*/*.md")
-            if p.name[0] != "."
-        ),
+        (r for r in days if r.count("/") > 1),
         key=lambda rel: (PurePosixPath(rel).name, rel),
         reverse=True,
     )
-    return top, [f"memory/{n}" for n in logs], chats
+    notes = sorted(r for r in rels if not _dated(r) and PurePosixPath(r).name != LOOPS)
+    return top + notes, logs, chats
+
+
+def _dated(rel: str) -> bool:
+    """Whether ``rel`` is a day's log: named for its date, as the memory tools write them."""
+    try:
+        date.fromisoformat(PurePosixPath(rel).stem)
+    except ValueError:
+        return False
+    return len(PurePosixPath(rel).stem) == len("2026-01-31")
 
 
 async def memory_index(request: web.Request) -> web.StreamResponse:

@@ -86,7 +86,7 @@ async def run_checks(
     *platforms, gateway = await asyncio.gather(*network)
     checks.extend(platforms)
     checks.extend(channel_setup(config))
-    checks.extend(check_exec(config))
+    checks.extend(check_exec(config, environ))
     checks.extend(check_skills(config))
     checks.extend(check_links(config.workspace))
     checks.append(await _guarded("control page", check_web(config, limit)))

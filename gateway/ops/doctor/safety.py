@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from gateway.config.loader import Config
@@ -16,20 +17,22 @@ MAX_SECONDS = 5.0
 MAX_NAMED = 20
 
 
-def check_exec(config: Config) -> list[Check]:
+def check_exec(config: Config, environ: Mapping[str, str]) -> list[Check]:
     """The ``exec`` tool when it is on: offered only when bubblewrap can box its commands."""
     if not config.tools.exec.enabled:
         return []
     from agent.sandbox.bwrap import Sandbox
+    from gateway.tool_setup import exec_fix
 
-    problem = Sandbox(config.tools.exec, config.workspace).problem()
+    box = Sandbox(config.tools.exec, config.workspace)
+    problem = box.problem()
     if problem is not None:
         return [
             Check(
                 Status.FAIL,
                 "exec",
                 f"tools.exec is on but the tool is not offered: {problem}",
-                "install bubblewrap, or set tools.exec.enabled: false",
+                exec_fix(box.problem_kind(), environ),
             )
         ]
     network = "with network" if config.tools.exec.network else "no network"

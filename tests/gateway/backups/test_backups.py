@@ -391,3 +391,52 @@ def test_a_file_kept_in_place_that_the_archive_also_holds_is_kept_aside(tmp_path
     assert (
         layout.restore_undo / "home" / "corvid.env"
     ).read_text() == "ANTHROPIC_API_KEY=sk-mine\n"
+
+
+def test_a_restore_keeps_when_each_session_was_last_active(tmp_path, capsys):
+    """``corvid status`` after ``corvid restore`` names each session's own last activity, not
+    the moment of the restore."""
+    from agent.sessions.transcript import SessionStore
+    from gateway.ops.cli import main
+    from tests.conftest import PRIVATE
+
+    layout = _home(tmp_path)
+    store = SessionStore(layout.sessions)
+    state = store.create(PRIVATE, "system prompt")
+    store.append_message(state, {"role": "user", "content": "hi"})
+    store.end_turn(state, "ok")
+    then = 1767323045  # 2026-01-02T03:04:05Z
+    os.utime(store.path(PRIVATE), (then, then))
+    archive = tmp_path / "b.tar.gz"
+    assert main(["backup", str(archive), "--home", str(layout.home)], environ={}) == 0
+    fresh = tmp_path / "fresh"
+    assert main(["restore", str(archive), "--home", str(fresh)], environ={}) == 0
+    capsys.readouterr()
+
+    assert main(["status", "--json", "--home", str(fresh)], environ={}) == 0
+    sessions = json.loads(capsys.readouterr().out)["sessions"]
+    assert [s["last_active"] for s in sessions] == ["2026-01-02T03:04:05+00:00"]
+
+
+def test_a_refused_restore_into_a_new_home_leaves_nothing_behind(tmp_path, capsys):
+    from gateway.ops.cli import main
+
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"not an archive")
+    where = tmp_path / "new" / "home"
+    assert main(["restore", str(bad), "--home", str(where)], environ={}) == 1
+    assert "nothing was changed" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tar.gz"]
+
+
+def test_a_refused_restore_leaves_no_lock_or_folder_it_made(tmp_path):
+    """A home that exists but was never run (a fresh volume): the run lock and ``state/`` the
+    restore made to hold it go again when the restore is refused."""
+    home = tmp_path / "volume"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine\n")
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"not an archive")
+    with pytest.raises(RestoreError):
+        restore(Layout(home), bad, Layout(home).backups)
+    assert [p.name for p in home.iterdir()] == ["notes.txt"]

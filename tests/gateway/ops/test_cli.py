@@ -409,6 +409,36 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path):
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
 
 
+# The installed ``corvid`` and ``python -m gateway.ops.cli``, with the collector's state looked
+# at as the process ends (atexit runs after the command, before the interpreter's last steps).
+ENDS = {
+    "installed": "import importlib.metadata as m\n"
+    "[ep] = m.entry_points(group='console_scripts', name='corvid')\n"
+    "sys.argv = ['corvid', *ARGV]\nep.load()()",
+    "module": "import runpy\nsys.argv = ['corvid', *ARGV]\n"
+    "runpy.run_module('gateway.ops.cli', run_name='__main__')",
+}
+
+
+@pytest.mark.parametrize("way", sorted(ENDS))
+@pytest.mark.parametrize("argv", [["doctor", "--alive"], ["--version"]])
+def test_the_command_ends_without_a_last_collection_over_every_object(tmp_path, way, argv):
+    """That collection, over every object the libraries made, was most of the time from
+    SIGTERM to exit (bench/telegram_bench.py); the command freezes the collector first, also
+    when it ends by SystemExit."""
+    args = argv if argv == ["--version"] else [*argv, "--home", str(tmp_path)]
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen:', gc.get_freeze_count() > 0))\n"
+        f"ARGV = {args!r}\n" + ENDS[way]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == (0 if argv == ["--version"] else 1), done.stderr
+    assert done.stdout.rstrip().endswith("frozen: True"), done.stdout + done.stderr
+
+
 def test_version_and_jobs_as_json(tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])

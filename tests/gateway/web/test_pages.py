@@ -84,6 +84,33 @@ async def test_the_memory_page_says_what_each_file_is_and_names_each_chats_log(c
     assert "Memory search: by keywords only" in text
 
 
+async def test_only_dated_logs_are_listed_as_daily_logs(control, home):
+    """LOOPS.md has its own section, and a shared chat's NOTES.md (or a note of the owner's
+    own in memory/) is a file of the workspace, not a day's log."""
+    _, _, client = control
+    memory = home / "workspace" / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "2026-11-20.md").write_text("## 09:00\n\nwalked\n")
+    (memory / "LOOPS.md").write_text("# Open loops\n")
+    (memory / "trips.md").write_text("Lisbon in May.\n")
+    group = memory / "chats" / "telegram-group--100500"
+    group.mkdir(parents=True)
+    (group / "2026-11-21.md").write_text("## 12:00\n\nlunch plans\n")
+    (group / "LOOPS.md").write_text("# Open loops\n")
+    (group / "NOTES.md").write_text("Meets on Fridays.\n")
+    status, text, _ = await client.get("/memory")
+    assert status == 200
+    sections = dict(re.findall(r"<h2>([^<]+)</h2>(.*?)(?=<h2>|$)", text, re.S))
+    days = re.findall(r'path=([^"]+)">', sections["Your daily logs"])
+    assert days == ["memory/2026-11-20.md"]
+    chats = re.findall(r'path=([^"]+)">', sections["Shared chats' logs"])
+    assert chats == ["memory/chats/telegram-group--100500/2026-11-21.md"]
+    files = sections["Files"]
+    assert "memory/trips.md" in files and "telegram-group--100500/NOTES.md" in files
+    assert "LOOPS.md" not in files
+    assert "A shared chat&#x27;s long-term notes" in files
+
+
 async def test_paths_outside_the_workspace_are_refused(control, home):
     _, _, client = control
     (home / "workspace-old").mkdir()
