@@ -19,9 +19,11 @@ subject put below it. Pure functions over candidates.
 - A time the query names ("in March", "two weeks ago"): the notes written then score
   ``1 + SPAN_LIFT`` times as much, so they come first among notes of like relevance without a
   strong match from another time being dropped.
-- Supersession (``supersede``): when a newer candidate is about the same subject as an older
-  one ranked above it, the newer moves up to just above the older, which is marked as having
-  a newer note. An old note is never pushed down by more than the notes that replace it.
+- Supersession (``supersede``): when a newer note is about the same subject as an older one
+  ranked above it, the newer moves up to just above the older (or is brought in there), which
+  is marked as having a newer note. The older keeps its place below it unless the newer says
+  it again (a copy of an everyday entry, a fact restated): then the older goes below all the
+  others, and a run of copies takes one place, not ten.
 - MMR (when ``mmr_lambda`` < 1; off by default): picks the next hit by ``lambda * score -
   (1 - lambda) * likeness`` to those already picked.
 """
@@ -29,7 +31,7 @@ subject put below it. Pure functions over candidates.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING
@@ -134,11 +136,16 @@ def _newest_first(day: str) -> int:
         return 0
 
 
-def supersede(ranked: Sequence[Ranked], newer: Mapping[int, Sequence[Ranked]]) -> list[Ranked]:
+def supersede(
+    ranked: Sequence[Ranked],
+    newer: Mapping[int, Sequence[Ranked]],
+    again: Collection[int] = frozenset(),
+) -> list[Ranked]:
     """``ranked`` with the notes that replace a candidate (``newer``: by its id, the newer
     notes on its subject, the likeliest first) put just above it, moved up from below or
     brought in, and the candidate marked with the first. A replacement's own replacements go
-    above it in turn; nothing else moves."""
+    above it in turn. A marked candidate of ``again`` (said again by its first replacement)
+    then goes below every unmarked one; nothing else moves."""
     out: list[Ranked] = []
     placed: set[int] = set()
 
@@ -154,7 +161,8 @@ def supersede(ranked: Sequence[Ranked], newer: Mapping[int, Sequence[Ranked]]) -
 
     for r in ranked:
         place(r, 0)
-    return out
+    told = [r for r in out if r.newer is not None and r.candidate.id in again]
+    return [r for r in out if r.newer is None or r.candidate.id not in again] + told
 
 
 def diversify(

@@ -1,28 +1,41 @@
 """Whether a newer note is about the same subject as an older one (the same person's city, the
 same password, the same dentist), so that it replaces the older in a search's ranking.
 
-Two signals, each free of any embedder's scale: whether the two notes are among each other's
-``NEIGHBOURS`` nearest notes in meaning in all the memory the search may see (an order, not
-a cosine), and the words they share, each weighed by how rare it is in the memory (a name or a
-thing counts, "called" or "today" hardly), as a share of the lighter note's weight. With
-vectors, notes are about the same subject when they are mutual near neighbours and share
-``NEAR_WORDS`` of their words; a repeated everyday entry ("walked the dog") has its own copies
-for its nearest and so replaces nothing else. Without vectors the words alone decide, at
-``SAME_WORDS``. A note that holds the query's words exactly is replaced only by another that
-does too: a name or a code asked for is what was asked for. The bars are measured with
-bench/memory_year_bench.py (``--subjects`` counts the pairs of the set's notes they join).
+Three signals, each free of any embedder's scale: how near the two notes are in meaning,
+counted in places among all the memory the search may see (each among the other's
+``NEIGHBOURS`` nearest, or within the nearest ``1 / SPREAD`` of the memory; a cosine's place,
+not its size, and copies of a note all count as near); the words they share, each weighed by
+how rare it is in the memory (a name or a thing counts, "called" or "today" hardly), as a
+share of the lighter note's weight; and the words of the query both hold. With vectors, two
+notes are about the same subject when they are near neighbours sharing ``NEAR_WORDS`` of
+their words, or within each other's wider reach and either share ``TOLD_AGAIN`` of their
+words (the same note told again: a copy of an everyday entry, a fact restated) or share
+``NEAR_WORDS`` and ``QUERY_WORDS`` of the query's weight (the query names their subject:
+"what is my 5k personal best" of "a 5k personal best: 26:40" and "5k in 24:38, a new best").
+Without vectors the words alone decide, at ``SAME_WORDS``. A note that holds the query's
+words exactly is replaced only by another that does too: a name or a code asked for is what
+was asked for. The bars are measured with bench/memory_year_bench.py (``--subjects`` counts
+the pairs of the set's notes they join).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from agent.memory.ranking import Ranked
 from agent.memory.text import idf, query_terms, strip_accents
 
+if TYPE_CHECKING:  # with embeddings off, NumPy is never imported
+    from agent.memory.vectors import Vector
+
 NEIGHBOURS = 10
+SPREAD = 20
 NEAR_WORDS = 0.2
+TOLD_AGAIN = 0.5
+QUERY_WORDS = 0.3
 SAME_WORDS = 0.5
+TIE = 1e-6  # a cosine computed apart from the table's product may differ in its last bits
 
 
 def note_words(*texts: str) -> set[str]:
@@ -34,21 +47,37 @@ def note_words(*texts: str) -> set[str]:
     return set(query_terms(strip_accents(body).casefold()))
 
 
+def reach_places(chunks: int) -> tuple[int, int]:
+    """The places asked of ``SemanticIndex.reach``: a note itself is its first nearest."""
+    return NEIGHBOURS + 1, max(NEIGHBOURS, chunks // SPREAD) + 1
+
+
 class Subjects:
     """Same-subject judgements among some notes: their texts by id, those that hold the
-    query's words exactly, and how many chunks of the memory hold each of their words. The
-    nearest notes in meaning of those that ``pairs`` names are given to ``neighbours`` (ids;
-    left None without vectors)."""
+    query's words exactly, how many chunks of the memory hold each of their words, and the
+    query's words (folded, each with its weight; those no chunk holds left out). With
+    vectors, ``near`` is given the notes' vectors and how far their nearest reach (the
+    cosines of ``reach_places``) for the notes that ``pairs`` names; left None without."""
 
     def __init__(
-        self, texts: Mapping[int, str], exact: set[int], doc_freqs: Mapping[str, int], chunks: int
+        self,
+        texts: Mapping[int, str],
+        exact: set[int],
+        doc_freqs: Mapping[str, int],
+        chunks: int,
+        query: Mapping[str, float] | None = None,
     ) -> None:
         self._words = {i: note_words(t) for i, t in texts.items()}
         everything = set().union(*self._words.values()) if self._words else set()
         self._weight = {w: idf(doc_freqs.get(w, 1), chunks) for w in everything}
         self._mass = {i: sum(self._weight[w] for w in ws) for i, ws in self._words.items()}
         self._exact = exact
-        self.neighbours: Mapping[int, Sequence[int]] | None = None
+        self._query = dict(query or {})
+        self._vectors: Mapping[int, Vector] = {}
+        self._reach: Mapping[int, tuple[float, ...]] | None = None
+
+    def near(self, vectors: Mapping[int, Vector], reach: Mapping[int, tuple[float, ...]]) -> None:
+        self._vectors, self._reach = vectors, reach
 
     def shared(self, a: int, b: int) -> float:
         """The weight of the words both notes hold, over the lighter note's weight."""
@@ -58,26 +87,53 @@ class Subjects:
         both = self._words[a] & self._words[b]
         return sum(self._weight[w] for w in both) / lighter
 
-    def _worded(self, old: int, new: int, bar: float) -> bool:
-        if old in self._exact and new not in self._exact:
-            return False
-        return self.shared(old, new) >= bar
+    def told_again(self, old: int, new: int) -> bool:
+        """Whether the newer note says the older again (a copy, a restatement): the older
+        then gives up its place to it."""
+        return self.shared(old, new) >= TOLD_AGAIN
 
     def pairs(self, ranked: Sequence[Ranked], allowed: Callable[[Ranked], bool]) -> set[int]:
         """The notes of ``ranked`` in a pair (an older and a newer) whose shared words could
-        make them one subject: only theirs need neighbours."""
+        make them one subject: only theirs need their reach."""
         out: set[int] = set()
         for old, new in _older_newer(ranked, allowed):
             a, b = old.candidate.id, new.candidate.id
-            if self._worded(a, b, NEAR_WORDS):
+            if not self._guarded(a, b) and self.shared(a, b) >= NEAR_WORDS:
                 out |= {a, b}
         return out
 
     def same(self, old: int, new: int) -> bool:
-        if self.neighbours is None:
-            return self._worded(old, new, SAME_WORDS)
-        near = new in self.neighbours.get(old, ()) and old in self.neighbours.get(new, ())
-        return near and self._worded(old, new, NEAR_WORDS)
+        if self._guarded(old, new):
+            return False
+        shared = self.shared(old, new)
+        if self._reach is None:
+            return shared >= SAME_WORDS
+        if shared < NEAR_WORDS:
+            return False
+        if self._within(old, new, 0):
+            return True
+        asked = shared >= TOLD_AGAIN or self._asked_alike(old, new)
+        return asked and self._within(old, new, 1)
+
+    def _guarded(self, old: int, new: int) -> bool:
+        return old in self._exact and new not in self._exact
+
+    def _within(self, a: int, b: int, place: int) -> bool:
+        """Whether each note is among the other's nearest (the ``place``-th reach)."""
+        reach = self._reach or {}
+        va, vb, ra, rb = self._vectors.get(a), self._vectors.get(b), reach.get(a), reach.get(b)
+        if va is None or vb is None or ra is None or rb is None:
+            return False
+        cosine = float(va @ vb) + TIE
+        return cosine >= ra[place] and cosine >= rb[place]
+
+    def _asked_alike(self, a: int, b: int) -> bool:
+        """Whether both notes hold the same words of the query, ``QUERY_WORDS`` of its
+        weight."""
+        total = sum(self._query.values())
+        both = self._words[a] & self._words[b]
+        held = sum(w for t, w in self._query.items() if t in both)
+        return total > 0 and held >= QUERY_WORDS * total
 
 
 def _older_newer(
