@@ -259,7 +259,8 @@ def subjects(args: argparse.Namespace) -> None:
         texts = {c.id: c.text for c in chunk.values()}
         counts = idx.doc_freqs(note_words(*texts.values())) or {}
         judge = Subjects(texts, set(), counts, idx.chunk_count)  # no query: its words aside
-        judge.near(vectors.vectors(ids), vectors.reach(ids, reach_places(idx.chunk_count), None))
+        reach = vectors.reach(ids, reach_places(idx.chunk_count), None)
+        judge.near(vectors.vectors(ids), reach)
         vectors.close()
         idx.close()
     subject = {

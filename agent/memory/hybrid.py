@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
 from agent.memory.ranking import Candidate, Ranked, diversify, score, supersede
-from agent.memory.superseded import Found, replacements
+from agent.memory.superseded import replacements
 from agent.memory.text import idf, query_terms, rare_tokens, snippet, strip_accents
 from agent.memory.when import DaySpan, dates_in
 from agent.settings import SearchSettings
@@ -118,9 +118,10 @@ class HybridSearch:
         rare = rare_tokens(words, text.doc_freq, text.chunks)
         tokens = {t: w for t, w in weights.items() if t in rare}
         ranked = score(candidates, weights, self.settings, self.today(), asked, tokens)
-        found = Found(rows, stored, wanted, audience, span, asked, at_once)
         held = {_folded(t): w for t, w in weights.items() if text.doc_freq.get(t)}
-        replaced = replacements(self.index, self.vectors, ranked, found, held)
+        replaced = replacements(
+            self.index, self.vectors, ranked, stored, chat, asked, held, at_once
+        )
         if replaced is None:
             return None
         ordered = supersede(ranked, replaced.newer, replaced.again)

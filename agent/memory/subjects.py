@@ -75,17 +75,22 @@ class Subjects:
         self._query = dict(query or {})
         self._vectors: Mapping[int, Vector] = {}
         self._reach: Mapping[int, tuple[float, ...]] | None = None
+        self._shared: dict[tuple[int, int], float] = {}
 
     def near(self, vectors: Mapping[int, Vector], reach: Mapping[int, tuple[float, ...]]) -> None:
+        """Judge by meaning too: the notes' vectors, and how far their nearest reach in all
+        the memory (the cosines of ``reach_places``) for those that ``pairs`` named."""
         self._vectors, self._reach = vectors, reach
 
     def shared(self, a: int, b: int) -> float:
         """The weight of the words both notes hold, over the lighter note's weight."""
-        lighter = min(self._mass.get(a, 0.0), self._mass.get(b, 0.0))
-        if lighter <= 0:
-            return 0.0
-        both = self._words[a] & self._words[b]
-        return sum(self._weight[w] for w in both) / lighter
+        known = self._shared.get((a, b))
+        if known is None:
+            lighter = min(self._mass.get(a, 0.0), self._mass.get(b, 0.0))
+            both = self._words[a] & self._words[b] if lighter > 0 else set()
+            known = sum(self._weight[w] for w in both) / lighter if both else 0.0
+            self._shared[(a, b)] = self._shared[(b, a)] = known
+        return known
 
     def told_again(self, old: int, new: int) -> bool:
         """Whether the newer note says the older again (a copy, a restatement): the older
@@ -98,22 +103,25 @@ class Subjects:
         out: set[int] = set()
         for old, new in _older_newer(ranked, allowed):
             a, b = old.candidate.id, new.candidate.id
-            if not self._guarded(a, b) and self.shared(a, b) >= NEAR_WORDS:
+            if self._worded(a, b):
                 out |= {a, b}
         return out
 
     def same(self, old: int, new: int) -> bool:
-        if self._guarded(old, new):
-            return False
-        shared = self.shared(old, new)
         if self._reach is None:
-            return shared >= SAME_WORDS
-        if shared < NEAR_WORDS:
+            return not self._guarded(old, new) and self.shared(old, new) >= SAME_WORDS
+        if not self._worded(old, new):
             return False
         if self._within(old, new, 0):
             return True
-        asked = shared >= TOLD_AGAIN or self._asked_alike(old, new)
-        return asked and self._within(old, new, 1)
+        return self._widely(old, new) and self._within(old, new, 1)
+
+    def _worded(self, old: int, new: int) -> bool:
+        return not self._guarded(old, new) and self.shared(old, new) >= NEAR_WORDS
+
+    def _widely(self, old: int, new: int) -> bool:
+        """Whether the words say enough for the wider reach: told again, or the query's."""
+        return self.shared(old, new) >= TOLD_AGAIN or self._asked_alike(old, new)
 
     def _guarded(self, old: int, new: int) -> bool:
         return old in self._exact and new not in self._exact
