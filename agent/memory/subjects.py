@@ -8,10 +8,11 @@ not its size, and copies of a note all count as near); the words they share, eac
 how rare it is in the memory (a name or a thing counts, "called" or "today" hardly), as a
 share of the lighter note's weight; and the words of the query both hold. With vectors, two
 notes are about the same subject when they are near neighbours sharing ``NEAR_WORDS`` of
-their words, or within each other's wider reach and either share ``TOLD_AGAIN`` of their
-words (the same note told again: a copy of an everyday entry, a fact restated) or share
-``NEAR_WORDS`` and ``QUERY_WORDS`` of the query's weight (the query names their subject:
-"what is my 5k personal best" of "a 5k personal best: 26:40" and "5k in 24:38, a new best").
+their words, or within each other's wider reach and either the newer holds ``TOLD_AGAIN``
+of the older's words' weight (the same note told again: a copy of an everyday entry, a fact
+restated) or they share ``NEAR_WORDS`` and hold ``QUERY_WORDS`` of the query's weight (the
+query names their subject: "what is my 5k personal best" of "a 5k personal best: 26:40" and
+"5k in 24:38, a new best").
 Without vectors the words alone decide, at ``SAME_WORDS``. A note that holds the query's
 words exactly is replaced only by another that does too: a name or a code asked for is what
 was asked for. The bars are measured with bench/memory_year_bench.py (``--subjects`` counts
@@ -93,9 +94,12 @@ class Subjects:
         return known
 
     def told_again(self, old: int, new: int) -> bool:
-        """Whether the newer note says the older again (a copy, a restatement): the older
-        then gives up its place to it."""
-        return self.shared(old, new) >= TOLD_AGAIN
+        """Whether the newer note says the older again (a copy, a restatement): it holds
+        ``TOLD_AGAIN`` of the older's words' weight, so the older adds little beside it and
+        gives up its place to it. A short note that a longer one's words cover (a refund after
+        the cancelled flight that promised it) is not the longer told again."""
+        mass = self._mass.get(old, 0.0)
+        return mass > 0 and self.shared(old, new) * min(mass, self._mass[new]) >= TOLD_AGAIN * mass
 
     def pairs(self, ranked: Sequence[Ranked], allowed: Callable[[Ranked], bool]) -> set[int]:
         """The notes of ``ranked`` in a pair (an older and a newer) whose shared words could
@@ -121,7 +125,7 @@ class Subjects:
 
     def _widely(self, old: int, new: int) -> bool:
         """Whether the words say enough for the wider reach: told again, or the query's."""
-        return self.shared(old, new) >= TOLD_AGAIN or self._asked_alike(old, new)
+        return self.told_again(old, new) or self._asked_alike(old, new)
 
     def _guarded(self, old: int, new: int) -> bool:
         return old in self._exact and new not in self._exact

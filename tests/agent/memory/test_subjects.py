@@ -96,6 +96,18 @@ def test_within_a_wider_reach_a_note_told_again_or_named_by_the_query_is_one_sub
     assert not told.same(1, 5)  # the same words, far apart in meaning
 
 
+def test_a_short_newer_note_that_a_longer_ones_words_cover_does_not_tell_it_again():
+    notes = {
+        1: "Flight back TP 542 was cancelled; rebooked via Lisbon. TAP promised a refund.",
+        2: "TAP refund arrived.",
+        3: "Flight back TP 542 was cancelled; rebooked via Lisbon. TAP promised the refund.",
+    }
+    subjects = Subjects(notes, set(), {"tap": 3, "refund": 3, "542": 2}, 1000)
+    assert subjects.shared(1, 2) > 0.5  # nearly all the short note's words are the long one's
+    assert not subjects.told_again(1, 2)  # but it says little of what the long one says
+    assert subjects.told_again(1, 3)  # a copy, a word changed
+
+
 def test_a_note_that_holds_the_query_exactly_is_replaced_only_by_another_that_does():
     assert not _subjects(exact={1}).same(1, 2)
     assert _subjects(exact={1, 2}).same(1, 2)
