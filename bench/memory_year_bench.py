@@ -240,7 +240,7 @@ def latency(args: argparse.Namespace) -> None:
 def subjects(args: argparse.Namespace) -> None:
     """How often the same-subject test joins two of the set's notes: the versions of a fact
     that changed (it should), and any other older and newer note (it should not)."""
-    from agent.memory.subjects import NEIGHBOURS, Subjects, note_words
+    from agent.memory.subjects import Subjects, note_words, reach_places
 
     with tempfile.TemporaryDirectory() as d:
         ws, notes = Path(d) / "workspace", {}
@@ -258,8 +258,9 @@ def subjects(args: argparse.Namespace) -> None:
         ids = [c.id for c in chunk.values()]
         texts = {c.id: c.text for c in chunk.values()}
         counts = idx.doc_freqs(note_words(*texts.values())) or {}
-        judge = Subjects(texts, set(), counts, idx.chunk_count)
-        judge.neighbours = vectors.neighbours(ids, NEIGHBOURS + 1, None)
+        judge = Subjects(texts, set(), counts, idx.chunk_count)  # no query: its words aside
+        reach = vectors.reach(ids, reach_places(idx.chunk_count), None)
+        judge.near(vectors.vectors(ids), reach)
         vectors.close()
         idx.close()
     subject = {

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
 from agent.memory.ranking import Candidate, Ranked, diversify, score, supersede
-from agent.memory.subjects import NEIGHBOURS, Subjects, newer_notes, note_words
-from agent.memory.text import idf, query_terms, rare_tokens, snippet
+from agent.memory.superseded import replacements
+from agent.memory.text import idf, query_terms, rare_tokens, snippet, strip_accents
 from agent.memory.when import DaySpan, dates_in
 from agent.settings import SearchSettings
 from gateway.contract.events import Audience
@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # with embeddings off (no vectors), NumPy is never imported
 log = logging.getLogger(__name__)
 
 POOL = 40  # candidates from each side, at least
-REPLACED_DEPTH = 15  # first candidates looked over for newer notes on the same subject
 
 
 class HybridSearch:
@@ -75,7 +74,7 @@ class HybridSearch:
     ) -> list[Hit] | None:
         asked, words = dates_in(query, self.today())
         if asked is not None and span is not None:
-            asked = _overlap(asked, span)
+            asked = asked.overlap(span)
         terms = query_terms(words)
         if not terms:
             if at_once and (asked or span):
@@ -106,38 +105,15 @@ class HybridSearch:
         rare = rare_tokens(words, text.doc_freq, text.chunks)
         tokens = {t: w for t, w in weights.items() if t in rare}
         ranked = score(candidates, weights, self.settings, self.today(), asked, tokens)
-        newer = self._replacements(ranked, stored, chat, asked, at_once)
-        if newer is None:
+        held = {_folded(t): w for t, w in weights.items() if text.doc_freq.get(t)}
+        replaced = replacements(
+            self.index, self.vectors, ranked, stored, chat, asked, held, at_once
+        )
+        if replaced is None:
             return None
-        picked = diversify(supersede(ranked, newer), stored, max_results, self.settings.mmr_lambda)
+        ordered = supersede(ranked, replaced.newer, replaced.again)
+        picked = diversify(ordered, stored, max_results, self.settings.mmr_lambda)
         return [self._hit(r, rows, terms) for r in picked]
-
-    def _replacements(
-        self,
-        ranked: list[Ranked],
-        stored: dict[int, Vector],
-        chat: str | None,
-        asked: DaySpan | None,
-        at_once: bool,
-    ) -> dict[int, list[Ranked]] | None:
-        """For each of the first candidates, the newer ones among them about its subject,
-        likeliest first. Asked about a time, only a note of that time replaces another. None
-        when a search at once would have to wait for the index."""
-        head = ranked[:REPLACED_DEPTH]
-
-        def allowed(new: Ranked) -> bool:
-            return asked is None or asked.holds(new.candidate.day)
-
-        texts = {r.candidate.id: r.candidate.text for r in head}
-        counts = self.index.doc_freqs(note_words(*texts.values()), wait=not at_once)
-        if counts is None:
-            return None
-        exact = {r.candidate.id for r in head if r.exact}
-        subjects = Subjects(texts, exact, counts, self.index.chunk_count)
-        if self.vectors is not None and stored:
-            paired = sorted(subjects.pairs(head, allowed))
-            subjects.neighbours = self.vectors.neighbours(paired, NEIGHBOURS + 1, chat)
-        return newer_notes(head, subjects, allowed)
 
     def _embedded(self, words: str) -> Vector | None:
         """The query's vector; None when there are no vectors yet or the embedder fails (the
@@ -192,6 +168,6 @@ class HybridSearch:
         )
 
 
-def _overlap(a: DaySpan, b: DaySpan) -> DaySpan | None:
-    first, last = max(a.first, b.first), min(a.last, b.last)
-    return DaySpan(first, last) if first <= last else None
+def _folded(term: str) -> str:
+    """A query's term as ``note_words`` folds a note's words."""
+    return strip_accents(term).casefold()

@@ -35,11 +35,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row
 SCHEMA_VERSION = 7  # 5: chunks follow the notes; 6: no kind column; 7: every chunk dated
 
 
-# Chunks up to which a search is answered on the event loop when nothing is to be caught up:
-# a query over this many takes a few hundred microseconds; a bigger index is searched from a
-# worker thread, which the loop need not wait for.
+# Chunks up to which a search is answered on the event loop when nothing is to be caught up;
+# a bigger index is searched from a worker thread, which the loop need not wait for.
 AT_ONCE_CHUNKS = 2_000
 DOC_FREQS_KEPT = 4_096  # terms whose chunk counts are kept between changes
+COMMON_CHUNKS = 1_000  # a term in more chunks than this (and a tenth of them) is common
 NOTE_FREQS_KEPT = 50_000  # words of notes whose counts are kept (``doc_freqs``)
 
 
@@ -325,13 +325,13 @@ class MemoryIndex:
             ]
         return out
 
-    def _plan(self, terms: list[str]) -> str:
+    def _plan(self, terms: list[str]) -> str:  # the plan alone, for tests
         return self._weighted_plan(terms)[0]
 
     def _weighted_plan(self, terms: list[str]) -> tuple[str, dict[str, int]]:
-        """Quote every term (no FTS syntax from the query survives) and leave out terms found in
-        more than half of all chunks when rarer ones remain: BM25 gives those about zero
-        weight, yet matching them means scoring nearly every chunk."""
+        """Quote every term (no FTS syntax from the query survives) and leave out terms in over
+        half of all chunks, or a tenth and ``COMMON_CHUNKS``, when rarer ones remain: BM25
+        weighs them little beside the rarer, yet matching them scores many of the chunks."""
         parts: list[tuple[str, int]] = []
         for term in terms:
             # FTS5's unicode61 takes a run of CJK characters as one token: each is indexed as
@@ -343,7 +343,8 @@ class MemoryIndex:
             df = self._term_freq(strip_accents(term.lower()), prefix)
             parts.append((f'"{term}"*' if prefix else f'"{term}"', df))
         doc_freq = {t: df for t, (_, df) in zip(terms, parts, strict=True)}
-        informative = [(p, df) for p, df in parts if df <= self._chunk_count / 2]
+        common = min(self._chunk_count / 2, max(self._chunk_count / 10, COMMON_CHUNKS))
+        informative = [(p, df) for p, df in parts if df <= common]
         if any(df != 0 for _, df in informative):
             return " OR ".join(p for p, _ in informative), doc_freq
         return " OR ".join(p for p, _ in parts), doc_freq

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING
@@ -112,11 +112,16 @@ def _newest_first(day: str) -> int:
         return 0
 
 
-def supersede(ranked: Sequence[Ranked], newer: Mapping[int, Sequence[Ranked]]) -> list[Ranked]:
+def supersede(
+    ranked: Sequence[Ranked],
+    newer: Mapping[int, Sequence[Ranked]],
+    again: Collection[int] = frozenset(),
+) -> list[Ranked]:
     """``ranked`` with the notes that replace a candidate (``newer``: by its id, the newer
     notes on its subject, the likeliest first) put just above it, moved up from below or
     brought in, and the candidate marked with the first. A replacement's own replacements go
-    above it in turn; nothing else moves."""
+    above it in turn. A marked candidate of ``again`` (said again by its first replacement)
+    then goes below every unmarked one; nothing else moves."""
     out: list[Ranked] = []
     placed: set[int] = set()
 
@@ -132,7 +137,8 @@ def supersede(ranked: Sequence[Ranked], newer: Mapping[int, Sequence[Ranked]]) -
 
     for r in ranked:
         place(r, 0)
-    return out
+    told = [r for r in out if r.newer is not None and r.candidate.id in again]
+    return [r for r in out if r.newer is None or r.candidate.id not in again] + told
 
 
 def diversify(

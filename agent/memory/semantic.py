@@ -228,9 +228,12 @@ class SemanticIndex:
     ) -> list[tuple[int, float]]:
         return self.table.nearest(query, max(1, k), chat, among)
 
-    def neighbours(self, chunks: Sequence[int], k: int, chat: str | None) -> dict[int, list[int]]:
-        """The ``k`` chunks nearest to each of these (of ``chat`` only, when given)."""
-        return self.table.neighbours(chunks, k, chat)
+    def reach(
+        self, chunks: Sequence[int], places: Sequence[int], chat: str | None
+    ) -> dict[int, tuple[float, ...]]:
+        """The cosines of each of these chunks' ``places``-th nearest (of ``chat`` only, when
+        given)."""
+        return self.table.reach(chunks, places, chat)
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         return self.table.vectors(chunks)

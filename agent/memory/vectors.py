@@ -118,23 +118,23 @@ class VectorTable:
         self._row_of: dict[int, int] = {}
         self._rows_of_sha: dict[str, list[int]] = {}
         self._codes: dict[str, int] = {"": 0}
-        # Each chunk's nearest chunks, as ``neighbours`` found them: (chat, chunk, k) -> ids;
-        # forgotten at any change of the table.
-        self._near: dict[tuple[str | None, int, int], list[int]] = {}
+        # How near each chunk's nearest chunks are, as ``reach`` found them: (chat, chunk,
+        # places) -> cosines; forgotten at any change of the table.
+        self._reach: dict[tuple[str | None, int, tuple[int, ...]], tuple[float, ...]] = {}
 
     # -- keeping up with the index ----------------------------------------------------------
 
     def reset(self, rows: Sequence[ChunkRow]) -> None:
         """Forget every chunk (vectors too) and take these."""
         with self._lock:
-            self._near.clear()
+            self._reach.clear()
             self._n = self._dead = 0
             self._sha, self._row_of, self._rows_of_sha = [], {}, {}
             self._add(rows)  # rows past _n are never read before _add sets them
 
     def change(self, removed: Iterable[int], added: Sequence[ChunkRow]) -> None:
         with self._lock:
-            self._near.clear()
+            self._reach.clear()
             for chunk in removed:
                 row = self._row_of.pop(chunk, None)
                 if row is not None:
@@ -148,7 +148,7 @@ class VectorTable:
     def forget_vectors(self) -> None:
         """Keep the chunks, drop their vectors (another model's vectors mean nothing now)."""
         with self._lock:
-            self._near.clear()
+            self._reach.clear()
             self._filled[:] = False
             self.dim = 0
             self._matrix = np.zeros((len(self._ids), 0), dtype=np.float32)
@@ -220,7 +220,7 @@ class VectorTable:
         """Give the chunks with these texts their vectors. A vector of another length than
         the ones before is refused (it is another model's)."""
         with self._lock:
-            self._near.clear()
+            self._reach.clear()
             for sha, vector in vectors.items():
                 if not self.dim:
                     self.dim = len(vector)
@@ -267,12 +267,16 @@ class VectorTable:
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(int(self._ids[rows[i]]), float(sims[i])) for i in top]
 
-    def neighbours(self, chunks: Sequence[int], k: int, chat: str | None) -> dict[int, list[int]]:
-        """For each of these chunks that has a vector, the ``k`` chunks nearest to it (ids,
-        nearest first: itself among them), among the chunks of ``chat`` only when one is given.
-        One product for those not known yet; known until the table changes."""
+    def reach(
+        self, chunks: Sequence[int], places: Sequence[int], chat: str | None
+    ) -> dict[int, tuple[float, ...]]:
+        """For each of these chunks that has a vector, the cosine of its ``places``-th nearest
+        chunks (itself the first), among the chunks of ``chat`` only when one is given: a
+        chunk whose cosine with it reaches the n-th is among its n nearest, copies and ties
+        included. One product for those not known yet; known until the table changes."""
+        key = tuple(places)
         with self._lock:
-            out = {c: self._near[(chat, c, k)] for c in chunks if (chat, c, k) in self._near}
+            out = {c: self._reach[(chat, c, key)] for c in chunks if (chat, c, key) in self._reach}
             wanted = [c for c in chunks if c not in out and c in self._row_of]
             wanted = [c for c in wanted if self._filled[self._row_of[c]]]
             n = self._n
@@ -288,15 +292,16 @@ class VectorTable:
                 # the live ones out first would copy it).
                 sims = self._matrix[:n] @ queries.T
                 sims[~usable] = -np.inf
-                ids = self._ids[:n]
             else:  # a shared chat's rows are taken out first: no other chunk is scored
                 sims = self._matrix[rows] @ queries.T
-                ids = self._ids[rows]
-            k_here = min(k, rows.size)
+            size = len(sims)
+            # The n-th largest of a column is its (size - n)-th smallest; past the chunks
+            # there are, the last of them.
+            at = [size - min(p, rows.size) for p in places]
             for chunk, column in zip(wanted, sims.T, strict=True):
-                top = np.argpartition(-column, k_here - 1)[:k_here]
-                top = top[np.argsort(-column[top], kind="stable")]
-                out[chunk] = self._near[(chat, chunk, k)] = [int(i) for i in ids[top]]
+                found = np.partition(column, sorted(set(at)))
+                value = tuple(float(found[i]) for i in at)
+                out[chunk] = self._reach[(chat, chunk, key)] = value
             return out
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:

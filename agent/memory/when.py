@@ -29,6 +29,13 @@ class DaySpan:
         """Whether an ISO day ("2026-03-14", or a longer stamp that starts with one) is in it."""
         return self.first.isoformat() <= day[:10] <= self.last.isoformat()
 
+    def overlap(self, other: DaySpan | None) -> DaySpan | None:
+        """The days both spans hold (this one when ``other`` is None); None when none."""
+        if other is None:
+            return self
+        first, last = max(self.first, other.first), min(self.last, other.last)
+        return DaySpan(first, last) if first <= last else None
+
     def __str__(self) -> str:
         if self.first == self.last:
             return f"on {self.first.isoformat()}"

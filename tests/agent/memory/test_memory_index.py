@@ -92,6 +92,20 @@ def test_words_that_no_chunk_holds_are_not_looked_for_and_nothing_is_lost(ws, tm
     idx.close()
 
 
+def test_in_a_big_memory_a_term_in_a_tenth_of_the_chunks_is_left_out_too(ws, tmp_path, monkeypatch):
+    for i in range(30):
+        words = "meeting notes" if i < 10 else "garden notes"
+        (ws / "memory" / f"2026-09-{i + 1:02d}.md").write_text(f"{words} {i}\n")
+    (ws / "memory" / "2026-10-20.md").write_text("the meeting about the zeppelin\n")
+    idx = index(ws, tmp_path)
+    idx.sync()
+    assert idx._plan(["meeting", "zeppelin"]) == '"meeting"* OR "zeppelin"*'  # a third: kept
+    monkeypatch.setattr("agent.memory.index.COMMON_CHUNKS", 5)  # as if a thousand were few
+    assert idx._plan(["meeting", "zeppelin"]) == '"zeppelin"*'
+    assert idx._plan(["meeting", "qz"]) == '"meeting"* OR "qz"'  # nothing rarer that is there
+    idx.close()
+
+
 def test_a_term_in_exactly_half_of_the_chunks_is_kept(ws, tmp_path):
     for i, text in enumerate(("alpha zebra", "alpha", "gamma", "delta")):
         (ws / "memory" / f"2026-10-0{i + 1}.md").write_text(text + "\n")

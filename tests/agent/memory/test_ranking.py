@@ -132,6 +132,10 @@ def test_a_newer_note_on_the_same_subject_moves_just_above_the_one_it_replaces()
     out = supersede(ranked, {0: [ranked[2]], 2: [ranked[3]]})
     assert [r.candidate.id for r in out] == [3, 2, 0, 1]
     assert (out[1].newer, out[2].newer) == (3, 2)
+    # Said again by what replaced it (a copy, a restatement): below all the others.
+    out = supersede(ranked, {0: [ranked[2]], 2: [ranked[3]]}, again={0, 1})
+    assert [r.candidate.id for r in out] == [3, 2, 1, 0]  # 1 was not replaced: it stays
+    assert out[3].newer == 2
 
 
 def test_a_chunk_without_a_vector_yet_is_ranked_by_its_words():

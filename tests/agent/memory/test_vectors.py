@@ -41,20 +41,34 @@ def test_the_nearest_chunks_are_those_of_the_chat_asked_for_and_no_other():
     assert chunk == 1 and cosine == pytest.approx(1.0, abs=1e-6)
 
 
-def test_each_chunks_nearest_come_from_its_chat_alone_and_are_known_until_a_change():
+def test_how_far_each_chunks_nearest_reach_is_of_its_chat_alone_and_known_until_a_change():
     table = VectorTable()
     table.reset([(1, "", "a"), (2, "", "b"), (3, "", "c"), (4, "g1", "d"), (5, "g1", "e")])
-    table.fill(
-        {"a": unit(1, 0), "b": unit(1, 0.2), "c": unit(0, 1), "d": unit(1, 0.1), "e": unit(0, 1)}
-    )
-    assert table.neighbours([1, 3, 99], 3, None) == {1: [1, 4, 2], 3: [3, 5, 2]}
-    assert table.neighbours([4], 3, "g1") == {4: [4, 5]}  # only the chat's own, however near
-    assert table.neighbours([4], 3, "g1") == {4: [4, 5]}  # known: the same answer
+    a, b, d = unit(1, 0), unit(1, 0.2), unit(1, 0.1)
+    table.fill({"a": a, "b": b, "c": unit(0, 1), "d": d, "e": unit(0, 1)})
+    reach = table.reach([1, 3, 99], (1, 3), None)
+    assert set(reach) == {1, 3}  # no vector, no reach
+    assert reach[1] == pytest.approx((1.0, float(a @ b)))  # itself first; 4, then 2 third
+    assert reach[3] == pytest.approx((1.0, float(unit(0, 1) @ b)))  # 3, 5, then 2
+    # Only the chat's own, however near the others: 4 and 5 alone; past them, the last.
+    e = float(d @ unit(0, 1))
+    assert table.reach([4], (2, 9), "g1")[4] == pytest.approx((e, e))
+    assert table.reach([4], (2, 9), "g1") == table.reach([4], (2, 9), "g1")  # known
     table.change([], [(6, "g1", "f")])
     table.fill({"f": unit(1, 0.11)})
-    assert table.neighbours([4], 3, "g1") == {4: [4, 6, 5]}  # the table changed: asked anew
+    assert table.reach([4], (2,), "g1")[4] == pytest.approx((float(d @ unit(1, 0.11)),))
     table.change([6], [])
-    assert table.neighbours([4, 6], 3, "g1") == {4: [4, 5]}  # a removed chunk has none
+    assert set(table.reach([4, 6], (2,), "g1")) == {4}  # a removed chunk has none
+
+
+def test_copies_of_a_chunk_are_all_within_its_nearest():
+    table = VectorTable()
+    table.reset([(i, "", f"copy{i}") for i in range(12)] + [(99, "", "other")])
+    table.fill({f"copy{i}": unit(1, 0) for i in range(12)} | {"other": unit(1, 1)})
+    # Eleven copies crowd its ten nearest; each of them reaches the tenth all the same.
+    [(tenth, twelfth, last)] = table.reach([0], (11, 12, 13), None).values()
+    assert tenth == twelfth == pytest.approx(1.0)
+    assert last == pytest.approx(float(unit(1, 0) @ unit(1, 1)))
 
 
 def test_many_removals_are_squeezed_out_and_ids_still_map_to_their_rows():
