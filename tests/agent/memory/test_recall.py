@@ -87,7 +87,7 @@ async def _chat(home: Path, api: FakeAnthropic, messages: list[str], **memory: o
     await app.start()
     try:
         for text in messages:
-            await asyncio.wait_for(channel.push(text), 10)
+            await asyncio.wait_for(channel.push(text), 30)
     finally:
         await app.stop()
 
@@ -167,8 +167,8 @@ async def _group_and_owner_ask(home, fake_api, embeddings: FakeEmbeddings | None
         if embeddings is not None:
             vectors = app.gateway.agent.memory.vectors
             assert vectors is not None and await asyncio.to_thread(vectors.wait_idle, 10)
-        await asyncio.wait_for(channel.push("the door code is?", key=GROUP_A, sender="66"), 10)
-        await asyncio.wait_for(channel.push("the door code is?"), 10)
+        await asyncio.wait_for(channel.push("the door code is?", key=GROUP_A, sender="66"), 30)
+        await asyncio.wait_for(channel.push("the door code is?"), 30)
     group, owner = (r for r in fake_api.message_requests if request_kind(r.body) == "chat")
     assert _texts(group.body["messages"][-1])[0].startswith(HEADER)
     assert GROUP_A_SECRET in channel.texts(GROUP_A)[-1]  # its own note, recalled
@@ -194,11 +194,11 @@ async def test_recall_is_turned_off_by_reading_config_yaml_again(home, fake_api)
     app = build_app(parse_config(raw, home=home, environ={}), [channel], clock=FakeClock(NOON))
     await app.start()
     try:
-        await asyncio.wait_for(channel.push("allotment gate code?"), 10)
+        await asyncio.wait_for(channel.push("allotment gate code?"), 30)
         raw["memory"]["recall"]["enabled"] = False
         (home / "config.yaml").write_text(yaml.safe_dump(raw))
         assert reload(app, {}).applied == ["memory.recall.enabled"]
-        await asyncio.wait_for(channel.push("bike lock?"), 10)
+        await asyncio.wait_for(channel.push("bike lock?"), 30)
     finally:
         await app.stop()
     on, off = (r.body for r in fake_api.message_requests)
