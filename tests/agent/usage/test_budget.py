@@ -192,3 +192,15 @@ async def test_concurrent_calls_pass_a_cap_by_one_call_at_most(tmp_path):
     assert spent == pytest.approx(0.1 * len(made))
     assert 0.55 <= spent < 0.55 + 0.1 + 1e-9  # past the cap by one call at most
     assert model.most_in_flight > 1  # far from the cap, calls did run at once
+
+
+async def test_an_answer_the_ledger_has_already_is_not_counted_against_a_cap_again(tmp_path):
+    """The same answer told again (its id is the API's) is kept once, and a cap's running
+    total grows by it once."""
+    llm, model, told, _ = metered(tmp_path, FakeClock(), daily=0.25)
+    charge = Charge(Purpose.CHAT, PRIVATE)
+    for _ in range(3):
+        llm.meter.count(charge, "tenth", (1000, 0, 0, 0), call_id="msg_01same")
+    assert told == []  # 0.1 of 0.25 spent: not even the warning at 80 %
+    await call(llm, PRIVATE)  # admitted: 0.2 spent, not 0.4
+    assert model.calls == 1 and len(told) == 1 and "80%" in told[0]
