@@ -1,9 +1,10 @@
 """What to do with a state file that cannot be read: it is never overwritten or deleted.
 
-A file that holds data (the journal, the scheduler's ledger, the chat-made jobs, pairing
-approvals) is moved aside under a name with the time, the reason is logged with what may have
-been lost and where the old copy is, and Corvid goes on with a fresh one. (A derived file, the
-search index, is simply rebuilt: ``agent/memory/index.py``.)
+A file that holds data (the journal, the scheduler's ledger, the usage ledger, the workspace's
+history, the audit trail, the chat-made jobs, pairing approvals) is moved aside under a name with
+the time, the reason is logged with what may have been lost and where the old copy is, and
+Corvid goes on with a fresh one. (A derived file, the search index, is simply rebuilt:
+``agent/memory/index.py``.)
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def set_aside(path: Path, problem: str, lost: str) -> Path:
@@ -43,3 +48,22 @@ def stamp_schema(db: sqlite3.Connection, version: int) -> None:
     (``gateway/upgrades/state.py``): an older one carried forward, a newer one refused."""
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute(f"PRAGMA user_version = {int(version)}")
+
+
+def opened(path: Path, open_db: Callable[[], T], lost: str) -> T:
+    """The database at ``path``, opened by ``open_db``; one that is damaged (not one that is
+    busy or locked, which moving aside would not help) is moved aside, logged with ``lost``
+    (what the old copy holds), and a new one opened in its place."""
+    try:
+        return open_db()
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        set_aside(path, str(exc), lost)
+        return open_db()
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Does the error say the file is not a database, or a damaged one?"""
+    name = getattr(exc, "sqlite_errorname", None) or ""  # not set on errors of Python's own
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
