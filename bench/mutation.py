@@ -280,6 +280,78 @@ TARGETS = (
         "tests/channels/telegram/test_streaming.py",
     ),
     _t("channels/discord/replies.py", *DISCORD),
+    # Nothing consequential runs without the owner's yes: who is asked, what no answer means.
+    _t(
+        "agent/approvals/gate.py",
+        "tests/test_approval_answers.py",
+        "tests/test_approvals.py",
+        "tests/test_taint_routes.py",
+        "tests/agent/tools/test_exposure.py",
+        "tests/test_privacy.py",
+    ),
+    _t(
+        "gateway/runtime/approvals.py",
+        "tests/gateway/runtime/test_approvals.py",
+        "tests/test_approval_answers.py",
+        "tests/test_approvals.py",
+    ),
+    # What model calls cost: the ledger keeps each once, the caps stop what passes them.
+    _t(
+        "agent/usage/budget.py",
+        "tests/agent/usage/test_budget.py",
+        "tests/test_usage.py",
+        "tests/test_usage_other_services.py",
+    ),
+    _t(
+        "agent/usage/ledger.py",
+        "tests/agent/usage/test_ledger.py",
+        "tests/agent/usage/test_budget.py",
+        "tests/test_usage.py",
+        "tests/test_usage_other_services.py",
+    ),
+    _t(
+        "agent/usage/meter.py",
+        "tests/agent/usage/test_budget.py",
+        "tests/test_usage.py",
+        "tests/test_usage_other_services.py",
+    ),
+    # How much conversation the calls in flight may carry.
+    _t(
+        "agent/model/in_flight.py",
+        "tests/agent/model/test_in_flight.py",
+        "tests/test_end_to_end.py",
+    ),
+    # A backup restores the home it was made of, checked whole, or nothing.
+    _t("gateway/backups/restore.py", "tests/gateway/backups/", "tests/test_backup_restore.py"),
+    _t("gateway/backups/archive.py", "tests/gateway/backups/", "tests/test_backup_restore.py"),
+    # Every change to the workspace kept, and undone on the owner's word.
+    _t(
+        "agent/workspace/history.py",
+        "tests/agent/workspace/test_history.py",
+        "tests/test_history_e2e.py",
+        "tests/gateway/ops/test_memory.py",
+    ),
+    # Recall before a turn, and consolidation's proposals, by audience.
+    _t(
+        "agent/memory/recall.py",
+        "tests/agent/memory/test_recall.py",
+        "tests/agent/memory/test_hybrid.py",
+        "tests/gateway/scheduling/test_reminders.py",
+        *PRIVACY,
+    ),
+    _t(
+        "agent/memory/proposals.py",
+        "tests/agent/memory/test_proposals.py",
+        "tests/test_consolidation_e2e.py",
+        "tests/agent/memory/test_sections.py",
+        "tests/gateway/web/test_proposals_page.py",
+    ),
+    _t(
+        "agent/memory/consolidation.py",
+        "tests/test_consolidation_e2e.py",
+        "tests/gateway/web/test_proposals_page.py",
+        "tests/gateway/ops/test_memory.py",
+    ),
 )
 
 _SWAPS: dict[type, type] = {
@@ -1808,7 +1880,9 @@ def _copy_project(into: Path) -> Path:
 
 def _pytest(project: Path, args: list[str], timeout: float, **env: str) -> tuple[str, str]:
     """Run pytest in ``project``: "survived" (green), "killed" or "timeout", and its output."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    # The model SDK is loaded before the first test: on a busy machine its import alone can
+    # outlast the bounded wait of the test that first needs it, which a mutant did not cause.
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "anthropic", *args]
     path = os.pathsep.join([str(project), str(project / "bench")])
     environ = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", **env}
     try:
@@ -1886,6 +1960,7 @@ class Outcome:
     target: Target
     results: list[tuple[Mutant, str]]
     seconds: float
+    commit: str = ""  # what the tree the mutants were made in was (``_commit``)
 
     def counts(self) -> tuple[int, int, int]:
         """Mutants, killed, equivalent (survivors explained as such)."""
@@ -1918,6 +1993,7 @@ class Outcome:
             "equivalent": equivalent,
             "seconds": round(self.seconds),
             "date": datetime.now(UTC).date().isoformat(),
+            "commit": self.commit,
             "survivors": survivors,
         }
 
@@ -1997,25 +2073,47 @@ def save(path: Path, outcomes: list[Outcome]) -> None:
 
 
 def summary(path: Path) -> None:
-    """The manual's table (docs/development/mutation.md), from the results ``--save`` kept."""
+    """The table of ``bench/MUTATION.md`` (which the manual's mutation page shows), from the
+    results ``--save`` kept: each module with the commit and the day it was measured on."""
     saved = json.loads(path.read_text())
     order = [t.module for t in TARGETS] + sorted(set(saved) - {t.module for t in TARGETS})
-    print("| module | mutants | caught | equivalent | share | run |\n|---|---|---|---|---|---|")
+    print(
+        "| module | mutants | caught | equivalent | share | run | measured on |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     sums = [0, 0, 0, 0]
     for module in (m for m in order if m in saved):
         r = saved[module]
         total, killed, eq = r["mutants"], r["killed"], r["equivalent"]
         minutes = f"{r['seconds'] / 60:.0f} min"
-        print(
-            f"| `{module}` | {total} | {killed} | {eq} | {_share(killed, total - eq)} | {minutes} |"
-        )
+        when = f"{r.get('commit', '?')}, {r['date']}"
+        share = _share(killed, total - eq)
+        print(f"| `{module}` | {total} | {killed} | {eq} | {share} | {minutes} | {when} |")
         for i, n in enumerate((total, killed, eq, r["seconds"])):
             sums[i] += n
     total, killed, eq, seconds = sums
     print(
         f"| all | {total} | {killed} | {eq} | {_share(killed, total - eq)} |"
-        f" {seconds / 3600:.1f} h |"
+        f" {seconds / 3600:.1f} h | |"
     )
+
+
+def _commit() -> str:
+    """The commit the tree is at, marked when the tree differs from it (the copies the
+    mutants are made in are of the tree as it is)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "?"
+    return (head or "?") + (" with changes" if changed else "")
 
 
 def map_tests(projects: list[Path]) -> None:
@@ -2067,6 +2165,7 @@ def main() -> int:
     problems = check(tuple(targets))
     if problems:
         raise SystemExit("TARGETS no longer matches the tree:\n  " + "\n  ".join(problems))
+    commit = _commit()  # of the tree as it is copied
     with tempfile.TemporaryDirectory(prefix="corvid-mutation-") as tmp:
         projects = [_copy_project(Path(tmp) / f"w{i}") for i in range(max(1, args.jobs))]
         if args.map:
@@ -2079,6 +2178,7 @@ def main() -> int:
                 sample = random.Random(args.seed).sample(found, args.limit)
                 found = sorted(sample, key=lambda m: m.index)
             outcome = run_target(target, found, projects, max(1, args.jobs))
+            outcome.commit = commit
             outcomes.append(outcome)
             if args.save is not None and args.limit is None:
                 save(args.save, [outcome])

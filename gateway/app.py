@@ -7,7 +7,6 @@ import logging
 from collections.abc import Sequence
 from datetime import timedelta
 
-from agent.approvals.audit import AuditLog
 from agent.approvals.gate import Gate
 from agent.loop import Agent
 from agent.loops.store import Loops
@@ -42,7 +41,14 @@ from gateway.scheduling.reminders import JobStore
 from gateway.scheduling.scheduler import Scheduler
 from gateway.services.logs import Masker
 from gateway.services.naming import names
-from gateway.tool_setup import exec_tools, mcp_hub, open_memory, server_search, web_tools
+from gateway.tool_setup import (
+    exec_tools,
+    mcp_hub,
+    open_audit,
+    open_memory,
+    server_search,
+    web_tools,
+)
 from gateway.usage.commands import UsageCommands
 from gateway.usage.setup import embeddings_counter, meter_hearing, open_meter, owner_line
 
@@ -74,7 +80,7 @@ def build_app(
     scheduler = Scheduler(ledger, clock, finished=lambda job: jobs.forget(job, clock.now()))
     model = Metered(llm or AnthropicLLM(config.llm), meter, config.llm.max_tokens)
     mcp = mcp_hub(config, resources)
-    audit = AuditLog(config.layout.actions)
+    audit = open_audit(config.layout.actions)
     resources.callback(audit.close)
     skills = SkillCatalog(memory.workspace)
     loops = Loops(memory.workspace, memory.history)

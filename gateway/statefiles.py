@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def set_aside(path: Path, problem: str, lost: str) -> Path:
@@ -37,3 +41,22 @@ def stamp_schema(db: sqlite3.Connection, version: int) -> None:
     (``gateway/upgrades/state.py``): an older one carried forward, a newer one refused."""
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute(f"PRAGMA user_version = {int(version)}")
+
+
+def opened(path: Path, open_db: Callable[[], T], lost: str) -> T:
+    """The database at ``path``, opened by ``open_db``; one that is damaged (not one that is
+    busy or locked, which moving aside would not help) is moved aside, logged with ``lost``
+    (what the old copy holds), and a new one opened in its place."""
+    try:
+        return open_db()
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        set_aside(path, str(exc), lost)
+        return open_db()
+
+
+def damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Does the error say the file is not a database, or a damaged one?"""
+    name = getattr(exc, "sqlite_errorname", None) or ""  # not set on errors of Python's own
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.memory.hits import Searcher
@@ -21,6 +22,7 @@ from gateway.config.home import mend_workspace
 from gateway.config.layout import Layout
 from gateway.config.loader import Config
 from gateway.contract.ports import Clock
+from gateway.statefiles import opened
 
 if TYPE_CHECKING:
     from agent.approvals.audit import AuditLog
@@ -53,7 +55,10 @@ def open_memory(
     if vectors is not None:
         resources.callback(vectors.close)
         vectors.start(prepare=index.sync)
-    history = History(workspace, config.layout.history, config.tz)
+    lost = "the earlier versions of the workspace's files are in the old copy: no change made "
+    lost += "before now can be undone"
+    path = config.layout.history
+    history = opened(path, lambda: History(workspace, path, config.tz), lost)
     resources.callback(history.close)
     if found := history.look():
         log.info("%d workspace file(s) changed by hand since last recorded", found)
@@ -155,6 +160,15 @@ def server_search(config: Config, model: LLM) -> ToolSource | None:
 
     tool = replace(server_search_tool(search.max_uses), private_only=not config.tools.web.shared)
     return OfferedOnceAccepted([tool], model.accepts_tools)
+
+
+def open_audit(path: Path) -> AuditLog:
+    """The audit trail; a damaged one is moved aside and a new one begun."""
+    from agent.approvals.audit import AuditLog
+
+    lost = "the trail of approvals and commands so far, and the tools allowed always, are in "
+    lost += "the old copy: each of those tools asks again"
+    return opened(path, lambda: AuditLog(path), lost)
 
 
 def exec_tools(config: Config, audit: AuditLog) -> tuple[Tool, ...]:

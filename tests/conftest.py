@@ -112,6 +112,19 @@ def outbox_rows(home: Path) -> list[tuple[str, str]]:
     return [(text, status) for text, status in rows]
 
 
+def calls_by(home: Path, by: str) -> dict[str | None, int]:
+    """How many paid calls the usage ledger on disk holds, by purpose, job, chat, day or model."""
+    from zoneinfo import ZoneInfo
+
+    from agent.usage.ledger import UsageLedger
+
+    ledger = UsageLedger(home / "state" / "usage.sqlite", ZoneInfo("UTC"))
+    try:
+        return {row["key"]: row["calls"] for row in ledger.totals(by)}
+    finally:
+        ledger.close()
+
+
 def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config:
     raw: dict[str, Any] = {
         "timezone": "Europe/Berlin",

@@ -320,7 +320,7 @@ async def test_the_terminal_answers_a_request_and_the_trail_shows_it(
     ]
     assert doc["always_allowed"] == []
     code, out, _ = await corvid("actions")
-    assert code == 0 and "approved   cal__delete_calendar  in test:private:1" in out
+    assert code == 0 and "approved   cal__delete_calendar  in You" in out
     code, _, err = await corvid("approvals")
     assert code == 1 and "not running" in err
 

@@ -15,13 +15,15 @@ import pytest
 from agent.workspace.audience import untrusted
 from gateway.app import build_app
 from gateway.ops.cli import main
-from tests.conftest import PRIVATE, RecordingChannel, make_config
+from tests.conftest import PRIVATE, RecordingChannel, calls_by, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text
 from tests.fakes.clock import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NOW = datetime(2026, 3, 12, 22, 0, tzinfo=BERLIN)
 MEMORY = "# Memory\n\n- Anna lives in Porto.\n- Likes tea.\n- Likes tea a lot.\n"
+# In sections already: a run proposes no move into them.
+SECTIONED = "# Memory\n\n## People\n\n- Anna lives in Porto.\n"
 
 
 def week_of_logs(home) -> None:
@@ -147,6 +149,9 @@ async def test_a_week_of_logs_becomes_a_proposal_applied_by_button_then_undone(
     # Nothing new: the next run asks the model nothing.
     status, error = await run_job(app)
     assert str(status) == "skipped" and len(calls) == 1
+    # Paid for as consolidation, under its job (whose caps it counts against).
+    assert calls_by(home, "purpose") == {"consolidation": 1}
+    assert calls_by(home, "job") == {"memory-consolidation": 1}
 
     apply_all = dict(proposal.buttons)["Apply all"]
     await asyncio.wait_for(chan.push(apply_all), 10)
@@ -335,3 +340,82 @@ async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, co
     assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
     status, _ = await run_job(app)
     assert str(status) == "skipped" and len(calls) == 2  # nothing new anywhere
+
+
+async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    week_of_logs(home)
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start()
+    await run_job(app)
+    assert len(calls) == 1 and chan.sent == []  # nothing to propose, nothing sent
+    # Nothing new since: the model is asked nothing.
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 1
+    # A new entry: only it is sent.
+    log = home / "workspace" / "memory" / f"{NOW.date().isoformat()}.md"
+    log.write_text(log.read_text() + "\n## 21:00\n\nStill likes tea.\n")
+    await run_job(app)
+    assert len(calls) == 2
+    asked = last_user_text(calls[1])
+    assert "Still likes tea." in asked and "Anna has moved" not in asked
+    assert "garden" not in asked
+
+
+async def test_a_change_applied_by_number_is_not_applied_again(home, fake_api, consolidating):
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    apply_3 = dict(chan.sent[-1].buttons)["Apply all"] + " 3"  # /memory apply ID 3
+    await asyncio.wait_for(chan.push(apply_3), 10)
+    assert "Applied change(s) 3" in chan.texts()[-1]
+    await asyncio.wait_for(chan.push(apply_3), 10)
+    assert "has no pending change numbered so" in chan.texts()[-1]
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert memory.count("Loves durian") == 1 and "Porto" in memory
+    # The rest is still there to apply, and applying it all leaves the third once.
+    await asyncio.wait_for(chan.push(dict(chan.sent[-2].buttons)["Apply 1"]), 10)
+    assert (home / "workspace" / "MEMORY.md").read_text().count("Loves durian") == 1
+
+
+async def test_every_line_of_a_group_quote_read_from_a_mark_stays_theirs(
+    home, fake_api, consolidating
+):
+    """A later run reads a log from where the last one stopped; its lines are numbered on
+    from there, and a change drawn from any line of a quoted block, its first and its last
+    included, names the group and stays quoted."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    week_of_logs(home)
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start()
+    await run_job(app)  # the week is read: the next run starts after it
+    day = NOW.date().isoformat()
+    log = home / "workspace" / "memory" / f"{day}.md"
+    before = log.read_text()
+    group = "the chat telegram-group--200"
+    log.write_text(before + "\n## 21:00\n\n" + untrusted(group, "Cem: the boat is red.") + "\n")
+    first = before.count("\n") + 4  # the line the quote opens on
+    sources = {"open": first, "words": first + 1, "close": first + 2, "own": first - 1}
+    fake_api.brain = consolidating_brain(calls, {"changes": [
+        {"op": "add", "text": f"- Fact from {name}.", "reason": name,
+         "sources": [f"memory/{day}.md:{line}"]}
+        for name, line in sources.items()
+    ]})  # fmt: skip
+    await run_job(app)
+    numbered = last_user_text(calls[-1])
+    assert f'{first}| <untrusted source="{group}">' in numbered
+    assert f"{first + 2}| </untrusted>" in numbered
+    [proposal] = chan.sent
+    assert proposal.text.count(f"written by {group}, not by you") == 3
+    pending = app.agent.memory.proposals.all()[-1]
+    assert [i.origin for i in pending.items] == [group, group, group, ""]
+    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    for name in ("open", "words", "close"):
+        assert f'<untrusted source="{group}">\n- Fact from {name}.' in memory, name

@@ -45,7 +45,11 @@ def _aside(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.unreadable-*"))
 
 
-@pytest.mark.parametrize("name", ["gateway.sqlite", "scheduler.sqlite"])
+HOLDING_DATA = ["gateway.sqlite", "scheduler.sqlite", "usage.sqlite", "history.sqlite",
+                "actions.sqlite"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HOLDING_DATA)
 async def test_a_damaged_database_that_holds_data_is_moved_aside_and_corvid_goes_on(
     home, fake_api, caplog, name
 ):
@@ -152,11 +156,12 @@ async def test_damaged_jobs_and_pairing_files_are_said_not_thrown(home, fake_api
 
 
 async def test_doctor_names_every_damaged_state_file(home):
-    for name in ("gateway.sqlite", "scheduler.sqlite", "index.sqlite", "embeddings.sqlite"):
+    for name in (*HOLDING_DATA, "index.sqlite", "embeddings.sqlite"):
         (home / "state" / name).write_bytes(GARBAGE)
     checks = {c.name: c for c in await run_checks(home, {"ANTHROPIC_API_KEY": "k"}, limit=2)}
-    assert checks["gateway.sqlite"].status == "FAIL"
-    assert checks["scheduler.sqlite"].status == "FAIL"
+    for name in HOLDING_DATA:
+        assert checks[name].status == "FAIL", name
+        assert "corvid run moves it aside" in checks[name].fix, name
     assert checks["index.sqlite"].status == "warn" and "derived" in checks["index.sqlite"].message
     vectors = checks["embeddings.sqlite"]
     assert vectors.status == "warn" and "can be made again" in vectors.message

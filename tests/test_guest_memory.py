@@ -103,3 +103,34 @@ async def test_the_owner_can_be_kept_out_of_guests_notes(home, fake_api):
     for result in (got, found, read, listed):
         assert EVE_SECRET not in str(result["content"])
     assert OWNER  # the owner's own chat, where both were asked
+
+
+async def test_with_the_owner_kept_out_a_guest_still_has_her_own_notes(home, fake_api):
+    """The setting keeps the owner's chats out of a guest's notes, never the guest: her
+    conversation starts with them, and each way to read or find them still works for her."""
+    fake_api.brain = obedient
+    off = {"memory": {"embeddings": {"provider": "none"}, "owner_reads_guest_notes": False}}
+    async with serve(home, fake_api.base_url, FakeClock(EVENING), **off) as (_app, channel):
+        await _eve_notes(channel)
+        await asyncio.wait_for(channel.push("/new", key=EVE, sender="77"), 10)
+        await asyncio.wait_for(
+            channel.push(
+                f"DO memory_get path={NOTES}\nDO memory_search query=allergic\n"
+                f"DO read_file path={NOTES}\nDO list_files path=memory/chats/test-guest-77",
+                key=EVE,
+                sender="77",
+            ),
+            10,
+        )
+    request = fake_api.message_requests[-1]
+    header = f"## {NOTES} (what you keep about this person, with memory_update; this chat only)"
+    assert (
+        f"{header}\n\n- Eve is allergic to nuts ({EVE_SECRET})" in request.body["system"][0]["text"]
+    )
+    # (First, the order in the log her conversation starts with, which this model obeys.)
+    *_, got, found, read, listed = tool_results(request.body)
+    for result in (got, found, read, listed):
+        assert not result.get("is_error"), result
+    assert EVE_SECRET in str(got["content"]) and EVE_SECRET in str(read["content"])
+    assert f". {NOTES} lines " in str(found["content"])  # a hit in the notes themselves
+    assert "NOTES.md" in str(listed["content"])

@@ -75,6 +75,22 @@ def kept(home: Any) -> dict[tuple[str, str], Counter[str]]:
     return sums
 
 
+GROUP_AUDIENCE = "test-group-100"
+
+
+def purposes(home: Any) -> set[tuple[str, str]]:
+    """The (purpose, audience) pairs the ledger holds calls of."""
+    ledger = UsageLedger(home / "state" / "usage.sqlite", __import__("zoneinfo").ZoneInfo("UTC"))
+    try:
+        return {
+            (str(r["key"]), audience)
+            for audience in ("owner", GROUP_AUDIENCE)
+            for r in ledger.totals("purpose", audience=audience)
+        }
+    finally:
+        ledger.close()
+
+
 async def test_the_ledger_sums_equal_the_bill_per_purpose_and_audience(
     start_gateway, fake_api, home
 ):
@@ -91,6 +107,15 @@ async def test_the_ledger_sums_equal_the_bill_per_purpose_and_audience(
     assert {k for k, _ in bill} == {"chat", "flush", "summary"}
     assert ("summary", "group") in bill  # the group's /new summary
     assert kept(home) == bill
+    # The fake tells summaries apart by neither: the owner's were compactions, the group's
+    # the summary of the session /new ended.
+    assert purposes(home) == {
+        ("chat", "owner"),
+        ("chat", GROUP_AUDIENCE),
+        ("flush", "owner"),
+        ("compaction", "owner"),
+        ("new_summary", GROUP_AUDIENCE),
+    }
     # Silent work on the background model, chat turns on the chat model.
     assert set(models) == {
         "chat claude-sonnet-5-5",

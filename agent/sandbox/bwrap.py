@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import resource
 import secrets
@@ -19,10 +20,16 @@ from pathlib import Path
 from agent.settings import ExecSettings
 from agent.workspace.audience import PROMPT_FILES, PROMPT_FOLDERS, WRITTEN_AFTER_OUTSIDE
 from agent.workspace.visible import inside
+from gateway.infra.tasks import settle
+
+log = logging.getLogger(__name__)
 
 BWRAP = "bwrap"
 # Where a control group for the box's processes can be made (cgroup v1 and v2 layouts).
 PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+# How long a run's control group is waited for to empty (the kernel reaping what was killed)
+# before it is left, with a warning.
+GROUP_REMOVAL_SECONDS = 60.0
 INSIDE = "/workspace"  # where the writable folder is, seen from inside
 SYSTEM = ("/usr",)
 MERGED = ("/bin", "/lib", "/lib64", "/sbin")  # links into /usr on a merged-/usr system
@@ -78,6 +85,7 @@ class Ran:
     seconds: float
     stopped: str = ""  # "time", "output"; "" when it ended by itself
     cut: int = 0  # bytes of output left out
+    group: Path | None = None  # the pids control group it ran in (as root), removed after
 
 
 def bwrap_path() -> str | None:
@@ -95,6 +103,9 @@ class Sandbox:
         self._problem: tuple[str, str] | None = None
         self._tried = False
         self._etc_entries: list[str] | None = None
+        # Removals of past runs' control groups still waiting for the kernel to reap the last
+        # of their processes (``cleaned``).
+        self._removals: set[asyncio.Task[None]] = set()
 
     def problem(self) -> str | None:
         """Why commands cannot run in the box here, or None; found once (a trial run)."""
@@ -220,14 +231,20 @@ class Sandbox:
         if stopped == "output":
             # What was still coming is counted only up to the moment it was stopped.
             seen = max(seen, len(kept) + 1)
-        await _remove_group(group)
+        self._remove(group)
         return Ran(
             None if stopped else status,
             kept.decode("utf-8", errors="replace"),
             time.monotonic() - began,
             stopped,
             max(0, seen - len(kept)),
+            group,
         )
+
+    async def cleaned(self) -> None:
+        """Return once the control groups of the runs so far are removed (or left, with a
+        warning, when one would not empty in time)."""
+        await settle(self._removals, None)
 
     def _group(self) -> Path | None:
         """A pids control group for one run (as root only), limited to the box's processes."""
@@ -237,6 +254,15 @@ class Sandbox:
         group.mkdir()
         (group / "pids.max").write_text(str(self.settings.max_processes))
         return group
+
+    def _remove(self, group: Path | None) -> None:
+        """Remove a run's control group now, or once its last process is gone: the processes
+        are killed, but the kernel reaps them in its own time (on a busy machine, seconds)."""
+        if group is None or _emptied(group):
+            return
+        task = asyncio.create_task(_remove_group(group), name=f"remove {group.name}")
+        self._removals.add(task)
+        task.add_done_callback(self._removals.discard)
 
 
 def _trial(argv: list[str]) -> tuple[int | None, str]:
@@ -328,14 +354,15 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _remove_group(group: Path | None) -> None:
+async def _remove_group(group: Path) -> None:
     """Remove a run's control group once its last process is gone (bounded)."""
-    if group is None:
-        return
-    for _ in range(100):
+    loop = asyncio.get_running_loop()
+    until = loop.time() + GROUP_REMOVAL_SECONDS
+    while loop.time() < until:
+        await asyncio.sleep(0.05)  # the kernel gives no word when it has reaped them
         if _emptied(group):
             return
-        await asyncio.sleep(0.05)  # the kernel is still reaping the killed processes
+    log.warning("the control group %s still holds processes; it is left in place", group)
 
 
 def _emptied(group: Path) -> bool:

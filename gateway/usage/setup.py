@@ -19,12 +19,18 @@ from gateway.config.loader import Config
 from gateway.contract.events import TERMINAL, OutboundMessage, SessionKey
 from gateway.contract.ports import Clock
 from gateway.runtime.gateway import Gateway
+from gateway.statefiles import opened
 
 log = logging.getLogger(__name__)
 
 
 def open_meter(config: Config, clock: Clock, resources: contextlib.AsyncExitStack) -> Meter:
-    ledger = UsageLedger(config.layout.usage, config.tz)
+    path = config.layout.usage
+    lost = (
+        "what the calls so far cost is in the old copy: the budget's caps count this day "
+        "and month from nothing"
+    )
+    ledger = opened(path, lambda: UsageLedger(path, config.tz), lost)
     resources.callback(ledger.close)
     budget = Budget(config.budget, ledger, clock)
     return Meter(ledger, PriceTable(config.llm.prices), clock, budget)

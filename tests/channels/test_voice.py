@@ -214,6 +214,25 @@ async def test_a_discord_voice_message_is_answered_by_its_words(home, fake_api, 
     assert f"[voice note, 0:03] {WORDS}" in last_user_text(fake_api.message_requests[0].body)
 
 
+@pytest.mark.parametrize(
+    ("cap", "said"),
+    [({"max_seconds": 60}, "longer than 1:00"), ({"max_bytes": 1000}, "larger than")],
+)
+async def test_a_discord_voice_message_over_a_cap_is_kept_but_not_sent_out(
+    home, fake_api, fake_discord, ears, cap, said
+):
+    """The caps hold on Discord as on Telegram: its own length (``duration_secs``) and size."""
+    section = fake_discord.channel_config()
+    async with _corvid(home, fake_api, "discord", section, **ears.config(**cap)):
+        att = fake_discord.attachment("voice-message.ogg", RECORDING, "audio/ogg")
+        att["duration_secs"] = 61.0
+        fake_discord.message("", guild=False, attachments=[att], flags=8192)
+        await fake_discord.wait_sent(1)
+    assert ears.heard == []
+    told = last_user_text(fake_api.message_requests[0].body)
+    assert f"(not transcribed: {said}" in told and "the recording is saved at inbox/" in told
+
+
 async def test_a_recording_exactly_at_the_caps_is_heard(home, fake_api, fake_telegram, ears):
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)])
     caps = {"max_seconds": 60, "max_bytes": len(RECORDING)}

@@ -124,6 +124,9 @@ def check_state_data(layout: Layout) -> list[Check]:
     files = [
         (layout.journal, _sqlite_problem, FAIL, "messages owed an answer", moves),
         (layout.ledger, _sqlite_problem, FAIL, "which runs were sent", moves),
+        (layout.usage, _sqlite_problem, FAIL, "what model calls cost, which caps count", moves),
+        (layout.history, _sqlite_problem, FAIL, "the earlier versions of files", moves),
+        (layout.actions, _sqlite_problem, FAIL, "the approvals trail", moves),
         (layout.jobs, _json_problem, FAIL, "the reminders made in chat", moves),
         (layout.pairing, _json_problem, FAIL, "guests' approvals", moves),
         (layout.index, _sqlite_problem, WARN, "nothing: it is derived", "corvid memory reindex"),

@@ -64,6 +64,22 @@ def test_sources_in_quoted_text_name_their_author_and_stay_quoted():
     assert later.origin == "the chat g"
 
 
+@pytest.mark.parametrize(("line", "origin"), [(6, ""), (7, "the chat g"), (8, "the chat g"),
+                                             (9, "the chat g")])  # fmt: skip
+@pytest.mark.parametrize("read_from", [1, 5])
+def test_each_line_of_a_quote_is_theirs_and_the_line_before_is_not(line, origin, read_from):
+    """The quote opens on line 7 and closes on 9, whether the log was read from its start or
+    from line 5 on: a source one line off either way would name the wrong author."""
+    text = LOG if read_from == 1 else LOG.split("\n", read_from - 1)[read_from - 1]
+    [item] = parse(
+        answer({"op": "add", "text": "- D.", "sources": [f"memory/d.md:{line}"]}),
+        MEMORY,
+        {"memory/d.md": text},
+        {"memory/d.md": read_from},
+    )
+    assert item.origin == origin
+
+
 def test_an_answer_that_is_not_a_proposal_is_refused():
     with pytest.raises(ToolError):
         parse("I think MEMORY.md is fine.", MEMORY, {}, {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -101,3 +102,30 @@ async def test_cancelling_a_long_call_that_waits_admits_the_short_one_behind_it(
     leave.set()
     await asyncio.wait_for(asyncio.gather(*holders, short), 5)
     assert budget.used == 0
+
+
+async def test_a_call_admitted_and_cancelled_in_the_same_moment_gives_its_share_back():
+    """The call that frees room admits the one waiting, which is cancelled before it runs:
+    it must give back what it was granted, or the budget shrinks for good."""
+    budget = InFlight(budget=400, floor=100)
+    entered: list[int] = []
+    full, last = contextlib.AsyncExitStack(), contextlib.AsyncExitStack()
+    for _ in range(3):
+        await full.enter_async_context(budget.hold(100))
+    await last.enter_async_context(budget.hold(100))  # the budget is full
+    waiting = asyncio.create_task(_enter(budget, 100, entered, asyncio.Event()))
+    await _settle()
+    assert budget.waiting == 1
+    await last.aclose()  # admits the waiting call, which has not run since
+    assert budget.used == 400 and budget.waiting == 0
+    waiting.cancel()  # in the same moment
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert entered == [] and budget.used == 300
+    await full.aclose()
+    assert budget.used == 0
+    # The whole budget is there again: four calls at once.
+    async with asyncio.timeout(5), contextlib.AsyncExitStack() as again:
+        for _ in range(4):
+            await again.enter_async_context(budget.hold(100))
+        assert budget.used == 400 and budget.waiting == 0

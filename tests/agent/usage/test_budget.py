@@ -192,3 +192,54 @@ async def test_concurrent_calls_pass_a_cap_by_one_call_at_most(tmp_path):
     assert spent == pytest.approx(0.1 * len(made))
     assert 0.55 <= spent < 0.55 + 0.1 + 1e-9  # past the cap by one call at most
     assert model.most_in_flight > 1  # far from the cap, calls did run at once
+
+
+async def test_an_answer_the_ledger_has_already_is_not_counted_against_a_cap_again(tmp_path):
+    """The same answer told again (its id is the API's) is kept once, and a cap's running
+    total grows by it once."""
+    llm, model, told, _ = metered(tmp_path, FakeClock(), daily=0.25)
+    charge = Charge(Purpose.CHAT, PRIVATE)
+    for _ in range(3):
+        llm.meter.count(charge, "tenth", (1000, 0, 0, 0), call_id="msg_01same")
+    assert told == []  # 0.1 of 0.25 spent: not even the warning at 80 %
+    await call(llm, PRIVATE)  # admitted: 0.2 spent, not 0.4
+    assert model.calls == 1 and len(told) == 1 and "80%" in told[0]
+
+
+WEATHER, OTHER_JOB = job_key("weather", PRIVATE), job_key("other", PRIVATE)
+# Each cap: what it covers, something it does not (None: it covers everything), its name.
+CAPS = {
+    "daily": (PRIVATE, None, "daily"),
+    "monthly": (PRIVATE, None, "monthly"),
+    "chat_daily": (GROUP, OTHER_GROUP, "chat_daily:telegram-group--100"),
+    "chat_monthly": (GROUP, OTHER_GROUP, "chat_monthly:telegram-group--100"),
+    "job_daily": (WEATHER, OTHER_JOB, "job_daily:weather"),
+    "job_monthly": (WEATHER, OTHER_JOB, "job_monthly:weather"),
+}
+
+
+@pytest.mark.parametrize("cap", CAPS)
+async def test_each_cap_stops_what_it_covers_until_its_period_ends(tmp_path, cap):
+    covered, other, name = CAPS[cap]
+    clock = FakeClock(datetime(2026, 11, 22, 12, 0, tzinfo=UTC))
+    llm, model, _, _ = metered(tmp_path, clock, **{cap: 0.2})
+
+    def purpose(key: SessionKey) -> Purpose:
+        return Purpose.REMINDER if key.job else Purpose.CHAT
+
+    await call(llm, covered, purpose(covered))
+    await call(llm, covered, purpose(covered))
+    with pytest.raises(BudgetSpent) as refused:
+        await call(llm, covered, purpose(covered))
+    assert refused.value.cap.name == name
+    if other is not None:
+        await call(llm, other, purpose(other))  # not what this cap covers
+    clock.tick(timedelta(days=1).total_seconds())  # the next day, the same month
+    if cap.endswith("daily"):
+        await call(llm, covered, purpose(covered))
+    else:
+        with pytest.raises(BudgetSpent):
+            await call(llm, covered, purpose(covered))
+    clock.tick(timedelta(days=8).total_seconds())  # 1 December: a new month
+    await call(llm, covered, purpose(covered))
+    assert model.calls == 3 + (other is not None) + cap.endswith("daily")

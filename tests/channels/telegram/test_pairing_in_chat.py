@@ -163,3 +163,31 @@ async def test_a_notice_from_before_a_restart_loses_its_buttons_when_pressed(
     await fake_telegram.wait_for(lambda: _notice_now(fake_telegram, notice)[1] is None)
     assert _notice_now(fake_telegram, notice)[0].endswith("Denied: their code no longer works.")
     await app.idle()
+
+
+async def test_a_paired_guest_cannot_use_the_owners_commands_in_their_own_chat(
+    telegram_gateway, fake_telegram
+):
+    """The owner's commands answer only in the owner's private chat: not in a group (above),
+    nor in the direct chat of someone the owner paired."""
+    app = await telegram_gateway()
+    store = app.channels["telegram"].access.pairing
+    guest, _ = store.request("telegram", "77", "Eve")
+    store.approve(guest.code)
+    _, code = await _stranger_asks(fake_telegram, user=88, name="Zed")
+    said = {
+        f"/approve {code}": "Only my owner can answer pairing requests",
+        f"/deny {code}": "Only my owner can answer pairing requests",
+        "/revoke telegram 42": "Only my owner can answer pairing requests",
+        "/memory apply abc123": "Only my owner can answer a memory proposal",
+        "/undo": "Only my owner can undo a change",
+        "/approval abc123 once": "Only my owner can answer a request to act",
+    }
+    for n, command in enumerate(said, 1):
+        fake_telegram.text(command, user=77, first_name="Eve")
+        await fake_telegram.wait_for(lambda n=n: len(_to(fake_telegram, 77)) == n)
+    for told, words in zip(_to(fake_telegram, 77), said.values(), strict=True):
+        assert told["shown"].startswith(words), told["shown"]
+    assert not store.is_approved("telegram", "88") and store.is_approved("telegram", "77")
+    assert any(r.code == code for r in store.pending())
+    await app.idle()

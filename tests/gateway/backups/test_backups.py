@@ -183,19 +183,41 @@ def test_restore_is_refused_while_corvid_runs_or_chats(tmp_path, lock, refusal):
     assert _tree(layout.home) == before
 
 
-def _rewrite(archive: Path, out: Path, change: dict[str, bytes]) -> None:
-    """A copy of ``archive`` with some members' contents replaced (the manifest kept)."""
+def _rewrite(
+    archive: Path, out: Path, change: dict[str, bytes], *, drop: str = "", add: str = ""
+) -> None:
+    """A copy of ``archive`` with some members' contents replaced, one member ``drop``ped and
+    one ``add``ed (the manifest kept as it was)."""
     with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
         for member in src.getmembers():
+            if member.name == drop:
+                continue
             data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
             if member.name in change:
                 data = change[member.name]
                 member.size = len(data)
             dst.addfile(member, io.BytesIO(data) if data is not None else None)
+        if add:
+            info = tarfile.TarInfo(add)
+            info.size, info.mode = 8, 0o600
+            dst.addfile(info, io.BytesIO(b"planted\n"))
 
 
-@pytest.mark.parametrize("damage", ["flipped byte", "cut short", "altered file", "bad database"])
+DAMAGE = ["flipped byte", "cut short", "altered file", "same size", "unlisted file",
+          "missing file", "bad database"]  # fmt: skip
+
+
+SAID = {
+    "same size": "workspace/MEMORY.md does not match its checksum",
+    "unlisted file": "files not in the manifest: workspace/planted.md",
+    "missing file": "files listed in the manifest are missing: state/jobs.json",
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_backup_is_refused_before_anything_is_touched(tmp_path, damage):
+    """Damage of every kind: to the archive itself, a file changed (in its size, or only in
+    its bytes), a file its manifest does not list or one it lists missing, a database."""
     layout = _home(tmp_path)
     sqlite3.connect(layout.state / "usage.sqlite").execute("CREATE TABLE t (x)").connection.commit()
     good = tmp_path / "good.tar.gz"
@@ -209,6 +231,12 @@ def test_a_damaged_backup_is_refused_before_anything_is_touched(tmp_path, damage
         bad.write_bytes(bytes(raw[: len(raw) * 2 // 3]))
     elif damage == "altered file":
         _rewrite(good, bad, {"workspace/MEMORY.md": b"Planted.\n"})
+    elif damage == "same size":  # a checker of sizes alone would take it
+        _rewrite(good, bad, {"workspace/MEMORY.md": b"Anna lives in Tehran.\n"})
+    elif damage == "unlisted file":
+        _rewrite(good, bad, {}, add="workspace/planted.md")
+    elif damage == "missing file":
+        _rewrite(good, bad, {}, drop="state/jobs.json")
     else:
         db = (layout.state / "usage.sqlite").read_bytes()
         broken = db[:100] + b"\xff" * 200 + db[300:]
@@ -221,7 +249,7 @@ def test_a_damaged_backup_is_refused_before_anything_is_touched(tmp_path, damage
     (layout.workspace / "MEMORY.md").write_text("Today's memory.\n")
     before = _tree(layout.home)
 
-    with pytest.raises(RestoreError):
+    with pytest.raises(RestoreError, match=SAID.get(damage)):
         restore(layout, bad, layout.backups)
     assert _tree(layout.home) == before
     assert not layout.restore_undo.exists()

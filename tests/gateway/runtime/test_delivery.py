@@ -338,3 +338,81 @@ async def test_stopping_the_retries_also_stops_a_message_held_while_it_waited():
     assert blocked.is_set()
     await asyncio.wait_for(retries.idle(), 1)  # nothing is left trying
     assert retries.count() == 0
+
+
+class Scripted(RecordingChannel):
+    """A platform whose sends fail as the test says, in turn (None: it takes the message),
+    counting every try. A timeout may have posted the message; ``drops_repeats`` says whether
+    a send repeated with the same ident shows once (Discord's nonce) or twice (Telegram)."""
+
+    def __init__(self, *outcomes: BaseException | None, drops_repeats: bool = False) -> None:
+        super().__init__()
+        self.outcomes = list(outcomes)
+        self.tries: list[str] = []
+        self.drops_repeats = drops_repeats
+
+    @property
+    def idempotent_sends(self) -> bool:  # type: ignore[override]
+        return self.drops_repeats
+
+    def maybe_sent(self, exc: BaseException) -> bool:
+        return isinstance(exc, TimeoutError)
+
+    async def send(self, msg: OutboundMessage) -> None:
+        self.tries.append(msg.text)
+        outcome = self.outcomes.pop(0) if self.outcomes else None
+        if outcome is not None:
+            raise outcome
+        await super().send(msg)
+
+
+async def _held_then(home, fake_api, channel: Scripted) -> list[tuple[str, str]]:
+    """A reply the platform cannot take at first (so it waits), then tried again once the
+    clock moves; the outbox's rows once nothing waits any more."""
+    clock = FakeClock(START)
+    config = make_config(home, fake_api.base_url)
+    app = build_app(config, [channel], clock=clock)
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("hello"), 10)
+        assert app.gateway.delivery.retries.count() == 1
+        await clock.set(await clock.next_wake())
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+        # The chat goes on: its next reply is not held behind the first.
+        await asyncio.wait_for(channel.push("again"), 10)
+    finally:
+        await app.stop()
+    return outbox_rows(home)
+
+
+@pytest.mark.parametrize(
+    "second", [RuntimeError("Bad Request: chat not found"), TimeoutError("answered late")]
+)
+async def test_a_waiting_reply_refused_or_perhaps_posted_when_tried_again_is_not_tried_more(
+    home, fake_api, second
+):
+    channel = Scripted(ConnectionError("unreachable"), second)
+    rows = await _held_then(home, fake_api, channel)
+    assert channel.tries == ["echo: hello", "echo: hello", "echo: again"]
+    kept = "failed" if isinstance(second, RuntimeError) else "uncertain"
+    assert rows == [("echo: hello", kept), ("echo: again", "sent")]
+
+
+async def test_a_reply_perhaps_posted_is_tried_again_only_where_repeats_are_dropped(home, fake_api):
+    """Where the platform drops a repeat (a nonce), a timeout is tried again like any
+    outage, and the message shows once; elsewhere (test above) it is never tried again."""
+    channel = Scripted(ConnectionError("unreachable"), drops_repeats=True)
+    channel.outcomes.insert(1, TimeoutError("answered late"))
+    clock = FakeClock(START)
+    app = build_app(make_config(home, fake_api.base_url), [channel], clock=clock)
+    await app.start()
+    try:
+        await asyncio.wait_for(channel.push("hello"), 10)
+        await clock.advance()  # tried again after the outage: it times out, and waits
+        await clock.set(await clock.next_wake())  # tried once more: it goes out
+        await asyncio.wait_for(app.gateway.delivery.retries.idle(), 10)
+    finally:
+        await app.stop()
+    assert channel.tries == ["echo: hello"] * 3
+    assert channel.texts() == ["echo: hello"]
+    assert outbox_rows(home) == [("echo: hello", "sent")]

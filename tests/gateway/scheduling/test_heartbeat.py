@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from gateway.scheduling.heartbeat import has_real_content, in_active_hours, strip_heartbeat_ok
-from tests.conftest import OWNER, make_config, running
+from tests.conftest import OWNER, calls_by, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
 
@@ -70,6 +70,9 @@ async def test_a_checklist_runs_and_heartbeat_ok_is_dropped(home, fake_api, fake
         sent = await fake_telegram.wait_sent(1)
     assert [s["shown"] for s in sent] == ["Time to water the plants."]
     assert len(fake_api.message_requests) == 3
+    # Each beat paid for as the heartbeat, under its job.
+    assert calls_by(home, "purpose") == {"heartbeat": 3}
+    assert calls_by(home, "job") == {"heartbeat": 3}
 
 
 async def test_the_heartbeat_may_look_things_up_and_note_them_but_not_reach_out(

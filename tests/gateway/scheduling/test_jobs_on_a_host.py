@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.model.charge import Purpose
 from gateway.contract.events import SessionKey, job_key
 from gateway.scheduling.heartbeat import HEARTBEAT_GRANT, Heartbeat
 from gateway.scheduling.jobs import Job, JobKind, Skip, run_origin
@@ -39,6 +40,7 @@ async def test_a_heartbeat_with_news_reaches_the_owner_once_per_slot(beat):
     (turn,) = host.turns
     assert turn.key == job_key("heartbeat", OWNER_CHAT) and turn.key.job
     assert turn.grant == HEARTBEAT_GRANT and "water the plants" in turn.prompt
+    assert turn.purpose is Purpose.HEARTBEAT
     assert [(out.key, out.text, origin) for out, origin in host.sent] == [
         (OWNER_CHAT, "The plants need water", run_origin(job, NOON))
     ]
@@ -75,6 +77,7 @@ async def test_a_reminder_posts_its_answer_to_the_chat_that_made_it():
     (turn,) = host.turns
     assert turn.key == job_key("call-bank", GROUP_CHAT) and not turn.key.private
     assert turn.grant == REMINDER_GRANT and "call the bank" in turn.prompt
+    assert turn.purpose is Purpose.REMINDER
     assert [(out.key, out.text) for out, _ in host.sent] == [(GROUP_CHAT, "Time to call the bank!")]
 
 

@@ -22,9 +22,10 @@ from gateway.scheduling.ledger import Ledger
 from gateway.scheduling.reminder_tools import reminder_tools
 from gateway.scheduling.reminders import REMINDER_GRANT, JobStore
 from gateway.scheduling.scheduler import Scheduler
-from tests.conftest import OWNER, make_config, running
+from tests.conftest import OWNER, TG_GROUP, calls_by, make_config, running
 from tests.fakes.anthropic_api import Reply, tool_results
 from tests.fakes.clock import FakeClock
+from tests.fakes.telegram_api import BOT_USERNAME
 
 BERLIN = ZoneInfo("Europe/Berlin")
 # A fixed day: every part of Corvid reads the time from the injected clock.
@@ -76,6 +77,9 @@ async def test_remind_me_tomorrow_at_9(home, fake_api, fake_telegram):
     assert "[Fri 2026-03-13 09:00 CET]" in fake_api.message_requests[-1].raw
     # Delivered, so the one-shot job is gone; its turn never entered the chat's history.
     assert json.loads((home / "state" / "jobs.json").read_text())["jobs"] == []
+    # Paid for as the reminder it is, under its job (whose caps it counts against).
+    assert calls_by(home, "purpose") == {"chat": 2, "reminder": 1}
+    assert calls_by(home, "job") == {None: 2, job_id: 1}
     chat = (home / "state" / "sessions" / f"telegram:private:{OWNER}.jsonl").read_text()
     assert "A job you scheduled" not in chat
 
@@ -145,6 +149,51 @@ async def test_a_reminder_due_while_down_is_delivered_on_start_within_grace(
     async with running(config, clock):
         sent = await fake_telegram.wait_sent(2)
     assert sent[1]["shown"] == "Sorry I'm late: call the bank!"
+
+
+async def test_a_groups_job_sees_neither_the_groups_notes_nor_recalls_them(
+    home, fake_api, fake_telegram
+):
+    """The shared chat's version of the two above: the group's own conversation starts with
+    its notes; a job it scheduled runs unattended and gets neither the notes in its prompt
+    nor a search of them before its turn, though the notes are about just what it says."""
+    canary = "CANARY-group-notes-3f7a"
+    notes = home / "workspace" / "memory" / "chats" / f"telegram-group-{TG_GROUP}" / "NOTES.md"
+    notes.parent.mkdir(parents=True)
+    notes.write_text(f"# Notes\n\n- Locker code {canary}\n")
+    tg = fake_telegram.channel_config(allow_from=[str(OWNER)], groups=[str(TG_GROUP)])
+    config = make_config(
+        home,
+        fake_api.base_url,
+        channels={"telegram": tg},
+        schedule={"allow_shared": True},
+        memory={"recall": {"min_words": 0}},
+    )
+    nine = _today_at(9, days=1)
+    clock = FakeClock(_today_at(20))
+    async with running(config, clock) as gateway:
+        fake_api.enqueue(
+            Reply(tool_calls=[("schedule", {"instruction": "Say the locker code",
+                                            "at": f"{nine:%Y-%m-%d %H:%M}"})]),
+            Reply("Done."),
+        )  # fmt: skip
+        fake_telegram.text(
+            f"@{BOT_USERNAME} tell us the locker code tomorrow at 9",
+            chat=TG_GROUP,
+            chat_type="supergroup",
+        )
+        await fake_telegram.wait_sent(1)
+        await clock.idle_until(nine)
+        job_id = json.loads((home / "state" / "jobs.json").read_text())["jobs"][0]["id"]
+        fake_api.enqueue(Reply("Time for the locker."))
+        await clock.set(nine)
+        await fake_telegram.wait_sent(2)
+        async with asyncio.timeout(5):
+            await gateway.scheduler.join(job_id)
+    asked, job_turn = fake_api.message_requests[0], fake_api.message_requests[-1]
+    assert canary in asked.body["system"][0]["text"]  # the group's own conversation
+    assert "Session: cron:shared:" in job_turn.raw and "Say the locker code" in job_turn.raw
+    assert canary not in job_turn.raw
 
 
 @pytest.mark.parametrize("late", [timedelta(minutes=61), timedelta(hours=3)])
