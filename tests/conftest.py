@@ -141,6 +141,15 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
     return parse_config(raw, home=home, environ={})
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): two workers, one per core of CI's machine, for the
+    suite or a folder of it; a run of chosen files or tests stays in this process, where
+    starting workers (each collects and imports anew) costs more than they save."""
+    here = config.invocation_params.dir
+    chosen = [here / str(arg).split("::")[0] for arg in config.args]
+    return 0 if chosen and all(path.is_file() for path in chosen) else 2
+
+
 @pytest.fixture(autouse=True)
 def _logging_as_it_was() -> Iterator[None]:
     """Some tests run the CLI, whose logging set-up changes the root logger's level and

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import tempfile
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
@@ -125,13 +126,23 @@ class World:
         )
 
 
+def new_home(home: Path) -> None:
+    """What ``init_home`` makes (search by keywords), copied from one made beside ``home``'s
+    folder: hypothesis plants a world per example, and the new home's synced writes were most
+    of an example's time."""
+    made = home.parent.parent / "home-as-init-makes-it"
+    if not made.exists():
+        init_home(made / "corvid", {})
+        keywords_only(made / "corvid")
+    shutil.copytree(made / "corvid", home, symlinks=True)
+
+
 def plant(root: Path) -> tuple[Path, Path]:
     """Canaries outside and inside the workspace, and the links an attacker would hope for."""
     (root / ".ssh").mkdir()
     (root / ".ssh" / "id_rsa").write_text(f"-----BEGIN KEY----- {USER_HOME_CANARY}\n")
     home = root / "corvid"
-    init_home(home, {})
-    keywords_only(home)
+    new_home(home)
     with (home / "config.yaml").open("a") as f:
         f.write(f"\n# telegram token: {CONFIG_CANARY}\n")
     (home / "secret.txt").write_text(f"{SECRET_CANARY}\n")

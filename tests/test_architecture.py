@@ -4,6 +4,7 @@ import circles, and modules and functions small enough to read."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -80,8 +81,19 @@ def _ours(name: str) -> str | None:
     return None
 
 
+# Each module read and parsed once for all the checks below.
+@functools.cache
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(_source(path))
+
+
 def _imports(path: Path, *, top_level_only: bool) -> Iterator[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     nodes = tree.body if top_level_only else list(ast.walk(tree))
     stack = list(nodes)
     while stack:
@@ -100,6 +112,7 @@ def _imports(path: Path, *, top_level_only: bool) -> Iterator[str]:
                 yield ours
 
 
+@functools.cache
 def _graph(top_level_only: bool) -> dict[str, set[str]]:
     return {
         name: set(_imports(path, top_level_only=top_level_only)) - {name}
@@ -218,7 +231,7 @@ def test_modules_stay_readable():
     long = {
         name: n
         for name, path in MODULES.items()
-        if (n := path.read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES
+        if (n := _source(path).count("\n")) > MAX_MODULE_LINES
     }
     assert long == {}
 
@@ -226,8 +239,8 @@ def test_modules_stay_readable():
 def test_functions_stay_short_or_say_why():
     long = []
     for name, path in MODULES.items():
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for node in ast.walk(ast.parse("\n".join(lines))):
+        lines = _source(path).splitlines()
+        for node in ast.walk(_tree(path)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             length = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -289,8 +302,8 @@ def _is_port(tree: ast.Module) -> bool:
     return False
 
 
-def _docstring_problem(source: str) -> str | None:
-    tree = ast.parse(source)
+def _docstring_problem(source: str, tree: ast.Module | None = None) -> str | None:
+    tree = tree or ast.parse(source)
     first = tree.body[0] if tree.body else None
     if not (
         isinstance(first, ast.Expr)
@@ -307,7 +320,7 @@ def test_module_docstrings_are_one_line_except_ports():
     wrong = [
         f"{name}: {problem}"
         for name, path in MODULES.items()
-        if (problem := _docstring_problem(path.read_text(encoding="utf-8")))
+        if (problem := _docstring_problem(_source(path), _tree(path)))
     ]
     assert wrong == []
 
@@ -325,14 +338,16 @@ def test_the_docstring_rule_itself():
     assert _docstring_problem(long_port) is not None
 
 
-def _timing_figures(source: str) -> list[str]:
+def _timing_figures(source: str, tree: ast.Module | None = None) -> list[str]:
     """Measured times and sizes in the comments and docstrings of ``source``."""
+    if not TIMING_FIGURE.search(source):  # nowhere in the text: no tokenizing needed
+        return []
     found = [
         tok.string
         for tok in tokenize.generate_tokens(io.StringIO(source).readline)
         if tok.type == tokenize.COMMENT and TIMING_FIGURE.search(tok.string)
     ]
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree or ast.parse(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             doc = ast.get_docstring(node, clean=False)
             if doc and TIMING_FIGURE.search(doc):
@@ -344,7 +359,7 @@ def test_no_timing_figures_in_comments():
     found = {
         name: figures
         for name, path in MODULES.items()
-        if (figures := _timing_figures(path.read_text(encoding="utf-8")))
+        if (figures := _timing_figures(_source(path), _tree(path)))
     }
     assert found == {}
 

@@ -24,7 +24,7 @@ from gateway.scheduling.jobs import Job
 from gateway.scheduling.ledger import Ledger
 from tests.conftest import OWNER
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
-from tests.fakes.process import CorvidProcess, corvid_process
+from tests.fakes.process import FIRST_CALL, CorvidProcess, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 
 
@@ -112,7 +112,7 @@ async def test_killed_during_a_model_call_loses_none_of_the_messages(tmp_path):
         gate = api.brain = Gate()
         async with _corvid(home, tg) as proc:
             tg.text("first")
-            await api.wait_for_requests(1)
+            await api.wait_for_requests(1, FIRST_CALL)
             tg.text("second")  # these two wait behind the running turn
             tg.text("third")
             await _received(tg)
@@ -140,7 +140,7 @@ async def test_killed_after_a_tool_ran_the_turn_resumes_without_running_it_again
         api.brain = brain
         async with _corvid(home, tg) as proc:
             tg.text("note: dentist on Friday at 10")
-            await api.wait_for_requests(2)  # the tool ran; its result is with the model
+            await api.wait_for_requests(2, FIRST_CALL)  # the tool ran; its result is with the model
             await proc.kill()
         gate.release.set()
 
@@ -168,7 +168,7 @@ async def test_killed_during_a_send_the_reply_is_not_sent_twice(tmp_path):
         release = tg.hold("sendMessage")
         async with _corvid(home, tg) as proc:
             tg.text("capital of australia?")
-            await tg.wait_sent(1)  # Telegram has it; Corvid never hears back
+            await tg.wait_sent(1, FIRST_CALL)  # Telegram has it; Corvid never hears back
             await proc.kill()
         release.set()
 
@@ -215,7 +215,7 @@ async def test_killed_during_the_daily_summary_it_is_sent_exactly_once(tmp_path)
         _ran_yesterday(home, due, f"telegram:private:{OWNER}")
         gate = api.brain = Gate()
         async with _corvid(home, tg) as proc:
-            await api.wait_for_requests(1)  # writing the summary
+            await api.wait_for_requests(1, FIRST_CALL)  # writing the summary
             await proc.kill()
         gate.release.set()
 
@@ -223,7 +223,7 @@ async def test_killed_during_the_daily_summary_it_is_sent_exactly_once(tmp_path)
         api.brain = lambda body: Reply("Today: nothing much.")
         release = tg.hold("sendMessage")
         async with _corvid(home, tg) as proc:
-            await tg.wait_sent(1)
+            await tg.wait_sent(1, FIRST_CALL)
             await proc.kill()  # ... and is killed while sending it
         release.set()
 

@@ -39,6 +39,10 @@ memory:
   embeddings:
     provider: none
 
+# (not in early files either: the control page on a free port, as other tests run at once)
+web:
+  port: 0
+
 channels:
   telegram:
     # Bot token from @BotFather.

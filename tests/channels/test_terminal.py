@@ -21,6 +21,7 @@ from channels.terminal import TerminalChannel
 from gateway.app import build_app
 from tests.conftest import make_config
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.fakes.process import FIRST_CALL
 
 
 class _Pipe:
@@ -330,7 +331,7 @@ async def test_a_message_cancelled_with_ctrl_c_is_not_asked_again(tmp_path: Path
         async with corvid_chat_at_a_tty(home, api) as tty:
             await tty.wait_for(prompts)
             tty.type("write me a very long essay")
-            await api.wait_for_requests(1)
+            await api.wait_for_requests(1, FIRST_CALL)
             tty.proc.send_signal(signal.SIGINT)  # Ctrl-C
             await asyncio.wait_for(tty.proc.wait(), 30)
         api.brain = lambda body: Reply("hello again")

@@ -15,6 +15,9 @@ from typing import Any
 
 API_KEY = "sk-run-test-key"
 ROOT = Path(__file__).resolve().parents[2]
+# How long a test waits for a fresh process's first model call: a bound, not a target. The
+# process imports the SDK at that call, which takes seconds while other tests use the cores.
+FIRST_CALL = 60.0
 
 
 def probe(script: str, *args: str, timeout: float = 60) -> Any:

@@ -168,6 +168,9 @@ class FakeTelegram(Observed):
         config = yaml.safe_load((home / "config.yaml").read_text())
         config["llm"]["base_url"] = llm_base_url
         config["memory"]["embeddings"]["provider"] = "none"  # no real embedding model
+        # The control page on a free port: tests running at once (and any Corvid on this
+        # machine) would otherwise all want 8787.
+        config["web"]["port"] = 0
         section = {k: v for k, v in self.channel_config(**telegram).items() if k != "token"}
         config["channels"]["telegram"].update(allow_from=[42], **section)
         (home / "config.yaml").write_text(yaml.safe_dump(config))

@@ -20,7 +20,7 @@ import yaml
 from gateway.ops.cli import main
 from tests.conftest import keywords_only
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
-from tests.fakes.process import API_KEY, corvid_process
+from tests.fakes.process import API_KEY, FIRST_CALL, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_api import Fault as TgFault
 
@@ -224,7 +224,7 @@ async def test_ctrl_c_twice_says_what_is_awaited_and_three_times_stops_it(tmp_pa
         async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True) as run:
             await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
             tg.text("a reply that never ends")
-            await api.wait_for_requests(1)
+            await api.wait_for_requests(1, FIRST_CALL)
             # One signal at a time: the kernel merges a signal sent before the last was taken.
             run.proc.send_signal(signal.SIGINT)
             await run.wait_line("shutting down")
