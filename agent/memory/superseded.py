@@ -1,5 +1,4 @@
-"""Which of a search's first candidates a newer candidate on the same subject replaces
-(``subjects.py`` judges each pair), and which of them it says again."""
+"""Which of a search's first candidates a newer one on the same subject replaces or says again."""
 
 from __future__ import annotations
 
