@@ -132,7 +132,7 @@ class Traced:
 
 def _trace(argv: list[str], log: Path) -> Traced:
     done = subprocess.run(
-        ["strace", "-f", "-qq", "-s", "200", "-o", str(log), *argv],
+        [shutil.which("strace") or "strace", "-f", "-qq", "-s", "200", "-o", str(log), *argv],
         env={},
         capture_output=True,
         timeout=60,
