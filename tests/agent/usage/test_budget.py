@@ -19,7 +19,7 @@ from agent.sessions.state import Usage
 from agent.settings import BudgetSettings, LLMSettings, PriceSettings
 from agent.stream import Deltas
 from agent.usage.budget import Budget, BudgetSpent
-from agent.usage.ledger import UsageLedger
+from agent.usage.ledger import Period, UsageLedger
 from agent.usage.meter import Meter, Metered
 from agent.usage.prices import PriceTable
 from gateway.contract.events import NO_REPLY, SessionKey, job_key
@@ -298,4 +298,10 @@ async def test_the_metered_port_is_the_models_in_all_but_the_counting(tmp_path):
     assert (await llm.probe(1.0, "k")).message.startswith("inner-1")
     assert await llm.refused(1.0, lambda: "k") == "refused-check"
     assert inner.done == ["warm_up", "apply", "accepts_tools", "refused"]
+    llm.timeout = 5.0  # set through the wrapper: the model's own
+    assert inner.timeout == 5.0  # type: ignore[attr-defined]
+    # Without a budget, calls go straight through and are counted all the same.
+    await call(llm, PRIVATE)
+    assert inner.calls == 1
+    assert ledger.summary(Period.of(FakeClock().now(), BERLIN).day)["calls"] == 1
     ledger.close()
