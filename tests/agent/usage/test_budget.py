@@ -305,3 +305,22 @@ async def test_the_metered_port_is_the_models_in_all_but_the_counting(tmp_path):
     assert inner.calls == 1
     assert ledger.summary(Period.of(FakeClock().now(), BERLIN).day)["calls"] == 1
     ledger.close()
+
+
+async def test_what_a_calls_system_prompt_and_note_carry_counts_in_what_it_may_cost(tmp_path):
+    """Near a cap, a call waits while the calls in flight may cost the rest: the one in flight
+    carries a long system note, which may cost the whole cap by itself."""
+    llm, model, _, _ = metered(tmp_path, FakeClock(), daily=1.0)
+    model.gate = asyncio.Event()
+    request = [{"role": "user", "content": "x" * 960}]
+    charge = Charge(Purpose.CHAT, PRIVATE)
+    first = asyncio.create_task(
+        llm.complete("s", request, [], system_note="n" * 9000, charge=charge)
+    )
+    second = asyncio.create_task(call(llm, PRIVATE))
+    for _ in range(20):
+        await asyncio.sleep(0)  # yields only: each call runs up to its next wait
+    assert model.in_flight == 1  # the second waits for the first to say what it cost
+    model.gate.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 5)
+    assert model.calls == 2 and model.most_in_flight == 1
