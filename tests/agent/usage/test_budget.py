@@ -324,3 +324,12 @@ async def test_what_a_calls_system_prompt_and_note_carry_counts_in_what_it_may_c
     model.gate.set()
     await asyncio.wait_for(asyncio.gather(first, second), 5)
     assert model.calls == 2 and model.most_in_flight == 1
+
+
+async def test_an_answer_the_ledger_cannot_keep_still_goes_out(tmp_path, caplog):
+    """A full disk, say: the call is logged as not kept, and its answer is used all the same."""
+    llm, model, _, budget = metered(tmp_path, FakeClock())
+    budget.ledger.close()  # every write now fails
+    answer = await call(llm, PRIVATE)
+    assert answer.content == [{"type": "text", "text": "ok"}] and model.calls == 1
+    assert "could not write a chat call to the usage ledger" in caplog.text
