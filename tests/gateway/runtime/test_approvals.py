@@ -52,6 +52,13 @@ async def test_an_answer_ends_the_wait_and_a_second_answer_is_refused() -> None:
     await asyncio.wait_for(told.wait(), 5)
     assert [r.id for r in approvals.waiting()] == ["ab12"]
     assert approvals.decide("ab12", "maybe") is not None
+    # The gate's own outcomes are not answers the owner gives.
+    for outcome in ("unanswered", "unasked"):
+        assert (
+            approvals.decide("ab12", outcome)
+            == f"unknown answer {outcome!r} (once, always or deny)"
+        )
+    assert [r.id for r in approvals.waiting()] == ["ab12"]
     assert approvals.decide("ab12", "always") is None
     assert approvals.decide("ab12", "deny") is not None  # answered already
     assert await asyncio.wait_for(waiting, 5) is Answer.ALWAYS
