@@ -1865,22 +1865,6 @@ EXPLAINED: tuple[Why, ...] = (
         "as a rare term either way",
     ),
     # The calls in flight.
-    *(
-        Why(
-            "agent/model/in_flight.py",
-            "",
-            fragment,
-            what,
-            UNSEEN,
-            "how much conversation is in flight at once, and the least a call counts: sizes "
-            "the memory bench tunes, not a rule a test can state",
-        )
-        for fragment, what in (
-            ("FLOOR = 1024", "`1024` → `1025`"),
-            ("BUDGET = 256 * 1024", "`256` → `257`"),
-            ("BUDGET = 256 * 1024", "`1024` → `1025`"),
-        )
-    ),
     Why(
         "agent/model/in_flight.py",
         "InFlight._wake",

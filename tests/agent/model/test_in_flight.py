@@ -158,3 +158,18 @@ async def test_a_call_cancelled_as_room_is_made_is_passed_over_and_leaves_the_qu
     await asyncio.wait_for(second, 5)
     await full.aclose()
     assert budget.used == 0
+
+
+async def test_by_default_256_kib_of_conversation_fly_at_once_each_call_a_kib_at_least():
+    """The sizes the README gives: at least 1 KiB a call, at most a quarter of 256 KiB."""
+    budget = InFlight()
+    assert budget.weight(10) == 1024 and budget.weight(10**6) == 64 * 1024
+    async with asyncio.timeout(5), contextlib.AsyncExitStack() as held:
+        for _ in range(256):
+            await held.enter_async_context(budget.hold(1000))
+        assert budget.used == 256 * 1024 and budget.waiting == 0
+        late = asyncio.create_task(_enter(budget, 1, [], asyncio.Event()))
+        await _settle()
+        assert budget.waiting == 1  # the 257th waits
+        late.cancel()
+        await asyncio.gather(late, return_exceptions=True)
