@@ -1921,6 +1921,20 @@ EXPLAINED: tuple[Why, ...] = (
         UNSEEN,
         "one byte more in the estimate of what a call offered no tools may cost",
     ),
+    # Asking the owner.
+    *(
+        Why(
+            "gateway/runtime/approvals.py",
+            "fenced",
+            "run, longest = 0, 0",
+            "`0` → `1`",
+            EQUIVALENT,
+            "the fence comes out three backticks long, or one longer than the longest run "
+            "inside: longer than needed, it closes the same block",
+            nth=n,
+        )
+        for n in (1, 2)
+    ),
 )
 
 

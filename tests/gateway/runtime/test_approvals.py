@@ -89,6 +89,8 @@ def test_the_request_shows_the_call_what_was_read_and_the_change() -> None:
     assert '```json\n{"name": "work"}\n```' in out.text
     assert "(a web page)" in out.text and "```diff\n--- a/AGENTS.md" in out.text
     assert "No answer within 5 minutes means no." in out.text
+    for timeout, said in ((30, "1 minute"), (60, "1 minute"), (90, "2 minutes")):
+        assert f"No answer within {said} means no." in message(request, OWNER_TG, timeout).text
     assert out.buttons == (
         ("Approve once", "/approval ab12 once"),
         ("Always for this tool", "/approval ab12 always"),
