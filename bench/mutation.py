@@ -287,6 +287,7 @@ TARGETS = (
     _t(
         "agent/approvals/gate.py",
         "tests/test_approval_answers.py",
+        "tests/agent/approvals/test_policy.py",
         "tests/test_approvals.py",
         "tests/test_taint_routes.py",
         "tests/agent/tools/test_exposure.py",
