@@ -16,7 +16,9 @@ every module when none is given), ``--limit N`` for a sample of N mutants per mo
 for the parallel runs. ``--save FILE`` keeps each module's result in a JSON file as it ends and
 ``--summary FILE`` prints the table of what the file holds. ``--map`` traces the whole suite
 once and prints, per module, the test files that run it: how to update ``TARGETS`` when code
-moves.
+moves. ``--again`` (with ``--save FILE``) runs only the mutants that survived the module's saved
+run, against the tests written since, and counts what they catch in: tests are only ever added,
+so a mutant caught stays caught (the module itself must not have changed).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,6 +287,7 @@ TARGETS = (
     _t(
         "agent/approvals/gate.py",
         "tests/test_approval_answers.py",
+        "tests/agent/approvals/test_policy.py",
         "tests/test_approvals.py",
         "tests/test_taint_routes.py",
         "tests/agent/tools/test_exposure.py",
@@ -1861,6 +1865,77 @@ EXPLAINED: tuple[Why, ...] = (
         "any negative count means unknown: idf reads it as 1, and the plan keeps the phrase "
         "as a rare term either way",
     ),
+    # The calls in flight.
+    Why(
+        "agent/model/in_flight.py",
+        "InFlight._wake",
+        "self._waiters.popleft()",
+        "`self._waiters.popleft()` removed",
+        EQUIVALENT,
+        "the call admitted stays first in the queue only until the same loop's next round, "
+        "which takes out a granted call as it takes out a cancelled one",
+        nth=1,
+    ),
+    Why(
+        "agent/model/in_flight.py",
+        "InFlight.weight",
+        "max(self.budget // 4, 1)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "a quarter of the budget is 2 or more for any budget of 8 bytes and up; Corvid's is "
+        "256 KiB, and not configurable",
+    ),
+    # The meter on the model port.
+    *(
+        Why(
+            "agent/usage/meter.py",
+            "Meter.count",
+            "return call",
+            "`return call` → `return None`",
+            EQUIVALENT,
+            "no caller reads what count returns",
+            nth=n,
+        )
+        for n in (1, 2)
+    ),
+    Why(
+        "agent/usage/meter.py",
+        "Meter.most",
+        "price.input >= price.cache_write",
+        "`>=` → `>`",
+        EQUIVALENT,
+        "with the two input rates equal, either reading of the request costs the same",
+    ),
+    Why(
+        "agent/usage/meter.py",
+        "Metered.__getattr__",
+        "raise AttributeError(name)",
+        "`raise AttributeError(name)` removed",
+        UNSEEN,
+        "asked only before __init__ has set the wrapper's own three attributes",
+    ),
+    Why(
+        "agent/usage/meter.py",
+        "Metered.complete",
+        "len(json.dumps(tools)) if tools else 0",
+        "`0` → `1`",
+        UNSEEN,
+        "one byte more in the estimate of what a call offered no tools may cost",
+    ),
+    # Asking the owner.
+    *(
+        Why(
+            "gateway/runtime/approvals.py",
+            "fenced",
+            "run, longest = 0, 0",
+            "`0` → `1`",
+            EQUIVALENT,
+            "the fence comes out three backticks long, or one longer than the longest run "
+            "inside: longer than needed, it closes the same block",
+            nth=n,
+        )
+        for n in (1, 2)
+    ),
 )
 
 
@@ -2065,11 +2140,37 @@ def _share(killed: int, of: int) -> str:
     return f"{killed / of:.1%}" if of else "—"
 
 
-def save(path: Path, outcomes: list[Outcome]) -> None:
+def save(path: Path, outcomes: list[Outcome], previous: dict[str, Any] | None = None) -> None:
+    """Keep each outcome in ``path``; with ``previous`` (the module's saved result, whose
+    survivors alone ran again), merged into it."""
     saved = json.loads(path.read_text()) if path.exists() else {}
     for o in outcomes:
-        saved[o.target.module] = o.to_json()
+        saved[o.target.module] = o.to_json() if previous is None else merged(previous, o)
     path.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n")
+
+
+def survivors_of(previous: dict[str, Any], found: list[Mutant]) -> list[Mutant]:
+    """The mutants that survived a saved run, to run them again against the tests written
+    since (killed ones stay killed: tests are only added). The module must be as it was."""
+    left = {(s["line"], s["where"], s["text"], s["what"]) for s in previous["survivors"]}
+    again = [m for m in found if (m.line, m.where, m.text, m.what) in left]
+    if len(again) != len(previous["survivors"]) or len(found) != previous["mutants"]:
+        raise SystemExit("the module changed since its saved run: run it whole")
+    return again
+
+
+def merged(previous: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    """A saved result whose survivors ran again: what they let through now, and the first
+    run's numbers kept beside."""
+    now = outcome.to_json()
+    first = {k: previous.get(k) for k in ("date", "commit", "killed", "seconds")}
+    return {
+        **now,
+        "mutants": previous["mutants"],
+        "killed": previous["killed"] + now["killed"],
+        "seconds": previous["seconds"] + now["seconds"],
+        "first_run": previous.get("first_run", first),
+    }
 
 
 def summary(path: Path) -> None:
@@ -2157,7 +2258,14 @@ def main() -> int:
         "--summary", type=Path, help="print the table of a --save file, run nothing"
     )
     parser.add_argument("--map", action="store_true", help="which test files reach each module")
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="run only what survived in the --save file, and count it in there",
+    )
     args = parser.parse_args()
+    if args.again and args.save is None:
+        parser.error("--again reads and writes the --save file")
     if args.summary is not None:
         summary(args.summary)
         return 0
@@ -2171,9 +2279,13 @@ def main() -> int:
         if args.map:
             map_tests(projects)
             return 0
+        saved = json.loads(args.save.read_text()) if args.again and args.save.exists() else {}
         outcomes = []
         for target in targets:
             found = mutants(target)
+            previous = saved.get(target.module)
+            if previous is not None:
+                found = survivors_of(previous, found)
             if args.limit is not None and len(found) > args.limit:
                 sample = random.Random(args.seed).sample(found, args.limit)
                 found = sorted(sample, key=lambda m: m.index)
@@ -2181,7 +2293,7 @@ def main() -> int:
             outcome.commit = commit
             outcomes.append(outcome)
             if args.save is not None and args.limit is None:
-                save(args.save, [outcome])
+                save(args.save, [outcome], previous)
     report(outcomes)
     return 0
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.approvals.audit import recent
+from agent.approvals.audit import MAX_SHOWN, recent
 from channels.access import Access
 from channels.pairing import PairingStore
 from gateway.app import build_app
@@ -43,6 +43,9 @@ def brain(held: asyncio.Event, release: asyncio.Event) -> Any:
             held.set()
             await release.wait()
             return Reply("held")
+        if sized := re.search(r"SEARCH (\d+) CHARACTERS", said):
+            query = "x" * (int(sized.group(1)) - len('{"query": ""}'))
+            return Reply(tool_calls=[("memory_search", {"query": query})])
         if "SEARCH" in said:
             return Reply(tool_calls=[("memory_search", {"query": "dentist"})])
         if "WRITE" in said:
@@ -191,3 +194,20 @@ async def test_nowhere_to_ask_at_the_gate_is_a_no(home, fake_api):
     assert not (home / "workspace" / target).exists()
     events = [(a.event, a.tool) for a in reversed(recent(home / "state" / "actions.sqlite"))]
     assert events == [("asked", "write_file"), ("refused", "write_file")]
+
+
+async def test_a_call_shown_whole_in_its_limit_is_asked_one_character_more_is_not(home, fake_api):
+    async with recording(home, fake_api) as (app, channel):
+        assert app.approvals is not None
+        app.approvals.timeout = 0.05
+        await asyncio.wait_for(channel.push(f"SEARCH {MAX_SHOWN} CHARACTERS"), 10)
+        assert len([m for m in channel.sent if m.buttons]) == 1  # asked, at the limit
+        await asyncio.wait_for(channel.push(f"SEARCH {MAX_SHOWN + 1} CHARACTERS"), 10)
+        assert len([m for m in channel.sent if m.buttons]) == 1  # not asked
+        reply = channel.texts(PRIVATE)[-1]
+    assert f"too long to show them whole ({MAX_SHOWN + 1} characters; at most {MAX_SHOWN})" in reply
+    trail = [(a.event, a.detail) for a in reversed(recent(home / "state" / "actions.sqlite"))]
+    assert trail[-1] == (
+        "refused",
+        f"too long to show the owner whole ({MAX_SHOWN + 1} characters)",
+    )

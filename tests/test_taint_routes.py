@@ -353,6 +353,9 @@ async def test_a_call_too_long_to_show_whole_is_refused_without_asking(home, fak
     assert requests(channel) == []
     [refusal] = [r for r in results_in(fake_api, OWNER) if "too long to show" in r]
     assert "it was not run" in refusal and long not in (ws / "SOUL.md").read_text()
+    # Its size is what the owner would have been shown: the change's diff counted in.
+    size = int(refusal.split("whole (")[1].split(" characters")[0])
+    assert size > len(long)
 
 
 # -- the workspace holds no links out -------------------------------------------------------

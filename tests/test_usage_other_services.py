@@ -41,6 +41,8 @@ async def test_a_transcribed_voice_note_is_counted_by_the_minute(
     finally:
         ledger.close()
     assert rows["transcription"]["calls"] == 1
+    columns = ("input", "cache_write", "cache_read", "output")
+    assert [rows["transcription"][c] for c in columns] == [0, 0, 0, 0]  # no tokens: minutes
     assert rows["transcription"]["cost"] == pytest.approx(0.009)  # a minute and a half
     assert rows["chat"]["calls"] == 1
 

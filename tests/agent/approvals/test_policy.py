@@ -74,3 +74,35 @@ def test_the_trail_is_private_and_keeps_what_the_owner_allowed_for_good(tmp_path
     assert recent(tmp_path / "none.sqlite") == []
     assert forget_always(path, "cal__x") and not forget_always(path, "cal__x")
     assert always_allowed(path) == []
+
+
+async def test_a_gate_told_of_no_owner_takes_nobody_for_the_owner(tmp_path: Path) -> None:
+    """Until the app says who the owner is, no one is: a shared chat's request asks nobody."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from agent.approvals.gate import Answer, ApprovalRequest, Gate
+    from agent.tools.context import TurnContext
+    from agent.tools.registry import Tool
+    from gateway.contract.events import SessionKey
+
+    class Asker:
+        def __init__(self) -> None:
+            self.asked: list[ApprovalRequest] = []
+
+        async def ask(self, request: ApprovalRequest) -> Answer:
+            self.asked.append(request)
+            return Answer.ONCE
+
+    asker = Asker()
+    audit = AuditLog(tmp_path / "actions.sqlite")
+    gate = Gate(audit, asker)
+    tool = Tool("cal__delete", "d", {"type": "object"}, _never, policy=Policy.ASK)
+    group = SessionKey("telegram", "group", "-100")
+    ctx = TurnContext(
+        group, tmp_path, datetime.now(UTC), ZoneInfo("UTC"), senders=frozenset({"42"})
+    )
+    review = await gate.review(tool, {}, ctx)
+    assert review.refusal is not None and "only the owner's own requests" in review.refusal
+    assert asker.asked == []
+    audit.close()

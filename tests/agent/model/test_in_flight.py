@@ -129,3 +129,47 @@ async def test_a_call_admitted_and_cancelled_in_the_same_moment_gives_its_share_
         for _ in range(4):
             await again.enter_async_context(budget.hold(100))
         assert budget.used == 400 and budget.waiting == 0
+
+
+async def test_a_call_cancelled_as_room_is_made_is_passed_over_and_leaves_the_queue():
+    """Room made in the moment a waiting call is cancelled (its own handler not run yet) goes
+    to the call behind it; and a cancelled call behind another leaves the queue at once."""
+    budget = InFlight(budget=400, floor=100)
+    entered: list[int] = []
+    full, last = contextlib.AsyncExitStack(), contextlib.AsyncExitStack()
+    for _ in range(3):
+        await full.enter_async_context(budget.hold(100))
+    await last.enter_async_context(budget.hold(100))
+    leave = asyncio.Event()
+    first, second, third = (
+        asyncio.create_task(_enter(budget, size, entered, leave)) for size in (100, 101, 102)
+    )
+    await _settle()
+    assert budget.waiting == 3
+    third.cancel()  # behind the others
+    await asyncio.gather(third, return_exceptions=True)
+    assert budget.waiting == 2
+    first.cancel()  # at the head; room is made before its handler runs
+    await last.aclose()
+    await asyncio.gather(first, return_exceptions=True)
+    await _settle()
+    assert entered == [101] and budget.used == 400 and budget.waiting == 0
+    leave.set()
+    await asyncio.wait_for(second, 5)
+    await full.aclose()
+    assert budget.used == 0
+
+
+async def test_by_default_256_kib_of_conversation_fly_at_once_each_call_a_kib_at_least():
+    """The sizes the README gives: at least 1 KiB a call, at most a quarter of 256 KiB."""
+    budget = InFlight()
+    assert budget.weight(10) == 1024 and budget.weight(10**6) == 64 * 1024
+    async with asyncio.timeout(5), contextlib.AsyncExitStack() as held:
+        for _ in range(256):
+            await held.enter_async_context(budget.hold(1000))
+        assert budget.used == 256 * 1024 and budget.waiting == 0
+        late = asyncio.create_task(_enter(budget, 1, [], asyncio.Event()))
+        await _settle()
+        assert budget.waiting == 1  # the 257th waits
+        late.cancel()
+        await asyncio.gather(late, return_exceptions=True)

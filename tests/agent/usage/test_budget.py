@@ -16,10 +16,10 @@ import pytest
 from agent.model.charge import Charge, Purpose
 from agent.model.port import LLMResponse, PlainModel
 from agent.sessions.state import Usage
-from agent.settings import BudgetSettings, PriceSettings
+from agent.settings import BudgetSettings, LLMSettings, PriceSettings
 from agent.stream import Deltas
 from agent.usage.budget import Budget, BudgetSpent
-from agent.usage.ledger import UsageLedger
+from agent.usage.ledger import Period, UsageLedger
 from agent.usage.meter import Meter, Metered
 from agent.usage.prices import PriceTable
 from gateway.contract.events import NO_REPLY, SessionKey, job_key
@@ -243,3 +243,93 @@ async def test_each_cap_stops_what_it_covers_until_its_period_ends(tmp_path, cap
     clock.tick(timedelta(days=8).total_seconds())  # 1 December: a new month
     await call(llm, covered, purpose(covered))
     assert model.calls == 3 + (other is not None) + cap.endswith("daily")
+
+
+@pytest.mark.parametrize(
+    ("model", "prices"),
+    [
+        ("claude-sonnet-5-5", {}),  # writing the cache costs more than plain input
+        ("dear-input", {"dear-input": PriceSettings(input=10.0, cache_write=2.0, output=5.0)}),
+        ("unpriced", {}),
+    ],
+)
+def test_what_a_call_may_cost_at_most_is_its_dearest_reading(tmp_path, model, prices):
+    """Every byte of the request counted as a token at the dearer of the two input rates, and
+    the longest answer: no call carrying that request can cost more."""
+    meter = Meter(UsageLedger(tmp_path / "u.sqlite", BERLIN), PriceTable(prices), FakeClock())
+    most = meter.most(model, 1000, 200)
+    table = PriceTable(prices)
+    plain, cached = table.cost(model, 1000, 0, 0, 200), table.cost(model, 0, 1000, 0, 200)
+    assert most == max(plain, cached)
+    assert (most > 0) == (model != "unpriced")
+    meter.ledger.close()
+
+
+async def test_the_metered_port_is_the_models_in_all_but_the_counting(tmp_path):
+    class Inner(Tenth):
+        model, context_window = "inner-1", 1234
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.done: list[str] = []
+
+        async def warm_up(self) -> None:
+            self.done.append("warm_up")
+
+        def apply(self, cfg: object) -> None:
+            self.done.append("apply")
+
+        async def accepts_tools(self, tools: list[dict[str, Any]], limit: float = 10.0) -> bool:
+            self.done.append("accepts_tools")
+            return False
+
+        async def refused(self, limit: float, key_source: Any) -> Any:
+            self.done.append("refused")
+            return "refused-check"
+
+    inner = Inner()
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    llm = Metered(inner, Meter(ledger, PriceTable(PRICES), FakeClock()), max_tokens=1)
+    assert (llm.model, llm.context_window) == ("inner-1", 1234)
+    await llm.warm_up()
+    llm.apply(LLMSettings(max_tokens=77))
+    assert llm.max_tokens == 77
+    assert await llm.accepts_tools([]) is False
+    assert (await llm.probe(1.0, "k")).message.startswith("inner-1")
+    assert await llm.refused(1.0, lambda: "k") == "refused-check"
+    assert inner.done == ["warm_up", "apply", "accepts_tools", "refused"]
+    llm.timeout = 5.0  # set through the wrapper: the model's own
+    assert inner.timeout == 5.0  # type: ignore[attr-defined]
+    # Without a budget, calls go straight through and are counted all the same.
+    await call(llm, PRIVATE)
+    assert inner.calls == 1
+    assert ledger.summary(Period.of(FakeClock().now(), BERLIN).day)["calls"] == 1
+    ledger.close()
+
+
+async def test_what_a_calls_system_prompt_and_note_carry_counts_in_what_it_may_cost(tmp_path):
+    """Near a cap, a call waits while the calls in flight may cost the rest: the one in flight
+    carries a long system note, which may cost the whole cap by itself."""
+    llm, model, _, _ = metered(tmp_path, FakeClock(), daily=1.0)
+    model.gate = asyncio.Event()
+    request = [{"role": "user", "content": "x" * 960}]
+    charge = Charge(Purpose.CHAT, PRIVATE)
+    first = asyncio.create_task(
+        llm.complete("s", request, [], system_note="n" * 9000, charge=charge)
+    )
+    second = asyncio.create_task(call(llm, PRIVATE))
+    for _ in range(20):
+        await asyncio.sleep(0)  # yields only: each call runs up to its next wait
+    assert model.in_flight == 1  # the second waits for the first to say what it cost
+    model.gate.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 5)
+    assert model.calls == 2 and model.most_in_flight == 1
+
+
+async def test_an_answer_the_ledger_cannot_keep_still_goes_out(tmp_path, caplog):
+    """A full disk, say: the call is logged as not kept, and its answer is used all the same."""
+    llm, model, _, budget = metered(tmp_path, FakeClock())
+    budget.ledger.close()  # every write now fails
+    answer = await call(llm, PRIVATE)
+    assert answer.content == [{"type": "text", "text": "ok"}] and model.calls == 1
+    assert "could not write a chat call to the usage ledger" in caplog.text

@@ -52,6 +52,13 @@ async def test_an_answer_ends_the_wait_and_a_second_answer_is_refused() -> None:
     await asyncio.wait_for(told.wait(), 5)
     assert [r.id for r in approvals.waiting()] == ["ab12"]
     assert approvals.decide("ab12", "maybe") is not None
+    # The gate's own outcomes are not answers the owner gives.
+    for outcome in ("unanswered", "unasked"):
+        assert (
+            approvals.decide("ab12", outcome)
+            == f"unknown answer {outcome!r} (once, always or deny)"
+        )
+    assert [r.id for r in approvals.waiting()] == ["ab12"]
     assert approvals.decide("ab12", "always") is None
     assert approvals.decide("ab12", "deny") is not None  # answered already
     assert await asyncio.wait_for(waiting, 5) is Answer.ALWAYS
@@ -82,6 +89,8 @@ def test_the_request_shows_the_call_what_was_read_and_the_change() -> None:
     assert '```json\n{"name": "work"}\n```' in out.text
     assert "(a web page)" in out.text and "```diff\n--- a/AGENTS.md" in out.text
     assert "No answer within 5 minutes means no." in out.text
+    for timeout, said in ((30, "1 minute"), (60, "1 minute"), (90, "2 minutes")):
+        assert f"No answer within {said} means no." in message(request, OWNER_TG, timeout).text
     assert out.buttons == (
         ("Approve once", "/approval ab12 once"),
         ("Always for this tool", "/approval ab12 always"),
