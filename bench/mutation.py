@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import itertools
 import json
 import os
 import random
@@ -591,7 +592,7 @@ def mutated_source(mutant: Mutant, source: str | None = None) -> str:
     """The module's source with the change made (``source``: the text the mutants were found
     in, when the working copy may have changed since)."""
     tree = ast.parse(source if source is not None else (ROOT / mutant.module).read_text())
-    node, kind, variant = list(_points(tree))[mutant.index]
+    node, kind, variant = next(itertools.islice(_points(tree), mutant.index, None))
     _apply(node, kind, variant)
     if kind == "remove":
         tree = _Remove(node).visit(tree)

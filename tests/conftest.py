@@ -144,7 +144,10 @@ def make_config(home: Path, base_url: str, **sections: dict[str, Any]) -> Config
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject's addopts): two workers, one per core of CI's machine, for the
     suite or a folder of it; a run of chosen files or tests stays in this process, where
-    starting workers (each collects and imports anew) costs more than they save."""
+    starting workers (each collects and imports anew) costs more than they save, and so do
+    the bench smoke runs (``-m bench``), each of which keeps the cores busy by itself."""
+    if config.getoption("markexpr", "") == "bench":
+        return 0
     here = config.invocation_params.dir
     chosen = [here / str(arg).split("::")[0] for arg in config.args]
     return 0 if chosen and all(path.is_file() for path in chosen) else 2

@@ -12,10 +12,21 @@ import pytest
 
 from gateway.app import build_app
 from tests.conftest import RecordingChannel, make_config
-from tests.gateway.web.test_browser import CHROMIUM, WAIT_MS, browser  # noqa: F401
+from tests.gateway.web.test_browser import CHROMIUM, WAIT_MS
 from tests.test_approvals import CALENDAR, answer, asked, calendar_log, obedient
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium for the browser tests")
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        # No sandbox: CI runs as root, where Chromium's sandbox cannot start.
+        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        await chromium.close()
 
 
 @pytest.fixture
@@ -41,7 +52,7 @@ async def corvid(home, fake_api, tmp_path) -> AsyncIterator[tuple[Any, Recording
 
 
 async def test_a_request_is_denied_on_the_actions_page_and_the_trail_shows_it(
-    browser,  # noqa: F811
+    browser,
     corvid,
     tmp_path,
 ):

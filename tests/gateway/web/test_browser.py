@@ -20,26 +20,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from aiohttp import web
 
 from gateway.app import build_app
 from gateway.channel_setup import build_channels
 from gateway.contract.events import SessionKey
 from tests.conftest import OWNER, make_config
-from tests.fakes.anthropic_api import Reply
+from tests.fakes.anthropic_api import FakeAnthropic, Reply
+from tests.fakes.telegram_api import FakeTelegram
 
 CHROMIUM = os.environ.get("CORVID_CHROMIUM") or shutil.which("chromium")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium for the browser tests: install Debian's (apt-get install chromium) or "
-    "set CORVID_CHROMIUM to a Chromium binary",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium for the browser tests: install Debian's (apt-get install chromium) "
+        "or set CORVID_CHROMIUM to a Chromium binary",
+    ),
+    # One event loop for the whole file, so that one Chromium serves every test: starting it
+    # (and Playwright's driver) for each was most of the file's time. Each test still has its
+    # own gateway, fakes and browser contexts.
+    pytest.mark.asyncio(loop_scope="module"),
+]
 SHOTS = os.environ.get("CORVID_SCREENSHOTS")
 WAIT_MS = 10_000  # every wait on the page is bounded by this
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chromium() -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -49,7 +57,33 @@ async def browser() -> AsyncIterator[Any]:
         await chromium.close()
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
+async def browser(chromium) -> AsyncIterator[Any]:
+    """The shared Chromium; each page a test opens is in a new context (cookies, storage)
+    of its own, and every context is closed after the test."""
+    yield chromium
+    for context in chromium.contexts:
+        await context.close()
+
+
+# The fakes as conftest.py makes them, on the file's event loop.
+@pytest_asyncio.fixture(loop_scope="module")
+async def fake_api() -> AsyncIterator[FakeAnthropic]:
+    api = FakeAnthropic()
+    await api.start()
+    yield api
+    await api.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    api = FakeTelegram()
+    await api.start()
+    yield api
+    await api.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def corvid(home, fake_api, fake_telegram) -> AsyncIterator[Any]:
     """``corvid run`` as built for real: Telegram (against the fake) and the control page."""
     tg = fake_telegram.channel_config(allow_from=[str(OWNER)], streaming=True)
