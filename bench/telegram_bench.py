@@ -87,6 +87,7 @@ async def spawn(
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
     if discord is not None:
         env["DISCORD_BOT_TOKEN"] = discord.token
+        env["SSL_CERT_FILE"] = discord.ca_file  # the fake serves TLS from a test authority
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import os
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -151,6 +152,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     here = config.invocation_params.dir
     chosen = [here / str(arg).split("::")[0] for arg in config.args]
     return 0 if chosen and all(path.is_file() for path in chosen) else 2
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _trusting_the_fakes_authority() -> Iterator[None]:
+    """The fake Discord serves TLS, as Discord does, with a certificate from a test authority:
+    this process and the ``corvid`` processes it starts (their environments copy this one)
+    trust that authority through SSL_CERT_FILE."""
+    from tests.fakes.tls import authority
+
+    before = os.environ.get("SSL_CERT_FILE")
+    os.environ["SSL_CERT_FILE"] = str(authority().ca_file)
+    yield
+    if before is None:
+        os.environ.pop("SSL_CERT_FILE", None)
+    else:
+        os.environ["SSL_CERT_FILE"] = before
 
 
 @pytest.fixture(autouse=True)

@@ -68,6 +68,8 @@ class DiscordChannel(Channel):
         import aiohttp
         import discord
 
+        from channels.discord.connection import UNTRUSTED
+
         client, tree = self._make_client()
         try:
             await client.login(self._token)
@@ -76,6 +78,11 @@ class DiscordChannel(Channel):
             raise ChannelStartError(
                 "Discord rejected the bot token (channels.discord.token): copy it again from "
                 "the Developer Portal → your application → Bot → Reset Token"
+            ) from None
+        except aiohttp.ClientConnectorCertificateError:
+            await client.close()
+            raise ChannelStartError(
+                f"could not reach Discord at {self.api_base_url}: {UNTRUSTED}"
             ) from None
         except (aiohttp.ClientError, OSError, discord.HTTPException) as exc:
             await client.close()
@@ -102,14 +109,10 @@ class DiscordChannel(Channel):
     def _make_client(self) -> tuple[discord.Client, app_commands.CommandTree[discord.Client]]:
         """The client, with the intents Corvid needs and the chat commands as slash commands."""
         import discord
-        import yarl
 
-        # discord.py has no per-client base URL: these are the places it reads them from.
-        discord.http.Route.BASE = self.api_base_url
-        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
-        # Corvid has no voice: skip discord.py's start-up warnings about voice libraries.
-        discord.VoiceClient.warn_nacl = False
-        discord.VoiceClient.warn_dave = False
+        from channels.discord.connection import connector, quiet_voice_warnings
+
+        quiet_voice_warnings()
         intents = discord.Intents.none()
         intents.guilds = True
         intents.guild_messages = True
@@ -117,6 +120,8 @@ class DiscordChannel(Channel):
         intents.message_content = True
         client = discord.Client(
             intents=intents,
+            # discord.py names Discord's hosts itself; this leads them to the configured servers.
+            connector=connector(self.api_base_url, self.gateway_url),
             # Nothing the model writes can ping @everyone, a role or a user.
             allowed_mentions=discord.AllowedMentions.none(),
             chunk_guilds_at_startup=False,
@@ -160,7 +165,13 @@ class DiscordChannel(Channel):
     async def probe(self, limit: float, token_source: str) -> Check:
         from channels.discord.probe import probe
 
-        return await probe(self._token, self.api_base_url, limit=limit, token_source=token_source)
+        return await probe(
+            self._token,
+            self.api_base_url,
+            self.gateway_url,
+            limit=limit,
+            token_source=token_source,
+        )
 
     # -- inbound --------------------------------------------------------------------------------
 

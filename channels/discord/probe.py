@@ -12,17 +12,19 @@ MESSAGE_CONTENT_FIX = (
 )
 
 
-async def probe(token: str, api_base_url: str, *, limit: float, token_source: str) -> Check:
+async def probe(
+    token: str, api_base_url: str, gateway_url: str, *, limit: float, token_source: str
+) -> Check:
     import aiohttp
     import discord
 
+    from channels.discord.connection import UNTRUSTED, connector, quiet_voice_warnings
+
     name, where = "discord", api_base_url.rstrip("/")
-    # discord.py has no per-client base URL (see channel.py); put it back afterwards.
-    saved = discord.http.Route.BASE
-    discord.http.Route.BASE = where
-    discord.VoiceClient.warn_nacl = False
-    discord.VoiceClient.warn_dave = False
-    client = discord.Client(intents=discord.Intents.none())
+    quiet_voice_warnings()
+    client = discord.Client(
+        intents=discord.Intents.none(), connector=connector(api_base_url, gateway_url)
+    )
     try:
         async with asyncio.timeout(limit):
             await client.login(token)
@@ -36,6 +38,9 @@ async def probe(token: str, api_base_url: str, *, limit: float, token_source: st
         )
     except TimeoutError:
         return Check.no_answer(name, where, limit)
+    except aiohttp.ClientConnectorCertificateError:
+        fix = "check channels.discord.api_base_url"
+        return Check(Status.FAIL, name, f"{where} is not trusted: {UNTRUSTED}", fix)
     except (aiohttp.ClientError, OSError) as exc:
         return Check.unreachable(name, where, exc, "channels.discord.api_base_url")
     except discord.HTTPException as exc:
@@ -47,7 +52,6 @@ async def probe(token: str, api_base_url: str, *, limit: float, token_source: st
         )
     finally:
         await client.close()
-        discord.http.Route.BASE = saved
     return _verdict(client)
 
 

@@ -7,6 +7,7 @@ import contextlib
 import http
 import itertools
 import json
+import ssl
 import time
 import uuid
 from collections import deque
@@ -19,6 +20,7 @@ from urllib.parse import quote
 from aiohttp import BodyPartReader, WSMsgType, web
 
 from tests.fakes.observed import Observed
+from tests.fakes.tls import authority
 
 TOKEN = "fake-discord-token"
 BOT_ID = 1000
@@ -132,6 +134,9 @@ class FakeDiscord(Observed):
         self.heartbeat_interval = 45000
         self.base_url = ""
         self.gateway_url = ""
+        self.resume_gateway_url = ""
+        # The server names clients asked for in their TLS hello (SNI), in order.
+        self.server_names: list[str] = []
         self.calls: list[Call] = []
         # self.sent (from Observed): accepted POST /channels/{id}/messages
         self.edits: list[dict[str, Any]] = []  # accepted message edits, with their bodies
@@ -143,6 +148,7 @@ class FakeDiscord(Observed):
         self.presence: dict[str, Any] | None = None
         self.dispatched: list[tuple[str, dict[str, Any]]] = []  # what went down the socket
         self.connections = 0
+        self.gateway_paths: list[str] = []  # the path of each gateway connection, in order
         self.resumes = 0
         self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self.deduplicated = 0  # sends answered with an earlier message of the same nonce
@@ -185,6 +191,8 @@ class FakeDiscord(Observed):
 
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
+        # discord.py opens the gateway at "/"; the READY's resume_gateway_url names "/gateway".
+        app.router.add_get("/", self._gateway)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_get("/attachments/{id}/{filename}", self._attachment)
         routes: list[tuple[str, str, Callable[[web.Request], Any]]] = [
@@ -215,13 +223,27 @@ class FakeDiscord(Observed):
             app.router.add_route(method, API + path, handler)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        # TLS as Discord's own servers: a certificate for discord.com, gateway.discord.gg and
+        # loopback, from the test authority a client trusts through SSL_CERT_FILE (ca_file).
+        tls = authority().server_context()
+        tls.sni_callback = self._asked_for
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=tls)
         await site.start()
         port = self._runner.addresses[0][1]
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.gateway_url = f"ws://127.0.0.1:{port}/gateway"
+        self.base_url = f"https://127.0.0.1:{port}"
+        self.gateway_url = f"wss://127.0.0.1:{port}/"
+        self.resume_gateway_url = f"wss://127.0.0.1:{port}/gateway"
         self._pump_task = asyncio.get_running_loop().create_task(self._pump())
         return self.base_url
+
+    @property
+    def ca_file(self) -> str:
+        """The authority that issued this fake's certificate, for a client's SSL_CERT_FILE."""
+        return str(authority().ca_file)
+
+    def _asked_for(self, conn: ssl.SSLObject, name: str | None, context: ssl.SSLContext) -> None:
+        if name is not None:
+            self.server_names.append(name)
 
     async def close(self) -> None:
         if self._pump_task is not None:
@@ -746,6 +768,7 @@ class FakeDiscord(Observed):
         await ws.prepare(request)
         self._sockets.add(ws)
         self.connections += 1
+        self.gateway_paths.append(request.path)
         try:
             # Plain TEXT frames: discord.py decompresses only binary frames, so the
             # compress=zlib-stream it asks for in the query can be ignored.
@@ -802,7 +825,7 @@ class FakeDiscord(Observed):
             "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
             "session_id": self.session_id,
             "session_type": "normal",
-            "resume_gateway_url": self.gateway_url,
+            "resume_gateway_url": self.resume_gateway_url,
             "application": {"id": str(APP_ID), "flags": 0},
             "private_channels": [],
             "relationships": [],
@@ -844,7 +867,7 @@ class FakeDiscord(Observed):
     async def _middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if request.path == "/gateway":
+        if request.path in ("/", "/gateway"):
             return await handler(request)
         path = request.path.removeprefix(API)
         body, files = await _read_body(request)

@@ -233,7 +233,8 @@ async def test_a_rejected_discord_token_and_a_missing_intent_fail(
 
 
 async def test_unreachable_servers_are_named(home: Path, api: FakeAnthropic):
-    llm_url, tg_url, dc_url = closed_port_url(), closed_port_url(), closed_port_url()
+    llm_url, tg_url = closed_port_url(), closed_port_url()
+    dc_url = closed_port_url().replace("http://", "https://")  # Discord's must be https://
     env = setup_home(
         home,
         llm_url,
