@@ -171,6 +171,34 @@ def _check_channels(channels: ChannelsConfig) -> None:
                     f"expected a numeric Discord id (a snowflake such as 80351110224678912), "
                     f"got {value!r}",
                 )
+    _check_discord_urls(dc.api_base_url, dc.gateway_url)
+
+
+def _check_discord_urls(api: str, gateway: str) -> None:
+    """discord.py asks for https://discord.com/api/v10 and wss://gateway.discord.gg/ whatever
+    is configured: Corvid can lead those names to another host and port, nothing more."""
+    for key, url, scheme, path in (
+        ("api_base_url", api, "https", "/api/v10"),
+        ("gateway_url", gateway, "wss", ""),
+    ):
+        parts = urlsplit(url)
+        try:
+            host_port = parts.netloc.rpartition("@")[2].rpartition("]")[2]
+            numbered = parts.port is not None or ":" not in host_port
+        except ValueError:
+            numbered = False
+        if not numbered:
+            why = "not a port number"
+        elif parts.scheme != scheme:
+            why = "discord.py speaks only TLS, to a certificate for Discord's host names"
+        elif not parts.hostname or parts.query or parts.fragment or parts.path.rstrip("/") != path:
+            why = "discord.py asks for its own paths: only the host and port can be changed"
+        else:
+            continue
+        raise ConfigError(
+            f"channels.discord.{key}",
+            f"expected {scheme}://<host>[:<port>]{path or '/'}, got {url!r} ({why})",
+        )
 
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})

@@ -138,6 +138,33 @@ def test_env_reference_inside_a_string():
             "channels.discord.groups[0]",
             "expected a numeric Discord id",
         ),
+        (
+            {"channels": {"discord": {"api_base_url": "http://127.0.0.1:8080/api/v10"}}},
+            "channels.discord.api_base_url",
+            "expected https://<host>[:<port>]/api/v10, got 'http://127.0.0.1:8080/api/v10' "
+            "(discord.py speaks only TLS",
+        ),
+        (
+            {"channels": {"discord": {"gateway_url": "ws://127.0.0.1:8080/"}}},
+            "channels.discord.gateway_url",
+            "expected wss://<host>[:<port>]/, got 'ws://127.0.0.1:8080/' (discord.py speaks "
+            "only TLS",
+        ),
+        (
+            {"channels": {"discord": {"api_base_url": "https://relay.example/discord/api/v10"}}},
+            "channels.discord.api_base_url",
+            "only the host and port can be changed",
+        ),
+        (
+            {"channels": {"discord": {"gateway_url": "wss://relay.example/gateway"}}},
+            "channels.discord.gateway_url",
+            "only the host and port can be changed",
+        ),
+        (
+            {"channels": {"discord": {"api_base_url": "https://relay.example:https/api/v10"}}},
+            "channels.discord.api_base_url",
+            "not a port number",
+        ),
         ({"timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
         (
             {"schedule": {"heartbeat": {"enabled": True, "target": "telegram:group:-1005"}}},
@@ -177,6 +204,23 @@ def test_errors_name_the_dotted_key(raw, key, words):
     assert err.value.key == key
     assert words in str(err.value)
     assert str(err.value).startswith(f"{key}: ")
+
+
+def test_discord_can_be_led_to_another_host_and_port_over_tls():
+    discord = _parse(
+        {
+            "channels": {
+                "discord": {
+                    "api_base_url": "https://127.0.0.1:8443/api/v10/",
+                    "gateway_url": "wss://[::1]:8444",
+                }
+            }
+        }
+    ).channels.discord
+    assert (discord.api_base_url, discord.gateway_url) == (
+        "https://127.0.0.1:8443/api/v10/",
+        "wss://[::1]:8444",
+    )
 
 
 def test_top_level_must_be_a_mapping_and_yaml_must_parse(tmp_path):
