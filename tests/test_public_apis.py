@@ -1,6 +1,6 @@
 """Libraries through their public doors: no module of gateway/, channels/ or agent/ changes the
-import system, looks at frames, imports another package's private module or name, or uses a
-private name of an object that is not ours."""
+import system, looks at frames, imports another package's private module or name, uses a
+private name of an object that is not ours, or changes a library's module or class."""
 
 from __future__ import annotations
 
@@ -74,11 +74,65 @@ def _our_modules(tree: ast.Module) -> set[str]:
     return bound
 
 
+def _libraries(tree: ast.Module) -> set[str]:
+    """Names bound in the module (at any depth) by an import of a module or name not ours."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update(
+                (a.asname or a.name).split(".")[0] for a in node.names if not _ours(a.name)
+            )
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            library = not _ours(node.module) and node.module != "__future__"
+            bound.update(a.asname or a.name for a in node.names if library)
+    return bound
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name an attribute chain starts from (``discord`` of ``discord.http.Route.BASE``)."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def patches(tree: ast.Module) -> Iterator[ast.AST]:
+    """Each change to an attribute of a library's module or class: assigned, augmented,
+    deleted, or set by name (``setattr``/``delattr``)."""
+    libraries = _libraries(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+        ):
+            if _root(node.args[0]) in libraries:
+                yield node
+            continue
+        else:
+            continue
+        stack = list(targets)
+        while stack:
+            target = stack.pop()
+            if isinstance(target, ast.Tuple | ast.List):  # unpacking: ``a, lib.X = ...``
+                stack.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                stack.append(target.value)
+            elif isinstance(target, ast.Attribute) and _root(target) in libraries:
+                yield target
+
+
 def violations(source: str, ours: frozenset[str]) -> Iterator[str]:
     """Each use of another package's insides in ``source``, as ``line: what``."""
     tree = ast.parse(source)
     our_modules = _our_modules(tree)
     asked = set(_loaded_asked(tree))
+    for patch in patches(tree):
+        yield f"{getattr(patch, 'lineno', '?')}: changes {ast.unparse(patch)}"
 
     def foreign(base: ast.expr, attr: str) -> bool:
         if not _private(attr) or attr in ours:
@@ -176,6 +230,20 @@ PLANTED = [
     ("pool._network_backend = backend", "pool._network_backend"),
     ("waiting = getattr(self._reader, '_buffer', None)", "'_buffer'"),
     ("kind = argparse._SubParsersAction", "argparse._SubParsersAction"),
+    # Library classes and modules changed in place (how Discord was once pointed elsewhere).
+    ("import discord; discord.http.Route.BASE = base", "changes discord.http.Route.BASE"),
+    (
+        "import discord, yarl; discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(u)",
+        "changes discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY",
+    ),
+    ("from discord import VoiceClient; VoiceClient.warn_nacl = False", "VoiceClient.warn_nacl"),
+    ("httpx2.AsyncClient.send = send", "changes httpx2.AsyncClient.send"),
+    ("NetworkError.__str__ = str", "changes NetworkError.__str__"),
+    ("logging.raiseExceptions, n = False, 1", "changes logging.raiseExceptions"),
+    ("time.monotonic: Any = clock", "changes time.monotonic"),
+    ("httpx2.Limits.count += 1", "changes httpx2.Limits.count"),
+    ("del httpx2.AsyncClient.send", "changes httpx2.AsyncClient.send"),
+    ("setattr(httpx2.AsyncClient, 'send', send)", "setattr(httpx2.AsyncClient"),
 ]
 
 
@@ -193,6 +261,22 @@ def test_each_way_into_a_library_s_insides_is_refused_when_planted_back(line, sa
     line_no = source[: source.index(anchor)].count("\n") + 2
     assert found and any(said in f for f in found), found
     assert all(f.startswith(f"{line_no}: ") for f in found), found
+
+
+def test_our_objects_and_the_libraries_objects_may_be_given_attributes():
+    """The rule is about a library's modules and classes: an object it made (a client, a
+    logger) and our own modules are set through their public attributes."""
+    source = (
+        "import discord\n"
+        "import logging\n"
+        "from gateway import settings\n"
+        "def make(hook):\n"
+        "    client = discord.Client(intents=discord.Intents.none())\n"
+        "    client.on_message = hook\n"
+        "    logging.getLogger('discord').propagate = False\n"
+        "    settings.LIMIT = 3\n"
+    )
+    assert list(violations(source, frozenset())) == []
 
 
 def test_asking_whether_a_module_is_loaded_is_not_a_change():
