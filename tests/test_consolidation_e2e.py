@@ -378,9 +378,16 @@ async def test_a_change_applied_by_number_is_not_applied_again(home, fake_api, c
     assert "has no pending change numbered so" in chan.texts()[-1]
     memory = (home / "workspace" / "MEMORY.md").read_text()
     assert memory.count("Loves durian") == 1 and "Porto" in memory
-    # The rest is still there to apply, and applying it all leaves the third once.
-    await asyncio.wait_for(chan.push(dict(chan.sent[-2].buttons)["Apply 1"]), 10)
-    assert (home / "workspace" / "MEMORY.md").read_text().count("Loves durian") == 1
+    # The rest is still there to apply, and applying it all (/memory apply ID) applies the
+    # rest only: the third, an "add" that would go in again, stays once.
+    await asyncio.wait_for(chan.push(dict(chan.sent[0].buttons)["Apply all"]), 10)
+    assert "Applied all changes" in chan.texts()[-1]
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert memory.count("Loves durian") == 1
+    assert "Lisbon" in memory and "Porto" not in memory and memory.count("Likes tea") == 1
+    await asyncio.wait_for(chan.push(apply_3), 10)
+    assert "was applied already" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == memory
 
 
 async def test_every_line_of_a_group_quote_read_from_a_mark_stays_theirs(
