@@ -365,6 +365,35 @@ async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     assert "garden" not in asked
 
 
+async def test_a_shared_chats_answer_with_no_changes_is_not_asked_about_its_log_again(
+    home, fake_api, consolidating
+):
+    """The same for a paired guest's and a group's notes: each chat's log, once answered with
+    no changes, is not sent again; a new entry in one is sent alone."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    day = NOW.date().isoformat()
+    chats = home / "workspace" / "memory" / "chats"
+    logs = {}
+    for chat, said in (("test-guest-77", "Eve: GUEST-CANARY."),
+                       ("test-group-100", "Bob: GROUP-CANARY.")):  # fmt: skip
+        (chats / chat).mkdir(parents=True)
+        logs[chat] = chats / chat / f"{day}.md"
+        logs[chat].write_text(f"# {day}\n\n## 10:00 · x\n\n{said}\n")
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start()
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2 and chan.sent == []
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2  # neither log is sent again
+    for chat in logs:
+        logs[chat].write_text(logs[chat].read_text() + f"\n## 21:00 · x\n\nNEW-IN-{chat}.\n")
+        await run_job(app)
+        asked = last_user_text(calls[-1])
+        assert f"NEW-IN-{chat}." in asked and "CANARY" not in asked
+    assert len(calls) == 4
+
+
 async def test_a_change_applied_by_number_is_not_applied_again(home, fake_api, consolidating):
     (home / "workspace" / "MEMORY.md").write_text(MEMORY)
     week_of_logs(home)
