@@ -1,7 +1,8 @@
 """Consolidation through the real chat path: a week of the owner's logs turned by the (fake)
 model into a proposal sent with buttons; applied by a button press, rejected, refused when
 MEMORY.md changed meanwhile, undone; a group's text shown as such; no model call when nothing
-is new; a pending proposal kept across a restart."""
+is new; a pending proposal kept across a restart; a log read on from where the last run
+stopped."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.workspace.audience import untrusted
+from agent.workspace.audience import note_written, untrusted
 from gateway.app import build_app
 from gateway.ops.cli import main
 from tests.conftest import PRIVATE, RecordingChannel, calls_by, make_config
@@ -365,6 +366,35 @@ async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     assert "garden" not in asked
 
 
+async def test_a_shared_chats_answer_with_no_changes_is_not_asked_about_its_log_again(
+    home, fake_api, consolidating
+):
+    """The same for a paired guest's and a group's notes: each chat's log, once answered with
+    no changes, is not sent again; a new entry in one is sent alone."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    day = NOW.date().isoformat()
+    chats = home / "workspace" / "memory" / "chats"
+    logs = {}
+    for chat, said in (("test-guest-77", "Eve: GUEST-CANARY."),
+                       ("test-group-100", "Bob: GROUP-CANARY.")):  # fmt: skip
+        (chats / chat).mkdir(parents=True)
+        logs[chat] = chats / chat / f"{day}.md"
+        logs[chat].write_text(f"# {day}\n\n## 10:00 · x\n\n{said}\n")
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start()
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2 and chan.sent == []
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2  # neither log is sent again
+    for chat in logs:
+        logs[chat].write_text(logs[chat].read_text() + f"\n## 21:00 · x\n\nNEW-IN-{chat}.\n")
+        await run_job(app)
+        asked = last_user_text(calls[-1])
+        assert f"NEW-IN-{chat}." in asked and "CANARY" not in asked
+    assert len(calls) == 4
+
+
 async def test_a_change_applied_by_number_is_not_applied_again(home, fake_api, consolidating):
     (home / "workspace" / "MEMORY.md").write_text(MEMORY)
     week_of_logs(home)
@@ -378,9 +408,16 @@ async def test_a_change_applied_by_number_is_not_applied_again(home, fake_api, c
     assert "has no pending change numbered so" in chan.texts()[-1]
     memory = (home / "workspace" / "MEMORY.md").read_text()
     assert memory.count("Loves durian") == 1 and "Porto" in memory
-    # The rest is still there to apply, and applying it all leaves the third once.
-    await asyncio.wait_for(chan.push(dict(chan.sent[-2].buttons)["Apply 1"]), 10)
-    assert (home / "workspace" / "MEMORY.md").read_text().count("Loves durian") == 1
+    # The rest is still there to apply, and applying it all (/memory apply ID) applies the
+    # rest only: the third, an "add" that would go in again, stays once.
+    await asyncio.wait_for(chan.push(dict(chan.sent[0].buttons)["Apply all"]), 10)
+    assert "Applied all changes" in chan.texts()[-1]
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert memory.count("Loves durian") == 1
+    assert "Lisbon" in memory and "Porto" not in memory and memory.count("Likes tea") == 1
+    await asyncio.wait_for(chan.push(apply_3), 10)
+    assert "was applied already" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == memory
 
 
 async def test_every_line_of_a_group_quote_read_from_a_mark_stays_theirs(
@@ -419,3 +456,49 @@ async def test_every_line_of_a_group_quote_read_from_a_mark_stays_theirs(
     memory = (home / "workspace" / "MEMORY.md").read_text()
     for name in ("open", "words", "close"):
         assert f'<untrusted source="{group}">\n- Fact from {name}.' in memory, name
+
+
+async def test_a_log_written_after_reading_from_outside_is_read_on_from_its_mark_and_quoted(
+    home, fake_api, consolidating
+):
+    """A log a conversation wrote after reading a group is quoted whole wherever it is read.
+    Its mark counts the log's own bytes, not the quote's: the next run reads exactly the new
+    entry, quoted again, its lines numbered as in the file."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    day = NOW.date().isoformat()
+    rel = f"memory/{day}.md"
+    log = home / "workspace" / rel
+    log.write_text(f"# {day}\n\n## 10:00\n\nThe boat is red.\n")
+    note_written(home / "workspace", rel, "the chat telegram-group--100")
+    source = f"{rel}, written after reading the chat telegram-group--100"
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": [
+        {"op": "add", "text": "- The boat is red.", "reason": "r", "sources": [f"{rel}:5"]},
+    ]})  # fmt: skip
+    app, chan = await consolidating.start()
+    await run_job(app)
+    asked = last_user_text(calls[-1])
+    assert f'<untrusted source="{source}">' in asked and "5| The boat is red." in asked
+    assert f"written by {source}, not by you" in chan.sent[-1].text
+    await asyncio.wait_for(chan.push(dict(chan.sent[-1].buttons)["Apply all"]), 10)
+
+    before = log.read_text()
+    entry = "## 21:00\n\nThe boat was sold to Cem, who lives by the harbour in the old town."
+    log.write_text(before + f"\n{entry}\n")
+    line = before.count("\n") + 4  # the new entry's sentence
+    fake_api.brain = consolidating_brain(calls, {"changes": [
+        {"op": "add", "text": "- Cem has the boat.", "reason": "r", "sources": [f"{rel}:{line}"]},
+    ]})  # fmt: skip
+    await run_job(app)
+    asked = last_user_text(calls[-1])
+    new = asked.split(f"### {rel}\n")[1]
+    assert f'<untrusted source="{source}">' in new and "The boat is red." not in new
+    assert f"{line - 2}| ## 21:00" in new and f"{line}| The boat was sold to Cem" in new
+    assert "harbour in the old town." in new
+    await asyncio.wait_for(chan.push(dict(chan.sent[-1].buttons)["Apply all"]), 10)
+    memory = (home / "workspace" / "MEMORY.md").read_text()
+    assert f'<untrusted source="{source}">\n- Cem has the boat.' in memory
+    # Blank lines added: nothing to read, nothing asked (quoted, they would not look blank).
+    log.write_text(log.read_text() + "\n\n")
+    status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2

@@ -30,7 +30,13 @@ from agent.model.charge import Charge, Purpose
 from agent.model.port import LLM
 from agent.sessions.state import Usage
 from agent.tools.files import atomic_write
-from agent.workspace.audience import is_guest, log_folder, notes_path
+from agent.workspace.audience import (
+    WRITTEN_AFTER,
+    is_guest,
+    log_folder,
+    notes_path,
+    untrusted,
+)
 from agent.workspace.changes import Author, authored
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey
@@ -135,12 +141,18 @@ class Curator:
             rel = f"{log_folder(audience)}/{name}"
             if rel not in marks and name < oldest:
                 continue
-            data = self.memory.read_visible(rel, audience).encode()
+            # The mark counts the log's own bytes: quoted whole, its new part is quoted alone.
+            data = self.memory.read_visible(rel, audience, quoted=False).encode()
             start = marks.get(rel, 0)
             if len(data) <= start:
                 continue
-            logs[rel] = data[start:].decode("utf-8", errors="replace")
+            text = data[start:].decode("utf-8", errors="replace")
             first_lines[rel] = data[:start].count(b"\n") + 1
+            read = self.memory.written_after(rel) if text.strip() else ""
+            if read:  # the quote opens on a line of its own, before the part's first
+                text = untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER)
+                first_lines[rel] -= 1
+            logs[rel] = text
             new_marks[rel] = len(data)
             starts[rel] = start
         return Reading(logs, first_lines, new_marks, starts)

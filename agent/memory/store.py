@@ -25,10 +25,11 @@ from agent.workspace.audience import (
     notes_path,
     reopened,
     untrusted,
+    written_after_outside,
 )
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
-from agent.workspace.visible import Unreadable, read_visible
+from agent.workspace.visible import Unreadable, inside, read_visible
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience
 
@@ -179,19 +180,26 @@ class Memory:
                     found.append((chat, rel))
         return found
 
-    def read_visible(self, rel: str, audience: Audience) -> str:
+    def read_visible(self, rel: str, audience: Audience, *, quoted: bool = True) -> str:
         """A memory file as the file tools would show it to this audience
         (``workspace.visible``): nothing through a link out of the workspace or into another
         audience's place, nothing that is not a regular file, for a shared chat nothing with
-        a second name (a hard link), and quoted when written after reading from outside; ""
-        for any of those."""
+        a second name (a hard link), and quoted when written after reading from outside
+        (unless ``quoted`` is off: see ``written_after``); "" for any of those."""
         hidden = not self.cfg.owner_reads_guest_notes
         if audience.private and hidden and guest_notes(PurePosixPath(rel)):
             return ""
         try:
-            return read_visible(self._root, rel, audience)
+            return read_visible(self._root, rel, audience, quoted=quoted)
         except (OSError, Unreadable):
             return ""
+
+    def written_after(self, rel: str) -> str:
+        """What a conversation had read from outside when it wrote the file at ``rel`` (where
+        its links lead, as ``read_visible`` judges it); "" when nothing."""
+        found = inside(self._root, self._root / rel)
+        where = found.relative_to(self._root).as_posix() if found is not None else rel
+        return written_after_outside(self._root).get(where, "")
 
     def own_text(self, rel: str) -> str:
         """A long-term file (MEMORY.md, a chat's notes) as its own chat reads it, unquoted, for

@@ -17,6 +17,7 @@ from agent.settings import MemorySettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
 from agent.workspace import visible
+from agent.workspace.audience import note_written
 from gateway.contract.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")
@@ -454,3 +455,21 @@ def test_a_memory_file_reads_the_same_without_resolving_its_path(memory, monkeyp
     assert "\ufffd" in memory.read_visible(f"memory/chats/{GROUP_CHAT}/2026-11-17.md", group)
     assert memory.read_visible("memory/2026-11-20.md", audience_of(PRIVATE)) == ""
     assert "owner-entry" in memory.read_visible("memory/2026-11-21.md", audience_of(PRIVATE))
+
+
+def test_what_a_file_was_written_after_is_found_where_its_link_leads(memory):
+    """``written_after`` judges a file as ``read_visible`` quotes it: by where a link in the
+    workspace leads; a file not recorded, or a link out of the workspace, was written after
+    nothing."""
+    own = memory.workspace / "memory"
+    (own / "2026-11-20.md").write_text("## 09:00\n\nafter a group\n")
+    note_written(memory.workspace, "memory/2026-11-20.md", "the chat g")
+    (own / "2026-11-21.md").symlink_to("2026-11-20.md")
+    (own / "2026-11-22.md").write_text("## 09:00\n\nthe owner's own\n")
+    assert memory.written_after("memory/2026-11-20.md") == "the chat g"
+    assert memory.written_after("memory/2026-11-21.md") == "the chat g"
+    assert memory.written_after("memory/2026-11-22.md") == ""
+    assert 'source="memory/2026-11-20.md, written after reading the chat g"' in (
+        memory.read_visible("memory/2026-11-21.md", OWNER)
+    )
+    assert memory.read_visible("memory/2026-11-21.md", OWNER, quoted=False).startswith("## 09")

@@ -64,20 +64,35 @@ def test_sources_in_quoted_text_name_their_author_and_stay_quoted():
     assert later.origin == "the chat g"
 
 
+# Each kind of change that brings new text: a fact drawn from a group's words stays theirs
+# whether it is added, replaces a passage, or merges two.
+KINDS = {
+    "add": {"op": "add", "text": "- D."},
+    "update": {"op": "update", "old": "- Anna lives in Porto.", "text": "- D."},
+    "merge": {"op": "merge", "old": ["- Likes tea.", "- Likes tea a lot."], "text": "- D."},
+}
+
+
 @pytest.mark.parametrize(("line", "origin"), [(6, ""), (7, "the chat g"), (8, "the chat g"),
                                              (9, "the chat g")])  # fmt: skip
 @pytest.mark.parametrize("read_from", [1, 5])
-def test_each_line_of_a_quote_is_theirs_and_the_line_before_is_not(line, origin, read_from):
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_line_of_a_quote_is_theirs_and_the_line_before_is_not(line, origin, read_from, kind):
     """The quote opens on line 7 and closes on 9, whether the log was read from its start or
-    from line 5 on: a source one line off either way would name the wrong author."""
+    from line 5 on: a source one line off either way would name the wrong author. Applied,
+    the group's fact is quoted under their name, the owner's is not."""
     text = LOG if read_from == 1 else LOG.split("\n", read_from - 1)[read_from - 1]
     [item] = parse(
-        answer({"op": "add", "text": "- D.", "sources": [f"memory/d.md:{line}"]}),
+        answer({**KINDS[kind], "reason": "r", "sources": [f"memory/d.md:{line}"]}),
         MEMORY,
         {"memory/d.md": text},
         {"memory/d.md": read_from},
     )
     assert item.origin == origin
+    after = applied(MEMORY, [item])
+    quoted = '<untrusted source="the chat g">\n- D.\n</untrusted>'
+    assert (quoted in after) == bool(origin) and after.count("- D.") == 1
+    assert after.count("<untrusted") == (1 if origin else 0)
 
 
 def test_an_answer_that_is_not_a_proposal_is_refused():
