@@ -349,12 +349,17 @@ TARGETS = (
         "tests/agent/memory/test_proposals.py",
         "tests/test_consolidation_e2e.py",
         "tests/agent/memory/test_sections.py",
+        "tests/test_memory_sections_e2e.py",
+        "tests/channels/telegram/test_proposals_in_chat.py",
         "tests/gateway/web/test_proposals_page.py",
     ),
     _t(
         "agent/memory/consolidation.py",
         "tests/test_consolidation_e2e.py",
+        "tests/test_memory_sections_e2e.py",
+        "tests/channels/telegram/test_proposals_in_chat.py",
         "tests/gateway/web/test_proposals_page.py",
+        "tests/gateway/scheduling/test_consolidation_target.py",
         "tests/gateway/ops/test_memory.py",
     ),
 )

@@ -138,6 +138,7 @@ async def test_a_week_of_logs_becomes_a_proposal_applied_by_button_then_undone(
     assert "Anna lives in Porto." in asked  # MEMORY.md as it is
     [proposal] = chan.sent
     assert proposal.key == PRIVATE
+    assert f"**1. UPDATE**: she moved (from memory/{today}.md:9)" in proposal.text
     labels = [label for label, _ in proposal.buttons]
     assert labels == ["Apply all", "Choose", "Reject"]
     assert (
@@ -364,6 +365,29 @@ async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     asked = last_user_text(calls[1])
     assert "Still likes tea." in asked and "Anna has moved" not in asked
     assert "garden" not in asked
+
+
+async def test_a_proposal_that_cannot_be_applied_whole_says_so_and_changes_nothing(
+    home, fake_api, consolidating
+):
+    """Two changes of one passage: each alone applies, both together cannot; the owner is
+    told so, in the proposal and when applying it all, and MEMORY.md is left as it was."""
+    (home / "workspace" / "MEMORY.md").write_text(MEMORY)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], {"changes": [
+        {"op": "update", "old": "- Likes tea.", "text": "- Likes green tea.", "reason": "r"},
+        {"op": "drop", "old": "- Likes tea.", "reason": "r"},
+    ]})  # fmt: skip
+    app, chan = await consolidating.start()
+    await run_job(app)
+    proposal = chan.sent[-1]
+    assert "(cannot be shown: a passage it changes is no longer there" in proposal.text
+    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"]), 10)
+    assert "a passage it changes is no longer there as it was" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == MEMORY
+    await asyncio.wait_for(chan.push(dict(proposal.buttons)["Apply all"] + " 1"), 10)
+    assert "Applied change(s) 1" in chan.texts()[-1]
+    assert "- Likes green tea." in (home / "workspace" / "MEMORY.md").read_text()
 
 
 async def test_a_shared_chats_answer_with_no_changes_is_not_asked_about_its_log_again(

@@ -62,6 +62,7 @@ async def test_a_free_form_memory_is_moved_into_sections_with_every_line_account
     assert "- Anna is my sister." in people
     assert f"- Anna's birthday: 4 May. (learned {NOW.date()}, {log}:5)" in people
     assert "## Family" not in after and "## Misc" not in after
+    assert "<untrusted" not in after  # the owner's own lines, moved, are still theirs
 
     # The next day: a new note goes in its section, and no move is asked for again.
     tomorrow = NOW.date() + timedelta(days=1)

@@ -7,7 +7,19 @@ import json
 
 import pytest
 
-from agent.memory.proposals import applied, origins, parse
+from agent.memory.proposals import (
+    APPLIED,
+    Item,
+    Proposal,
+    Store,
+    applied,
+    diff,
+    digest,
+    enclosing,
+    origins,
+    parse,
+    with_status,
+)
 from agent.workspace.audience import untrusted
 from gateway.contract.errors import ToolError
 
@@ -101,3 +113,188 @@ def test_an_answer_that_is_not_a_proposal_is_refused():
     with pytest.raises(ToolError):
         parse('{"nothing": 1}', MEMORY, {}, {})
     assert parse('{"changes": []}', MEMORY, {}, {}) == []
+
+
+def test_a_source_that_names_no_line_read_is_an_unnamed_one():
+    """Deny by default: when what was read quotes anyone else, a source that names a log not
+    read, or no line number, cannot be traced, and its item is quoted as from "an unnamed
+    source"; with nothing quoted in what was read, the same item is the owner's."""
+    for sources in (["memory/other.md:8"], ["memory/d.md:eight"], ["memory/d.md"], []):
+        change = {"op": "add", "text": "- D.", "sources": sources}
+        [item] = parse(answer(change), MEMORY, {"memory/d.md": LOG}, {"memory/d.md": 1})
+        assert item.origin == "an unnamed source", sources
+        own = {"memory/d.md": "# 2026-03-12\n\n## 10:00\n\nAnna moved.\n"}
+        [item] = parse(answer(change), MEMORY, own, {"memory/d.md": 1})
+        assert item.origin == "", sources
+
+
+QUOTED_MEMORY = MEMORY + untrusted("the chat g", "- Bob: the owner loves durian.") + "\n"
+QUOTED_BLOCK = untrusted("the chat g", "- Bob: the owner loves durian.")
+
+
+def test_a_quoted_passage_of_memory_md_rewritten_stays_quoted():
+    """An update of a passage that holds a quote stays quoted: under the name its sources
+    give when they are quoted, else as "text quoted in MEMORY.md"."""
+    own = {"memory/d.md": "# 2026-03-12\n\n## 10:00\n\nAnna moved.\n"}
+    change = {"op": "update", "old": QUOTED_BLOCK, "text": "- Loves durian, fresh.",
+              "reason": "r", "sources": ["memory/d.md:5"]}  # fmt: skip
+    [item] = parse(answer(change), QUOTED_MEMORY, own, {"memory/d.md": 1})
+    assert item.origin == "text quoted in MEMORY.md"
+    after = applied(QUOTED_MEMORY, [item])
+    assert '<untrusted source="text quoted in MEMORY.md">\n- Loves durian, fresh.' in after
+    [item] = parse(
+        answer({**change, "sources": ["memory/d.md:8"]}),
+        QUOTED_MEMORY,
+        {"memory/d.md": LOG},
+        {"memory/d.md": 1},
+    )
+    assert item.origin == "the chat g"
+
+
+def test_a_note_placed_by_the_model_keeps_its_quote():
+    """A note given its section by the model itself: added from a group's line, or moved out
+    of a quoted block, it stays quoted as theirs; a passage inside a quote that is rewritten
+    in place is quoted once, by the block around it."""
+    sectioned = "# Memory\n\n## People\n\n- Anna lives in Porto.\n\n" + QUOTED_BLOCK + "\n"
+    add = {"op": "add", "text": "- Durian.", "section": "Preferences", "reason": "r",
+           "sources": ["memory/d.md:8"]}  # fmt: skip
+    place = {"op": "place", "old": "- Bob: the owner loves durian.", "section": "People",
+             "reason": "r"}  # fmt: skip
+    update = {"op": "update", "old": "- Bob: the owner loves durian.", "text": "- Bob: durian!",
+              "reason": "r", "sources": ["memory/d.md:5"]}  # fmt: skip
+    added, moved, rewritten = parse(
+        answer(add, place, update), sectioned, {"memory/d.md": LOG}, {"memory/d.md": 1}
+    )
+    assert (added.section, added.origin) == ("Preferences and feedback", "the chat g")
+    assert (moved.section, moved.origin) == ("People", "the chat g")
+    assert rewritten.origin == ""  # the block around it keeps it quoted
+    after = applied(sectioned, [added])
+    assert '## Preferences and feedback\n\n<untrusted source="the chat g">\n- Durian.' in after
+    after = applied(sectioned, [moved])
+    people = after.split("## People\n")[1]
+    assert '<untrusted source="the chat g">\n- Bob: the owner loves durian.' in people
+    after = applied(sectioned, [rewritten])
+    assert after.count("<untrusted") == 1 and "- Bob: durian!\n</untrusted>" in after
+
+
+@pytest.mark.parametrize(
+    ("passage", "source"),
+    [
+        ("- b", "the chat g"),  # a line inside
+        ("- a\n- b", "the chat g"),  # lines inside
+        ('<untrusted source="the chat g">\n- a', ""),  # from its opening line
+        ("- b\n</untrusted>", ""),  # to its closing line
+        ('<untrusted source="the chat g">\n- a\n- b\n</untrusted>', ""),  # the whole block
+        ("- c", ""),  # after it
+    ],
+)
+@pytest.mark.parametrize("lead", ["", "\n"])
+def test_a_passage_is_inside_a_quote_only_strictly_between_its_tag_lines(passage, source, lead):
+    """Only a passage strictly inside a quoted block is quoted anew when moved out of it; one
+    that carries the quote's own opening or end is not quoted twice. The same with a blank
+    line before everything."""
+    current = lead + '<untrusted source="the chat g">\n- a\n- b\n</untrusted>\n- c\n'
+    assert enclosing(current, passage) == source
+
+
+def test_items_that_are_no_change_are_left_out_without_failing_the_rest():
+    items = parse(
+        answer(
+            "not an object",
+            {"op": "rewrite", "old": "- Likes tea.", "text": "x"},  # an op not known
+            {"op": "place", "old": "- Likes tea."},  # moved where?
+            {"op": "place", "old": ["- Likes tea.", "- Likes tea a lot."], "section": "people"},
+            {"op": "place", "old": "- Likes tea.", "section": "nowhere"},
+            {"op": "drop", "old": "- Likes tea.", "reason": "stale"},
+        ),
+        MEMORY,
+        {},
+        {},
+    )
+    assert [(i.op, i.reason) for i in items] == [("drop", "stale")]
+
+
+def test_an_answer_with_words_right_after_its_json_is_read():
+    assert parse('{"changes": []}. That is all.', MEMORY, {}, {}) == []
+    with pytest.raises(ToolError, match="not JSON"):
+        parse('{"changes": [oops]}', MEMORY, {}, {})
+
+
+def test_a_change_that_moves_nothing_leaves_the_rest_of_the_file_as_it_is():
+    """Only a move into sections tidies the file (headings left empty by it go); an update
+    keeps the owner's own empty heading."""
+    text = "# Memory\n\n## Someday\n\n## People\n\n- Anna lives in Porto.\n"
+    [item] = parse(
+        answer({"op": "update", "old": "- Anna lives in Porto.", "text": "- Anna: Lisbon."}),
+        text,
+        {},
+        {},
+    )
+    assert applied(text, [item]) == text.replace("- Anna lives in Porto.", "- Anna: Lisbon.")
+
+
+def test_two_changes_of_the_same_passage_cannot_both_be_applied():
+    items = parse(
+        answer(
+            {"op": "update", "old": "- Likes tea.", "text": "- Likes green tea."},
+            {"op": "drop", "old": "- Likes tea."},
+        ),
+        MEMORY,
+        {},
+        {},
+    )
+    assert len(items) == 2
+    with pytest.raises(ToolError, match="no longer there as it was"):
+        applied(MEMORY, items)
+    assert "- Likes green tea.\n- Likes tea a lot." in applied(MEMORY, items[:1])
+
+
+def test_each_change_is_described_with_what_it_has():
+    add = Item("add", "- new\n  more", (), "why", ("memory/d.md:5",), "the chat g",
+               section="People")  # fmt: skip
+    drop = Item("drop", "", ("- old",), "stale", ())
+    assert add.describe(1) == (
+        "1. ADD: why\n   + - new\n       more\n   → People\n   from memory/d.md:5\n"
+        "   ⚠ written by the chat g, not by you"
+    )
+    assert drop.describe(2) == "2. DROP: stale\n   - - old"
+    assert add.markdown(1) == (
+        "**1. ADD**: why (from memory/d.md:5)\n→ People\n⚠ written by the chat g, not by you\n"
+        "```diff\n+ - new\n+   more\n```"
+    )
+    assert drop.markdown(2) == "**2. DROP**: stale\n```diff\n- - old\n```"
+    # A fence one longer than the longest run of backticks inside: it cannot end early.
+    code = Item("add", "- run: ````x````", (), "r", ())
+    assert code.markdown(1).endswith("\n`````diff\n+ - run: ````x````\n`````")
+
+
+def test_a_proposal_is_numbered_from_one_and_plain_unless_asked_for_markdown():
+    items = (Item("add", "- a", (), "first", ()), Item("add", "- b", (), "second", ()))
+    proposal = Proposal("p1", "2026-03-12T22:00:00+01:00", digest(MEMORY), items, {})
+    assert "\n\n1. ADD: first\n   + - a\n\n2. ADD: second" in proposal.summary()
+    assert "**2. ADD**: second" in proposal.summary(markdown=True)
+    done = with_status(proposal, [1], APPLIED)
+    assert "first" not in done.summary() and "2. ADD: second" in done.summary()
+
+
+def test_a_diff_shows_only_what_changes_even_without_a_last_newline():
+    shown = diff("# Memory\n- a\n- b", "# Memory\n- a\n- c")
+    assert shown.endswith("\n-- b\n+- c\n")
+    assert " # Memory\n" in shown and " - a\n" in shown  # unchanged lines: context only
+
+
+def test_the_store_makes_its_folder_keeps_the_last_fifty_and_sets_a_damaged_file_aside(
+    tmp_path,
+):
+    store = Store(tmp_path / "state" / "new" / "proposals.json")
+    for n in range(51):
+        store.add(Proposal(f"p{n}", "2026-03-12T22:00", "x", (), {}), {"memory/d.md": n})
+    assert [p.id for p in store.all()] == [f"p{n}" for n in range(1, 51)]
+    assert store.marks() == {"memory/d.md": 50}
+    with pytest.raises(ToolError, match="There is no memory proposal p0"):
+        store.get("p0")
+    store.path.write_text("{damaged")
+    assert store.all() == [] and store.marks() == {}
+    assert (store.path.parent / "proposals.json.unreadable").read_text() == "{damaged"
+    store.set_marks({"memory/d.md": 3})
+    assert store.marks() == {"memory/d.md": 3}
