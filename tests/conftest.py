@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import itertools
 import logging
 from collections import Counter
@@ -151,6 +152,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     here = config.invocation_params.dir
     chosen = [here / str(arg).split("::")[0] for arg in config.args]
     return 0 if chosen and all(path.is_file() for path in chosen) else 2
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_sdk_imported() -> None:
+    """The anthropic SDK, imported once per test process before its first test. Corvid
+    imports it in a thread at start; on a busy machine that takes seconds, which would
+    otherwise fall inside the bounded wait of whichever test came first."""
+    importlib.import_module("anthropic")
 
 
 @pytest.fixture(autouse=True)
