@@ -51,10 +51,6 @@ def open_memory(
     def today() -> date:
         return clock.now().astimezone(config.tz).date()
 
-    search, vectors = memory_search(config, index, today, embedded)
-    if vectors is not None:
-        resources.callback(vectors.close)
-        vectors.start(prepare=index.sync)
     lost = "the earlier versions of the workspace's files are in the old copy: no change made "
     lost += "before now can be undone"
     path = config.layout.history
@@ -62,6 +58,12 @@ def open_memory(
     resources.callback(history.close)
     if found := history.look():
         log.info("%d workspace file(s) changed by hand since last recorded", found)
+    # Only now the embedding thread: its catch-up reads the history to date lines, and two
+    # threads making a new history at once find it locked.
+    search, vectors = memory_search(config, index, today, embedded)
+    if vectors is not None:
+        resources.callback(vectors.close)
+        vectors.start(prepare=index.sync)
     return Memory(
         workspace,
         index,

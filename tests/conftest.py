@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import itertools
 import logging
 import os
@@ -168,6 +169,14 @@ def _trusting_the_fakes_authority() -> Iterator[None]:
         os.environ.pop("SSL_CERT_FILE", None)
     else:
         os.environ["SSL_CERT_FILE"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_sdk_imported() -> None:
+    """The anthropic SDK, imported once per test process before its first test. Corvid
+    imports it in a thread at start; on a busy machine that takes seconds, which would
+    otherwise fall inside the bounded wait of whichever test came first."""
+    importlib.import_module("anthropic")
 
 
 @pytest.fixture(autouse=True)

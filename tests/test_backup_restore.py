@@ -22,7 +22,7 @@ import yaml
 from gateway.scheduling.jobs import Job, JobKind
 from gateway.scheduling.reminders import JobStore
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text
-from tests.fakes.process import API_KEY, corvid_process
+from tests.fakes.process import API_KEY, FIRST_CALL, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 
 USERS = (42, 43, 44, 45)
@@ -97,7 +97,7 @@ async def _wave(tg: FakeTelegram, i: int) -> None:
     for user in USERS:
         tg.text(f"{'note' if i % 3 == 0 else 'msg'} {i} from {user}", user=user)
     for user in USERS:
-        await tg.wait_for(lambda u=user: _answered(tg, u, f" {i} from {u}"), 30)
+        await tg.wait_for(lambda u=user: _answered(tg, u, f" {i} from {u}"), FIRST_CALL)
 
 
 def _answered(tg: FakeTelegram, user: int, text: str) -> bool:
@@ -160,7 +160,7 @@ async def test_a_backup_during_a_burst_restores_the_same_home(tmp_path):
         async with corvid_process(fresh, secrets, watch=True) as proc:
             await proc.wait_line("is polling")
             tg.text("after the restore", user=42)
-            await tg.wait_for(lambda: _answered(tg, 42, "after the restore"), 30)
+            await tg.wait_for(lambda: _answered(tg, 42, "after the restore"), FIRST_CALL)
             assert await proc.stop() == 0
         body = next(
             r.body

@@ -93,7 +93,7 @@ async def _settled(tg: FakeTelegram, count: int) -> list[dict[str, Any]]:
     """The chat's messages once a final ping has been answered: turns in a chat run in order,
     so anything still owed to it has been sent by then."""
     tg.text("ping")
-    await tg.wait_for(lambda: any(m["shown"].endswith("ping") for m in tg.sent), timeout=30)
+    await tg.wait_for(lambda: any(m["shown"].endswith("ping") for m in tg.sent), FIRST_CALL)
     assert len(tg.sent) == count, [m["shown"] for m in tg.sent]
     return tg.sent
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.process import corvid_process
+from tests.fakes.process import FIRST_CALL, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 
 SESSION = "telegram:private:42"
@@ -112,7 +112,7 @@ async def test_a_home_of_the_oldest_layout_is_carried_forward(tmp_path):
             await proc.wait_line(r"upgraded: llm\.parallel_calls was removed")
             await proc.wait_line(r"upgraded: state/scheduler\.sqlite: schema 0 → 1")
             tg.text("Where does my sister live?")
-            await tg.wait_for(lambda: any("sister live" in m["shown"] for m in tg.sent), 30)
+            await tg.wait_for(lambda: any("sister live" in m["shown"] for m in tg.sent), FIRST_CALL)
             assert await proc.stop() == 0
         # The conversation went on from the old transcript.
         body = json.dumps(api.message_requests[-1].body["messages"])

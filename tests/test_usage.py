@@ -127,7 +127,7 @@ async def test_the_ledger_sums_equal_the_bill_per_purpose_and_audience(
 
 
 async def test_the_ledger_matches_the_bill_across_a_sigkill(tmp_path):
-    from tests.fakes.process import corvid_process
+    from tests.fakes.process import FIRST_CALL, corvid_process
     from tests.fakes.telegram_api import BOT_USERNAME, FakeTelegram
 
     api, tg = FakeAnthropic(), FakeTelegram()
@@ -151,7 +151,7 @@ async def test_the_ledger_matches_the_bill_across_a_sigkill(tmp_path):
         async with corvid_process(home, env, watch=True) as proc:
             await proc.wait_line("is polling")
             tg.text("one")
-            await tg.wait_for(lambda: len(tg.sent) == 1, timeout=30)
+            await tg.wait_for(lambda: len(tg.sent) == 1, timeout=FIRST_CALL)
             tg.text(f"@{BOT_USERNAME} GROUPTAG hello", chat=-100500, chat_type="supergroup")
             await tg.wait_for(lambda: len(tg.sent) == 2, timeout=30)
             tg.text("HOLD two")
@@ -160,7 +160,8 @@ async def test_the_ledger_matches_the_bill_across_a_sigkill(tmp_path):
         release.set()
         async with corvid_process(home, env, watch=True) as proc:
             await proc.wait_line("is polling")
-            await tg.wait_for(lambda: len(tg.sent) == 3, timeout=30)  # the held one, answered
+            # The held one, answered: the new process's first model call.
+            await tg.wait_for(lambda: len(tg.sent) == 3, timeout=FIRST_CALL)
             tg.text(f"@{BOT_USERNAME} GROUPTAG again", chat=-100500, chat_type="supergroup")
             await tg.wait_for(lambda: len(tg.sent) == 4, timeout=30)
             await proc.stop()

@@ -19,7 +19,8 @@ import pytest
 
 from channels.terminal import TerminalChannel
 from gateway.app import build_app
-from tests.conftest import make_config
+from gateway.config.home import init_home
+from tests.conftest import keywords_only, make_config
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
 from tests.fakes.process import FIRST_CALL
 
@@ -182,7 +183,11 @@ class Tty:
     def text(self) -> str:
         return self.raw.decode(errors="replace")
 
-    async def wait_for(self, seen: Callable[[list[str]], bool], timeout: float = 30) -> list[str]:
+    async def wait_for(
+        self, seen: Callable[[list[str]], bool], timeout: float = FIRST_CALL
+    ) -> list[str]:
+        """The screen once it shows what ``seen`` looks for. The bound is that of a fresh
+        process's first model call, which any wait here may include."""
         async with asyncio.timeout(timeout):
             while not seen(screen_of(self.text)):
                 self._more.clear()
@@ -389,14 +394,12 @@ async def test_a_warning_at_the_prompt_goes_above_it_and_the_prompt_comes_back(t
     await api.start()
     api.enqueue(Reply("Still here."))
     home = tmp_path / "h"
+    init_home(home, {})
+    keywords_only(home)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["mcp"] = {"servers": {"gone": {"command": str(tmp_path / "no-such-server")}}}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
     try:
-        async with corvid_chat_at_a_tty(home, api) as tty:
-            await tty.wait_for(prompts)
-            tty.type("/quit")
-            await asyncio.wait_for(tty.proc.wait(), 30)
-        config = yaml.safe_load((home / "config.yaml").read_text())
-        config["mcp"] = {"servers": {"gone": {"command": str(tmp_path / "no-such-server")}}}
-        (home / "config.yaml").write_text(yaml.safe_dump(config))
         async with corvid_chat_at_a_tty(home, api) as tty:
             screen = await tty.wait_for(
                 lambda s: prompts(s) and any("MCP server gone cannot start" in x for x in s)

@@ -4,8 +4,8 @@ fakes, and a fake transcription service, with a real few-second Ogg/Opus recordi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -338,20 +338,9 @@ async def test_the_doctor_probe_says_when_the_service_is_away_or_slow(ears):
     assert away.status.value == "FAIL" and "cannot reach http://127.0.0.1:" in away.message
     assert away.fix == "check the network and its base_url"
 
-    # A server that takes the connection and never answers.
-    release = asyncio.Event()
-
-    async def stuck(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await release.wait()
-        writer.close()
-        await writer.wait_closed()
-
-    server = await asyncio.start_server(stuck, "127.0.0.1", 0)
-    try:
-        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    # A server that never answers: the system takes the connection into the listening
+    # socket's queue, and nothing accepts it, so no socket of it is left for the test to close.
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        url = f"http://127.0.0.1:{listening.getsockname()[1]}/v1"
         slow = await OpenAITranscriber(url, "k", "m", 5).probe(0.2, "transcription.api_key")
-    finally:
-        release.set()
-        server.close()
-        await server.wait_closed()
     assert slow.status.value == "FAIL" and slow.message.endswith("did not answer within 0.2 s")

@@ -65,3 +65,36 @@ async def test_an_sdk_that_does_not_load_leaves_the_control_page_to_start(home):
         assert app.web is not None
     finally:
         await app.stop()
+
+
+async def test_the_history_is_made_before_the_embedding_thread_can_open_it(home, monkeypatch):
+    """The embedding thread first brings the index up to date, dating each line of memory by
+    the workspace's history. Were it started before the history was made, both threads could
+    make it at once, and the start failed with "database is locked"."""
+    import sqlite3
+    from contextlib import AsyncExitStack
+
+    from agent.memory.semantic import SemanticIndex
+    from gateway.tool_setup import open_memory
+    from tests.fakes.clock import FakeClock
+
+    config = make_config(
+        home,
+        "http://127.0.0.1:9",
+        memory={"embeddings": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+    )
+    history = config.layout.history
+    seen: dict[str, object] = {}
+
+    def start(self: SemanticIndex, prepare: object = None) -> None:  # the thread, not started
+        seen["made"] = history.is_file()
+        if seen["made"]:
+            with sqlite3.connect(f"{history.as_uri()}?mode=ro", uri=True) as db:
+                sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+                seen["tables"] = {row[0] for row in db.execute(sql)} >= {"blobs", "changes"}
+                seen["mode"] = db.execute("PRAGMA journal_mode").fetchone()[0]
+
+    monkeypatch.setattr(SemanticIndex, "start", start)
+    async with AsyncExitStack() as resources:
+        open_memory(config, resources, FakeClock())
+    assert seen == {"made": True, "tables": True, "mode": "wal"}

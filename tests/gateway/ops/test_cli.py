@@ -161,7 +161,7 @@ async def test_run_serves_telegram_and_stops_cleanly_on_sigterm(tmp_path: Path):
     async with _corvid_run(tmp_path) as (proc, tg):
         await tg.wait_for(lambda: bool(tg.calls_to("getUpdates")), timeout=30)
         tg.text("hello from telegram")
-        sent = await tg.wait_sent(1, timeout=30)
+        sent = await tg.wait_sent(1, FIRST_CALL)
         assert sent[0]["shown"] == "echo: hello from telegram"
         proc.send_signal(signal.SIGTERM)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
@@ -187,7 +187,7 @@ async def test_a_stop_does_not_wait_out_the_long_poll_and_says_nothing_more(tmp_
     try:
         async with corvid_process(home, {"TELEGRAM_BOT_TOKEN": tg.token}, watch=True) as run:
             tg.text("hello from telegram")
-            await tg.wait_sent(1, timeout=30)
+            await tg.wait_sent(1, FIRST_CALL)
             # The poll after the message, open with its offset past it.
             await tg.wait_for(
                 lambda: any(c.params.get("offset") for c in tg.calls_to("getUpdates")), timeout=30
@@ -295,7 +295,7 @@ async def test_run_serves_discord(tmp_path: Path):
             proc = running.proc
             await dc.wait_ready(timeout=30)
             dc.message("hi from discord", guild=False)
-            sent = await dc.wait_sent(1, timeout=30)
+            sent = await dc.wait_sent(1, FIRST_CALL)
             assert sent[0]["content"] == "echo: hi from discord"
             proc.send_signal(signal.SIGTERM)
             out, err = await asyncio.wait_for(proc.communicate(), 30)

@@ -12,7 +12,7 @@ import pytest
 from gateway import logcontext
 from gateway.services import logs
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, tool_results
-from tests.fakes.process import API_KEY, corvid_process
+from tests.fakes.process import API_KEY, FIRST_CALL, corvid_process
 from tests.fakes.telegram_api import FakeTelegram
 
 
@@ -94,7 +94,7 @@ async def test_corvid_run_logs_json_with_timings_and_no_secrets(tmp_path):
         ) as proc:
             await proc.wait_line("is polling")
             tg.text("remember this")
-            await tg.wait_sent(1, timeout=30)
+            await tg.wait_sent(1, FIRST_CALL)
             turn_line = await proc.wait_line('"event": "turn"')
             assert await proc.stop() == 0
     finally:

@@ -15,7 +15,7 @@ from gateway.channel_setup import build_channels
 from gateway.config.loader import parse_config
 from gateway.ops.cli import main
 from tests.conftest import OWNER
-from tests.fakes.process import corvid_process
+from tests.fakes.process import FIRST_CALL, corvid_process
 
 
 def _raw(fake_api, fake_telegram, **telegram: Any) -> dict[str, Any]:
@@ -124,7 +124,7 @@ async def test_sighup_reloads_a_running_process(tmp_path, fake_api, fake_telegra
         await run.wait_line(r"config.yaml reloaded: 1 change")
         fake_telegram.text("hi", user=77, first_name="Eve")
         await fake_telegram.wait_for(
-            lambda: any(m["shown"] == "echo: hi" for m in fake_telegram.sent)
+            lambda: any(m["shown"] == "echo: hi" for m in fake_telegram.sent), FIRST_CALL
         )
         assert await run.stop() == 0
 
