@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
 from agent.memory.ranking import Candidate, Ranked, diversify, score, supersede
-from agent.memory.superseded import Found, replacements
+from agent.memory.superseded import replacements
 from agent.memory.text import idf, query_terms, rare_tokens, snippet, strip_accents
 from agent.memory.when import DaySpan, dates_in
 from agent.settings import SearchSettings
@@ -106,12 +106,11 @@ class HybridSearch:
         tokens = {t: w for t, w in weights.items() if t in rare}
         ranked = score(candidates, weights, self.settings, self.today(), asked, tokens)
         held = {_folded(t): w for t, w in weights.items() if text.doc_freq.get(t)}
-        found = Found(rows, stored, wanted, audience, span, asked, at_once)
-        replaced = replacements(self.index, self.vectors, ranked, found, held)
+        replaced = replacements(
+            self.index, self.vectors, ranked, stored, chat, asked, held, at_once
+        )
         if replaced is None:
             return None
-        rows |= replaced.rows
-        stored |= replaced.stored
         ordered = supersede(ranked, replaced.newer, replaced.again)
         picked = diversify(ordered, stored, max_results, self.settings.mmr_lambda)
         return [self._hit(r, rows, terms) for r in picked]

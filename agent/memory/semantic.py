@@ -235,12 +235,5 @@ class SemanticIndex:
         given)."""
         return self.table.reach(chunks, places, chat)
 
-    def neighbours(
-        self, chunks: Sequence[int], k: int, chat: str | None, places: Sequence[int] = ()
-    ) -> dict[int, list[tuple[int, float]]]:
-        """Each of these chunks' ``k`` nearest others (of ``chat`` only, when given); their
-        ``reach`` at ``places`` is known after."""
-        return self.table.neighbours(chunks, k, chat, places)
-
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         return self.table.vectors(chunks)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import chain
 from typing import TYPE_CHECKING
 
 from agent.memory.ranking import Ranked
@@ -86,32 +85,26 @@ class Subjects:
         mass = self._mass.get(old, 0.0)
         return mass > 0 and self.shared(old, new) * min(mass, self._mass[new]) >= TOLD_AGAIN * mass
 
-    def pairs(
-        self,
-        ranked: Sequence[Ranked],
-        allowed: Callable[[Ranked], bool],
-        also: Sequence[tuple[Ranked, Ranked]] = (),
-    ) -> set[int]:
-        """The notes of ``ranked`` in a pair (an older and a newer), or of ``also``'s pairs,
-        whose shared words could make them one subject: only theirs need their reach."""
+    def pairs(self, ranked: Sequence[Ranked], allowed: Callable[[Ranked], bool]) -> set[int]:
+        """The notes of ``ranked`` in a pair (an older and a newer) whose shared words could
+        make them one subject: only theirs need their reach."""
         out: set[int] = set()
-        for old, new in chain(_older_newer(ranked, allowed), also):
+        for old, new in _older_newer(ranked, allowed):
             a, b = old.candidate.id, new.candidate.id
-            if self.worded(a, b):
+            if self._worded(a, b):
                 out |= {a, b}
         return out
 
     def same(self, old: int, new: int) -> bool:
         if self._reach is None:
             return not self._guarded(old, new) and self.shared(old, new) >= SAME_WORDS
-        if not self.worded(old, new):
+        if not self._worded(old, new):
             return False
         if self._within(old, new, 0):
             return True
         return self._widely(old, new) and self._within(old, new, 1)
 
-    def worded(self, old: int, new: int) -> bool:
-        """Whether the two notes share enough words to be one subject if near in meaning."""
+    def _worded(self, old: int, new: int) -> bool:
         return not self._guarded(old, new) and self.shared(old, new) >= NEAR_WORDS
 
     def _widely(self, old: int, new: int) -> bool:
@@ -153,16 +146,13 @@ def _older_newer(
 
 
 def newer_notes(
-    ranked: Sequence[Ranked],
-    subjects: Subjects,
-    allowed: Callable[[Ranked], bool],
-    also: Sequence[tuple[Ranked, Ranked]] = (),
+    ranked: Sequence[Ranked], subjects: Subjects, allowed: Callable[[Ranked], bool]
 ) -> dict[int, list[Ranked]]:
     """For each dated note of ``ranked``, the notes of ``ranked`` written later about the same
-    subject that ``allowed`` lets replace it, and those of ``also``'s (older, newer) pairs on
-    one subject, the likeliest first (most shared words, then the newest)."""
+    subject that ``allowed`` lets replace it, the likeliest first (most shared words, then
+    the newest)."""
     found: dict[int, list[Ranked]] = {}
-    for old, new in chain(_older_newer(ranked, allowed), also):
+    for old, new in _older_newer(ranked, allowed):
         if subjects.same(old.candidate.id, new.candidate.id):
             found.setdefault(old.candidate.id, []).append(new)
     for a, later in found.items():

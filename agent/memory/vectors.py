@@ -6,8 +6,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -122,21 +121,20 @@ class VectorTable:
         # How near each chunk's nearest chunks are, as ``reach`` found them: (chat, chunk,
         # places) -> cosines; forgotten at any change of the table.
         self._reach: dict[tuple[str | None, int, tuple[int, ...]], tuple[float, ...]] = {}
-        self._near: dict[tuple[str | None, int, int], list[tuple[int, float]]] = {}
 
     # -- keeping up with the index ----------------------------------------------------------
 
     def reset(self, rows: Sequence[ChunkRow]) -> None:
         """Forget every chunk (vectors too) and take these."""
         with self._lock:
-            self._forget_near()
+            self._reach.clear()
             self._n = self._dead = 0
             self._sha, self._row_of, self._rows_of_sha = [], {}, {}
             self._add(rows)  # rows past _n are never read before _add sets them
 
     def change(self, removed: Iterable[int], added: Sequence[ChunkRow]) -> None:
         with self._lock:
-            self._forget_near()
+            self._reach.clear()
             for chunk in removed:
                 row = self._row_of.pop(chunk, None)
                 if row is not None:
@@ -150,14 +148,10 @@ class VectorTable:
     def forget_vectors(self) -> None:
         """Keep the chunks, drop their vectors (another model's vectors mean nothing now)."""
         with self._lock:
-            self._forget_near()
+            self._reach.clear()
             self._filled[:] = False
             self.dim = 0
             self._matrix = np.zeros((len(self._ids), 0), dtype=np.float32)
-
-    def _forget_near(self) -> None:
-        self._reach.clear()
-        self._near.clear()
 
     def _add(self, rows: Sequence[ChunkRow]) -> None:
         self._grow(self._n + len(rows))
@@ -226,7 +220,7 @@ class VectorTable:
         """Give the chunks with these texts their vectors. A vector of another length than
         the ones before is refused (it is another model's)."""
         with self._lock:
-            self._forget_near()
+            self._reach.clear()
             for sha, vector in vectors.items():
                 if not self.dim:
                     self.dim = len(vector)
@@ -283,53 +277,32 @@ class VectorTable:
         key = tuple(places)
         with self._lock:
             out = {c: self._reach[(chat, c, key)] for c in chunks if (chat, c, key) in self._reach}
-            columns = self._columns([c for c in chunks if c not in out], chat)
-            for chunk, column, _ in columns:
-                out[chunk] = self._reach[(chat, chunk, key)] = _reached(column, places, columns)
+            wanted = [c for c in chunks if c not in out and c in self._row_of]
+            wanted = [c for c in wanted if self._filled[self._row_of[c]]]
+            n = self._n
+            usable = self._alive[:n] & self._filled[:n]
+            if chat is not None:
+                usable &= self._chat[:n] == self._codes.get(chat, -1)
+            rows = np.flatnonzero(usable)
+            if not wanted or not rows.size:
+                return out
+            queries = self._matrix[[self._row_of[c] for c in wanted]]
+            if chat is None:
+                # The owner's: the whole matrix at once, dead rows set aside after (taking
+                # the live ones out first would copy it).
+                sims = self._matrix[:n] @ queries.T
+                sims[~usable] = -np.inf
+            else:  # a shared chat's rows are taken out first: no other chunk is scored
+                sims = self._matrix[rows] @ queries.T
+            size = len(sims)
+            # The n-th largest of a column is its (size - n)-th smallest; past the chunks
+            # there are, the last of them.
+            at = [size - min(p, rows.size) for p in places]
+            for chunk, column in zip(wanted, sims.T, strict=True):
+                found = np.partition(column, sorted(set(at)))
+                value = tuple(float(found[i]) for i in at)
+                out[chunk] = self._reach[(chat, chunk, key)] = value
             return out
-
-    def neighbours(
-        self, chunks: Sequence[int], k: int, chat: str | None, places: Sequence[int] = ()
-    ) -> dict[int, list[tuple[int, float]]]:
-        """For each of these chunks that has a vector, its ``k`` nearest other chunks (chunk
-        id, cosine), nearest first, among the chunks of ``chat`` only when one is given; with
-        ``places``, their ``reach`` is known after, from the same product. One product for
-        those not known yet; known until the table changes."""
-        key = tuple(places)
-        with self._lock:
-            out = {c: self._near[(chat, c, k)] for c in chunks if (chat, c, k) in self._near}
-            columns = self._columns([c for c in chunks if c not in out], chat)
-            most = min(k + 1, columns.count)  # the chunk itself is among its nearest
-            for chunk, column, rows in columns:
-                top = np.argpartition(-column, most - 1)[:most]
-                top = top[np.argsort(-column[top], kind="stable")]
-                found = [(int(self._ids[rows[i]]), float(column[i])) for i in top]
-                near = [f for f in found if f[0] != chunk][:k]
-                out[chunk] = self._near[(chat, chunk, k)] = near
-                if key:
-                    self._reach[(chat, chunk, key)] = _reached(column, places, columns)
-            return out
-
-    def _columns(self, chunks: Sequence[int], chat: str | None) -> _Columns:
-        """These chunks' cosines with every chunk of ``chat`` (every chunk, for None), in one
-        product; the lock is held."""
-        wanted = [c for c in chunks if c in self._row_of and self._filled[self._row_of[c]]]
-        n = self._n
-        usable = self._alive[:n] & self._filled[:n]
-        if chat is not None:
-            usable &= self._chat[:n] == self._codes.get(chat, -1)
-        rows = np.flatnonzero(usable)
-        if not wanted or not rows.size:
-            return _Columns([], np.zeros((0, 0), dtype=np.float32), rows, 0)
-        queries = self._matrix[[self._row_of[c] for c in wanted]]
-        if chat is None:
-            # The owner's: the whole matrix at once, dead rows set aside after (taking the
-            # live ones out first would copy it).
-            sims = self._matrix[:n] @ queries.T
-            sims[~usable] = -np.inf
-            return _Columns(wanted, sims, np.arange(n), int(rows.size))
-        # A shared chat's rows are taken out first: no other chunk is scored.
-        return _Columns(wanted, self._matrix[rows] @ queries.T, rows, int(rows.size))
 
     def vectors(self, chunks: Iterable[int]) -> dict[int, Vector]:
         """The vectors of these chunks that have one (copies)."""
@@ -340,26 +313,3 @@ class VectorTable:
                 if row is not None and self._filled[row]:
                     out[chunk] = self._matrix[row].copy()
             return out
-
-
-@dataclass(frozen=True)
-class _Columns:
-    """Chunks' cosines with the usable chunks: a column per chunk, a line per table row
-    (``rows``: which), of which ``count`` are usable (the rest are minus infinity)."""
-
-    chunks: list[int]
-    sims: Vectors
-    rows: npt.NDArray[np.intp]
-    count: int
-
-    def __iter__(self) -> Iterator[tuple[int, Vector, npt.NDArray[np.intp]]]:
-        for chunk, column in zip(self.chunks, self.sims.T, strict=True):
-            yield chunk, column, self.rows
-
-
-def _reached(column: Vector, places: Sequence[int], columns: _Columns) -> tuple[float, ...]:
-    """The cosines of a column's ``places``-th largest: the n-th largest is its (size - n)-th
-    smallest; past the chunks there are, the last of them."""
-    at = [len(column) - min(p, columns.count) for p in places]
-    found = np.partition(column, sorted(set(at)))
-    return tuple(float(found[i]) for i in at)

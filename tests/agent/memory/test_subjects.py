@@ -16,7 +16,6 @@ from agent.memory.index import MemoryIndex
 from agent.memory.ranking import Candidate, Ranked
 from agent.memory.semantic import SemanticIndex
 from agent.memory.subjects import Subjects, newer_notes, note_words
-from agent.memory.when import DaySpan
 from agent.settings import SearchSettings
 from gateway.contract.events import OWNER
 from tests.fakes.embedding_model import WordHashEmbedder
@@ -157,11 +156,9 @@ def test_hybrid_search_puts_the_newer_note_above_the_one_it_replaces(tmp_path: P
     assert dated[0].written == "2025-12-06" and not dated[0].newer
 
 
-def _year(
-    tmp_path: Path, logs: dict[str, list[str]], meanings: dict[str, str] | None = None
-) -> tuple[MemoryIndex, SemanticIndex]:
+def _year(tmp_path: Path, logs: dict[str, list[str]]) -> tuple[MemoryIndex, SemanticIndex]:
     """The workspace's logs (a day's entries by path under the workspace), indexed and
-    embedded with the word-hash model (``meanings``: words it takes for one another)."""
+    embedded with the word-hash model."""
     ws = tmp_path / "ws"
     for rel, entries in logs.items():
         day = rel.rsplit("/", 1)[-1].removesuffix(".md")
@@ -169,7 +166,7 @@ def _year(
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(f"# {day}\n\n{body}")
     index = MemoryIndex(tmp_path / "index.sqlite", ws)
-    vectors = SemanticIndex(WordHashEmbedder(meanings), tmp_path / "embeddings.sqlite")
+    vectors = SemanticIndex(WordHashEmbedder(), tmp_path / "embeddings.sqlite")
     index.listen(vectors)
     index.sync()
     vectors.catch_up()
@@ -195,55 +192,3 @@ def test_copies_of_an_everyday_entry_take_one_place(tmp_path: Path):
     assert [h.written for h in copies[:1]] == ["2026-02-14"]  # the newest of them
     assert len(copies) < 4 and {"2026-03-01", "2026-03-02"} <= {h.written for h in hits}
     assert all(h.newer for h in copies[1:])  # any older copy left says what said it again
-
-
-# Everyday entries that a question's vector finds before the newer notes below: they hold
-# "I", as the questions do, and none of those notes' words.
-DAYS = [f"memory/2026-0{1 + n // 28}-{1 + n % 28:02d}.md" for n in range(60)]
-EVERYDAY = {day: ["I walked the dog Rex along the canal today."] for day in DAYS}
-COFFEE = {
-    "memory/2025-12-12.md": ["Coffee: I take a flat white with oat milk, never after three."],
-    "memory/2026-04-18.md": ["Giving up oat milk, too sweet; now a cortado with regular milk."],
-}
-
-
-def test_a_newer_note_in_other_words_near_the_first_hit_is_brought_in_above_it(tmp_path: Path):
-    index, vectors = _year(tmp_path, EVERYDAY | COFFEE)
-    search = HybridSearch(index, vectors, SearchSettings(), lambda: date(2026, 11, 30))
-    winter = DaySpan(date(2025, 12, 1), date(2026, 3, 31))
-    try:
-        by_words = [h.written for h in index.search("how do I take my coffee", 5, audience=OWNER)]
-        hits = search.search("how do I take my coffee", 5, audience=OWNER)
-        then = search.search("how do I take my coffee", 5, audience=OWNER, span=winter)
-    finally:
-        vectors.close()
-        index.close()
-    assert by_words[0] == "2025-12-12" and "2026-04-18" not in by_words
-    assert [h.written for h in hits[:2]] == ["2026-04-18", "2025-12-12"]
-    assert hits[1].newer == "memory/2026-04-18.md:1" and not hits[0].newer
-    assert hits[0].vector_score is not None  # its cosine with the question, for recall's bar
-    # Searched within days before it was written, the newer note is not brought in.
-    assert then[0].written == "2025-12-12" and not then[0].newer
-    assert "2026-04-18" not in {h.written for h in then}
-
-
-def test_a_newer_note_near_the_first_hit_on_another_subject_does_not_bury_it(tmp_path: Path):
-    # The model takes "expires" for "valid" and "till" for "until", so the newer note is the
-    # passport note's nearest; but they share no word: another subject, not brought in.
-    notes = {
-        "memory/2025-12-20.md": ["Passport number C4X7R2K91, valid until 2031."],
-        "memory/2026-05-02.md": ["Driving licence renewed, expires till 2036."],
-    }
-    index, vectors = _year(tmp_path, EVERYDAY | notes, {"expires": "valid", "till": "until"})
-    search = HybridSearch(index, vectors, SearchSettings(), lambda: date(2026, 11, 30))
-    try:
-        [[passport, *_]] = vectors.table.nearest(vectors.embed_query("passport"), 1, None)
-        near = vectors.neighbours([passport], 1, None)[passport]
-        hits = search.search("which passport number do I have", 5, audience=OWNER)
-        rows = index.chunks([near[0][0]], audience=OWNER)
-    finally:
-        vectors.close()
-        index.close()
-    assert rows[0].day == "2026-05-02"  # its nearest is the newer note
-    assert hits[0].written == "2025-12-20" and not hits[0].newer
-    assert "2026-05-02" not in {h.written for h in hits}

@@ -61,22 +61,6 @@ def test_how_far_each_chunks_nearest_reach_is_of_its_chat_alone_and_known_until_
     assert set(table.reach([4, 6], (2,), "g1")) == {4}  # a removed chunk has none
 
 
-def test_a_chunks_nearest_others_are_of_its_chat_and_give_its_reach_from_the_same_product():
-    table = VectorTable()
-    table.reset([(1, "", "a"), (2, "", "b"), (3, "", "c"), (4, "g1", "d"), (5, "g1", "e")])
-    a, b, c, d = unit(1, 0), unit(1, 0.2), unit(0, 1), unit(1, 0.1)
-    table.fill({"a": a, "b": b, "c": c, "d": d, "e": unit(0, 1)})
-    near = table.neighbours([1, 99], 2, None, (1, 3))
-    assert set(near) == {1}  # no vector, no neighbours
-    assert [i for i, _ in near[1]] == [4, 2]  # itself left out, nearest first
-    assert near[1][1][1] == pytest.approx(float(a @ b))
-    assert table.reach([1], (1, 3), None)[1] == pytest.approx((1.0, float(a @ b)))
-    assert [i for i, _ in table.neighbours([4], 5, "g1")[4]] == [5]  # the chat's own only
-    assert table.neighbours([4], 2, "nobody") == {}
-    table.change([2], [])
-    assert [i for i, _ in table.neighbours([1], 2, None)[1]] == [4, 3]  # a removed one goes
-
-
 def test_copies_of_a_chunk_are_all_within_its_nearest():
     table = VectorTable()
     table.reset([(i, "", f"copy{i}") for i in range(12)] + [(99, "", "other")])
