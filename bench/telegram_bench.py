@@ -129,18 +129,26 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def _steady(
-    read: Callable[[], float], what: str, at_least: float, over: float, spread: float, limit: float
+    read: Callable[[], float],
+    what: str,
+    at_least: float,
+    over: float,
+    spread: float,
+    limit: float,
+    clock: Callable[[], float] = time.monotonic,
 ) -> float:
     """``read()`` once, after ``at_least`` seconds, it has moved by at most ``spread`` over the
     last ``over`` seconds; RuntimeError naming ``what`` if it still moves after ``limit``."""
-    t0 = time.monotonic()
+    t0 = clock()
     samples: list[tuple[float, float]] = []
     while True:
-        now = time.monotonic()
+        now = clock()
         samples.append((now, read()))
-        recent = [v for t, v in samples if t >= now - over]
-        covered = samples[0][0] <= now - over
-        if now - t0 >= at_least and covered and max(recent) - min(recent) <= spread:
+        # From the last reading at least ``over`` old: on a busy machine the one before this
+        # may be older than that, and a window of one reading shows no movement at all.
+        old = [i for i, (t, _) in enumerate(samples) if t <= now - over]
+        recent = [v for _, v in samples[old[-1] :]] if old else []
+        if now - t0 >= at_least and recent and max(recent) - min(recent) <= spread:
             return samples[-1][1]
         if now - t0 > limit:
             raise RuntimeError(f"{what} still changing after {limit} s: {recent}")

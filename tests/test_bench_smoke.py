@@ -180,6 +180,27 @@ async def test_the_benches_wait_for_a_process_to_be_quiet_before_counting_its_cp
             await proc.wait()
 
 
+async def test_a_value_read_seldom_is_not_taken_for_a_steady_one():
+    """On a busy machine the benches may read a process less often than the window they judge
+    it over: a window holding one reading is no evidence of quiet. Here every read finds the
+    value moved, and a clock moved past the window."""
+    from bench.telegram_bench import _steady
+
+    now = [0.0]
+    value = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def read() -> float:
+        now[0] += 0.6  # the next reading comes later than the window of 0.5 s
+        value[0] += 1.0
+        return value[0]
+
+    with pytest.raises(RuntimeError, match="still changing"):
+        await _steady(read, "the value", 0.0, 0.5, 0.1, 3.0, clock=clock)
+
+
 @pytest.mark.bench
 @pytest.mark.timeout(400)
 def test_the_check_prints_each_held_row_and_fails_exactly_when_one_misses():
