@@ -356,6 +356,7 @@ TARGETS = (
     _t(
         "agent/memory/consolidation.py",
         "tests/test_consolidation_e2e.py",
+        "tests/agent/memory/test_curator.py",
         "tests/test_memory_sections_e2e.py",
         "tests/channels/telegram/test_proposals_in_chat.py",
         "tests/gateway/web/test_proposals_page.py",
