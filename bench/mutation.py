@@ -1943,6 +1943,65 @@ EXPLAINED: tuple[Why, ...] = (
         )
         for n in (1, 2)
     ),
+    # Consolidation's proposals.
+    Why(
+        "agent/memory/proposals.py",
+        "applied",
+        "text = text.replace(first, new, 1)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the passage was just checked to be there exactly once",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "Store._save",
+        "json.dumps(data, indent=1, ensure_ascii=False)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the file's indentation: it is read back the same",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "Store._save",
+        "json.dumps(data, indent=1, ensure_ascii=False)",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a JSON reader reads `\\u00e9` and `é` alike",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "_origin",
+        "first_lines.get(rel, 1)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "every log read has its first line given with it: the default is never taken",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.read",
+        "if rel not in marks and name < oldest:",
+        "`<` → `<=`",
+        EQUIVALENT,
+        "a log's name ends in `.md`, so it never equals the day it is compared with",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.propose",
+        "id=token_hex(3),",
+        "`3` → `4`",
+        EQUIVALENT,
+        "a proposal's random name two characters longer serves as well",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.chats",
+        "if e.is_dir(follow_symlinks=False)",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a chat folder that is a link is then listed, but its logs are read through "
+        "`read_visible`, which reads nothing through a link into another chat's place or out "
+        "of the workspace: no call is made either way (the test of a linked folder checks it)",
+    ),
 )
 
 
