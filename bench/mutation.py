@@ -2118,6 +2118,7 @@ class Outcome:
         total, killed, equivalent = self.counts()
         survivors = [
             {
+                "index": m.index,
                 "line": m.line,
                 "where": m.where,
                 "text": m.text,
@@ -2217,9 +2218,17 @@ def save(path: Path, outcomes: list[Outcome], previous: dict[str, Any] | None = 
 
 def survivors_of(previous: dict[str, Any], found: list[Mutant]) -> list[Mutant]:
     """The mutants that survived a saved run, to run them again against the tests written
-    since (killed ones stay killed: tests are only added). The module must be as it was."""
-    left = {(s["line"], s["where"], s["text"], s["what"]) for s in previous["survivors"]}
-    again = [m for m in found if (m.line, m.where, m.text, m.what) in left]
+    since (killed ones stay killed: tests are only added). The module must be as it was. A
+    survivor is found by its index; a file saved without indices, by line and change (two
+    mutants alike on one line, of which only one survived, then make it run whole)."""
+    by_index = all("index" in s for s in previous["survivors"])
+    left = {
+        (s.get("index", -1) if by_index else -1, s["line"], s["where"], s["text"], s["what"])
+        for s in previous["survivors"]
+    }
+    again = [
+        m for m in found if (m.index if by_index else -1, m.line, m.where, m.text, m.what) in left
+    ]
     if len(again) != len(previous["survivors"]) or len(found) != previous["mutants"]:
         raise SystemExit("the module changed since its saved run: run it whole")
     return again
