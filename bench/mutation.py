@@ -356,6 +356,7 @@ TARGETS = (
     _t(
         "agent/memory/consolidation.py",
         "tests/test_consolidation_e2e.py",
+        "tests/agent/memory/test_curator.py",
         "tests/test_memory_sections_e2e.py",
         "tests/channels/telegram/test_proposals_in_chat.py",
         "tests/gateway/web/test_proposals_page.py",
@@ -1942,6 +1943,65 @@ EXPLAINED: tuple[Why, ...] = (
         )
         for n in (1, 2)
     ),
+    # Consolidation's proposals.
+    Why(
+        "agent/memory/proposals.py",
+        "applied",
+        "text = text.replace(first, new, 1)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the passage was just checked to be there exactly once",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "Store._save",
+        "json.dumps(data, indent=1, ensure_ascii=False)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the file's indentation: it is read back the same",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "Store._save",
+        "json.dumps(data, indent=1, ensure_ascii=False)",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a JSON reader reads `\\u00e9` and `é` alike",
+    ),
+    Why(
+        "agent/memory/proposals.py",
+        "_origin",
+        "first_lines.get(rel, 1)",
+        "`1` → `2`",
+        EQUIVALENT,
+        "every log read has its first line given with it: the default is never taken",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.read",
+        "if rel not in marks and name < oldest:",
+        "`<` → `<=`",
+        EQUIVALENT,
+        "a log's name ends in `.md`, so it never equals the day it is compared with",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.propose",
+        "id=token_hex(3),",
+        "`3` → `4`",
+        EQUIVALENT,
+        "a proposal's random name two characters longer serves as well",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator.chats",
+        "if e.is_dir(follow_symlinks=False)",
+        "`False` → `True`",
+        EQUIVALENT,
+        "a chat folder that is a link is then listed, but its logs are read through "
+        "`read_visible`, which reads nothing through a link into another chat's place or out "
+        "of the workspace: no call is made either way (the test of a linked folder checks it)",
+    ),
 )
 
 
@@ -2058,6 +2118,7 @@ class Outcome:
         total, killed, equivalent = self.counts()
         survivors = [
             {
+                "index": m.index,
                 "line": m.line,
                 "where": m.where,
                 "text": m.text,
@@ -2157,9 +2218,17 @@ def save(path: Path, outcomes: list[Outcome], previous: dict[str, Any] | None = 
 
 def survivors_of(previous: dict[str, Any], found: list[Mutant]) -> list[Mutant]:
     """The mutants that survived a saved run, to run them again against the tests written
-    since (killed ones stay killed: tests are only added). The module must be as it was."""
-    left = {(s["line"], s["where"], s["text"], s["what"]) for s in previous["survivors"]}
-    again = [m for m in found if (m.line, m.where, m.text, m.what) in left]
+    since (killed ones stay killed: tests are only added). The module must be as it was. A
+    survivor is found by its index; a file saved without indices, by line and change (two
+    mutants alike on one line, of which only one survived, then make it run whole)."""
+    by_index = all("index" in s for s in previous["survivors"])
+    left = {
+        (s.get("index", -1) if by_index else -1, s["line"], s["where"], s["text"], s["what"])
+        for s in previous["survivors"]
+    }
+    again = [
+        m for m in found if (m.index if by_index else -1, m.line, m.where, m.text, m.what) in left
+    ]
     if len(again) != len(previous["survivors"]) or len(found) != previous["mutants"]:
         raise SystemExit("the module changed since its saved run: run it whole")
     return again

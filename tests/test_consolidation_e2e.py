@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -277,10 +278,18 @@ async def test_proposals_answered_from_the_terminal(home, fake_api, consolidatin
     assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
     out = capsys.readouterr().out
     assert f"Memory proposal {pid}: 3 change(s)" in out and "+- Anna lives in Lisbon." in out
+    assert "\n\n1. UPDATE: she moved\n   - - Anna lives in Porto." in out  # plain text
     assert await asyncio.to_thread(corvid, "memory", "apply", pid, "1") == 0
     assert "still waiting: 2, 3" in capsys.readouterr().out
     assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
+    # What is left, shown as the diff it would make: the first change is not in it again.
+    assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
+    out = capsys.readouterr().out
+    assert "1. UPDATE" not in out and "2. MERGE" in out and "3. ADD" in out
+    assert "cannot be shown" not in out and "+- Loves durian." in out and "Porto" not in out
     assert await asyncio.to_thread(corvid, "memory", "reject", pid) == 0
+    assert await asyncio.to_thread(corvid, "memory", "reject", pid) == 1
+    assert "was rejected already" in capsys.readouterr().out
     assert await asyncio.to_thread(corvid, "memory", "apply", pid) == 1
     assert "was rejected already" in capsys.readouterr().out
     assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
@@ -365,6 +374,7 @@ async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     asked = last_user_text(calls[1])
     assert "Still likes tea." in asked and "Anna has moved" not in asked
     assert "garden" not in asked
+    assert asked.count("### memory/") == 1  # the other six logs, with nothing new, not named
 
 
 async def test_a_proposal_that_cannot_be_applied_whole_says_so_and_changes_nothing(
@@ -526,3 +536,86 @@ async def test_a_log_written_after_reading_from_outside_is_read_on_from_its_mark
     log.write_text(log.read_text() + "\n\n")
     status, _ = await run_job(app)
     assert str(status) == "skipped" and len(calls) == 2
+
+
+async def test_a_first_run_reads_the_last_days_and_a_log_read_before_goes_on_at_any_age(
+    home, fake_api, consolidating, caplog
+):
+    """A log never read is read from its first byte when it is of the last ``first_days``
+    days (older ones are left: the first run reads a week); a log read before is read on
+    from its mark however old it is. What a run read is logged, and nothing when nothing was
+    read."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    folder = home / "workspace" / "memory"
+    day = NOW.date()
+    for back in (0, 6, 7):
+        d = (day - timedelta(days=back)).isoformat()
+        (folder / f"{d}.md").write_text(f"# {d}\n\n## 10:00\n\nWritten {back} days back.\n")
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start(first_days=7)
+    with caplog.at_level(logging.INFO, logger="gateway.scheduling.consolidation"):
+        await run_job(app)
+    asked = last_user_text(calls[-1])
+    assert f"1| # {day.isoformat()}\n" in asked and "Written 6 days back." in asked
+    assert "Written 7 days back." not in asked
+    system = calls[-1]["system"]
+    system = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    [read] = [r.getMessage() for r in caplog.records if "characters" in r.getMessage()]
+    assert f"read {len(system) + len(asked)} characters" in read
+
+    # The log of six days back gains an entry a week later: read on, at thirteen days old.
+    old = folder / f"{(day - timedelta(days=6)).isoformat()}.md"
+    old.write_text(old.read_text() + "\n## 23:00\n\nA LATE ENTRY.\n")
+    app.scheduler.clock.tick(7 * 24 * 3600)
+    fake_api.brain = consolidating_brain(calls, {"changes": [
+        {"op": "add", "text": "- Late.", "reason": "r", "sources": []}]})  # fmt: skip
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gateway.scheduling.consolidation"):
+        await run_job(app)
+    asked = last_user_text(calls[-1])
+    assert len(calls) == 2 and "A LATE ENTRY." in asked and "Written" not in asked
+    system = "".join(b["text"] for b in calls[-1]["system"])
+    [read] = [r.getMessage() for r in caplog.records if "characters" in r.getMessage()]
+    assert f"read {len(system) + len(asked)} characters" in read and len(chan.sent) == 1
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gateway.scheduling.consolidation"):
+        status, _ = await run_job(app)
+    assert str(status) == "skipped" and len(calls) == 2
+    assert not [r for r in caplog.records if "characters" in r.getMessage()]
+
+
+async def test_applying_a_proposal_leaves_the_file_private(home, fake_api, consolidating):
+    memory = home / "workspace" / "MEMORY.md"
+    memory.write_text(MEMORY)
+    memory.chmod(0o644)
+    week_of_logs(home)
+    fake_api.brain = consolidating_brain([], changes(NOW.date().isoformat()))
+    app, chan = await consolidating.start()
+    await run_job(app)
+    await asyncio.wait_for(chan.push(dict(chan.sent[-1].buttons)["Apply all"]), 10)
+    assert "Lisbon" in memory.read_text() and memory.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_chat_folder_that_is_a_link_or_a_jobs_own_is_not_consolidated(
+    home, fake_api, consolidating
+):
+    """Only a real folder of a chat that keeps notes is read: not one of a job that posts to
+    no chat (it has no people to know), and not a link to another chat's folder or to the
+    owner's logs (read through it, they would feed notes that are not theirs)."""
+    (home / "workspace" / "MEMORY.md").write_text(SECTIONED)
+    day = NOW.date().isoformat()
+    chats = home / "workspace" / "memory" / "chats"
+    for chat in ("cron-nightly", "test-group-100"):
+        (chats / chat).mkdir(parents=True)
+        (chats / chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\n{chat} said.\n")
+    (chats / "test-group-200").symlink_to("test-group-100")
+    (chats / "test-group-300").symlink_to("../../memory")
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    app, chan = await consolidating.start()
+    await run_job(app)
+    systems = [c["system"][0]["text"] for c in calls]
+    assert len(calls) == 1 and "memory/chats/test-group-100/NOTES.md" in systems[0]
+    assert chan.sent == []  # no changes: nothing to approve
+    assert not (chats / "test-group-100" / "NOTES.md").exists()
