@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import itertools
+import functools
 import json
 import os
 import random
@@ -511,16 +511,6 @@ class _Unplus(ast.NodeTransformer):
         return node.operand if isinstance(node.op, ast.UAdd) else node
 
 
-class _Remove(ast.NodeTransformer):
-    def __init__(self, target: ast.AST) -> None:
-        self.target = target
-
-    def visit(self, node: ast.AST) -> ast.AST:
-        if node is self.target:
-            return ast.Pass()
-        return super().visit(node)
-
-
 def _statements(tree: ast.Module) -> tuple[dict[int, ast.stmt], set[int]]:
     """Each node's innermost enclosing statement, and the nodes that run on import (outside
     any function)."""
@@ -594,16 +584,48 @@ def mutants(target: Target | str) -> list[Mutant]:
     return out
 
 
+Step = tuple[str, int | None]  # a field of a node, and the place in it when it is a list
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(source: str) -> tuple[tuple[tuple[tuple[Step, ...], str, int], ...], bool]:
+    """Where each mutation point of ``source`` is (the steps from the module to its node), and
+    whether the module has a unary plus of its own: found once per text, since finding the
+    points walks the whole tree, and every mutant of a module is made from the same text."""
+    tree = ast.parse(source)
+    points = list(_points(tree))
+    wanted = {id(node) for node, _, _ in points}
+    steps: dict[int, tuple[Step, ...]] = {}
+    todo: list[tuple[ast.AST, tuple[Step, ...]]] = [(tree, ())]
+    while todo:
+        node, way = todo.pop()
+        if id(node) in wanted:
+            steps[id(node)] = way
+        for field, value in ast.iter_fields(node):
+            items = enumerate(value) if isinstance(value, list) else [(None, value)]
+            todo += [(item, (*way, (field, i))) for i, item in items if isinstance(item, ast.AST)]
+    plus = any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.UAdd) for n in ast.walk(tree))
+    return tuple((steps[id(node)], kind, variant) for node, kind, variant in points), plus
+
+
 def mutated_source(mutant: Mutant, source: str | None = None) -> str:
     """The module's source with the change made (``source``: the text the mutants were found
     in, when the working copy may have changed since)."""
-    tree = ast.parse(source if source is not None else (ROOT / mutant.module).read_text())
-    node, kind, variant = next(itertools.islice(_points(tree), mutant.index, None))
+    text = source if source is not None else (ROOT / mutant.module).read_text()
+    points, plus = _plan(text)
+    way, kind, variant = points[mutant.index]
+    tree = ast.parse(text)
+    holder: Any = tree
+    for field, i in way[:-1]:
+        holder = getattr(holder, field) if i is None else getattr(holder, field)[i]
+    field, i = way[-1]
+    node = getattr(holder, field) if i is None else getattr(holder, field)[i]
     _apply(node, kind, variant)
-    if kind == "remove":
-        tree = _Remove(node).visit(tree)
-    tree = _Unplus().visit(tree)
-    return ast.unparse(ast.fix_missing_locations(tree))
+    if kind == "remove":  # a statement, so one of a list's
+        getattr(holder, field)[i] = ast.Pass()
+    if kind == "drop-not" or plus:
+        tree = _Unplus().visit(tree)
+    return ast.unparse(tree)
 
 
 # -- why a survivor stays ----------------------------------------------------------------------

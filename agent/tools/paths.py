@@ -19,6 +19,10 @@ from agent.workspace.audience import (
 )
 from gateway.contract.errors import PathRefused, ToolError
 
+# Linux's PATH_MAX, in bytes, which a character is at least: no longer path names a file, and
+# resolving one looks up each of its parts.
+MAX_PATH_CHARS = 4096
+
 
 def resolve_in_workspace(ctx: TurnContext, raw: Any) -> Path:
     """Map a model-supplied relative path to a real path inside the workspace that this
@@ -36,6 +40,10 @@ def resolve_path(ctx: TurnContext, raw: Any) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise ToolError("A path is required, relative to the workspace (e.g. notes/todo.md).")
     text = unicodedata.normalize("NFC", raw.strip())
+    if len(text) > MAX_PATH_CHARS:
+        raise PathRefused(
+            f"That path is too long ({len(text):,} characters; at most {MAX_PATH_CHARS:,})."
+        )
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in text):
         raise PathRefused("Paths may not contain control or invisible formatting characters.")
     if "\\" in text:

@@ -164,6 +164,15 @@ def test_bad_path_argument_type_is_a_tool_error(ws):
         resolve_in_workspace(ctx(ws), 42)
 
 
+def test_a_path_longer_than_any_the_system_takes_is_refused_before_it_is_looked_up(ws):
+    """No file has a path past the system's limit, and looking up each of its parts would
+    hold a worker thread for seconds: it is refused as it is read, with its length."""
+    with pytest.raises(PathRefused, match=r"too long \(100,000 characters; at most 4,096\)"):
+        resolve_in_workspace(ctx(ws), "a/" * 50_000)
+    at_the_limit = resolve_in_workspace(ctx(ws), "a/" * 2_048)  # looked up: not there yet
+    assert at_the_limit == ws.joinpath(*["a"] * 2_048)
+
+
 @pytest.mark.parametrize("path", [".git/config", "notes/.hidden", "MEMORY\u200c.md", "a\u202eb.md"])
 def test_hidden_paths_and_invisible_characters_are_refused(ws, path):
     with pytest.raises(PathRefused):
