@@ -38,7 +38,13 @@ from gateway.config.home import init_home
 from gateway.config.loader import parse_config
 from gateway.contract.events import SessionKey
 from tests.conftest import RecordingChannel
-from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text, request_kind
+from tests.fakes.anthropic_api import (
+    FakeAnthropic,
+    Reply,
+    last_user_text,
+    request_kind,
+    tokens,
+)
 
 
 class InProcessLLM(PlainModel):
@@ -237,8 +243,11 @@ class CacheUsage(FakeAnthropic):
 
     @staticmethod
     def answer(body: dict[str, Any]) -> Reply:
-        asked = last_user_text(body).split("\n", 1)[-1]
-        return Reply(f"About “{asked}”: " + "here is a considered answer of a few lines. " * 12)
+        return Reply(CacheUsage.answer_text(last_user_text(body).split("\n", 1)[-1]))
+
+    @staticmethod
+    def answer_text(asked: str) -> str:
+        return f"About “{asked}”: " + "here is a considered answer of a few lines. " * 12
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
         usage = super()._usage(body)
@@ -282,6 +291,11 @@ async def bench_prompt_cache(
         await api.close()
     usages = api.usages
     assert len(usages) == turns, f"{len(usages)} model calls for {turns} turns"
+    # The least a request after the first can add that no cache holds: the last reply and the
+    # new message as the person wrote it (the fake's count), with no framing at all.
+    said = [CHAT[i % len(CHAT)] + f" ({i + 1})" for i in range(turns)]
+    replies = [CacheUsage.answer_text(m) for m in said]
+    least = [tokens(replies[i - 1]) + tokens(said[i]) for i in range(1, turns)]
 
     def total(u: dict[str, int]) -> int:
         return u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
@@ -299,6 +313,11 @@ async def bench_prompt_cache(
         "uncached_per_turn": sum(total(u) - u["cache_read_input_tokens"] for u in usages[1:])
         / (len(usages) - 1),
         "prefix_kept": kept,
+        "least_uncached_per_turn": sum(least) / len(least),
+        # The share a client that adds nothing but the new text would read: no prompt of
+        # this length can do better, whatever it keeps stable.
+        "ceiling_2_12": sum(total(u) - n for u, n in zip(usages[1:12], least, strict=False))
+        / sum(map(total, usages[1:12])),
         "first_request_tokens": usages[0]["cache_creation_input_tokens"]
         + usages[0]["input_tokens"],
         "recalled": api.recalled,

@@ -259,8 +259,19 @@ async def measure(s: Sizes, tmp: Path, progress: Callable[[str], None]) -> list[
             lambda v: v >= 99.5,
         ),
         row(
-            "input no cache holds, per turn after the first (the last reply and the new message)",
+            f"the same share if only the last reply and the new message were unread, "
+            f"turns 2–{min(12, s.turns)}: the most a prompt of this length allows",
+            cache["ceiling_2_12"] * 100,
+            "{:.1f} %",
+        ),
+        row(
+            "input no cache holds, per turn after the first",
             cache["uncached_per_turn"],
+            "{:.0f} tokens",
+        ),
+        row(
+            "of it, the last reply and the new message as written",
+            cache["least_uncached_per_turn"],
             "{:.0f} tokens",
         ),
         row(
