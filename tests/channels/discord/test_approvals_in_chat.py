@@ -52,14 +52,14 @@ async def test_the_owner_approves_in_their_dm_and_a_strangers_press_counts_for_n
     gateway, fake_discord, tmp_path
 ):
     fake_discord.message("DO cal__delete_calendar name=work", guild=False)
-    await fake_discord.wait_for(lambda: bool(_requests(fake_discord)), 30)
+    await fake_discord.wait_for(lambda: bool(_requests(fake_discord)))
     [request] = _requests(fake_discord)
     assert request["channel_id"] == dm_channel_id(OWNER_ID)
     assert "cal__delete_calendar" in request["content"]
     labels = [c["label"] for row in request["components"] for c in row["components"]]
     assert labels == ["Approve once", "Always for this tool", "Deny"]
     fake_discord.press(request, "Approve once", user=99)  # not the owner
-    await fake_discord.wait_for(lambda: len(fake_discord.interaction_responses) == 1, 10)
+    await fake_discord.wait_for(lambda: len(fake_discord.interaction_responses) == 1)
     assert calendar_log(tmp_path / "calendar.log") == []
     fake_discord.press(request, "Approve once")
     await fake_discord.wait_for(
@@ -67,6 +67,6 @@ async def test_the_owner_approves_in_their_dm_and_a_strangers_press_counts_for_n
     )
     assert calendar_log(tmp_path / "calendar.log") == ["deleted work"]
     shown = fake_discord.messages[int(request["message_id"])]
-    await fake_discord.wait_for(lambda: not shown["components"], 10)
+    await fake_discord.wait_for(lambda: not shown["components"])
     assert shown["content"].endswith("Approved once.")
     await gateway.idle()

@@ -44,7 +44,7 @@ async def test_a_nudge_in_the_dm_is_closed_by_its_done_button(home, fake_api, fa
         assert labels == ["Done", "Drop"]
         fake_discord.press(nudge, "Done")
         shown = fake_discord.messages[int(nudge["message_id"])]
-        await fake_discord.wait_for(lambda: not shown["components"], 10)
+        await fake_discord.wait_for(lambda: not shown["components"])
         assert shown["content"] == "Done: #1 Call the landlord."
         async with asyncio.timeout(10):
             await app.idle()
