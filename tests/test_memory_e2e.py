@@ -291,3 +291,43 @@ async def test_a_small_window_with_default_compaction_settings_still_compacts(
         await asyncio.wait_for(chan.push(f"part {i} " + "sails " * 150), 10)
     assert counts.get("summary", 0) >= 1
     assert chan.texts()[-1] == f"ack {counts['chat']}"
+
+
+async def test_a_changed_fact_is_written_as_replacing_the_old_one_and_found_first(
+    start_gateway, fake_api, home
+):
+    old = "# 2026-02-25\n\n## 09:20\n\nBike lock code is 4812.\n"
+    (home / "workspace" / "memory" / "2026-02-25.md").write_text(old)
+    fake_api.enqueue(
+        Reply(tool_calls=[("memory_search", {"query": "bike lock code"})]),
+        Reply(
+            tool_calls=[
+                (
+                    "memory_append",
+                    {
+                        "text": "The new one from the station shop opens with 7305.",
+                        "replaces": "memory/2026-02-25.md lines 1-5",
+                    },
+                )
+            ]
+        ),
+        Reply("Noted: 7305."),
+        Reply(tool_calls=[("memory_search", {"query": "bike lock code"})]),
+        Reply("7305."),
+    )
+    _, channel = await start_gateway()
+    await asyncio.wait_for(channel.push("the lock was cut, the new one opens with 7305"), 30)
+    await asyncio.wait_for(channel.push("what is my bike lock code?"), 30)
+    marked = (home / "workspace" / "memory" / "2026-02-25.md").read_text()
+    assert marked.startswith(old + "\n(Out of date: replaced by the note of ")
+    results = [
+        r["content"] if isinstance(r["content"], str) else r["content"][0]["text"]
+        for q in fake_api.message_requests
+        for r in tool_results(q.body)
+    ]
+    before, appended, after = results
+    assert before.startswith("1. memory/2026-02-25.md lines 1-5")
+    assert "is marked out of date" in appended
+    first, second = after.split("\n2. ")
+    assert "7305" in first and "(written " in first and ", today;" in first
+    assert second.startswith("memory/2026-02-25.md") and "a newer note on this: memory/" in second

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agent.memory.hits import Hit, StoredChunk
 from agent.memory.index import MemoryIndex
 from agent.memory.ranking import Candidate, Ranked, diversify, score, supersede
-from agent.memory.superseded import replacements
+from agent.memory.superseded import marked_newer, replacements
 from agent.memory.text import idf, query_terms, rare_tokens, snippet, strip_accents
 from agent.memory.when import DaySpan, dates_in
 from agent.settings import SearchSettings
@@ -109,9 +109,15 @@ class HybridSearch:
         replaced = replacements(
             self.index, self.vectors, ranked, stored, chat, asked, held, at_once
         )
-        if replaced is None:
+        marked = marked_newer(self.index, ranked, rows, audience, asked, at_once)
+        if replaced is None or marked is None:
             return None
-        ordered = supersede(ranked, replaced.newer, replaced.again)
+        newer = dict(replaced.newer)
+        for old, by in marked.items():  # what the notes say of themselves comes first
+            newer[old] = by + [
+                n for n in newer.get(old, ()) if n.candidate.id != by[0].candidate.id
+            ]
+        ordered = supersede(ranked, newer, replaced.again)
         picked = diversify(ordered, stored, max_results, self.settings.mmr_lambda)
         return [self._hit(r, rows, terms) for r in picked]
 

@@ -32,6 +32,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     body, tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
+_BY_PATH = "SELECT id, path, start_line, end_line, day, text, chat FROM chunks WHERE path = ?"
 SCHEMA_VERSION = 7  # 5: chunks follow the notes; 6: no kind column; 7: every chunk dated
 
 
@@ -304,6 +305,16 @@ class MemoryIndex:
             (f"body : ({plan})", *params, limit),
         ).fetchall()
         return [StoredChunk(*r) for r in found], doc_freq
+
+    def chunks_of(self, rel: str, *, audience: Audience, wait: bool = True) -> list[StoredChunk]:
+        """File ``rel``'s chunks this audience may see; TimeoutError when busy and not to wait."""
+        if not self._lock.acquire(blocking=wait):
+            raise TimeoutError("the memory index is busy")
+        try:
+            found = [StoredChunk(*r) for r in self._db.execute(_BY_PATH, (rel,))]
+        finally:
+            self._lock.release()
+        return [r for r in found if audience.private or r.chat == audience.chat]
 
     def chunks(self, ids: Sequence[int], *, audience: Audience) -> list[StoredChunk]:
         """These chunks, those of them this audience may see."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
+from agent.memory.links import marked
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
@@ -248,6 +249,16 @@ class Memory:
             finally:
                 os.close(fd)
         return rel
+
+    def mark_replaced(self, rel: str, line: int, by: datetime) -> None:
+        """Mark the entry of log ``rel`` at ``line`` as replaced by the note written at ``by``
+        in a log of the same folder: a line at its end that the owner reads and search
+        follows."""
+        text = self.own_text(rel)
+        if not text:
+            raise ToolError(f"{rel} does not exist.")
+        new = marked(text, line, by.date().isoformat(), f"{by:%H:%M}")
+        atomic_write(self.workspace / rel, new, history=self.history)
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
         """The real path for ``rel``: every folder on the way is a real folder, and the file,

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, dated
+from agent.memory.links import entry_at, reference
 from agent.memory.sections import dated as learned_on
 from agent.memory.sections import kind_of
 from agent.memory.store import Memory, read_text
@@ -43,6 +44,14 @@ GetArgs = TypedDict(
 
 class AppendArgs(TypedDict):
     text: Annotated[str, "The entry, Markdown."]
+    replaces: NotRequired[
+        Annotated[
+            str,
+            "A note this entry makes out of date, as memory_search shows it "
+            "('memory/2026-02-25.md lines 4-6'): it is marked so, and searches put this "
+            "entry above it.",
+        ]
+    ]
 
 
 class UpdateArgs(TypedDict):
@@ -138,12 +147,45 @@ class MemoryTools:
         if len(text) > MAX_ENTRY_CHARS:
             raise ToolError(f"An entry may have at most {MAX_ENTRY_CHARS} characters.")
         source = "" if ctx.private else str(ctx.key)
+        old = self._replaced(ctx, args.get("replaces"))  # checked before anything is written
         today = log_path(ctx.audience, ctx.now.date())
         if self.memory.holds(today, text, ctx.audience):
             return f"That is already in {today} word for word; nothing was added."
-        ctx.check_room(len(text.encode()) + 40)  # the entry and its heading
+        ctx.check_room(len(text.encode()) + 40 + (80 if old else 0))  # with its heading, a mark
         rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
-        return f"Appended to {rel}."
+        if old is None:
+            return f"Appended to {rel}."
+        self.memory.mark_replaced(*old, ctx.now)
+        return f"Appended to {rel}; the note at {old[0]} line {old[1]} is marked out of date."
+
+    def _replaced(self, ctx: TurnContext, raw: object) -> tuple[str, int] | None:
+        """The log and line of the note an entry replaces, once it is known to be an entry of
+        this chat's own logs; None when none is named."""
+        if raw is None or not str(raw).strip():
+            return None
+        if not ctx.exposure.clean:
+            # Text from outside could otherwise make a true note look out of date.
+            raise ToolError(
+                "This conversation has read text from outside itself, so it may not mark "
+                "notes out of date; append the entry without replaces."
+            )
+        named, line = reference(raw)
+        path = _memory_path(ctx, named)
+        rel = path.relative_to(ctx.workspace).as_posix()
+        try:
+            day = date.fromisoformat(PurePosixPath(rel).stem)
+        except ValueError:
+            day = None
+        if day is None or rel != log_path(ctx.audience, day):
+            raise ToolError(
+                "replaces names an entry of this chat's own daily logs; a fact in long-term "
+                "memory is changed with memory_update."
+            )
+        text = self.memory.own_text(rel)
+        if not text:
+            raise ToolError(f"{rel} does not exist.")
+        entry_at(text.split("\n"), line)
+        return rel, line
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
         text = args.get("text", "")
@@ -234,7 +276,9 @@ def memory_tools(memory: Memory) -> tuple[Tool, ...]:
             "memory_append",
             "Append an entry to today's log of this chat's audience, with a time heading: events, "
             "decisions, promises, things to remember. In a private chat it goes to the owner's "
-            "log; in a shared chat to that chat's own log, which only it and the owner read.",
+            "log; in a shared chat to that chat's own log, which only it and the owner read. "
+            "When the entry changes a fact an earlier entry holds (a new code, address, "
+            "habit), name that entry in replaces, as memory_search showed it.",
             AppendArgs,
             tools.append,
         ),

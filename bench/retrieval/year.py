@@ -6,6 +6,9 @@ drawn with a fixed seed, so the set is the same on every run. The one-off notes 
 evenly over the year; each question names the one entry that answers it (for a changed fact,
 its newest version, with the older ones kept to check their order). Half the questions are
 held out: the split is by note, fixed by the seed, so no note's questions are in both halves.
+The fresh facts (year_fresh.py), written apart from the ranking, are a third set, never tuned
+on; their entries draw their times from their own stream, so the other notes' days stay as
+they were.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from bench.retrieval.corpus import content_words
 from bench.retrieval.year_events import EVENTS, WHEN, P, W
+from bench.retrieval.year_fresh import FRESH
 from bench.retrieval.year_series import CHANGED, FILLER, SERIES, WORDS
 
 FIRST_DAY, DAYS = date(2025, 12, 1), 365
@@ -33,6 +37,7 @@ class YearQuery:
     older: tuple[Span, ...] = ()  # a changed fact's earlier versions
     held_out: bool = False
     style: str = ""  # how a latest or dated question is put: plain, paraphrase, when
+    fresh: bool = False  # one of the fresh facts'
 
 
 @dataclass
@@ -66,7 +71,7 @@ def _placed(rng: random.Random) -> dict[date, list[tuple[str, str]]]:
         month, dom = (int(x) for x in e.day.split("-"))
         day = date(FIRST_DAY.year if month == 12 else FIRST_DAY.year + 1, month, dom)
         by_day.setdefault(day, []).append((f"event:{EVENTS.index(e)}", e.text))
-    for c in CHANGED:
+    for c in CHANGED + FRESH:
         for n, (iso, text) in enumerate(c.versions):
             by_day.setdefault(date.fromisoformat(iso), []).append((f"{c.subject}:{n}", text))
     for n, (iso, text, _) in enumerate(SERIES):
@@ -79,6 +84,8 @@ def write_logs(workspace: Path, rng: random.Random, filler: tuple[int, int]) -> 
     folder = workspace / "memory"
     folder.mkdir(parents=True, exist_ok=True)
     placed = _placed(rng)
+    fresh = {f"{c.subject}:{n}" for c in FRESH for n in range(len(c.versions))}
+    own = random.Random("fresh")  # their own stream: the other entries draw as before
     where: dict[str, Span] = {}
     for offset in range(DAYS):
         day = FIRST_DAY + timedelta(days=offset)
@@ -87,8 +94,9 @@ def write_logs(workspace: Path, rng: random.Random, filler: tuple[int, int]) -> 
             for _ in range(rng.randint(*filler))
         ]
         entries += [
-            _Entry(f"{rng.randint(8, 21):02d}:{rng.choice((5, 20, 35, 50)):02d}", text, key)
+            _Entry(f"{r.randint(8, 21):02d}:{r.choice((5, 20, 35, 50)):02d}", text, key)
             for key, text in placed.get(day, [])
+            for r in [own if key in fresh else rng]
         ]
         entries.sort(key=lambda e: e.time)
         rel = f"memory/{day.isoformat()}.md"
@@ -135,8 +143,23 @@ def build(
     order = list(range(len(notes)))
     random.Random(seed + 1).shuffle(order)
     held = {notes[i][0] for i in order[::2]}
+    for c in FRESH:
+        keys = [f"{c.subject}:{n}" for n in range(len(c.versions))]
+        older = tuple(where[k] for k in keys[:-1])
+        newest = where[keys[-1]], day_of[keys[-1]]
+        qs = [YearQuery(t, "latest", *newest, older, True, k, True) for k, t in c.questions]
+        notes.append((c.subject, qs))
     queries = [
-        YearQuery(q.text, q.kind, q.answer, q.day, q.older, key in held, q.style or q.kind)
+        YearQuery(
+            q.text,
+            q.kind,
+            q.answer,
+            q.day,
+            q.older,
+            key in held or q.fresh,
+            q.style or q.kind,
+            q.fresh,
+        )
         for key, qs in notes
         for q in qs
     ]
