@@ -37,8 +37,9 @@ FLUSH_PROMPT = (
     "memory_append to add durable facts from this conversation that are not written down yet "
     "(decisions, promises, open tasks, facts about people and plans) to today's log of this "
     "chat; in a private chat, use memory_update for lasting personal facts that belong in "
-    "MEMORY.md. Only the memory tools work in this turn. When done, or if there is nothing to "
-    "save, answer exactly NO_REPLY."
+    "MEMORY.md. A fact that changes one an earlier log entry holds names that entry in "
+    "memory_append's replaces. Only the memory tools work in this turn. When done, or if "
+    "there is nothing to save, answer exactly NO_REPLY."
 )
 SUMMARY_SYSTEM = (
     "You condense chat transcripts for a personal assistant, who will continue the "
