@@ -319,7 +319,7 @@ async def test_a_changed_fact_is_written_as_replacing_the_old_one_and_found_firs
     await asyncio.wait_for(channel.push("the lock was cut, the new one opens with 7305"), 30)
     await asyncio.wait_for(channel.push("what is my bike lock code?"), 30)
     marked = (home / "workspace" / "memory" / "2026-02-25.md").read_text()
-    assert marked.startswith(old + "\n(Out of date: replaced by the note of ")
+    assert marked.startswith(old + "(Out of date: replaced by the note of ")
     results = [
         r["content"] if isinstance(r["content"], str) else r["content"][0]["text"]
         for q in fake_api.message_requests

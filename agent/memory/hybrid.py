@@ -109,7 +109,7 @@ class HybridSearch:
         replaced = replacements(
             self.index, self.vectors, ranked, stored, chat, asked, held, at_once
         )
-        marked = marked_newer(self.index, ranked, rows, audience, asked, at_once)
+        marked = marked_newer(self.index, ranked, rows, audience, asked or span, at_once)
         if replaced is None or marked is None:
             return None
         newer = dict(replaced.newer)

@@ -3,31 +3,48 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import PurePosixPath
 
+from agent.workspace.audience import log_path
 from gateway.contract.errors import ToolError
+from gateway.contract.events import Audience
 
-# On its own line at the end of the older entry, readable by the owner and the model alike.
+# At the end of the older entry, in place of the blank line after it, so that no line of the
+# log moves (a line number the model got from a search stays right); readable by the owner and
+# the model alike. The newer note is named by its day, heading and, when several entries
+# share that heading (one turn writes them all in the same minute), its place among them.
 _MARK = re.compile(
-    r"^\(Out of date: replaced by the note of (\d{4}-\d\d-\d\d) (\d\d:\d\d)\.\)$", re.M
+    r"^\(Out of date: replaced by (?:the note|note (\d+)) of (\d{4}-\d\d-\d\d) (\d\d:\d\d)\.\)$"
 )
+_HEADING = re.compile(r"^## (\d\d:\d\d)(?: |$)")
 # How the model names a note: as memory_search shows a hit ("memory/x.md lines 4-6"), or
 # "memory/x.md line 4", or "memory/x.md:4".
 _REFERENCE = re.compile(r"^\s*(\S+?\.md)(?::|\s+lines?\s+)(\d+)(?:\s*-\s*\d+)?\s*$")
 
 
-# Named by its day and heading, not its line: a mark put in above it would move its lines.
-def mark(day: str, time: str) -> str:
-    return f"(Out of date: replaced by the note of {day} {time}.)"
+@dataclass(frozen=True)
+class Newer:
+    """The note a mark names: in the log of ``day`` (same folder), the ``nth`` entry headed
+    ``## {time}``."""
+
+    day: str
+    time: str
+    nth: int = 1
+
+    def mark(self) -> str:
+        which = "the note" if self.nth == 1 else f"note {self.nth}"
+        return f"(Out of date: replaced by {which} of {self.day} {self.time}.)"
 
 
-def replaced_by(text: str) -> tuple[str, str] | None:
-    """The day and time (``HH:MM``) of the newer note an entry's mark names, in a log of the
-    same folder (the last mark, if several)."""
-    found = _MARK.findall(text)
+def replaced_by(text: str) -> Newer | None:
+    """The newer note an entry's mark names (the last mark, if several)."""
+    found = [m for x in text.splitlines() if (m := _MARK.match(x.strip()))]
     if not found:
         return None
-    day, time = found[-1]
-    return day, time
+    nth, day, time = found[-1].groups()
+    return Newer(day, time, int(nth or 1))
 
 
 def reference(raw: object) -> tuple[str, int]:
@@ -39,6 +56,15 @@ def reference(raw: object) -> tuple[str, int]:
             f"4-6' (or 'memory/YYYY-MM-DD.md:4'), not {str(raw)[:80]!r}."
         )
     return found[1], int(found[2])
+
+
+def own_log_day(rel: str, audience: Audience) -> date | None:
+    """The day of ``rel`` when it is one of the audience's own daily logs; else None."""
+    try:
+        day = date.fromisoformat(PurePosixPath(rel).stem)
+    except ValueError:
+        return None
+    return day if rel == log_path(audience, day) else None
 
 
 def entry_at(lines: list[str], line: int) -> tuple[int, int]:
@@ -57,19 +83,63 @@ def entry_at(lines: list[str], line: int) -> tuple[int, int]:
     return start, end
 
 
-def marked(text: str, line: int, day: str, time: str) -> str:
-    """``text`` of a log with the entry at ``line`` marked as replaced by the note of ``day``
-    and ``time``; an earlier mark of that entry gives way to this one."""
-    lines = text.split("\n")
+def marked(text: str, line: int, newer: Newer) -> str:
+    """``text`` of a log with the entry at 1-based ``line`` marked as replaced by ``newer``;
+    an earlier mark of that entry gives way to this one, and no other line moves."""
+    lines = text.splitlines(keepends=True)
     start, end = entry_at(lines, line)
-    body = [x for x in lines[start:end] if not _MARK.match(x)]
-    while len(body) > 1 and not body[-1].strip():
-        body.pop()
-    lines[start:end] = [*body, "", mark(day, time)]
-    return "\n".join(lines)
+    mark = newer.mark() + "\n"
+    at = next((i for i in range(start + 1, end) if _MARK.match(lines[i].strip())), None)
+    if at is None and end < len(lines) and not lines[end].strip():
+        at = end  # the blank line after the entry's text
+    if at is not None:
+        lines[at] = newer.mark() + lines[at][len(lines[at].splitlines()[0]) :]
+    else:  # the file's end, or a log written by hand with no blank line before the next entry
+        if lines[end - 1] == lines[end - 1].splitlines()[0]:  # no line break at the end
+            lines[end - 1] += "\n"
+        lines.insert(end, mark)
+    return "".join(lines)
 
 
 def headed(text: str, time: str) -> bool:
     """Whether a chunk holds an entry headed ``## {time}`` (a source may follow the time)."""
     heading = f"## {time}"
     return any(x == heading or x.startswith(heading + " ") for x in text.splitlines())
+
+
+def replaced_at(text: str, line: int) -> bool:
+    """Whether the entry of a log at 1-based ``line`` is marked out of date already (False
+    when the line is in no entry)."""
+    lines = text.splitlines()
+    try:
+        start, end = entry_at(lines, line)
+    except ToolError:
+        return False
+    return any(_MARK.match(x.strip()) for x in lines[start:end])
+
+
+def holding(text: str, words: str) -> tuple[int, str] | None:
+    """The last entry of a log whose text holds ``words`` (spacing aside): its heading's line
+    (1-based) and its time, ``HH:MM``. None when no entry does."""
+    wanted = " " + " ".join(words.split()) + " "
+    lines = text.splitlines()
+    starts = [i for i, x in enumerate(lines) if x.startswith("## ")]
+    for n, start in reversed(list(enumerate(starts))):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        found = _HEADING.match(lines[start])
+        if found and wanted in " " + " ".join(" ".join(lines[start + 1 : end]).split()) + " ":
+            return start + 1, found[1]
+    return None
+
+
+def heading_place(text: str, line: int) -> int:
+    """Which of the log's entries headed as the one at 1-based ``line`` is (1: the first)."""
+    lines = text.splitlines()
+    time = _HEADING.match(lines[line - 1])
+    assert time is not None, "a heading's line"
+    return sum(1 for x in lines[:line] if (m := _HEADING.match(x)) and m[1] == time[1])
+
+
+def heading_time(text: str) -> str | None:
+    """The time of the first entry heading in ``text`` (a chunk, a log), ``HH:MM``."""
+    return next((m[1] for x in text.splitlines() if (m := _HEADING.match(x))), None)

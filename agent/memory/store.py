@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
-from agent.memory.links import marked
+from agent.memory.links import Newer, marked, own_log_day, replaced_at
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
@@ -89,6 +89,14 @@ class Memory:
         ``HybridSearch.search_at_once``); None when it cannot."""
         hits = self.searcher.search_at_once(query, max_results, audience=audience, meaning=meaning)
         return None if hits is None else self.shown(hits, audience)
+
+    def earlier(self, text: str, audience: Audience, today: date, limit: int = 3) -> list[Hit]:
+        """The entries of the audience's own logs before ``today`` that a search for ``text``
+        ranks first, those already marked out of date left out: what a new entry may replace."""
+        before = DaySpan(date.min, today - timedelta(days=1))
+        hits = self.search(text, limit * 3, audience, before)
+        own = [h for h in hits if own_log_day(h.path, audience)]
+        return [h for h in own if not replaced_at(self.own_text(h.path), h.start_line)][:limit]
 
     def shown(self, hits: list[Hit], audience: Audience) -> list[Hit]:
         """The hits of a search as ``search`` gives them: without the paired guests' notes in
@@ -250,15 +258,13 @@ class Memory:
                 os.close(fd)
         return rel
 
-    def mark_replaced(self, rel: str, line: int, by: datetime) -> None:
-        """Mark the entry of log ``rel`` at ``line`` as replaced by the note written at ``by``
-        in a log of the same folder: a line at its end that the owner reads and search
-        follows."""
+    def mark_replaced(self, rel: str, line: int, newer: Newer) -> None:
+        """Mark the entry of log ``rel`` at ``line`` as replaced by ``newer``, a note in a log
+        of the same folder: a line under its heading that the owner reads and search follows."""
         text = self.own_text(rel)
         if not text:
             raise ToolError(f"{rel} does not exist.")
-        new = marked(text, line, by.date().isoformat(), f"{by:%H:%M}")
-        atomic_write(self.workspace / rel, new, history=self.history)
+        atomic_write(self.workspace / rel, marked(text, line, newer), history=self.history)
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
         """The real path for ``rel``: every folder on the way is a real folder, and the file,

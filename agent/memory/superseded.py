@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from agent.memory.hits import StoredChunk
 from agent.memory.index import MemoryIndex
-from agent.memory.links import headed, replaced_by
+from agent.memory.links import Newer, headed, heading_time, replaced_by
 from agent.memory.ranking import CHAIN, Candidate, Ranked
 from agent.memory.subjects import Subjects, newer_notes, note_words, reach_places
 from agent.memory.when import DaySpan
@@ -68,34 +68,33 @@ def marked_newer(
     ranked: list[Ranked],
     rows: dict[int, StoredChunk],
     audience: Audience,
-    asked: DaySpan | None,
+    within: DaySpan | None,
     at_once: bool,
 ) -> dict[int, list[Ranked]] | None:
     """The newer notes that the first of ``ranked`` are marked as replaced by (``memory_append``
     with ``replaces``), and theirs in turn: by the replaced note's id. Each is added to
-    ``rows``, brought in when it was not a candidate. Asked about a time, only a note of that
-    time replaces another. None when a search at once would have to wait for the index."""
+    ``rows``, brought in when it was not a candidate. Asked about a time (``within``: the
+    query's, else the search's days), only a note of that time replaces another. None when a
+    search at once would have to wait for the index."""
     known = {r.candidate.id: r for r in ranked}
     found: dict[int, list[Ranked]] = {}
     for first in ranked[:REPLACED_DEPTH]:
         old = first
         for _ in range(CHAIN):
-            pointer = replaced_by(old.candidate.text)
-            if pointer is None or old.candidate.id in found:
+            newer = replaced_by(old.candidate.text)
+            if newer is None or old.candidate.id in found:
                 break
-            day, time = pointer
             where = rows[old.candidate.id].path.rsplit("/", 1)[0]
             try:
-                chunks = index.chunks_of(f"{where}/{day}.md", audience=audience, wait=not at_once)
+                chunks = index.chunks_of(
+                    f"{where}/{newer.day}.md", audience=audience, wait=not at_once
+                )
             except TimeoutError:
                 return None
-            chunks.sort(key=lambda c: c.start_line, reverse=True)  # the same minute: the last
-            chunk = next((c for c in chunks if headed(c.text, time)), None)
-            if chunk is None:
-                break
-            if chunk.day[:10] < old.candidate.day[:10] or chunk.id == old.candidate.id:
-                break  # a mark pointing back in time is not followed
-            if asked is not None and not asked.holds(chunk.day):
+            chunk = _entry(chunks, newer)
+            if chunk is None or not _later(chunk, old.candidate):
+                break  # a mark pointing nowhere, or back in time, is not followed
+            if within is not None and not within.holds(chunk.day):
                 break
             new = known.get(chunk.id) or Ranked(
                 Candidate(chunk.id, chunk.text, chunk.day), 0.0, 0.0, None, 1.0
@@ -104,3 +103,24 @@ def marked_newer(
             found[old.candidate.id] = [new]
             old = new
     return found
+
+
+def _entry(chunks: list[StoredChunk], newer: Newer) -> StoredChunk | None:
+    """The chunk of a log that holds the heading of the entry ``newer`` names."""
+    headings: dict[int, StoredChunk] = {}
+    for c in chunks:
+        for n, line in enumerate(c.text.splitlines()):
+            if headed(line, newer.time):
+                headings.setdefault(c.start_line + n, c)
+    ordered = [headings[line] for line in sorted(headings)]
+    return ordered[newer.nth - 1] if newer.nth <= len(ordered) else None
+
+
+def _later(chunk: StoredChunk, old: Candidate) -> bool:
+    """Whether ``chunk``'s entry was written after ``old``'s (in the same minute counts), and
+    is another entry."""
+    if chunk.id == old.id:
+        return False
+    if chunk.day[:10] != old.day[:10]:
+        return chunk.day[:10] > old.day[:10]
+    return (heading_time(chunk.text) or "") >= (heading_time(old.text) or "")

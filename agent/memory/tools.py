@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import date
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, dated
-from agent.memory.links import entry_at, reference
+from agent.memory.links import Newer, entry_at, heading_place, holding, own_log_day, reference
 from agent.memory.sections import dated as learned_on
 from agent.memory.sections import kind_of
 from agent.memory.store import Memory, read_text
@@ -17,8 +18,18 @@ from agent.memory.when import DaySpan, dates_in
 from agent.tools.context import TurnContext
 from agent.tools.paths import check_single_name, resolve_in_workspace
 from agent.tools.registry import Tool
-from agent.workspace.audience import guest_notes, log_path, notes_path, unquotes, untrusted
+from agent.workspace.audience import (
+    guest_notes,
+    log_path,
+    notes_path,
+    read_from_outside,
+    unquotes,
+    untrusted,
+    written_after_outside,
+)
 from gateway.contract.errors import PathRefused, ToolError
+
+log = logging.getLogger(__name__)
 
 MAX_ENTRY_CHARS = 8000
 MAX_QUERY_CHARS = 1000
@@ -47,8 +58,8 @@ class AppendArgs(TypedDict):
     replaces: NotRequired[
         Annotated[
             str,
-            "A note this entry makes out of date, as memory_search shows it "
-            "('memory/2026-02-25.md lines 4-6'): it is marked so, and searches put this "
+            "A note this entry makes out of date, as memory_search or memory_append lists "
+            "it ('memory/2026-02-25.md lines 4-6'): it is marked so, and searches put this "
             "entry above it.",
         ]
     ]
@@ -150,13 +161,69 @@ class MemoryTools:
         old = self._replaced(ctx, args.get("replaces"))  # checked before anything is written
         today = log_path(ctx.audience, ctx.now.date())
         if self.memory.holds(today, text, ctx.audience):
-            return f"That is already in {today} word for word; nothing was added."
+            if old is None:
+                return f"That is already in {today} word for word; nothing was added."
+            # The second step after an append listed the notes its entry may replace.
+            time = self._mark(today, text, old)
+            return (
+                f"That is already in {today} (the entry of {time}); the note at {old[0]} line "
+                f"{old[1]} is marked out of date, replaced by it."
+            )
         ctx.check_room(len(text.encode()) + 40 + (80 if old else 0))  # with its heading, a mark
         rel = self.memory.append(ctx.marked(text), ctx.now, ctx.audience, source)
         if old is None:
-            return f"Appended to {rel}."
-        self.memory.mark_replaced(*old, ctx.now)
+            return f"Appended to {rel}." + self._earlier(ctx, text)
+        try:
+            self._mark(rel, text, old)
+        except (OSError, ToolError) as exc:  # the entry is kept; a second call can still mark
+            log.warning("marking %s line %d out of date failed: %s", *old, exc)
+            return (
+                f"Appended to {rel}, but the note at {old[0]} line {old[1]} could not be "
+                "marked out of date; call memory_append again with the same text and "
+                "replaces to try again."
+            )
         return f"Appended to {rel}; the note at {old[0]} line {old[1]} is marked out of date."
+
+    def _mark(self, today: str, text: str, old: tuple[str, int]) -> str:
+        """Mark ``old`` as replaced by the last entry of ``today``'s log that holds ``text``;
+        returns that entry's time."""
+        log_text = self.memory.own_text(today)
+        found = holding(log_text, text)
+        if found is None:  # its words run across two entries, or it was edited since
+            raise ToolError(f"No one entry of {today} holds that text; append it anew.")
+        line, time = found
+        if old[0] == today and entry_at(log_text.splitlines(), old[1])[0] == line - 1:
+            raise ToolError("An entry cannot replace itself; name the older note in replaces.")
+        if old[0] == today and old[1] > line:
+            raise ToolError("replaces names a note written before this entry, not after it.")
+        day = PurePosixPath(today).stem
+        self.memory.mark_replaced(*old, Newer(day, time, heading_place(log_text, line)))
+        return time
+
+    def _earlier(self, ctx: TurnContext, text: str) -> str:
+        """The older entries of this chat's logs that the new one may make out of date, for
+        the model to judge: it alone can tell a changed fact from a like one."""
+        if not ctx.exposure.clean:
+            return ""  # such a turn may not mark notes (``_replaced``): nothing to offer
+        try:
+            hits = self.memory.earlier(text[:MAX_QUERY_CHARS], ctx.audience, ctx.now.date())
+        except Exception:  # the entry is written; a search that fails must not undo that
+            log.warning("searching for the notes a new entry may replace failed", exc_info=True)
+            return ""
+        hits = [h for h in hits if self._plain(ctx, h.path)]
+        if not hits:
+            return ""
+        today = ctx.now.date()
+        listed = "\n".join(
+            f"{n}. {h.path} lines {h.start_line}-{h.end_line} ({dated(h, today)}): "
+            + " ".join(h.snippet.split())[:160]
+            for n, h in enumerate(hits, 1)
+        )
+        return (
+            "\nEarlier notes on a like subject; if the new entry makes one out of date, call "
+            "memory_append again with the same text and replaces naming it (nothing is added "
+            "twice):\n" + listed
+        )
 
     def _replaced(self, ctx: TurnContext, raw: object) -> tuple[str, int] | None:
         """The log and line of the note an entry replaces, once it is known to be an entry of
@@ -172,11 +239,7 @@ class MemoryTools:
         named, line = reference(raw)
         path = _memory_path(ctx, named)
         rel = path.relative_to(ctx.workspace).as_posix()
-        try:
-            day = date.fromisoformat(PurePosixPath(rel).stem)
-        except ValueError:
-            day = None
-        if day is None or rel != log_path(ctx.audience, day):
+        if own_log_day(rel, ctx.audience) is None:
             raise ToolError(
                 "replaces names an entry of this chat's own daily logs; a fact in long-term "
                 "memory is changed with memory_update."
@@ -186,6 +249,14 @@ class MemoryTools:
             raise ToolError(f"{rel} does not exist.")
         entry_at(text.split("\n"), line)
         return rel, line
+
+    def _plain(self, ctx: TurnContext, rel: str) -> bool:
+        """Whether a note of ``rel`` can be shown without the turn reading text from outside
+        (``TurnContext.saw_file``): offered notes must leave it free to mark one."""
+        text = read_text(self.memory.workspace / rel)
+        return read_from_outside(PurePosixPath(rel), text) is None and (
+            rel not in written_after_outside(ctx.workspace)
+        )
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
         text = args.get("text", "")
