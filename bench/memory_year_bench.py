@@ -1,6 +1,6 @@
 """Memory search over a year of one person's logs, run on demand:
 ``python bench/memory_year_bench.py [--half held|tune|fresh] [--embedders local,narrow,noise]
-[--words] [--latency] [--subjects]``. Prints tables.
+[--words] [--latency] [--subjects] [--linked] [--offered]``. Prints tables.
 
 The set (bench/retrieval/year.py): 365 daily logs written as ``memory_append`` writes them,
 about 3,100 entries, and about 300 questions whose answers are spread over the year, each
@@ -24,7 +24,11 @@ models' do: the same order, another scale) and ``noise`` (vectors from a hash of
 embedder that knows nothing); ``--words`` adds memory search with embeddings off. ``--latency``
 times search with the query's embedding at about 10,000 chunks (more everyday entries a day).
 ``--subjects`` counts the pairs of the set's notes the same-subject test joins: the versions of
-a changed fact, and all other pairs of an older and a newer note. Vectors are cached in
+a changed fact, and all other pairs of an older and a newer note. ``--linked``: every older
+version of a changed fact marked as replaced by the next, as ``memory_append``'s ``replaces``
+marks it (what search makes of the marks, not how often a model writes them). ``--offered``:
+for each newer version, whether ``memory_append``'s answer lists an older version among the
+earlier notes it may replace. Vectors are cached in
 ~/.cache/corvid-bench/year-embeddings.sqlite by model and text.
 """
 
@@ -37,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +173,7 @@ def embedder_named(name: str) -> Embedder:
 def quality(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         ws = Path(d) / "workspace"
-        queries = [q for q in build(ws) if _half(q) == args.half]
+        queries = [q for q in build(ws, linked=args.linked) if _half(q) == args.half]
         idx = MemoryIndex(Path(d) / "index.sqlite", ws)
         idx.rebuild()
         results: dict[str, dict[str, float]] = {
@@ -284,6 +289,50 @@ def subjects(args: argparse.Namespace) -> None:
     )
 
 
+def offered(args: argparse.Namespace) -> None:
+    """For each newer version of a changed fact, written on its day as ``memory_append``
+    writes it: is an older version among the earlier notes its answer lists (first place,
+    any of three)? The model can only mark what it is shown."""
+    from agent.memory.store import Memory
+    from agent.settings import MemorySettings
+    from bench.retrieval.year_fresh import FRESH
+    from bench.retrieval.year_series import CHANGED
+
+    with tempfile.TemporaryDirectory() as d:
+        ws, notes = Path(d) / "workspace", {}
+        queries = build(ws, notes=notes)
+        idx = MemoryIndex(Path(d) / "index.sqlite", ws)
+        idx.rebuild()
+        vectors = SemanticIndex(embedder_named("local"), CACHE / "year-embeddings.sqlite", 64)
+        idx.listen(vectors)
+        vectors.catch_up()
+        memory = Memory(
+            ws,
+            idx,
+            MemorySettings(),
+            search=HybridSearch(idx, vectors, SearchSettings(), lambda: TODAY),
+        )
+        found: dict[str, list[tuple[bool, bool]]] = {}
+        for c in CHANGED + FRESH:
+            newest = notes[f"{c.subject}:{len(c.versions) - 1}"]
+            half = next(_half(q) for q in queries if q.answer == newest)
+            for n in range(1, len(c.versions)):
+                day, text = c.versions[n]
+                listed = memory.earlier(text, _owner(), date.fromisoformat(day))
+                older = [notes[f"{c.subject}:{k}"] for k in range(n)]
+                hit = [any(finds(h, s) for s in older) for h in listed]
+                found.setdefault(half, []).append((bool(hit[:1] and hit[0]), any(hit)))
+        vectors.close()
+        idx.close()
+    for half in ("held", "tune", "fresh"):
+        rows = found[half]
+        print(
+            f"{half}: {len(rows)} newer versions; an older version listed first "
+            f"{statistics.fmean(r[0] for r in rows):.2f}, among the three "
+            f"{statistics.fmean(r[1] for r in rows):.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("held", "tune", "fresh"), default="held")
@@ -291,9 +340,17 @@ def main() -> None:
     parser.add_argument("--latency", action="store_true", help="time search at 10k chunks")
     parser.add_argument("--words", action="store_true", help="also search with embeddings off")
     parser.add_argument("--subjects", action="store_true", help="count same-subject pairs")
+    parser.add_argument(
+        "--linked", action="store_true", help="every older version marked as replaced"
+    )
+    parser.add_argument(
+        "--offered", action="store_true", help="the older notes memory_append lists"
+    )
     args = parser.parse_args()
     if args.latency:
         latency(args)
+    elif args.offered:
+        offered(args)
     elif args.subjects:
         subjects(args)
     else:

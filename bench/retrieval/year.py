@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from agent.memory.links import Newer, heading_place, marked
 from bench.retrieval.corpus import content_words
 from bench.retrieval.year_events import EVENTS, WHEN, P, W
 from bench.retrieval.year_fresh import FRESH
@@ -114,12 +115,16 @@ def build(
     seed: int = 68,
     filler: tuple[int, int] = (6, 10),
     notes: dict[str, Span] | None = None,
+    linked: bool = False,
 ) -> list[YearQuery]:
     """Write the year under ``workspace`` and return every labelled question; ``notes``, when
     given, is filled with every memorable note's span by its key ("event:3", "rent:1": the
-    second version of the rent)."""
+    second version of the rent). ``linked``: every older version of a changed fact carries
+    the mark ``memory_append``'s ``replaces`` writes, naming the next version."""
     rng = random.Random(seed)
     where = write_logs(workspace, rng, filler)
+    if linked:
+        _link(workspace, where)
     if notes is not None:
         notes.update(where)
     day_of = {key: date.fromisoformat(span[0][7:17]) for key, span in where.items()}
@@ -165,6 +170,19 @@ def build(
     ]
     _check(workspace, queries)
     return queries
+
+
+def _link(workspace: Path, where: dict[str, Span]) -> None:
+    """Mark each older version of a changed fact as replaced by the next, as the model does
+    when it names the older in ``replaces`` (the mark moves no line: the spans stay right)."""
+    for c in CHANGED + FRESH:
+        for n in range(len(c.versions) - 1):
+            old, new = where[f"{c.subject}:{n}"], where[f"{c.subject}:{n + 1}"]
+            text = (workspace / new[0]).read_text(encoding="utf-8")
+            time = text.splitlines()[new[1] - 1][3:8]
+            newer = Newer(Path(new[0]).stem, time, heading_place(text, new[1]))
+            path = workspace / old[0]
+            path.write_text(marked(path.read_text(encoding="utf-8"), old[1], newer), "utf-8")
 
 
 def _check(workspace: Path, queries: list[YearQuery]) -> None:
