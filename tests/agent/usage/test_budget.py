@@ -249,7 +249,10 @@ async def test_each_cap_stops_what_it_covers_until_its_period_ends(tmp_path, cap
     ("model", "prices"),
     [
         ("claude-sonnet-5-5", {}),  # writing the cache costs more than plain input
-        ("dear-input", {"dear-input": PriceSettings(input=10.0, cache_write=2.0, output=5.0)}),
+        (  # every rate set, so that a token miscounted under any of them shows
+            "dear-input",
+            {"dear-input": PriceSettings(input=10.0, cache_write=2.0, cache_read=1.0, output=5.0)},
+        ),
         ("unpriced", {}),
     ],
 )

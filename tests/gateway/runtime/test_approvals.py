@@ -98,6 +98,14 @@ def test_the_request_shows_the_call_what_was_read_and_the_change() -> None:
     )
 
 
+def test_the_rule_that_asks_is_said_and_nothing_stands_in_for_it_when_none_does() -> None:
+    why = "Asked because sending mail to a new address always asks."
+    said = message(_request(OWNER_TG, why=why), OWNER_TG, 300).text
+    assert f'```json\n{{"name": "work"}}\n```\n\n{why}\n\n' in said
+    plain = message(_request(OWNER_TG), OWNER_TG, 300).text
+    assert '```json\n{"name": "work"}\n```\n\nApprove once: /approval ab12 once' in plain
+
+
 def test_arguments_cannot_close_their_code_block() -> None:
     assert fenced("say ``` then ````", "json").startswith("`````json\n")
     assert fenced("plain", "json") == "```json\nplain\n```"
