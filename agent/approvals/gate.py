@@ -51,10 +51,6 @@ class ApprovalRequest:
     diff: str = ""
     why: str = ""  # the rule that asks, when it is not the tool's own policy
 
-    @property
-    def tainted(self) -> bool:
-        return bool(self.sources)
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
