@@ -203,8 +203,10 @@ class MemoryTools:
     def _earlier(self, ctx: TurnContext, text: str) -> str:
         """The older entries of this chat's logs that the new one may make out of date, for
         the model to judge: it alone can tell a changed fact from a like one."""
-        if not ctx.exposure.clean:
-            return ""  # such a turn may not mark notes (``_replaced``): nothing to offer
+        if not ctx.exposure.clean or not ctx.private:
+            # Such a turn may not mark notes (``_replaced``); a shared chat's own log counts
+            # as read from outside (``_plain``): either way there is nothing to offer.
+            return ""
         try:
             hits = self.memory.earlier(text[:MAX_QUERY_CHARS], ctx.audience, ctx.now.date())
         except Exception:  # the entry is written; a search that fails must not undo that
