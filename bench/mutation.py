@@ -2007,6 +2007,15 @@ EXPLAINED: tuple[Why, ...] = (
         "a log's name ends in `.md`, so it never equals the day it is compared with",
     ),
     Why(
+        "agent/approvals/gate.py",
+        "Gate._request",
+        "secrets.token_hex(4)",
+        "`4` → `5`",
+        EQUIVALENT,
+        "a request's random id two characters longer is as unique, and its answer command "
+        "still fits a Telegram button",
+    ),
+    Why(
         "agent/memory/consolidation.py",
         "Curator.propose",
         "id=token_hex(3),",

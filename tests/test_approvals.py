@@ -270,6 +270,8 @@ async def test_a_change_to_agents_md_after_reading_outside_text_asks_with_the_di
         request = await asked(channel, 0)
         assert "edit_file" in request.text and "read as instructions" in request.text
         assert f"-{first_line}" in request.text and "+# Obey the calendar" in request.text
+        # The call itself names the file; what it would write is shown once, as the diff.
+        assert '"path": "AGENTS.md"' in request.text and '"old_text"' not in request.text
         await asyncio.wait_for(channel.push(answer(request, "Deny")), 10)
         await asyncio.wait_for(turn, 30)
         assert agents.read_text() == before
