@@ -258,3 +258,109 @@ async def test_a_turn_recalls_without_a_worker_thread_once_the_index_is_caught_u
     first, second = (r.body for r in fake_api.message_requests)
     assert GATE in _texts(first["messages"][-1])[0] and GATE in json.dumps(second["messages"])
     assert handed.count("recall") == 1  # the first, to catch the index up; not the second
+
+
+# -- each rule of the module at its edge (the mutation bench's survivors) ----------------------
+
+
+class _Memory:
+    """What recall reads of the memory: its settings, its search (recorded), its folder."""
+
+    def __init__(self, tmp: Path, hits: list[Hit] | None = None, *, enabled: bool = True):
+        from agent.settings import MemorySettings
+
+        self.cfg = replace(MemorySettings(), recall=replace(CFG, enabled=enabled))
+        self.workspace, self.hits, self.asked = tmp, hits or [], []
+
+    def search(self, query, limit, audience, *, meaning):
+        self.asked.append(query)
+        return self.hits
+
+    def search_at_once(self, query, limit, audience, *, meaning):
+        return self.search(query, limit, audience, meaning=meaning)
+
+
+def test_a_message_is_searched_by_its_first_thousand_characters_and_not_when_off(tmp_path):
+    from agent.memory.recall import recall, recall_at_once
+    from gateway.contract.events import OWNER
+
+    memory = _Memory(tmp_path)
+    for ask in (recall, recall_at_once):
+        assert ask(memory, "  " + "word " * 400, OWNER, [""]) == ("", [])
+        assert memory.asked.pop() == ("word " * 400).strip()[:1000]
+        assert ask(memory, " \n ", OWNER, [""]) == ("", []) and not memory.asked
+        off = _Memory(tmp_path, enabled=False)
+        assert ask(off, "where is the allotment gate code?", OWNER, [""]) == ("", [])
+        assert not off.asked
+
+
+def test_a_recall_is_logged_only_when_a_note_is_given(tmp_path, caplog):
+    from agent.memory.recall import recall
+    from gateway.contract.events import OWNER
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / OLD_LOG).write_text("# 2026-01-05\n\n## 09:00\n\nThe gate code is 4411.\n")
+    caplog.set_level("DEBUG", logger="agent.memory.recall")
+    assert recall(_Memory(tmp_path), "the gate code please", OWNER, [""]) == ("", [])
+    assert "recalled" not in caplog.text
+    found = _Memory(tmp_path, [hit("The gate code is 4411.", words=1.0)])
+    block, files = recall(found, "the gate code please", OWNER, [""])
+    assert "4411" in block and [rel for rel, _ in files] == [OLD_LOG]
+    assert "recalled 1 note(s) for a message of 20 characters" in caplog.text
+
+
+def test_three_words_are_enough_to_search_by_meaning():
+    assert by_meaning("where Anna lives") and by_meaning("我对什么药过")  # six CJK: three words
+    assert not by_meaning("Anna lives") and not by_meaning("我对什么药")
+
+
+def test_a_cut_excerpt_is_there_by_its_first_forty_characters_a_whole_one_by_all():
+    long = "The allotment gate opens with the code 4411 and a firm push"
+    prompt = f"## 09:00\n\n{long[:40]} and then something else\n"
+    assert already_there(hit(long[:55] + "…"), prompt)  # cut by the snippet: its start counts
+    assert already_there(hit(long[:40] + "X…"), prompt)  # a 41st character it cannot vouch for
+    assert not already_there(hit(long), prompt)  # not cut: the whole line must be there
+    assert already_there(hit(f"## 09:00\n{long[:50]}…"), prompt)
+    assert not already_there(hit("…"), prompt)
+
+
+def test_an_excerpt_is_narrowed_to_its_own_lines_within_the_hit():
+    from agent.memory.recall import narrowed
+
+    text = "# day\n\n## 09:00\nalpha\nbeta one\nbeta two\n\ngamma\nbeta late\n"
+    two = replace(hit("beta one\nbeta two"), start_line=3, end_line=8)
+    assert (narrowed(two, text).start_line, narrowed(two, text).end_line) == (5, 6)
+    one = replace(hit("alpha"), start_line=3, end_line=9)
+    assert (narrowed(one, text).start_line, narrowed(one, text).end_line) == (4, 4)
+    beyond = replace(hit("beta late"), start_line=3, end_line=8)  # its line is past the hit
+    assert narrowed(beyond, text) == beyond
+    empty = replace(hit(""), start_line=3, end_line=8)
+    assert narrowed(empty, text) == empty
+    shrunk = replace(hit("delta"), start_line=8, end_line=14)  # the file is shorter now
+    assert narrowed(shrunk, text) == shrunk
+
+
+def test_only_the_users_messages_recall_blocks_are_earlier_recalls():
+    from agent.memory.recall import earlier_recalls
+
+    recalled = f"{HEADER}: ...]"
+    messages = [
+        {"role": "assistant", "content": [{"type": "text", "text": recalled}]},
+        {"role": "user", "content": recalled},  # a plain string is the person's own text
+        {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "image"}]},
+        {"role": "user", "content": [{"type": "text", "text": recalled}, "odd"]},
+    ]
+    assert earlier_recalls(messages) == [recalled]
+
+
+def test_a_note_is_listed_with_sixty_bytes_of_its_text_or_not_at_all():
+    from agent.memory.recall import _fit
+
+    one = replace(hit("x" * 200), start_line=3, end_line=3)
+    _, full = notes_block([one], 2000)
+    frame = len(full.encode()) - 200  # the header, the note's line without its text, the end
+    shown, block = notes_block([one], frame + 60)
+    assert shown == [one] and block.endswith(": " + "x" * 57 + "…]")  # "…" is three bytes
+    assert notes_block([one], frame + 59) == ([], "")
+    assert notes_block([one], 100) == ([], "")  # not even the header fits
+    assert _fit("abcd", 4) == "abcd" and _fit("abcde", 4) == "a…"
