@@ -313,6 +313,7 @@ TARGETS = (
         "tests/agent/usage/test_budget.py",
         "tests/test_usage.py",
         "tests/test_usage_other_services.py",
+        "tests/gateway/infra/test_wal.py",  # its checkpoints in a thread
     ),
     _t(
         "agent/usage/meter.py",
@@ -2005,6 +2006,49 @@ EXPLAINED: tuple[Why, ...] = (
         "`<` → `<=`",
         EQUIVALENT,
         "a log's name ends in `.md`, so it never equals the day it is compared with",
+    ),
+    # The usage ledger.
+    Why(
+        "agent/usage/ledger.py",
+        "UsageLedger.__init__",
+        'self._db.execute("PRAGMA synchronous=NORMAL")',
+        "`self._db.execute('PRAGMA synchronous=NORMAL')` removed",
+        UNSEEN,
+        "in WAL mode it decides what a power cut may lose, which no test can cause",
+    ),
+    Why(
+        "agent/usage/ledger.py",
+        "UsageLedger.__init__",
+        "timeout=10",
+        "`10` → `11`",
+        UNSEEN,
+        "how long a write waits for a lock only the checkpoint thread takes, and never long",
+    ),
+    Why(
+        "agent/usage/ledger.py",
+        "UsageLedger.close",
+        "self._checkpoints.close()",
+        "`self._checkpoints.close()` removed",
+        UNSEEN,
+        "it waits for a checkpoint still running; left alone, that thread ends on its own "
+        "connection, and nothing a test can see differs",
+    ),
+    Why(
+        "agent/usage/ledger.py",
+        "module",
+        "SCHEMA_VERSION = 1",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the number a new ledger is stamped with and the upgrade check expects are the same "
+        "constant: any number is as consistent",
+    ),
+    Why(
+        "agent/usage/ledger.py",
+        "_within",
+        "if len(period) > 7:",
+        "`7` → `8`",
+        EQUIVALENT,
+        "a month is seven characters and a day ten: any bar from seven to nine tells them apart",
     ),
     Why(
         "agent/approvals/gate.py",

@@ -202,3 +202,64 @@ def test_the_period_of_a_moment_is_its_local_day_and_month(zone):
     assert Period.of(before, tz).day == "2026-03-30"
     assert Period.of(after, tz) == Period("2026-03-31", "2026-03")
     assert Period.of(after + timedelta(days=1), tz) == Period("2026-04-01", "2026-04")
+
+
+# -- each rule of the ledger at its edge (the mutation bench's survivors) ----------------------
+
+
+def test_a_call_counts_what_it_is_given_and_nothing_it_is_not(tmp_path):
+    ledger = UsageLedger(tmp_path / "new" / "usage.sqlite", BERLIN)  # its folder made
+    when = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    empty = ledger.summary("2026-11")
+    assert {k: v for k, v in empty.items() if k != "key"} == dict.fromkeys(
+        ("calls", "input", "cache_write", "cache_read", "output", "web_searches", "cost"), 0
+    )
+    ledger.record(Call(Charge(Purpose.EMBEDDING), "e", input=7, cost=0.1), when)
+    ledger.record(Call(Charge(Purpose.CHAT, PRIVATE), "m", 1, 2, 3, 4, 5, 0.2), when)
+    ledger.record(Call(Charge(Purpose.CHAT, PRIVATE), "m", cost=0.0), when)  # counted, free
+    assert ledger.summary("2026-11-23") == {
+        "key": "all", "calls": 3, "input": 8, "cache_write": 2, "cache_read": 3, "output": 4,
+        "web_searches": 5, "cost": pytest.approx(0.3),
+    }  # fmt: skip
+    ledger.close()
+    with sqlite3.connect(tmp_path / "new" / "usage.sqlite") as db:
+        sessions = sorted(db.execute("SELECT purpose, session FROM calls"), key=str)
+        # The file says which chat each call was for: the owner can read it with sqlite3.
+        assert sessions == [("chat", str(PRIVATE)), ("chat", str(PRIVATE)), ("embedding", None)]
+    UsageLedger(tmp_path / "new" / "usage.sqlite", BERLIN).close()  # its folder there already
+
+
+def test_a_new_ledger_is_stamped_with_its_schema_and_an_old_one_keeps_its_stamp(tmp_path):
+    from agent.usage.ledger import SCHEMA_VERSION
+
+    UsageLedger(tmp_path / "usage.sqlite", BERLIN).close()
+    with sqlite3.connect(tmp_path / "usage.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # Written ahead in its log, so a chat never waits for the file (docs: growth).
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.execute("PRAGMA user_version = 9")  # another version's: upgrades decide, not it
+    UsageLedger(tmp_path / "usage.sqlite", BERLIN).close()
+    with sqlite3.connect(tmp_path / "usage.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+
+
+def test_totals_by_day_run_oldest_first_and_the_rest_dearest_first(tmp_path):
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    for day, chat, cost in ((21, PRIVATE, 1.0), (22, GROUP, 3.0), (23, PRIVATE, 0.5)):
+        when = datetime(2026, 11, day, 12, tzinfo=UTC)
+        ledger.record(Call(Charge(Purpose.CHAT, chat), "m", cost=cost), when)
+    assert [r["key"] for r in ledger.totals("day")] == ["2026-11-21", "2026-11-22", "2026-11-23"]
+    assert [r["key"] for r in ledger.totals("chat")] == ["telegram-group--100", "owner"]
+    ledger.close()
+
+
+def test_the_months_top_lists_five_unless_asked_for_more(tmp_path):
+    ledger = UsageLedger(tmp_path / "usage.sqlite", BERLIN)
+    when = datetime(2026, 11, 23, 12, tzinfo=UTC)
+    for n in range(7):
+        chat = SessionKey("telegram", "group", f"-{n}")
+        ledger.record(Call(Charge(Purpose.CHAT, chat), "m", cost=1.0 + n), when)
+    top = ledger.top("chat", "2026-11")
+    assert [r["key"] for r in top] == [f"telegram-group--{n}" for n in (6, 5, 4, 3, 2)]
+    assert len(ledger.top("chat", "2026-11", limit=7)) == 7
+    ledger.close()
