@@ -336,3 +336,83 @@ async def test_an_answer_the_ledger_cannot_keep_still_goes_out(tmp_path, caplog)
     answer = await call(llm, PRIVATE)
     assert answer.content == [{"type": "text", "text": "ok"}] and model.calls == 1
     assert "could not write a chat call to the usage ledger" in caplog.text
+
+
+# -- a call waiting near a cap (the mutation bench's survivors) --------------------------------
+
+
+class _Held:
+    """A call admitted by the budget that stays in flight until ``release`` is set."""
+
+    def __init__(self, budget: Budget, most: float) -> None:
+        self.admitted, self.release = asyncio.Event(), asyncio.Event()
+        self.task = asyncio.create_task(self._run(budget, most))
+
+    async def _run(self, budget: Budget, most: float) -> None:
+        async with budget.admit(Charge(Purpose.CHAT, PRIVATE), most):
+            self.admitted.set()
+            await self.release.wait()
+
+    async def settled(self) -> bool:
+        """Whether it was admitted once every task that can run has run."""
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return self.admitted.is_set()
+
+
+def _budget(tmp_path: Path, daily: float) -> Budget:
+    return Budget(
+        BudgetSettings(daily=daily), UsageLedger(tmp_path / "u.sqlite", BERLIN), FakeClock()
+    )
+
+
+async def test_a_call_that_would_reach_the_cap_with_those_in_flight_waits_for_them(tmp_path):
+    budget = _budget(tmp_path, daily=1.0)
+    first = _Held(budget, 0.5)
+    assert await first.settled()
+    second = _Held(budget, 0.5)  # 0.5 in flight and 0.5 more: exactly the cap, not below it
+    assert not await second.settled()
+    first.release.set()
+    await asyncio.wait_for(second.admitted.wait(), 5)
+    second.release.set()
+    await asyncio.wait_for(asyncio.gather(first.task, second.task), 5)
+    third = _Held(budget, 0.25)
+    fourth = _Held(budget, 0.5)  # 0.25 + 0.5 < 1: both at once
+    assert await third.settled() and await fourth.settled()
+    third.release.set(), fourth.release.set()
+    await asyncio.wait_for(asyncio.gather(third.task, fourth.task), 5)
+    budget.ledger.close()
+
+
+@pytest.mark.parametrize("how", ["raised", "reloaded"])
+async def test_a_waiting_call_goes_on_at_once_when_the_cap_is_raised_or_reloaded(tmp_path, how):
+    budget = _budget(tmp_path, daily=1.0)
+    first = _Held(budget, 0.75)
+    assert await first.settled()
+    second = _Held(budget, 0.75)
+    assert not await second.settled()
+    if how == "raised":
+        cap = budget.raise_cap("daily", 5.0)
+        assert (cap.name, cap.limit, cap.daily) == ("daily", 5.0, True)
+    else:
+        budget.apply(BudgetSettings(daily=5.0))
+    await asyncio.wait_for(second.admitted.wait(), 5)  # the first still in flight
+    assert not first.task.done()
+    first.release.set(), second.release.set()
+    await asyncio.wait_for(asyncio.gather(first.task, second.task), 5)
+    budget.ledger.close()
+
+
+def test_only_a_cap_that_exists_can_be_raised(tmp_path):
+    budget = _budget(tmp_path, daily=1.0)
+    for name in (
+        "weekly",
+        "team_daily:x",
+        "chat_daily",
+        "daily:telegram-group--100",
+        "job_monthly",
+    ):
+        with pytest.raises(ValueError, match="no cap named"):
+            budget.raise_cap(name, 2.0)
+    assert budget.raise_cap("chat_daily:telegram-group--100", 2.0).subject == "telegram-group--100"
+    budget.ledger.close()
