@@ -2098,7 +2098,20 @@ def _pytest(project: Path, args: list[str], timeout: float, **env: str) -> tuple
     """Run pytest in ``project``: "survived" (green), "killed" or "timeout", and its output."""
     # The model SDK is loaded before the first test: on a busy machine its import alone can
     # outlast the bounded wait of the test that first needs it, which a mutant did not cause.
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "anthropic", *args]
+    # One process: the line tracer sees only its own, and the bench runs mutants side by side.
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        "0",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "anthropic",
+    ]
+    cmd += args
     path = os.pathsep.join([str(project), str(project / "bench")])
     environ = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", **env}
     try:
