@@ -2007,6 +2007,45 @@ EXPLAINED: tuple[Why, ...] = (
         EQUIVALENT,
         "a log's name ends in `.md`, so it never equals the day it is compared with",
     ),
+    # The budget's caps: "reached" is a total within EPSILON of the cap, a float's slack.
+    *(
+        Why("agent/usage/budget.py", where, code, "`>=` → `>`", EQUIVALENT, why)
+        for where, code, why in (
+            (
+                "Budget.recorded",
+                "if spent >= cap.limit - EPSILON:",
+                "only a total exactly EPSILON below the cap tells `>=` from `>`",
+            ),
+            (
+                "Budget.admit",
+                "if spent >= cap.limit - EPSILON:",
+                "only a total exactly EPSILON below the cap tells `>=` from `>`",
+            ),
+            (
+                "Budget.recorded",
+                "elif self.cfg.warn_at and spent >= cap.limit * self.cfg.warn_at - EPSILON:",
+                "only a total exactly EPSILON below the warning's level tells `>=` from `>`",
+            ),
+        )
+    ),
+    Why(
+        "agent/usage/budget.py",
+        "Budget._warn",
+        "level = round(self.cfg.warn_at * 100)",
+        "`100` → `101`",
+        EQUIVALENT,
+        "the level only names the warning in the ledger's record of what was told, which the "
+        "same code reads back: another number tells once as well",
+    ),
+    Why(
+        "agent/usage/budget.py",
+        "Budget._reached",
+        "first_telling(cap.name, cap.period, 100)",
+        "`100` → `101`",
+        EQUIVALENT,
+        "the level only names the telling in the ledger's record, read back by the same code; "
+        "a warning never shares it (a cap reached is not also warned of)",
+    ),
     # The usage ledger.
     Why(
         "agent/usage/ledger.py",

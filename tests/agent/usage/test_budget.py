@@ -19,7 +19,7 @@ from agent.sessions.state import Usage
 from agent.settings import BudgetSettings, LLMSettings, PriceSettings
 from agent.stream import Deltas
 from agent.usage.budget import Budget, BudgetSpent
-from agent.usage.ledger import Period, UsageLedger
+from agent.usage.ledger import Call, Period, UsageLedger
 from agent.usage.meter import Meter, Metered
 from agent.usage.prices import PriceTable
 from gateway.contract.events import NO_REPLY, SessionKey, job_key
@@ -416,3 +416,20 @@ def test_only_a_cap_that_exists_can_be_raised(tmp_path):
             budget.raise_cap(name, 2.0)
     assert budget.raise_cap("chat_daily:telegram-group--100", 2.0).subject == "telegram-group--100"
     budget.ledger.close()
+
+
+async def test_a_cap_found_reached_at_a_call_is_told_once_with_a_button_that_doubles_it(tmp_path):
+    """Spent before this process counted it (a restart, another process's calls): the first
+    call refused tells the owner, with a button that raises the cap to twice its size."""
+    ledger = UsageLedger(tmp_path / "u.sqlite", BERLIN)
+    clock = FakeClock()
+    ledger.record(Call(Charge(Purpose.CHAT, PRIVATE), "m", cost=1.5), clock.now())
+    told: list[tuple[str, tuple]] = []
+    budget = Budget(BudgetSettings(daily=1.5), ledger, clock, lambda t, b: told.append((t, b)))
+    for _ in range(2):
+        with pytest.raises(BudgetSpent):
+            async with budget.admit(Charge(Purpose.CHAT, PRIVATE), 0.1):
+                raise AssertionError("not admitted")
+    assert len(told) == 1 and told[0][0].startswith("The daily budget is reached ($1.50 of $1.5)")
+    assert told[0][1] == (("Raise to $3", "/budget daily 3"),)
+    ledger.close()
