@@ -2046,6 +2046,106 @@ EXPLAINED: tuple[Why, ...] = (
         "the level only names the telling in the ledger's record, read back by the same code; "
         "a warning never shares it (a cap reached is not also warned of)",
     ),
+    # The workspace's history.
+    *(
+        Why("agent/workspace/history.py", where, code, what, kind, why)
+        for where, code, what, kind, why in (
+            (
+                "History.__init__",
+                'self._db.execute("PRAGMA synchronous=NORMAL")',
+                "`self._db.execute('PRAGMA synchronous=NORMAL')` removed",
+                UNSEEN,
+                "in WAL mode it decides what a power cut may lose, which no test can cause",
+            ),
+            (
+                "History.__init__",
+                "timeout=10",
+                "`10` → `11`",
+                UNSEEN,
+                "how long a write waits for `corvid memory undo` in another process",
+            ),
+            (
+                "module",
+                "SCHEMA_VERSION = 1",
+                "`1` → `2`",
+                EQUIVALENT,
+                "a new history's stamp and the upgrade check's are the same constant",
+            ),
+            (
+                "module",
+                "MAX_DEPTH = 64",
+                "`64` → `65`",
+                EQUIVALENT,
+                "a chain of added parts cut one version later reads back the same (the test of "
+                "the cut follows the constant)",
+            ),
+            (
+                "History._keep",
+                "zlib.compress(stored, 6)",
+                "`6` → `7`",
+                EQUIVALENT,
+                "another compression level decompresses to the same bytes",
+            ),
+            (
+                "History.changes",
+                "(limit * 4,)",
+                "`4` → `5`",
+                UNSEEN,
+                "more rows read before a shared chat's own are kept: a longer list only for a "
+                "chat whose changes are further back than four times the limit",
+            ),
+            (
+                "History.undoable",
+                "limit=1_000",
+                "`1000` → `1001`",
+                UNSEEN,
+                "how far back undo looks for a change not yet taken back: past a thousand undos",
+            ),
+            (
+                "History._at",
+                "limit=100_000",
+                "`100000` → `100001`",
+                UNSEEN,
+                "how far back a restore by time looks: a file's hundred-thousandth version",
+            ),
+            (
+                "History._put",
+                "raise ToolError(",
+                "`raise ToolError(f'{change.path} changed after #{change.id}; ` removed",
+                UNSEEN,
+                "reached only when the hand edit found just before could not be recorded (a "
+                "database error): the edit is then the newest change and undo takes it back",
+            ),
+            (
+                "_make_folders",
+                "fsync_folder(made.parent)",
+                "`fsync_folder(made.parent)` removed",
+                UNSEEN,
+                "a folder's entry is on disk after a power cut only with it",
+            ),
+            (
+                "_make_folders",
+                "os.chmod(made, 0o700)",
+                "`os.chmod(made, 448)` removed",
+                EQUIVALENT,
+                "mkdir has made it 0700 already under any umask that leaves the owner's bits",
+            ),
+            (
+                "_make_folders",
+                "made.mkdir(mode=0o700, exist_ok=True)",
+                "`448` → `449`",
+                EQUIVALENT,
+                "the chmod after it sets the mode",
+            ),
+            (
+                "_make_folders",
+                "made.mkdir(mode=0o700, exist_ok=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "only folders found missing a moment before are made, under the history's lock",
+            ),
+        )
+    ),
     # The usage ledger.
     Why(
         "agent/usage/ledger.py",

@@ -73,10 +73,11 @@ def _read(path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEPT_BYTES:
+        os.close(fd)  # before a file object: Python refuses to make one of a folder
+        return None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEPT_BYTES:
-            return None
         try:
             return f.read()
         except OSError:
@@ -149,13 +150,13 @@ class History:
         after: bytes | None,
         author: Author,
         undoes: int | None = None,
-    ) -> int:
+    ) -> None:
         try:
             if before is not None:
                 self._keep(before, None)
             if after is not None:
                 self._keep(after, before)
-            cur = self._db.execute(
+            self._db.execute(
                 "INSERT INTO changes (at, path, before, after, who, what, undoes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -172,8 +173,6 @@ class History:
         except sqlite3.Error:
             # The write itself happened: losing its record must not fail the turn.
             log.exception("could not record the change to %s", rel)
-            return 0
-        return int(cur.lastrowid or 0)
 
     def _keep(self, data: bytes, earlier: bytes | None) -> None:
         """Store a version once. One that only adds to the version before it (a log's new
@@ -335,12 +334,6 @@ class History:
             _make_folders(path.parent, self.workspace)
             write_atomic(path, data, mode=PRIVATE)
         self._add(change.path, before, data, Author(author.who, what), undoes)
-
-    def size(self) -> int:
-        """Bytes the stored versions take."""
-        with self._lock:
-            row = self._db.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs").fetchone()
-        return int(row[0])
 
 
 def _text(data: bytes | None) -> str:

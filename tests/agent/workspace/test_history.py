@@ -133,3 +133,120 @@ def test_the_history_keeps_only_its_newest_pages_in_memory(history):
     """Versions are added at the end: SQLite's default 2 MiB page cache filled with old ones
     (2 MiB more after 6,000 writes of bench/history_bench.py's replay)."""
     assert history._db.execute("PRAGMA cache_size").fetchone()[0] == -256
+
+
+# -- each rule of the history at its edge (the mutation bench's survivors) --------------------
+
+
+def test_what_is_kept_is_a_regular_file_of_at_most_four_million_bytes(tmp_path):
+    import os
+
+    from agent.workspace.history import MAX_KEPT_BYTES, _read
+
+    assert MAX_KEPT_BYTES == 4_000_000  # the manual's figure (History and undo)
+    (tmp_path / "exact").write_bytes(b"x" * MAX_KEPT_BYTES)
+    (tmp_path / "over").write_bytes(b"x" * (MAX_KEPT_BYTES + 1))
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    assert _read(tmp_path / "exact") == b"x" * MAX_KEPT_BYTES
+    assert _read(tmp_path / "over") is None
+    assert _read(tmp_path / "pipe") is None  # never read: it is no file of the owner's
+    assert _read(tmp_path / "folder") is None and _read(tmp_path / "gone") is None
+
+
+def test_a_run_of_appends_is_kept_as_what_each_adds_and_cut_every_64_versions(history):
+    import sqlite3
+
+    from agent.workspace.history import MAX_DEPTH
+
+    texts = ["# log\n"]
+    for n in range(MAX_DEPTH + 5):
+        texts.append(texts[-1] + f"entry {n}\n")
+    for text in texts:
+        write(history, "memory/log.md", text)
+    db = sqlite3.connect(history.workspace.parent / "state" / "history.sqlite")
+    depths = [d for (d,) in db.execute("SELECT depth FROM blobs ORDER BY rowid")]
+    db.close()
+    assert depths == [*range(MAX_DEPTH + 1), *range(5)]
+    versions = history.changes(OWNER, "memory/log.md", limit=100)
+    assert [history.content(c.after) for c in reversed(versions)] == [t.encode() for t in texts]
+
+
+def test_a_new_history_is_stamped_with_its_schema_an_old_one_keeps_its_stamp(tmp_path):
+    import sqlite3
+
+    from agent.workspace.history import SCHEMA_VERSION
+
+    path = tmp_path / "state" / "history.sqlite"
+    History(tmp_path, path).close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.execute("PRAGMA user_version = 9")
+    History(tmp_path, path).close()  # its folder there already
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+
+
+def test_a_diff_shows_a_last_line_without_a_line_break_on_a_line_of_its_own(history):
+    write(history, "notes.md", "one\ntwo")
+    write(history, "notes.md", "one\nthree")
+    diff = history.diff(history.changes(OWNER, "notes.md")[0])
+    assert diff.endswith("-two\n+three\n"), diff
+    assert " one\n" in diff
+
+
+def test_a_restore_makes_the_folders_it_needs_private_and_a_missing_version_is_said(history):
+    write(history, "notes/deep/x.md", "kept\n")
+    first = history.changes(OWNER, "notes/deep/x.md")[0]
+    (history.workspace / "notes/deep/x.md").unlink()
+    (history.workspace / "notes/deep").rmdir()
+    (history.workspace / "notes").rmdir()
+    history.restore(OWNER, "notes/deep/x.md", f"#{first.id}", Author("me"))
+    assert (history.workspace / "notes/deep/x.md").read_text() == "kept\n"
+    for folder in ("notes", "notes/deep"):
+        assert stat.S_IMODE((history.workspace / folder).stat().st_mode) == 0o700
+    (history.workspace / "notes").chmod(0o750)  # the owner's own choice for a folder there
+    (history.workspace / "notes/deep/x.md").unlink()
+    (history.workspace / "notes/deep").rmdir()
+    history.restore(OWNER, "notes/deep/x.md", f"#{first.id}", Author("me"))
+    assert stat.S_IMODE((history.workspace / "notes").stat().st_mode) == 0o750
+    # The deletion was found and recorded before the restore; undo takes the restore back.
+    whats = [c.what for c in history.changes(OWNER, "notes/deep/x.md")]
+    assert whats[2:] == [f"restore to #{first.id}", "found on the next look", "write_file"]
+    with pytest.raises(ToolError, match="is neither a change number nor a date and time"):
+        history.restore(OWNER, "notes/deep/x.md", "last tuesday", Author("me"))
+    with pytest.raises(ToolError, match="the version 0123456789ab is missing"):
+        history.content("0123456789abcdef" * 4)
+
+
+def test_restoring_a_deletion_of_a_file_already_gone_is_no_error(history):
+    write(history, "x.md", "x\n")
+    gone = history.undo(OWNER, Author("me"))  # its creation taken back: the file deleted
+    deletion = history.changes(OWNER, "x.md")[0]
+    assert deletion.what == f"undo of #{gone.id}" and deletion.after is None
+    history.restore(OWNER, "x.md", f"#{deletion.id}", Author("me"))
+    assert not (history.workspace / "x.md").exists()
+
+
+def test_a_diff_keeps_the_files_own_line_breaks(history):
+    write(history, "win.md", "a\r\nb\r\n")
+    write(history, "win.md", "a\r\nc\r\n")
+    assert history.diff(history.changes(OWNER, "win.md")[0]).endswith("-b\r\n+c\r\n")
+
+
+def test_the_newest_fifty_changes_are_listed_unless_asked_for_more(history):
+    for n in range(55):
+        write(history, f"n{n}.md", "x\n")
+    listed = history.changes(OWNER)
+    assert len(listed) == 50 and [c.path for c in listed[:2]] == ["n54.md", "n53.md"]
+    assert len(history.changes(OWNER, limit=55)) == 55
+
+
+def test_a_closed_history_is_closed(tmp_path):
+    import sqlite3
+
+    h = History(tmp_path, tmp_path / "h.sqlite")
+    h.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        h._db.execute("SELECT 1")
