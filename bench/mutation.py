@@ -1105,22 +1105,17 @@ EXPLAINED: tuple[Why, ...] = (
         nth=1,
     ),
     # The memory tools.
-    Why(
-        "agent/memory/tools.py",
-        "MemoryTools.append",
-        "ctx.check_room(len(text.encode()) + 40)",
-        "`+` → `-`",
-        UNSEEN,
-        "the 40 bytes stand for the entry's heading, an estimate: the quota's tests hold a "
-        "chat to its cap, not to the byte of a heading",
-    ),
-    Why(
-        "agent/memory/tools.py",
-        "MemoryTools.append",
-        "ctx.check_room(len(text.encode()) + 40)",
-        "`40` → `41`",
-        UNSEEN,
-        "as above: one byte of the heading's estimate",
+    *(
+        Why(
+            "agent/memory/tools.py",
+            "MemoryTools.append",
+            "ctx.check_room(len(text.encode()) + 40 + (80 if old else 0))",
+            what,
+            UNSEEN,
+            "the 40 bytes stand for the entry's heading and the 80 for a mark, estimates: the "
+            "quota's tests hold a chat to its cap, not to the byte of a heading",
+        )
+        for what in ("`+` → `-`", "`40` → `41`", "`80` → `81`", "`0` → `1`")
     ),
     # The audience rules.
     Why(
@@ -2046,6 +2041,198 @@ EXPLAINED: tuple[Why, ...] = (
         "the level only names the telling in the ledger's record, read back by the same code; "
         "a warning never shares it (a cap reached is not also warned of)",
     ),
+    # The backup archive.
+    *(
+        Why("gateway/backups/archive.py", where, code, what, kind, why)
+        for where, code, what, kind, why in (
+            (
+                "",
+                "FORMAT_VERSION = 1",
+                "`1` → `2`",
+                EQUIVALENT,
+                "the number an archive is stamped with and the one restore accepts up to are "
+                "the same constant",
+            ),
+            (
+                "",
+                "CHUNK = 1 << 20",
+                "`1` → `2`",
+                EQUIVALENT,
+                "the size of the pieces a restore copies a file in",
+            ),
+            (
+                "",
+                "CHUNK = 1 << 20",
+                "`20` → `21`",
+                EQUIVALENT,
+                "the size of the pieces a restore copies a file in",
+            ),
+            (
+                "make_backup",
+                "os.chmod(tmp, 0o600)",
+                "`os.chmod(tmp, 384)` removed",
+                EQUIVALENT,
+                "mkstemp made the file 0600 already",
+            ),
+            (
+                "make_backup",
+                "os.fsync(f.fileno())",
+                "`os.fsync(f.fileno())` removed",
+                UNSEEN,
+                "the archive is on disk after a power cut only with it",
+            ),
+            (
+                "make_backup",
+                "Path(tmp).unlink(missing_ok=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the temporary archive exists from mkstemp on",
+            ),
+            (
+                "make_backup",
+                "compresslevel=6",
+                "`6` → `7`",
+                EQUIVALENT,
+                "another gzip level unpacks to the same files",
+            ),
+            (
+                "_manifest_bytes",
+                "indent=1",
+                "`1` → `2`",
+                EQUIVALENT,
+                "the manifest's layout: read back as JSON the same",
+            ),
+            (
+                "_manifest_bytes",
+                "sort_keys=True",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the manifest's key order: read back as JSON the same",
+            ),
+            (
+                "_walk",
+                "sorted(folder.iterdir(), reverse=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "only the order of the archive's members; a restore takes them by name",
+            ),
+            (
+                "_walk",
+                'raise BackupError(f"cannot read {folder}: {exc.strerror}") from None',
+                "`raise BackupError(f'cannot read {folder}: {exc.strerror}') f` removed",
+                UNSEEN,
+                "a folder of the home its owner cannot read, or one removed while it is walked: "
+                "neither can a test run as root make",
+            ),
+            (
+                "_is_sqlite",
+                "return False",
+                "`return False` → `return None`",
+                UNSEEN,
+                "a regular file listed a moment before that cannot be opened: gone meanwhile",
+            ),
+            (
+                "_is_sqlite",
+                "return False",
+                "`False` → `True`",
+                UNSEEN,
+                "a regular file listed a moment before that cannot be opened: gone meanwhile",
+            ),
+            (
+                "_add_database",
+                "uri=True",
+                "`True` → `False`",
+                EQUIVALENT,
+                "Debian's SQLite reads `file:` names as URIs anyway",
+            ),
+            (
+                "_add_database",
+                "timeout=30",
+                "`30` → `31`",
+                UNSEEN,
+                "how long the copy waits for a writer's lock",
+            ),
+            (
+                "_add_database",
+                "target.close()",
+                "`target.close()` removed",
+                EQUIVALENT,
+                "the copy is whole once backup() returns, and CPython closes the connection "
+                "when the function ends",
+            ),
+            (
+                "_add_database",
+                "source.close()",
+                "`source.close()` removed",
+                EQUIVALENT,
+                "CPython closes the connection when the function ends (the test counts the "
+                "open files)",
+            ),
+            (
+                "_add_database",
+                "Path(tmp).unlink(missing_ok=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the copy exists from mkstemp on",
+            ),
+            (
+                "_add_file",
+                'changed while it was copied ({exc}); try again") from None',
+                "`raise BackupError(f'{rel} changed while it was copied ({exc}` removed",
+                UNSEEN,
+                "a file cut short between its size being read and its copy: a race",
+            ),
+            (
+                "_add_file",
+                'raise BackupError(f"{rel} shrank while it was copied; try again")',
+                "`raise BackupError(f'{rel} shrank while it was copied; try ag` removed",
+                UNSEEN,
+                "a file cut short between its size being read and its copy: a race",
+            ),
+            (
+                "_Hashing.readable",
+                "return True",
+                "`return True` → `return None`",
+                EQUIVALENT,
+                "tarfile reads with read() alone and never asks",
+            ),
+            (
+                "_Hashing.readable",
+                "return True",
+                "`True` → `False`",
+                EQUIVALENT,
+                "tarfile reads with read() alone and never asks",
+            ),
+            (
+                "_Hashing.read",
+                "size: int = -1",
+                "`1` → `2`",
+                EQUIVALENT,
+                "tarfile always asks for a size",
+            ),
+            (
+                "_Hashing.read",
+                "if size < 0 else",
+                "`<` → `<=`",
+                EQUIVALENT,
+                "tarfile always asks for a positive size",
+            ),
+            (
+                "_Hashing.read",
+                "if size < 0 else",
+                "`0` → `1`",
+                EQUIVALENT,
+                "tarfile always asks for a positive size",
+            ),
+            (
+                "_version",
+                'return "unknown"',
+                "`return 'unknown'` → `return None`",
+                UNSEEN,
+                "only a Corvid run from a source tree that was never installed",
+            ),
+        )
+    ),
     # The workspace's history.
     *(
         Why("agent/workspace/history.py", where, code, what, kind, why)
@@ -2065,14 +2252,14 @@ EXPLAINED: tuple[Why, ...] = (
                 "how long a write waits for `corvid memory undo` in another process",
             ),
             (
-                "module",
+                "",
                 "SCHEMA_VERSION = 1",
                 "`1` → `2`",
                 EQUIVALENT,
                 "a new history's stamp and the upgrade check's are the same constant",
             ),
             (
-                "module",
+                "",
                 "MAX_DEPTH = 64",
                 "`64` → `65`",
                 EQUIVALENT,
@@ -2174,7 +2361,7 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/usage/ledger.py",
-        "module",
+        "",  # the module itself
         "SCHEMA_VERSION = 1",
         "`1` → `2`",
         EQUIVALENT,
