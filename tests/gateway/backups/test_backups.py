@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.backups.archive import MANIFEST, make_backup
+from gateway.backups.archive import MANIFEST, BackupError, make_backup
 from gateway.backups.job import SCHEDULED, ScheduledBackup, prune
 from gateway.backups.restore import RestoreError, holding_home, restore, undo_restore
 from gateway.config.home import init_home
@@ -468,3 +468,57 @@ def test_a_refused_restore_leaves_no_lock_or_folder_it_made(tmp_path):
     with pytest.raises(RestoreError):
         restore(Layout(home), bad, Layout(home).backups)
     assert [p.name for p in home.iterdir()] == ["notes.txt"]
+
+
+# -- each rule of the archive at its edge (the mutation bench's survivors) --------------------
+
+
+def test_an_archive_keeps_folders_modes_and_says_what_it_left_out(tmp_path):
+    from importlib.metadata import version
+
+    layout = _home(tmp_path)
+    empty = layout.workspace / "empty"
+    empty.mkdir(mode=0o750)
+    empty.chmod(0o750)
+    (layout.workspace / "link.md").symlink_to(layout.workspace / "MEMORY.md")
+    db = sqlite3.connect(layout.state / "notes.sqlite")
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    (layout.state / "notes.sqlite").chmod(0o640)
+    archive = tmp_path / "new" / "deeper" / "b.tar.gz"  # folders made on the way
+    manifest = make_backup(layout, archive, backup_dir=layout.backups)
+    assert manifest.corvid == version("corvid")
+    assert "workspace/empty" in manifest.dirs and manifest.skipped == ["workspace/link.md"]
+    assert {e.path: e.mode for e in manifest.files if e.sqlite} == {"state/notes.sqlite": 0o640}
+    with tarfile.open(archive) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["workspace/empty"].isdir() and members["workspace/empty"].mode == 0o750
+    assert members[MANIFEST].mode == 0o600 and "workspace/link.md" not in members
+    assert sorted(p.name for p in archive.parent.iterdir()) == ["b.tar.gz"]  # no copy left
+    fresh = Layout(tmp_path / "fresh")
+    restore(fresh, archive, fresh.backups)
+    assert (fresh.workspace / "empty").is_dir()
+
+
+def test_a_backup_that_fails_leaves_nothing_and_holds_no_file_open(tmp_path):
+    import os
+
+    layout = _home(tmp_path)
+    with pytest.raises(BackupError, match="there is no Corvid home"):
+        make_backup(Layout(tmp_path / "nobody"), tmp_path / "x.tar.gz", backup_dir=tmp_path)
+    db = sqlite3.connect(layout.state / "notes.sqlite")
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    out = tmp_path / "out"
+    out.mkdir()
+    open_before = len(os.listdir("/proc/self/fd"))
+    make_backup(layout, out / "good.tar.gz", backup_dir=layout.backups)
+    assert len(os.listdir("/proc/self/fd")) == open_before
+    # A file that says it is a database and is not one cannot be copied: no archive, no part.
+    (layout.state / "broken.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+    with pytest.raises(BackupError, match=r"state/broken\.sqlite cannot be copied"):
+        make_backup(layout, out / "bad.tar.gz", backup_dir=layout.backups)
+    assert sorted(p.name for p in out.iterdir()) == ["good.tar.gz"]
+    assert len(os.listdir("/proc/self/fd")) == open_before
