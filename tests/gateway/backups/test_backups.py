@@ -522,3 +522,95 @@ def test_a_backup_that_fails_leaves_nothing_and_holds_no_file_open(tmp_path):
         make_backup(layout, out / "bad.tar.gz", backup_dir=layout.backups)
     assert sorted(p.name for p in out.iterdir()) == ["good.tar.gz"]
     assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+# -- each rule of the restore at its edge (the mutation bench's survivors) --------------------
+
+
+def _manifest_of(archive: Path) -> dict:
+    with tarfile.open(archive) as tar:
+        return json.load(tar.extractfile(MANIFEST))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("what", ["none", "a folder", "another format", "a newer version"])
+def test_an_archive_without_a_manifest_restore_can_read_is_refused(tmp_path, what):
+    layout = _home(tmp_path)
+    good, bad = tmp_path / "good.tar.gz", tmp_path / "bad.tar.gz"
+    make_backup(layout, good, backup_dir=layout.backups)
+    manifest = _manifest_of(good)
+    if what in ("none", "a folder"):
+        _rewrite(good, bad, {}, drop=MANIFEST)
+        if what == "a folder":
+            with tarfile.open(bad) as src:
+                members = [(m, src.extractfile(m).read() if m.isfile() else None) for m in src]  # type: ignore[union-attr]
+            with tarfile.open(bad, "w:gz") as dst:
+                for m, data in members:
+                    dst.addfile(m, io.BytesIO(data) if data is not None else None)
+                folder = tarfile.TarInfo(MANIFEST)
+                folder.type = tarfile.DIRTYPE
+                dst.addfile(folder)
+    elif what == "another format":
+        manifest["format"] = "someone-else-backup"
+        _rewrite(good, bad, {MANIFEST: json.dumps(manifest).encode()})
+    else:
+        manifest["format_version"] += 1
+        manifest["corvid"] = "99.0"
+        _rewrite(good, bad, {MANIFEST: json.dumps(manifest).encode()})
+    said = {
+        "none": "not a Corvid backup",
+        "a folder": f"{MANIFEST} is not a manifest",
+        "another format": "not a Corvid backup",
+        "a newer version": r"made by a newer Corvid \(99.0\); upgrade Corvid",
+    }[what]
+    before = _tree(layout.home)
+    with pytest.raises(RestoreError, match=said):
+        restore(layout, bad, layout.backups)
+    assert _tree(layout.home) == before
+    with pytest.raises(RestoreError, match="does not exist"):
+        restore(layout, tmp_path / "nowhere.tar.gz", layout.backups)
+    (tmp_path / "notes.txt").write_text("not an archive at all\n")
+    with pytest.raises(RestoreError, match="is damaged or not a Corvid backup"):
+        restore(layout, tmp_path / "notes.txt", layout.backups)
+
+
+def test_a_restore_gives_back_modes_and_keeps_state_private_and_undo_says_what_it_undid(tmp_path):
+    from datetime import datetime
+
+    layout = _home(tmp_path)
+    (layout.workspace / "shared.md").write_text("for the group\n")
+    (layout.workspace / "shared.md").chmod(0o640)
+    layout.state.chmod(0o755)  # loosened by hand: a restore makes it private again
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.workspace / "shared.md").unlink()
+    (layout.workspace / "later.md").write_text("written after the backup\n")
+    before = _tree(layout.home)
+    restore(layout, archive, layout.backups)
+    assert ((layout.workspace / "shared.md").stat().st_mode & 0o777) == 0o640
+    assert (layout.state.stat().st_mode & 0o777) == 0o700
+    assert not (layout.workspace / "later.md").exists()
+    layout.state.chmod(0o755)
+    leftover = layout.restore_undo.with_name(layout.restore_undo.name + ".new")
+    leftover.mkdir()  # an undo cut off before it finished
+    note = undo_restore(layout, layout.backups)
+    assert note["archive"] == str(archive)
+    assert datetime.fromisoformat(note["restored"]).tzinfo is not None
+    now = {k: v for k, v in _tree(layout.home).items() if not k.startswith(".restore-undo")}
+    assert now == before  # what the backup brought in went with the undo
+    assert (layout.state.stat().st_mode & 0o777) == 0o700
+    again = json.loads((layout.restore_undo / "restored.json").read_text())
+    assert datetime.fromisoformat(again["undone"]) >= datetime.fromisoformat(again["restored"])
+
+
+def test_a_new_home_is_locked_while_it_is_restored_into(tmp_path):
+    import fcntl
+
+    fresh = Layout(tmp_path / "fresh")
+    with holding_home(fresh):
+        assert (fresh.state.stat().st_mode & 0o777) == 0o700
+        fd = os.open(fresh.run_lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
