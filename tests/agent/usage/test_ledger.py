@@ -208,7 +208,7 @@ def test_the_period_of_a_moment_is_its_local_day_and_month(zone):
 
 
 def test_a_call_counts_what_it_is_given_and_nothing_it_is_not(tmp_path):
-    ledger = UsageLedger(tmp_path / "new" / "usage.sqlite", BERLIN)  # its folder made
+    ledger = UsageLedger(tmp_path / "new" / "deeper" / "usage.sqlite", BERLIN)  # folders made
     when = datetime(2026, 11, 23, 12, tzinfo=UTC)
     empty = ledger.summary("2026-11")
     assert {k: v for k, v in empty.items() if k != "key"} == dict.fromkeys(
@@ -222,11 +222,11 @@ def test_a_call_counts_what_it_is_given_and_nothing_it_is_not(tmp_path):
         "web_searches": 5, "cost": pytest.approx(0.3),
     }  # fmt: skip
     ledger.close()
-    with sqlite3.connect(tmp_path / "new" / "usage.sqlite") as db:
+    with sqlite3.connect(tmp_path / "new" / "deeper" / "usage.sqlite") as db:
         sessions = sorted(db.execute("SELECT purpose, session FROM calls"), key=str)
         # The file says which chat each call was for: the owner can read it with sqlite3.
         assert sessions == [("chat", str(PRIVATE)), ("chat", str(PRIVATE)), ("embedding", None)]
-    UsageLedger(tmp_path / "new" / "usage.sqlite", BERLIN).close()  # its folder there already
+    UsageLedger(tmp_path / "new" / "deeper" / "usage.sqlite", BERLIN).close()  # there already
 
 
 def test_a_new_ledger_is_stamped_with_its_schema_and_an_old_one_keeps_its_stamp(tmp_path):
