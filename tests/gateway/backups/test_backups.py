@@ -563,9 +563,11 @@ def test_an_archive_without_a_manifest_restore_can_read_is_refused(tmp_path, wha
         "a newer version": r"made by a newer Corvid \(99.0\); upgrade Corvid",
     }[what]
     before = _tree(layout.home)
+    open_before = len(os.listdir("/proc/self/fd"))
     with pytest.raises(RestoreError, match=said):
         restore(layout, bad, layout.backups)
     assert _tree(layout.home) == before
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the locks let go
     with pytest.raises(RestoreError, match="does not exist"):
         restore(layout, tmp_path / "nowhere.tar.gz", layout.backups)
     (tmp_path / "notes.txt").write_text("not an archive at all\n")
@@ -598,6 +600,8 @@ def test_a_restore_gives_back_modes_and_keeps_state_private_and_undo_says_what_i
     now = {k: v for k, v in _tree(layout.home).items() if not k.startswith(".restore-undo")}
     assert now == before  # what the backup brought in went with the undo
     assert (layout.state.stat().st_mode & 0o777) == 0o700
+    for kept_aside in (layout.restore_undo, layout.restore_undo / "home"):
+        assert (kept_aside.stat().st_mode & 0o777) == 0o700
     again = json.loads((layout.restore_undo / "restored.json").read_text())
     assert datetime.fromisoformat(again["undone"]) >= datetime.fromisoformat(again["restored"])
 
