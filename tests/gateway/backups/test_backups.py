@@ -591,6 +591,8 @@ def test_a_restore_gives_back_modes_and_keeps_state_private_and_undo_says_what_i
     assert ((layout.workspace / "shared.md").stat().st_mode & 0o777) == 0o640
     assert (layout.state.stat().st_mode & 0o777) == 0o700
     assert not (layout.workspace / "later.md").exists()
+    for kept_aside in (layout.restore_undo, layout.restore_undo / "home"):
+        assert (kept_aside.stat().st_mode & 0o777) == 0o700
     layout.state.chmod(0o755)
     leftover = layout.restore_undo.with_name(layout.restore_undo.name + ".new")
     leftover.mkdir()  # an undo cut off before it finished
