@@ -2041,6 +2041,146 @@ EXPLAINED: tuple[Why, ...] = (
         "the level only names the telling in the ledger's record, read back by the same code; "
         "a warning never shares it (a cap reached is not also warned of)",
     ),
+    # Restoring a backup: folders made 0700 and then given their mode, copies in a folder of
+    # their own.
+    *(
+        Why("gateway/backups/restore.py", where, code, what, kind, why)
+        for where, code, what, kind, why in (
+            (
+                "_extract",
+                "out.flush()",
+                "`out.flush()` removed",
+                EQUIVALENT,
+                "closing the file flushes it",
+            ),
+            (
+                "_extract",
+                "os.fsync(out.fileno())",
+                "`os.fsync(out.fileno())` removed",
+                UNSEEN,
+                "a restored file is on disk after a power cut only with it",
+            ),
+            (
+                "_extract",
+                "0o600)",
+                "`384` → `385`",
+                EQUIVALENT,
+                "each file is given its manifest's mode once checked",
+            ),
+            (
+                "_check_database",
+                "db.close()",
+                "`db.close()` removed",
+                EQUIVALENT,
+                "CPython closes the connection when the function ends",
+            ),
+            (
+                "_read",
+                "member.size > 64 << 20",
+                "`>` → `>=`",
+                UNSEEN,
+                "a manifest of exactly 64 MiB",
+            ),
+            (
+                "_read",
+                "member.size > 64 << 20",
+                "`64` → `65`",
+                UNSEEN,
+                "the size past which a manifest is refused unread: no real one comes near",
+            ),
+            (
+                "_read",
+                "member.size > 64 << 20",
+                "`20` → `21`",
+                UNSEEN,
+                "the size past which a manifest is refused unread: no real one comes near",
+            ),
+            (
+                "_check",
+                'int(manifest.get("format_version", 0))',
+                "`0` → `1`",
+                EQUIVALENT,
+                "every manifest made has its version: the default is never taken",
+            ),
+            (
+                "_check",
+                "missing[:5]",
+                "`5` → `6`",
+                UNSEEN,
+                "how many missing files the refusal names, past five",
+            ),
+            (
+                "_check",
+                "extra[:5]",
+                "`5` → `6`",
+                UNSEEN,
+                "how many unlisted files the refusal names, past five",
+            ),
+            (
+                "holding_home",
+                "os.pread(fd, 32, 0)",
+                "`32` → `33`",
+                UNSEEN,
+                "how much of the lock file is read for the holder's pid, which is shorter",
+            ),
+            (
+                "holding_home",
+                "fd = os.open(path, flags, 0o600)",
+                "`384` → `385`",
+                UNSEEN,
+                "the mode of a lock file made in the private state/ folder",
+            ),
+            (
+                "restore",
+                "shutil.rmtree(staging, ignore_errors=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the staging folder is there to remove",
+            ),
+            (
+                "_swap_in",
+                "shutil.rmtree(undo, ignore_errors=True)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the folder kept aside is there to remove",
+            ),
+            (
+                "unpack",
+                "target.mkdir(parents=True, exist_ok=True, mode=0o700)",
+                "`448` → `449`",
+                EQUIVALENT,
+                "the chmod after it gives the folder its mode",
+            ),
+            (
+                "unpack",
+                "target.mkdir(parents=True, exist_ok=True, mode=0o700)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "a folder is unpacked into an empty staging folder, before anything inside it",
+            ),
+            (
+                "unpack",
+                "target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "an archive lists each folder before its files, so the folder is there",
+            ),
+            (
+                "unpack",
+                "target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)",
+                "`448` → `449`",
+                EQUIVALENT,
+                "an archive lists each folder before its files: its own mode is given",
+            ),
+            (
+                "_move_in",
+                "aside.mkdir(parents=True, exist_ok=True, mode=0o700)",
+                "`True` → `False`",
+                EQUIVALENT,
+                "the folder for what is set aside is made once, before anything goes in",
+            ),
+        )
+    ),
     # The backup archive.
     *(
         Why("gateway/backups/archive.py", where, code, what, kind, why)
