@@ -620,3 +620,35 @@ def test_a_new_home_is_locked_while_it_is_restored_into(tmp_path):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
+
+
+def test_a_folder_holding_something_kept_is_emptied_of_the_rest_and_takes_the_backups_mode(
+    tmp_path,
+):
+    layout = _home(tmp_path)
+    layout.web_token.write_text("token\n")  # kept in place: not in a backup without secrets
+    archive = tmp_path / "b.tar.gz"
+    make_backup(layout, archive, backup_dir=layout.backups)
+    (layout.state / "later.json").write_text("{}\n")  # beside the token, after the backup
+    restore(layout, archive, layout.backups)
+    assert layout.web_token.read_text() == "token\n"
+    assert not (layout.state / "later.json").exists()
+    assert (layout.restore_undo / "home/state/later.json").read_text() == "{}\n"
+
+
+def test_an_archive_holding_a_link_is_refused(tmp_path):
+    layout = _home(tmp_path)
+    good, bad = tmp_path / "good.tar.gz", tmp_path / "bad.tar.gz"
+    make_backup(layout, good, backup_dir=layout.backups)
+    with tarfile.open(good) as src:
+        members = [(m, src.extractfile(m).read() if m.isfile() else None) for m in src]  # type: ignore[union-attr]
+    with tarfile.open(bad, "w:gz") as dst:
+        for m, data in members:
+            dst.addfile(m, io.BytesIO(data) if data is not None else None)
+        link = tarfile.TarInfo("workspace/secrets.md")
+        link.type, link.linkname = tarfile.SYMTYPE, "../corvid.env"
+        dst.addfile(link)
+    before = _tree(layout.home)
+    with pytest.raises(RestoreError, match=r"workspace/secrets\.md is neither a file nor a folder"):
+        restore(layout, bad, layout.backups)
+    assert _tree(layout.home) == before
