@@ -151,7 +151,9 @@ def test_what_is_kept_is_a_regular_file_of_at_most_four_million_bytes(tmp_path):
     assert _read(tmp_path / "exact") == b"x" * MAX_KEPT_BYTES
     assert _read(tmp_path / "over") is None
     assert _read(tmp_path / "pipe") is None  # never read: it is no file of the owner's
+    open_before = len(os.listdir("/proc/self/fd"))
     assert _read(tmp_path / "folder") is None and _read(tmp_path / "gone") is None
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the folder's not held open
 
 
 def test_a_run_of_appends_is_kept_as_what_each_adds_and_cut_every_64_versions(history):
@@ -177,7 +179,7 @@ def test_a_new_history_is_stamped_with_its_schema_an_old_one_keeps_its_stamp(tmp
 
     from agent.workspace.history import SCHEMA_VERSION
 
-    path = tmp_path / "state" / "history.sqlite"
+    path = tmp_path / "state" / "deeper" / "history.sqlite"  # both folders made
     History(tmp_path, path).close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
