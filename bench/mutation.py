@@ -2257,28 +2257,6 @@ EXPLAINED: tuple[Why, ...] = (
                 "only the order of the archive's members; a restore takes them by name",
             ),
             (
-                "_walk",
-                'raise BackupError(f"cannot read {folder}: {exc.strerror}") from None',
-                "`raise BackupError(f'cannot read {folder}: {exc.strerror}') f` removed",
-                UNSEEN,
-                "a folder of the home its owner cannot read, or one removed while it is walked: "
-                "neither can a test run as root make",
-            ),
-            (
-                "_is_sqlite",
-                "return False",
-                "`return False` → `return None`",
-                UNSEEN,
-                "a regular file listed a moment before that cannot be opened: gone meanwhile",
-            ),
-            (
-                "_is_sqlite",
-                "return False",
-                "`False` → `True`",
-                UNSEEN,
-                "a regular file listed a moment before that cannot be opened: gone meanwhile",
-            ),
-            (
                 "_add_database",
                 "uri=True",
                 "`True` → `False`",

@@ -652,3 +652,11 @@ def test_an_archive_holding_a_link_is_refused(tmp_path):
     with pytest.raises(RestoreError, match=r"workspace/secrets\.md is neither a file nor a folder"):
         restore(layout, bad, layout.backups)
     assert _tree(layout.home) == before
+
+
+def test_a_file_or_folder_gone_while_a_backup_walks_is_no_database_and_a_clear_error(tmp_path):
+    from gateway.backups.archive import _is_sqlite, _walk
+
+    assert _is_sqlite(tmp_path / "gone.sqlite") is False  # listed, then removed
+    with pytest.raises(BackupError, match=r"cannot read .*gone"):
+        list(_walk(tmp_path / "gone", set()))
