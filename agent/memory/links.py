@@ -88,16 +88,16 @@ def marked(text: str, line: int, newer: Newer) -> str:
     an earlier mark of that entry gives way to this one, and no other line moves."""
     lines = text.splitlines(keepends=True)
     start, end = entry_at(lines, line)
-    mark = newer.mark() + "\n"
+    mark = newer.mark()
     at = next((i for i in range(start + 1, end) if _MARK.match(lines[i].strip())), None)
     if at is None and end < len(lines) and not lines[end].strip():
         at = end  # the blank line after the entry's text
     if at is not None:
-        lines[at] = newer.mark() + lines[at][len(lines[at].splitlines()[0]) :]
+        lines[at] = mark + lines[at][len(lines[at].splitlines()[0]) :]  # its own line break
     else:  # the file's end, or a log written by hand with no blank line before the next entry
         if lines[end - 1] == lines[end - 1].splitlines()[0]:  # no line break at the end
             lines[end - 1] += "\n"
-        lines.insert(end, mark)
+        lines.insert(end, mark + "\n")
     return "".join(lines)
 
 

@@ -24,6 +24,7 @@ from agent.workspace.audience import (
     is_guest,
     log_path,
     notes_path,
+    read_from_outside,
     reopened,
     untrusted,
     written_after_outside,
@@ -92,11 +93,21 @@ class Memory:
 
     def earlier(self, text: str, audience: Audience, today: date, limit: int = 3) -> list[Hit]:
         """The entries of the audience's own logs before ``today`` that a search for ``text``
-        ranks first, those already marked out of date left out: what a new entry may replace."""
+        ranks first: what a new entry may replace. Left out: entries marked out of date
+        already, and those of a file with text from outside in it, which shown would forbid
+        the very mark they are offered for (``TurnContext.saw_file``)."""
         before = DaySpan(date.min, today - timedelta(days=1))
         hits = self.search(text, limit * 3, audience, before)
-        own = [h for h in hits if own_log_day(h.path, audience)]
-        return [h for h in own if not replaced_at(self.own_text(h.path), h.start_line)][:limit]
+        after_outside = written_after_outside(self.workspace)
+        plain: dict[str, str | None] = {}  # each file read once: its text, None to leave out
+        for rel in dict.fromkeys(h.path for h in hits):
+            body = None
+            if own_log_day(rel, audience) and rel not in after_outside:
+                body = self.own_text(rel)
+                body = body if read_from_outside(PurePosixPath(rel), body) is None else None
+            plain[rel] = body
+        kept = [h for h in hits if (body := plain[h.path]) and not replaced_at(body, h.start_line)]
+        return kept[:limit]
 
     def shown(self, hits: list[Hit], audience: Audience) -> list[Hit]:
         """The hits of a search as ``search`` gives them: without the paired guests' notes in
@@ -260,7 +271,7 @@ class Memory:
 
     def mark_replaced(self, rel: str, line: int, newer: Newer) -> None:
         """Mark the entry of log ``rel`` at ``line`` as replaced by ``newer``, a note in a log
-        of the same folder: a line under its heading that the owner reads and search follows."""
+        of the same folder: a line at its end that the owner reads and search follows."""
         text = self.own_text(rel)
         if not text:
             raise ToolError(f"{rel} does not exist.")

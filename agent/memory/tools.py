@@ -22,10 +22,8 @@ from agent.workspace.audience import (
     guest_notes,
     log_path,
     notes_path,
-    read_from_outside,
     unquotes,
     untrusted,
-    written_after_outside,
 )
 from gateway.contract.errors import PathRefused, ToolError
 
@@ -205,14 +203,13 @@ class MemoryTools:
         the model to judge: it alone can tell a changed fact from a like one."""
         if not ctx.exposure.clean or not ctx.private:
             # Such a turn may not mark notes (``_replaced``); a shared chat's own log counts
-            # as read from outside (``_plain``): either way there is nothing to offer.
+            # as read from outside (``Memory.earlier``): either way there is nothing to offer.
             return ""
         try:
             hits = self.memory.earlier(text[:MAX_QUERY_CHARS], ctx.audience, ctx.now.date())
         except Exception:  # the entry is written; a search that fails must not undo that
             log.warning("searching for the notes a new entry may replace failed", exc_info=True)
             return ""
-        hits = [h for h in hits if self._plain(ctx, h.path)]
         if not hits:
             return ""
         today = ctx.now.date()
@@ -251,14 +248,6 @@ class MemoryTools:
             raise ToolError(f"{rel} does not exist.")
         entry_at(text.split("\n"), line)
         return rel, line
-
-    def _plain(self, ctx: TurnContext, rel: str) -> bool:
-        """Whether a note of ``rel`` can be shown without the turn reading text from outside
-        (``TurnContext.saw_file``): offered notes must leave it free to mark one."""
-        text = read_text(self.memory.workspace / rel)
-        return read_from_outside(PurePosixPath(rel), text) is None and (
-            rel not in written_after_outside(ctx.workspace)
-        )
 
     def update(self, ctx: TurnContext, args: UpdateArgs) -> str:
         text = args.get("text", "")

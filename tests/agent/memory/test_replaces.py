@@ -16,7 +16,7 @@ from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
 from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
-from agent.workspace.audience import log_path, untrusted
+from agent.workspace.audience import log_path, note_written, untrusted
 from gateway.contract.errors import ToolError
 from gateway.contract.events import SessionKey
 
@@ -265,10 +265,11 @@ async def test_no_older_notes_are_offered_where_none_may_be_marked(memory):
     # Not the owner's log, and not the group's own either: reading a shared chat's log counts
     # as reading from outside (``saw_file``), which would forbid the mark offered.
     assert not error and "\n" not in said and group.exposure.clean
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The bike lock code is kept in the wallet.\n")
     ctx = TurnContext(key=OWNER_DM, workspace=ws, now=NOW, tz=TZ)
     error, said = await call(memory, "memory_append", ctx, text="The bike lock code is 4444.")
     offered = [line.split()[1] for line in said.splitlines() if line[:2] in ("1.", "2.", "3.")]
-    assert offered == ["memory/2026-02-25.md"], said  # not a group's log
+    assert offered == ["memory/2026-02-25.md"], said  # not a group's log, not MEMORY.md
     assert ctx.exposure.clean
     (ws / "memory" / "2026-04-09.md").write_text(
         "# 2026-04-09\n\n## 12:00\n\n"
@@ -278,6 +279,10 @@ async def test_no_older_notes_are_offered_where_none_may_be_marked(memory):
     ctx = TurnContext(key=OWNER_DM, workspace=ws, now=NOW, tz=TZ)
     error, said = await call(memory, "memory_append", ctx, text="The bike lock code is 4445.")
     assert "2026-04-09" not in said and "0000" not in said and ctx.exposure.clean, said
+    note_written(ws, "memory/2026-02-25.md", "a web page")  # written after reading one
+    ctx = TurnContext(key=OWNER_DM, workspace=ws, now=NOW, tz=TZ)
+    error, said = await call(memory, "memory_append", ctx, text="The bike lock code is 4446.")
+    assert not error and "\n" not in said and ctx.exposure.clean, said
     tainted = TurnContext(key=OWNER_DM, workspace=ws, now=NOW, tz=TZ)
     tainted.saw("a web page")
     error, said = await call(memory, "memory_append", tainted, text="A bike lock code: 1000.")
