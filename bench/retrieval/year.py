@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from agent.memory.links import Newer, heading_place, marked
+from agent.memory.links import Newer, heading_place, heading_time, marked
 from bench.retrieval.corpus import content_words
 from bench.retrieval.year_events import EVENTS, WHEN, P, W
 from bench.retrieval.year_fresh import FRESH
@@ -179,7 +179,8 @@ def _link(workspace: Path, where: dict[str, Span]) -> None:
         for n in range(len(c.versions) - 1):
             old, new = where[f"{c.subject}:{n}"], where[f"{c.subject}:{n + 1}"]
             text = (workspace / new[0]).read_text(encoding="utf-8")
-            time = text.splitlines()[new[1] - 1][3:8]
+            time = heading_time(text.splitlines()[new[1] - 1])
+            assert time is not None, new  # a span starts at its entry's heading
             newer = Newer(Path(new[0]).stem, time, heading_place(text, new[1]))
             path = workspace / old[0]
             path.write_text(marked(path.read_text(encoding="utf-8"), old[1], newer), "utf-8")
