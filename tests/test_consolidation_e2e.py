@@ -2,7 +2,10 @@
 model into a proposal sent with buttons; applied by a button press, rejected, refused when
 MEMORY.md changed meanwhile, undone; a group's text shown as such; no model call when nothing
 is new; a pending proposal kept across a restart; a log read on from where the last run
-stopped."""
+stopped. And older log entries marked out of date: under each new entry of the owner's logs
+the run lists the older entries a search ranks near it, the model names one the new entry
+replaces, and the mark is written once the owner applies it; only a pair the run offered, never
+from a log with text from outside in it, and not when either note changed since."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import pytest
 
 from agent.workspace.audience import note_written, untrusted
 from gateway.app import build_app
+from gateway.contract.events import OWNER
 from gateway.ops.cli import main
 from tests.conftest import PRIVATE, RecordingChannel, calls_by, make_config
 from tests.fakes.anthropic_api import Reply, last_user_text
@@ -619,3 +623,142 @@ async def test_a_chat_folder_that_is_a_link_or_a_jobs_own_is_not_consolidated(
     assert len(calls) == 1 and "memory/chats/test-group-100/NOTES.md" in systems[0]
     assert chan.sent == []  # no changes: nothing to approve
     assert not (chats / "test-group-100" / "NOTES.md").exists()
+
+
+# -- older log entries marked out of date ----------------------------------------------
+
+TODAY = NOW.date().isoformat()
+OLD_DAY = "2026-01-10"
+OLD_LOG = (
+    f"# {OLD_DAY}\n\n## 09:00\n\nThe front door code of the building is 4711.\n\n"
+    "## 09:30\n\nBought a lemon tree for the balcony.\n"
+)
+MARK = f"(Out of date: replaced by the note of {TODAY} 18:00.)"
+
+
+def write_logs(home, today_extra: str = "") -> None:
+    folder = home / "workspace" / "memory"
+    (folder / f"{OLD_DAY}.md").write_text(OLD_LOG)
+    (folder / f"{TODAY}.md").write_text(
+        f"# {TODAY}\n\n## 18:00\n\nThe front door code of the building is now 0815.\n" + today_extra
+    )
+
+
+def replaces(old: str = f"memory/{OLD_DAY}.md:3", source: str = f"memory/{TODAY}.md:3") -> dict:
+    return {"changes": [{"op": "replaces", "source": source, "old": old, "reason": "a new code"}]}
+
+
+async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_it(
+    home, fake_api, consolidating
+):
+    write_logs(home)
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, replaces())
+    app, chan = await consolidating.start()
+    status, error = await run_job(app)
+    assert (str(status), error) == ("sent", None)
+    [call] = calls
+    asked = last_user_text(call)
+    assert (
+        f"### memory/{TODAY}.md:3\n- memory/{OLD_DAY}.md:3 ({OLD_DAY}, 2 months ago): "
+        "The front door code of the building is 4711." in asked
+    )
+    assert '"op": "replaces"' in call["system"][0]["text"]
+    [proposal] = chan.sent
+    assert "1 older note(s) of the logs to mark out of date" in proposal.text
+    assert f"marks memory/{OLD_DAY}.md:3 out of date" in proposal.text
+    assert "- The front door code of the building is 4711." in proposal.text
+    assert "+ The front door code of the building is now 0815." in proposal.text
+    assert f"+{MARK}" in proposal.text and "The files would change so" in proposal.text
+    log = home / "workspace" / "memory" / f"{OLD_DAY}.md"
+    assert log.read_text() == OLD_LOG  # nothing until the owner says so
+    memory = app.agent.memory
+    hits = await asyncio.to_thread(memory.search, "4711", 5, OWNER)
+    assert [h.path for h in hits] == [f"memory/{OLD_DAY}.md"]
+
+    apply_all = dict(proposal.buttons)["Apply all"]
+    await asyncio.wait_for(chan.push(apply_all), 10)
+    pid = apply_all.split()[-1]
+    # Marks change a log, not MEMORY.md, and the answer does not say otherwise.
+    assert chan.texts()[-1].startswith(f"Applied all changes of memory proposal {pid}. To")
+    # The mark takes the blank line after the entry: no line of the log moves.
+    assert log.read_text() == OLD_LOG.replace("4711.\n\n", f"4711.\n{MARK}\n")
+    assert not (home / "workspace" / "MEMORY.md").read_text().count("0815")
+    # Search follows the mark: the newer note comes first, even for the old code.
+    hits = await asyncio.to_thread(memory.search, "4711", 5, OWNER)
+    assert [h.path for h in hits] == [f"memory/{TODAY}.md", f"memory/{OLD_DAY}.md"]
+
+    # Marked: the older note is not offered again.
+    log_today = home / "workspace" / "memory" / f"{TODAY}.md"
+    log_today.write_text(log_today.read_text() + "\n## 21:00\n\nThe code is 0815, really.\n")
+    await run_job(app)
+    assert f"memory/{OLD_DAY}.md:3 " not in last_user_text(calls[-1])
+
+
+async def test_only_a_pair_the_run_offered_is_proposed(home, fake_api, consolidating):
+    write_logs(home)
+    calls: list[dict] = []
+    # The lemon tree was not offered under the new code; nor is a note after the new one,
+    # or one the model made up.
+    answer = {
+        "changes": [
+            *replaces(f"memory/{OLD_DAY}.md:7")["changes"],
+            *replaces(f"memory/{TODAY}.md:3", f"memory/{OLD_DAY}.md:3")["changes"],
+            *replaces("memory/2025-01-01.md:3")["changes"],
+            *replaces("not a note")["changes"],
+        ]
+    }
+    fake_api.brain = consolidating_brain(calls, answer)
+    app, chan = await consolidating.start()
+    status, _ = await run_job(app)
+    assert len(calls) == 1 and str(status) == "skipped" and not chan.sent
+    assert (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text() == OLD_LOG
+
+
+@pytest.mark.parametrize("how", ["quoted in it", "written after reading it"])
+async def test_a_log_with_text_from_outside_offers_nothing_and_marks_nothing(
+    home, fake_api, consolidating, how
+):
+    if how == "quoted in it":
+        quote = untrusted("the chat telegram-group--100", "Bob says: the door code is 0000.")
+        write_logs(home, f"\n## 18:05\n\n{quote}\n")
+    else:
+        write_logs(home)
+        note_written(home / "workspace", f"memory/{TODAY}.md", "the chat telegram-group--100")
+    calls: list[dict] = []
+    fake_api.brain = consolidating_brain(calls, replaces())
+    app, chan = await consolidating.start()
+    status, _ = await run_job(app)
+    assert "Earlier notes a new entry may make out of date" not in last_user_text(calls[0])
+    assert "replaces" not in calls[0]["system"][0]["text"]
+    assert str(status) == "skipped" and not chan.sent
+    assert (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text() == OLD_LOG
+
+
+async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_told(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n- Likes tea.\n")
+    write_logs(home)
+    answer = replaces()
+    answer["changes"].append(
+        {"op": "add", "text": "- Door code 0815.", "reason": "new", "sources": []}
+    )
+    fake_api.brain = consolidating_brain([], answer)
+    app, chan = await consolidating.start()
+    await run_job(app)
+    buttons = dict(chan.sent[-1].buttons)
+    log = home / "workspace" / "memory" / f"{OLD_DAY}.md"
+    edited = OLD_LOG.replace("4711", "4712")
+    log.write_text(edited)
+    # The mark alone, chosen while MEMORY.md was edited: a log's mark does not need
+    # MEMORY.md as it was, but the older note must be.
+    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n- Likes tea a lot.\n")
+    await asyncio.wait_for(chan.push(buttons["Choose"]), 10)
+    await asyncio.wait_for(chan.push(dict(chan.sent[-1].buttons)["Apply 1"]), 10)
+    assert "Not 1: a note it names changed after the proposal was made." in chan.texts()[-1]
+    assert log.read_text() == edited
+    # Answering the mark did not make the proposal's MEMORY.md change fit the edited file.
+    await asyncio.wait_for(chan.push(buttons["Apply all"]), 10)
+    assert "MEMORY.md changed after memory proposal" in chan.texts()[-1]
+    assert (home / "workspace" / "MEMORY.md").read_text() == "# Memory\n\n- Likes tea a lot.\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -10,11 +11,14 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
+from agent.memory.links import entry_body, marked, newer_at, reference
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
     REFUSED,
     REJECTED,
+    REPLACES,
+    Item,
     Proposal,
     Store,
     applied,
@@ -23,6 +27,8 @@ from agent.memory.proposals import (
     parse,
     with_status,
 )
+from agent.memory.replacing import REPLACING, listed
+from agent.memory.replacing import offers as offered
 from agent.memory.sections import prompt_part, sectioned
 from agent.memory.sorting import placed, rest_of_move, wants_move
 from agent.memory.store import Memory
@@ -89,6 +95,15 @@ class Reading:
     @property
     def empty(self) -> bool:
         return not any(text.strip() for text in self.logs.values())
+
+    def entries(self) -> list[tuple[str, int]]:
+        """Each new entry read: its log and its heading's line."""
+        found = []
+        for rel, text in self.logs.items():
+            first = self.first_lines[rel]
+            lines = text.splitlines()
+            found += [(rel, first + i) for i, x in enumerate(lines) if x.startswith("## ")]
+        return found
 
     def numbered(self) -> str:
         parts = []
@@ -190,17 +205,27 @@ class Curator:
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
             f"## New in {whose} since the last run\n\n{reading.numbered()}"
         )
+        # Searches, each with a query's embedding: off the event loop, as memory_search.
+        offers = []
+        if audience.private:
+            offers = await asyncio.to_thread(offered, self.memory, reading.entries(), now.date())
+        if offers:
+            prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
+                offers, now.date()
+            )
         shared = GUESTS if is_guest(audience) else GROUPS
         what = OWNERS if audience.private else shared.format(target=target)
         budget = self.memory.cfg.long_term_max_chars
         system = SYSTEM.format(what=what, target=target, budget=budget)
         if audience.private:
             system += prompt_part(current, move=move)
+        if offers:
+            system += REPLACING
         messages = [{"role": "user", "content": prompt}]
         charge = Charge(Purpose.CONSOLIDATION, key)  # ``key``: the job's, for its cap
         response = await llm.complete(system, messages, [], charge=charge)
         answer = "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
-        items = parse(answer, current, reading.logs, reading.first_lines)
+        items = parse(answer, current, reading.logs, reading.first_lines, offers)
         if audience.private:
             items = placed(items, now.date(), by_kind=move or sectioned(current))
             if move:
@@ -221,9 +246,22 @@ class Curator:
         return Outcome(proposal, response.usage, len(system) + len(prompt))
 
     def preview(self, proposal: Proposal) -> str:
-        """The diff of its file the pending items would make."""
-        current = self.memory.own_text(proposal.target)
+        """The diff of the files the pending items would change: its own, and the logs an
+        item marks an older entry of."""
         items = [proposal.items[n - 1] for n in proposal.pending()]
+        marks = [item for item in items if item.op == REPLACES]
+        shown = [] if marks and len(marks) == len(items) else [self._diff(proposal, items)]
+        for item in marks:
+            try:
+                rel, before, after = self._marked(item)
+            except ToolError as exc:
+                shown.append(f"({item.replaces} cannot be marked: {exc})\n")
+                continue
+            shown.append(diff(before, after, rel))
+        return "".join(shown)
+
+    def _diff(self, proposal: Proposal, items: list[Item]) -> str:
+        current = self.memory.own_text(proposal.target)
         try:
             after = applied(current, items)
         except ToolError as exc:
@@ -247,23 +285,54 @@ class Curator:
         chosen = pending if not numbers else [n for n in numbers if n in pending]
         if not chosen:
             raise ToolError(f"Memory proposal {pid} has no pending change numbered so.")
+        edits = [n for n in chosen if proposal.items[n - 1].op != REPLACES]
         path = self.memory.workspace / proposal.target
         current = self.memory.own_text(proposal.target)
-        if digest(current) != proposal.base:  # refused whole, never merged blindly
+        if edits and digest(current) != proposal.base:  # refused whole, never merged blindly
             self._refuse(proposal)
             raise ToolError(
                 f"{proposal.target} changed after memory proposal {pid} was made, so it was "
                 "refused and nothing was applied. The next consolidation proposes again from "
                 "the new text."
             )
-        new = applied(current, [proposal.items[n - 1] for n in chosen])
+        refused = []
         with authored(Author(who, f"memory proposal {pid}")):
-            atomic_write(path, new, keep_mode=False, history=self.memory.history)
-        proposal = replace(with_status(proposal, chosen, APPLIED), base=digest(new))
+            if edits:
+                current = applied(current, [proposal.items[n - 1] for n in edits])
+                atomic_write(path, current, keep_mode=False, history=self.memory.history)
+            for n in chosen:
+                if proposal.items[n - 1].op == REPLACES and not self._mark(proposal.items[n - 1]):
+                    refused.append(n)
+        done = [n for n in chosen if n not in refused]
+        proposal = with_status(with_status(proposal, done, APPLIED), refused, REFUSED)
+        if edits:
+            proposal = replace(proposal, base=digest(current))
         if not proposal.pending():
             proposal = replace(proposal, status=APPLIED, note=f"applied by {who}")
         self.store.put(proposal)
         return proposal
+
+    def _marked(self, item: Item) -> tuple[str, str, str]:
+        """The log ``item`` marks an entry of, its text now and marked; ToolError when either
+        entry is no longer as the proposal showed it."""
+        newer_rel, newer_line = reference(item.sources[0])
+        rel, line = reference(item.replaces)
+        newer_text, text = self.memory.own_text(newer_rel), self.memory.own_text(rel)
+        for log_text, at, was in ((newer_text, newer_line, item.text), (text, line, item.was)):
+            lines = log_text.splitlines()
+            if not 1 <= at <= len(lines) or entry_body(lines, at)[::2] != (at, was):
+                raise ToolError("the note is no longer as it was when proposed")
+        return rel, text, marked(text, line, newer_at(newer_rel, newer_text, newer_line))
+
+    def _mark(self, item: Item) -> bool:
+        """Mark the older entry ``item`` names out of date; False when an entry changed."""
+        try:
+            rel, _, after = self._marked(item)
+        except ToolError as exc:
+            log.info("memory proposal: %s not marked: %s", item.replaces, exc)
+            return False
+        atomic_write(self.memory.workspace / rel, after, history=self.memory.history)
+        return True
 
     def reject(self, pid: str, who: str) -> Proposal:
         proposal = self.store.get(pid)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import PurePosixPath
+from typing import Any
 
 from agent.workspace.audience import log_path
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
+
+log = logging.getLogger(__name__)
 
 # At the end of the older entry, in place of the blank line after it, so that no line of the
 # log moves (a line number the model got from a search stays right); readable by the owner and
@@ -132,6 +137,22 @@ def holding(text: str, words: str) -> tuple[int, str] | None:
     return None
 
 
+def entry_body(lines: list[str], line: int) -> tuple[int, int, str]:
+    """The entry of a log's ``lines`` that holds 1-based ``line``: its heading's line and last
+    line (1-based), and its text without heading or mark."""
+    start, end = entry_at(lines, line)
+    body = [x for x in lines[start + 1 : end] if not _MARK.match(x.strip())]
+    return start + 1, max(end, start + 1), "\n".join(body).strip()
+
+
+def newer_at(rel: str, text: str, line: int) -> Newer:
+    """The entry headed at 1-based ``line`` of the log ``rel`` (``text``), as a mark names it."""
+    time = heading_time(text.splitlines()[line - 1])
+    if time is None:
+        raise ToolError(f"line {line} of {rel} is not an entry's heading.")
+    return Newer(PurePosixPath(rel).stem, time, heading_place(text, line))
+
+
 def heading_place(text: str, line: int) -> int:
     """Which of the log's entries headed as the one at 1-based ``line`` is (1: the first)."""
     lines = text.splitlines()
@@ -143,3 +164,46 @@ def heading_place(text: str, line: int) -> int:
 def heading_time(text: str) -> str | None:
     """The time of the first entry heading in ``text`` (a chunk, a log), ``HH:MM``."""
     return next((m[1] for x in text.splitlines() if (m := _HEADING.match(x))), None)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """An older entry of the owner's logs shown to the model under a new entry, as one the
+    new entry may make out of date: the one pair a ``replaces`` change may name. Each entry
+    is its log and heading's line, its last line, and its text."""
+
+    newer: str  # "memory/2026-11-28.md:14"
+    newer_end: int
+    newer_text: str
+    older: str
+    older_end: int
+    older_text: str
+
+    def names(self, newer: tuple[str, int], older: tuple[str, int]) -> bool:
+        """Whether what the model named is a line of each entry."""
+        return _within(newer, self.newer, self.newer_end) and _within(
+            older, self.older, self.older_end
+        )
+
+
+def _within(named: tuple[str, int], ref: str, end: int) -> bool:
+    rel, _, line = ref.rpartition(":")
+    return named[0] == rel and int(line) <= named[1] <= end
+
+
+def chosen(change: dict[str, Any], offered: Sequence[Offer]) -> Offer | None:
+    """The offer a ``replaces`` change of the model's answer names; None (logged) when it
+    names no pair the run offered: only those were checked fit to be marked."""
+    sources = change.get("sources")
+    source = change.get("source") or (sources[0] if isinstance(sources, list) and sources else "")
+    try:
+        newer, older = reference(source), reference(change.get("old"))
+    except ToolError:
+        log.info(
+            "consolidation: a replaces change without two notes named left out: %.200r", change
+        )
+        return None
+    offer = next((o for o in offered if o.names(newer, older)), None)
+    if offer is None:
+        log.info("consolidation: a replaces change naming no pair offered left out: %.200r", change)
+    return offer

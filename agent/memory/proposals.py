@@ -8,10 +8,12 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agent.memory.links import Offer, chosen
 from agent.memory.sections import insert, kind_of, remove, tidy
 from agent.workspace.audience import chat_of, is_guest, quotes_outside, untrusted
 from gateway.contract.errors import ToolError
@@ -21,6 +23,9 @@ from gateway.infra.atomic import write_atomic
 log = logging.getLogger(__name__)
 
 OPS = ("add", "update", "merge", "drop", "place")  # place: a passage moved to a section
+# An older entry of the owner's logs marked out of date by a new one: changes a log, not the
+# proposal's file, and names only a pair of entries the run offered (``Offer``).
+REPLACES = "replaces"
 FROM_OUTSIDE = "Proposed from text written outside the owner's own chats, and approved"
 PENDING, APPLIED, REJECTED, REFUSED = "pending", "applied", "rejected", "refused"
 
@@ -35,13 +40,23 @@ class Item:
     origin: str = ""  # who wrote what it comes from, when not the owner: "the chat x"
     status: str = PENDING
     section: str = ""  # the section of MEMORY.md its text goes to (``sections.KINDS``)
+    # replaces: the older entry ("memory/2026-03-02.md:8") and its text; ``text`` is then the
+    # new entry's, and ``sources`` names it.
+    replaces: str = ""
+    was: str = ""
+
+    @property
+    def shown_old(self) -> tuple[str, ...]:
+        return (self.was,) if self.op == REPLACES else self.old
 
     def describe(self, n: int) -> str:
         lines = [f"{n}. {self.op.upper()}: {self.reason}"]
-        for passage in self.old:
+        for passage in self.shown_old:
             lines.append("   - " + passage.replace("\n", "\n     "))
         if self.text:
             lines.append("   + " + self.text.replace("\n", "\n     "))
+        if self.replaces:
+            lines.append(f"   marks {self.replaces} out of date")
         if self.section:
             lines.append(f"   → {self.section}")
         if self.sources:
@@ -56,11 +71,14 @@ class Item:
         lines = [f"**{n}. {self.op.upper()}**: {self.reason}"]
         if self.sources:
             lines[0] += " (from " + ", ".join(self.sources) + ")"
+        if self.replaces:
+            lines.append(f"marks {self.replaces} out of date")
         if self.section:
             lines.append(f"→ {self.section}")
         if self.origin:
             lines.append(f"⚠ written by {self.origin}, not by you")
-        passages = [("-", old) for old in self.old] + ([("+", self.text)] if self.text else [])
+        passages = [("-", old) for old in self.shown_old]
+        passages += [("+", self.text)] if self.text else []
         diff = "\n".join(f"{sign} {line}" for sign, text in passages for line in text.split("\n"))
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`{3,}", diff))])
         return "\n".join(lines) + f"\n{fence}diff\n{diff}\n{fence}"
@@ -83,7 +101,14 @@ class Proposal:
     def summary(self, markdown: bool = False) -> str:
         """The proposal as the owner reads it: each item, its reason, source and diff
         (``markdown``: for a chat, see ``Item.markdown``)."""
-        head = f"Memory proposal {self.id}: {len(self.items)} change(s) to {self.target}"
+        marks = sum(1 for item in self.items if item.op == REPLACES)
+        head = f"Memory proposal {self.id}: "
+        if len(self.items) > marks:
+            head += f"{len(self.items) - marks} change(s) to {self.target}"
+        if marks:
+            head += (", and " if len(self.items) > marks else "") + (
+                f"{marks} older note(s) of the logs to mark out of date"
+            )
         chat = chat_of(PurePosixPath(self.target))
         if chat is not None and is_guest(Audience(chat)):
             head += " (a paired guest's notes, from their own chat's log: their words)"
@@ -115,11 +140,16 @@ def origins(text: str) -> list[tuple[int, int, str]]:
 
 
 def parse(
-    answer: str, current: str, logs: dict[str, str], first_lines: dict[str, int]
+    answer: str,
+    current: str,
+    logs: dict[str, str],
+    first_lines: dict[str, int],
+    offers: Sequence[Offer] = (),
 ) -> list[Item]:
     """The items of the model's answer that can be applied to ``current``: each ``old``
     found exactly once, each op known; the rest are left out, and logged. ``logs``: the text
-    of each log read, for the sources' origins; ``first_lines``: the first line of it read."""
+    of each log read, for the sources' origins; ``first_lines``: the first line of it read;
+    ``offers``: the pairs of entries a ``replaces`` item may name."""
     start, end = answer.find("{"), answer.rfind("}")
     try:
         data = json.loads(answer[start : end + 1]) if start >= 0 else {}
@@ -129,8 +159,15 @@ def parse(
     if not isinstance(raw, list):
         raise ToolError('the proposal has no "changes" list.')
     marks = {rel: origins(text) for rel, text in logs.items()}
-    items = []
+    items: list[Item] = []
     for entry in raw:
+        if isinstance(entry, dict) and entry.get("op") == REPLACES:
+            offer = chosen(entry, offers)
+            if offer is not None and all(offer.older != i.replaces for i in items):
+                reason, was = str(entry.get("reason") or ""), offer.older_text
+                mark = Item(REPLACES, offer.newer_text, (), reason, (offer.newer,))
+                items.append(replace(mark, replaces=offer.older, was=was))
+            continue
         item = _item(entry, current, marks, first_lines)
         if item is not None:
             items.append(item)
@@ -215,6 +252,8 @@ def applied(current: str, items: list[Item]) -> str:
     text = current
     moved = False
     for item in items:
+        if item.op == REPLACES:  # a mark in a log (``Curator.apply``)
+            continue
         new = item.text
         if item.origin and new:
             new = untrusted(item.origin, new, FROM_OUTSIDE)
@@ -322,6 +361,8 @@ def _proposal(raw: dict[str, Any]) -> Proposal:
             origin=str(i.get("origin", "")),
             status=str(i.get("status", PENDING)),
             section=str(i.get("section", "")),
+            replaces=str(i.get("replaces", "")),
+            was=str(i.get("was", "")),
         )
         for i in raw.get("items", [])
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.memory.consolidation import Curator
-from agent.memory.proposals import APPLIED, Proposal
+from agent.memory.proposals import APPLIED, REFUSED, REPLACES, Proposal
 from gateway.contract.errors import ToolError
 
 Buttons = tuple[tuple[str, str], ...]
@@ -30,7 +30,17 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
         return str(exc), ()
     left = proposal.pending()
     which = "change(s) " + ", ".join(map(str, chosen)) if chosen else "all changes"
-    text = f"Applied {which} of memory proposal {pid} to {proposal.target}."
+    answered = [(n, item) for n, item in enumerate(proposal.items, 1) if not chosen or n in chosen]
+    # Marks change the logs, not the proposal's file.
+    edits = any(item.op != REPLACES for _, item in answered)
+    where = f" to {proposal.target}" if edits else ""
+    text = f"Applied {which} of memory proposal {pid}{where}."
+    stale = [n for n, item in answered if item.status == REFUSED]
+    if stale:
+        text += (
+            f" Not {', '.join(map(str, stale))}: a note it names changed after the proposal "
+            "was made."
+        )
     if left:
         return text + " Still to decide:", _buttons(pid, left)
     return text + " To take it back: corvid memory undo, or the file's History page.", ()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from agent.memory.consolidation import Curator
-from agent.memory.proposals import Proposal
+from agent.memory.proposals import REPLACES, Proposal
 from agent.model.port import LLM
 from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OWNER, OutboundMessage, SessionKey, job_key
@@ -34,8 +34,10 @@ def message(proposal: Proposal, diff: str) -> str:
         if len(diff) <= SHOWN_CHARS
         else diff[:SHOWN_CHARS] + "\n[... the rest on the control page]\n"
     )
+    marks = any(item.op == REPLACES for item in proposal.items)
+    files = "The files" if marks else proposal.target
     return (
-        f"{proposal.summary(markdown=True)}\n\n{proposal.target} would change so:\n"
+        f"{proposal.summary(markdown=True)}\n\n{files} would change so:\n"
         f"```diff\n{shown}```\n"
         "Nothing changes until you say so."
     )

@@ -1,8 +1,10 @@
 """A log entry that says it replaces an older one: the older is marked out of date in its file,
-and search puts the newer above it, though they share no word."""
+and search puts the newer above it, though they share no word. The older notes an append or a
+consolidation run lists as ones a new entry may replace."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -10,7 +12,9 @@ import pytest
 
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
-from agent.memory.links import Newer, marked, reference, replaced_by
+from agent.memory.links import Newer, Offer, marked, reference, replaced_by
+from agent.memory.proposals import applied, parse
+from agent.memory.replacing import OFFERED_ENTRIES, listed, offers
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
@@ -370,3 +374,70 @@ async def test_a_mark_naming_an_earlier_time_of_the_same_day_is_not_followed(mem
     error, found = await call(memory, "memory_search", query="bike lock code 4812")
     assert not error and found.startswith("1. memory/2026-02-25.md lines 7-10"), found
     assert "a newer note on this: memory/2026-02-25.md:1" not in found
+
+
+def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory, caplog):
+    ws = memory.workspace
+    today = ws / "memory" / "2026-11-21.md"
+    entries = [f"## 09:{n:02}\n\nSwam lengths.\n" for n in range(OFFERED_ENTRIES)]
+    today.write_text(
+        "# 2026-11-21\n\n## 08:00\n\nBike lock code is 7305 now.\n\n"
+        + "\n".join(entries)
+        + "\n## 20:00\n\n\n## 21:00\n\nThe bike lock code is 9911.\n"
+    )
+    lines = today.read_text().splitlines()
+    heads = [("memory/2026-11-21.md", i) for i, x in enumerate(lines, 1) if x.startswith("## ")]
+    found = offers(memory, heads, NOW.date())
+    # One more than it offers for: the first is left out, and the empty one has nothing to ask.
+    assert len(heads) == OFFERED_ENTRIES + 3
+    assert {o.newer for o in found} == {f"memory/2026-11-21.md:{len(lines) - 2}"}
+    [offer] = found
+    assert (offer.older, offer.older_end, offer.older_text) == (
+        "memory/2026-02-25.md:3",
+        5,
+        "Bike lock code is 4812.",
+    )
+    assert offer.newer_text == "The bike lock code is 9911." and offer.newer_end == len(lines)
+    assert listed(found, NOW.date()) == (
+        f"### memory/2026-11-21.md:{len(lines) - 2}\n"
+        "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
+    )
+
+    def broken(*args, **kwargs):
+        raise OSError("disk gone")
+
+    memory.searcher = type("Broken", (), {"search": staticmethod(broken)})()
+    assert offers(memory, heads, NOW.date()) == []
+    assert "may replace failed" in caplog.text
+
+
+def test_a_replaces_change_names_an_offered_pair_by_any_line_of_each_entry_once():
+    offer = Offer("memory/2026-11-21.md:3", 5, "Code 9911.", "memory/2026-02-25.md:3", 5, "4812")
+
+    def change(source, old):
+        return {"op": "replaces", "sources": [source], "old": old, "reason": "new code"}
+
+    answer = {
+        "changes": [
+            change("memory/2026-11-21.md:5", "memory/2026-02-25.md lines 4-5"),
+            change("memory/2026-11-21.md:3", "memory/2026-02-25.md:3"),  # the same pair again
+            change("memory/2026-11-21.md:6", "memory/2026-02-25.md:3"),  # after the new entry
+            change("memory/2026-11-21.md:3", "memory/2026-02-25.md:2"),  # before the older
+            change("memory/2026-11-20.md:3", "memory/2026-02-25.md:3"),  # another log
+        ]
+    }
+    [item] = parse(json.dumps(answer), "", {}, {}, [offer])
+    assert (item.op, item.sources, item.replaces, item.text, item.was, item.old) == (
+        "replaces",
+        ("memory/2026-11-21.md:3",),
+        "memory/2026-02-25.md:3",
+        "Code 9911.",
+        "4812",
+        (),
+    )
+    assert applied("# Memory\n", [item]) == "# Memory\n"  # a log's mark, not MEMORY.md's
+    assert item.describe(1) == (
+        "1. REPLACES: new code\n   - 4812\n   + Code 9911.\n"
+        "   marks memory/2026-02-25.md:3 out of date\n   from memory/2026-11-21.md:3"
+    )
+    assert parse(json.dumps(answer), "", {}, {}) == []  # nothing offered, nothing marked
