@@ -27,8 +27,8 @@ times search with the query's embedding at about 10,000 chunks (more everyday en
 a changed fact, and all other pairs of an older and a newer note. ``--linked``: every older
 version of a changed fact marked as replaced by the next, as ``memory_append``'s ``replaces``
 marks it (what search makes of the marks, not how often a model writes them). ``--offered``:
-for each newer version, whether ``memory_append``'s answer lists an older version among the
-earlier notes it may replace. Vectors are cached in
+for each newer version, whether ``memory_append``'s answer (and a consolidation run) lists an
+older version among the earlier notes it may replace (``--limit``: how many are listed). Vectors are cached in
 ~/.cache/corvid-bench/year-embeddings.sqlite by model and text.
 """
 
@@ -318,7 +318,7 @@ def offered(args: argparse.Namespace) -> None:
             half = next(_half(q) for q in queries if q.answer == newest)
             for n in range(1, len(c.versions)):
                 day, text = c.versions[n]
-                listed = memory.earlier(text, _owner(), date.fromisoformat(day))
+                listed = memory.earlier(text, _owner(), date.fromisoformat(day), args.limit)
                 older = [notes[f"{c.subject}:{k}"] for k in range(n)]
                 hit = [any(finds(h, s) for s in older) for h in listed]
                 found.setdefault(half, []).append((bool(hit[:1] and hit[0]), any(hit)))
@@ -328,7 +328,7 @@ def offered(args: argparse.Namespace) -> None:
         rows = found[half]
         print(
             f"{half}: {len(rows)} newer versions; an older version listed first "
-            f"{statistics.fmean(r[0] for r in rows):.2f}, among the three "
+            f"{statistics.fmean(r[0] for r in rows):.2f}, among the {args.limit} "
             f"{statistics.fmean(r[1] for r in rows):.2f}"
         )
 
@@ -346,6 +346,7 @@ def main() -> None:
     parser.add_argument(
         "--offered", action="store_true", help="the older notes memory_append lists"
     )
+    parser.add_argument("--limit", type=int, default=3, help="--offered: notes listed")
     args = parser.parse_args()
     if args.latency:
         latency(args)
