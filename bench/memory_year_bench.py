@@ -28,8 +28,8 @@ a changed fact, and all other pairs of an older and a newer note. ``--linked``: 
 version of a changed fact marked as replaced by the next, as ``memory_append``'s ``replaces``
 marks it (what search makes of the marks, not how often a model writes them). ``--offered``:
 for each newer version, whether ``memory_append``'s answer (and a consolidation run) lists an
-older version among the earlier notes it may replace (``--limit``: how many are listed). Vectors are cached in
-~/.cache/corvid-bench/year-embeddings.sqlite by model and text.
+older version among the earlier notes it may replace (``--limit``: how many are listed).
+Vectors are cached in ~/.cache/corvid-bench/year-embeddings.sqlite by model and text.
 """
 
 from __future__ import annotations
