@@ -348,6 +348,7 @@ TARGETS = (
     _t(
         "agent/memory/proposals.py",
         "tests/agent/memory/test_proposals.py",
+        "tests/agent/memory/test_replaces.py",
         "tests/test_consolidation_e2e.py",
         "tests/agent/memory/test_sections.py",
         "tests/test_memory_sections_e2e.py",
@@ -363,6 +364,12 @@ TARGETS = (
         "tests/gateway/web/test_proposals_page.py",
         "tests/gateway/scheduling/test_consolidation_target.py",
         "tests/gateway/ops/test_memory.py",
+    ),
+    # What consolidation offers to mark out of date: never from text written outside.
+    _t(
+        "agent/memory/replacing.py",
+        "tests/agent/memory/test_replaces.py",
+        "tests/test_consolidation_e2e.py",
     ),
 )
 
