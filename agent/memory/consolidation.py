@@ -319,8 +319,7 @@ class Curator:
         rel, line = reference(item.replaces)
         newer_text, text = self.memory.own_text(newer_rel), self.memory.own_text(rel)
         for log_text, at, was in ((newer_text, newer_line, item.text), (text, line, item.was)):
-            lines = log_text.splitlines()
-            if not 1 <= at <= len(lines) or entry_body(lines, at)[::2] != (at, was):
+            if entry_body(log_text.splitlines(), at)[::2] != (at, was):  # or no such line
                 raise ToolError("the note is no longer as it was when proposed")
         return rel, text, marked(text, line, newer_at(newer_rel, newer_text, newer_line))
 

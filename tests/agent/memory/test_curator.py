@@ -1,8 +1,9 @@
 """The curator of consolidation's proposals, without the gateway: who has one, an audience with
-no notes of its own, and the preview's word on the file's budget."""
+no notes of its own, and the preview: its word on the file's budget, and every file it changes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -68,3 +69,36 @@ def test_the_preview_says_when_the_file_would_pass_its_budget(memory, size, over
     shown = curator.preview(proposal)
     note = f"(MEMORY.md would have {size} characters, over its budget of {BUDGET}"
     assert shown.startswith(note) == over and "+- xxx" in shown
+
+
+def test_the_preview_shows_each_file_a_proposal_changes_and_a_mark_it_cannot_make(memory):
+    current = "# Memory\n"
+    (memory.workspace / "MEMORY.md").write_text(current)
+    logs = memory.workspace / "memory"
+    (logs / "2026-01-10.md").write_text("# 2026-01-10\n\n## 09:00\n\nDoor code 4711.\n")
+    (logs / "2026-03-12.md").write_text("# 2026-03-12\n\n## 18:00\n\nDoor code 0815.\n")
+    add = Item("add", "- Door code 0815.", (), "r", ())
+    mark = Item(
+        "replaces",
+        "Door code 0815.",
+        (),
+        "a new code",
+        ("memory/2026-03-12.md:3",),
+        replaces="memory/2026-01-10.md:3",
+        was="Door code 4711.",
+    )
+    stale = replace(mark, replaces="memory/2026-01-10.md:9")
+    proposal = Proposal("p1", NOW.isoformat(), digest(current), (add, mark, stale), {})
+    curator = Curator.of(memory)
+    assert curator is not None
+    shown = curator.preview(proposal)
+    assert shown.startswith("--- MEMORY.md now\n") and "+- Door code 0815.\n" in shown
+    assert (
+        "--- memory/2026-01-10.md now\n+++ memory/2026-01-10.md proposed\n" in shown
+        and "+(Out of date: replaced by the note of 2026-03-12 18:00.)\n" in shown
+    )
+    assert shown.endswith(
+        "(memory/2026-01-10.md:9 cannot be marked: the log has 5 lines; line 9 is not in it.)\n"
+    )
+    marks_only = replace(proposal, items=(mark,))
+    assert curator.preview(marks_only).startswith("--- memory/2026-01-10.md now\n")

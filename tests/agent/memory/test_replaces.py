@@ -5,6 +5,7 @@ consolidation run lists as ones a new entry may replace."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -14,7 +15,7 @@ from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, Offer, marked, reference, replaced_by
 from agent.memory.proposals import applied, parse
-from agent.memory.replacing import OFFERED_ENTRIES, listed, offers
+from agent.memory.replacing import listed, offers
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
@@ -379,7 +380,7 @@ async def test_a_mark_naming_an_earlier_time_of_the_same_day_is_not_followed(mem
 def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory, caplog):
     ws = memory.workspace
     today = ws / "memory" / "2026-11-21.md"
-    entries = [f"## 09:{n:02}\n\nSwam lengths.\n" for n in range(OFFERED_ENTRIES)]
+    entries = [f"## 09:{n:02}\n\nSwam lengths.\n" for n in range(30)]  # as the manual says
     today.write_text(
         "# 2026-11-21\n\n## 08:00\n\nBike lock code is 7305 now.\n\n"
         + "\n".join(entries)
@@ -389,7 +390,7 @@ def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory
     heads = [("memory/2026-11-21.md", i) for i, x in enumerate(lines, 1) if x.startswith("## ")]
     found = offers(memory, heads, NOW.date())
     # One more than it offers for: the first is left out, and the empty one has nothing to ask.
-    assert len(heads) == OFFERED_ENTRIES + 3
+    assert len(heads) == 33
     assert {o.newer for o in found} == {f"memory/2026-11-21.md:{len(lines) - 2}"}
     [offer] = found
     assert (offer.older, offer.older_end, offer.older_text) == (
@@ -402,6 +403,18 @@ def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory
         f"### memory/2026-11-21.md:{len(lines) - 2}\n"
         "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
     )
+
+    second = replace(offer, older="memory/2026-03-01.md:3", older_text="Lock: 1.")
+    other = replace(offer, newer="memory/2026-11-21.md:9")
+    assert listed([offer, second, other], NOW.date()) == (
+        f"### memory/2026-11-21.md:{len(lines) - 2}\n"
+        "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
+        "- memory/2026-03-01.md:3 (2026-03-01, 8 months ago): Lock: 1.\n"
+        "\n### memory/2026-11-21.md:9\n"
+        "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
+    )
+    long = replace(offer, older_text="Bike lock code is 4812. " + "And so on. " * 40)
+    assert listed([long], NOW.date()).endswith(": " + long.older_text[:300].strip() + "\n")
 
     def broken(*args, **kwargs):
         raise OSError("disk gone")
