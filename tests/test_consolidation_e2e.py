@@ -665,7 +665,8 @@ async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_i
     )
     assert '"op": "replaces"' in call["system"][0]["text"]
     [proposal] = chan.sent
-    assert "1 older note(s) of the logs to mark out of date" in proposal.text
+    assert ": 1 older note(s) of the logs to mark out of date\n" in proposal.text
+    assert "change(s) to" not in proposal.text
     assert f"marks memory/{OLD_DAY}.md:3 out of date" in proposal.text
     assert "- The front door code of the building is 4711." in proposal.text
     assert "+ The front door code of the building is now 0815." in proposal.text
@@ -747,6 +748,10 @@ async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_
     fake_api.brain = consolidating_brain([], answer)
     app, chan = await consolidating.start()
     await run_job(app)
+    # The note added, and the move of the free-form file into sections.
+    assert ": 2 change(s) to MEMORY.md, and 1 older note(s) of the logs to mark out of date\n" in (
+        chan.sent[-1].text
+    )
     buttons = dict(chan.sent[-1].buttons)
     log = home / "workspace" / "memory" / f"{OLD_DAY}.md"
     edited = OLD_LOG.replace("4711", "4712")
