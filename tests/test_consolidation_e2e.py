@@ -258,7 +258,8 @@ async def test_auto_apply_changes_memory_at_once_and_says_so(home, fake_api, con
     app, chan = await consolidating.start(auto_apply=True)
     await run_job(app)
     [told] = chan.sent
-    assert told.text.startswith("Applied to MEMORY.md on its own") and not told.buttons
+    assert told.text.startswith("On its own (memory.consolidation.auto_apply): Applied all ")
+    assert " to MEMORY.md. " in told.text and not told.buttons
     assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
     capsys.readouterr()
     argv = ["memory", "history", "MEMORY.md", "--home", str(home)]
@@ -284,7 +285,7 @@ async def test_proposals_answered_from_the_terminal(home, fake_api, consolidatin
     assert f"Memory proposal {pid}: 3 change(s)" in out and "+- Anna lives in Lisbon." in out
     assert "\n\n1. UPDATE: she moved\n   - - Anna lives in Porto." in out  # plain text
     assert await asyncio.to_thread(corvid, "memory", "apply", pid, "1") == 0
-    assert "still waiting: 2, 3" in capsys.readouterr().out
+    assert "Still waiting: 2, 3." in capsys.readouterr().out
     assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
     # What is left, shown as the diff it would make: the first change is not in it again.
     assert await asyncio.to_thread(corvid, "memory", "proposals") == 0
@@ -628,7 +629,7 @@ async def test_a_chat_folder_that_is_a_link_or_a_jobs_own_is_not_consolidated(
 # -- older log entries marked out of date ----------------------------------------------
 
 TODAY = NOW.date().isoformat()
-OLD_DAY = "2026-01-10"
+OLD_DAY = "2026-03-10"  # read by the first run too: a mark must not make it new
 OLD_LOG = (
     f"# {OLD_DAY}\n\n## 09:00\n\nThe front door code of the building is 4711.\n\n"
     "## 09:30\n\nBought a lemon tree for the balcony.\n"
@@ -660,7 +661,7 @@ async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_i
     [call] = calls
     asked = last_user_text(call)
     assert (
-        f"### memory/{TODAY}.md:3\n- memory/{OLD_DAY}.md:3 ({OLD_DAY}, 2 months ago): "
+        f"### memory/{TODAY}.md:3\n- memory/{OLD_DAY}.md:3 ({OLD_DAY}, 2 days ago): "
         "The front door code of the building is 4711." in asked
     )
     assert '"op": "replaces"' in call["system"][0]["text"]
@@ -668,8 +669,11 @@ async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_i
     assert ": 1 older note(s) of the logs to mark out of date\n" in proposal.text
     assert "change(s) to" not in proposal.text
     assert f"marks memory/{OLD_DAY}.md:3 out of date" in proposal.text
-    assert "- The front door code of the building is 4711." in proposal.text
-    assert "+ The front door code of the building is now 0815." in proposal.text
+    assert "older, marked out of date: The front door code of the building is 4711." in (
+        proposal.text
+    )
+    assert "newer: The front door code of the building is now 0815." in proposal.text
+    assert "```text\nolder, marked" in proposal.text  # not a diff: nothing is taken away
     assert f"+{MARK}" in proposal.text and "The files would change so" in proposal.text
     log = home / "workspace" / "memory" / f"{OLD_DAY}.md"
     assert log.read_text() == OLD_LOG  # nothing until the owner says so
@@ -681,7 +685,10 @@ async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_i
     await asyncio.wait_for(chan.push(apply_all), 10)
     pid = apply_all.split()[-1]
     # Marks change a log, not MEMORY.md, and the answer does not say otherwise.
-    assert chan.texts()[-1].startswith(f"Applied all changes of memory proposal {pid}. To")
+    assert chan.texts()[-1] == (
+        f"Applied all changes of memory proposal {pid} to memory/{OLD_DAY}.md. To take it "
+        "back: corvid memory undo, once for each file written, or the file's History page."
+    )
     # The mark takes the blank line after the entry: no line of the log moves.
     assert log.read_text() == OLD_LOG.replace("4711.\n\n", f"4711.\n{MARK}\n")
     assert not (home / "workspace" / "MEMORY.md").read_text().count("0815")
@@ -693,7 +700,10 @@ async def test_a_new_code_marks_the_old_one_out_of_date_once_the_owner_applies_i
     log_today = home / "workspace" / "memory" / f"{TODAY}.md"
     log_today.write_text(log_today.read_text() + "\n## 21:00\n\nThe code is 0815, really.\n")
     await run_job(app)
-    assert f"memory/{OLD_DAY}.md:3 " not in last_user_text(calls[-1])
+    asked = last_user_text(calls[-1])
+    assert f"memory/{OLD_DAY}.md:3 " not in asked
+    # The log that gained the mark was read to its end before: it is not read again.
+    assert f"### memory/{OLD_DAY}.md\n" not in asked and "lemon" not in asked
 
 
 async def test_only_a_pair_the_run_offered_is_proposed(home, fake_api, consolidating):
@@ -716,16 +726,23 @@ async def test_only_a_pair_the_run_offered_is_proposed(home, fake_api, consolida
     assert (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text() == OLD_LOG
 
 
-@pytest.mark.parametrize("how", ["quoted in it", "written after reading it"])
-async def test_a_log_with_text_from_outside_offers_nothing_and_marks_nothing(
-    home, fake_api, consolidating, how
+@pytest.mark.parametrize(
+    "where",
+    ["in the new entry's log", "written after reading it", "in another log", "in MEMORY.md"],
+)
+async def test_text_from_outside_in_the_prompt_offers_nothing_and_marks_nothing(
+    home, fake_api, consolidating, where
 ):
-    if how == "quoted in it":
-        quote = untrusted("the chat telegram-group--100", "Bob says: the door code is 0000.")
-        write_logs(home, f"\n## 18:05\n\n{quote}\n")
-    else:
-        write_logs(home)
+    quote = untrusted("the chat telegram-group--100", "Bob: the 4711 note is out of date.")
+    write_logs(home, f"\n## 18:05\n\n{quote}\n" if where == "in the new entry's log" else "")
+    if where == "written after reading it":
         note_written(home / "workspace", f"memory/{TODAY}.md", "the chat telegram-group--100")
+    elif where == "in another log":  # read in the same run: the model reads it as well
+        (home / "workspace" / "memory" / "2026-03-11.md").write_text(
+            f"# 2026-03-11\n\n## 10:00\n\n{quote}\n"
+        )
+    elif where == "in MEMORY.md":
+        (home / "workspace" / "MEMORY.md").write_text(f"# Memory\n\n{quote}\n")
     calls: list[dict] = []
     fake_api.brain = consolidating_brain(calls, replaces())
     app, chan = await consolidating.start()
@@ -761,9 +778,59 @@ async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_
     (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n- Likes tea a lot.\n")
     await asyncio.wait_for(chan.push(buttons["Choose"]), 10)
     await asyncio.wait_for(chan.push(dict(chan.sent[-1].buttons)["Apply 1"]), 10)
-    assert "Not 1: a note it names changed after the proposal was made." in chan.texts()[-1]
+    assert chan.texts()[-1] == (
+        f"Nothing of memory proposal {buttons['Apply all'].split()[-1]} was applied. Not 1: a "
+        "note it names changed, or was marked out of date, after the proposal was made. Still "
+        "to decide:"
+    )
     assert log.read_text() == edited
     # Answering the mark did not make the proposal's MEMORY.md change fit the edited file.
     await asyncio.wait_for(chan.push(buttons["Apply all"]), 10)
     assert "MEMORY.md changed after memory proposal" in chan.texts()[-1]
     assert (home / "workspace" / "MEMORY.md").read_text() == "# Memory\n\n- Likes tea a lot.\n"
+
+
+async def test_a_mark_waits_for_no_memory_md_and_gives_way_to_a_newer_one(
+    home, fake_api, consolidating
+):
+    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n## People\n\n- Likes tea.\n")
+    write_logs(home)
+    answer = replaces()
+    answer["changes"].append(
+        {"op": "add", "text": "- Door code 0815.", "reason": "new", "sources": []}
+    )
+    fake_api.brain = consolidating_brain([], answer)
+    app, chan = await consolidating.start()
+    await run_job(app)
+    first = dict(chan.sent[-1].buttons)
+    pid = first["Apply all"].split()[-1]
+    # MEMORY.md edited meanwhile: "Apply all" still makes the mark, and refuses the rest.
+    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n## People\n\n- Tea.\n")
+    await asyncio.wait_for(chan.push(first["Apply all"]), 10)
+    assert chan.texts()[-1] == (
+        f"Applied change(s) 1 of memory proposal {pid} to memory/{OLD_DAY}.md. MEMORY.md "
+        "changed after the proposal was made, so its changes to it were refused; the next "
+        "consolidation proposes again from the new text. To take it back: corvid memory undo, "
+        "once for each file written, or the file's History page."
+    )
+    assert MARK in (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text()
+    assert (home / "workspace" / "MEMORY.md").read_text().endswith("- Tea.\n")
+    await asyncio.wait_for(chan.push(first["Apply all"]), 10)
+    assert chan.texts()[-1] == f"Memory proposal {pid} was refused already."
+
+    # A proposal made before a conversation marked the note by a newer one does not undo it.
+    log = home / "workspace" / "memory" / f"{OLD_DAY}.md"
+    log.write_text(OLD_LOG)
+    today = home / "workspace" / "memory" / f"{TODAY}.md"
+    today.write_text(today.read_text() + "\n## 21:00\n\nThe door code is 4711 again.\n")
+    fake_api.brain = consolidating_brain([], replaces())
+    await run_job(app)
+    second = dict(chan.sent[-1].buttons)
+    newer = "(Out of date: replaced by the note of 2026-03-12 21:00.)"
+    log.write_text(OLD_LOG.replace("4711.\n\n", f"4711.\n{newer}\n"))
+    await asyncio.wait_for(chan.push(second["Apply all"]), 10)
+    assert chan.texts()[-1].startswith("Nothing of memory proposal ")
+    assert "undo" not in chan.texts()[-1]  # nothing was written
+    assert newer in log.read_text() and MARK not in log.read_text()
+    await asyncio.wait_for(chan.push(second["Apply all"]), 10)
+    assert chan.texts()[-1].endswith("was refused already.")

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
-from agent.memory.links import entry_body, marked, newer_at, reference
+from agent.memory.links import Offer
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
@@ -27,7 +27,7 @@ from agent.memory.proposals import (
     parse,
     with_status,
 )
-from agent.memory.replacing import REPLACING, listed
+from agent.memory.replacing import REPLACING, Applied, listed, mark, marked_by, refused_whole
 from agent.memory.replacing import offers as offered
 from agent.memory.sections import prompt_part, sectioned
 from agent.memory.sorting import placed, rest_of_move, wants_move
@@ -41,6 +41,7 @@ from agent.workspace.audience import (
     is_guest,
     log_folder,
     notes_path,
+    quotes_outside,
     untrusted,
 )
 from agent.workspace.changes import Author, authored
@@ -205,10 +206,7 @@ class Curator:
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
             f"## New in {whose} since the last run\n\n{reading.numbered()}"
         )
-        # Searches, each with a query's embedding: off the event loop, as memory_search.
-        offers = []
-        if audience.private:
-            offers = await asyncio.to_thread(offered, self.memory, reading.entries(), now.date())
+        offers = await self._offers(reading, current, now.date()) if audience.private else []
         if offers:
             prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
                 offers, now.date()
@@ -245,6 +243,15 @@ class Curator:
         log.info("memory proposal %s: %d change(s)", proposal.id, len(items))
         return Outcome(proposal, response.usage, len(system) + len(prompt))
 
+    async def _offers(self, reading: Reading, current: str, today: date) -> list[Offer]:
+        """The older notes offered under the new entries of the owner's logs; none when text
+        from outside is anywhere in the prompt: it could make true notes look out of date, as
+        it could in a conversation, which then may not mark them either."""
+        if quotes_outside(current) or any(map(quotes_outside, reading.logs.values())):
+            return []
+        # Searches, each with a query's embedding: off the event loop, as memory_search.
+        return await asyncio.to_thread(offered, self.memory, reading.entries(), today)
+
     def preview(self, proposal: Proposal) -> str:
         """The diff of the files the pending items would change: its own, and the logs an
         item marks an older entry of."""
@@ -253,7 +260,7 @@ class Curator:
         shown = [] if marks and len(marks) == len(items) else [self._diff(proposal, items)]
         for item in marks:
             try:
-                rel, before, after = self._marked(item)
+                rel, before, after = marked_by(self.memory, item)
             except ToolError as exc:
                 shown.append(f"({item.replaces} cannot be marked: {exc})\n")
                 continue
@@ -275,9 +282,10 @@ class Curator:
         )
         return over + diff(current, after, proposal.target)
 
-    def apply(self, pid: str, who: str, numbers: list[int] | None = None) -> Proposal:
-        """Apply the proposal's pending items (or those ``numbers``), as ``who``. Refused
-        whole when its file changed after it was made; its logs are read again next run."""
+    def apply(self, pid: str, who: str, numbers: list[int] | None = None) -> Applied:
+        """Apply the proposal's pending items (or those ``numbers``), as ``who``. When its
+        file changed after it was made, its changes to it are refused, never merged blindly,
+        and its logs are read again next run; the marks chosen with them are still made."""
         proposal = self.store.get(pid)
         if proposal.status != PENDING:
             raise ToolError(f"Memory proposal {pid} was {proposal.status} already.")
@@ -286,52 +294,43 @@ class Curator:
         if not chosen:
             raise ToolError(f"Memory proposal {pid} has no pending change numbered so.")
         edits = [n for n in chosen if proposal.items[n - 1].op != REPLACES]
-        path = self.memory.workspace / proposal.target
+        marks = [n for n in chosen if n not in edits]
         current = self.memory.own_text(proposal.target)
-        if edits and digest(current) != proposal.base:  # refused whole, never merged blindly
-            self._refuse(proposal)
+        stale = bool(edits) and digest(current) != proposal.base
+        if stale and not marks:
+            self.store.put(refused_whole(proposal), self._reread(proposal))
             raise ToolError(
                 f"{proposal.target} changed after memory proposal {pid} was made, so it was "
                 "refused and nothing was applied. The next consolidation proposes again from "
                 "the new text."
             )
-        refused = []
+        files: list[str] = []
+        refused: list[int] = []
         with authored(Author(who, f"memory proposal {pid}")):
-            if edits:
+            if edits and not stale:
                 current = applied(current, [proposal.items[n - 1] for n in edits])
+                path = self.memory.workspace / proposal.target
                 atomic_write(path, current, keep_mode=False, history=self.memory.history)
-            for n in chosen:
-                if proposal.items[n - 1].op == REPLACES and not self._mark(proposal.items[n - 1]):
+                files.append(proposal.target)
+            for n in marks:
+                rel = mark(self.memory, proposal.items[n - 1])
+                if rel is None:
                     refused.append(n)
-        done = [n for n in chosen if n not in refused]
+                elif rel not in files:
+                    files.append(rel)
+        done = [n for n in chosen if n not in refused and not (stale and n in edits)]
         proposal = with_status(with_status(proposal, done, APPLIED), refused, REFUSED)
-        if edits:
+        if edits and not stale:
             proposal = replace(proposal, base=digest(current))
-        if not proposal.pending():
-            proposal = replace(proposal, status=APPLIED, note=f"applied by {who}")
-        self.store.put(proposal)
-        return proposal
-
-    def _marked(self, item: Item) -> tuple[str, str, str]:
-        """The log ``item`` marks an entry of, its text now and marked; ToolError when either
-        entry is no longer as the proposal showed it."""
-        newer_rel, newer_line = reference(item.sources[0])
-        rel, line = reference(item.replaces)
-        newer_text, text = self.memory.own_text(newer_rel), self.memory.own_text(rel)
-        for log_text, at, was in ((newer_text, newer_line, item.text), (text, line, item.was)):
-            if entry_body(log_text.splitlines(), at)[::2] != (at, was):  # or no such line
-                raise ToolError("the note is no longer as it was when proposed")
-        return rel, text, marked(text, line, newer_at(newer_rel, newer_text, newer_line))
-
-    def _mark(self, item: Item) -> bool:
-        """Mark the older entry ``item`` names out of date; False when an entry changed."""
-        try:
-            rel, _, after = self._marked(item)
-        except ToolError as exc:
-            log.info("memory proposal: %s not marked: %s", item.replaces, exc)
-            return False
-        atomic_write(self.memory.workspace / rel, after, history=self.memory.history)
-        return True
+        reread = None
+        if stale:  # the rest is refused with its file's changes; made again from the new text
+            proposal, reread = refused_whole(proposal), self._reread(proposal)
+        elif not proposal.pending():
+            took = any(item.status == APPLIED for item in proposal.items)
+            note = f"applied by {who}" if took else "the notes it names changed after it was made"
+            proposal = replace(proposal, status=APPLIED if took else REFUSED, note=note)
+        self.store.put(proposal, reread)
+        return Applied(proposal, numbers is None, tuple(done), tuple(refused), tuple(files), stale)
 
     def reject(self, pid: str, who: str) -> Proposal:
         proposal = self.store.get(pid)
@@ -342,12 +341,13 @@ class Curator:
         self.store.put(proposal)
         return proposal
 
-    def _refuse(self, proposal: Proposal) -> None:
+    def _reread(self, proposal: Proposal) -> dict[str, int]:
+        """The logs' read positions with ``proposal``'s logs to be read again from where it
+        started."""
         marks = self.store.marks()
         for rel, start in proposal.marks_before.items():
             marks[rel] = min(marks.get(rel, start), start)
-        refused = replace(proposal, status=REFUSED, note="its file changed after it was made")
-        self.store.put(refused, marks)
+        return marks
 
     def pending(self) -> list[Proposal]:
         return [p for p in self.store.all() if p.status == PENDING]

@@ -46,15 +46,16 @@ class Item:
     was: str = ""
 
     @property
-    def shown_old(self) -> tuple[str, ...]:
-        return (self.was,) if self.op == REPLACES else self.old
+    def passages(self) -> list[tuple[str, str]]:
+        """What goes and what comes, each with its sign; a mark's two notes, both kept."""
+        if self.op == REPLACES:
+            return [("older, marked out of date:", self.was), ("newer:", self.text)]
+        return [("-", old) for old in self.old] + ([("+", self.text)] if self.text else [])
 
     def describe(self, n: int) -> str:
         lines = [f"{n}. {self.op.upper()}: {self.reason}"]
-        for passage in self.shown_old:
-            lines.append("   - " + passage.replace("\n", "\n     "))
-        if self.text:
-            lines.append("   + " + self.text.replace("\n", "\n     "))
+        for sign, passage in self.passages:
+            lines.append(f"   {sign} " + passage.replace("\n", "\n" + " " * (len(sign) + 4)))
         if self.replaces:
             lines.append(f"   marks {self.replaces} out of date")
         if self.section:
@@ -77,11 +78,10 @@ class Item:
             lines.append(f"→ {self.section}")
         if self.origin:
             lines.append(f"⚠ written by {self.origin}, not by you")
-        passages = [("-", old) for old in self.shown_old]
-        passages += [("+", self.text)] if self.text else []
-        diff = "\n".join(f"{sign} {line}" for sign, text in passages for line in text.split("\n"))
-        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`{3,}", diff))])
-        return "\n".join(lines) + f"\n{fence}diff\n{diff}\n{fence}"
+        shown = "\n".join(f"{sign} {x}" for sign, text in self.passages for x in text.split("\n"))
+        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`{3,}", shown))])
+        kind = "text" if self.op == REPLACES else "diff"  # a mark takes nothing away
+        return "\n".join(lines) + f"\n{fence}{kind}\n{shown}\n{fence}"
 
 
 @dataclass(frozen=True)
@@ -319,6 +319,19 @@ class Store:
             data = self._load()
             data["marks"] = marks
             self._save(data)
+
+    def shifted(self, rel: str, before: str, after: str) -> None:
+        """``rel`` was changed from ``before`` to ``after`` (a mark): where it has been read
+        up to moves with the bytes when the change is in the part read, so that the next run
+        reads on from the same place, not from the middle of a line it has read."""
+        old, new = before.encode(), after.encode()
+        at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
+        with self._lock:
+            data = self._load()
+            read = data.get("marks", {}).get(rel)
+            if isinstance(read, int) and read > at:
+                data["marks"][rel] = read + len(new) - len(old)
+                self._save(data)
 
     def all(self) -> list[Proposal]:
         with self._lock:

@@ -275,7 +275,10 @@ class Memory:
         text = self.own_text(rel)
         if not text:
             raise ToolError(f"{rel} does not exist.")
-        atomic_write(self.workspace / rel, marked(text, line, newer), history=self.history)
+        after = marked(text, line, newer)
+        atomic_write(self.workspace / rel, after, history=self.history)
+        if self.proposals is not None:  # consolidation's place in that log moves with its bytes
+            self.proposals.shifted(rel, text, after)
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
         """The real path for ``rel``: every folder on the way is a real folder, and the file,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent.memory.consolidation import Curator
 from agent.memory.proposals import Store
+from agent.memory.replacing import UNDO
 from agent.memory.store import Memory
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
@@ -55,17 +56,16 @@ def memory_proposals(args: argparse.Namespace, home: Path, environ: Mapping[str,
 def memory_apply(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:
     with _curator(home, environ) as curator:
         try:
-            proposal = curator.apply(args.id, TERMINAL, args.numbers or None)
+            done = curator.apply(args.id, TERMINAL, args.numbers or None)
         except ToolError as exc:
             print(f"corvid: {exc}")
             return 1
-    left = proposal.pending()
-    print(
-        f"Applied to {proposal.target}; still waiting: {', '.join(map(str, left))}."
-        if left
-        else f"Applied to {proposal.target}. To take it back: corvid memory undo"
-    )
-    return 0
+    left = done.proposal.pending()
+    if left:
+        print(f"{done.said()} Still waiting: {', '.join(map(str, left))}.")
+    else:
+        print(done.said() + (f" {UNDO}" if done.files else ""))
+    return 0 if done.done else 1
 
 
 def memory_reject(args: argparse.Namespace, home: Path, environ: Mapping[str, str]) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agent.memory.consolidation import Curator
-from agent.memory.proposals import APPLIED, REFUSED, REPLACES, Proposal
+from agent.memory.proposals import APPLIED, Proposal
+from agent.memory.replacing import UNDO
 from gateway.contract.errors import ToolError
 
 Buttons = tuple[tuple[str, str], ...]
@@ -25,36 +26,26 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
         if action == "reject":
             return rejected_text(curator.reject(pid, who)), ()
         chosen = [int(n) for n in numbers if n.isdigit()]
-        proposal = curator.apply(pid, who, chosen or None)
+        done = curator.apply(pid, who, chosen or None)
     except ToolError as exc:
         return str(exc), ()
-    left = proposal.pending()
-    which = "change(s) " + ", ".join(map(str, chosen)) if chosen else "all changes"
-    answered = [(n, item) for n, item in enumerate(proposal.items, 1) if not chosen or n in chosen]
-    # Marks change the logs, not the proposal's file.
-    edits = any(item.op != REPLACES for _, item in answered)
-    where = f" to {proposal.target}" if edits else ""
-    text = f"Applied {which} of memory proposal {pid}{where}."
-    stale = [n for n, item in answered if item.status == REFUSED]
-    if stale:
-        text += (
-            f" Not {', '.join(map(str, stale))}: a note it names changed after the proposal "
-            "was made."
-        )
+    left = done.proposal.pending()
     if left:
-        return text + " Still to decide:", _buttons(pid, left)
-    return text + " To take it back: corvid memory undo, or the file's History page.", ()
+        return done.said() + " Still to decide:", _buttons(pid, left)
+    if done.files:
+        return done.said() + " " + UNDO, ()
+    return done.said(), ()
 
 
 def rejected_text(proposal: Proposal) -> str:
-    """What a rejection did: nothing to the file, or nothing more than what was applied."""
+    """What a rejection did: nothing to the files, or nothing more than what was applied."""
     kept = [n for n, item in enumerate(proposal.items, 1) if item.status == APPLIED]
     if not kept:
-        return f"Rejected memory proposal {proposal.id}; {proposal.target} is unchanged."
+        return f"Rejected memory proposal {proposal.id}; nothing was changed."
     which = ", ".join(map(str, kept))
     return (
         f"Rejected the rest of memory proposal {proposal.id}; the change(s) {which} applied "
-        f"before stay in {proposal.target}."
+        "before stay."
     )
 
 

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.consolidation import Curator
 from agent.memory.proposals import REPLACES, Proposal
+from agent.memory.replacing import UNDO
 from agent.model.port import LLM
 from gateway.contract.errors import DeliveryError
 from gateway.contract.events import OWNER, OutboundMessage, SessionKey, job_key
@@ -81,11 +82,11 @@ class Consolidation:
         target = SessionKey.parse(job.target)
         diff = self.curator.preview(proposal)
         if self.auto_apply:
-            self.curator.apply(proposal.id, f"job {job.id} (auto_apply)")
+            done = self.curator.apply(proposal.id, f"job {job.id} (auto_apply)")
             text = (
-                f"Applied to {proposal.target} on its own (memory.consolidation.auto_apply):"
+                f"On its own (memory.consolidation.auto_apply): {done.said()}"
                 f"\n\n{proposal.summary(markdown=True)}\n\n```diff\n{diff[:SHOWN_CHARS]}```\n"
-                "To take it back: corvid memory undo"
+                + (UNDO if done.files else "")
             )
             out = OutboundMessage(target, text)
         else:

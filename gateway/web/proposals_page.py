@@ -49,7 +49,9 @@ async def answer(request: web.Request) -> web.StreamResponse:
         if action == "apply":
             done = await asyncio.to_thread(curator.apply, pid, ANSWERER)
             backend.edited(backend.clock.now())
-            return see_other("/memory", ok=f"Applied memory proposal {pid} to {done.target}.")
+            if not done.done:
+                return see_other("/memory", problem=done.said())
+            return see_other("/memory", ok=done.said())
         await asyncio.to_thread(curator.reject, pid, ANSWERER)
     except ToolError as exc:
         return see_other("/memory", problem=str(exc))

@@ -450,7 +450,7 @@ def test_a_replaces_change_names_an_offered_pair_by_any_line_of_each_entry_once(
     )
     assert applied("# Memory\n", [item]) == "# Memory\n"  # a log's mark, not MEMORY.md's
     assert item.describe(1) == (
-        "1. REPLACES: new code\n   - 4812\n   + Code 9911.\n"
+        "1. REPLACES: new code\n   older, marked out of date: 4812\n   newer: Code 9911.\n"
         "   marks memory/2026-02-25.md:3 out of date\n   from memory/2026-11-21.md:3"
     )
     assert parse(json.dumps(answer), "", {}, {}) == []  # nothing offered, nothing marked

@@ -32,7 +32,7 @@ async def test_a_proposal_is_shown_then_applied_from_the_memory_page(control, ho
     assert "-- Anna lives in Porto." in text and "+&lt;untrusted" in text
     status, _, answer = await client.post("/memory/proposal", {"id": "abc123", "action": "apply"})
     assert status == 303
-    assert "Applied memory proposal abc123" in await client.shown(answer)
+    assert "of memory proposal abc123 to MEMORY.md." in await client.shown(answer)
     assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
     _, text, _ = await client.get("/memory")
     assert "<h2>Proposals</h2>" not in text
