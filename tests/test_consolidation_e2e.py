@@ -259,7 +259,7 @@ async def test_auto_apply_changes_memory_at_once_and_says_so(home, fake_api, con
     await run_job(app)
     [told] = chan.sent
     assert told.text.startswith("On its own (memory.consolidation.auto_apply): Applied all ")
-    assert " to MEMORY.md. " in told.text and not told.buttons
+    assert " to MEMORY.md.\n\n" in told.text and not told.buttons
     assert "Lisbon" in (home / "workspace" / "MEMORY.md").read_text()
     capsys.readouterr()
     argv = ["memory", "history", "MEMORY.md", "--home", str(home)]
