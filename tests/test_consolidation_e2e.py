@@ -753,10 +753,10 @@ async def test_text_from_outside_in_the_prompt_offers_nothing_and_marks_nothing(
     assert (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text() == OLD_LOG
 
 
-async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_told(
-    home, fake_api, consolidating
-):
-    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n- Likes tea.\n")
+async def mark_and_note_proposed(home, fake_api, consolidating, memory: str):
+    """A gateway that has proposed the mark and a note for MEMORY.md (``memory`` below its
+    title)."""
+    (home / "workspace" / "MEMORY.md").write_text(f"# Memory\n\n{memory}")
     write_logs(home)
     answer = replaces()
     answer["changes"].append(
@@ -765,6 +765,13 @@ async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_
     fake_api.brain = consolidating_brain([], answer)
     app, chan = await consolidating.start()
     await run_job(app)
+    return app, chan
+
+
+async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_told(
+    home, fake_api, consolidating
+):
+    _, chan = await mark_and_note_proposed(home, fake_api, consolidating, "- Likes tea.\n")
     # The note added, and the move of the free-form file into sections.
     assert ": 2 change(s) to MEMORY.md, and 1 older note(s) of the logs to mark out of date\n" in (
         chan.sent[-1].text
@@ -793,15 +800,8 @@ async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_
 async def test_a_mark_waits_for_no_memory_md_and_gives_way_to_a_newer_one(
     home, fake_api, consolidating
 ):
-    (home / "workspace" / "MEMORY.md").write_text("# Memory\n\n## People\n\n- Likes tea.\n")
-    write_logs(home)
-    answer = replaces()
-    answer["changes"].append(
-        {"op": "add", "text": "- Door code 0815.", "reason": "new", "sources": []}
-    )
-    fake_api.brain = consolidating_brain([], answer)
-    app, chan = await consolidating.start()
-    await run_job(app)
+    sectioned = "## People\n\n- Likes tea.\n"
+    app, chan = await mark_and_note_proposed(home, fake_api, consolidating, sectioned)
     first = dict(chan.sent[-1].buttons)
     pid = first["Apply all"].split()[-1]
     # MEMORY.md edited meanwhile: "Apply all" still makes the mark, and refuses the rest.
