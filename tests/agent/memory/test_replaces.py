@@ -380,7 +380,8 @@ async def test_a_mark_naming_an_earlier_time_of_the_same_day_is_not_followed(mem
 def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory, caplog):
     ws = memory.workspace
     today = ws / "memory" / "2026-11-21.md"
-    entries = [f"## 09:{n:02}\n\nSwam lengths.\n" for n in range(30)]  # as the manual says
+    # 31 entries: the latest 30 are offered for, as the manual says; the first is not.
+    entries = [f"## 09:{n:02}\n\nSwam lengths.\n" for n in range(28)]
     today.write_text(
         "# 2026-11-21\n\n## 08:00\n\nBike lock code is 7305 now.\n\n"
         + "\n".join(entries)
@@ -389,8 +390,8 @@ def test_consolidation_offers_older_notes_for_the_latest_new_entries_only(memory
     lines = today.read_text().splitlines()
     heads = [("memory/2026-11-21.md", i) for i, x in enumerate(lines, 1) if x.startswith("## ")]
     found = offers(memory, heads, NOW.date())
-    # One more than it offers for: the first is left out, and the empty one has nothing to ask.
-    assert len(heads) == 33
+    # The empty one has nothing to ask.
+    assert len(heads) == 31
     assert {o.newer for o in found} == {f"memory/2026-11-21.md:{len(lines) - 2}"}
     [offer] = found
     assert (offer.older, offer.older_end, offer.older_text) == (
