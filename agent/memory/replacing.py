@@ -21,7 +21,6 @@ from agent.memory.proposals import REFUSED, Item, Proposal, with_status
 from agent.memory.recall import MAX_QUERY_CHARS
 from agent.memory.store import Memory
 from agent.memory.when import age
-from agent.workspace.audience import read_from_outside, written_after_outside
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER
 
@@ -44,30 +43,24 @@ SHOWN_CHARS = 300
 
 def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[Offer]:
     """For the latest of the new ``entries`` (a log, its heading's line) of the owner's logs,
-    the older entries a search with each one's text ranks first (``Memory.earlier``): what it
-    may replace. None for a log with text from outside in it: such text could make true notes
-    look out of date, which is why a turn that read it may not mark them either."""
-    after_outside = written_after_outside(memory.workspace)
+    the older entries a search with each one's text ranks first (``Memory.earlier``, which
+    leaves out files with text from outside): what it may replace. The caller offers none
+    when the prompt holds text from outside."""
     texts: dict[str, list[str]] = {}
     found: list[Offer] = []
     for rel, line in entries[-OFFERED_ENTRIES:]:
         day = own_log_day(rel, OWNER)
-        if day is None or rel in after_outside:
+        if day is None:
             continue
         if rel not in texts:
-            text = memory.own_text(rel)
-            texts[rel] = [] if read_from_outside(PurePosixPath(rel), text) else text.splitlines()
-        if not texts[rel]:
-            continue
+            texts[rel] = memory.own_text(rel).splitlines()
         start, end, body = entry_body(texts[rel], line)
         if not body:
             continue
         try:
             hits = memory.earlier(body[:MAX_QUERY_CHARS], OWNER, min(day, today))
         except Exception:  # the run's proposal is worth more than these
-            log.warning(
-                "searching for the notes %s:%d may replace failed", rel, line, exc_info=True
-            )
+            log.warning("searching for what %s:%d may replace failed", rel, line, exc_info=True)
             return found
         for hit in hits:
             if hit.path not in texts:
