@@ -2520,14 +2520,6 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/consolidation.py",
-        "Curator._mark",
-        "return False",
-        "`return False` → `return None`",
-        EQUIVALENT,
-        "its one caller asks only whether the answer is false, and None is",
-    ),
-    Why(
-        "agent/memory/consolidation.py",
         "Curator.chats",
         "if e.is_dir(follow_symlinks=False)",
         "`False` → `True`",
