@@ -298,3 +298,19 @@ def test_the_store_makes_its_folder_keeps_the_last_fifty_and_sets_a_damaged_file
     assert (store.path.parent / "proposals.json.unreadable").read_text() == "{damaged"
     store.set_marks({"memory/d.md": 3})
     assert store.marks() == {"memory/d.md": 3}
+
+
+def test_a_mark_in_the_part_of_a_log_read_moves_where_it_was_read_up_to(tmp_path):
+    store = Store(tmp_path / "proposals.json")
+    before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
+    after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")  # in the blank line after A.
+    blank = before.index("A.\n") + 3
+    store.set_marks({"memory/d.md": len(before), "memory/e.md": blank})
+    store.shifted("memory/d.md", before, after)  # read past it: moves with the bytes
+    store.shifted("memory/e.md", before, after)  # read up to it, not into it: stays
+    store.shifted("memory/f.md", before, after)  # never read: nothing to move
+    assert store.marks() == {"memory/d.md": len(after), "memory/e.md": blank}
+    at_the_end = before + "(Out of date: y.)\n"  # after the last line read: stays
+    store.set_marks({"memory/g.md": len(before)})
+    store.shifted("memory/g.md", before, at_the_end)
+    assert store.marks() == {"memory/g.md": len(before)}
