@@ -854,14 +854,6 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "gateway/runtime/retries.py",
-        "Retries.stop",
-        "await asyncio.wait(workers)",
-        "`await asyncio.wait(workers)` removed",
-        UNSEEN,
-        "waiting for the cancelled workers only orders the shutdown: they hold nothing",
-    ),
-    Why(
-        "gateway/runtime/retries.py",
         "Retries._work",
         "> self.window",
         "`>` → `>=`",
@@ -1045,31 +1037,6 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/store.py",
-        "migrate_shared_entries",
-        "ensure_dir(target.parent)",
-        "`ensure_dir(target.parent)` removed",
-        EQUIVALENT,
-        "atomic_write makes the folder the same way when it writes the log's heading",
-    ),
-    Why(
-        "agent/memory/store.py",
-        "migrate_shared_entries",
-        "ensure_dir(marker.parent)",
-        "`ensure_dir(marker.parent)` removed",
-        EQUIVALENT,
-        "the marker's folder is memory/, which the function checked is there, and atomic_write "
-        "would make it anyway",
-    ),
-    Why(
-        "agent/memory/store.py",
-        "migrate_shared_entries",
-        "if copied:",
-        "`copied` → `not (copied)`",
-        UNSEEN,
-        "it decides only whether the copy is logged",
-    ),
-    Why(
-        "agent/memory/store.py",
         "Memory.append",
         "os.fsync(fd)",
         "`os.fsync(fd)` removed",
@@ -1078,7 +1045,7 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/store.py",
-        "Memory.search",
+        "Memory.shown",
         "if audience.private and not self.cfg.owner_reads_guest_notes:",
         "`and` → `or`",
         EQUIVALENT,
@@ -1657,8 +1624,8 @@ EXPLAINED: tuple[Why, ...] = (
     Why(
         "agent/memory/index.py",
         "",
-        "SCHEMA_VERSION = 6",
-        "`6` → `7`",
+        "SCHEMA_VERSION = 7",
+        "`7` → `8`",
         EQUIVALENT,
         "an index made under another number is dropped and made again from the files once; "
         "the hits are the same",
@@ -1667,13 +1634,16 @@ EXPLAINED: tuple[Why, ...] = (
         Why(
             "agent/memory/index.py",
             "MemoryIndex.__init__",
-            "chunk_size: int = 30",
+            fragment,
             what,
             EQUIVALENT,
             "Corvid always passes the configured sizes (gateway/tool_setup.py); the defaults, "
             "the settings' own, serve the benches",
         )
-        for what in ("`30` → `31`", "`6` → `7`")
+        for fragment, what in (
+            ("chunk_size: int = 30", "`30` → `31`"),
+            ("overlap: int = 6", "`6` → `7`"),
+        )
     ),
     Why(
         "agent/memory/index.py",
@@ -1724,7 +1694,7 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/index.py",
-        "MemoryIndex.search",
+        "_ranked",
         "round(r.bm25, 6)",
         "`6` → `7`",
         UNSEEN,
@@ -1861,15 +1831,6 @@ EXPLAINED: tuple[Why, ...] = (
             ("max(need, 2 * size, 1024)", "`1024` → `1025`"),
             ("max(need, 2 * size, 1024)", "`2` → `3`"),
         )
-    ),
-    Why(
-        "agent/memory/vectors.py",
-        "VectorTable.nearest",
-        "if chat is None else",
-        "`is` → `is not`",
-        EQUIVALENT,
-        "both ways give the same cosines for the rows kept; only which rows are multiplied "
-        "differs, and a product of a row not kept is never read",
     ),
     Why(
         "agent/memory/vectors.py",
