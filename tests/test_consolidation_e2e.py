@@ -798,7 +798,7 @@ async def test_a_note_changed_after_the_proposal_is_not_marked_and_the_owner_is_
 
 
 async def test_a_mark_waits_for_no_memory_md_and_gives_way_to_a_newer_one(
-    home, fake_api, consolidating
+    home, fake_api, consolidating, capsys
 ):
     sectioned = "## People\n\n- Likes tea.\n"
     app, chan = await mark_and_note_proposed(home, fake_api, consolidating, sectioned)
@@ -828,9 +828,18 @@ async def test_a_mark_waits_for_no_memory_md_and_gives_way_to_a_newer_one(
     second = dict(chan.sent[-1].buttons)
     newer = "(Out of date: replaced by the note of 2026-03-12 21:00.)"
     log.write_text(OLD_LOG.replace("4711.\n\n", f"4711.\n{newer}\n"))
-    await asyncio.wait_for(chan.push(second["Apply all"]), 10)
-    assert chan.texts()[-1].startswith("Nothing of memory proposal ")
-    assert "undo" not in chan.texts()[-1]  # nothing was written
+    # Answered from the terminal this time: listed in plain text, and refused.
+    capsys.readouterr()
+    argv = ["--home", str(home)]
+    assert await asyncio.to_thread(main, ["memory", "proposals", *argv], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "1. REPLACES: a new code\n   older, marked out of date: The front door code" in out
+    assert f"(memory/{OLD_DAY}.md:3 cannot be marked: the older note has been marked" in out
+    second_id = second["Apply all"].split()[-1]
+    assert await asyncio.to_thread(main, ["memory", "apply", second_id, *argv], environ={}) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"Nothing of memory proposal {second_id} was applied. Not 1: ")
+    assert "undo" not in out  # nothing was written
     assert newer in log.read_text() and MARK not in log.read_text()
     await asyncio.wait_for(chan.push(second["Apply all"]), 10)
-    assert chan.texts()[-1].endswith("was refused already.")
+    assert chan.texts()[-1] == f"Memory proposal {second_id} was refused already."
