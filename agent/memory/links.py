@@ -142,7 +142,7 @@ def entry_body(lines: list[str], line: int) -> tuple[int, int, str]:
     line (1-based), and its text without heading or mark."""
     start, end = entry_at(lines, line)
     body = [x for x in lines[start + 1 : end] if not _MARK.match(x.strip())]
-    return start + 1, max(end, start + 1), "\n".join(body).strip()
+    return start + 1, end, "\n".join(body).strip()  # ``end`` is past the heading at least
 
 
 def newer_at(rel: str, text: str, line: int) -> Newer:
