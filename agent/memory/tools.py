@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, dated
-from agent.memory.links import Newer, entry_at, heading_place, holding, own_log_day, reference
+from agent.memory.links import entry_at, holding, newer_at, own_log_day, reference
 from agent.memory.sections import dated as learned_on
 from agent.memory.sections import kind_of
 from agent.memory.store import Memory, read_text
@@ -194,8 +194,7 @@ class MemoryTools:
             raise ToolError("An entry cannot replace itself; name the older note in replaces.")
         if old[0] == today and old[1] > line:
             raise ToolError("replaces names a note written before this entry, not after it.")
-        day = PurePosixPath(today).stem
-        self.memory.mark_replaced(*old, Newer(day, time, heading_place(log_text, line)))
+        self.memory.mark_replaced(*old, newer_at(today, log_text, line))
         return time
 
     def _earlier(self, ctx: TurnContext, text: str) -> str:
