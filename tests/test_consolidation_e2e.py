@@ -342,6 +342,7 @@ async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, co
     assert "GROUP-ONLY-CANARY" in group and "allergic" not in group
     assert "one person the owner paired" in by_chat["test-guest-77"]["system"][0]["text"]
     assert "one shared chat" in by_chat["test-group-100"]["system"][0]["text"]
+    assert not any(b.get("tools") for b in calls)  # no search of the owner's logs for either
     assert MEMORY not in guest + group  # the owner's long-term memory goes to neither
     # Both proposals go to the owner, each naming whose notes it changes.
     assert len(chan.sent) == 2
@@ -749,6 +750,7 @@ async def test_text_from_outside_in_the_prompt_offers_nothing_and_marks_nothing(
     status, _ = await run_job(app)
     assert "Earlier notes a new entry may make out of date" not in last_user_text(calls[0])
     assert "replaces" not in calls[0]["system"][0]["text"]
+    assert not calls[0].get("tools")  # nor a search for older notes
     assert str(status) == "skipped" and not chan.sent
     assert (home / "workspace" / "memory" / f"{OLD_DAY}.md").read_text() == OLD_LOG
 

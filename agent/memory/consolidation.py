@@ -11,7 +11,6 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
-from agent.memory.links import Offer
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
@@ -27,7 +26,16 @@ from agent.memory.proposals import (
     parse,
     with_status,
 )
-from agent.memory.replacing import REPLACING, Applied, listed, mark, marked_by, refused_whole
+from agent.memory.replacing import (
+    REPLACING,
+    Applied,
+    Finder,
+    answered,
+    listed,
+    mark,
+    marked_by,
+    refused_whole,
+)
 from agent.memory.replacing import offers as offered
 from agent.memory.sections import prompt_part, sectioned
 from agent.memory.sorting import placed, rest_of_move, wants_move
@@ -206,10 +214,10 @@ class Curator:
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
             f"## New in {whose} since the last run\n\n{reading.numbered()}"
         )
-        offers = await self._offers(reading, current, now.date()) if audience.private else []
-        if offers:
+        finder = await self._finder(reading, current, now.date()) if audience.private else None
+        if finder is not None and finder.offers:
             prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
-                offers, now.date()
+                finder.offers, now.date()
             )
         shared = GUESTS if is_guest(audience) else GROUPS
         what = OWNERS if audience.private else shared.format(target=target)
@@ -217,12 +225,11 @@ class Curator:
         system = SYSTEM.format(what=what, target=target, budget=budget)
         if audience.private:
             system += prompt_part(current, move=move)
-        if offers:
+        if finder is not None:
             system += REPLACING
-        messages = [{"role": "user", "content": prompt}]
         charge = Charge(Purpose.CONSOLIDATION, key)  # ``key``: the job's, for its cap
-        response = await llm.complete(system, messages, [], charge=charge)
-        answer = "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
+        answer, usage, chars_in = await answered(llm, system, prompt, finder, charge)
+        offers = finder.offers if finder is not None else []
         items = parse(answer, current, reading.logs, reading.first_lines, offers)
         if audience.private:
             items = placed(items, now.date(), by_kind=move or sectioned(current))
@@ -230,7 +237,7 @@ class Curator:
                 items += rest_of_move(current, items)
         if not items:
             self.store.set_marks(reading.marks)
-            return Outcome(None, response.usage, len(system) + len(prompt))
+            return Outcome(None, usage, chars_in)
         proposal = Proposal(
             id=token_hex(3),
             made=now.isoformat(timespec="seconds"),
@@ -241,16 +248,19 @@ class Curator:
         )
         self.store.add(proposal, reading.marks)
         log.info("memory proposal %s: %d change(s)", proposal.id, len(items))
-        return Outcome(proposal, response.usage, len(system) + len(prompt))
+        return Outcome(proposal, usage, chars_in)
 
-    async def _offers(self, reading: Reading, current: str, today: date) -> list[Offer]:
-        """The older notes offered under the new entries of the owner's logs; none when text
-        from outside is anywhere in the prompt: it could make true notes look out of date, as
-        it could in a conversation, which then may not mark them either."""
+    async def _finder(self, reading: Reading, current: str, today: date) -> Finder | None:
+        """The older notes offered under the new entries of the owner's logs, and the model's
+        searches for more; None when text from outside is anywhere in the prompt: it could
+        make true notes look out of date, as it could in a conversation, which then may not
+        mark them either."""
         if quotes_outside(current) or any(map(quotes_outside, reading.logs.values())):
-            return []
+            return None
+        entries = reading.entries()
         # Searches, each with a query's embedding: off the event loop, as memory_search.
-        return await asyncio.to_thread(offered, self.memory, reading.entries(), today)
+        listed = await asyncio.to_thread(offered, self.memory, entries, today)
+        return Finder(self.memory, entries, today, listed)
 
     def preview(self, proposal: Proposal) -> str:
         """The diff of the files the pending items would change: its own, and the logs an

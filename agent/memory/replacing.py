@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import PurePosixPath
+from typing import Any
 
+from agent.memory.hits import Hit
 from agent.memory.links import (
     Newer,
     Offer,
@@ -21,6 +24,9 @@ from agent.memory.proposals import REFUSED, Item, Proposal, with_status
 from agent.memory.recall import MAX_QUERY_CHARS
 from agent.memory.store import Memory
 from agent.memory.when import age
+from agent.model.charge import Charge
+from agent.model.port import LLM
+from agent.sessions.state import Usage
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER
 
@@ -35,10 +41,37 @@ entries of the logs that a search ranks near it. When the new entry makes one of
 {"op": "replaces", "source": "<the new entry, as listed>", "old": "<the older entry, as \
 listed>", "reason": "why"}: once the owner agrees, the older entry is marked out of date and \
 search ranks the newer above it. An older note that is still true, or another event of the \
-same kind, is not replaced."""
+same kind, is not replaced. When a new entry changes a standing fact and its older version is \
+not listed (or the entry has no list), look for it with earlier_notes, in your own words for \
+the subject ("front door code", "Biscuit's vet"): a note it finds may be named like one \
+listed."""
 # New entries a run offers older ones for (the latest), and how much of each older one shows.
 OFFERED_ENTRIES = 30
 SHOWN_CHARS = 300
+# The model's own searches in a run: at most so many, each listing so many older entries, in
+# so many calls of the model (the last one must answer).
+SEARCHES = 20
+FOUND = 5
+ROUNDS = 4
+SEARCH = "earlier_notes"
+# After the searches of the call before a run's last: that one answers.
+LAST_CALL = "No more searches in this run: answer now, with the JSON."
+TOOL: dict[str, Any] = {
+    "name": SEARCH,
+    "description": (
+        "Search the owner's daily logs before a new entry of this run for the older note of "
+        "the fact it changes, by the subject in your own words; the notes found may be named "
+        "in a replaces change with that entry."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "entry": {"type": "string", "description": "the new entry: memory/YYYY-MM-DD.md:N"},
+            "about": {"type": "string", "description": "the subject, in a few words"},
+        },
+        "required": ["entry", "about"],
+    },
+}
 
 
 def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[Offer]:
@@ -46,15 +79,13 @@ def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[
     the older entries a search with each one's text ranks first (``Memory.earlier``, which
     leaves out files with text from outside): what it may replace. The caller offers none
     when the prompt holds text from outside."""
-    texts: dict[str, list[str]] = {}
+    texts = _Texts(memory)
     found: list[Offer] = []
     for rel, line in entries[-OFFERED_ENTRIES:]:
         day = own_log_day(rel, OWNER)
         if day is None:
             continue
-        if rel not in texts:
-            texts[rel] = memory.own_text(rel).splitlines()
-        start, end, body = entry_body(texts[rel], line)
+        start, end, body = entry_body(texts(rel), line)
         if not body:
             continue
         try:
@@ -62,14 +93,113 @@ def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[
         except Exception:  # the run's proposal is worth more than these
             log.warning("searching for what %s:%d may replace failed", rel, line, exc_info=True)
             return found
-        for hit in hits:
-            if hit.path not in texts:
-                texts[hit.path] = memory.own_text(hit.path).splitlines()
-            old_start, old_end, old_body = entry_body(texts[hit.path], hit.start_line)
-            found.append(
-                Offer(f"{rel}:{start}", end, body, f"{hit.path}:{old_start}", old_end, old_body)
-            )
+        found += [texts.offer((rel, start, end, body), hit) for hit in hits]
     return found
+
+
+class _Texts:
+    """The logs' lines, each log read once in a run."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.read: dict[str, list[str]] = {}
+
+    def __call__(self, rel: str) -> list[str]:
+        if rel not in self.read:
+            self.read[rel] = self.memory.own_text(rel).splitlines()
+        return self.read[rel]
+
+    def offer(self, newer: tuple[str, int, int, str], hit: Hit) -> Offer:
+        """The older entry ``hit`` holds, offered under the new entry ``newer`` (its log,
+        heading's line, last line and text)."""
+        rel, start, end, body = newer
+        old_start, old_end, old_body = entry_body(self(hit.path), hit.start_line)
+        return Offer(f"{rel}:{start}", end, body, f"{hit.path}:{old_start}", old_end, old_body)
+
+
+class Finder:
+    """The searches a run's model makes for the older version of a fact a new entry changes
+    (``earlier_notes``); what they find is offered too, as if listed under that entry."""
+
+    def __init__(
+        self, memory: Memory, entries: list[tuple[str, int]], today: date, offered: list[Offer]
+    ) -> None:
+        self.memory, self.today = memory, today
+        self.new = set(entries)
+        self.offers = list(offered)
+        self.searches = 0
+        self.texts = _Texts(memory)
+
+    def find(self, args: object) -> tuple[str, bool]:
+        """The tool's answer to ``args`` (the model's input), and whether it is an error."""
+        if self.searches >= SEARCHES:
+            return f"This run's {SEARCHES} searches are used up: answer with what was found.", True
+        entry = args.get("entry") if isinstance(args, dict) else None
+        about = args.get("about") if isinstance(args, dict) else None
+        about = " ".join(str(about or "").split())[:MAX_QUERY_CHARS]
+        newer = self._entry(entry)
+        if newer is None:
+            return (
+                f'"entry" names one of the new entries above as it is numbered there '
+                f"(memory/YYYY-MM-DD.md:N), not {str(entry)[:80]!r}.",
+                True,
+            )
+        if not about:
+            return '"about" names the subject in a few words.', True
+        self.searches += 1
+        rel = newer[0]
+        day = min(own_log_day(rel, OWNER) or self.today, self.today)
+        try:
+            hits = self.memory.earlier(about, OWNER, day, FOUND)
+        except Exception:
+            log.warning("consolidation: searching %r for %s failed", about, entry, exc_info=True)
+            return "The search failed; answer with what was found.", True
+        found = [self.texts.offer(newer, hit) for hit in hits]
+        self.offers += [offer for offer in found if offer not in self.offers]
+        return listed(found, self.today) or f"No earlier note found for {about!r}.", False
+
+    def _entry(self, named: object) -> tuple[str, int, int, str] | None:
+        """A new entry of the run, named by any of its lines: its log, heading's line, last
+        line and text; None for anything else."""
+        try:
+            rel, line = reference(named)
+            if own_log_day(rel, OWNER) is None:
+                return None
+            start, end, body = entry_body(self.texts(rel), line)
+        except ToolError:
+            return None
+        return (rel, start, end, body) if (rel, start) in self.new and body else None
+
+
+async def answered(
+    llm: LLM, system: str, prompt: str, finder: Finder | None, charge: Charge
+) -> tuple[str, Usage, int]:
+    """The model's answer to a run, after the searches it asks ``finder`` for (None: it may
+    make none); the usage of all its calls, and the characters they read."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    tools = [TOOL] if finder is not None else []
+    usage, chars = Usage(), len(system) + len(prompt)
+    for call in range(1, ROUNDS + 1):
+        response = await llm.complete(system, messages, tools, charge=charge)
+        usage += response.usage
+        uses = [b for b in response.content if b.get("type") == "tool_use"]
+        if finder is None or not uses or call == ROUNDS:
+            break
+        results: list[dict[str, Any]] = []
+        for use in uses:
+            # Each search embeds its words: off the event loop.
+            text, failed = await asyncio.to_thread(finder.find, use.get("input"))
+            results.append({"type": "tool_result", "tool_use_id": use["id"], "content": text})
+            results[-1].update({"is_error": True} if failed else {})
+            chars += len(text)
+        if call == ROUNDS - 1:
+            results.append({"type": "text", "text": LAST_CALL})
+        messages += [
+            {"role": "assistant", "content": response.content},
+            {"role": "user", "content": results},
+        ]
+    answer = "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
+    return answer, usage, chars
 
 
 def listed(offered: list[Offer], today: date) -> str:

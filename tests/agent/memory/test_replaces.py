@@ -15,7 +15,7 @@ from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, Offer, marked, reference, replaced_by
 from agent.memory.proposals import applied, parse
-from agent.memory.replacing import listed, offers
+from agent.memory.replacing import SEARCHES, Finder, listed, offers
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
@@ -455,3 +455,59 @@ def test_a_replaces_change_names_an_offered_pair_by_any_line_of_each_entry_once(
         "   marks memory/2026-02-25.md:3 out of date\n   from memory/2026-11-21.md:3"
     )
     assert parse(json.dumps(answer), "", {}, {}) == []  # nothing offered, nothing marked
+
+
+def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, caplog):
+    today = memory.workspace / "memory" / "2026-11-21.md"
+    today.write_text("# 2026-11-21\n\n## 08:00\n\nThe padlock on the shed opens with 7305.\n")
+    newer = ("memory/2026-11-21.md", 3)
+    finder = Finder(memory, [newer], NOW.date(), [])
+    # By any line of the entry; the note it finds becomes a pair a change may name.
+    text, failed = finder.find({"entry": "memory/2026-11-21.md:4", "about": "  bike\n lock "})
+    assert not failed
+    assert text == (
+        "### memory/2026-11-21.md:3\n"
+        "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
+    )
+    [offer] = finder.offers
+    assert (offer.newer, offer.older, offer.older_text) == (
+        "memory/2026-11-21.md:3",
+        "memory/2026-02-25.md:3",
+        "Bike lock code is 4812.",
+    )
+    finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    assert len(finder.offers) == 1  # found twice, offered once
+    assert finder.find({"entry": "memory/2026-11-21.md:3", "about": "tax return"}) == (
+        "No earlier note found for 'tax return'.",
+        False,
+    )
+    searched = finder.searches
+    # Not a new entry of the run, not an owner's log, not a note at all: nothing searched.
+    for entry in (
+        "memory/2026-02-25.md:3",
+        "MEMORY.md:3",
+        "memory/chats/x/2026-11-21.md:3",
+        "memory/2026-11-21.md:99",
+        "the padlock note",
+        None,
+    ):
+        text, failed = finder.find({"entry": entry, "about": "bike lock"})
+        assert failed and text.startswith('"entry" names one of the new entries above'), entry
+    assert finder.find({"entry": "memory/2026-11-21.md:3", "about": " "}) == (
+        '"about" names the subject in a few words.',
+        True,
+    )
+    assert finder.find("bike lock")[1] and finder.searches == searched
+    while finder.searches < SEARCHES:
+        finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    text, failed = finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    assert failed and "searches are used up" in text and finder.searches == SEARCHES
+
+    def broken(*args, **kwargs):
+        raise OSError("disk gone")
+
+    again = Finder(memory, [newer], NOW.date(), [])
+    memory.searcher = type("Broken", (), {"search": staticmethod(broken)})()
+    text, failed = again.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    assert failed and text == "The search failed; answer with what was found."
+    assert "searching 'bike lock'" in caplog.text and again.offers == []
