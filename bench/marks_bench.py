@@ -1,5 +1,5 @@
 """What the nightly consolidation marks out of date over a year, run on demand:
-``python bench/marks_bench.py [--judge model|first|true] [--others N]``. Prints a table.
+``python bench/marks_bench.py [--judge model|first|true|search] [--others N]``. Prints a table.
 
 The year of ``memory_year_bench.py`` (bench/retrieval/year.py), without marks. Each day that
 holds a newer version of a changed fact, and as many other days (seeded), is consolidated in
@@ -12,8 +12,11 @@ The judge is who answers: ``model``, the real Messages API through the anthropic
 the key in ANTHROPIC_API_KEY (the only way to learn how often a model names what it is shown;
 it costs one call a day run); offline, against the fake Messages API of the tests, ``true``
 names exactly the older versions of the same fact among the notes listed (what the marks can
-do at best) and ``first`` names the first note listed under every new entry (a careless model:
-what false marks cost).
+do at best), ``search`` does the same and, for a newer version with no older one listed under
+it, first searches with ``earlier_notes`` by the fact's name in the set ("door code", "vet":
+a stand-in for the words a model would choose, which only ``model`` measures) and names what
+that finds too, and ``first`` names the first note listed under every new entry (a careless
+model: what false marks cost).
 
 Rows: marks made, those that name an older version of the same fact and those that do not;
 the newer versions whose older one was marked; then, with the marks, "latest first" for the
@@ -43,6 +46,7 @@ from agent.memory.consolidation import Curator
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.proposals import REPLACES, Store
+from agent.memory.replacing import SEARCH
 from agent.memory.semantic import SemanticIndex
 from agent.memory.store import Memory
 from agent.model.llm import AnthropicLLM
@@ -52,7 +56,7 @@ from bench.retrieval.year import DAYS, FIRST_DAY, TODAY, Span, build
 from bench.retrieval.year_fresh import FRESH
 from bench.retrieval.year_series import CHANGED
 from gateway.contract.ports import Secret
-from tests.fakes.anthropic_api import FakeAnthropic, Reply, last_user_text
+from tests.fakes.anthropic_api import FakeAnthropic, Reply
 
 TZ = ZoneInfo("Europe/Berlin")
 LISTED = "## Earlier notes a new entry may make out of date\n\n"
@@ -91,15 +95,59 @@ def listed_pairs(prompt: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def found_pairs(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(new entry, older note) as the run's searches (``earlier_notes``) found them, in order."""
+    pairs = []
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "tool_result" and not block.get("is_error"):
+                text = block["content"]
+                text = text if isinstance(text, str) else "".join(b["text"] for b in text)
+                pairs += listed_pairs(LISTED + text)
+    return pairs
+
+
+def new_entries(prompt: str) -> list[str]:
+    """The new entries of the run's logs, named as the run numbers them ("memory/x.md:3")."""
+    entries, rel = [], ""
+    for line in prompt.split("since the last run\n\n", 1)[-1].split(LISTED)[0].splitlines():
+        if line.startswith("### "):
+            rel = line[4:].strip()
+        elif line.partition("| ")[2].startswith("## "):
+            entries.append(f"{rel}:{line.partition('|')[0]}")
+    return entries
+
+
+def searches(prompt: str, of: Callable[[str], tuple[str, int] | None]) -> list[tuple[str, dict]]:
+    """The ``search`` judge's searches: for each new entry that is a newer version of a changed
+    fact with no older version listed under it, one by the fact's name ("door code")."""
+    listed = listed_pairs(prompt)
+    calls = []
+    for entry in new_entries(prompt):
+        new = of(entry)
+        if new is None or new[1] == 0:
+            continue
+        if any(older_version(of, newer, older) for newer, older in listed if newer == entry):
+            continue
+        calls.append((SEARCH, {"entry": entry, "about": new[0].replace("-", " ")}))
+    return calls
+
+
+def older_version(of: Callable[[str], tuple[str, int] | None], newer: str, older: str) -> bool:
+    """Whether ``older`` is an older version of the changed fact ``newer`` is a version of."""
+    new, old = of(newer), of(older)
+    return bool(new and old and new[0] == old[0] and old[1] < new[1])
+
+
 def fake_judge(kind: str, of: Callable[[str], tuple[str, int] | None]) -> Callable[..., Reply]:
     def brain(body: dict[str, Any]) -> Reply:
+        first = body["messages"][0]["content"]  # the run's prompt, maybe in blocks
+        prompt = first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
+        if kind == "search" and len(body["messages"]) == 1 and (calls := searches(prompt, of)):
+            return Reply(tool_calls=calls)
         changes, named = [], set()
-        for newer, older in listed_pairs(last_user_text(body)):
-            if kind == "first":
-                right = newer not in named
-            else:
-                new, old = of(newer), of(older)
-                right = bool(new and old and new[0] == old[0] and old[1] < new[1])
+        for newer, older in listed_pairs(prompt) + found_pairs(body):
+            right = newer not in named if kind == "first" else older_version(of, newer, older)
             if right:
                 named.add(newer)
                 changes.append({"op": REPLACES, "source": newer, "old": older, "reason": "r"})
@@ -140,7 +188,7 @@ async def consolidate(args: argparse.Namespace, ws: Path, notes: dict[str, Span]
         await api.start()
         api.brain = fake_judge(args.judge, of)
         llm = AnthropicLLM(LLMSettings(api_key=Secret("sk-bench"), base_url=api.base_url))
-    counts = {"days": 0, "marks": 0, "true": 0, "false": 0}
+    counts: dict[str, Any] = {"days": 0, "marks": 0, "true": 0, "false": 0}
     marked: set[tuple[str, int]] = set()  # newer versions that marked an older one
     try:
         for day in days_run(args.others, args.seed):
@@ -157,11 +205,10 @@ async def consolidate(args: argparse.Namespace, ws: Path, notes: dict[str, Span]
                 curator.apply(outcome.proposal.id, "bench", numbers)
             for n in numbers:
                 item = outcome.proposal.items[n - 1]
-                new, old = of(item.sources[0]), of(item.replaces)
-                right = bool(new and old and new[0] == old[0] and old[1] < new[1])
+                right = older_version(of, item.sources[0], item.replaces)
                 counts["marks"] += 1
                 counts["true" if right else "false"] += 1
-                if right and new is not None:
+                if right and (new := of(item.sources[0])) is not None:
                     marked.add(new)
     finally:
         await llm.close()
@@ -170,12 +217,14 @@ async def consolidate(args: argparse.Namespace, ws: Path, notes: dict[str, Span]
         vectors.close()
         idx.close()
     counts["newer marked"] = len(marked)
+    every = {(c.subject, n) for c in CHANGED + FRESH for n in range(1, len(c.versions))}
+    counts["unmarked"] = sorted(every - marked)
     return counts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--judge", choices=("model", "first", "true"), default="model")
+    parser.add_argument("--judge", choices=("model", "first", "true", "search"), default="model")
     parser.add_argument("--others", type=int, default=45, help="days without a change run too")
     parser.add_argument("--seed", type=int, default=68)
     args = parser.parse_args()
@@ -203,6 +252,7 @@ def main() -> None:
     print(f"marks made: {counts['marks']}; an older version of the same fact: {counts['true']}; "
           f"another note: {counts['false']}; newer versions that marked an older one: "
           f"{counts['newer marked']} of {newer}")  # fmt: skip
+    print("newer versions that marked none:", ", ".join(f"{s} {n}" for s, n in counts["unmarked"]))
     for half in ("held", "tune", "fresh"):
         r = rows[half]
         print(f"{half}: latest first {r['latest first']:.2f}, recall@10 {r['recall@10']:.2f}, "
