@@ -364,12 +364,15 @@ TARGETS = (
         "tests/gateway/web/test_proposals_page.py",
         "tests/gateway/scheduling/test_consolidation_target.py",
         "tests/gateway/ops/test_memory.py",
+        "tests/test_consolidation_search_e2e.py",
     ),
-    # What consolidation offers to mark out of date: never from text written outside.
+    # What consolidation offers to mark out of date, and finds when its model searches:
+    # never from text written outside.
     _t(
         "agent/memory/replacing.py",
         "tests/agent/memory/test_replaces.py",
         "tests/test_consolidation_e2e.py",
+        "tests/test_consolidation_search_e2e.py",
     ),
 )
 

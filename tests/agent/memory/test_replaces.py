@@ -15,7 +15,7 @@ from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, Offer, marked, reference, replaced_by
 from agent.memory.proposals import applied, parse
-from agent.memory.replacing import SEARCHES, Finder, listed, offers
+from agent.memory.replacing import Finder, listed, offers
 from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.settings import MemorySettings
@@ -498,10 +498,20 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
         True,
     )
     assert finder.find("bike lock")[1] and finder.searches == searched
-    while finder.searches < SEARCHES:
-        finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    # Five older entries a search, 20 searches a run (as the manual says).
+    (memory.workspace / "memory" / "2026-03-02.md").write_text(
+        "# 2026-03-02\n\n" + "".join(f"## 10:{n:02}\n\nBike lock oiled, {n}.\n\n" for n in range(6))
+    )
+    memory.index.rebuild()
+    text, _ = finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
+    assert text.count("\n- memory/") == 5
+    while finder.searches < 20:
+        assert not finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})[1]
     text, failed = finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
-    assert failed and "searches are used up" in text and finder.searches == SEARCHES
+    assert (text, failed) == (
+        "This run's 20 searches are used up: answer with what was found.",
+        True,
+    )
 
     def broken(*args, **kwargs):
         raise OSError("disk gone")
