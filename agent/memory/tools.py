@@ -220,7 +220,7 @@ class MemoryTools:
         return (
             "\nEarlier notes on a like subject; if the new entry makes one out of date, call "
             "memory_append again with the same text and replaces naming it (nothing is added "
-            "twice; an older version not listed can be found with memory_search):\n" + listed
+            "twice):\n" + listed
         )
 
     def _replaced(self, ctx: TurnContext, raw: object) -> tuple[str, int] | None:

@@ -228,7 +228,6 @@ async def test_an_append_lists_the_older_notes_it_may_replace_and_a_second_call_
     head, listed = said.split("\n", 1)
     assert head == "Appended to memory/2026-11-21.md."
     assert "memory_append again with the same text and replaces" in listed
-    assert "an older version not listed can be found with memory_search" in listed
     first = listed.splitlines()[1]
     assert first.startswith("1. memory/2026-02-25.md lines 1-5 (written 2026-02-25")
     assert first.endswith("Bike lock code is 4812.")
