@@ -257,12 +257,15 @@ class Memory:
         path = self._clear_way(rel, now)
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
         with recording(self.history, path):
             fd = os.open(path, flags, PRIVATE_FILE_MODE)
             try:
-                if os.fstat(fd).st_size == 0:
+                size = os.fstat(fd).st_size
+                if size == 0:
                     entry = f"# {now.date().isoformat()}\n\n" + entry
+                elif os.pread(fd, 1, size - 1) != b"\n":  # edited by hand, no line break at
+                    entry = "\n\n" + entry  # the end: the heading starts a line of its own
                 os.write(fd, entry.encode())
                 os.fsync(fd)
             finally:

@@ -375,6 +375,17 @@ async def test_a_groups_notes_do_not_store_a_fact_twice(memory):
     )
 
 
+def test_an_entry_appended_to_a_log_edited_without_a_last_line_break_starts_a_line(memory):
+    log = memory.workspace / "memory" / "2026-11-21.md"
+    log.write_text("# 2026-11-21\n\n## 09:00\n\nWritten by hand")
+    memory.append("Bought a bike", NOW, OWNER)
+    assert log.read_text() == (
+        "# 2026-11-21\n\n## 09:00\n\nWritten by hand\n\n## 14:30\n\nBought a bike\n\n"
+    )
+    memory.append("And a bell", NOW, OWNER)  # the usual end: nothing more between
+    assert log.read_text().endswith("Bought a bike\n\n## 14:30\n\nAnd a bell\n\n")
+
+
 def test_appending_leaves_no_file_open(memory):
     fds = len(os.listdir("/proc/self/fd"))
     for i in range(20):
