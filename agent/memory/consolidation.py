@@ -125,6 +125,16 @@ class Reading:
         return "\n\n".join(parts)
 
 
+def line_at(data: bytes, start: int) -> int:
+    """The line of a log ``data`` that byte ``start`` is on (1-based), counted as every other
+    reader of the log counts lines (``str.splitlines``: a form feed or U+2028 ends one too)."""
+    before = data[:start].decode("utf-8", errors="replace").splitlines(keepends=True)
+    if not before:
+        return 1
+    ended = before[-1] != before[-1].splitlines()[0]  # a line break after the last line read
+    return len(before) + ended
+
+
 @dataclass(frozen=True)
 class Outcome:
     proposal: Proposal | None  # None: nothing to propose
@@ -171,7 +181,7 @@ class Curator:
             if len(data) <= start:
                 continue
             text = data[start:].decode("utf-8", errors="replace")
-            first_lines[rel] = data[:start].count(b"\n") + 1
+            first_lines[rel] = line_at(data, start)
             read = self.memory.written_after(rel) if text.strip() else ""
             if read:  # the quote opens on a line of its own, before the part's first
                 text = untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER)

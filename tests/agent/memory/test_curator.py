@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.memory.consolidation import Curator
+from agent.memory.consolidation import Curator, line_at
 from agent.memory.index import MemoryIndex
 from agent.memory.proposals import Item, Proposal, Store, digest
 from agent.memory.store import Memory
@@ -102,3 +102,21 @@ def test_the_preview_shows_each_file_a_proposal_changes_and_a_mark_it_cannot_mak
     )
     marks_only = replace(proposal, items=(mark,))
     assert curator.preview(marks_only).startswith("--- memory/2026-01-10.md now\n")
+
+
+def test_a_log_read_on_from_the_middle_is_numbered_as_its_readers_number_its_lines(memory):
+    curator = Curator.of(memory)
+    assert curator is not None
+    log = memory.workspace / "memory" / "2026-03-12.md"
+    before = "# 2026-03-12\n\n## 09:00\n\nA form feed\f and a line separator\u2028here.\n\n"
+    log.write_text(before + "## 18:00\n\nThe new entry.\n")
+    memory.proposals.set_marks({"memory/2026-03-12.md": len(before.encode())})
+    reading = curator.read(NOW.date())
+    [(rel, line)] = reading.entries()
+    assert rel == "memory/2026-03-12.md"
+    assert log.read_text().splitlines()[line - 1] == "## 18:00"
+    assert f"{line}| ## 18:00" in reading.numbered()
+    # Read up to the middle of a line (a log that had no line break at its end): the rest of
+    # that line is the first one read.
+    assert [line_at(b"a\nbc", n) for n in (0, 1, 2, 3, 4)] == [1, 1, 2, 2, 2]
+    assert line_at(b"a\r\nb", 3) == 2
