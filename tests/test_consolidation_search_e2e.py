@@ -1,7 +1,8 @@
 """Consolidation's model looking for older notes in its own words (``earlier_notes``), through
 the real chat path: a note the search under a new entry did not list is found by its subject,
 named in a replaces change and marked once the owner applies it; a model that keeps searching
-is told to answer, and when it still does not, its logs are read again by the next run."""
+answers in a last call without the tool; a run with no proposal for an answer is read again by
+the next."""
 
 from __future__ import annotations
 
@@ -92,29 +93,55 @@ async def test_a_note_found_by_its_subject_is_marked_once_the_owner_applies_it(
     assert log.read_text() == OLD_LOG.replace("4711.\n\n", f"4711.\n{MARK}\n")
 
 
-async def test_a_model_that_keeps_searching_is_told_to_answer_then_its_logs_are_read_again(
+async def test_a_model_that_keeps_searching_answers_in_a_last_call_without_the_tool(
     home, fake_api, consolidating
 ):
     write_logs(home)
     calls: list[dict] = []
-    search = Reply(tool_calls=[(SEARCH, {"entry": f"memory/{TODAY}.md:3", "about": "door"})])
-    fake_api.brain = curating(calls, lambda body: search)
+
+    def answer(body):
+        if body.get("tools"):  # searching for as long as it may
+            return Reply(tool_calls=[(SEARCH, {"entry": f"memory/{TODAY}.md:3",
+                                               "about": "front door code"})])  # fmt: skip
+        return Reply(json.dumps({"changes": [replaces(f"memory/{OLD_DAY}.md:3")]}))
+
+    fake_api.brain = curating(calls, answer)
     app, chan = await consolidating.start()
     status, error = await run_job(app)
-    # Four calls at most; before the last, the model is told the searches are over.
-    assert len(calls) == 4
-    assert [last_user_text(c) == LAST_CALL for c in calls] == [False, False, False, True]
-    assert [len(tool_results(c)) for c in calls] == [0, 1, 1, 1]
+    assert (str(status), error) == ("sent", None)
+    # Four calls at most: three with the tool, then one without it, which must answer; what
+    # the searches found is in its prompt, as it cannot be in tool results without the tool.
+    assert len(calls) == 4 and [bool(c.get("tools")) for c in calls] == [True] * 3 + [False]
+    assert [len(tool_results(c)) for c in calls] == [0, 1, 1, 0]
+    assert len(calls[3]["messages"]) == 1  # no tool calls in its history
+    assert last_user_text(calls[3]).endswith(
+        "## Earlier notes your searches found\n\n"
+        f"### memory/{TODAY}.md:3\n- memory/{OLD_DAY}.md:3 ({OLD_DAY}, 7 days ago): "
+        f"The front door code of the building is 4711.\n\n{LAST_CALL}"
+    )
+    assert NEW_ENTRY in last_user_text(calls[3])
+    [proposal] = chan.sent  # the note found is one the last answer may name
+    assert f"marks memory/{OLD_DAY}.md:3 out of date" in proposal.text
+
+
+async def test_a_last_answer_that_is_no_proposal_fails_and_its_logs_are_read_again(
+    home, fake_api, consolidating
+):
+    write_logs(home)
+    calls: list[dict] = []
+    fake_api.brain = curating(calls, lambda body: Reply("I would rather not say."))
+    app, chan = await consolidating.start()
+    status, error = await run_job(app)
     assert (str(status), error) == ("failed", 'ToolError: the proposal has no "changes" list.')
-    assert not chan.sent
+    assert not chan.sent and len(calls) == 1
 
     # Nothing was lost: the next run reads the same entry again, and this time answers.
     fake_api.brain = curating(calls, lambda body: Reply(json.dumps({"changes": []})))
     status, _ = await run_job(app)
-    assert len(calls) == 5 and NEW_ENTRY in last_user_text(calls[4])
+    assert len(calls) == 2 and NEW_ENTRY in last_user_text(calls[1])
     assert str(status) == "skipped"
     status, _ = await run_job(app)
-    assert str(status) == "skipped" and len(calls) == 5  # read to its end now
+    assert str(status) == "skipped" and len(calls) == 2  # read to its end now
 
 
 async def test_a_search_for_an_entry_the_run_did_not_read_is_refused(home, fake_api, consolidating):

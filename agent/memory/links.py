@@ -25,8 +25,9 @@ _MARK = re.compile(
 )
 _HEADING = re.compile(r"^## (\d\d:\d\d)(?: |$)")
 # How the model names a note: as memory_search shows a hit ("memory/x.md lines 4-6"), or
-# "memory/x.md line 4", or "memory/x.md:4".
-_REFERENCE = re.compile(r"^\s*(\S+?\.md)(?::|\s+lines?\s+)(\d+)(?:\s*-\s*\d+)?\s*$")
+# "memory/x.md line 4", or "memory/x.md:4"; no longer a number than a line's (``int`` refuses
+# thousands of digits).
+_REFERENCE = re.compile(r"^\s*(\S+?\.md)(?::|\s+lines?\s+)(\d{1,9})(?:\s*-\s*\d{1,9})?\s*$")
 
 
 @dataclass(frozen=True)

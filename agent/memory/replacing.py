@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass, replace
 from datetime import date
@@ -54,7 +55,7 @@ SEARCHES = 20
 FOUND = 5
 ROUNDS = 4
 SEARCH = "earlier_notes"
-# After the searches of the call before a run's last: that one answers.
+# The end of a run's last call, asked without the tool after the model searched in every other.
 LAST_CALL = "No more searches in this run: answer now, with the JSON."
 TOOL: dict[str, Any] = {
     "name": SEARCH,
@@ -72,6 +73,7 @@ TOOL: dict[str, Any] = {
         "required": ["entry", "about"],
     },
 }
+TOOLS = [TOOL]  # one list: a request's tools are serialised once per list
 
 
 def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[Offer]:
@@ -93,7 +95,7 @@ def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[
         except Exception:  # the run's proposal is worth more than these
             log.warning("searching for what %s:%d may replace failed", rel, line, exc_info=True)
             return found
-        found += [texts.offer((rel, start, end, body), hit) for hit in hits]
+        found += texts.offers((rel, start, end, body), hits)
     return found
 
 
@@ -109,12 +111,21 @@ class _Texts:
             self.read[rel] = self.memory.own_text(rel).splitlines()
         return self.read[rel]
 
-    def offer(self, newer: tuple[str, int, int, str], hit: Hit) -> Offer:
-        """The older entry ``hit`` holds, offered under the new entry ``newer`` (its log,
-        heading's line, last line and text)."""
+    def offers(self, newer: tuple[str, int, int, str], hits: list[Hit]) -> list[Offer]:
+        """The older entries ``hits`` hold, offered under the new entry ``newer`` (its log,
+        heading's line, last line and text); a hit in no entry (a log written by hand
+        without headings) offers nothing."""
         rel, start, end, body = newer
-        old_start, old_end, old_body = entry_body(self(hit.path), hit.start_line)
-        return Offer(f"{rel}:{start}", end, body, f"{hit.path}:{old_start}", old_end, old_body)
+        found = []
+        for hit in hits:
+            try:
+                old_start, old_end, old_body = entry_body(self(hit.path), hit.start_line)
+            except ToolError:
+                continue
+            found.append(
+                Offer(f"{rel}:{start}", end, body, f"{hit.path}:{old_start}", old_end, old_body)
+            )
+        return found
 
 
 class Finder:
@@ -127,6 +138,7 @@ class Finder:
         self.memory, self.today = memory, today
         self.new = set(entries)
         self.offers = list(offered)
+        self.found: list[Offer] = []  # by the searches, besides those listed in the prompt
         self.searches = 0
         self.texts = _Texts(memory)
 
@@ -144,19 +156,26 @@ class Finder:
                 f"(memory/YYYY-MM-DD.md:N), not {str(entry)[:80]!r}.",
                 True,
             )
+        if not newer[3]:
+            return f"{entry} is an empty entry: it replaces nothing.", True
         if not about:
             return '"about" names the subject in a few words.', True
         self.searches += 1
-        rel = newer[0]
-        day = min(own_log_day(rel, OWNER) or self.today, self.today)
+        day = min(own_log_day(newer[0], OWNER) or self.today, self.today)
         try:
-            hits = self.memory.earlier(about, OWNER, day, FOUND)
-        except Exception:
+            found = self.texts.offers(newer, self.memory.earlier(about, OWNER, day, FOUND))
+        except Exception:  # the run's proposal is worth more than one search
             log.warning("consolidation: searching %r for %s failed", about, entry, exc_info=True)
             return "The search failed; answer with what was found.", True
-        found = [self.texts.offer(newer, hit) for hit in hits]
+        self.found += [offer for offer in found if offer not in self.offers]
         self.offers += [offer for offer in found if offer not in self.offers]
         return listed(found, self.today) or f"No earlier note found for {about!r}.", False
+
+    def folded(self, prompt: str) -> str:
+        """The run's prompt with what the searches found, for its last call, which is asked
+        without the tool: it must answer."""
+        found = listed(sorted(self.found, key=lambda o: o.newer), self.today) or "(nothing)\n"
+        return f"{prompt}\n\n## Earlier notes your searches found\n\n{found}\n{LAST_CALL}"
 
     def _entry(self, named: object) -> tuple[str, int, int, str] | None:
         """A new entry of the run, named by any of its lines: its log, heading's line, last
@@ -168,22 +187,27 @@ class Finder:
             start, end, body = entry_body(self.texts(rel), line)
         except ToolError:
             return None
-        return (rel, start, end, body) if (rel, start) in self.new and body else None
+        return (rel, start, end, body) if (rel, start) in self.new else None
 
 
 async def answered(
     llm: LLM, system: str, prompt: str, finder: Finder | None, charge: Charge
 ) -> tuple[str, Usage, int]:
     """The model's answer to a run, after the searches it asks ``finder`` for (None: it may
-    make none); the usage of all its calls, and the characters they read."""
+    make none); the usage of all its calls, and the characters they were sent."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-    tools = [TOOL] if finder is not None else []
-    usage, chars = Usage(), len(system) + len(prompt)
+    tools = TOOLS if finder is not None else []
+    usage, sent = Usage(), 0
     for call in range(1, ROUNDS + 1):
+        if call == ROUNDS and finder is not None:
+            # Still searching: the last call has no tool to call, and what was found in its
+            # prompt (a history with tool calls in it needs the tools beside it).
+            messages, tools = [{"role": "user", "content": finder.folded(prompt)}], []
         response = await llm.complete(system, messages, tools, charge=charge)
         usage += response.usage
+        sent += len(system) + sum(map(_chars, messages))
         uses = [b for b in response.content if b.get("type") == "tool_use"]
-        if finder is None or not uses or call == ROUNDS:
+        if finder is None or not tools or not uses:
             break
         results: list[dict[str, Any]] = []
         for use in uses:
@@ -191,15 +215,17 @@ async def answered(
             text, failed = await asyncio.to_thread(finder.find, use.get("input"))
             results.append({"type": "tool_result", "tool_use_id": use["id"], "content": text})
             results[-1].update({"is_error": True} if failed else {})
-            chars += len(text)
-        if call == ROUNDS - 1:
-            results.append({"type": "text", "text": LAST_CALL})
         messages += [
             {"role": "assistant", "content": response.content},
             {"role": "user", "content": results},
         ]
     answer = "".join(b.get("text", "") for b in response.content if b.get("type") == "text")
-    return answer, usage, chars
+    return answer, usage, sent
+
+
+def _chars(message: dict[str, Any]) -> int:
+    content = message["content"]
+    return len(content) if isinstance(content, str) else len(json.dumps(content))
 
 
 def listed(offered: list[Offer], today: date) -> str:

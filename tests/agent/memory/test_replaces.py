@@ -55,6 +55,8 @@ def test_a_note_is_named_as_search_shows_it():
     assert reference("memory/2026-02-25.md:5") == ("memory/2026-02-25.md", 5)
     with pytest.raises(ToolError, match="as memory_search shows it"):
         reference("the bike lock note")
+    with pytest.raises(ToolError, match="as memory_search shows it"):
+        reference("memory/2026-02-25.md:" + "9" * 5000)  # no line has such a number
 
 
 def test_the_mark_takes_the_blank_line_after_the_entry_so_no_line_moves():
@@ -488,6 +490,7 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
         "MEMORY.md:3",
         "memory/chats/x/2026-11-21.md:3",
         "memory/2026-11-21.md:99",
+        "memory/2026-11-21.md:" + "3" * 5000,
         "the padlock note",
         None,
     ):
@@ -498,7 +501,28 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
         True,
     )
     assert finder.find("bike lock")[1] and finder.searches == searched
+    today.write_text(today.read_text() + "\n## 09:00\n\n")
+    empty = Finder(memory, [newer, ("memory/2026-11-21.md", 7)], NOW.date(), [])
+    assert empty.find({"entry": "memory/2026-11-21.md:7", "about": "bike lock"}) == (
+        "memory/2026-11-21.md:7 is an empty entry: it replaces nothing.",
+        True,
+    )
+    # A log written by hand without headings: its hits are in no entry, and offer nothing.
+    (memory.workspace / "memory" / "2026-03-01.md").write_text("Bike lock spare key in drawer.\n")
+    memory.index.rebuild()
+    text, failed = finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock spare"})
+    assert not failed and "2026-03-01" not in text and "2026-02-25.md:3" in text
+    (memory.workspace / "memory" / "2026-03-01.md").unlink()
+    # What the searches found, for a last call asked without the tool.
+    assert finder.folded("PROMPT") == (
+        "PROMPT\n\n## Earlier notes your searches found\n\n### memory/2026-11-21.md:3\n"
+        "- memory/2026-02-25.md:3 (2026-02-25, 8 months ago): Bike lock code is 4812.\n"
+        "\nNo more searches in this run: answer now, with the JSON."
+    )
+    assert empty.folded("P").startswith("P\n\n## Earlier notes your searches found\n\n(nothing)\n")
+    searched = finder.searches
     # Five older entries a search, 20 searches a run (as the manual says).
+    assert searched == 4
     (memory.workspace / "memory" / "2026-03-02.md").write_text(
         "# 2026-03-02\n\n" + "".join(f"## 10:{n:02}\n\nBike lock oiled, {n}.\n\n" for n in range(6))
     )
