@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.memory.consolidation import Curator
 from agent.memory.index import MemoryIndex
-from agent.memory.proposals import Store
+from agent.memory.proposal_store import Store
 from agent.memory.store import Memory
 from agent.model.llm import AnthropicLLM
 from agent.settings import ConsolidationSettings, LLMSettings, MemorySettings

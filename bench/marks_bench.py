@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 from agent.memory.consolidation import Curator
 from agent.memory.hybrid import HybridSearch
 from agent.memory.index import MemoryIndex
-from agent.memory.proposals import REPLACES, Store
+from agent.memory.proposal_store import Store
+from agent.memory.proposals import REPLACES
 from agent.memory.replacing import SEARCH
 from agent.memory.semantic import SemanticIndex
 from agent.memory.store import Memory

@@ -355,6 +355,14 @@ TARGETS = (
         "tests/channels/telegram/test_proposals_in_chat.py",
         "tests/gateway/web/test_proposals_page.py",
     ),
+    # Where each log was read up to: a run reads on from there, never twice, never a line cut.
+    _t(
+        "agent/memory/proposal_store.py",
+        "tests/agent/memory/test_proposals.py",
+        "tests/agent/memory/test_curator.py",
+        "tests/test_consolidation_e2e.py",
+        "tests/gateway/web/test_proposals_page.py",
+    ),
     _t(
         "agent/memory/consolidation.py",
         "tests/test_consolidation_e2e.py",
@@ -1942,7 +1950,7 @@ EXPLAINED: tuple[Why, ...] = (
         "the passage was just checked to be there exactly once",
     ),
     Why(
-        "agent/memory/proposals.py",
+        "agent/memory/proposal_store.py",
         "Store._save",
         "json.dumps(data, indent=1, ensure_ascii=False)",
         "`1` → `2`",
@@ -1950,7 +1958,7 @@ EXPLAINED: tuple[Why, ...] = (
         "the file's indentation: it is read back the same",
     ),
     Why(
-        "agent/memory/proposals.py",
+        "agent/memory/proposal_store.py",
         "Store._save",
         "json.dumps(data, indent=1, ensure_ascii=False)",
         "`False` → `True`",

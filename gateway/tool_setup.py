@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from agent.memory.hits import Searcher
 from agent.memory.migrate import migrate_shared_entries
-from agent.memory.proposals import Store
+from agent.memory.proposal_store import Store
 from agent.memory.store import Memory
 from agent.model.port import LLM
 from agent.tools.registry import Tool, ToolSource

@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
+from agent.memory.proposal_store import Store
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
@@ -19,7 +20,6 @@ from agent.memory.proposals import (
     REPLACES,
     Item,
     Proposal,
-    Store,
     applied,
     diff,
     digest,
@@ -224,21 +224,23 @@ class Curator:
             f"## {target} now ({len(current)} characters)\n\n{current or '(empty)'}\n\n"
             f"## New in {whose} since the last run\n\n{reading.numbered()}"
         )
-        finder = await self._finder(reading, current, now.date()) if audience.private else None
-        if finder is not None and finder.offers:
-            prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
-                finder.offers, now.date()
-            )
         shared = GUESTS if is_guest(audience) else GROUPS
         what = OWNERS if audience.private else shared.format(target=target)
         budget = self.memory.cfg.long_term_max_chars
         system = SYSTEM.format(what=what, target=target, budget=budget)
         if audience.private:
             system += prompt_part(current, move=move)
-        if finder is not None:
-            system += REPLACING
         charge = Charge(Purpose.CONSOLIDATION, key)  # ``key``: the job's, for its cap
-        answer, usage, chars_in = await answered(llm, system, prompt, finder, charge)
+        # A conversation may mark a note in a log read while the run is out: it moves bytes.
+        with self.store.moving(reading.marks, reading.starts):
+            finder = await self._finder(reading, current, now.date()) if audience.private else None
+            if finder is not None and finder.offers:
+                prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
+                    finder.offers, now.date()
+                )
+            if finder is not None:
+                system += REPLACING
+            answer, usage, chars_in = await answered(llm, system, prompt, finder, charge)
         offers = finder.offers if finder is not None else []
         items = parse(answer, current, reading.logs, reading.first_lines, offers)
         if audience.private:

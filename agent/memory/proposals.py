@@ -7,10 +7,9 @@ import hashlib
 import json
 import logging
 import re
-import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from agent.memory.links import Offer, chosen
@@ -18,7 +17,6 @@ from agent.memory.sections import insert, kind_of, remove, tidy
 from agent.workspace.audience import chat_of, is_guest, quotes_outside, untrusted
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
-from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -285,110 +283,6 @@ def diff(before: str, after: str, name: str = "MEMORY.md") -> str:
         f"{name} proposed",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-@dataclass
-class Store:
-    """``state/proposals.json``: the proposals, and how far each log has been read."""
-
-    path: Path
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {"marks": {}, "proposals": []}
-        except ValueError:
-            aside = self.path.with_name(self.path.name + ".unreadable")
-            self.path.rename(aside)
-            log.warning("%s could not be read; set aside as %s", self.path.name, aside.name)
-            return {"marks": {}, "proposals": []}
-        return data if isinstance(data, dict) else {"marks": {}, "proposals": []}
-
-    def _save(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False))
-
-    def marks(self) -> dict[str, int]:
-        with self._lock:
-            return {str(k): int(v) for k, v in self._load().get("marks", {}).items()}
-
-    def set_marks(self, marks: dict[str, int]) -> None:
-        with self._lock:
-            data = self._load()
-            data["marks"] = marks
-            self._save(data)
-
-    def shifted(self, rel: str, before: str, after: str) -> None:
-        """``rel`` was changed from ``before`` to ``after`` (a mark): where it has been read
-        up to moves with the bytes when the change is in the part read, so that the next run
-        reads on from the same place, not from the middle of a line it has read."""
-        old, new = before.encode(), after.encode()
-        at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
-        with self._lock:
-            data = self._load()
-            read = data.get("marks", {}).get(rel)
-            if isinstance(read, int) and read > at:
-                data["marks"][rel] = read + len(new) - len(old)
-                self._save(data)
-
-    def all(self) -> list[Proposal]:
-        with self._lock:
-            return [_proposal(p) for p in self._load().get("proposals", [])]
-
-    def get(self, pid: str) -> Proposal:
-        for p in self.all():
-            if p.id == pid:
-                return p
-        raise ToolError(f"There is no memory proposal {pid}.")
-
-    def add(self, proposal: Proposal, marks: dict[str, int]) -> None:
-        """Keep ``proposal`` and the logs' new marks together: both or neither."""
-        with self._lock:
-            data = self._load()
-            data["marks"] = marks
-            data["proposals"] = [*data.get("proposals", []), asdict(proposal)][-50:]
-            self._save(data)
-
-    def put(self, proposal: Proposal, marks: dict[str, int] | None = None) -> None:
-        with self._lock:
-            data = self._load()
-            data["proposals"] = [
-                asdict(proposal) if p.get("id") == proposal.id else p
-                for p in data.get("proposals", [])
-            ]
-            if marks is not None:
-                data["marks"] = marks
-            self._save(data)
-
-
-def _proposal(raw: dict[str, Any]) -> Proposal:
-    items = tuple(
-        Item(
-            op=str(i["op"]),
-            text=str(i["text"]),
-            old=tuple(i["old"]),
-            reason=str(i["reason"]),
-            sources=tuple(i["sources"]),
-            origin=str(i.get("origin", "")),
-            status=str(i.get("status", PENDING)),
-            section=str(i.get("section", "")),
-            replaces=str(i.get("replaces", "")),
-            was=str(i.get("was", "")),
-        )
-        for i in raw.get("items", [])
-    )
-    return Proposal(
-        id=str(raw["id"]),
-        made=str(raw["made"]),
-        base=str(raw["base"]),
-        items=items,
-        marks_before={str(k): int(v) for k, v in raw.get("marks_before", {}).items()},
-        status=str(raw.get("status", PENDING)),
-        note=str(raw.get("note", "")),
-        target=str(raw.get("target", "MEMORY.md")),
-    )
 
 
 def with_status(proposal: Proposal, numbers: list[int], status: str) -> Proposal:

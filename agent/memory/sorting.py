@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from agent.memory.proposals import PENDING, REJECTED, Item, Store, enclosing
+from agent.memory.proposal_store import Store
+from agent.memory.proposals import PENDING, REJECTED, Item, enclosing
 from agent.memory.sections import UNSORTED, dated, learned_on, outside
 
 LEFT_OVER = (

@@ -36,7 +36,7 @@ from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience
 
 if TYPE_CHECKING:  # NumPy and the vectors are imported only when embeddings are on
-    from agent.memory.proposals import Store
+    from agent.memory.proposal_store import Store
     from agent.memory.semantic import SemanticIndex
 
 log = logging.getLogger(__name__)

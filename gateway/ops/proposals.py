@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent.memory.consolidation import Curator
-from agent.memory.proposals import Store
+from agent.memory.proposal_store import Store
 from agent.memory.replacing import UNDO
 from agent.memory.store import Memory
 from agent.workspace.history import History

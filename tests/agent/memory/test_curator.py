@@ -3,6 +3,7 @@ no notes of its own, and the preview: its word on the file's budget, and every f
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -12,8 +13,12 @@ import pytest
 
 from agent.memory.consolidation import Curator, line_at
 from agent.memory.index import MemoryIndex
-from agent.memory.proposals import Item, Proposal, Store, digest
+from agent.memory.links import Newer
+from agent.memory.proposal_store import Store
+from agent.memory.proposals import Item, Proposal, digest
 from agent.memory.store import Memory
+from agent.model.port import LLMResponse
+from agent.sessions.state import Usage
 from agent.settings import MemorySettings
 from gateway.contract.events import Audience
 
@@ -120,3 +125,48 @@ def test_a_log_read_on_from_the_middle_is_numbered_as_its_readers_number_its_lin
     # that line is the first one read.
     assert [line_at(b"a\nbc", n) for n in (0, 1, 2, 3, 4)] == [1, 1, 2, 2, 2]
     assert line_at(b"a\r\nb", 3) == 2
+
+
+class MarkingModel:
+    """A model that answers ``answer``; while it is asked, a conversation marks a note."""
+
+    def __init__(self, answer: dict, meanwhile: Any) -> None:
+        self.answer, self.meanwhile = answer, meanwhile
+
+    async def complete(self, *args: Any, **kwargs: Any) -> LLMResponse:
+        self.meanwhile()
+        text = json.dumps(self.answer)
+        return LLMResponse([{"type": "text", "text": text}], "end_turn", Usage())
+
+
+async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_to(memory):
+    curator = Curator.of(memory)
+    assert curator is not None
+    folder = memory.workspace / "memory"
+    old, today = folder / "2026-03-11.md", folder / "2026-03-12.md"
+    old.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
+    today.write_text("# 2026-03-12\n\n## 09:00\n\nCode 0815.\n\n")
+    memory.proposals.set_marks({"memory/2026-03-11.md": old.stat().st_size})
+    old.write_text(old.read_text() + "## 20:00\n\nBought stamps.\n\n")  # read on from there
+
+    def marks() -> None:  # both the part read before and the new part gain a line
+        memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
+        memory.mark_replaced("memory/2026-03-12.md", 3, Newer("2026-03-12", "09:00"))
+
+    start = old.stat().st_size - len("## 20:00\n\nBought stamps.\n\n")
+    answer = {"changes": [{"op": "add", "text": "- Stamps.", "reason": "r", "sources": []}]}
+    outcome = await curator.propose(MarkingModel(answer, marks), NOW)
+    assert outcome.proposal is not None
+    mark = len("(Out of date: replaced by the note of 2026-03-12 09:00.)")
+    # Read to the end of each log as it is now; a refusal would read again from before the new
+    # part, as it is now.
+    assert curator.store.marks() == {
+        "memory/2026-03-11.md": old.stat().st_size,
+        "memory/2026-03-12.md": today.stat().st_size,
+    }
+    assert outcome.proposal.marks_before == {
+        "memory/2026-03-11.md": start + mark,
+        "memory/2026-03-12.md": 0,
+    }
+    assert memory.proposals._moving == []  # nothing left to move once the run is in
+    assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new

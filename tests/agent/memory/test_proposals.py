@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from agent.memory.proposal_store import Store
 from agent.memory.proposals import (
     APPLIED,
     Item,
     Proposal,
-    Store,
     applied,
     diff,
     digest,

@@ -3,7 +3,8 @@ rejected with a button; and a file's history over HTTP, for the owner only."""
 
 from __future__ import annotations
 
-from agent.memory.proposals import Item, Proposal, Store, digest
+from agent.memory.proposal_store import Store
+from agent.memory.proposals import Item, Proposal, digest
 from gateway.web.memory_page import version
 
 
