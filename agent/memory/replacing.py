@@ -161,9 +161,11 @@ class Finder:
         if not about:
             return '"about" names the subject in a few words.', True
         self.searches += 1
-        day = min(own_log_day(newer[0], OWNER) or self.today, self.today)
+        day = own_log_day(newer[0], OWNER)
+        assert day is not None, "_entry keeps to the owner's logs"
         try:
-            found = self.texts.offers(newer, self.memory.earlier(about, OWNER, day, FOUND))
+            hits = self.memory.earlier(about, OWNER, min(day, self.today), FOUND)
+            found = self.texts.offers(newer, hits)
         except Exception:  # the run's proposal is worth more than one search
             log.warning("consolidation: searching %r for %s failed", about, entry, exc_info=True)
             return "The search failed; answer with what was found.", True

@@ -513,6 +513,16 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
     text, failed = finder.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock spare"})
     assert not failed and "2026-03-01" not in text and "2026-02-25.md:3" in text
     (memory.workspace / "memory" / "2026-03-01.md").unlink()
+    # A new entry of an older log (a run over several days): only notes before its own day.
+    (memory.workspace / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n## 08:00\n\nBike lock code is 1111.\n\n## 09:00\n\nLock: 2222 now.\n"
+    )
+    memory.index.rebuild()
+    day_before = Finder(memory, [("memory/2026-11-20.md", 7)], NOW.date(), [])
+    text, _ = day_before.find({"entry": "memory/2026-11-20.md:7", "about": "bike lock code"})
+    assert "2026-02-25.md:3" in text and "1111" not in text
+    (memory.workspace / "memory" / "2026-11-20.md").unlink()
+    memory.index.rebuild()
     # What the searches found, for a last call asked without the tool.
     assert finder.folded("PROMPT") == (
         "PROMPT\n\n## Earlier notes your searches found\n\n### memory/2026-11-21.md:3\n"
