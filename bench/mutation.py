@@ -2500,6 +2500,14 @@ EXPLAINED: tuple[Why, ...] = (
         "`read_visible`, which reads nothing through a link into another chat's place or out "
         "of the workspace: no call is made either way (the test of a linked folder checks it)",
     ),
+    Why(
+        "agent/memory/replacing.py",
+        "Finder.find",
+        "not {str(entry)[:80]!r}",
+        "`80` → `81`",
+        EQUIVALENT,
+        "how much of a wrongly named entry the refusal repeats: one character more says as much",
+    ),
 )
 
 
