@@ -2508,6 +2508,15 @@ EXPLAINED: tuple[Why, ...] = (
         EQUIVALENT,
         "how much of a wrongly named entry the refusal repeats: one character more says as much",
     ),
+    Why(
+        "agent/memory/replacing.py",
+        "answered",
+        "for call in range(1, ROUNDS + 1):",
+        "`1` → `2`",
+        EQUIVALENT,
+        "the bound, `ROUNDS + 2`: the call numbered ROUNDS has no tool, so the loop ends there",
+        nth=2,
+    ),
 )
 
 
