@@ -61,13 +61,13 @@ class Store:
         old, new = before.encode(), after.encode()
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
         with self._lock:
-            for positions in self._moving:
-                if positions.get(rel, 0) > at:
-                    positions[rel] += len(new) - len(old)
             data = self._load()
-            read = data.get("marks", {}).get(rel)
-            if isinstance(read, int) and read > at:
-                data["marks"][rel] = read + len(new) - len(old)
+            stored = {str(k): v for k, v in data.get("marks", {}).items() if isinstance(v, int)}
+            for positions in (*self._moving, stored):
+                if rel in positions and positions[rel] > at:
+                    positions[rel] += len(new) - len(old)
+            if stored.get(rel) != data.get("marks", {}).get(rel):
+                data["marks"][rel] = stored[rel]
                 self._save(data)
 
     @contextmanager

@@ -314,3 +314,24 @@ def test_a_mark_in_the_part_of_a_log_read_moves_where_it_was_read_up_to(tmp_path
     store.set_marks({"memory/g.md": len(before)})
     store.shifted("memory/g.md", before, at_the_end)
     assert store.marks() == {"memory/g.md": len(before)}
+
+
+def test_the_positions_of_runs_still_out_move_with_a_mark_until_each_run_is_in(tmp_path):
+    store = Store(tmp_path / "proposals.json")
+    before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
+    after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
+    blank = before.index("A.\n") + 3
+    first, second = {"memory/d.md": len(before)}, {"memory/d.md": blank, "memory/e.md": 9}
+    with store.moving(first):
+        with store.moving(second):  # a second run, in while the first is still out
+            store.shifted("memory/d.md", before, after)
+        assert first == {"memory/d.md": len(after)}  # read past the mark: moved
+        assert second == {"memory/d.md": blank, "memory/e.md": 9}  # up to it: stays
+        store.shifted("memory/d.md", after, after + "x")  # added after what it read: stays
+        assert first == {"memory/d.md": len(after)} and second["memory/d.md"] == blank
+        store.shifted("memory/d.md", before, after)
+        assert first == {"memory/d.md": 2 * len(after) - len(before)}
+        assert second == {"memory/d.md": blank, "memory/e.md": 9}  # in: no longer moved
+    store.shifted("memory/d.md", before, after)
+    assert first == {"memory/d.md": 2 * len(after) - len(before)}
+    assert store.marks() == {}  # nothing stored was read: nothing to move
