@@ -110,8 +110,8 @@ class Gateways:
         await app.stop()
 
 
-@pytest.fixture
-async def consolidating(home, fake_api):
+@pytest.fixture(name="consolidating")  # named apart: other modules import it
+async def consolidating_gateways(home, fake_api):
     gateways = Gateways(home, fake_api)
     yield gateways
     for app in list(gateways.running):

@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
-
 from agent.memory.replacing import LAST_CALL, SEARCH
 from tests.fakes.anthropic_api import Reply, last_user_text, tool_results
-from tests.test_consolidation_e2e import NOW, Gateways, run_job
+from tests.test_consolidation_e2e import NOW, consolidating_gateways, run_job  # noqa: F401
 
 TODAY = NOW.date().isoformat()
 OLD_DAY = "2026-03-05"
@@ -23,14 +21,6 @@ OLD_LOG = (
 )
 NEW_ENTRY = "Downstairs keypad takes 0815 since the landlord swapped it."
 MARK = f"(Out of date: replaced by the note of {TODAY} 18:00.)"
-
-
-@pytest.fixture
-async def consolidating(home, fake_api):
-    gateways = Gateways(home, fake_api)
-    yield gateways
-    for app in list(gateways.running):
-        await gateways.stop(app)
 
 
 def write_logs(home) -> None:
