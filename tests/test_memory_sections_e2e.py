@@ -8,9 +8,12 @@ import asyncio
 import json
 from datetime import timedelta
 
-from tests.test_consolidation_e2e import NOW, consolidating, consolidating_brain, run_job
-
-__all__ = ["consolidating"]  # the fixture, used by name
+from tests.test_consolidation_e2e import (  # noqa: F401 (the fixture, used by its name)
+    NOW,
+    consolidating_brain,
+    consolidating_gateways,
+    run_job,
+)
 
 FREE = (
     "# Long-term memory\n\nCurated facts worth keeping for months.\n\n## Family\n\n"
