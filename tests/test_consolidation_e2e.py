@@ -359,6 +359,45 @@ async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, co
     assert str(status) == "skipped" and len(calls) == 2  # nothing new anywhere
 
 
+async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_sent(
+    home, fake_api, consolidating
+):
+    day = NOW.date().isoformat()
+    (home / "workspace" / "memory" / f"{day}.md").write_text(
+        f"# {day}\n\n## 10:00\n\nThe owner's own note.\n"
+    )
+    chat = home / "workspace" / "memory" / "chats" / "test-group-100"
+    chat.mkdir(parents=True)
+    (chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\nBob: we meet on Tuesdays.\n")
+    source = f"memory/chats/test-group-100/{day}.md:5"
+    added = {"op": "add", "text": "- Meets on Tuesdays.", "reason": "r", "sources": [source]}
+    group_answer = {"changes": [added]}
+    calls: list[dict] = []
+
+    def brain(body):
+        system = body["system"][0]["text"]
+        if not system.startswith("You curate"):
+            return Reply("ok")
+        calls.append(body)
+        if "memory/chats/test-group-100/NOTES.md" in system:
+            return Reply(json.dumps(group_answer))
+        return Reply("Sorry, I cannot help with that.")  # the owner's run: no proposal
+
+    fake_api.brain = brain
+    app, chan = await consolidating.start()
+    status, error = await run_job(app)
+    # The run failed, and says why; the group's proposal was made and sent all the same.
+    assert (str(status), error) == ("failed", 'ToolError: the proposal has no "changes" list.')
+    assert len(calls) == 2
+    [proposal] = chan.sent
+    assert "the notes of the shared chat test-group-100" in proposal.text
+    # The owner's log is read again by the next run; the group's is not.
+    fake_api.brain = consolidating_brain(calls, {"changes": []})
+    status, _ = await run_job(app)
+    assert len(calls) == 3 and "The owner's own note." in last_user_text(calls[2])
+    assert str(status) == "skipped"
+
+
 async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     home, fake_api, consolidating
 ):

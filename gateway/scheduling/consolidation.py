@@ -53,12 +53,19 @@ class Consolidation:
 
     async def __call__(self, job: Job, slot: str) -> None:
         """A proposal for MEMORY.md from the owner's logs, and one for each shared chat's notes
-        (a paired guest's, a group's) from that chat's own log; each sent to the owner's chat."""
+        (a paired guest's, a group's) from that chat's own log; each sent to the owner's chat.
+        One that fails fails the run, after the others are made and sent."""
         when = slot_time(slot, ZoneInfo(job.timezone))
         made: list[Proposal] = []
+        failed: list[Exception] = []
         key = job_key(job.id, SessionKey.parse(job.target))
         for audience in (OWNER, *self.curator.chats()):
-            outcome = await self.curator.propose(self.llm, when, audience, key)
+            try:
+                outcome = await self.curator.propose(self.llm, when, audience, key)
+            except Exception as exc:  # the others' proposals are made all the same
+                log.warning("job %s: %s: no proposal: %s", job.id, audience, exc)
+                failed.append(exc)  # its logs are read again by the next run
+                continue
             if outcome.chars_in:
                 log.info(
                     "job %s: %s: read %d characters; %d tokens in, %d out",
@@ -70,13 +77,15 @@ class Consolidation:
                 )
             if outcome.proposal is not None:
                 made.append(outcome.proposal)
-        if not made:
+        if not made and not failed:
             raise Skip("nothing new in the logs, or nothing to change")
         origin = run_origin(job, slot)
         for n, proposal in enumerate(made):
             # The first message under the run's own name: a run repeated after a crash finds
             # it (the proposals themselves are kept already).
             await self._send(job, proposal, origin if n == 0 else f"{origin}#{n}")
+        if failed:
+            raise failed[0]  # the run failed, though what it made was sent
 
     async def _send(self, job: Job, proposal: Proposal, origin: str) -> None:
         target = SessionKey.parse(job.target)
