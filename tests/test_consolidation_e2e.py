@@ -60,6 +60,21 @@ def consolidating_brain(calls: list[dict], answer: dict):
     return brain
 
 
+def answering_by_chat(calls: list[dict], answers: dict[str, dict], owners: str = ""):
+    """A model that answers each shared chat's run with its answer in ``answers`` (by chat),
+    and the owner's with ``owners``."""
+
+    def brain(body):
+        system = body["system"][0]["text"]
+        if not system.startswith("You curate"):
+            return Reply("ok")
+        calls.append(body)
+        chats = [c for c in answers if f"memory/chats/{c}/NOTES.md" in system]
+        return Reply(json.dumps(answers[chats[0]]) if chats else owners)
+
+    return brain
+
+
 def changes(today: str) -> dict:
     return {
         "changes": [
@@ -318,16 +333,7 @@ async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, co
                            "sources": [f"memory/chats/test-group-100/{day}.md:5"]}]},
     }  # fmt: skip
     calls: list[dict] = []
-
-    def brain(body):
-        system = body["system"][0]["text"]
-        if not system.startswith("You curate"):
-            return Reply("ok")
-        calls.append(body)
-        [chat] = [c for c in answers if f"memory/chats/{c}/NOTES.md" in system]
-        return Reply(json.dumps(answers[chat]))
-
-    fake_api.brain = brain
+    fake_api.brain = answering_by_chat(calls, answers)
     app, chan = await consolidating.start()
     await run_job(app)
     # The owner's logs are empty: one call for each chat's notes, each reading its own log.
@@ -371,19 +377,9 @@ async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_
     (chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\nBob: we meet on Tuesdays.\n")
     source = f"memory/chats/test-group-100/{day}.md:5"
     added = {"op": "add", "text": "- Meets on Tuesdays.", "reason": "r", "sources": [source]}
-    group_answer = {"changes": [added]}
     calls: list[dict] = []
-
-    def brain(body):
-        system = body["system"][0]["text"]
-        if not system.startswith("You curate"):
-            return Reply("ok")
-        calls.append(body)
-        if "memory/chats/test-group-100/NOTES.md" in system:
-            return Reply(json.dumps(group_answer))
-        return Reply("Sorry, I cannot help with that.")  # the owner's run: no proposal
-
-    fake_api.brain = brain
+    answers = {"test-group-100": {"changes": [added]}}
+    fake_api.brain = answering_by_chat(calls, answers, "Sorry, I cannot.")  # the owner's: no JSON
     app, chan = await consolidating.start()
     status, error = await run_job(app)
     # The run failed, and says why; the group's proposal was made and sent all the same.
