@@ -109,7 +109,8 @@ async def main() -> None:
             print(f"logs read: {logs / 1000:.0f} KB in 30 files; MEMORY.md "
                   f"{(ws / 'MEMORY.md').stat().st_size / 1000:.0f} KB")  # fmt: skip
             print(f"sent to the model: {outcome.chars_in / 1000:.0f} K characters, {tokens:,} "
-                  "input tokens (the fake's count: characters / 4)")  # fmt: skip
+                  "input tokens (the fake's count: characters / 4), of which written to the "
+                  f"prompt cache (a quarter dearer): {u.cache_write:,}")  # fmt: skip
             print(f"wall time, Corvid's side: {took * 1000:.0f} ms (the fake answers at once)")
             stored = json.dumps(store.all()[0].__dict__, default=str)
             print(f"proposal: {len(outcome.proposal.items)} changes; {len(stored) / 1000:.1f} KB "

@@ -32,8 +32,10 @@ class Purpose(StrEnum):
         """Whether a call marks its prompt for caching. Writing the cache costs a quarter more
         than plain input and pays only when a later call reads it within minutes: a chat's
         next message does, and so does the next call of a turn that may use tools. Silent
-        work offered no tools (a summary) is one call whose prompt is never sent again."""
-        return not self.background or offers_tools
+        work offered no tools (a summary) is one call whose prompt is never sent again, and
+        so, nearly always, is consolidation: its search is offered every night and needed on
+        few, so a write each night would cost more than the rare second call saves."""
+        return not self.background or (offers_tools and self is not Purpose.CONSOLIDATION)
 
 
 BACKGROUND = frozenset(

@@ -117,7 +117,9 @@ async def test_only_calls_whose_cache_is_read_again_write_it(fake_api):
         await model.complete("s", ASK, [], charge=Charge(Purpose.COMPACTION))
         await model.complete("s", ASK, [tool], charge=Charge(Purpose.FLUSH))
         await model.complete("s", ASK, [], charge=Charge(Purpose.DIGEST))
+        await model.complete("s", ASK, [tool], charge=Charge(Purpose.CONSOLIDATION))
     marked = ["cache_control" in r.raw for r in fake_api.message_requests]
     # The chat's next message reads its cache, and so may the flush's next call (it has tools);
-    # a summary or a digest without tools is one call whose prompt is not sent again.
-    assert marked == [True, False, True, False]
+    # a summary or a digest without tools is one call whose prompt is not sent again, and a
+    # consolidation run nearly always is, though it is offered its search.
+    assert marked == [True, False, True, False, False]
