@@ -394,6 +394,38 @@ async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_
     assert str(status) == "skipped"
 
 
+async def test_the_retry_of_a_run_that_failed_for_the_owner_asks_for_the_owners_logs_again(
+    home, fake_api, consolidating
+):
+    day = NOW.date().isoformat()
+    (home / "workspace" / "memory" / f"{day}.md").write_text(
+        f"# {day}\n\n## 10:00\n\nThe owner's own note.\n"
+    )
+    chat = home / "workspace" / "memory" / "chats" / "test-group-100"
+    chat.mkdir(parents=True)
+    (chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\nBob: we meet on Tuesdays.\n")
+    source = f"memory/chats/test-group-100/{day}.md:5"
+    group = {"test-group-100": {"changes": [{"op": "add", "text": "- Tuesdays.", "reason": "r",
+                                             "sources": [source]}]}}  # fmt: skip
+    calls: list[dict] = []
+    fake_api.brain = answering_by_chat(calls, group, "Sorry, I cannot.")  # the owner's: no JSON
+    app, chan = await consolidating.start()
+    clock, ledger = app.scheduler.clock, app.scheduler.ledger
+    slot = NOW.replace(hour=23, minute=30)
+    await clock.idle_until(slot)
+    await clock.set(slot)  # the nightly run: the owner's part fails, the group's is sent
+    await clock.idle_until(slot + timedelta(seconds=30))
+    assert ledger.history("memory-consolidation")[0]["status"] == "failed"
+    assert len(calls) == 2 and len(chan.sent) == 1
+    owners = {"changes": [{"op": "add", "text": "- Own note.", "reason": "r", "sources": []}]}
+    fake_api.brain = answering_by_chat(calls, group, json.dumps(owners))
+    await clock.advance()  # the retry, which the group's proposal sent must not stop
+    run = ledger.history("memory-consolidation")[0]
+    assert (run["status"], run["attempts"]) == ("sent", 2)
+    assert len(calls) == 3 and "The owner's own note." in last_user_text(calls[2])
+    assert len(chan.sent) == 2 and "- Own note." in chan.sent[1].text
+
+
 async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     home, fake_api, consolidating
 ):

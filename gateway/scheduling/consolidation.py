@@ -80,9 +80,10 @@ class Consolidation:
         if not made and not failed:
             raise Skip("nothing new in the logs, or nothing to change")
         origin = run_origin(job, slot)
-        for n, proposal in enumerate(made):
+        for n, proposal in enumerate(made, 1 if failed else 0):
             # The first message under the run's own name: a run repeated after a crash finds
-            # it (the proposals themselves are kept already).
+            # it (the proposals themselves are kept already). Not when one failed: the retry
+            # would find it and stop, and the failed one wait a day.
             await self._send(job, proposal, origin if n == 0 else f"{origin}#{n}")
         if failed:
             raise failed[0]  # the run failed, though what it made was sent
