@@ -101,6 +101,10 @@ class Reading:
     marks: dict[str, int]  # rel -> bytes read, after this run
     starts: dict[str, int]  # rel -> bytes read before this run, for the logs it reads
 
+    def read(self) -> dict[str, int]:
+        """Where this run read its logs up to: what it stores, and only that."""
+        return {rel: self.marks[rel] for rel in self.starts}
+
     @property
     def empty(self) -> bool:
         return not any(text.strip() for text in self.logs.values())
@@ -248,7 +252,7 @@ class Curator:
             if move:
                 items += rest_of_move(current, items)
         if not items:
-            self.store.set_marks(reading.marks)
+            self.store.read_up_to(reading.read())
             return Outcome(None, usage, chars_in)
         proposal = Proposal(
             id=token_hex(3),
@@ -258,7 +262,7 @@ class Curator:
             marks_before=reading.starts,
             target=target,
         )
-        self.store.add(proposal, reading.marks)
+        self.store.add(proposal, reading.read())
         log.info("memory proposal %s: %d change(s)", proposal.id, len(items))
         return Outcome(proposal, usage, chars_in)
 

@@ -54,20 +54,34 @@ class Store:
             data["marks"] = marks
             self._save(data)
 
+    def read_up_to(self, marks: dict[str, int]) -> None:
+        """A run has read these logs up to these bytes; the others' marks stay (another run
+        may have moved them meanwhile)."""
+        with self._lock:
+            data = self._load()
+            data["marks"] = {**data.get("marks", {}), **marks}
+            self._save(data)
+
     def shifted(self, rel: str, before: str, after: str) -> None:
         """``rel`` was changed from ``before`` to ``after`` (a mark): where it has been read
         up to moves with the bytes when the change is in the part read, so that the next run
-        reads on from the same place, not from the middle of a line it has read."""
+        reads on from the same place, not from the middle of a line it has read. So do the
+        places a run still out will store, and those a pending proposal reads again from if
+        it is refused."""
         old, new = before.encode(), after.encode()
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
+        by = len(new) - len(old)
         with self._lock:
+            for positions in self._moving:
+                _move(positions, rel, at, by)
             data = self._load()
-            stored = {str(k): v for k, v in data.get("marks", {}).items() if isinstance(v, int)}
-            for positions in (*self._moving, stored):
-                if rel in positions and positions[rel] > at:
-                    positions[rel] += len(new) - len(old)
-            if stored.get(rel) != data.get("marks", {}).get(rel):
-                data["marks"][rel] = stored[rel]
+            pending = [
+                p.get("marks_before", {})
+                for p in data.get("proposals", [])
+                if p.get("status", PENDING) == PENDING
+            ]
+            moved = [_move(m, rel, at, by) for m in (data.get("marks", {}), *pending)]
+            if any(moved):
                 self._save(data)
 
     @contextmanager
@@ -93,10 +107,10 @@ class Store:
         raise ToolError(f"There is no memory proposal {pid}.")
 
     def add(self, proposal: Proposal, marks: dict[str, int]) -> None:
-        """Keep ``proposal`` and the logs' new marks together: both or neither."""
+        """Keep ``proposal`` and the marks of the logs it read together: both or neither."""
         with self._lock:
             data = self._load()
-            data["marks"] = marks
+            data["marks"] = {**data.get("marks", {}), **marks}
             data["proposals"] = [*data.get("proposals", []), asdict(proposal)][-50:]
             self._save(data)
 
@@ -110,6 +124,16 @@ class Store:
             if marks is not None:
                 data["marks"] = marks
             self._save(data)
+
+
+def _move(positions: dict[str, Any], rel: str, at: int, by: int) -> bool:
+    """Move where ``rel`` was read up to by ``by`` bytes when a change at byte ``at`` is in
+    the part read; whether it moved (a value not a number is left alone)."""
+    read = positions.get(rel)
+    if not isinstance(read, int) or read <= at:
+        return False
+    positions[rel] = read + by
+    return True
 
 
 def _proposal(raw: dict[str, Any]) -> Proposal:

@@ -4,6 +4,7 @@ author found, and the changes applied in order."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -335,3 +336,28 @@ def test_the_positions_of_runs_still_out_move_with_a_mark_until_each_run_is_in(t
     store.shifted("memory/d.md", before, after)
     assert first == {"memory/d.md": 2 * len(after) - len(before)}
     assert store.marks() == {}  # nothing stored was read: nothing to move
+
+
+def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
+    tmp_path,
+):
+    store = Store(tmp_path / "proposals.json")
+    before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
+    after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
+    waiting = Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": len(before)})
+    store.add(waiting, {"memory/d.md": len(before) + 9})
+    store.add(replace(waiting, id="p2", status=APPLIED), {})
+    store.shifted("memory/d.md", before, after)
+    # A refusal of the pending one reads again from where its part began, as it is now.
+    p1, p2 = store.all()
+    assert p1.marks_before == {"memory/d.md": len(after)}
+    assert p2.marks_before == {"memory/d.md": len(before)}  # answered: never read again
+    assert store.marks() == {"memory/d.md": len(after) + 9}
+    # A run stores where it read its own logs, and leaves the others' marks as they are now.
+    store.add(replace(waiting, id="p3"), {"memory/e.md": 5})
+    store.read_up_to({"memory/f.md": 7})
+    assert store.marks() == {"memory/d.md": len(after) + 9, "memory/e.md": 5, "memory/f.md": 7}
+    # A mark that is not a number (a file edited by hand) is left alone, and so is the mark.
+    store.set_marks({"memory/d.md": "12"})
+    store.shifted("memory/d.md", before, after)
+    assert json.loads(store.path.read_text())["marks"] == {"memory/d.md": "12"}
