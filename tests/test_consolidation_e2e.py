@@ -426,6 +426,31 @@ async def test_the_retry_of_a_run_that_failed_for_the_owner_asks_for_the_owners_
     assert len(chan.sent) == 2 and "- Own note." in chan.sent[1].text
 
 
+async def test_a_run_started_during_another_waits_for_it_and_proposes_nothing_twice(
+    home, fake_api, consolidating
+):
+    week_of_logs(home)
+    calls: list[dict] = []
+    release = asyncio.Event()
+
+    async def brain(body):
+        if not body["system"][0]["text"].startswith("You curate"):
+            return Reply("ok")
+        calls.append(body)
+        await asyncio.wait_for(release.wait(), 10)  # the first run is out, asking the model
+        return Reply(json.dumps(changes(NOW.date().isoformat())))
+
+    fake_api.brain = brain
+    app, chan = await consolidating.start()
+    first = asyncio.create_task(run_job(app))
+    await fake_api.wait_for_requests(1)
+    second = asyncio.create_task(run_job(app))  # by hand, meanwhile
+    release.set()
+    (one, _), (two, why) = await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert (str(one), str(two)) == ("sent", "skipped") and "nothing new" in str(why)
+    assert len(calls) == 1 and len(chan.sent) == 1
+
+
 async def test_an_answer_with_no_changes_is_not_asked_about_the_same_logs_again(
     home, fake_api, consolidating
 ):

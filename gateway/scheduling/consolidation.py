@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from agent.memory.consolidation import Curator
@@ -50,8 +51,15 @@ class Consolidation:
     curator: Curator
     llm: LLM
     auto_apply: bool = False
+    # One run at a time: a run started by hand during the nightly one would read the same new
+    # entries (their marks are stored at the end) and propose them twice.
+    running: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def __call__(self, job: Job, slot: str) -> None:
+        async with self.running:
+            await self._run(job, slot)
+
+    async def _run(self, job: Job, slot: str) -> None:
         """A proposal for MEMORY.md from the owner's logs, and one for each shared chat's notes
         (a paired guest's, a group's) from that chat's own log; each sent to the owner's chat.
         One that fails fails the run, after the others are made and sent."""
