@@ -365,9 +365,8 @@ async def test_each_shared_chats_log_feeds_only_its_own_notes(home, fake_api, co
     assert str(status) == "skipped" and len(calls) == 2  # nothing new anywhere
 
 
-async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_sent(
-    home, fake_api, consolidating
-):
+def owners_note_and_a_groups(home) -> dict:
+    """A note in the owner's log and one in a group's, both new; the group's answer."""
     day = NOW.date().isoformat()
     (home / "workspace" / "memory" / f"{day}.md").write_text(
         f"# {day}\n\n## 10:00\n\nThe owner's own note.\n"
@@ -377,8 +376,14 @@ async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_
     (chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\nBob: we meet on Tuesdays.\n")
     source = f"memory/chats/test-group-100/{day}.md:5"
     added = {"op": "add", "text": "- Meets on Tuesdays.", "reason": "r", "sources": [source]}
+    return {"test-group-100": {"changes": [added]}}
+
+
+async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_sent(
+    home, fake_api, consolidating
+):
     calls: list[dict] = []
-    answers = {"test-group-100": {"changes": [added]}}
+    answers = owners_note_and_a_groups(home)
     fake_api.brain = answering_by_chat(calls, answers, "Sorry, I cannot.")  # the owner's: no JSON
     app, chan = await consolidating.start()
     status, error = await run_job(app)
@@ -397,16 +402,7 @@ async def test_an_owners_run_that_fails_leaves_a_shared_chats_proposal_made_and_
 async def test_the_retry_of_a_run_that_failed_for_the_owner_asks_for_the_owners_logs_again(
     home, fake_api, consolidating
 ):
-    day = NOW.date().isoformat()
-    (home / "workspace" / "memory" / f"{day}.md").write_text(
-        f"# {day}\n\n## 10:00\n\nThe owner's own note.\n"
-    )
-    chat = home / "workspace" / "memory" / "chats" / "test-group-100"
-    chat.mkdir(parents=True)
-    (chat / f"{day}.md").write_text(f"# {day}\n\n## 10:00 · x\n\nBob: we meet on Tuesdays.\n")
-    source = f"memory/chats/test-group-100/{day}.md:5"
-    group = {"test-group-100": {"changes": [{"op": "add", "text": "- Tuesdays.", "reason": "r",
-                                             "sources": [source]}]}}  # fmt: skip
+    group = owners_note_and_a_groups(home)
     calls: list[dict] = []
     fake_api.brain = answering_by_chat(calls, group, "Sorry, I cannot.")  # the owner's: no JSON
     app, chan = await consolidating.start()
