@@ -2501,6 +2501,22 @@ EXPLAINED: tuple[Why, ...] = (
         "of the workspace: no call is made either way (the test of a linked folder checks it)",
     ),
     Why(
+        "agent/memory/proposal_store.py",
+        "_move",
+        "return False",
+        "`return False` → `return None`",
+        EQUIVALENT,
+        'None says "not moved" as False does: only its truth is read',
+    ),
+    Why(
+        "agent/memory/proposal_store.py",
+        "_move",
+        "return False",
+        "`False` → `True`",
+        EQUIVALENT,
+        "the store is then written though nothing in it moved: the same file again",
+    ),
+    Why(
         "agent/memory/replacing.py",
         "Finder.find",
         "not {str(entry)[:80]!r}",
