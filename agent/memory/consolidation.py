@@ -36,7 +36,6 @@ from agent.memory.replacing import (
     marked_by,
     refused_whole,
 )
-from agent.memory.replacing import offers as offered
 from agent.memory.sections import prompt_part, sectioned
 from agent.memory.sorting import placed, rest_of_move, wants_move
 from agent.memory.store import Memory
@@ -98,12 +97,8 @@ class Reading:
 
     logs: dict[str, str]  # rel -> new text
     first_lines: dict[str, int]  # rel -> the line number its new text starts at
-    marks: dict[str, int]  # rel -> bytes read, after this run
-    starts: dict[str, int]  # rel -> bytes read before this run, for the logs it reads
-
-    def read(self) -> dict[str, int]:
-        """Where this run read its logs up to: what it stores, and only that."""
-        return {rel: self.marks[rel] for rel in self.starts}
+    marks: dict[str, int]  # rel -> bytes read after this run, for the logs it reads
+    starts: dict[str, int]  # rel -> bytes read before this run, for the same logs
 
     @property
     def empty(self) -> bool:
@@ -169,7 +164,7 @@ class Curator:
         oldest = (today - timedelta(days=first_days - 1)).isoformat()
         logs: dict[str, str] = {}
         first_lines: dict[str, int] = {}
-        new_marks = dict(marks)
+        new_marks: dict[str, int] = {}
         starts: dict[str, int] = {}
         try:
             names = sorted(e.name for e in os.scandir(folder) if _OWNER_LOG.match(e.name))
@@ -252,7 +247,7 @@ class Curator:
             if move:
                 items += rest_of_move(current, items)
         if not items:
-            self.store.read_up_to(reading.read())
+            self.store.read_up_to(reading.marks)
             return Outcome(None, usage, chars_in)
         proposal = Proposal(
             id=token_hex(3),
@@ -262,7 +257,7 @@ class Curator:
             marks_before=reading.starts,
             target=target,
         )
-        self.store.add(proposal, reading.read())
+        self.store.add(proposal, reading.marks)
         log.info("memory proposal %s: %d change(s)", proposal.id, len(items))
         return Outcome(proposal, usage, chars_in)
 
@@ -273,10 +268,10 @@ class Curator:
         mark them either."""
         if quotes_outside(current) or any(map(quotes_outside, reading.logs.values())):
             return None
-        entries = reading.entries()
+        finder = Finder(self.memory, reading.entries(), today)
         # Searches, each with a query's embedding: off the event loop, as memory_search.
-        listed = await asyncio.to_thread(offered, self.memory, entries, today)
-        return Finder(self.memory, entries, today, listed)
+        await asyncio.to_thread(finder.list_offers)
+        return finder
 
     def preview(self, proposal: Proposal) -> str:
         """The diff of the files the pending items would change: its own, and the logs an

@@ -76,12 +76,14 @@ TOOL: dict[str, Any] = {
 TOOLS = [TOOL]  # one list: a request's tools are serialised once per list
 
 
-def offers(memory: Memory, entries: list[tuple[str, int]], today: date) -> list[Offer]:
+def offers(
+    memory: Memory, entries: list[tuple[str, int]], today: date, texts: _Texts | None = None
+) -> list[Offer]:
     """For the latest of the new ``entries`` (a log, its heading's line) of the owner's logs,
     the older entries a search with each one's text ranks first (``Memory.earlier``, which
     leaves out files with text from outside): what it may replace. The caller offers none
-    when the prompt holds text from outside."""
-    texts = _Texts(memory)
+    when the prompt holds text from outside. ``texts``: the logs a run has read already."""
+    texts = texts or _Texts(memory)
     found: list[Offer] = []
     for rel, line in entries[-OFFERED_ENTRIES:]:
         day = own_log_day(rel, OWNER)
@@ -132,15 +134,19 @@ class Finder:
     """The searches a run's model makes for the older version of a fact a new entry changes
     (``earlier_notes``); what they find is offered too, as if listed under that entry."""
 
-    def __init__(
-        self, memory: Memory, entries: list[tuple[str, int]], today: date, offered: list[Offer]
-    ) -> None:
+    def __init__(self, memory: Memory, entries: list[tuple[str, int]], today: date) -> None:
         self.memory, self.today = memory, today
+        self.entries = entries
         self.new = set(entries)
-        self.offers = list(offered)
-        self.found: list[Offer] = []  # by the searches, besides those listed in the prompt
+        self.offers: list[Offer] = []  # those listed in the prompt, then those found
+        self.listed = 0
         self.searches = 0
         self.texts = _Texts(memory)
+
+    def list_offers(self) -> None:
+        """The older entries listed under the new ones in the prompt (``offers``)."""
+        self.offers = offers(self.memory, self.entries, self.today, self.texts)
+        self.listed = len(self.offers)
 
     def find(self, args: object) -> tuple[str, bool]:
         """The tool's answer to ``args`` (the model's input), and whether it is an error."""
@@ -169,14 +175,14 @@ class Finder:
         except Exception:  # the run's proposal is worth more than one search
             log.warning("consolidation: searching %r for %s failed", about, entry, exc_info=True)
             return "The search failed; answer with what was found.", True
-        self.found += [offer for offer in found if offer not in self.offers]
-        self.offers += [offer for offer in found if offer not in self.offers]
+        self.offers += [o for o in dict.fromkeys(found) if o not in self.offers]
         return listed(found, self.today) or f"No earlier note found for {about!r}.", False
 
     def folded(self, prompt: str) -> str:
         """The run's prompt with what the searches found, for its last call, which is asked
         without the tool: it must answer."""
-        found = listed(sorted(self.found, key=lambda o: o.newer), self.today) or "(nothing)\n"
+        searched = sorted(self.offers[self.listed :], key=lambda o: o.newer)
+        found = listed(searched, self.today) or "(nothing)\n"
         return f"{prompt}\n\n## Earlier notes your searches found\n\n{found}\n{LAST_CALL}"
 
     def _entry(self, named: object) -> tuple[str, int, int, str] | None:
@@ -318,3 +324,8 @@ class Applied:
                 "refused; the next consolidation proposes again from the new text."
             )
         return text
+
+    def closing(self) -> str:
+        """The answer that leaves nothing to decide: what it did, and how to take back the
+        files it wrote."""
+        return self.said() + (f" {UNDO}" if self.files else "")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from agent.memory.consolidation import Curator
 from agent.memory.proposal_store import Store
-from agent.memory.replacing import UNDO
 from agent.memory.store import Memory
 from agent.workspace.history import History
 from gateway.contract.errors import ToolError
@@ -64,7 +63,7 @@ def memory_apply(args: argparse.Namespace, home: Path, environ: Mapping[str, str
     if left:
         print(f"{done.said()} Still waiting: {', '.join(map(str, left))}.")
     else:
-        print(done.said() + (f" {UNDO}" if done.files else ""))
+        print(done.closing())
     return 0 if done.done else 1
 
 

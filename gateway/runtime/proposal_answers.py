@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from agent.memory.consolidation import Curator
 from agent.memory.proposals import APPLIED, Proposal
-from agent.memory.replacing import UNDO
 from gateway.contract.errors import ToolError
 
 Buttons = tuple[tuple[str, str], ...]
@@ -32,9 +31,7 @@ def proposal_answer(curator: Curator | None, argument: str, who: str) -> tuple[s
     left = done.proposal.pending()
     if left:
         return done.said() + " Still to decide:", _buttons(pid, left)
-    if done.files:
-        return done.said() + " " + UNDO, ()
-    return done.said(), ()
+    return done.closing(), ()
 
 
 def rejected_text(proposal: Proposal) -> str:

@@ -463,7 +463,7 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
     today = memory.workspace / "memory" / "2026-11-21.md"
     today.write_text("# 2026-11-21\n\n## 08:00\n\nThe padlock on the shed opens with 7305.\n")
     newer = ("memory/2026-11-21.md", 3)
-    finder = Finder(memory, [newer], NOW.date(), [])
+    finder = Finder(memory, [newer], NOW.date())
     # By any line of the entry; the note it finds becomes a pair a change may name.
     text, failed = finder.find({"entry": "memory/2026-11-21.md:4", "about": "  bike\n lock "})
     assert not failed
@@ -502,7 +502,7 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
     )
     assert finder.find("bike lock")[1] and finder.searches == searched
     today.write_text(today.read_text() + "\n## 09:00\n\n")
-    empty = Finder(memory, [newer, ("memory/2026-11-21.md", 7)], NOW.date(), [])
+    empty = Finder(memory, [newer, ("memory/2026-11-21.md", 7)], NOW.date())
     assert empty.find({"entry": "memory/2026-11-21.md:7", "about": "bike lock"}) == (
         "memory/2026-11-21.md:7 is an empty entry: it replaces nothing.",
         True,
@@ -518,7 +518,7 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
         "# 2026-11-20\n\n## 08:00\n\nBike lock code is 1111.\n\n## 09:00\n\nLock: 2222 now.\n"
     )
     memory.index.rebuild()
-    day_before = Finder(memory, [("memory/2026-11-20.md", 7)], NOW.date(), [])
+    day_before = Finder(memory, [("memory/2026-11-20.md", 7)], NOW.date())
     text, _ = day_before.find({"entry": "memory/2026-11-20.md:7", "about": "bike lock code"})
     assert "2026-02-25.md:3" in text and "1111" not in text
     (memory.workspace / "memory" / "2026-11-20.md").unlink()
@@ -550,7 +550,7 @@ def test_a_runs_model_searches_for_older_notes_of_its_new_entries_only(memory, c
     def broken(*args, **kwargs):
         raise OSError("disk gone")
 
-    again = Finder(memory, [newer], NOW.date(), [])
+    again = Finder(memory, [newer], NOW.date())
     memory.searcher = type("Broken", (), {"search": staticmethod(broken)})()
     text, failed = again.find({"entry": "memory/2026-11-21.md:3", "about": "bike lock"})
     assert failed and text == "The search failed; answer with what was found."
