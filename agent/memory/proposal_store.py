@@ -128,9 +128,10 @@ class Store:
 
 def _move(positions: dict[str, Any], rel: str, at: int, by: int) -> bool:
     """Move where ``rel`` was read up to by ``by`` bytes when a change at byte ``at`` is in
-    the part read; whether it moved (a value not a number is left alone)."""
+    the part read or starts right where it ends (a mark is the end of an entry whose heading
+    was read, never the start of one); whether it moved (a value not a number stays)."""
     read = positions.get(rel)
-    if not isinstance(read, int) or read <= at:
+    if not isinstance(read, int) or read < at:
         return False
     positions[rel] = read + by
     return True

@@ -170,3 +170,17 @@ async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_t
     }
     assert memory.proposals._moving == []  # nothing left to move once the run is in
     assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new
+
+
+async def test_a_mark_at_the_end_of_a_log_read_is_not_read_again_as_a_new_line(memory):
+    curator = Curator.of(memory)
+    assert curator is not None
+    log = memory.workspace / "memory" / "2026-03-11.md"
+    log.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.")  # by hand: no line break at its end
+    memory.proposals.set_marks({"memory/2026-03-11.md": log.stat().st_size})
+    memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
+    assert log.read_text().endswith(
+        "Code 4711.\n(Out of date: replaced by the note of 2026-03-12 09:00.)\n"
+    )
+    assert curator.store.marks() == {"memory/2026-03-11.md": log.stat().st_size}
+    assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new to read

@@ -308,31 +308,38 @@ def test_a_mark_in_the_part_of_a_log_read_moves_where_it_was_read_up_to(tmp_path
     blank = before.index("A.\n") + 3
     store.set_marks({"memory/d.md": len(before), "memory/e.md": blank})
     store.shifted("memory/d.md", before, after)  # read past it: moves with the bytes
-    store.shifted("memory/e.md", before, after)  # read up to it, not into it: stays
     store.shifted("memory/f.md", before, after)  # never read: nothing to move
     assert store.marks() == {"memory/d.md": len(after), "memory/e.md": blank}
-    at_the_end = before + "(Out of date: y.)\n"  # after the last line read: stays
+    # Read up to the blank line it takes, or a log's end where it is added (a log written by
+    # hand, no blank line after its last entry): the mark ends an entry read, so it moves too,
+    # and the next run does not read it as a new line.
+    store.shifted("memory/e.md", before, after)
+    at_the_end = before + "(Out of date: y.)\n"
     store.set_marks({"memory/g.md": len(before)})
     store.shifted("memory/g.md", before, at_the_end)
-    assert store.marks() == {"memory/g.md": len(before)}
+    assert store.marks() == {"memory/g.md": len(at_the_end)}
+    store.set_marks({"memory/e.md": blank})
+    store.shifted("memory/e.md", before, after)
+    assert store.marks() == {"memory/e.md": blank + len(after) - len(before)}
 
 
 def test_the_positions_of_runs_still_out_move_with_a_mark_until_each_run_is_in(tmp_path):
     store = Store(tmp_path / "proposals.json")
     before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
     after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
-    blank = before.index("A.\n") + 3
-    first, second = {"memory/d.md": len(before)}, {"memory/d.md": blank, "memory/e.md": 9}
+    heading = before.index("## 09:00")  # the entry marked is not read yet
+    first, second = {"memory/d.md": len(before)}, {"memory/d.md": heading, "memory/e.md": 9}
     with store.moving(first):
         with store.moving(second):  # a second run, in while the first is still out
             store.shifted("memory/d.md", before, after)
         assert first == {"memory/d.md": len(after)}  # read past the mark: moved
-        assert second == {"memory/d.md": blank, "memory/e.md": 9}  # up to it: stays
-        store.shifted("memory/d.md", after, after + "x")  # added after what it read: stays
-        assert first == {"memory/d.md": len(after)} and second["memory/d.md"] == blank
+        assert second == {"memory/d.md": heading, "memory/e.md": 9}  # not up to it: stays
+        later = after + "## 11:00\n\nC.\n"  # an entry written after the run read the log
+        store.shifted("memory/d.md", later, later + "(Out of date: z.)\n")  # marked: stays
+        assert first == {"memory/d.md": len(after)} and second["memory/d.md"] == heading
         store.shifted("memory/d.md", before, after)
         assert first == {"memory/d.md": 2 * len(after) - len(before)}
-        assert second == {"memory/d.md": blank, "memory/e.md": 9}  # in: no longer moved
+        assert second == {"memory/d.md": heading, "memory/e.md": 9}  # in: no longer moved
     store.shifted("memory/d.md", before, after)
     assert first == {"memory/d.md": 2 * len(after) - len(before)}
     assert store.marks() == {}  # nothing stored was read: nothing to move
