@@ -14,6 +14,7 @@ from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, marked, own_log_day, replaced_at
+from agent.memory.logfile import held
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
@@ -257,31 +258,33 @@ class Memory:
         path = self._clear_way(rel, now)
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        with recording(self.history, path):
-            fd = os.open(path, flags, PRIVATE_FILE_MODE)
-            try:
-                size = os.fstat(fd).st_size
-                if size == 0:
-                    entry = f"# {now.date().isoformat()}\n\n" + entry
-                elif os.pread(fd, 1, size - 1) != b"\n":  # edited by hand, no line break at
-                    entry = "\n\n" + entry  # the end: the heading starts a line of its own
-                os.write(fd, entry.encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        with held(path, flags, PRIVATE_FILE_MODE) as fd, recording(self.history, path):
+            size = os.fstat(fd).st_size
+            if size == 0:
+                entry = f"# {now.date().isoformat()}\n\n" + entry
+            elif os.pread(fd, 1, size - 1) != b"\n":  # edited by hand, no line break at the
+                entry = "\n\n" + entry  # end: the heading starts a line of its own
+            os.write(fd, entry.encode())
+            os.fsync(fd)
         return rel
 
     def mark_replaced(self, rel: str, line: int, newer: Newer) -> None:
         """Mark the entry of log ``rel`` at ``line`` as replaced by ``newer``, a note in a log
         of the same folder: a line at its end that the owner reads and search follows."""
-        text = self.own_text(rel)
-        if not text:
-            raise ToolError(f"{rel} does not exist.")
-        after = marked(text, line, newer)
-        atomic_write(self.workspace / rel, after, history=self.history)
-        if self.proposals is not None:  # consolidation's place in that log moves with its bytes
-            self.proposals.shifted(rel, text, after)
+        try:
+            with held(self.workspace / rel, os.O_RDONLY):
+                text = self.own_text(rel)
+                if not text:
+                    raise ToolError(f"{rel} does not exist.")
+                after = marked(text, line, newer)
+                atomic_write(self.workspace / rel, after, history=self.history)
+                if self.proposals is not None:  # consolidation's place moves with the bytes
+                    self.proposals.shifted(rel, text, after)
+        except FileNotFoundError:
+            raise ToolError(f"{rel} does not exist.") from None
+        except OSError as exc:  # a link, a folder
+            raise ToolError(f"{rel} could not be marked ({exc.strerror}).") from None
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
         """The real path for ``rel``: every folder on the way is a real folder, and the file,

@@ -1,0 +1,98 @@
+"""One writer of a daily log at a time: an entry appended while a mark rewrites the log is kept,
+in whichever thread or process each runs."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.memory import store as store_module
+from agent.memory.index import MemoryIndex
+from agent.memory.links import Newer, marked
+from agent.memory.logfile import held
+from agent.memory.store import Memory
+from agent.settings import MemorySettings
+from agent.tools.files import atomic_write
+from gateway.contract.errors import ToolError
+from gateway.contract.events import OWNER
+
+NOW = datetime(2026, 3, 12, 22, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+REL = "memory/2026-03-12.md"
+LOG = "# 2026-03-12\n\n## 09:00\n\nCode 4711.\n\n"
+
+
+@pytest.fixture
+def memory(tmp_path):
+    ws = (tmp_path / "ws").resolve()
+    (ws / "memory").mkdir(parents=True)
+    (ws / REL).write_text(LOG)
+    index = MemoryIndex(tmp_path / "index.sqlite", ws)
+    yield Memory(ws, index, MemorySettings())
+    index.close()
+
+
+def waiting_for_lock(path: Path) -> bool:
+    """Whether a writer waits for the lock on ``path`` (Linux lists waiters with "->")."""
+    inode = f":{os.stat(path).st_ino} "
+    return any("->" in x and inode in x for x in Path("/proc/locks").read_text().splitlines())
+
+
+def test_an_entry_appended_while_a_mark_rewrites_the_log_lands_in_the_new_file(memory):
+    path = memory.workspace / REL
+    done = threading.Event()
+
+    def append() -> None:
+        memory.append("Bought stamps.", NOW, OWNER)
+        done.set()
+
+    with held(path, os.O_RDONLY):  # a mark, read the log and about to rename a new one in
+        writer = threading.Thread(target=append)
+        writer.start()
+        deadline = time.monotonic() + 10
+        while not waiting_for_lock(path):
+            assert not done.is_set(), "the append did not wait for the mark"
+            assert time.monotonic() < deadline, "the append never came to the lock"
+            threading.Event().wait(0.005)
+        atomic_write(path, marked(LOG, 3, Newer("2026-03-13", "08:00")))
+    writer.join(timeout=10)
+    assert done.is_set()
+    text = path.read_text()
+    assert "(Out of date: replaced by the note of 2026-03-13 08:00.)" in text
+    assert text.endswith("## 22:00\n\nBought stamps.\n\n")  # in the file that is there now
+
+
+def test_a_mark_holds_the_log_while_it_reads_and_rewrites_it(memory, monkeypatch):
+    path = memory.workspace / REL
+    seen = []
+
+    def marking(text: str, line: int, newer: Newer) -> str:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):  # another writer would wait here
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        seen.append(line)
+        return marked(text, line, newer)
+
+    monkeypatch.setattr(store_module, "marked", marking)
+    memory.mark_replaced(REL, 3, Newer("2026-03-13", "08:00"))
+    assert seen == [3] and "(Out of date:" in path.read_text()
+    with held(path, os.O_RDONLY):  # and lets it go after
+        pass
+
+
+def test_a_mark_of_a_log_that_is_not_there_or_not_a_file_says_so(memory):
+    with pytest.raises(ToolError, match=r"memory/2026-03-01\.md does not exist"):
+        memory.mark_replaced("memory/2026-03-01.md", 3, Newer("2026-03-13", "08:00"))
+    (memory.workspace / "memory" / "2026-03-02.md").symlink_to(memory.workspace / REL)
+    with pytest.raises(ToolError, match=r"2026-03-02\.md could not be marked"):
+        memory.mark_replaced("memory/2026-03-02.md", 3, Newer("2026-03-13", "08:00"))
+    assert (memory.workspace / REL).read_text() == LOG
