@@ -1,5 +1,6 @@
 """What the nightly consolidation marks out of date over a year, run on demand:
-``python bench/marks_bench.py [--judge model|first|true|search] [--others N]``. Prints a table.
+``python bench/marks_bench.py [--judge model|first|true|search|blind] [--others N]``. Prints a
+table.
 
 The year of ``memory_year_bench.py`` (bench/retrieval/year.py), without marks. Each day that
 holds a newer version of a changed fact, and as many other days (seeded), is consolidated in
@@ -15,8 +16,9 @@ names exactly the older versions of the same fact among the notes listed (what t
 do at best), ``search`` does the same and, for a newer version with no older one listed under
 it, first searches with ``earlier_notes`` by the fact's name in the set ("door code", "vet":
 a stand-in for the words a model would choose, which only ``model`` measures) and names what
-that finds too, and ``first`` names the first note listed under every new entry (a careless
-model: what false marks cost).
+that finds too, ``blind`` does the same with the words a model wrote for each newer version
+seeing only that note (``bench/retrieval/year_searched.py``), and ``first`` names the first
+note listed under every new entry (a careless model: what false marks cost).
 
 Rows: marks made, those that name an older version of the same fact and those that do not;
 the newer versions whose older one was marked; then, with the marks, "latest first" for the
@@ -55,6 +57,7 @@ from agent.settings import ConsolidationSettings, LLMSettings, MemorySettings, S
 from bench.memory_year_bench import CACHE, _half, embedder_named, hybrid, measure
 from bench.retrieval.year import DAYS, FIRST_DAY, TODAY, Span, build
 from bench.retrieval.year_fresh import FRESH
+from bench.retrieval.year_searched import SEARCHED
 from bench.retrieval.year_series import CHANGED
 from gateway.contract.ports import Secret
 from tests.fakes.anthropic_api import FakeAnthropic, Reply
@@ -119,9 +122,12 @@ def new_entries(prompt: str) -> list[str]:
     return entries
 
 
-def searches(prompt: str, of: Callable[[str], tuple[str, int] | None]) -> list[tuple[str, dict]]:
+def searches(
+    prompt: str, of: Callable[[str], tuple[str, int] | None], blind: bool
+) -> list[tuple[str, dict]]:
     """The ``search`` judge's searches: for each new entry that is a newer version of a changed
-    fact with no older version listed under it, one by the fact's name ("door code")."""
+    fact with no older version listed under it, one by the fact's name ("door code"); the
+    ``blind`` judge's: by the words written for it seeing the new note alone."""
     listed = listed_pairs(prompt)
     calls = []
     for entry in new_entries(prompt):
@@ -130,7 +136,8 @@ def searches(prompt: str, of: Callable[[str], tuple[str, int] | None]) -> list[t
             continue
         if any(older_version(of, newer, older) for newer, older in listed if newer == entry):
             continue
-        calls.append((SEARCH, {"entry": entry, "about": new[0].replace("-", " ")}))
+        words = SEARCHED[new] if blind else (new[0].replace("-", " "),)
+        calls += [(SEARCH, {"entry": entry, "about": about}) for about in words]
     return calls
 
 
@@ -144,7 +151,8 @@ def fake_judge(kind: str, of: Callable[[str], tuple[str, int] | None]) -> Callab
     def brain(body: dict[str, Any]) -> Reply:
         first = body["messages"][0]["content"]  # the run's prompt, maybe in blocks
         prompt = first if isinstance(first, str) else "".join(b.get("text", "") for b in first)
-        if kind == "search" and len(body["messages"]) == 1 and (calls := searches(prompt, of)):
+        searching = kind in ("search", "blind") and len(body["messages"]) == 1
+        if searching and (calls := searches(prompt, of, kind == "blind")):
             return Reply(tool_calls=calls)
         changes, named = [], set()
         for newer, older in listed_pairs(prompt) + found_pairs(body):
@@ -225,7 +233,8 @@ async def consolidate(args: argparse.Namespace, ws: Path, notes: dict[str, Span]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--judge", choices=("model", "first", "true", "search"), default="model")
+    judges = ("model", "first", "true", "search", "blind")
+    parser.add_argument("--judge", choices=judges, default="model")
     parser.add_argument("--others", type=int, default=45, help="days without a change run too")
     parser.add_argument("--seed", type=int, default=68)
     args = parser.parse_args()
