@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
+from agent.memory.logfile import steady
 from agent.memory.proposal_store import Store
 from agent.memory.proposals import (
     APPLIED,
@@ -155,17 +156,15 @@ class Curator:
             return None
         return cls(memory, memory.proposals)
 
-    def read(self, today: date, audience: Audience = OWNER) -> Reading:
+    def read(self, today: date, audience: Audience = OWNER, into: Reading | None = None) -> Reading:
         """The audience's logs' new parts since the last run (a log never read: the last
-        ``first_days`` days' only)."""
+        ``first_days`` days' only), filled ``into`` a reading whose positions already move
+        with marks (``Store.moving``), so that none is missed while the logs are read."""
+        reading = into or Reading({}, {}, {}, {})
         folder = self.memory.workspace / log_folder(audience)
         marks = self.store.marks()
         first_days = self.memory.cfg.consolidation.first_days
         oldest = (today - timedelta(days=first_days - 1)).isoformat()
-        logs: dict[str, str] = {}
-        first_lines: dict[str, int] = {}
-        new_marks: dict[str, int] = {}
-        starts: dict[str, int] = {}
         try:
             names = sorted(e.name for e in os.scandir(folder) if _OWNER_LOG.match(e.name))
         except OSError:
@@ -174,21 +173,26 @@ class Curator:
             rel = f"{log_folder(audience)}/{name}"
             if rel not in marks and name < oldest:
                 continue
-            # The mark counts the log's own bytes: quoted whole, its new part is quoted alone.
-            data = self.memory.read_visible(rel, audience, quoted=False).encode()
-            start = marks.get(rel, 0)
-            if len(data) <= start:
-                continue
-            text = data[start:].decode("utf-8", errors="replace")
-            first_lines[rel] = line_at(data, start)
-            read = self.memory.written_after(rel) if text.strip() else ""
-            if read:  # the quote opens on a line of its own, before the part's first
-                text = untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER)
-                first_lines[rel] -= 1
-            logs[rel] = text
-            new_marks[rel] = len(data)
-            starts[rel] = start
-        return Reading(logs, first_lines, new_marks, starts)
+            with steady(folder / name):  # no mark between reading it and noting how far
+                self._read_log(reading, rel, audience, marks.get(rel, 0))
+        return reading
+
+    def _read_log(self, reading: Reading, rel: str, audience: Audience, start: int) -> None:
+        # The mark counts the log's own bytes: quoted whole, its new part is quoted alone.
+        data = self.memory.read_visible(rel, audience, quoted=False).encode()
+        if len(data) > start:  # a mark made since the marks were loaded moved this one
+            start = self.store.marks().get(rel, 0)
+        if len(data) <= start:
+            return
+        text = data[start:].decode("utf-8", errors="replace")
+        reading.first_lines[rel] = line_at(data, start)
+        read = self.memory.written_after(rel) if text.strip() else ""
+        if read:  # the quote opens on a line of its own, before the part's first
+            text = untrusted(f"{rel}, written after reading {read}", text, WRITTEN_AFTER)
+            reading.first_lines[rel] -= 1
+        reading.logs[rel] = text
+        reading.marks[rel] = len(data)
+        reading.starts[rel] = start
 
     def chats(self) -> list[Audience]:
         """The shared chats (paired guests, groups, channels) with a log folder: each has notes
@@ -212,9 +216,24 @@ class Curator:
         target = LONG_TERM if audience.private else notes_path(audience)
         if target is None:
             return Outcome(None, Usage(), 0)
-        reading = self.read(now.date(), audience)
-        if reading.empty:
-            return Outcome(None, Usage(), 0)
+        reading = Reading({}, {}, {}, {})
+        # A conversation may mark a note in a log read while the run is out: that moves bytes.
+        # So do the places this run will store, from before it reads until they are stored.
+        with self.store.moving(reading.marks, reading.starts):
+            self.read(now.date(), audience, reading)
+            if reading.empty:
+                return Outcome(None, Usage(), 0)
+            return await self._asked(llm, now, audience, key, target, reading)
+
+    async def _asked(
+        self,
+        llm: LLM,
+        now: datetime,
+        audience: Audience,
+        key: SessionKey | None,
+        target: str,
+        reading: Reading,
+    ) -> Outcome:
         current = self.memory.own_text(target)
         # A run over a free-form MEMORY.md proposes its move into sections too.
         move = audience.private and wants_move(current, self.store)
@@ -230,16 +249,14 @@ class Curator:
         if audience.private:
             system += prompt_part(current, move=move)
         charge = Charge(Purpose.CONSOLIDATION, key)  # ``key``: the job's, for its cap
-        # A conversation may mark a note in a log read while the run is out: it moves bytes.
-        with self.store.moving(reading.marks, reading.starts):
-            finder = await self._finder(reading, current, now.date()) if audience.private else None
-            if finder is not None and finder.offers:
-                prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
-                    finder.offers, now.date()
-                )
-            if finder is not None:
-                system += REPLACING
-            answer, usage, chars_in = await answered(llm, system, prompt, finder, charge)
+        finder = await self._finder(reading, current, now.date()) if audience.private else None
+        if finder is not None and finder.offers:
+            prompt += "\n\n## Earlier notes a new entry may make out of date\n\n" + listed(
+                finder.offers, now.date()
+            )
+        if finder is not None:
+            system += REPLACING
+        answer, usage, chars_in = await answered(llm, system, prompt, finder, charge)
         offers = finder.offers if finder is not None else []
         items = parse(answer, current, reading.logs, reading.first_lines, offers)
         if audience.private:
@@ -254,7 +271,7 @@ class Curator:
             made=now.isoformat(timespec="seconds"),
             base=digest(current),
             items=tuple(items),
-            marks_before=reading.starts,
+            marks_before=dict(reading.starts),
             target=target,
         )
         self.store.add(proposal, reading.marks)

@@ -3,7 +3,9 @@ no notes of its own, and the preview: its word on the file's budget, and every f
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -184,3 +186,74 @@ async def test_a_mark_at_the_end_of_a_log_read_is_not_read_again_as_a_new_line(m
     )
     assert curator.store.marks() == {"memory/2026-03-11.md": log.stat().st_size}
     assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new to read
+
+
+def test_a_mark_made_as_a_run_starts_is_not_read_as_new_text(memory, monkeypatch):
+    curator = Curator.of(memory)
+    assert curator is not None
+    log = memory.workspace / "memory" / "2026-03-11.md"
+    log.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
+    memory.proposals.set_marks({"memory/2026-03-11.md": log.stat().st_size})
+    log.write_text(log.read_text() + "## 20:00\n\nBought stamps.\n\n")
+    loaded = memory.proposals.marks
+
+    def loaded_then_marked() -> dict[str, int]:  # the marks loaded, then a note is marked
+        found = loaded()
+        monkeypatch.setattr(memory.proposals, "marks", loaded)
+        memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
+        return found
+
+    monkeypatch.setattr(memory.proposals, "marks", loaded_then_marked)
+    reading = curator.read(NOW.date())
+    assert reading.logs == {"memory/2026-03-11.md": "## 20:00\n\nBought stamps.\n\n"}
+
+
+async def test_a_mark_in_a_log_read_while_the_run_reads_the_next_moves_where_it_read_to(
+    memory, monkeypatch
+):
+    curator = Curator.of(memory)
+    assert curator is not None
+    folder = memory.workspace / "memory"
+    first, second = folder / "2026-03-11.md", folder / "2026-03-12.md"
+    first.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
+    second.write_text("# 2026-03-12\n\n## 09:00\n\nCode 0815.\n\n")
+    reads = curator._read_log
+
+    def read_log(reading: Any, rel: str, *args: Any) -> None:
+        if rel == "memory/2026-03-12.md":  # the first log is read, and marked before this one
+            memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
+        reads(reading, rel, *args)
+
+    monkeypatch.setattr(curator, "_read_log", read_log)
+    answer = {"changes": [{"op": "add", "text": "- Code 0815.", "reason": "r", "sources": []}]}
+    outcome = await curator.propose(MarkingModel(answer, lambda: None), NOW)
+    assert outcome.proposal is not None
+    assert curator.store.marks() == {
+        "memory/2026-03-11.md": first.stat().st_size,
+        "memory/2026-03-12.md": second.stat().st_size,
+    }
+
+
+def test_a_run_reads_each_log_held_and_one_it_cannot_hold_as_it_is(memory, monkeypatch):
+    curator = Curator.of(memory)
+    assert curator is not None
+    folder = memory.workspace / "memory"
+    (folder / "2026-03-11.md").write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
+    (folder / "2026-03-12.md").symlink_to(folder / "2026-03-11.md")  # no lock through a link
+    reads, held = curator._read_log, []
+
+    def read_log(reading: Any, rel: str, *args: Any) -> None:
+        fd = os.open(memory.workspace / rel, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append((rel, False))
+        except BlockingIOError:  # a mark would wait here
+            held.append((rel, True))
+        finally:
+            os.close(fd)
+        reads(reading, rel, *args)
+
+    monkeypatch.setattr(curator, "_read_log", read_log)
+    reading = curator.read(NOW.date())
+    assert held == [("memory/2026-03-11.md", True), ("memory/2026-03-12.md", False)]
+    assert list(reading.logs) == ["memory/2026-03-11.md", "memory/2026-03-12.md"]
