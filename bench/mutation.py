@@ -363,6 +363,14 @@ TARGETS = (
         "tests/test_consolidation_e2e.py",
         "tests/gateway/web/test_proposals_page.py",
     ),
+    # One writer of a log at a time: an entry appended while a mark rewrites the log is kept.
+    _t(
+        "agent/memory/logfile.py",
+        "tests/agent/memory/test_logfile.py",
+        "tests/agent/memory/test_curator.py",
+        "tests/agent/memory/test_memory.py",
+        "tests/agent/memory/test_replaces.py",
+    ),
     _t(
         "agent/memory/consolidation.py",
         "tests/test_consolidation_e2e.py",
