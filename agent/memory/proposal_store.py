@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +30,21 @@ class Store:
     # move as they move the stored ones.
     _moving: list[dict[str, int]] = field(default_factory=list)
 
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The file to one reader-writer at a time: this process's threads (the lock) and
+        other processes (the terminal's ``corvid memory`` beside the gateway: an ``flock`` on
+        a file next to it, as the file itself is replaced on every write)."""
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = self.path.with_name(self.path.name + ".lock")
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+
     def _load(self) -> dict[str, Any]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -45,11 +62,11 @@ class Store:
         write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False))
 
     def marks(self) -> dict[str, int]:
-        with self._lock:
+        with self._held():
             return {str(k): int(v) for k, v in self._load().get("marks", {}).items()}
 
     def set_marks(self, marks: dict[str, int]) -> None:
-        with self._lock:
+        with self._held():
             data = self._load()
             data["marks"] = marks
             self._save(data)
@@ -57,7 +74,7 @@ class Store:
     def read_up_to(self, marks: dict[str, int]) -> None:
         """A run has read these logs up to these bytes; the others' marks stay (another run
         may have moved them meanwhile)."""
-        with self._lock:
+        with self._held():
             data = self._load()
             data["marks"] = {**data.get("marks", {}), **marks}
             self._save(data)
@@ -71,7 +88,7 @@ class Store:
         old, new = before.encode(), after.encode()
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
         by = len(new) - len(old)
-        with self._lock:
+        with self._held():
             for positions in self._moving:
                 _move(positions, rel, at, by)
             data = self._load()
@@ -97,7 +114,7 @@ class Store:
                 self._moving[:] = [p for p in self._moving if all(p is not q for q in positions)]
 
     def all(self) -> list[Proposal]:
-        with self._lock:
+        with self._held():
             return [_proposal(p) for p in self._load().get("proposals", [])]
 
     def get(self, pid: str) -> Proposal:
@@ -108,14 +125,14 @@ class Store:
 
     def add(self, proposal: Proposal, marks: dict[str, int]) -> None:
         """Keep ``proposal`` and the marks of the logs it read together: both or neither."""
-        with self._lock:
+        with self._held():
             data = self._load()
             data["marks"] = {**data.get("marks", {}), **marks}
             data["proposals"] = [*data.get("proposals", []), asdict(proposal)][-50:]
             self._save(data)
 
     def put(self, proposal: Proposal, marks: dict[str, int] | None = None) -> None:
-        with self._lock:
+        with self._held():
             data = self._load()
             data["proposals"] = [
                 asdict(proposal) if p.get("id") == proposal.id else p

@@ -6,9 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-import time
 from datetime import datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -22,6 +20,7 @@ from agent.settings import MemorySettings
 from agent.tools.files import atomic_write
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER
+from tests.locks import until_waiting
 
 NOW = datetime(2026, 3, 12, 22, 0, tzinfo=ZoneInfo("Europe/Berlin"))
 REL = "memory/2026-03-12.md"
@@ -38,12 +37,6 @@ def memory(tmp_path):
     index.close()
 
 
-def waiting_for_lock(path: Path) -> bool:
-    """Whether a writer waits for the lock on ``path`` (Linux lists waiters with "->")."""
-    inode = f":{os.stat(path).st_ino} "
-    return any("->" in x and inode in x for x in Path("/proc/locks").read_text().splitlines())
-
-
 def test_an_entry_appended_while_a_mark_rewrites_the_log_lands_in_the_new_file(memory):
     path = memory.workspace / REL
     done = threading.Event()
@@ -55,11 +48,7 @@ def test_an_entry_appended_while_a_mark_rewrites_the_log_lands_in_the_new_file(m
     with held(path, os.O_RDONLY):  # a mark, read the log and about to rename a new one in
         writer = threading.Thread(target=append)
         writer.start()
-        deadline = time.monotonic() + 10
-        while not waiting_for_lock(path):
-            assert not done.is_set(), "the append did not wait for the mark"
-            assert time.monotonic() < deadline, "the append never came to the lock"
-            threading.Event().wait(0.005)
+        until_waiting(path, writer)
         atomic_write(path, marked(LOG, 3, Newer("2026-03-13", "08:00")))
     writer.join(timeout=10)
     assert done.is_set()

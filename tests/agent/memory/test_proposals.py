@@ -3,7 +3,10 @@ author found, and the changes applied in order."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import threading
 from dataclasses import replace
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from agent.memory.proposal_store import Store
 from agent.memory.proposals import (
     APPLIED,
+    PENDING,
     Item,
     Proposal,
     applied,
@@ -23,6 +27,7 @@ from agent.memory.proposals import (
 )
 from agent.workspace.audience import untrusted
 from gateway.contract.errors import ToolError
+from tests.locks import until_waiting
 
 MEMORY = "# Memory\n\n- Anna lives in Porto.\n- Likes tea.\n- Likes tea a lot.\n"
 LOG = "# 2026-03-12\n\n## 10:00\n\nAnna moved.\n\n" + untrusted("the chat g", "Bob: durian") + "\n"
@@ -368,3 +373,23 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     store.set_marks({"memory/d.md": "12"})
     store.shifted("memory/d.md", before, after)
     assert json.loads(store.path.read_text())["marks"] == {"memory/d.md": "12"}
+
+
+def test_the_store_is_changed_by_one_process_at_a_time(tmp_path):
+    store = Store(tmp_path / "proposals.json")
+    first = Proposal("p1", "2026-03-12T22:00", "x", (), {})
+    store.add(first, {"memory/d.md": 3})
+    lock = os.open(tmp_path / "proposals.json.lock", os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the terminal's ``corvid memory apply``, mid-change
+    try:
+        adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}))
+        adding.start()
+        until_waiting(tmp_path / "proposals.json.lock", adding)
+        # The terminal applies p1 (status and all), then lets go.
+        data = json.loads(store.path.read_text())
+        data["proposals"][0]["status"] = APPLIED
+        store.path.write_text(json.dumps(data))
+    finally:
+        os.close(lock)
+    adding.join(timeout=10)
+    assert [(p.id, p.status) for p in store.all()] == [("p1", APPLIED), ("p2", PENDING)]
