@@ -100,6 +100,7 @@ class Reading:
     first_lines: dict[str, int]  # rel -> the line number its new text starts at
     marks: dict[str, int]  # rel -> bytes read after this run, for the logs it reads
     starts: dict[str, int]  # rel -> bytes read before this run, for the same logs
+    seen: dict[str, int]  # rel -> marks written into any log when it was read (Store.where)
 
     @property
     def empty(self) -> bool:
@@ -156,11 +157,10 @@ class Curator:
             return None
         return cls(memory, memory.proposals)
 
-    def read(self, today: date, audience: Audience = OWNER, into: Reading | None = None) -> Reading:
+    def read(self, today: date, audience: Audience = OWNER) -> Reading:
         """The audience's logs' new parts since the last run (a log never read: the last
-        ``first_days`` days' only), filled ``into`` a reading whose positions already move
-        with marks (``Store.moving``), so that none is missed while the logs are read."""
-        reading = into or Reading({}, {}, {}, {})
+        ``first_days`` days' only)."""
+        reading = Reading({}, {}, {}, {}, {})
         folder = self.memory.workspace / log_folder(audience)
         marks = self.store.marks()
         first_days = self.memory.cfg.consolidation.first_days
@@ -173,15 +173,15 @@ class Curator:
             rel = f"{log_folder(audience)}/{name}"
             if rel not in marks and name < oldest:
                 continue
-            with steady(folder / name):  # no mark between reading it and noting how far
+            with steady(folder / name):  # no mark between reading it and noting when
                 self._read_log(reading, rel, audience, marks.get(rel, 0))
         return reading
 
     def _read_log(self, reading: Reading, rel: str, audience: Audience, start: int) -> None:
         # The mark counts the log's own bytes: quoted whole, its new part is quoted alone.
         data = self.memory.read_visible(rel, audience, quoted=False).encode()
-        if len(data) > start:  # a mark made since the marks were loaded moved this one
-            start = self.store.marks().get(rel, 0)
+        if len(data) > start:  # as it is now, with the marks so far: a mark may have moved it
+            start, reading.seen[rel] = self.store.where(rel)
         if len(data) <= start:
             return
         text = data[start:].decode("utf-8", errors="replace")
@@ -216,14 +216,10 @@ class Curator:
         target = LONG_TERM if audience.private else notes_path(audience)
         if target is None:
             return Outcome(None, Usage(), 0)
-        reading = Reading({}, {}, {}, {})
-        # A conversation may mark a note in a log read while the run is out: that moves bytes.
-        # So do the places this run will store, from before it reads until they are stored.
-        with self.store.moving(reading.marks, reading.starts):
-            self.read(now.date(), audience, reading)
-            if reading.empty:
-                return Outcome(None, Usage(), 0)
-            return await self._asked(llm, now, audience, key, target, reading)
+        reading = self.read(now.date(), audience)
+        if reading.empty:
+            return Outcome(None, Usage(), 0)
+        return await self._asked(llm, now, audience, key, target, reading)
 
     async def _asked(
         self,
@@ -264,17 +260,18 @@ class Curator:
             if move:
                 items += rest_of_move(current, items)
         if not items:
-            self.store.read_up_to(reading.marks)
+            self.store.read_up_to(reading.marks, reading.seen)
             return Outcome(None, usage, chars_in)
         proposal = Proposal(
             id=token_hex(3),
             made=now.isoformat(timespec="seconds"),
             base=digest(current),
             items=tuple(items),
-            marks_before=dict(reading.starts),
+            marks_before=reading.starts,
             target=target,
         )
-        self.store.add(proposal, reading.marks)
+        # A mark written into a log read while the run was out moved bytes: stored moved too.
+        proposal = self.store.add(proposal, reading.marks, reading.seen)
         log.info("memory proposal %s: %d change(s)", proposal.id, len(items))
         return Outcome(proposal, usage, chars_in)
 

@@ -9,7 +9,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from gateway.infra.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
+JOURNAL = 200  # the last marks kept for runs still out: far more than one run's model call
+
 
 @dataclass
 class Store:
@@ -26,9 +28,6 @@ class Store:
 
     path: Path
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    # The read positions of runs still out (asking the model), which marks written meanwhile
-    # move as they move the stored ones.
-    _moving: list[dict[str, int]] = field(default_factory=list)
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -71,47 +70,43 @@ class Store:
             data["marks"] = marks
             self._save(data)
 
-    def read_up_to(self, marks: dict[str, int]) -> None:
-        """A run has read these logs up to these bytes; the others' marks stay (another run
-        may have moved them meanwhile)."""
+    def where(self, rel: str) -> tuple[int, int]:
+        """How far ``rel`` has been read, and how many marks have been written into any log
+        so far: a run that reads the log now stores its place moved by the marks after."""
         with self._held():
             data = self._load()
-            data["marks"] = {**data.get("marks", {}), **marks}
+            return int(data.get("marks", {}).get(rel, 0)), _count(data)
+
+    def read_up_to(self, marks: dict[str, int], seen: dict[str, int]) -> None:
+        """A run has read these logs up to these bytes, each when ``seen`` marks had been
+        written (``where``): stored moved by the marks written since into the part read. The
+        others' places stay (another run may have moved them meanwhile)."""
+        with self._held():
+            data = self._load()
+            data["marks"] = {**data.get("marks", {}), **_since(data, marks, seen)}
             self._save(data)
 
     def shifted(self, rel: str, before: str, after: str) -> None:
         """``rel`` was changed from ``before`` to ``after`` (a mark): where it has been read
         up to moves with the bytes when the change is in the part read, so that the next run
         reads on from the same place, not from the middle of a line it has read. So do the
-        places a run still out will store, and those a pending proposal reads again from if
-        it is refused."""
+        places a pending proposal reads again from if it is refused; and the change is kept
+        for a run still out, in this process or another, to move its places by."""
         old, new = before.encode(), after.encode()
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
         by = len(new) - len(old)
         with self._held():
-            for positions in self._moving:
-                _move(positions, rel, at, by)
             data = self._load()
             pending = [
                 p.get("marks_before", {})
                 for p in data.get("proposals", [])
                 if p.get("status", PENDING) == PENDING
             ]
-            moved = [_move(m, rel, at, by) for m in (data.get("marks", {}), *pending)]
-            if any(moved):
-                self._save(data)
-
-    @contextmanager
-    def moving(self, *positions: dict[str, int]) -> Iterator[None]:
-        """While a run is out, the read positions it will store (``positions``, changed in
-        place) move with the marks written meanwhile, as the stored ones do."""
-        with self._lock:
-            self._moving.extend(positions)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._moving[:] = [p for p in self._moving if all(p is not q for q in positions)]
+            for m in (data.get("marks", {}), *pending):
+                _move(m, rel, at, by)
+            data["shifts"] = [*_journal(data), [rel, at, by]][-JOURNAL:]
+            data["shifted"] = _count(data) + 1
+            self._save(data)
 
     def all(self) -> list[Proposal]:
         with self._held():
@@ -123,13 +118,16 @@ class Store:
                 return p
         raise ToolError(f"There is no memory proposal {pid}.")
 
-    def add(self, proposal: Proposal, marks: dict[str, int]) -> None:
-        """Keep ``proposal`` and the marks of the logs it read together: both or neither."""
+    def add(self, proposal: Proposal, marks: dict[str, int], seen: dict[str, int]) -> Proposal:
+        """Keep ``proposal`` and the marks of the logs it read together: both or neither;
+        each place moved as ``read_up_to`` moves it. The proposal as kept."""
         with self._held():
             data = self._load()
-            data["marks"] = {**data.get("marks", {}), **marks}
-            data["proposals"] = [*data.get("proposals", []), asdict(proposal)][-50:]
+            data["marks"] = {**data.get("marks", {}), **_since(data, marks, seen)}
+            kept = replace(proposal, marks_before=_since(data, proposal.marks_before, seen))
+            data["proposals"] = [*data.get("proposals", []), asdict(kept)][-50:]
             self._save(data)
+        return kept
 
     def put(self, proposal: Proposal, marks: dict[str, int] | None = None) -> None:
         with self._held():
@@ -143,15 +141,45 @@ class Store:
             self._save(data)
 
 
-def _move(positions: dict[str, Any], rel: str, at: int, by: int) -> bool:
+def _move(positions: dict[str, Any], rel: str, at: int, by: int) -> None:
     """Move where ``rel`` was read up to by ``by`` bytes when a change at byte ``at`` is in
     the part read or starts right where it ends (a mark is the end of an entry whose heading
-    was read, never the start of one); whether it moved (a value not a number stays)."""
+    was read, never the start of one); a value not a number stays."""
     read = positions.get(rel)
-    if not isinstance(read, int) or read < at:
-        return False
-    positions[rel] = read + by
-    return True
+    if isinstance(read, int) and read >= at:
+        positions[rel] = read + by
+
+
+def _count(data: dict[str, Any]) -> int:
+    """How many marks have been written into the logs, ever (the journal keeps the last)."""
+    count = data.get("shifted", 0)
+    return count if isinstance(count, int) else 0
+
+
+def _journal(data: dict[str, Any]) -> list[list[Any]]:
+    """The last marks written: each its log, the byte it changed from and the bytes added
+    (what a hand edit of the file spoilt is left out)."""
+    kept = data.get("shifts", [])
+    return [
+        s
+        for s in (kept if isinstance(kept, list) else [])
+        if isinstance(s, list) and len(s) == 3 and all(isinstance(x, int) for x in s[1:])
+    ]
+
+
+def _since(data: dict[str, Any], places: dict[str, int], seen: dict[str, int]) -> dict[str, int]:
+    """``places`` (a log's, read when ``seen[log]`` marks had been written) moved by the
+    marks written into their logs since: where they are now."""
+    journal, count = _journal(data), _count(data)
+    first = count - len(journal)  # the number of the first mark the journal keeps, less one
+    moved = dict(places)
+    for rel in moved:
+        if seen.get(rel, count) < first:
+            log.warning("more marks since %s was read than are kept: its place may be off", rel)
+    for n, (rel, at, by) in enumerate(journal, start=first + 1):
+        if rel in moved and n > seen.get(rel, count):
+            _move(moved, rel, at, by)
+    return moved
 
 
 def _proposal(raw: dict[str, Any]) -> Proposal:

@@ -151,8 +151,13 @@ async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_t
     memory.proposals.set_marks({"memory/2026-03-11.md": old.stat().st_size})
     old.write_text(old.read_text() + "## 20:00\n\nBought stamps.\n\n")  # read on from there
 
+    # ``corvid memory apply`` in a terminal: another process, with a store of its own.
+    terminal = Memory(
+        memory.workspace, memory.index, memory.cfg, proposals=Store(memory.proposals.path)
+    )
+
     def marks() -> None:  # both the part read before and the new part gain a line
-        memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
+        terminal.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
         memory.mark_replaced("memory/2026-03-12.md", 3, Newer("2026-03-12", "09:00"))
 
     start = old.stat().st_size - len("## 20:00\n\nBought stamps.\n\n")
@@ -170,7 +175,7 @@ async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_t
         "memory/2026-03-11.md": start + mark,
         "memory/2026-03-12.md": 0,
     }
-    assert memory.proposals._moving == []  # nothing left to move once the run is in
+    assert memory.proposals.where("memory/2026-03-11.md")[1] == 2  # two marks written so far
     assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new
 
 

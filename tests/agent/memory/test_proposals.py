@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.memory.proposal_store import Store
+from agent.memory.proposal_store import JOURNAL, Store
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
@@ -294,7 +294,7 @@ def test_the_store_makes_its_folder_keeps_the_last_fifty_and_sets_a_damaged_file
 ):
     store = Store(tmp_path / "state" / "new" / "proposals.json")
     for n in range(51):
-        store.add(Proposal(f"p{n}", "2026-03-12T22:00", "x", (), {}), {"memory/d.md": n})
+        store.add(Proposal(f"p{n}", "2026-03-12T22:00", "x", (), {}), {"memory/d.md": n}, {})
     assert [p.id for p in store.all()] == [f"p{n}" for n in range(1, 51)]
     assert store.marks() == {"memory/d.md": 50}
     with pytest.raises(ToolError, match="There is no memory proposal p0"):
@@ -328,26 +328,46 @@ def test_a_mark_in_the_part_of_a_log_read_moves_where_it_was_read_up_to(tmp_path
     assert store.marks() == {"memory/e.md": blank + len(after) - len(before)}
 
 
-def test_the_positions_of_runs_still_out_move_with_a_mark_until_each_run_is_in(tmp_path):
-    store = Store(tmp_path / "proposals.json")
+def test_a_run_stores_its_places_moved_by_the_marks_written_while_it_was_out(tmp_path):
+    gateway = Store(tmp_path / "proposals.json")
+    terminal = Store(tmp_path / "proposals.json")  # ``corvid memory apply``, another process
     before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
     after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
     heading = before.index("## 09:00")  # the entry marked is not read yet
-    first, second = {"memory/d.md": len(before)}, {"memory/d.md": heading, "memory/e.md": 9}
-    with store.moving(first):
-        with store.moving(second):  # a second run, in while the first is still out
-            store.shifted("memory/d.md", before, after)
-        assert first == {"memory/d.md": len(after)}  # read past the mark: moved
-        assert second == {"memory/d.md": heading, "memory/e.md": 9}  # not up to it: stays
-        later = after + "## 11:00\n\nC.\n"  # an entry written after the run read the log
-        store.shifted("memory/d.md", later, later + "(Out of date: z.)\n")  # marked: stays
-        assert first == {"memory/d.md": len(after)} and second["memory/d.md"] == heading
-        store.shifted("memory/d.md", before, after)
-        assert first == {"memory/d.md": 2 * len(after) - len(before)}
-        assert second == {"memory/d.md": heading, "memory/e.md": 9}  # in: no longer moved
-    store.shifted("memory/d.md", before, after)
-    assert first == {"memory/d.md": 2 * len(after) - len(before)}
-    assert store.marks() == {}  # nothing stored was read: nothing to move
+    gateway.set_marks({"memory/d.md": heading})
+    # Two runs out at once: the first read all of d, the second (read later) up to A's heading.
+    (_, first), (_, second) = gateway.where("memory/d.md"), gateway.where("memory/d.md")
+    terminal.shifted("memory/d.md", before, after)  # in the part the first read
+    later = after + "## 11:00\n\nC.\n"  # an entry written after the runs read the log
+    gateway.shifted("memory/d.md", later, later + "(Out of date: z.)\n")  # after: moves none
+    assert gateway.where("memory/d.md") == (heading, 2)
+    gateway.read_up_to({"memory/d.md": heading, "memory/e.md": 9}, {"memory/d.md": second})
+    assert gateway.marks() == {"memory/d.md": heading, "memory/e.md": 9}  # not up to it
+    ten = before.index("## 10:00")  # where the first run's part began: after the mark
+    kept = gateway.add(
+        Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": ten}),
+        {"memory/d.md": len(before)},
+        {"memory/d.md": first},
+    )
+    assert gateway.marks() == {"memory/d.md": len(after), "memory/e.md": 9}  # read past it
+    moved = {"memory/d.md": after.index("## 10:00")}
+    assert kept.marks_before == moved == gateway.get("p1").marks_before
+    # A run that read the log after the mark stores its place as it read it.
+    _, since = terminal.where("memory/d.md")
+    terminal.read_up_to({"memory/d.md": len(later)}, {"memory/d.md": since})
+    assert terminal.marks()["memory/d.md"] == len(later)
+
+
+def test_a_run_out_longer_than_the_marks_kept_says_its_place_may_be_off(tmp_path, caplog):
+    store = Store(tmp_path / "proposals.json")
+    _, seen = store.where("memory/d.md")
+    for _ in range(JOURNAL + 1):
+        store.shifted("memory/e.md", "a\n", "a\nb\n")
+    assert store.where("memory/d.md")[1] == JOURNAL + 1
+    assert len(json.loads(store.path.read_text())["shifts"]) == JOURNAL
+    store.read_up_to({"memory/d.md": 5}, {"memory/d.md": seen})
+    assert store.marks() == {"memory/d.md": 5}
+    assert "more marks since memory/d.md was read than are kept" in caplog.text
 
 
 def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
@@ -357,8 +377,8 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
     after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
     waiting = Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": len(before)})
-    store.add(waiting, {"memory/d.md": len(before) + 9})
-    store.add(replace(waiting, id="p2", status=APPLIED), {})
+    store.add(waiting, {"memory/d.md": len(before) + 9}, {})
+    store.add(replace(waiting, id="p2", status=APPLIED), {}, {})
     store.shifted("memory/d.md", before, after)
     # A refusal of the pending one reads again from where its part began, as it is now.
     p1, p2 = store.all()
@@ -366,8 +386,8 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     assert p2.marks_before == {"memory/d.md": len(before)}  # answered: never read again
     assert store.marks() == {"memory/d.md": len(after) + 9}
     # A run stores where it read its own logs, and leaves the others' marks as they are now.
-    store.add(replace(waiting, id="p3"), {"memory/e.md": 5})
-    store.read_up_to({"memory/f.md": 7})
+    store.add(replace(waiting, id="p3"), {"memory/e.md": 5}, {})
+    store.read_up_to({"memory/f.md": 7}, {})
     assert store.marks() == {"memory/d.md": len(after) + 9, "memory/e.md": 5, "memory/f.md": 7}
     # A mark that is not a number (a file edited by hand) is left alone, and so is the mark.
     store.set_marks({"memory/d.md": "12"})
@@ -378,11 +398,11 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
 def test_the_store_is_changed_by_one_process_at_a_time(tmp_path):
     store = Store(tmp_path / "proposals.json")
     first = Proposal("p1", "2026-03-12T22:00", "x", (), {})
-    store.add(first, {"memory/d.md": 3})
+    store.add(first, {"memory/d.md": 3}, {})
     lock = os.open(tmp_path / "proposals.json.lock", os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX)  # the terminal's ``corvid memory apply``, mid-change
     try:
-        adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}))
+        adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}, {}))
         adding.start()
         until_waiting(tmp_path / "proposals.json.lock", adding)
         # The terminal applies p1 (status and all), then lets go.
