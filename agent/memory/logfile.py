@@ -8,14 +8,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from agent.tools.files import PRIVATE_FILE_MODE
+
 
 @contextmanager
-def held(path: Path, flags: int, mode: int = 0o600) -> Iterator[int]:
+def held(path: Path, flags: int) -> Iterator[int]:
     """``path`` opened with ``flags`` and locked until the block ends. Every writer of a log
     holds it: an entry appended while a mark rewrites the log (read, change, rename a new
     file into place) would otherwise go to the file the rename drops. A writer that waited
     while another renamed a new file into place locks that one instead."""
-    fd = _locked(path, flags, mode)
+    fd = _locked(path, flags)
     try:
         yield fd
     finally:
@@ -27,7 +29,7 @@ def steady(path: Path) -> Iterator[None]:
     """``path`` held while a reader reads it and notes how far (no mark lands in between);
     a log that cannot be held (gone, a link) is read as it is, and its reader says why."""
     try:
-        fd = _locked(path, os.O_RDONLY, 0o600)
+        fd = _locked(path, os.O_RDONLY)
     except OSError:
         yield
         return
@@ -37,24 +39,25 @@ def steady(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _locked(path: Path, flags: int, mode: int) -> int:
+def _locked(path: Path, flags: int) -> int:
     while True:
-        fd = os.open(path, flags | os.O_NOFOLLOW, mode)
+        fd = os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        kept = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if _same(fd, path):
-                return fd
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
+            kept = _same(fd, path)
+        finally:
+            if not kept:  # another file is at the path now, or the wait was cut short
+                os.close(fd)
+        if kept:
+            return fd
 
 
 def _same(fd: int, path: Path) -> bool:
     """Whether ``fd`` is still the file at ``path`` (not one renamed over, or removed)."""
     opened = os.fstat(fd)
     try:
-        now = os.stat(path, follow_symlinks=False)
+        now = os.stat(path)
     except FileNotFoundError:
         return False
     return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)

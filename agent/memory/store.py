@@ -18,7 +18,7 @@ from agent.memory.logfile import held
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
-from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
+from agent.tools.files import MAX_WRITE_CHARS, atomic_write, ensure_dir
 from agent.workspace.audience import (
     chat_of,
     guest_notes,
@@ -259,7 +259,7 @@ class Memory:
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-        with held(path, flags, PRIVATE_FILE_MODE) as fd, recording(self.history, path):
+        with held(path, flags) as fd, recording(self.history, path):
             size = os.fstat(fd).st_size
             if size == 0:
                 entry = f"# {now.date().isoformat()}\n\n" + entry

@@ -45,6 +45,7 @@ def test_an_entry_appended_while_a_mark_rewrites_the_log_lands_in_the_new_file(m
         memory.append("Bought stamps.", NOW, OWNER)
         done.set()
 
+    opened = open_files()
     with held(path, os.O_RDONLY):  # a mark, read the log and about to rename a new one in
         writer = threading.Thread(target=append)
         writer.start()
@@ -55,6 +56,23 @@ def test_an_entry_appended_while_a_mark_rewrites_the_log_lands_in_the_new_file(m
     text = path.read_text()
     assert "(Out of date: replaced by the note of 2026-03-13 08:00.)" in text
     assert text.endswith("## 22:00\n\nBought stamps.\n\n")  # in the file that is there now
+    assert open_files() == opened  # the file it waited on is let go too
+
+
+def test_an_entry_appended_while_the_log_is_removed_starts_a_new_one(memory):
+    path = memory.workspace / REL
+    writer = threading.Thread(target=memory.append, args=("Bought stamps.", NOW, OWNER))
+    with held(path, os.O_RDONLY):  # removed by hand while a writer waits
+        writer.start()
+        until_waiting(path, writer)
+        path.unlink()
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    assert path.read_text() == "# 2026-03-12\n\n## 22:00\n\nBought stamps.\n\n"
+
+
+def open_files() -> list[str]:
+    return sorted(os.listdir("/proc/self/fd"))
 
 
 def test_a_mark_holds_the_log_while_it_reads_and_rewrites_it(memory, monkeypatch):
