@@ -56,3 +56,14 @@ def test_a_paraphrase_that_shares_a_word_with_its_entry_is_refused(tmp_path, mon
     monkeypatch.setitem(corpus.MORE, "10-23", [("paraphrase", "how is the knee")])
     with pytest.raises(ValueError, match="shares"):
         build(tmp_path)
+
+
+def test_every_newer_version_of_a_changed_fact_has_the_words_a_model_searched_it_by():
+    from bench.retrieval.year_fresh import FRESH
+    from bench.retrieval.year_searched import SEARCHED
+    from bench.retrieval.year_series import CHANGED
+
+    newer = {(c.subject, n) for c in CHANGED + FRESH for n in range(1, len(c.versions))}
+    assert set(SEARCHED) == newer
+    for words in SEARCHED.values():
+        assert 1 <= len(words) <= 2 and all(w.strip() for w in words)
