@@ -363,13 +363,15 @@ TARGETS = (
         "tests/test_consolidation_e2e.py",
         "tests/gateway/web/test_proposals_page.py",
     ),
-    # One writer of a log at a time: an entry appended while a mark rewrites the log is kept.
+    # One writer of a file at a time: an entry appended while a mark or a file tool rewrites
+    # the log is kept.
     _t(
-        "agent/memory/logfile.py",
-        "tests/agent/memory/test_logfile.py",
+        "agent/workspace/writers.py",
+        "tests/agent/workspace/test_writers.py",
         "tests/agent/memory/test_curator.py",
         "tests/agent/memory/test_memory.py",
         "tests/agent/memory/test_replaces.py",
+        "tests/agent/tools/test_files.py",
     ),
     _t(
         "agent/memory/consolidation.py",

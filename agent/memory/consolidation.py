@@ -11,7 +11,6 @@ from datetime import date, datetime, timedelta
 from secrets import token_hex
 
 from agent.memory.catchup import LONG_TERM
-from agent.memory.logfile import steady
 from agent.memory.proposal_store import Store
 from agent.memory.proposals import (
     APPLIED,
@@ -53,6 +52,7 @@ from agent.workspace.audience import (
     untrusted,
 )
 from agent.workspace.changes import Author, authored
+from agent.workspace.writers import alone
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey
 
@@ -173,7 +173,7 @@ class Curator:
             rel = f"{log_folder(audience)}/{name}"
             if rel not in marks and name < oldest:
                 continue
-            with steady(folder / name):  # no mark between reading it and noting when
+            with alone(folder / name):  # no mark between reading it and noting when
                 self._read_log(reading, rel, audience, marks.get(rel, 0))
         return reading
 

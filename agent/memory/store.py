@@ -14,7 +14,6 @@ from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, marked, own_log_day, replaced_at
-from agent.memory.logfile import held
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
@@ -33,6 +32,7 @@ from agent.workspace.audience import (
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
 from agent.workspace.visible import Unreadable, inside, read_visible
+from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience
 

@@ -29,6 +29,7 @@ from agent.workspace.audience import (
 )
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
+from agent.workspace.writers import alone
 from gateway.contract.errors import ToolError
 from gateway.infra.atomic import write_atomic
 
@@ -139,9 +140,10 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
         )
     if path.is_dir():
         raise ToolError(f"{args['path']!r} is a folder.")
-    existed = path.exists()
-    ctx.check_room(len(content.encode()) - (path.stat().st_size if existed else 0))
-    atomic_write(path, content, history=ctx.history)
+    with alone(path):  # not while a memory entry is appended to it
+        existed = path.exists()
+        ctx.check_room(len(content.encode()) - (path.stat().st_size if existed else 0))
+        atomic_write(path, content, history=ctx.history)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {shown_path(ctx, path)} ({len(content)} characters)."
 
@@ -151,10 +153,22 @@ def edit_file(ctx: TurnContext, args: EditArgs) -> str:
     old, new = args["old_text"], _kept(ctx, path, args["new_text"])
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
-    text = _read_text(path, args["path"])
+    with alone(path):  # read, changed and replaced: no entry appended in between is lost
+        text = _read_text(path, args["path"])
+        count = _occurrences(ctx, path, text, old, new, bool(args.get("replace_all")))
+        edited = text.replace(old, new)
+        ctx.check_room(len(edited.encode()) - len(text.encode()))
+        atomic_write(path, edited, history=ctx.history)
+    return f"Edited {shown_path(ctx, path)}: {count} replacement(s)."
+
+
+def _occurrences(
+    ctx: TurnContext, path: Path, text: str, old: str, new: str, replace_all: bool
+) -> int:
+    """How often ``old`` is in ``text``: once, or any number with ``replace_all``."""
     count = text.count(old)
     # A few characters replaced everywhere can make a huge file: the cap of write_file holds.
-    times = count if args.get("replace_all") else min(count, 1)
+    times = count if replace_all else min(count, 1)
     grown = len(text) + times * (len(new) - len(old))
     if grown > MAX_WRITE_CHARS and grown > len(text):
         raise ToolError(
@@ -165,15 +179,12 @@ def edit_file(ctx: TurnContext, args: EditArgs) -> str:
         raise ToolError(
             f"old_text was not found in {shown_path(ctx, path)}; read the file and copy it exactly."
         )
-    if count > 1 and not args.get("replace_all"):
+    if count > 1 and not replace_all:
         raise ToolError(
             f"old_text occurs {count} times in {shown_path(ctx, path)}; include more "
             "surrounding text to make it unique, or set replace_all."
         )
-    edited = text.replace(old, new)
-    ctx.check_room(len(edited.encode()) - len(text.encode()))
-    atomic_write(path, edited, history=ctx.history)
-    return f"Edited {shown_path(ctx, path)}: {count} replacement(s)."
+    return count
 
 
 class ReadArgs(TypedDict):

@@ -1,14 +1,15 @@
-"""A daily log held by one writer at a time, across threads and processes (``flock``)."""
+"""A workspace file held by one writer at a time, across threads and processes (``flock``)."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent.tools.files import PRIVATE_FILE_MODE
+MODE = 0o600  # a file made by a writer that holds it: the owner's alone, as every workspace file
 
 
 @contextmanager
@@ -25,12 +26,16 @@ def held(path: Path, flags: int) -> Iterator[int]:
 
 
 @contextmanager
-def steady(path: Path) -> Iterator[None]:
-    """``path`` held while a reader reads it and notes how far (no mark lands in between);
-    a log that cannot be held (gone, a link) is read as it is, and its reader says why."""
+def alone(path: Path) -> Iterator[None]:
+    """``path`` held for the block when it can be: a reader that notes how far it read, or
+    a writer that reads, changes and replaces it. One that cannot be held (not there yet, a
+    link) is used as it is, and its reader or writer says what is wrong with it."""
     try:
-        fd = _locked(path, os.O_RDONLY)
+        regular = stat.S_ISREG(os.lstat(path).st_mode)
+        fd = _locked(path, os.O_RDONLY) if regular else None
     except OSError:
+        fd = None
+    if fd is None:
         yield
         return
     try:
@@ -41,7 +46,8 @@ def steady(path: Path) -> Iterator[None]:
 
 def _locked(path: Path, flags: int) -> int:
     while True:
-        fd = os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        # Never waits to open: a FIFO planted at the path opens at once, as a file does.
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, MODE)
         kept = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

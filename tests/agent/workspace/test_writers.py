@@ -1,5 +1,5 @@
-"""One writer of a daily log at a time: an entry appended while a mark rewrites the log is kept,
-in whichever thread or process each runs."""
+"""One writer of a workspace file at a time: an entry appended to a log while a mark or a file
+tool rewrites it is kept, in whichever thread or process each runs."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import pytest
 from agent.memory import store as store_module
 from agent.memory.index import MemoryIndex
 from agent.memory.links import Newer, marked
-from agent.memory.logfile import held
 from agent.memory.store import Memory
 from agent.settings import MemorySettings
-from agent.tools.files import atomic_write
+from agent.tools.context import TurnContext
+from agent.tools.files import atomic_write, edit_file, write_file
+from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
-from gateway.contract.events import OWNER
+from gateway.contract.events import OWNER, SessionKey
 from tests.locks import until_waiting
 
 NOW = datetime(2026, 3, 12, 22, 0, tzinfo=ZoneInfo("Europe/Berlin"))
@@ -103,3 +104,24 @@ def test_a_mark_of_a_log_that_is_not_there_or_not_a_file_says_so(memory):
     with pytest.raises(ToolError, match=r"2026-03-02\.md could not be marked"):
         memory.mark_replaced("memory/2026-03-02.md", 3, Newer("2026-03-13", "08:00"))
     assert (memory.workspace / REL).read_text() == LOG
+
+
+def test_the_file_tools_wait_for_a_writer_of_the_file_and_keep_what_it_wrote(memory):
+    path = memory.workspace / REL
+    ctx = TurnContext(
+        key=SessionKey("test", "private", "1"), workspace=memory.workspace, now=NOW, tz=NOW.tzinfo
+    )
+    edit = {"path": REL, "old_text": "Code 4711.", "new_text": "Code 4712."}
+    editing = threading.Thread(target=edit_file, args=(ctx, edit))
+    with held(path, os.O_RDWR | os.O_APPEND) as fd:  # an entry being appended
+        editing.start()
+        until_waiting(path, editing)
+        os.write(fd, b"## 22:00\n\nBought stamps.\n\n")
+    editing.join(timeout=10)
+    assert path.read_text() == LOG.replace("4711", "4712") + "## 22:00\n\nBought stamps.\n\n"
+    writing = threading.Thread(target=write_file, args=(ctx, {"path": REL, "content": "New.\n"}))
+    with held(path, os.O_RDONLY):
+        writing.start()
+        until_waiting(path, writing)
+    writing.join(timeout=10)
+    assert path.read_text() == "New.\n"
