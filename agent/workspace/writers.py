@@ -65,5 +65,5 @@ def _same(fd: int, path: Path) -> bool:
     try:
         now = os.stat(path)
     except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+        now = None
+    return now is not None and (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)

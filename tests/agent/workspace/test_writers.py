@@ -18,6 +18,7 @@ from agent.memory.store import Memory
 from agent.settings import MemorySettings
 from agent.tools.context import TurnContext
 from agent.tools.files import atomic_write, edit_file, write_file
+from agent.workspace import writers
 from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, SessionKey
@@ -70,6 +71,17 @@ def test_an_entry_appended_while_the_log_is_removed_starts_a_new_one(memory):
     writer.join(timeout=10)
     assert not writer.is_alive()
     assert path.read_text() == "# 2026-03-12\n\n## 22:00\n\nBought stamps.\n\n"
+
+
+def test_a_wait_cut_short_lets_the_file_go(memory, monkeypatch):
+    def interrupted(fd: int, path: object) -> bool:
+        raise KeyboardInterrupt  # as Ctrl-C in ``corvid memory apply`` while it waits
+
+    opened = open_files()
+    monkeypatch.setattr(writers, "_same", interrupted)
+    with pytest.raises(KeyboardInterrupt), held(memory.workspace / REL, os.O_RDONLY):
+        pass
+    assert open_files() == opened
 
 
 def open_files() -> list[str]:
