@@ -2512,19 +2512,11 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/proposal_store.py",
-        "_move",
-        "return False",
-        "`return False` → `return None`",
+        "module",
+        "JOURNAL = 200",
+        "`200` → `201`",
         EQUIVALENT,
-        'None says "not moved" as False does: only its truth is read',
-    ),
-    Why(
-        "agent/memory/proposal_store.py",
-        "_move",
-        "return False",
-        "`False` → `True`",
-        EQUIVALENT,
-        "the store is then written though nothing in it moved: the same file again",
+        "how many marks are kept is a choice; the test of the bound reads it from the module",
     ),
     Why(
         "agent/memory/replacing.py",

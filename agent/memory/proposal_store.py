@@ -56,8 +56,7 @@ class Store:
             return {"marks": {}, "proposals": []}
         return data if isinstance(data, dict) else {"marks": {}, "proposals": []}
 
-    def _save(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def _save(self, data: dict[str, Any]) -> None:  # held: its folder is made
         write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False))
 
     def marks(self) -> dict[str, int]:

@@ -359,15 +359,29 @@ def test_a_run_stores_its_places_moved_by_the_marks_written_while_it_was_out(tmp
 
 
 def test_a_run_out_longer_than_the_marks_kept_says_its_place_may_be_off(tmp_path, caplog):
-    store = Store(tmp_path / "proposals.json")
+    store = Store(tmp_path / "state" / "proposals.json")
     _, seen = store.where("memory/d.md")
-    for _ in range(JOURNAL + 1):
+    for _ in range(JOURNAL):
         store.shifted("memory/e.md", "a\n", "a\nb\n")
-    assert store.where("memory/d.md")[1] == JOURNAL + 1
+    store.read_up_to({"memory/d.md": 5}, {"memory/d.md": seen})  # every one since is kept
+    assert "than are kept" not in caplog.text
+    store.shifted("memory/e.md", "a\n", "a\nb\n")
+    assert store.where("memory/d.md") == (5, JOURNAL + 1)
     assert len(json.loads(store.path.read_text())["shifts"]) == JOURNAL
     store.read_up_to({"memory/d.md": 5}, {"memory/d.md": seen})
     assert store.marks() == {"memory/d.md": 5}
     assert "more marks since memory/d.md was read than are kept" in caplog.text
+    assert (store.path.parent / "proposals.json.lock").stat().st_mode & 0o777 == 0o600
+
+
+def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path):
+    store = Store(tmp_path / "proposals.json")
+    spoilt = [["memory/d.md", "x", 3], "junk", ["memory/d.md", 1], ["memory/d.md", 2, 10]]
+    store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifted": "many"}))
+    assert store.where("memory/d.md") == (4, 0)
+    store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifts": spoilt, "shifted": 4}))
+    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 0})
+    assert store.marks() == {"memory/d.md": 14}  # moved by the one whole mark alone
 
 
 def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
