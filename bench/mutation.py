@@ -2494,7 +2494,7 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/consolidation.py",
-        "Curator.propose",
+        "Curator._asked",
         "id=token_hex(3),",
         "`3` → `4`",
         EQUIVALENT,
@@ -2509,6 +2509,15 @@ EXPLAINED: tuple[Why, ...] = (
         "a chat folder that is a link is then listed, but its logs are read through "
         "`read_visible`, which reads nothing through a link into another chat's place or out "
         "of the workspace: no call is made either way (the test of a linked folder checks it)",
+    ),
+    Why(
+        "agent/memory/consolidation.py",
+        "Curator._read_log",
+        "if len(data) > start:",
+        "`>` → `>=`",
+        EQUIVALENT,
+        "a log with nothing new past its place is then asked for its place again, and it is "
+        "the same: a mark since the places were loaded moves the log's end and its place alike",
     ),
     Why(
         "agent/memory/proposal_store.py",

@@ -262,3 +262,10 @@ def test_a_run_reads_each_log_held_and_one_it_cannot_hold_as_it_is(memory, monke
     reading = curator.read(NOW.date())
     assert held == [("memory/2026-03-11.md", True), ("memory/2026-03-12.md", False)]
     assert list(reading.logs) == ["memory/2026-03-11.md", "memory/2026-03-12.md"]
+
+
+def test_a_log_never_read_is_read_from_its_first_byte(memory):
+    curator = Curator.of(memory)
+    assert curator is not None
+    (memory.workspace / "memory" / "2026-03-12.md").write_text("x")  # one byte, by hand
+    assert curator.read(NOW.date()).logs == {"memory/2026-03-12.md": "x"}
