@@ -71,6 +71,7 @@ def test_an_entry_appended_while_the_log_is_removed_starts_a_new_one(memory):
     writer.join(timeout=10)
     assert not writer.is_alive()
     assert path.read_text() == "# 2026-03-12\n\n## 22:00\n\nBought stamps.\n\n"
+    assert path.stat().st_mode & 0o777 == 0o600  # the owner's alone, as every log
 
 
 def test_a_wait_cut_short_lets_the_file_go(memory, monkeypatch):
