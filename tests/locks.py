@@ -1,19 +1,31 @@
-"""Waiting, bounded, until a thread waits for an ``flock`` the test holds."""
+"""Waiting, bounded, until a thread waits for a lock the test holds (``writers.waiting``)."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from pathlib import Path
+
+import pytest
+
+from agent.workspace import writers
 
 
-def until_waiting(path: Path, thread: threading.Thread) -> None:
-    """Return once ``thread`` waits for the lock on ``path`` (Linux lists a waiter in
-    /proc/locks with "->"); fail if it ends first, or does not come within ten seconds."""
-    inode = f":{os.stat(path).st_ino} "
+def watched(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set once any writer waits for another."""
+    event, real = threading.Event(), writers.waiting
+
+    def waiting(pause: float) -> None:
+        event.set()
+        real(pause)
+
+    monkeypatch.setattr(writers, "waiting", waiting)
+    return event
+
+
+def until_waiting(event: threading.Event, thread: threading.Thread) -> None:
+    """Return once ``thread`` waits (``event``, from ``watched``); fail if it ends first, or
+    does not come within ten seconds."""
     deadline = time.monotonic() + 10
-    while not any("->" in x and inode in x for x in Path("/proc/locks").read_text().splitlines()):
+    while not event.wait(0.01):
         assert thread.is_alive(), "it did not wait for the lock"
         assert time.monotonic() < deadline, "it never came to the lock"
-        threading.Event().wait(0.005)

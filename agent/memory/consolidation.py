@@ -52,7 +52,7 @@ from agent.workspace.audience import (
     untrusted,
 )
 from agent.workspace.changes import Author, authored
-from agent.workspace.writers import alone
+from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, Audience, SessionKey
 
@@ -169,11 +169,11 @@ class Curator:
             names = sorted(e.name for e in os.scandir(folder) if _OWNER_LOG.match(e.name))
         except OSError:
             names = []
-        for name in names:
-            rel = f"{log_folder(audience)}/{name}"
-            if rel not in marks and name < oldest:
-                continue
-            with alone(folder / name):  # no mark between reading it and noting when
+        with held(self.memory.workspace):  # no mark between reading a log and noting when
+            for name in names:
+                rel = f"{log_folder(audience)}/{name}"
+                if rel not in marks and name < oldest:
+                    continue
                 self._read_log(reading, rel, audience, marks.get(rel, 0))
         return reading
 
@@ -333,7 +333,7 @@ class Curator:
         current = self.memory.own_text(proposal.target)
         stale = bool(edits) and digest(current) != proposal.base
         if stale and not marks:
-            self.store.put(refused_whole(proposal), self._reread(proposal))
+            self.store.put(refused_whole(proposal), reread=True)
             raise ToolError(
                 f"{proposal.target} changed after memory proposal {pid} was made, so it was "
                 "refused and nothing was applied. The next consolidation proposes again from "
@@ -343,10 +343,14 @@ class Curator:
         refused: list[int] = []
         with authored(Author(who, f"memory proposal {pid}")):
             if edits and not stale:
-                current = applied(current, [proposal.items[n - 1] for n in edits])
-                path = self.memory.workspace / proposal.target
-                atomic_write(path, current, keep_mode=False, history=self.memory.history)
-                files.append(proposal.target)
+                with held(self.memory.workspace):  # checked again and written, no one between
+                    current = self.memory.own_text(proposal.target)
+                    stale = digest(current) != proposal.base
+                    if not stale:
+                        current = applied(current, [proposal.items[n - 1] for n in edits])
+                        path = self.memory.workspace / proposal.target
+                        atomic_write(path, current, keep_mode=False, history=self.memory.history)
+                        files.append(proposal.target)
             for n in marks:
                 rel = mark(self.memory, proposal.items[n - 1])
                 if rel is None:
@@ -357,14 +361,13 @@ class Curator:
         proposal = with_status(with_status(proposal, done, APPLIED), refused, REFUSED)
         if edits and not stale:
             proposal = replace(proposal, base=digest(current))
-        reread = None
         if stale:  # the rest is refused with its file's changes; made again from the new text
-            proposal, reread = refused_whole(proposal), self._reread(proposal)
+            proposal = refused_whole(proposal)
         elif not proposal.pending():
             took = any(item.status == APPLIED for item in proposal.items)
             note = f"applied by {who}" if took else "the notes it names changed after it was made"
             proposal = replace(proposal, status=APPLIED if took else REFUSED, note=note)
-        self.store.put(proposal, reread)
+        self.store.put(proposal, reread=stale)
         return Applied(proposal, numbers is None, tuple(done), tuple(refused), tuple(files), stale)
 
     def reject(self, pid: str, who: str) -> Proposal:
@@ -375,14 +378,6 @@ class Curator:
         proposal = replace(rest, status=REJECTED, note=f"rejected by {who}")
         self.store.put(proposal)
         return proposal
-
-    def _reread(self, proposal: Proposal) -> dict[str, int]:
-        """The logs' read positions with ``proposal``'s logs to be read again from where it
-        started."""
-        marks = self.store.marks()
-        for rel, start in proposal.marks_before.items():
-            marks[rel] = min(marks.get(rel, start), start)
-        return marks
 
     def pending(self) -> list[Proposal]:
         return [p for p in self.store.all() if p.status == PENDING]

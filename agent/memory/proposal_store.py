@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.memory.proposals import PENDING, Item, Proposal
+from agent.workspace.writers import locked
 from gateway.contract.errors import ToolError
 from gateway.infra.atomic import write_atomic
 
@@ -36,13 +35,8 @@ class Store:
         a file next to it, as the file itself is replaced on every write)."""
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = self.path.with_name(self.path.name + ".lock")
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            with locked(self.path.with_name(self.path.name + ".lock")):
                 yield
-            finally:
-                os.close(fd)
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -93,7 +87,8 @@ class Store:
         for a run still out, in this process or another, to move its places by."""
         old, new = before.encode(), after.encode()
         at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), len(old))
-        by = len(new) - len(old)
+        # Line breaks alone before it (a log with none at its end, appended to): still its end.
+        start, by = len(old[:at].rstrip(b"\r\n")), len(new) - len(old)
         with self._held():
             data = self._load()
             pending = [
@@ -102,8 +97,10 @@ class Store:
                 if p.get("status", PENDING) == PENDING
             ]
             for m in (data.get("marks", {}), *pending):
-                _move(m, rel, at, by)
-            data["shifts"] = [*_journal(data), [rel, at, by]][-JOURNAL:]
+                _move(m, rel, start, at, by)
+            kept = data.get("shifts")
+            journal = [*(kept if isinstance(kept, list) else []), [rel, start, at, by]]
+            data["shifts"] = journal[-JOURNAL:]
             data["shifted"] = _count(data) + 1
             self._save(data)
 
@@ -128,25 +125,32 @@ class Store:
             self._save(data)
         return kept
 
-    def put(self, proposal: Proposal, marks: dict[str, int] | None = None) -> None:
+    def put(self, proposal: Proposal, reread: bool = False) -> None:
+        """Store ``proposal`` as answered, with where its part of each log began as stored
+        (moved by the marks written since it was loaded); ``reread``: those parts are read
+        again next run, from there."""
         with self._held():
             data = self._load()
-            data["proposals"] = [
-                asdict(proposal) if p.get("id") == proposal.id else p
-                for p in data.get("proposals", [])
-            ]
-            if marks is not None:
-                data["marks"] = marks
+            marks = data.setdefault("marks", {})
+            for n, raw in enumerate(data.get("proposals", [])):
+                if raw.get("id") != proposal.id:
+                    continue
+                before = raw.get("marks_before", {})
+                data["proposals"][n] = {**asdict(proposal), "marks_before": before}
+                for rel, start in before.items() if reread else ():
+                    now = marks.get(rel, start)
+                    marks[rel] = min(now, start) if isinstance(now, int) else start
             self._save(data)
 
 
-def _move(positions: dict[str, Any], rel: str, at: int, by: int) -> None:
-    """Move where ``rel`` was read up to by ``by`` bytes when a change at byte ``at`` is in
-    the part read or starts right where it ends (a mark is the end of an entry whose heading
-    was read, never the start of one); a value not a number stays."""
+def _move(positions: dict[str, Any], rel: str, start: int, at: int, by: int) -> None:
+    """Move where ``rel`` was read up to by a change of ``by`` bytes at byte ``at`` when the
+    change is in the part read, or starts where it ends (``start``: only line breaks lie
+    between; a mark is the end of an entry whose heading was read, never the start of one):
+    to just after the change then. A value not a number stays."""
     read = positions.get(rel)
-    if isinstance(read, int) and read >= at:
-        positions[rel] = read + by
+    if isinstance(read, int) and read >= start:
+        positions[rel] = max(read, at) + by
 
 
 def _count(data: dict[str, Any]) -> int:
@@ -155,29 +159,32 @@ def _count(data: dict[str, Any]) -> int:
     return count if isinstance(count, int) else 0
 
 
-def _journal(data: dict[str, Any]) -> list[list[Any]]:
-    """The last marks written: each its log, the byte it changed from and the bytes added
-    (what a hand edit of the file spoilt is left out)."""
+def _journal(data: dict[str, Any]) -> list[tuple[int, list[Any]]]:
+    """The last marks written, each with its number: its log, where its line breaks begin,
+    the byte it changed from and the bytes added (one a hand edit spoilt is left out, and
+    the others keep their numbers)."""
     kept = data.get("shifts", [])
+    kept = kept if isinstance(kept, list) else []
+    first = _count(data) - len(kept)  # the number of the first mark kept, less one
     return [
-        s
-        for s in (kept if isinstance(kept, list) else [])
-        if isinstance(s, list) and len(s) == 3 and all(isinstance(x, int) for x in s[1:])
+        (first + n, s)
+        for n, s in enumerate(kept, start=1)
+        if isinstance(s, list) and len(s) == 4 and all(isinstance(x, int) for x in s[1:])
     ]
 
 
 def _since(data: dict[str, Any], places: dict[str, int], seen: dict[str, int]) -> dict[str, int]:
     """``places`` (a log's, read when ``seen[log]`` marks had been written) moved by the
     marks written into their logs since: where they are now."""
-    journal, count = _journal(data), _count(data)
-    first = count - len(journal)  # the number of the first mark the journal keeps, less one
+    count, kept = _count(data), data.get("shifts")
+    first = count - (len(kept) if isinstance(kept, list) else 0)
     moved = dict(places)
     for rel in moved:
         if seen.get(rel, count) < first:
             log.warning("more marks since %s was read than are kept: its place may be off", rel)
-    for n, (rel, at, by) in enumerate(journal, start=first + 1):
+    for n, (rel, start, at, by) in _journal(data):
         if rel in moved and n > seen.get(rel, count):
-            _move(moved, rel, at, by)
+            _move(moved, rel, start, at, by)
     return moved
 
 

@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from secrets import token_hex
 from typing import TYPE_CHECKING
 
+from agent.memory.capping import cap_head, cap_log
 from agent.memory.catchup import LONG_TERM
 from agent.memory.hits import Hit, Searcher
 from agent.memory.index import MemoryIndex
@@ -17,7 +18,7 @@ from agent.memory.links import Newer, marked, own_log_day, replaced_at
 from agent.memory.sections import insert
 from agent.memory.when import DaySpan
 from agent.settings import MemorySettings
-from agent.tools.files import MAX_WRITE_CHARS, atomic_write, ensure_dir
+from agent.tools.files import MAX_WRITE_CHARS, PRIVATE_FILE_MODE, atomic_write, ensure_dir
 from agent.workspace.audience import (
     chat_of,
     guest_notes,
@@ -25,7 +26,6 @@ from agent.workspace.audience import (
     log_path,
     notes_path,
     read_from_outside,
-    reopened,
     untrusted,
     written_after_outside,
 )
@@ -255,36 +255,40 @@ class Memory:
         workspace-relative path. Whatever was planted where the log should be (a folder, a
         link, a pipe) is moved aside first, so the entry is written, and only there."""
         rel = log_path(audience, now.date())
-        path = self._clear_way(rel, now)
         heading = f"## {now:%H:%M}" + (f" · {source}" if source else "")
         entry = f"{heading}\n\n{text.strip()}\n\n"
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-        with held(path, flags) as fd, recording(self.history, path):
-            size = os.fstat(fd).st_size
-            if size == 0:
-                entry = f"# {now.date().isoformat()}\n\n" + entry
-            elif os.pread(fd, 1, size - 1) != b"\n":  # edited by hand, no line break at the
-                entry = "\n\n" + entry  # end: the heading starts a line of its own
-            os.write(fd, entry.encode())
-            os.fsync(fd)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        with held(self.workspace):
+            path = self._clear_way(rel, now)
+            with recording(self.history, path):
+                fd = os.open(path, flags, PRIVATE_FILE_MODE)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size == 0:
+                        entry = f"# {now.date().isoformat()}\n\n" + entry
+                    elif os.pread(fd, 1, size - 1) != b"\n":  # edited by hand, no line break
+                        entry = "\n\n" + entry  # at the end: the heading starts its own line
+                    os.write(fd, entry.encode())
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         return rel
 
     def mark_replaced(self, rel: str, line: int, newer: Newer) -> None:
         """Mark the entry of log ``rel`` at ``line`` as replaced by ``newer``, a note in a log
         of the same folder: a line at its end that the owner reads and search follows."""
-        try:
-            with held(self.workspace / rel, os.O_RDONLY):
-                text = self.own_text(rel)
-                if not text:
-                    raise ToolError(f"{rel} does not exist.")
-                after = marked(text, line, newer)
-                atomic_write(self.workspace / rel, after, history=self.history)
-                if self.proposals is not None:  # consolidation's place moves with the bytes
-                    self.proposals.shifted(rel, text, after)
-        except FileNotFoundError:
-            raise ToolError(f"{rel} does not exist.") from None
-        except OSError as exc:  # a link, a folder
-            raise ToolError(f"{rel} could not be marked ({exc.strerror}).") from None
+        with held(self.workspace):  # no entry appended, and no run reading, meanwhile
+            try:
+                plain = stat.S_ISREG(os.lstat(self.workspace / rel).st_mode)
+            except FileNotFoundError:
+                raise ToolError(f"{rel} does not exist.") from None
+            text = self.own_text(rel) if plain else ""
+            if not text:
+                raise ToolError(f"{rel} could not be marked: it is not a log with entries.")
+            after = marked(text, line, newer)
+            atomic_write(self.workspace / rel, after, history=self.history)
+            if self.proposals is not None:  # consolidation's place moves with the bytes
+                self.proposals.shifted(rel, text, after)
 
     def _clear_way(self, rel: str, now: datetime) -> Path:
         """The real path for ``rel``: every folder on the way is a real folder, and the file,
@@ -317,6 +321,10 @@ class Memory:
     ) -> str:
         """Edit ``MEMORY.md``, or the long-term notes at ``rel`` (a guest's); an appended note
         goes at the end of its ``section`` when one is given (``sections.py``)."""
+        with held(self.workspace):  # read, changed and written back: no other writer between
+            return self._update(action, text, old_text, rel, section)
+
+    def _update(self, action: str, text: str, old_text: str, rel: str, section: str) -> str:
         path = self.workspace / rel
         name, chat = rel, chat_of(PurePosixPath(rel))
         current = self.own_text(rel)
@@ -352,47 +360,3 @@ def read_text(path: str | Path) -> str:
         return text_of(read_plain(path))
     except (FileNotFoundError, NotPlainFile):
         return ""
-
-
-def cap_log(text: str, limit: int, rel: str) -> str:
-    """Keep the newest part of a log, starting at an entry heading; say how to read the rest."""
-    if len(text) <= limit:
-        return text.strip()
-    lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.startswith("## ")]
-    total = len(text)
-    keep_from = None
-    consumed = 0
-    offsets = []
-    for line in lines:
-        offsets.append(consumed)
-        consumed += len(line)
-    for i in starts:
-        if total - offsets[i] <= limit:
-            keep_from = i
-            break
-    if keep_from is None:  # the newest entry alone is too long: keep its end, whole lines
-        keep_from = len(lines) - 1
-        while keep_from > 0 and total - offsets[keep_from - 1] <= limit:
-            keep_from -= 1
-    kept = reopened("".join(lines[keep_from:]).strip())
-    note = (
-        f"[Older part of this log not shown: lines 1-{keep_from} ({offsets[keep_from]} "
-        f'characters). Read it with memory_get(path="{rel}", from=1, lines={keep_from}).]'
-    )
-    return f"{note}\n\n{kept}"
-
-
-def cap_head(text: str, limit: int, rel: str) -> str:
-    """Keep the beginning of a file, cut at a line; say where the rest starts."""
-    if len(text) <= limit:
-        return text.strip()
-    cut = text.rfind("\n", 0, limit)
-    cut = cut if cut > 0 else limit
-    # The line the rest starts on: the next one after a line break, else (a line longer
-    # than the limit, cut inside) the line the cut is in.
-    next_line = text.count("\n", 0, cut) + (2 if text[cut : cut + 1] == "\n" else 1)
-    return (
-        text[:cut].strip() + f"\n\n[{rel} continues: {len(text) - cut} more characters from line "
-        f'{next_line}. Use memory_search, or memory_get(path="{rel}", from={next_line}).]'
-    )

@@ -29,7 +29,7 @@ from agent.workspace.audience import (
 )
 from agent.workspace.history import History, recording
 from agent.workspace.reading import NotPlainFile, read_plain, text_of
-from agent.workspace.writers import alone
+from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
 from gateway.infra.atomic import write_atomic
 
@@ -140,7 +140,7 @@ def write_file(ctx: TurnContext, args: WriteArgs) -> str:
         )
     if path.is_dir():
         raise ToolError(f"{args['path']!r} is a folder.")
-    with alone(path):  # not while a memory entry is appended to it
+    with held(ctx.workspace):  # not while a memory entry is appended to it
         existed = path.exists()
         ctx.check_room(len(content.encode()) - (path.stat().st_size if existed else 0))
         atomic_write(path, content, history=ctx.history)
@@ -153,7 +153,7 @@ def edit_file(ctx: TurnContext, args: EditArgs) -> str:
     old, new = args["old_text"], _kept(ctx, path, args["new_text"])
     if not old:
         raise ToolError("old_text must not be empty; use write_file to create a file.")
-    with alone(path):  # read, changed and replaced: no entry appended in between is lost
+    with held(ctx.workspace):  # read, changed, replaced: no entry appended between is lost
         text = _read_text(path, args["path"])
         count = _occurrences(ctx, path, text, old, new, bool(args.get("replace_all")))
         edited = text.replace(old, new)

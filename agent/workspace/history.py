@@ -24,6 +24,7 @@ from agent.workspace.changes import (
     current_author,
     may_see,
 )
+from agent.workspace.writers import held
 from gateway.contract.errors import ToolError
 from gateway.contract.events import Audience
 from gateway.infra.atomic import PRIVATE, fsync_folder, private_file, write_atomic
@@ -281,7 +282,7 @@ class History:
         """Take back the newest change not yet taken back (undos are not undone: restore
         is the way forward again); with ``expected``, only if that is still the one. Refused
         when the file changed since."""
-        with self._lock:
+        with held(self.workspace), self._lock:  # as every writer: no entry appended between
             change = self.undoable(audience)
             if change is None:
                 raise ToolError("There is nothing to undo.")
@@ -295,7 +296,7 @@ class History:
     def restore(self, audience: Audience, rel: str, at: str, author: Author) -> Change:
         """Put ``rel`` back as it was after change ``at`` (its number, ``#12`` or ``12``), or
         at a moment (ISO date and time, in ``tz`` unless it says)."""
-        with self._lock:
+        with held(self.workspace), self._lock:
             change = self._at(audience, rel, at)
             self._put(change, change.after, author, f"restore to #{change.id}")
             return change

@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 from agent.loops.store import Loops, loops_path
 from agent.loops.views import summary_section
-from agent.memory.store import Memory, cap_log
+from agent.memory.capping import cap_log
+from agent.memory.store import Memory
 from agent.model.charge import Purpose
 from agent.tools.context import Grant
 from agent.workspace.audience import log_path, quotes_outside, untrusted

@@ -16,6 +16,7 @@ from agent.tools.files import MAX_WRITE_CHARS, atomic_write
 from agent.tools.paths import check_writable, resolve_in_workspace
 from agent.workspace.audience import BOOTSTRAP_FILES, forget_written, writable
 from agent.workspace.changes import Author, authored
+from agent.workspace.writers import held
 from gateway.chat_names import read_titles
 from gateway.contract.errors import ToolError
 from gateway.contract.events import OWNER, WEB_OWNER
@@ -199,13 +200,20 @@ async def save(request: web.Request) -> web.StreamResponse:
     except ToolError as exc:
         body = notice(str(exc), "error") + _editor(rel, text, started, csrf)
         return html_response(page(f"Edit {rel}", body, csrf=csrf), 403)
-    # Checked and written with no await between: nothing else on this loop writes meanwhile.
-    # What the editor could not have shown (415), it does not overwrite either.
-    now, current = content(path)
+    # Checked and written with no await between, and holding the workspace's files as every
+    # writer does: nothing else writes meanwhile, here or in another thread or process. What
+    # the editor could not have shown (415), it does not overwrite either.
+    try:
+        with held(ctx.workspace):
+            now, current = content(path)
+            if current == started:
+                with authored(EDITOR):
+                    atomic_write(path, text, history=backend.history)
+    except ToolError as exc:  # another writer kept the files too long: the text stays here
+        body = notice(str(exc), "error") + _editor(rel, text, started, csrf)
+        return html_response(page(f"Edit {rel}", body, csrf=csrf), 503)
     if current != started:
         return await _stale(rel, now, text, current, csrf)
-    with authored(EDITOR):
-        atomic_write(path, text, history=backend.history)
     # The owner saved it whole, as read: no longer text written after reading from outside.
     forget_written(ctx.workspace, rel)
     backend.edited(ctx.now)

@@ -22,7 +22,8 @@ from agent.memory.store import Memory
 from agent.model.port import LLMResponse
 from agent.sessions.state import Usage
 from agent.settings import MemorySettings
-from gateway.contract.events import Audience
+from agent.workspace.writers import LOCK
+from gateway.contract.events import OWNER, Audience
 
 NOW = datetime(2026, 3, 12, 22, 0, tzinfo=ZoneInfo("Europe/Berlin"))
 BUDGET = 500
@@ -213,46 +214,20 @@ def test_a_mark_made_as_a_run_starts_is_not_read_as_new_text(memory, monkeypatch
     assert reading.logs == {"memory/2026-03-11.md": "## 20:00\n\nBought stamps.\n\n"}
 
 
-async def test_a_mark_in_a_log_read_while_the_run_reads_the_next_moves_where_it_read_to(
-    memory, monkeypatch
-):
-    curator = Curator.of(memory)
-    assert curator is not None
-    folder = memory.workspace / "memory"
-    first, second = folder / "2026-03-11.md", folder / "2026-03-12.md"
-    first.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
-    second.write_text("# 2026-03-12\n\n## 09:00\n\nCode 0815.\n\n")
-    reads = curator._read_log
-
-    def read_log(reading: Any, rel: str, *args: Any) -> None:
-        if rel == "memory/2026-03-12.md":  # the first log is read, and marked before this one
-            memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
-        reads(reading, rel, *args)
-
-    monkeypatch.setattr(curator, "_read_log", read_log)
-    answer = {"changes": [{"op": "add", "text": "- Code 0815.", "reason": "r", "sources": []}]}
-    outcome = await curator.propose(MarkingModel(answer, lambda: None), NOW)
-    assert outcome.proposal is not None
-    assert curator.store.marks() == {
-        "memory/2026-03-11.md": first.stat().st_size,
-        "memory/2026-03-12.md": second.stat().st_size,
-    }
-
-
-def test_a_run_reads_each_log_held_and_one_it_cannot_hold_as_it_is(memory, monkeypatch):
+def test_a_run_reads_its_logs_holding_the_workspace_files(memory, monkeypatch):
     curator = Curator.of(memory)
     assert curator is not None
     folder = memory.workspace / "memory"
     (folder / "2026-03-11.md").write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.\n\n")
-    (folder / "2026-03-12.md").symlink_to(folder / "2026-03-11.md")  # no lock through a link
+    (folder / "2026-03-12.md").write_text("# 2026-03-12\n\n## 09:00\n\nCode 0815.\n\n")
     reads, held = curator._read_log, []
 
     def read_log(reading: Any, rel: str, *args: Any) -> None:
-        fd = os.open(memory.workspace / rel, os.O_RDONLY)
+        fd = os.open(memory.workspace / LOCK, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held.append((rel, False))
-        except BlockingIOError:  # a mark would wait here
+        except BlockingIOError:  # a mark, an append would wait here
             held.append((rel, True))
         finally:
             os.close(fd)
@@ -260,7 +235,7 @@ def test_a_run_reads_each_log_held_and_one_it_cannot_hold_as_it_is(memory, monke
 
     monkeypatch.setattr(curator, "_read_log", read_log)
     reading = curator.read(NOW.date())
-    assert held == [("memory/2026-03-11.md", True), ("memory/2026-03-12.md", False)]
+    assert held == [("memory/2026-03-11.md", True), ("memory/2026-03-12.md", True)]
     assert list(reading.logs) == ["memory/2026-03-11.md", "memory/2026-03-12.md"]
 
 
@@ -269,3 +244,16 @@ def test_a_log_never_read_is_read_from_its_first_byte(memory):
     assert curator is not None
     (memory.workspace / "memory" / "2026-03-12.md").write_text("x")  # one byte, by hand
     assert curator.read(NOW.date()).logs == {"memory/2026-03-12.md": "x"}
+
+
+async def test_a_mark_after_a_log_read_to_its_end_and_appended_to_is_not_read_as_new(memory):
+    curator = Curator.of(memory)
+    assert curator is not None
+    log = memory.workspace / "memory" / "2026-03-12.md"
+    log.write_text("# 2026-03-12\n\n## 09:00\n\nCode 4711.")  # by hand: no line break at its end
+    memory.proposals.set_marks({"memory/2026-03-12.md": log.stat().st_size})
+    memory.append("Bought stamps.", NOW, OWNER)  # starts with the line breaks it lacked
+    memory.mark_replaced("memory/2026-03-12.md", 3, Newer("2026-03-13", "08:00"))
+    reading = curator.read(NOW.date())
+    assert "(Out of date" not in reading.logs["memory/2026-03-12.md"]
+    assert reading.logs["memory/2026-03-12.md"].strip() == "## 22:00\n\nBought stamps."

@@ -8,9 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from agent.memory.capping import cap_head, cap_log
 from agent.memory.index import MemoryIndex
 from agent.memory.migrate import migrate_shared_entries
-from agent.memory.store import Memory, cap_head, cap_log
+from agent.memory.store import Memory
 from agent.memory.tools import memory_tools
 from agent.sessions.prompt import build_system_prompt
 from agent.settings import MemorySettings
@@ -18,6 +19,7 @@ from agent.tools.context import TurnContext
 from agent.tools.registry import ToolRegistry
 from agent.workspace import visible
 from agent.workspace.audience import note_written
+from agent.workspace.writers import LOCK
 from gateway.contract.events import OWNER, SessionKey, audience_of
 
 PRIVATE = SessionKey("test", "private", "1")
@@ -286,7 +288,8 @@ async def test_update_edits_long_term_atomically(memory):
     assert "prefers coffee" in text and text.endswith("- lives in Berlin\n")
     missing = await call(memory, PRIVATE, "memory_update", action="remove", old_text="nope")
     assert missing.is_error and "not found" in missing.text
-    assert [p.name for p in memory.workspace.iterdir() if p.name.startswith(".")] == []
+    hidden = [p.name for p in memory.workspace.iterdir() if p.name.startswith(".")]
+    assert hidden == [LOCK]  # no temporary file left behind; the writers' lock stays
 
 
 @pytest.mark.parametrize(

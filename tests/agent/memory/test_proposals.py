@@ -15,6 +15,7 @@ from agent.memory.proposal_store import JOURNAL, Store
 from agent.memory.proposals import (
     APPLIED,
     PENDING,
+    REFUSED,
     Item,
     Proposal,
     applied,
@@ -27,7 +28,7 @@ from agent.memory.proposals import (
 )
 from agent.workspace.audience import untrusted
 from gateway.contract.errors import ToolError
-from tests.locks import until_waiting
+from tests.locks import until_waiting, watched
 
 MEMORY = "# Memory\n\n- Anna lives in Porto.\n- Likes tea.\n- Likes tea a lot.\n"
 LOG = "# 2026-03-12\n\n## 10:00\n\nAnna moved.\n\n" + untrusted("the chat g", "Bob: durian") + "\n"
@@ -376,12 +377,19 @@ def test_a_run_out_longer_than_the_marks_kept_says_its_place_may_be_off(tmp_path
 
 def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path):
     store = Store(tmp_path / "proposals.json")
-    spoilt = [["memory/d.md", "x", 3], "junk", ["memory/d.md", 1], ["memory/d.md", 2, 10]]
     store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifted": "many"}))
     assert store.where("memory/d.md") == (4, 0)
-    store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifts": spoilt, "shifted": 4}))
-    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 0})
-    assert store.marks() == {"memory/d.md": 14}  # moved by the one whole mark alone
+    # Five marks written, the last three kept, the second of those spoilt by a hand edit.
+    spoilt = [["memory/d.md", 1, 2, 10], ["memory/d.md", "x", 3, 1], ["memory/d.md", 2, 2, 100]]
+    store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifts": spoilt, "shifted": 5}))
+    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 3})  # read after the third
+    assert store.marks() == {"memory/d.md": 104}  # moved by the fifth alone
+    for junk in ("junk", ["memory/d.md", 1, 2]):
+        store.path.write_text(
+            json.dumps({"shifts": [junk, ["memory/d.md", 2, 2, 10]], "shifted": 2})
+        )
+        store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 0})
+        assert store.marks() == {"memory/d.md": 14}
 
 
 def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
@@ -409,8 +417,8 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     assert json.loads(store.path.read_text())["marks"] == {"memory/d.md": "12"}
 
 
-def test_the_store_is_changed_by_one_process_at_a_time(tmp_path):
-    store = Store(tmp_path / "proposals.json")
+def test_the_store_is_changed_by_one_process_at_a_time(tmp_path, monkeypatch):
+    store, waits = Store(tmp_path / "proposals.json"), watched(monkeypatch)
     first = Proposal("p1", "2026-03-12T22:00", "x", (), {})
     store.add(first, {"memory/d.md": 3}, {})
     lock = os.open(tmp_path / "proposals.json.lock", os.O_RDWR)
@@ -418,7 +426,7 @@ def test_the_store_is_changed_by_one_process_at_a_time(tmp_path):
     try:
         adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}, {}))
         adding.start()
-        until_waiting(tmp_path / "proposals.json.lock", adding)
+        until_waiting(waits, adding)
         # The terminal applies p1 (status and all), then lets go.
         data = json.loads(store.path.read_text())
         data["proposals"][0]["status"] = APPLIED
@@ -427,3 +435,22 @@ def test_the_store_is_changed_by_one_process_at_a_time(tmp_path):
         os.close(lock)
     adding.join(timeout=10)
     assert [(p.id, p.status) for p in store.all()] == [("p1", APPLIED), ("p2", PENDING)]
+
+
+def test_an_answered_proposal_keeps_where_its_part_began_as_marks_since_moved_it(tmp_path):
+    store = Store(tmp_path / "proposals.json")
+    before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
+    after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
+    ten = before.index("## 10:00")
+    loaded = Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": ten, "memory/e.md": 3})
+    store.add(loaded, {"memory/d.md": len(before), "memory/e.md": 9}, {})
+    store.shifted("memory/d.md", before, after)  # one of its own marks, applied first
+    store.put(replace(loaded, status=REFUSED), reread=True)  # then its edit found stale
+    moved = {"memory/d.md": after.index("## 10:00"), "memory/e.md": 3}
+    assert store.get("p1").marks_before == moved and store.get("p1").status == REFUSED
+    assert store.marks() == moved  # read again from where its part began, as it is now
+    store.set_marks({"memory/d.md": "by hand", "memory/e.md": 1})
+    store.put(replace(loaded, status=REFUSED), reread=True)
+    assert store.marks() == {"memory/d.md": moved["memory/d.md"], "memory/e.md": 1}
+    store.put(replace(loaded, status=APPLIED))  # answered, nothing read again
+    assert store.marks() == {"memory/d.md": moved["memory/d.md"], "memory/e.md": 1}
