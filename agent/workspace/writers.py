@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
@@ -48,7 +49,13 @@ def waiting(pause: float) -> None:
 def _locked(path: Path) -> int:
     deadline = time.monotonic() + WAIT
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, MODE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, MODE)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise ToolError(f"{path} cannot be locked ({exc.strerror}).") from None
+            os.unlink(path)  # a link put where the lock goes: the name is the lock's alone
+            continue
         kept = False
         try:
             kept = _waited(fd, deadline, path) and _same(fd, path)

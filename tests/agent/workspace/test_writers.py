@@ -22,7 +22,7 @@ from agent.workspace import writers
 from agent.workspace.changes import Author
 from agent.workspace.history import History
 from agent.workspace.writers import LOCK, held
-from gateway.contract.errors import ToolError
+from gateway.contract.errors import PathRefused, ToolError
 from gateway.contract.events import OWNER, SessionKey
 from tests.locks import until_waiting, watched
 
@@ -178,3 +178,21 @@ def taken(memory: Memory) -> bool:
 
 def open_files() -> list[str]:
     return sorted(os.listdir("/proc/self/fd"))
+
+
+def test_the_lock_is_no_file_for_the_tools_and_a_link_put_in_its_place_goes(memory):
+    ctx = TurnContext(
+        key=SessionKey("test", "private", "1"), workspace=memory.workspace, now=NOW, tz=NOW.tzinfo
+    )
+    with pytest.raises(PathRefused, match="off limits"):  # hidden, as every such file
+        write_file(ctx, {"path": LOCK, "content": "x"})
+    elsewhere = memory.workspace.parent / "elsewhere"
+    elsewhere.write_text("kept")
+    (memory.workspace / LOCK).symlink_to(elsewhere)  # by a command the assistant ran
+    memory.append("Bought stamps.", NOW, OWNER)
+    assert (memory.workspace / REL).read_text() == LOG + ENTRY
+    assert not (memory.workspace / LOCK).is_symlink() and elsewhere.read_text() == "kept"
+    os.unlink(memory.workspace / LOCK)
+    (memory.workspace / LOCK).mkdir()  # nothing to lock: said, nothing written
+    with pytest.raises(ToolError, match=r"\.writers\.lock cannot be locked"):
+        memory.append("Bought stamps.", NOW, OWNER)
