@@ -87,7 +87,7 @@ def _same(fd: int, path: Path) -> bool:
     """Whether ``fd`` is still the file at ``path`` (not removed, or another put there)."""
     opened = os.fstat(fd)
     try:
-        now = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
+        now = os.stat(path)
+    except OSError:  # removed; or a link put there, which the next open removes
         now = None
     return now is not None and (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
