@@ -2545,7 +2545,7 @@ EXPLAINED: tuple[Why, ...] = (
     ),
     Why(
         "agent/memory/proposal_store.py",
-        "module",
+        "",
         "JOURNAL = 200",
         "`200` → `201`",
         EQUIVALENT,
