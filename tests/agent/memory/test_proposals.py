@@ -375,7 +375,7 @@ def test_a_run_out_longer_than_the_marks_kept_says_its_place_may_be_off(tmp_path
     assert (store.path.parent / "proposals.json.lock").stat().st_mode & 0o777 == 0o600
 
 
-def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path):
+def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path, caplog):
     store = Store(tmp_path / "proposals.json")
     store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifted": "many"}))
     assert store.where("memory/d.md") == (4, 0)
@@ -390,6 +390,11 @@ def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path):
         )
         store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 0})
         assert store.marks() == {"memory/d.md": 14}
+    assert "than are kept" not in caplog.text
+    store.path.write_text(json.dumps({"shifts": "spoilt", "shifted": 3}))  # none kept now
+    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 2})
+    assert store.marks() == {"memory/d.md": 4}
+    assert "more marks since memory/d.md was read than are kept" in caplog.text
 
 
 def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
