@@ -180,20 +180,6 @@ async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_t
     assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new
 
 
-async def test_a_mark_at_the_end_of_a_log_read_is_not_read_again_as_a_new_line(memory):
-    curator = Curator.of(memory)
-    assert curator is not None
-    log = memory.workspace / "memory" / "2026-03-11.md"
-    log.write_text("# 2026-03-11\n\n## 09:00\n\nCode 4711.")  # by hand: no line break at its end
-    memory.proposals.set_marks({"memory/2026-03-11.md": log.stat().st_size})
-    memory.mark_replaced("memory/2026-03-11.md", 3, Newer("2026-03-12", "09:00"))
-    assert log.read_text().endswith(
-        "Code 4711.\n(Out of date: replaced by the note of 2026-03-12 09:00.)\n"
-    )
-    assert curator.store.marks() == {"memory/2026-03-11.md": log.stat().st_size}
-    assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new to read
-
-
 def test_a_mark_made_as_a_run_starts_is_not_read_as_new_text(memory, monkeypatch):
     curator = Curator.of(memory)
     assert curator is not None
@@ -246,14 +232,18 @@ def test_a_log_never_read_is_read_from_its_first_byte(memory):
     assert curator.read(NOW.date()).logs == {"memory/2026-03-12.md": "x"}
 
 
-async def test_a_mark_after_a_log_read_to_its_end_and_appended_to_is_not_read_as_new(memory):
+@pytest.mark.parametrize("appended", [False, True])
+def test_a_mark_at_the_end_of_a_log_read_is_not_read_again_as_new(memory, appended):
     curator = Curator.of(memory)
     assert curator is not None
     log = memory.workspace / "memory" / "2026-03-12.md"
     log.write_text("# 2026-03-12\n\n## 09:00\n\nCode 4711.")  # by hand: no line break at its end
     memory.proposals.set_marks({"memory/2026-03-12.md": log.stat().st_size})
-    memory.append("Bought stamps.", NOW, OWNER)  # starts with the line breaks it lacked
+    if appended:  # the entry starts with the line breaks the log lacked
+        memory.append("Bought stamps.", NOW, OWNER)
     memory.mark_replaced("memory/2026-03-12.md", 3, Newer("2026-03-13", "08:00"))
-    reading = curator.read(NOW.date())
-    assert "(Out of date" not in reading.logs["memory/2026-03-12.md"]
-    assert reading.logs["memory/2026-03-12.md"].strip() == "## 22:00\n\nBought stamps."
+    assert (
+        "Code 4711.\n(Out of date: replaced by the note of 2026-03-13 08:00.)\n" in log.read_text()
+    )
+    new = curator.read(NOW.date()).logs.get("memory/2026-03-12.md", "")
+    assert new.strip() == ("## 22:00\n\nBought stamps." if appended else "")
