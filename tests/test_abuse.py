@@ -36,6 +36,7 @@ from agent.tools.context import TurnContext
 from agent.tools.files import FILE_TOOLS, MAX_WRITE_CHARS
 from agent.tools.registry import ToolRegistry, ToolResult
 from agent.workspace.audience import BOOTSTRAP_FILES, log_path
+from agent.workspace.writers import LOCK
 from gateway.app import build_app
 from gateway.config.home import init_home
 from gateway.config.loader import parse_config
@@ -244,8 +245,9 @@ def system_files() -> bytes:
 
 
 def private_area(w: World) -> dict[str, tuple[Any, ...]]:
-    """The whole workspace but the attacking chats' own places (which they may change)."""
-    return snapshot(w.ws, skip=tuple(w.ws / p for p in OWN_PLACES))
+    """The whole workspace but the attacking chats' own places (which they may change) and
+    the writers' lock (empty: made by the first writer, a chat's in its own place too)."""
+    return snapshot(w.ws, skip=(*(w.ws / p for p in OWN_PLACES), w.ws / LOCK))
 
 
 @contextlib.contextmanager
