@@ -2535,15 +2535,6 @@ EXPLAINED: tuple[Why, ...] = (
         "how fast the pauses between asking grow: the wait's bound is the deadline's",
     ),
     Why(
-        "agent/memory/consolidation.py",
-        "Curator._read_log",
-        "if len(data) > start:",
-        "`>` → `>=`",
-        EQUIVALENT,
-        "a log with nothing new past its place is then asked for its place again, and it is "
-        "the same: a mark since the places were loaded moves the log's end and its place alike",
-    ),
-    Why(
         "agent/memory/proposal_store.py",
         "",
         "JOURNAL = 200",

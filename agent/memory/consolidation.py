@@ -100,7 +100,7 @@ class Reading:
     first_lines: dict[str, int]  # rel -> the line number its new text starts at
     marks: dict[str, int]  # rel -> bytes read after this run, for the logs it reads
     starts: dict[str, int]  # rel -> bytes read before this run, for the same logs
-    seen: dict[str, int]  # rel -> marks written into any log when it was read (Store.where)
+    seen: int  # marks written into the logs when they were read (``Store.places``)
 
     @property
     def empty(self) -> bool:
@@ -160,16 +160,16 @@ class Curator:
     def read(self, today: date, audience: Audience = OWNER) -> Reading:
         """The audience's logs' new parts since the last run (a log never read: the last
         ``first_days`` days' only)."""
-        reading = Reading({}, {}, {}, {}, {})
         folder = self.memory.workspace / log_folder(audience)
-        marks = self.store.marks()
         first_days = self.memory.cfg.consolidation.first_days
         oldest = (today - timedelta(days=first_days - 1)).isoformat()
         try:
             names = sorted(e.name for e in os.scandir(folder) if _OWNER_LOG.match(e.name))
         except OSError:
             names = []
-        with held(self.memory.workspace):  # no mark between reading a log and noting when
+        with held(self.memory.workspace):  # no mark is made while the logs and places are read
+            marks, seen = self.store.places()
+            reading = Reading({}, {}, {}, {}, seen)
             for name in names:
                 rel = f"{log_folder(audience)}/{name}"
                 if rel not in marks and name < oldest:
@@ -180,8 +180,6 @@ class Curator:
     def _read_log(self, reading: Reading, rel: str, audience: Audience, start: int) -> None:
         # The mark counts the log's own bytes: quoted whole, its new part is quoted alone.
         data = self.memory.read_visible(rel, audience, quoted=False).encode()
-        if len(data) > start:  # as it is now, with the marks so far: a mark may have moved it
-            start, reading.seen[rel] = self.store.where(rel)
         if len(data) <= start:
             return
         text = data[start:].decode("utf-8", errors="replace")

@@ -63,17 +63,17 @@ class Store:
             data["marks"] = marks
             self._save(data)
 
-    def where(self, rel: str) -> tuple[int, int]:
-        """How far ``rel`` has been read, and how many marks have been written into any log
-        so far: a run that reads the log now stores its place moved by the marks after."""
+    def places(self) -> tuple[dict[str, int], int]:
+        """How far each log has been read, and how many marks have been written so far: a
+        run that reads the logs now stores its places moved by the marks after."""
         with self._held():
             data = self._load()
-            return int(data.get("marks", {}).get(rel, 0)), _count(data)
+            return {str(k): int(v) for k, v in data.get("marks", {}).items()}, _count(data)
 
-    def read_up_to(self, marks: dict[str, int], seen: dict[str, int]) -> None:
-        """A run has read these logs up to these bytes, each when ``seen`` marks had been
-        written (``where``): stored moved by the marks written since into the part read. The
-        others' places stay (another run may have moved them meanwhile)."""
+    def read_up_to(self, marks: dict[str, int], seen: int | None = None) -> None:
+        """A run has read these logs up to these bytes when ``seen`` marks had been written
+        (``places``; None: as the store is now): stored moved by the marks written since into
+        the part read. The others' places stay (another run may have moved them meanwhile)."""
         with self._held():
             data = self._load()
             data["marks"] = {**data.get("marks", {}), **_since(data, marks, seen)}
@@ -114,7 +114,7 @@ class Store:
                 return p
         raise ToolError(f"There is no memory proposal {pid}.")
 
-    def add(self, proposal: Proposal, marks: dict[str, int], seen: dict[str, int]) -> Proposal:
+    def add(self, proposal: Proposal, marks: dict[str, int], seen: int | None = None) -> Proposal:
         """Keep ``proposal`` and the marks of the logs it read together: both or neither;
         each place moved as ``read_up_to`` moves it. The proposal as kept."""
         with self._held():
@@ -173,17 +173,19 @@ def _journal(data: dict[str, Any]) -> list[tuple[int, list[Any]]]:
     ]
 
 
-def _since(data: dict[str, Any], places: dict[str, int], seen: dict[str, int]) -> dict[str, int]:
-    """``places`` (a log's, read when ``seen[log]`` marks had been written) moved by the
+def _since(data: dict[str, Any], places: dict[str, int], seen: int | None) -> dict[str, int]:
+    """``places`` (logs' places, read when ``seen`` marks had been written) moved by the
     marks written into their logs since: where they are now."""
     count, kept = _count(data), data.get("shifts")
-    first = count - (len(kept) if isinstance(kept, list) else 0)
+    seen = count if seen is None else seen
+    if places and seen < count - (len(kept) if isinstance(kept, list) else 0):
+        log.warning(
+            "more marks since %s were read than are kept: their places may be off",
+            ", ".join(places),
+        )
     moved = dict(places)
-    for rel in moved:
-        if seen.get(rel, count) < first:
-            log.warning("more marks since %s was read than are kept: its place may be off", rel)
     for n, (rel, start, at, by) in _journal(data):
-        if rel in moved and n > seen.get(rel, count):
+        if rel in moved and n > seen:
             _move(moved, rel, start, at, by)
     return moved
 

@@ -176,7 +176,7 @@ async def test_a_note_marked_while_the_model_is_asked_moves_where_the_run_read_t
         "memory/2026-03-11.md": start + mark,
         "memory/2026-03-12.md": 0,
     }
-    assert memory.proposals.where("memory/2026-03-11.md")[1] == 2  # two marks written so far
+    assert memory.proposals.places()[1] == 2  # two marks written so far
     assert (await curator.propose(NoModel(), NOW)).proposal is None  # nothing new
 
 

@@ -295,7 +295,7 @@ def test_the_store_makes_its_folder_keeps_the_last_fifty_and_sets_a_damaged_file
 ):
     store = Store(tmp_path / "state" / "new" / "proposals.json")
     for n in range(51):
-        store.add(Proposal(f"p{n}", "2026-03-12T22:00", "x", (), {}), {"memory/d.md": n}, {})
+        store.add(Proposal(f"p{n}", "2026-03-12T22:00", "x", (), {}), {"memory/d.md": n})
     assert [p.id for p in store.all()] == [f"p{n}" for n in range(1, 51)]
     assert store.marks() == {"memory/d.md": 50}
     with pytest.raises(ToolError, match="There is no memory proposal p0"):
@@ -337,64 +337,64 @@ def test_a_run_stores_its_places_moved_by_the_marks_written_while_it_was_out(tmp
     heading = before.index("## 09:00")  # the entry marked is not read yet
     gateway.set_marks({"memory/d.md": heading})
     # Two runs out at once: the first read all of d, the second (read later) up to A's heading.
-    (_, first), (_, second) = gateway.where("memory/d.md"), gateway.where("memory/d.md")
+    (_, first), (_, second) = gateway.places(), gateway.places()
     terminal.shifted("memory/d.md", before, after)  # in the part the first read
     later = after + "## 11:00\n\nC.\n"  # an entry written after the runs read the log
     gateway.shifted("memory/d.md", later, later + "(Out of date: z.)\n")  # after: moves none
-    assert gateway.where("memory/d.md") == (heading, 2)
-    gateway.read_up_to({"memory/d.md": heading, "memory/e.md": 9}, {"memory/d.md": second})
+    assert gateway.places() == ({"memory/d.md": heading}, 2)
+    gateway.read_up_to({"memory/d.md": heading, "memory/e.md": 9}, second)
     assert gateway.marks() == {"memory/d.md": heading, "memory/e.md": 9}  # not up to it
     ten = before.index("## 10:00")  # where the first run's part began: after the mark
     kept = gateway.add(
         Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": ten}),
         {"memory/d.md": len(before)},
-        {"memory/d.md": first},
+        first,
     )
     assert gateway.marks() == {"memory/d.md": len(after), "memory/e.md": 9}  # read past it
     moved = {"memory/d.md": after.index("## 10:00")}
     assert kept.marks_before == moved == gateway.get("p1").marks_before
     # A run that read the log after the mark stores its place as it read it.
-    _, since = terminal.where("memory/d.md")
-    terminal.read_up_to({"memory/d.md": len(later)}, {"memory/d.md": since})
+    _, since = terminal.places()
+    terminal.read_up_to({"memory/d.md": len(later)}, since)
     assert terminal.marks()["memory/d.md"] == len(later)
 
 
 def test_a_run_out_longer_than_the_marks_kept_says_its_place_may_be_off(tmp_path, caplog):
     store = Store(tmp_path / "state" / "proposals.json")
-    _, seen = store.where("memory/d.md")
+    _, seen = store.places()
     for _ in range(JOURNAL):
         store.shifted("memory/e.md", "a\n", "a\nb\n")
-    store.read_up_to({"memory/d.md": 5}, {"memory/d.md": seen})  # every one since is kept
+    store.read_up_to({"memory/d.md": 5}, seen)  # every one since is kept
     assert "than are kept" not in caplog.text
     store.shifted("memory/e.md", "a\n", "a\nb\n")
-    assert store.where("memory/d.md") == (5, JOURNAL + 1)
+    assert store.places() == ({"memory/d.md": 5}, JOURNAL + 1)
     assert len(json.loads(store.path.read_text())["shifts"]) == JOURNAL
-    store.read_up_to({"memory/d.md": 5}, {"memory/d.md": seen})
+    store.read_up_to({"memory/d.md": 5}, seen)
     assert store.marks() == {"memory/d.md": 5}
-    assert "more marks since memory/d.md was read than are kept" in caplog.text
+    assert "more marks since memory/d.md were read than are kept" in caplog.text
     assert (store.path.parent / "proposals.json.lock").stat().st_mode & 0o777 == 0o600
 
 
 def test_marks_kept_that_a_hand_edit_spoilt_are_left_out(tmp_path, caplog):
     store = Store(tmp_path / "proposals.json")
     store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifted": "many"}))
-    assert store.where("memory/d.md") == (4, 0)
+    assert store.places() == ({"memory/d.md": 4}, 0)
     # Five marks written, the last three kept, the second of those spoilt by a hand edit.
     spoilt = [["memory/d.md", 1, 2, 10], ["memory/d.md", "x", 3, 1], ["memory/d.md", 2, 2, 100]]
     store.path.write_text(json.dumps({"marks": {"memory/d.md": 4}, "shifts": spoilt, "shifted": 5}))
-    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 3})  # read after the third
+    store.read_up_to({"memory/d.md": 4}, 3)  # read after the third
     assert store.marks() == {"memory/d.md": 104}  # moved by the fifth alone
     for junk in ("junk", ["memory/d.md", 1, 2]):
         store.path.write_text(
             json.dumps({"shifts": [junk, ["memory/d.md", 2, 2, 10]], "shifted": 2})
         )
-        store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 0})
+        store.read_up_to({"memory/d.md": 4}, 0)
         assert store.marks() == {"memory/d.md": 14}
     assert "than are kept" not in caplog.text
     store.path.write_text(json.dumps({"shifts": "spoilt", "shifted": 3}))  # none kept now
-    store.read_up_to({"memory/d.md": 4}, {"memory/d.md": 2})
+    store.read_up_to({"memory/d.md": 4}, 2)
     assert store.marks() == {"memory/d.md": 4}
-    assert "more marks since memory/d.md was read than are kept" in caplog.text
+    assert "more marks since memory/d.md were read than are kept" in caplog.text
 
 
 def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores_its_own_logs(
@@ -404,8 +404,8 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     before = "# d\n\n## 09:00\n\nA.\n\n## 10:00\n\nB.\n"
     after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
     waiting = Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": len(before)})
-    store.add(waiting, {"memory/d.md": len(before) + 9}, {})
-    store.add(replace(waiting, id="p2", status=APPLIED), {}, {})
+    store.add(waiting, {"memory/d.md": len(before) + 9})
+    store.add(replace(waiting, id="p2", status=APPLIED), {})
     store.shifted("memory/d.md", before, after)
     # A refusal of the pending one reads again from where its part began, as it is now.
     p1, p2 = store.all()
@@ -413,8 +413,8 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
     assert p2.marks_before == {"memory/d.md": len(before)}  # answered: never read again
     assert store.marks() == {"memory/d.md": len(after) + 9}
     # A run stores where it read its own logs, and leaves the others' marks as they are now.
-    store.add(replace(waiting, id="p3"), {"memory/e.md": 5}, {})
-    store.read_up_to({"memory/f.md": 7}, {})
+    store.add(replace(waiting, id="p3"), {"memory/e.md": 5})
+    store.read_up_to({"memory/f.md": 7})
     assert store.marks() == {"memory/d.md": len(after) + 9, "memory/e.md": 5, "memory/f.md": 7}
     # A mark that is not a number (a file edited by hand) is left alone, and so is the mark.
     store.set_marks({"memory/d.md": "12"})
@@ -425,11 +425,11 @@ def test_a_mark_moves_where_a_pending_proposal_reads_again_from_and_a_run_stores
 def test_the_store_is_changed_by_one_process_at_a_time(tmp_path, monkeypatch):
     store, waits = Store(tmp_path / "proposals.json"), watched(monkeypatch)
     first = Proposal("p1", "2026-03-12T22:00", "x", (), {})
-    store.add(first, {"memory/d.md": 3}, {})
+    store.add(first, {"memory/d.md": 3})
     lock = os.open(tmp_path / "proposals.json.lock", os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX)  # the terminal's ``corvid memory apply``, mid-change
     try:
-        adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}, {}))
+        adding = threading.Thread(target=store.add, args=(replace(first, id="p2"), {}))
         adding.start()
         until_waiting(waits, adding)
         # The terminal applies p1 (status and all), then lets go.
@@ -448,7 +448,7 @@ def test_an_answered_proposal_keeps_where_its_part_began_as_marks_since_moved_it
     after = before.replace("A.\n\n", "A.\n(Out of date: x.)\n")
     ten = before.index("## 10:00")
     loaded = Proposal("p1", "2026-03-12T22:00", "x", (), {"memory/d.md": ten, "memory/e.md": 3})
-    store.add(loaded, {"memory/d.md": len(before), "memory/e.md": 9}, {})
+    store.add(loaded, {"memory/d.md": len(before), "memory/e.md": 9})
     store.shifted("memory/d.md", before, after)  # one of its own marks, applied first
     store.put(replace(loaded, status=REFUSED), reread=True)  # then its edit found stale
     moved = {"memory/d.md": after.index("## 10:00"), "memory/e.md": 3}

@@ -19,7 +19,7 @@ def propose(home, pid: str) -> None:
     item = Item("update", "- Anna lives in Lisbon.", ("- Anna lives in Porto.",), "she moved",
                 ("memory/2026-03-12.md:9",), origin="the chat telegram-group--5")  # fmt: skip
     proposal = Proposal(pid, "2026-03-12T22:00:00+01:00", digest(MEMORY), (item,), {})
-    Store(home / "state" / "proposals.json").add(proposal, {}, {})
+    Store(home / "state" / "proposals.json").add(proposal, {})
 
 
 async def test_a_proposal_is_shown_then_applied_from_the_memory_page(control, home):
